@@ -1,0 +1,88 @@
+"""Runs inside one tox env: the packages' tests and/or the conformance suite.
+
+Each package's tests run in their own pytest process (so test modules of different
+packages never collide) under coverage.py, writing a JUnit XML file per package into
+$FRAMEHOOK_RESULTS, which ci/matrix.py reads to print its tables.
+
+Usage: python ci/env_job.py [tests] [conformance]
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("runtime", "profiler", "translator")
+
+
+def present_packages() -> list[str]:
+    return [name for name in PACKAGES if (ROOT / "packages" / name / "pyproject.toml").exists()]
+
+
+def install_packages() -> bool:
+    """Build and install every package from source for this interpreter (runtime first)."""
+    paths = [str(ROOT / "packages" / name) for name in present_packages()]
+    if not paths:
+        return True
+    cmd = [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
+           "--force-reinstall", "--quiet", *paths]
+    print(f"[env_job] installing {', '.join(present_packages())}", flush=True)
+    return subprocess.call(cmd, cwd=str(ROOT)) == 0
+
+
+def run_package_tests(results: Path) -> bool:
+    ok = True
+    for name in present_packages():
+        tests = ROOT / "packages" / name / "tests"
+        if not any(tests.glob("test_*.py")):
+            print(f"[env_job] {name}: no tests yet", flush=True)
+            continue
+        cmd = [
+            sys.executable, "-m", "coverage", "run", "-m", "pytest", str(tests),
+            "-p", "no:cacheprovider", "--import-mode=importlib", "-q",
+            f"--junitxml={results / (name + '.xml')}",
+            "-o", "junit_family=xunit1",
+        ]
+        print(f"[env_job] {name}: {' '.join(cmd[3:])}", flush=True)
+        rc = subprocess.call(cmd, cwd=str(ROOT))
+        if rc != 0:
+            print(f"[env_job] {name}: pytest exited {rc}", flush=True)
+            ok = False
+    return ok
+
+
+def run_conformance(results: Path) -> bool:
+    if not (ROOT / "conformance" / "run.py").exists():
+        print("[env_job] conformance: suite not present yet", flush=True)
+        return True
+    cmd = [
+        sys.executable, "-m", "coverage", "run", str(ROOT / "conformance" / "run.py"),
+        "--json", str(results / "conformance.json"),
+    ]
+    print(f"[env_job] conformance: {' '.join(cmd[3:])}", flush=True)
+    return subprocess.call(cmd, cwd=str(ROOT)) == 0
+
+
+def main(argv: list[str]) -> int:
+    jobs = argv or ["tests"]
+    unknown = set(jobs) - {"tests", "conformance"}
+    if unknown:
+        print(f"env_job.py: unknown job(s) {sorted(unknown)}; expected 'tests' and/or 'conformance'")
+        return 2
+    results = Path(os.environ.get("FRAMEHOOK_RESULTS", ROOT / "ci" / "results" / "local"))
+    results.mkdir(parents=True, exist_ok=True)
+    if not install_packages():
+        print("[env_job] installing the packages failed")
+        return 1
+    ok = True
+    if "tests" in jobs:
+        ok &= run_package_tests(results)
+    if "conformance" in jobs:
+        ok &= run_conformance(results)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

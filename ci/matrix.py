@@ -1,0 +1,290 @@
+"""Runs framehook's CPython matrix and prints its tables.
+
+    python3 ci/matrix.py conformance   # main job: conformance suite on every CPython, case x version table
+    python3 ci/matrix.py test          # all tests: every package on every CPython, coverage, gcov, conformance
+
+Interpreters are found on PATH (python3.X) and in pyenv's versions directory. Every one of
+CPython 3.9-3.13 is required: a missing one is an error, not a skip. tox is bootstrapped
+into ci/.bootstrap if the running Python does not have it.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "ci" / "results"
+BOOTSTRAP = ROOT / "ci" / ".bootstrap"
+VERSIONS = ("3.9", "3.10", "3.11", "3.12", "3.13")
+PACKAGES = ("runtime", "profiler", "translator")
+COVERAGE_FLOOR = 90.0
+
+
+def env_name(version: str) -> str:
+    return "py" + version.replace(".", "")
+
+
+def _reported_version(exe: str) -> str | None:
+    try:
+        out = subprocess.run(
+            [exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True, text=True, timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def find_interpreters() -> dict[str, str]:
+    """Map each required minor version to an interpreter path (PATH first, then pyenv)."""
+    pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    found: dict[str, str] = {}
+    for version in VERSIONS:
+        candidates = []
+        on_path = shutil.which(f"python{version}")
+        if on_path and "/shims/" not in on_path:
+            candidates.append(on_path)
+        pattern = os.path.join(pyenv_root, "versions", f"{version}.*", "bin", f"python{version}")
+        candidates.extend(sorted(glob.glob(pattern), reverse=True))
+        for exe in candidates:
+            if _reported_version(exe) == version:
+                found[version] = exe
+                break
+    return found
+
+
+def tox_command() -> list[str]:
+    try:
+        import tox  # noqa: F401
+        return [sys.executable, "-m", "tox"]
+    except ImportError:
+        pass
+    py = BOOTSTRAP / "bin" / "python"
+    if not py.exists() or subprocess.call([str(py), "-c", "import tox"], stderr=subprocess.DEVNULL):
+        print(f"[matrix] installing tox into {BOOTSTRAP.relative_to(ROOT)}", flush=True)
+        subprocess.check_call([sys.executable, "-m", "venv", "--clear", str(BOOTSTRAP)])
+        subprocess.check_call([str(py), "-m", "pip", "install", "--quiet", "tox>=4.11"])
+    return [str(py), "-m", "tox"]
+
+
+def run_env(tox: list[str], env: str, interpreters: dict[str, str], jobs: list[str]) -> tuple[str, int, float]:
+    log = RESULTS / "logs" / f"{env}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [*tox, "-c", str(ROOT / "tox.ini"), "-e", env]
+    for exe in interpreters.values():
+        cmd += ["--discover", exe]
+    if jobs:
+        cmd += ["--", *jobs]
+    start = time.monotonic()
+    print(f"[matrix] {env}: started (log: {log.relative_to(ROOT)})", flush=True)
+    with open(log, "w") as fh:
+        rc = subprocess.call(cmd, cwd=str(ROOT), stdout=fh, stderr=subprocess.STDOUT)
+    elapsed = time.monotonic() - start
+    print(f"[matrix] {env}: exit {rc} after {elapsed:.0f}s", flush=True)
+    if rc != 0:
+        tail = log.read_text(errors="replace").splitlines()[-40:]
+        print("\n".join(f"    | {line}" for line in tail), flush=True)
+    return env, rc, elapsed
+
+
+def junit_counts(path: Path) -> tuple[int, int, int] | None:
+    """(passed, failed, skipped) from a pytest JUnit file, or None when it is absent."""
+    if not path.exists():
+        return None
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError:
+        return None
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    tests = failed = skipped = 0
+    for suite in suites:
+        tests += int(suite.get("tests", 0))
+        failed += int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+        skipped += int(suite.get("skipped", 0))
+    return tests - failed - skipped, failed, skipped
+
+
+def print_test_table(versions: list[str]) -> tuple[int, int, int]:
+    totals = [0, 0, 0]
+    width = 16
+    print("\nTests: passed/failed/skipped per package and CPython")
+    print("package".ljust(12) + "".join(v.ljust(width) for v in versions))
+    for pkg in PACKAGES:
+        row = pkg.ljust(12)
+        for version in versions:
+            counts = junit_counts(RESULTS / env_name(version) / f"{pkg}.xml")
+            if counts is None:
+                cell = "-"
+            else:
+                cell = "/".join(map(str, counts))
+                for i, n in enumerate(counts):
+                    totals[i] += n
+            row += cell.ljust(width)
+        print(row)
+    return totals[0], totals[1], totals[2]
+
+
+def print_conformance_table(versions: list[str]) -> tuple[int, int, int]:
+    """Case x version table; a cell names the modes that did not pass."""
+    by_version: dict[str, dict[str, list[dict]]] = {}
+    for version in versions:
+        path = RESULTS / env_name(version) / "conformance.json"
+        if path.exists():
+            data = json.loads(path.read_text())
+            cases: dict[str, list[dict]] = {}
+            for item in data.get("results", []):
+                cases.setdefault(item["case"], []).append(item)
+            by_version[version] = cases
+    names = sorted({case for cases in by_version.values() for case in cases})
+    if not names:
+        print("\nConformance: no results")
+        return 0, 0, 0
+    width = max(14, max(len(n) for n in names) + 2)
+    col = 14
+    print(f"\nConformance: {len(names)} cases x {len(versions)} CPython versions "
+          "(ok = plain, shadow, translator and profiler replays all match the golden record)")
+    print("case".ljust(width) + "".join(v.ljust(col) for v in versions))
+    passed = failed = skipped = 0
+    notes: list[str] = []
+    for name in names:
+        row = name.ljust(width)
+        for version in versions:
+            items = by_version.get(version, {}).get(name)
+            if items is None:
+                row += "-".ljust(col)
+                continue
+            bad = [i for i in items if i["status"] == "fail"]
+            skip = [i for i in items if i["status"] == "skip"]
+            passed += sum(1 for i in items if i["status"] == "pass")
+            failed += len(bad)
+            skipped += len(skip)
+            if bad:
+                cell = "FAIL:" + ",".join(i["mode"] for i in bad)
+            elif skip and len(skip) == len(items):
+                cell = "skip"
+            elif skip:
+                cell = "ok*"
+            else:
+                cell = "ok"
+            for i in bad + skip:
+                notes.append(f"  {name} [{version} {i['mode']}] {i['status']}: {i.get('reason', '')}")
+            row += cell.ljust(col)
+        print(row)
+    if notes:
+        print("\nReasons (ok* = some modes skipped):")
+        print("\n".join(notes))
+    for version in versions:
+        path = RESULTS / env_name(version) / "conformance.json"
+        if path.exists():
+            diffs = json.loads(path.read_text()).get("decision_diffs", [])
+            for diff in diffs:
+                print(f"  translator decisions differ on {version}: {diff}")
+    return passed, failed, skipped
+
+
+def combine_coverage(tox: list[str]) -> bool:
+    """Combine coverage data from every env and hold each package to the floor."""
+    data_dir = RESULTS / "coverage"
+    if not any(data_dir.glob(".coverage.*")):
+        print("[matrix] no coverage data was recorded")
+        return False
+    py = tox[0]
+    env = dict(os.environ, COVERAGE_RCFILE=str(ROOT / "ci" / "coveragerc"),
+               COVERAGE_FILE=str(data_dir / ".coverage"))
+    if subprocess.call([py, "-c", "import coverage"], stderr=subprocess.DEVNULL):
+        subprocess.check_call([py, "-m", "pip", "install", "--quiet", "coverage>=7.2"])
+    subprocess.check_call([py, "-m", "coverage", "combine", "--keep", "-q"], cwd=str(ROOT), env=env)
+    ok = True
+    print("\nPython line coverage, combined over every CPython (floor %.0f%%):" % COVERAGE_FLOOR)
+    for pkg in PACKAGES:
+        src = ROOT / "packages" / pkg / "src"
+        if not any(src.rglob("*.py")):
+            continue
+        rc = subprocess.call(
+            [py, "-m", "coverage", "report", f"--include=packages/{pkg}/src/*",
+             f"--fail-under={COVERAGE_FLOOR}", "--format=total"],
+            cwd=str(ROOT), env=env, stdout=subprocess.PIPE,
+        )
+        total = subprocess.run(
+            [py, "-m", "coverage", "report", f"--include=packages/{pkg}/src/*", "--format=total"],
+            cwd=str(ROOT), env=env, capture_output=True, text=True,
+        ).stdout.strip()
+        verdict = "ok" if rc == 0 else "BELOW FLOOR"
+        print(f"  {pkg:<12}{total:>6}%  {verdict}")
+        if rc != 0:
+            ok = False
+            subprocess.call([py, "-m", "coverage", "report", "-m", f"--include=packages/{pkg}/src/*",
+                             "--skip-covered"], cwd=str(ROOT), env=env)
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("job", choices=["test", "conformance", "interpreters"],
+                        help="test: all tests; conformance: the conformance table; interpreters: list them")
+    parser.add_argument("--parallel", type=int, default=max(1, min(2, os.cpu_count() or 1)),
+                        help="tox envs run at once (default: up to 2)")
+    parser.add_argument("--versions", default=",".join(VERSIONS),
+                        help="comma-separated subset of %s (default: all; a subset is for local use)" % ",".join(VERSIONS))
+    parser.add_argument("--no-gcov", action="store_true", help="skip the gcov env of the C extensions")
+    args = parser.parse_args(argv)
+
+    versions = [v.strip() for v in args.versions.split(",") if v.strip()]
+    bad = [v for v in versions if v not in VERSIONS]
+    if bad:
+        parser.error(f"--versions: {bad} not among the supported {list(VERSIONS)}")
+
+    interpreters = find_interpreters()
+    missing = [v for v in VERSIONS if v not in interpreters]
+    for version in VERSIONS:
+        print(f"[matrix] CPython {version}: {interpreters.get(version, 'MISSING')}", flush=True)
+    if missing:
+        print(f"[matrix] error: CPython {', '.join(missing)} not found (looked on PATH and in pyenv); "
+              "the matrix needs every one of " + ", ".join(VERSIONS), flush=True)
+        return 2
+    if args.job == "interpreters":
+        return 0
+
+    tox = tox_command()
+    jobs = ["tests", "conformance"] if args.job == "test" else ["conformance"]
+    for version in versions:
+        shutil.rmtree(RESULTS / env_name(version), ignore_errors=True)
+    if args.job == "test":
+        shutil.rmtree(RESULTS / "coverage", ignore_errors=True)
+        shutil.rmtree(RESULTS / "gcov", ignore_errors=True)
+    envs = [env_name(v) for v in versions]
+    if args.job == "test" and not args.no_gcov:
+        envs.append("gcov")
+    start = time.monotonic()
+    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        outcomes = list(pool.map(lambda e: run_env(tox, e, interpreters, [] if e == "gcov" else jobs), envs))
+    failed_envs = [env for env, rc, _ in outcomes if rc != 0]
+
+    ok = not failed_envs
+    if args.job == "test":
+        p, f, s = print_test_table(versions)
+        cp, cf, cs = print_conformance_table(versions)
+        ok &= combine_coverage(tox)
+        gcov_report = RESULTS / "gcov" / "summary.txt"
+        if gcov_report.exists():
+            print("\nC line coverage (gcov, CPython 3.11):")
+            print(gcov_report.read_text().rstrip())
+        p, f, s = p + cp, f + cf, s + cs
+    else:
+        p, f, s = print_conformance_table(versions)
+    print(f"\n[matrix] {len(envs)} envs in {time.monotonic() - start:.0f}s; failed envs: {failed_envs or 'none'}")
+    print(f"{p} passed, {f} failed, {s} skipped")
+    return 0 if ok and f == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
