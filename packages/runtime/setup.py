@@ -1,0 +1,26 @@
+"""Build script for framehook-runtime's C extension (metadata lives in pyproject.toml)."""
+import sys
+
+if not ((3, 9) <= sys.version_info[:2] <= (3, 13)):
+    sys.exit(
+        "framehook-runtime supports CPython 3.9 to 3.13; this is %d.%d. "
+        "Its C extension reaches into each version's frame layout and cannot be built here."
+        % sys.version_info[:2]
+    )
+if sys.implementation.name != "cpython":
+    sys.exit("framehook-runtime needs CPython (PEP 523); this is %s." % sys.implementation.name)
+
+from setuptools import Extension, setup  # noqa: E402
+
+SOURCES = ["extra.c", "guarded.c", "frameview.c", "shadow.c", "events.c", "hook.c", "module.c"]
+
+setup(
+    ext_modules=[
+        Extension(
+            "framehook.runtime._C",
+            sources=["src/framehook/runtime/_C/" + name for name in SOURCES],
+            depends=["src/framehook/runtime/_C/" + h for h in ("compat.h", "runtime.h", "framehook_events.h")],
+            extra_compile_args=["-std=gnu11", "-Wall", "-Wno-missing-field-initializers"],
+        )
+    ],
+)

@@ -1,0 +1,135 @@
+/* Version shims: everything that differs between CPython 3.9 and 3.13 lives here,
+ * behind small inline functions, so the rest of the extension reads the same on
+ * every version. */
+#ifndef FRAMEHOOK_COMPAT_H
+#define FRAMEHOOK_COMPAT_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+
+#if PY_VERSION_HEX < 0x03090000 || PY_VERSION_HEX >= 0x030E0000
+#error "framehook-runtime supports CPython 3.9 to 3.13"
+#endif
+
+#if PY_VERSION_HEX < 0x030A0000
+static inline PyObject *Py_NewRef(PyObject *o) { Py_INCREF(o); return o; }
+static inline PyObject *Py_XNewRef(PyObject *o) { Py_XINCREF(o); return o; }
+#define Py_NewRef(o) Py_NewRef((PyObject *)(o))
+#define Py_XNewRef(o) Py_XNewRef((PyObject *)(o))
+#endif
+
+#define FH_PY311 (PY_VERSION_HEX >= 0x030B0000)
+#define FH_PY312 (PY_VERSION_HEX >= 0x030C0000)
+#define FH_PY313 (PY_VERSION_HEX >= 0x030D0000)
+
+#if FH_PY311
+/* The interpreter frame layout is only published in the internal headers. */
+#  if FH_PY312
+#    undef _PyGC_FINALIZED /* python/cpython#105268: clash between core and non-core headers */
+#  endif
+#  define Py_BUILD_CORE
+#  include <internal/pycore_frame.h>
+#  undef Py_BUILD_CORE
+typedef _PyInterpreterFrame fh_frame;
+#else
+typedef PyFrameObject fh_frame;
+#endif
+
+/* ---- code extra slots ---------------------------------------------------- */
+#if FH_PY312
+#  define fh_request_extra_index PyUnstable_Eval_RequestCodeExtraIndex
+#  define fh_code_get_extra PyUnstable_Code_GetExtra
+#  define fh_code_set_extra PyUnstable_Code_SetExtra
+#else
+#  define fh_request_extra_index _PyEval_RequestCodeExtraIndex
+#  define fh_code_get_extra _PyCode_GetExtra
+#  define fh_code_set_extra _PyCode_SetExtra
+#endif
+
+/* ---- frame accessors ------------------------------------------------------- */
+static inline PyCodeObject *fh_frame_code(fh_frame *f) {
+#if FH_PY313
+    return (PyCodeObject *)f->f_executable;
+#else
+    return f->f_code;
+#endif
+}
+
+static inline PyObject *fh_frame_globals(fh_frame *f) { return f->f_globals; }
+static inline PyObject *fh_frame_builtins(fh_frame *f) { return f->f_builtins; }
+static inline PyObject *fh_frame_locals_mapping(fh_frame *f) { return f->f_locals; }
+
+/* The function object being called, or NULL where the frame does not record it. */
+static inline PyObject *fh_frame_function(fh_frame *f) {
+#if FH_PY312
+    return f->f_funcobj;
+#elif FH_PY311
+    return (PyObject *)f->f_func;
+#else
+    (void)f;
+    return NULL;
+#endif
+}
+
+/* Only fresh frames of plain functions owned by the thread stack can be shadowed:
+ * generators and coroutines resume into their own frames, class and module bodies
+ * have a locals mapping. */
+static inline int fh_frame_is_fresh_function(fh_frame *f) {
+    PyCodeObject *co = fh_frame_code(f);
+    const int skip = CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE;
+    if (!(co->co_flags & CO_OPTIMIZED) || (co->co_flags & skip) || f->f_locals != NULL) {
+        return 0;
+    }
+#if FH_PY313
+    return f->owner == FRAME_OWNED_BY_THREAD && f->instr_ptr == _PyCode_CODE(co);
+#elif FH_PY311
+    return f->owner == FRAME_OWNED_BY_THREAD && f->prev_instr == _PyCode_CODE(co) - 1;
+#else
+    return f->f_lasti < 0;
+#endif
+}
+
+#if FH_PY311
+/* Data-stack words a frame of this code occupies (3.12 caches it on the code). */
+static inline int fh_code_framesize(PyCodeObject *co) {
+#if FH_PY312
+    return co->co_framesize;
+#else
+    return co->co_nlocalsplus + co->co_stacksize + FRAME_SPECIALS_SIZE;
+#endif
+}
+#endif
+
+/* Number of argument slots: positional, keyword-only, *args and **kwargs. */
+static inline int fh_code_nargs(PyCodeObject *co) {
+    return co->co_argcount + co->co_kwonlyargcount + ((co->co_flags & CO_VARARGS) ? 1 : 0) +
+           ((co->co_flags & CO_VARKEYWORDS) ? 1 : 0);
+}
+
+/* ---- tracing suspension ------------------------------------------------------ */
+static inline void fh_suspend_tracing(PyThreadState *ts) {
+#if FH_PY311
+    PyThreadState_EnterTracing(ts);
+#elif PY_VERSION_HEX >= 0x030A0000
+    ts->tracing++;
+    ts->cframe->use_tracing = 0;
+#else
+    ts->tracing++;
+    ts->use_tracing = 0;
+#endif
+}
+
+static inline void fh_resume_tracing(PyThreadState *ts) {
+#if FH_PY311
+    PyThreadState_LeaveTracing(ts);
+#elif PY_VERSION_HEX >= 0x030A0000
+    ts->tracing--;
+    ts->cframe->use_tracing = (ts->tracing == 0) && (ts->c_tracefunc != NULL || ts->c_profilefunc != NULL);
+#else
+    ts->tracing--;
+    ts->use_tracing = (ts->tracing == 0) && (ts->c_tracefunc != NULL || ts->c_profilefunc != NULL);
+#endif
+}
+
+#endif /* FRAMEHOOK_COMPAT_H */

@@ -1,0 +1,298 @@
+/* The eval-frame function and the thread-local callbacks.
+ *
+ * The interpreter-wide eval function is ours only while at least one thread has a
+ * callback; whatever was installed before us is called for every frame we do not
+ * replace, and put back when the last thread turns its callback off. */
+#include "runtime.h"
+
+typedef struct {
+    PyObject *callback; /* NULL: off; Py_False: run-only; otherwise a callable. Owned. */
+    int suspended;      /* > 0 while this thread's guards or callback run */
+    int registered;     /* a cleanup capsule sits in the thread's dict */
+} fh_thread;
+
+static _Thread_local fh_thread tls;
+static _Thread_local PyCodeObject *bypass_code;
+static int active_threads;
+static int installed;
+static _PyFrameEvalFunction previous_eval;
+/* Remembered so that uninstalling works during finalization, when the thread
+ * clearing another thread's state may have no current thread state. */
+static PyInterpreterState *hooked_interp;
+
+PyObject *fh_guard_error_hook;
+int fh_trace_callbacks;
+
+PyObject *fh_eval_default(PyThreadState *ts, fh_frame *f, int throw_flag) {
+    if (previous_eval != NULL) {
+        return previous_eval(ts, f, throw_flag);
+    }
+    return _PyEval_EvalFrameDefault(ts, f, throw_flag);
+}
+
+int fh_bypass_next(PyCodeObject *co) {
+    bypass_code = co;
+    return 0;
+}
+
+static PyObject *framehook_eval(PyThreadState *ts, fh_frame *f, int throw_flag);
+
+static void install(void) {
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    hooked_interp = interp;
+    _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
+    if (current != framehook_eval) {
+        previous_eval = (current == _PyEval_EvalFrameDefault) ? NULL : current;
+        _PyInterpreterState_SetEvalFrameFunc(interp, framehook_eval);
+    }
+    installed = 1;
+}
+
+static void uninstall(void) {
+    PyInterpreterState *interp = hooked_interp;
+    if (interp == NULL) {
+        return;
+    }
+    if (_PyInterpreterState_GetEvalFrameFunc(interp) == framehook_eval) {
+        /* Setting the default back (not NULL) lets 3.11+ inline calls again. */
+        _PyInterpreterState_SetEvalFrameFunc(interp, previous_eval ? previous_eval : _PyEval_EvalFrameDefault);
+        previous_eval = NULL;
+    }
+    /* Otherwise another extension chained onto us: leave its function in place; ours,
+     * if it calls it, passes every frame through. */
+    installed = 0;
+}
+
+int fh_is_installed(void) {
+    return _PyInterpreterState_GetEvalFrameFunc(PyInterpreterState_Get()) == framehook_eval;
+}
+
+static void store_callback(fh_thread *t, PyObject *callback) {
+    PyObject *old = t->callback;
+    t->callback = callback;
+    if (old == NULL && callback != NULL) {
+        if (active_threads++ == 0) {
+            install();
+        }
+    }
+    else if (old != NULL && callback == NULL) {
+        if (--active_threads == 0) {
+            uninstall();
+        }
+    }
+    Py_XDECREF(old);
+}
+
+/* Runs when the thread's state is cleared (the thread ends), so a thread that exits
+ * with a callback set does not keep the eval function installed. */
+static void thread_cleanup(PyObject *capsule) {
+    fh_thread *t = (fh_thread *)PyCapsule_GetPointer(capsule, "framehook.runtime.thread");
+    if (t == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    t->registered = 0;
+    store_callback(t, NULL);
+}
+
+static int register_thread_cleanup(void) {
+    if (tls.registered) {
+        return 0;
+    }
+    PyObject *dict = PyThreadState_GetDict();
+    if (dict == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "framehook: this thread has no thread state dict");
+        return -1;
+    }
+    PyObject *capsule = PyCapsule_New(&tls, "framehook.runtime.thread", thread_cleanup);
+    if (capsule == NULL) {
+        return -1;
+    }
+    int rc = PyDict_SetItemString(dict, "framehook.runtime.thread", capsule);
+    Py_DECREF(capsule);
+    if (rc == 0) {
+        tls.registered = 1;
+    }
+    return rc;
+}
+
+PyObject *fh_set_callback(PyObject *callback) {
+    PyObject *previous = tls.callback ? Py_NewRef(tls.callback) : Py_NewRef(Py_None);
+    if (callback != Py_None && register_thread_cleanup() < 0) {
+        Py_DECREF(previous);
+        return NULL;
+    }
+    store_callback(&tls, callback == Py_None ? NULL : Py_NewRef(callback));
+    return previous;
+}
+
+PyObject *fh_get_callback(void) {
+    return Py_NewRef(tls.callback ? tls.callback : Py_None);
+}
+
+/* ---- lookup ---------------------------------------------------------------- */
+static void report_guard_error(PyObject *check_fn, PyCodeObject *co, PyObject *locals, int index, int last) {
+    if (fh_guard_error_hook == NULL) {
+        return;
+    }
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject *r = PyObject_CallFunction(fh_guard_error_hook, "OOOiO", check_fn, (PyObject *)co, locals, index,
+                                        last ? Py_True : Py_False);
+    if (r == NULL) {
+        PyErr_WriteUnraisable(fh_guard_error_hook);
+    }
+    Py_XDECREF(r);
+    PyErr_Restore(type, value, tb);
+}
+
+/* Finds the first entry whose guard accepts `locals`. Returns -1 if a guard raised. */
+static int lookup(fh_extra *ex, PyCodeObject *co, PyObject *locals, fh_entry **hit) {
+    *hit = NULL;
+    if (ex == NULL) {
+        return 0;
+    }
+    fh_entry *prev = NULL;
+    int index = 0;
+    for (fh_entry *e = ex->head; e != NULL; prev = e, e = e->next, index++) {
+        unsigned long epoch = ex->epoch;
+        int last = e->next == NULL;
+        PyObject *check_fn = Py_NewRef(e->check_fn);
+        PyObject *r = PyObject_CallOneArg(check_fn, locals);
+        int truth = r ? PyObject_IsTrue(r) : -1;
+        Py_XDECREF(r);
+        if (truth < 0) {
+            report_guard_error(check_fn, co, locals, index, last);
+            Py_DECREF(check_fn);
+            return -1;
+        }
+        Py_DECREF(check_fn);
+        if (ex->epoch != epoch) {
+            return 0; /* the guard changed the entry list: treat as a miss */
+        }
+        if (truth) {
+            e->hits++;
+            fh_extra_move_to_front(ex, prev, e);
+            *hit = e;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* Calls the thread's callback on a miss. Returns a new reference to the replacement
+ * code, Py_None when the frame should run unmodified, NULL with an exception. */
+static PyObject *ask_callback(PyThreadState *ts, fh_frame *f, PyCodeObject *co, PyObject *callback,
+                              PyObject *locals) {
+    fh_extra *ex = fh_extra_ensure(co);
+    if (ex == NULL) {
+        return NULL;
+    }
+    PyObject *frame_state = fh_extra_frame_state(ex);
+    if (frame_state == NULL) {
+        return NULL;
+    }
+    PyObject *latest = ex->head ? fh_entry_info(ex->head) : Py_NewRef(Py_None);
+    if (latest == NULL) {
+        return NULL;
+    }
+    PyObject *view = fh_frameview_new(ts, f, locals);
+    if (view == NULL) {
+        Py_DECREF(latest);
+        return NULL;
+    }
+    Py_INCREF(frame_state); /* the callback may reset the code, dropping the state */
+    Py_INCREF(callback);
+    PyObject *res = PyObject_CallFunctionObjArgs(callback, view, latest, frame_state, NULL);
+    Py_DECREF(callback);
+    Py_DECREF(frame_state);
+    fh_frameview_release(view);
+    Py_DECREF(view);
+    Py_DECREF(latest);
+    if (res == NULL) {
+        return NULL;
+    }
+    if (res == Py_None) {
+        ex->skip = 1;
+        return res;
+    }
+    if (!PyObject_TypeCheck(res, &fh_GuardedCode_Type)) {
+        PyErr_Format(PyExc_TypeError,
+                     "framehook: the eval-frame callback must return None or GuardedCode, not %.200s",
+                     Py_TYPE(res)->tp_name);
+        Py_DECREF(res);
+        return NULL;
+    }
+    fh_GuardedCode *guarded = (fh_GuardedCode *)res;
+    PyObject *code = Py_NewRef(guarded->code);
+    if (fh_check_layout(co, (PyCodeObject *)code) < 0 || fh_extra_add_entry(ex, code, guarded->check_fn) < 0) {
+        Py_DECREF(code);
+        code = NULL;
+    }
+    Py_DECREF(res);
+    return code;
+}
+
+static PyObject *intercept(PyThreadState *ts, fh_frame *f, PyCodeObject *co, fh_extra *ex, PyObject *callback) {
+    PyObject *code = NULL;
+    fh_entry *hit = NULL;
+    FH_EMIT(FRAMEHOOK_EV_LOOKUP_BEGIN, co);
+    tls.suspended++;
+    if (!fh_trace_callbacks) {
+        fh_suspend_tracing(ts);
+    }
+    PyObject *locals = fh_entry_locals(f);
+    if (locals != NULL && lookup(ex, co, locals, &hit) == 0) {
+        if (hit != NULL) {
+            code = Py_NewRef(hit->code);
+        }
+        else if (callback != Py_False) {
+            code = ask_callback(ts, f, co, callback, locals);
+        }
+        else {
+            code = Py_NewRef(Py_None); /* run-only miss */
+        }
+    }
+    Py_XDECREF(locals);
+    if (!fh_trace_callbacks) {
+        fh_resume_tracing(ts);
+    }
+    tls.suspended--;
+    FH_EMIT(FRAMEHOOK_EV_LOOKUP_END, co);
+    if (code == NULL) {
+        fh_discard_frame(ts, f);
+        return NULL;
+    }
+    if (code == Py_None) {
+        Py_DECREF(code);
+        return fh_eval_default(ts, f, 0);
+    }
+    FH_EMIT(FRAMEHOOK_EV_REGION_BEGIN, code);
+    PyObject *result = fh_run_replacement(ts, f, (PyCodeObject *)code);
+    FH_EMIT(FRAMEHOOK_EV_REGION_END, code);
+    Py_DECREF(code);
+    return result;
+}
+
+static PyObject *framehook_eval(PyThreadState *ts, fh_frame *f, int throw_flag) {
+    PyObject *callback = tls.callback;
+    if (callback == NULL || tls.suspended || throw_flag) {
+        return fh_eval_default(ts, f, throw_flag);
+    }
+    PyCodeObject *co = fh_frame_code(f);
+    if (bypass_code != NULL && bypass_code == co) {
+        bypass_code = NULL; /* the temporary function of a replacement call */
+        return fh_eval_default(ts, f, 0);
+    }
+    if (!fh_frame_is_fresh_function(f)) {
+        return fh_eval_default(ts, f, 0);
+    }
+    fh_extra *ex = fh_extra_get(co);
+    if (ex != NULL && ex->skip) {
+        return fh_eval_default(ts, f, 0);
+    }
+    if (callback == Py_False && (ex == NULL || ex->head == NULL)) {
+        return fh_eval_default(ts, f, 0);
+    }
+    return intercept(ts, f, co, ex, callback);
+}

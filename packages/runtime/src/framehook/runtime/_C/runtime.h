@@ -1,0 +1,77 @@
+/* Declarations shared by the runtime's C files. One file per concern:
+ *   extra.c      per-code-object state in the code's extra slot (cache entries, frame_state)
+ *   guarded.c    the GuardedCode and CacheEntryInfo types
+ *   frameview.c  the read-only frame view handed to callbacks, and entry locals
+ *   shadow.c     running replacement code in place of a frame, per CPython version
+ *   events.c     the C event interface for other extensions (the profiler)
+ *   hook.c       the eval-frame function and thread-local callbacks
+ *   module.c     the Python-facing functions */
+#ifndef FRAMEHOOK_RUNTIME_H
+#define FRAMEHOOK_RUNTIME_H
+
+#include "compat.h"
+#include "framehook_events.h"
+
+/* ---- per-code state (extra.c) ---------------------------------------------- */
+typedef struct fh_entry {
+    PyObject *code;     /* replacement code object (owned) */
+    PyObject *check_fn; /* guard, called with the entry locals (owned) */
+    Py_ssize_t hits;
+    struct fh_entry *next;
+} fh_entry;
+
+typedef struct {
+    fh_entry *head;        /* most recently hit first */
+    PyObject *frame_state; /* dict handed to the callback, created on first use (owned) */
+    int skip;              /* run this code unmodified from now on */
+    unsigned long epoch;   /* bumped on every change of the entry list, so a lookup
+                              notices when a guard it called changed the list */
+} fh_extra;
+
+int fh_extra_init(void);
+fh_extra *fh_extra_get(PyCodeObject *co);              /* NULL when none (no error) */
+fh_extra *fh_extra_ensure(PyCodeObject *co);           /* NULL with an exception */
+int fh_extra_reset(PyCodeObject *co);
+int fh_extra_add_entry(fh_extra *ex, PyObject *code, PyObject *check_fn);
+void fh_extra_move_to_front(fh_extra *ex, fh_entry *prev, fh_entry *entry);
+PyObject *fh_extra_frame_state(fh_extra *ex);          /* borrowed, NULL with an exception */
+Py_ssize_t fh_extra_count(fh_extra *ex);
+
+/* ---- types (guarded.c) ----------------------------------------------------- */
+extern PyTypeObject fh_GuardedCode_Type;
+typedef struct {
+    PyObject_HEAD
+    PyObject *code;
+    PyObject *check_fn;
+} fh_GuardedCode;
+int fh_types_init(PyObject *module);
+PyObject *fh_entry_info(fh_entry *entry); /* new CacheEntryInfo */
+
+/* ---- frame view and entry locals (frameview.c) ----------------------------- */
+extern PyTypeObject fh_FrameView_Type;
+PyObject *fh_entry_locals(fh_frame *f);                            /* new dict */
+PyObject *fh_frameview_new(PyThreadState *ts, fh_frame *f, PyObject *locals);
+void fh_frameview_release(PyObject *view);                          /* invalidates it */
+
+/* ---- running replacement code (shadow.c) ----------------------------------- */
+/* Checks once, when a callback returns it, that `code` can take the frame's values. */
+int fh_check_layout(PyCodeObject *original, PyCodeObject *replacement);
+PyObject *fh_run_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *code);
+/* On 3.12+ the evaluator frees the frame; when we do not evaluate it we must. */
+void fh_discard_frame(PyThreadState *ts, fh_frame *f);
+PyObject *fh_eval_default(PyThreadState *ts, fh_frame *f, int throw_flag);
+
+/* ---- events (events.c) ----------------------------------------------------- */
+extern int fh_listener_count;
+void fh_emit(int event, PyObject *code);
+#define FH_EMIT(ev, code) do { if (fh_listener_count) fh_emit((ev), (PyObject *)(code)); } while (0)
+PyObject *fh_events_capsule(void);
+
+/* ---- hook (hook.c) --------------------------------------------------------- */
+PyObject *fh_set_callback(PyObject *callback);   /* new ref to the previous callback */
+PyObject *fh_get_callback(void);                 /* new ref */
+extern PyObject *fh_guard_error_hook;            /* owned, may be NULL */
+extern int fh_trace_callbacks;                   /* let tracers see callbacks and guards */
+int fh_bypass_next(PyCodeObject *co);            /* shadow.c: next frame of co runs as is */
+
+#endif

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import framehook.runtime as rt
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from shim.build import build_shim  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def clean_thread_callback():
+    """Every test starts and ends with no callback on this thread and the hook removed."""
+    rt.set_eval_frame(None)
+    yield
+    leftover = rt.set_eval_frame(None)
+    assert leftover is None, f"test left a callback set: {leftover!r}"
+    assert not rt.eval_frame_installed()
+
+
+@pytest.fixture(scope="session")
+def shim(tmp_path_factory):
+    return build_shim(str(tmp_path_factory.mktemp("shim")))
+
+
+class PassThrough:
+    """Intercepts every frame and runs a distinct copy of its code behind a true guard."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.codes = set()
+
+    def __call__(self, frame, cache_entry, frame_state):
+        self.calls += 1
+        self.codes.add(frame.f_code)
+        return rt.GuardedCode(frame.f_code.replace(), always_true)
+
+
+def always_true(f_locals):
+    return True
+
+
+@pytest.fixture
+def passthrough():
+    return PassThrough()
+
+
+def targeting(fn, callback):
+    """Wraps a test callback so that it only sees frames of `fn` (others run unmodified)."""
+    code = fn.__code__
+
+    def wrapper(frame, cache_entry, frame_state):
+        if frame.f_code is not code:
+            return None
+        return callback(frame, cache_entry, frame_state)
+
+    return wrapper
