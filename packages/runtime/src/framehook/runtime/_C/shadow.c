@@ -13,7 +13,7 @@
 
 static int layout_error(PyCodeObject *original, const char *what) {
     PyErr_Format(PyExc_TypeError,
-                 "framehook: the replacement code for %U (%U:%d) cannot take the frame's values: %s differ",
+                 "framehook: the replacement code for %U (%U:%d) cannot take the frame's values: %s",
                  original->co_name, original->co_filename, original->co_firstlineno, what);
     return -1;
 }
@@ -56,18 +56,18 @@ int fh_check_layout(PyCodeObject *original, PyCodeObject *replacement) {
     if (original->co_argcount != replacement->co_argcount ||
         original->co_posonlyargcount != replacement->co_posonlyargcount ||
         original->co_kwonlyargcount != replacement->co_kwonlyargcount) {
-        return layout_error(original, "argument counts");
+        return layout_error(original, "argument counts differ");
     }
     if ((original->co_flags & kind) != (replacement->co_flags & kind)) {
-        return layout_error(original, "code kinds (varargs, varkeywords, generator or coroutine flags)");
+        return layout_error(original, "code kinds differ (*args, **kwargs, generator or coroutine flags)");
     }
     int eq = same_names(arg_names, original, replacement);
     if (eq <= 0) {
-        return eq < 0 ? -1 : layout_error(original, "argument names");
+        return eq < 0 ? -1 : layout_error(original, "argument names differ");
     }
     eq = same_names(free_names, original, replacement);
     if (eq <= 0) {
-        return eq < 0 ? -1 : layout_error(original, "free variables");
+        return eq < 0 ? -1 : layout_error(original, "free variables differ");
     }
     return 0;
 }

@@ -1,0 +1,69 @@
+"""A million hooked calls leave memory flat."""
+from __future__ import annotations
+
+import gc
+import resource
+import tracemalloc
+
+import framehook.runtime as rt
+from conftest import targeting
+
+CALLS = 1_000_000
+
+
+def small(a, b=1):
+    return a + b
+
+
+def rss_kib():
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * resource.getpagesize() // 1024
+
+
+def test_million_cache_hits_keep_memory_flat():
+    replacement = small.__code__.replace()
+    cb = targeting(small, lambda *a: rt.GuardedCode(replacement, lambda L: L["a"] >= 0))
+    with rt.enable(cb):
+        for i in range(1000):  # warm up caches and freelists
+            small(i)
+        gc.collect()
+        tracemalloc.start()
+        rss_before = rss_kib()
+        snap_before = tracemalloc.take_snapshot()
+        for i in range(CALLS):
+            small(i, b=2)
+        gc.collect()
+        snap_after = tracemalloc.take_snapshot()
+        rss_after = rss_kib()
+        tracemalloc.stop()
+    growth = sum(s.size_diff for s in snap_after.compare_to(snap_before, "filename"))
+    assert rt.cache_entries(small.__code__)[0].hits == CALLS + 999
+    assert growth < 64 * 1024, f"traced memory grew by {growth} bytes over {CALLS} calls"
+    assert rss_after - rss_before < 4096, f"RSS grew by {rss_after - rss_before} KiB over {CALLS} calls"
+    rt.reset_code(small.__code__)
+
+
+def test_many_misses_and_resets_keep_memory_flat():
+    def target(x):
+        return x
+
+    def cb(frame, entry, state):
+        return rt.GuardedCode(frame.f_code.replace(), lambda L: False)  # never hits
+
+    with rt.enable(targeting(target, cb)):
+        for i in range(2000):
+            target(i)
+            rt.reset_code(target.__code__)
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.take_snapshot()
+        for i in range(50_000):
+            target(i)
+            if i % 100 == 0:
+                rt.reset_code(target.__code__)
+        rt.reset_code(target.__code__)
+        gc.collect()
+        after = tracemalloc.take_snapshot()
+        tracemalloc.stop()
+    growth = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    assert growth < 64 * 1024, f"traced memory grew by {growth} bytes"
