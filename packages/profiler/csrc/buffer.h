@@ -1,0 +1,89 @@
+/* Per-thread append-only event storage: a chain of fixed-size blocks.
+ *
+ * Appending is a compare and a store; nothing is ever moved, so a full block costs one
+ * allocation and no copy. Blocks come from the raw allocator because they are plain
+ * memory that never holds object references. */
+#ifndef FRAMEHOOK_PROFILER_BUFFER_H
+#define FRAMEHOOK_PROFILER_BUFFER_H
+
+#include <Python.h>
+#include <stdint.h>
+
+/* One recorded event: 16 bytes. `key` indexes the thread's site table (0 when the kind
+ * needs none); `t` is in raw clock ticks. */
+typedef struct {
+    uint64_t t;
+    uint32_t key;
+    uint32_t kind;
+} fh_event;
+
+#define FH_BLOCK_EVENTS 2048
+
+typedef struct fh_block {
+    struct fh_block *next;
+    fh_event ev[FH_BLOCK_EVENTS];
+} fh_block;
+
+typedef struct {
+    fh_block *head;
+    fh_block *tail;
+    fh_event *cur; /* next free slot in tail */
+    fh_event *end; /* one past tail's last slot */
+    size_t nblocks;
+} fh_buffer;
+
+static inline void fh_buffer_init(fh_buffer *b) {
+    b->head = b->tail = NULL;
+    b->cur = b->end = NULL;
+    b->nblocks = 0;
+}
+
+/* Returns the new slot or NULL when memory ran out (no exception is set: the caller is
+ * the profile function, which must not raise). */
+static fh_event *fh_buffer_grow(fh_buffer *b) {
+    fh_block *blk = (fh_block *)PyMem_RawMalloc(sizeof(fh_block));
+    if (blk == NULL) {
+        return NULL;
+    }
+    blk->next = NULL;
+    if (b->tail != NULL) {
+        b->tail->next = blk;
+    } else {
+        b->head = blk;
+    }
+    b->tail = blk;
+    b->nblocks++;
+    b->cur = blk->ev + 1;
+    b->end = blk->ev + FH_BLOCK_EVENTS;
+    return blk->ev;
+}
+
+static inline fh_event *fh_buffer_slot(fh_buffer *b) {
+    if (b->cur != b->end) {
+        return b->cur++;
+    }
+    return fh_buffer_grow(b);
+}
+
+static inline size_t fh_block_used(const fh_buffer *b, const fh_block *blk) {
+    return blk == b->tail ? (size_t)(b->cur - blk->ev) : FH_BLOCK_EVENTS;
+}
+
+static inline size_t fh_buffer_count(const fh_buffer *b) {
+    if (b->tail == NULL) {
+        return 0;
+    }
+    return (b->nblocks - 1) * FH_BLOCK_EVENTS + fh_block_used(b, b->tail);
+}
+
+static void fh_buffer_free(fh_buffer *b) {
+    fh_block *blk = b->head;
+    while (blk != NULL) {
+        fh_block *next = blk->next;
+        PyMem_RawFree(blk);
+        blk = next;
+    }
+    fh_buffer_init(b);
+}
+
+#endif

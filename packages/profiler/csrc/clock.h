@@ -1,0 +1,49 @@
+/* The recording clock: raw ticks on the hot path, nanoseconds only after the fact.
+ *
+ * Reading the TSC (or the ARM virtual counter) costs a few cycles, where even the vDSO
+ * clock_gettime costs tens of ns and may fall back to a system call on some VMs. Ticks
+ * are mapped to CLOCK_MONOTONIC nanoseconds by a line through two (ticks, ns) pairs
+ * taken at start and stop (see tick_anchor). */
+#ifndef FRAMEHOOK_PROFILER_CLOCK_H
+#define FRAMEHOOK_PROFILER_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#include <x86intrin.h>
+#define FH_CLOCK_NAME "tsc"
+static inline uint64_t fh_ticks(void) { return (uint64_t)__rdtsc(); }
+#elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+#define FH_CLOCK_NAME "cntvct"
+static inline uint64_t fh_ticks(void) {
+    uint64_t v;
+    __asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+}
+#else
+#define FH_CLOCK_NAME "monotonic"
+#define FH_TICKS_ARE_NS 1
+#endif
+
+static inline int64_t fh_monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+#ifdef FH_TICKS_ARE_NS
+static inline uint64_t fh_ticks(void) { return (uint64_t)fh_monotonic_ns(); }
+#endif
+
+/* A (ticks, ns) pair read as close together as the two clocks allow: the ns read is
+ * bracketed by two tick reads and paired with their midpoint. */
+static inline void fh_tick_anchor(uint64_t *ticks, int64_t *ns) {
+    uint64_t a = fh_ticks();
+    int64_t n = fh_monotonic_ns();
+    uint64_t b = fh_ticks();
+    *ticks = a + (b - a) / 2;
+    *ns = n;
+}
+
+#endif

@@ -1,0 +1,194 @@
+/* Per-thread interning of call sites into small integer keys.
+ *
+ * The hot path hashes two pointers (what was called, and the code that called it) into
+ * an open-addressing table and gets back a key; only a miss builds anything. Each site
+ * owns references to the objects its pointers came from, so an address can never be
+ * reused by another object while the profile data is alive. */
+#ifndef FRAMEHOOK_PROFILER_SITES_H
+#define FRAMEHOOK_PROFILER_SITES_H
+
+#include <Python.h>
+#include <stdint.h>
+
+enum {
+    FH_SITE_PY = 1,       /* a: code object, b: caller's code object or NULL */
+    FH_SITE_C = 2,        /* a: PyMethodDef* (or callable type), b: caller's code */
+    FH_SITE_INSTANCE = 3, /* a: the tagged instance */
+    FH_SITE_CODE = 4,     /* a: code object of a runtime event */
+    FH_SITE_NAME = 5      /* a: annotation name (str) */
+};
+
+#define FH_FLAG_TAGGED 1u /* a Python site whose code is registered with tag_calls */
+
+typedef struct {
+    const void *a;
+    const void *b;
+    uint32_t key1; /* key + 1; 0 marks an empty slot */
+    uint16_t kind;
+    uint16_t flags;
+} fh_slot;
+
+typedef struct {
+    PyObject *a;    /* owned: keeps the pointer identity of the site valid */
+    PyObject *b;    /* owned or NULL */
+    PyObject *info; /* owned or NULL: names computed once, at intern time */
+    uint32_t kind;
+    uint32_t flags;
+} fh_site;
+
+typedef struct {
+    fh_slot *slots;
+    size_t mask;
+    size_t used;
+    fh_site *sites;
+    size_t nsites;
+    size_t cap;
+} fh_sites;
+
+#define FH_SITES_INITIAL 256
+
+static inline size_t fh_site_hash(const void *a, const void *b, uint32_t kind) {
+    uint64_t h = (uint64_t)(uintptr_t)a * 0x9E3779B97F4A7C15ull;
+    h ^= ((uint64_t)(uintptr_t)b + kind) * 0xC2B2AE3D27D4EB4Full;
+    return (size_t)(h ^ (h >> 31));
+}
+
+static inline fh_slot *fh_sites_find(fh_sites *t, const void *a, const void *b, uint32_t kind) {
+    size_t i = fh_site_hash(a, b, kind) & t->mask;
+    for (;;) {
+        fh_slot *s = &t->slots[i];
+        if (s->key1 == 0) {
+            return NULL;
+        }
+        if (s->a == a && s->b == b && s->kind == kind) {
+            return s;
+        }
+        i = (i + 1) & t->mask;
+    }
+}
+
+static int fh_sites_init(fh_sites *t) {
+    t->slots = (fh_slot *)PyMem_Calloc(FH_SITES_INITIAL, sizeof(fh_slot));
+    t->sites = (fh_site *)PyMem_Malloc(FH_SITES_INITIAL / 2 * sizeof(fh_site));
+    if (t->slots == NULL || t->sites == NULL) {
+        PyMem_Free(t->slots);
+        PyMem_Free(t->sites);
+        t->slots = NULL;
+        t->sites = NULL;
+        PyErr_NoMemory();
+        return -1;
+    }
+    t->mask = FH_SITES_INITIAL - 1;
+    t->used = 0;
+    t->nsites = 0;
+    t->cap = FH_SITES_INITIAL / 2;
+    return 0;
+}
+
+static void fh_slot_place(fh_slot *slots, size_t mask, const fh_slot *src) {
+    size_t i = fh_site_hash(src->a, src->b, src->kind) & mask;
+    while (slots[i].key1 != 0) {
+        i = (i + 1) & mask;
+    }
+    slots[i] = *src;
+}
+
+/* Doubles the slot table once it is half full, so probes stay short. */
+static int fh_sites_rehash(fh_sites *t) {
+    size_t ncap = (t->mask + 1) * 2;
+    fh_slot *fresh = (fh_slot *)PyMem_Calloc(ncap, sizeof(fh_slot));
+    if (fresh == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i <= t->mask; i++) {
+        if (t->slots[i].key1 != 0) {
+            fh_slot_place(fresh, ncap - 1, &t->slots[i]);
+        }
+    }
+    PyMem_Free(t->slots);
+    t->slots = fresh;
+    t->mask = ncap - 1;
+    return 0;
+}
+
+/* Adds a site that fh_sites_find did not find. a_obj, b_obj and info are borrowed; the
+ * site takes its own references. Returns the slot, or NULL with MemoryError set. */
+static fh_slot *fh_sites_add(fh_sites *t, const void *a, const void *b, uint32_t kind,
+                             uint32_t flags, PyObject *a_obj, PyObject *b_obj, PyObject *info) {
+    if ((t->used + 1) * 2 > t->mask + 1 && fh_sites_rehash(t) < 0) {
+        return NULL;
+    }
+    if (t->nsites == t->cap) {
+        size_t ncap = t->cap * 2;
+        fh_site *grown = (fh_site *)PyMem_Realloc(t->sites, ncap * sizeof(fh_site));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        t->sites = grown;
+        t->cap = ncap;
+    }
+    if (t->nsites >= UINT32_MAX - 1) {
+        PyErr_SetString(PyExc_OverflowError, "too many distinct call sites on one thread");
+        return NULL;
+    }
+    fh_site *site = &t->sites[t->nsites];
+    site->a = a_obj;
+    site->b = b_obj;
+    site->info = info;
+    Py_XINCREF(a_obj);
+    Py_XINCREF(b_obj);
+    Py_XINCREF(info);
+    site->kind = kind;
+    site->flags = flags;
+    fh_slot slot = {a, b, (uint32_t)(t->nsites + 1), (uint16_t)kind, (uint16_t)flags};
+    t->nsites++;
+    t->used++;
+    size_t i = fh_site_hash(a, b, kind) & t->mask;
+    while (t->slots[i].key1 != 0) {
+        i = (i + 1) & t->mask;
+    }
+    t->slots[i] = slot;
+    return &t->slots[i];
+}
+
+static int fh_sites_traverse(fh_sites *t, visitproc visit, void *arg) {
+    for (size_t i = 0; i < t->nsites; i++) {
+        Py_VISIT(t->sites[i].a);
+        Py_VISIT(t->sites[i].b);
+        Py_VISIT(t->sites[i].info);
+    }
+    return 0;
+}
+
+/* Drops every site and its references; the table stays usable (and empty). */
+static void fh_sites_clear(fh_sites *t) {
+    size_t n = t->nsites;
+    t->nsites = 0;
+    t->used = 0;
+    if (t->slots != NULL) {
+        memset(t->slots, 0, (t->mask + 1) * sizeof(fh_slot));
+    }
+    for (size_t i = 0; i < n; i++) {
+        Py_CLEAR(t->sites[i].a);
+        Py_CLEAR(t->sites[i].b);
+        Py_CLEAR(t->sites[i].info);
+    }
+}
+
+static void fh_sites_free(fh_sites *t) {
+    fh_sites_clear(t);
+    PyMem_Free(t->slots);
+    PyMem_Free(t->sites);
+    t->slots = NULL;
+    t->sites = NULL;
+    t->cap = 0;
+    t->mask = 0;
+}
+
+static size_t fh_sites_memory(const fh_sites *t) {
+    return t->slots == NULL ? 0 : (t->mask + 1) * sizeof(fh_slot) + t->cap * sizeof(fh_site);
+}
+
+#endif

@@ -1,0 +1,1119 @@
+/* framehook.profiler._tracer: the recording half of the profiler.
+ *
+ * A C profile function is installed on every thread of the interpreter (and, through a
+ * threading.setprofile hook, on threads started while recording). Each thread records
+ * into its own context object: an append-only block buffer of 16-byte events and a table
+ * interning call sites into small keys. Nothing is decoded while recording; collect()
+ * hands the raw events and the site table to Python, which builds the call trees.
+ *
+ * Layout follows Modules/_lsprof.c: types first (thread context, tracer, annotations),
+ * then the profile function, then the methods, then module init. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+#include <string.h>
+#include <structmember.h>
+
+#include "buffer.h"
+#include "clock.h"
+#include "compat.h"
+#include "framehook_events.h"
+#include "sites.h"
+
+/* Event kinds, as stored in fh_event.kind (exported to Python under the same names). */
+enum {
+    FH_EV_PY_CALL = 1,
+    FH_EV_PY_RETURN = 2,
+    FH_EV_PY_UNWIND = 3, /* a Python frame left by an exception */
+    FH_EV_C_CALL = 4,
+    FH_EV_C_RETURN = 5,
+    FH_EV_C_RAISE = 6,
+    FH_EV_START_FRAME = 7, /* a frame already running when recording started */
+    FH_EV_TAG = 8,         /* the instance of the tagged call just entered */
+    FH_EV_ANNOT_BEGIN = 9,
+    FH_EV_ANNOT_END = 10,
+    FH_EV_RUNTIME = 16 /* + the runtime's event number (1..4) */
+};
+
+#define FH_MAX_START_DEPTH 128
+
+enum { FH_NEW = 0, FH_RECORDING = 1, FH_STOPPED = 2, FH_REFUSED = 3 };
+
+typedef struct TracerObject TracerObject;
+
+/* ------------------------------------------------------------------------------------ */
+/* Thread context: the object handed to the profile function of one thread.            */
+
+typedef struct {
+    PyObject_HEAD
+    TracerObject *tracer; /* borrowed; the tracer outlives recording (fh_active owns it) */
+    unsigned long thread_id;
+    PyThreadState *tstate; /* only dereferenced while start() holds the GIL */
+    int recording;
+    int c_calls;
+    int broken; /* memory ran out: this thread stopped recording, its data is kept */
+    fh_buffer buf;
+    fh_sites sites;
+    Py_tracefunc prev_func; /* what the thread had before us, restored at stop */
+    PyObject *prev_obj;     /* owned */
+} CtxObject;
+
+struct TracerObject {
+    PyObject_HEAD
+    int state;
+    int c_calls;
+    int runtime_events;
+    PyObject *ctxs;     /* list of CtxObject */
+    PyObject *tagged;   /* tuple of code objects whose calls are tagged */
+    PyObject *describe; /* callable(instance) -> description, or NULL */
+    uint64_t t0_ticks, t1_ticks;
+    int64_t t0_ns, t1_ns;
+    const fh_runtime_events_api *runtime;
+    int listening;
+};
+
+static PyTypeObject CtxType;
+static PyTypeObject TracerType;
+static PyTypeObject RecordFunctionType;
+static PyTypeObject AnnotatedType;
+
+/* The tracer that is recording (owned), or NULL: only one records at a time. */
+static TracerObject *fh_active = NULL;
+
+#define FH_N_METHODS 13
+static PyMethodDef fh_methods[FH_N_METHODS]; /* every method of this module: fh_is_internal */
+
+/* Calls into this module (stopping, annotation enter/exit) are the profiler's own work,
+ * not the program's: they are never recorded. One range check covers them all because
+ * every PyMethodDef lives in fh_methods. */
+static inline int fh_is_internal(const PyMethodDef *ml) {
+    return ml >= fh_methods && ml < fh_methods + FH_N_METHODS;
+}
+
+static int fh_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
+
+static CtxObject *ctx_new(TracerObject *tracer, unsigned long thread_id) {
+    CtxObject *ctx = PyObject_GC_New(CtxObject, &CtxType);
+    if (ctx == NULL) {
+        return NULL;
+    }
+    ctx->tracer = tracer;
+    ctx->thread_id = thread_id;
+    ctx->tstate = NULL;
+    ctx->recording = 0;
+    ctx->c_calls = tracer->c_calls;
+    ctx->broken = 0;
+    ctx->prev_func = NULL;
+    ctx->prev_obj = NULL;
+    fh_buffer_init(&ctx->buf);
+    if (fh_sites_init(&ctx->sites) < 0) {
+        ctx->sites.slots = NULL;
+        ctx->sites.sites = NULL;
+        ctx->sites.nsites = 0;
+        Py_DECREF(ctx);
+        return NULL;
+    }
+    PyObject_GC_Track(ctx);
+    return ctx;
+}
+
+static int ctx_traverse(CtxObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->prev_obj);
+    return fh_sites_traverse(&self->sites, visit, arg);
+}
+
+static int ctx_clear(CtxObject *self) {
+    Py_CLEAR(self->prev_obj);
+    fh_sites_clear(&self->sites);
+    return 0;
+}
+
+static void ctx_dealloc(CtxObject *self) {
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(self->prev_obj);
+    fh_sites_free(&self->sites);
+    fh_buffer_free(&self->buf);
+    PyObject_GC_Del(self);
+}
+
+static PyTypeObject CtxType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "framehook.profiler._tracer.ThreadContext",
+    .tp_doc = "Per-thread recording state of a Tracer (internal).",
+    .tp_basicsize = sizeof(CtxObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_dealloc = (destructor)ctx_dealloc,
+    .tp_traverse = (traverseproc)ctx_traverse,
+    .tp_clear = (inquiry)ctx_clear,
+};
+
+/* Marks the thread as stopped for good after a failure inside the profile function,
+ * which must not raise: the data recorded so far stays valid. */
+static void ctx_break(CtxObject *ctx) {
+    PyErr_Clear();
+    ctx->broken = 1;
+    ctx->recording = 0;
+}
+
+static inline void ctx_push(CtxObject *ctx, uint32_t kind, uint32_t key, uint64_t t) {
+    fh_event *ev = fh_buffer_slot(&ctx->buf);
+    if (ev == NULL) {
+        ctx_break(ctx);
+        return;
+    }
+    ev->t = t;
+    ev->key = key;
+    ev->kind = kind;
+}
+
+/* The context recording the calling thread, or NULL. */
+static inline CtxObject *ctx_of_current_thread(void) {
+    PyThreadState *ts = PyThreadState_Get();
+    if (ts->c_profilefunc != fh_profile) {
+        return NULL;
+    }
+    CtxObject *ctx = (CtxObject *)ts->c_profileobj;
+    return ctx->recording ? ctx : NULL;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Interning (the slow paths: each runs once per distinct site and thread).            */
+
+static int code_is_tagged(TracerObject *tracer, PyCodeObject *code) {
+    if (tracer == NULL || tracer->tagged == NULL) {
+        return 0;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(tracer->tagged);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (PyTuple_GET_ITEM(tracer->tagged, i) == (PyObject *)code) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static fh_slot *intern_py(CtxObject *ctx, PyCodeObject *code, PyCodeObject *caller) {
+    fh_slot *slot = fh_sites_find(&ctx->sites, code, caller, FH_SITE_PY);
+    if (slot != NULL) {
+        return slot;
+    }
+    uint32_t flags = code_is_tagged(ctx->tracer, code) ? FH_FLAG_TAGGED : 0;
+    return fh_sites_add(&ctx->sites, code, caller, FH_SITE_PY, flags, (PyObject *)code,
+                        (PyObject *)caller, NULL);
+}
+
+/* Names a C callable once: (owner name or None, function name, how it is bound), where
+ * "how" is 0 for a function of a module, 1 for a method of an instance's type and 2 for a
+ * method bound to a type. The owner object is kept so that the PyMethodDef stays alive. */
+static fh_slot *intern_c_slow(CtxObject *ctx, PyObject *fn, const void *ident,
+                              PyCodeObject *caller) {
+    PyObject *owner;
+    PyObject *info;
+    if (PyCFunction_Check(fn)) {
+        PyCFunctionObject *f = (PyCFunctionObject *)fn;
+        PyObject *self = f->m_self;
+        const char *name = f->m_ml->ml_name;
+        if (self == NULL || PyModule_Check(self)) {
+            owner = self != NULL ? self : Py_None;
+            PyObject *module = f->m_module;
+            if (module == NULL || !PyUnicode_Check(module)) {
+                module = Py_None;
+            }
+            info = Py_BuildValue("(Osi)", module, name, 0);
+        } else if (PyType_Check(self)) {
+            owner = self;
+            info = Py_BuildValue("(ssi)", ((PyTypeObject *)self)->tp_name, name, 2);
+        } else {
+            owner = (PyObject *)Py_TYPE(self);
+            info = Py_BuildValue("(ssi)", Py_TYPE(self)->tp_name, name, 1);
+        }
+    } else {
+        owner = (PyObject *)Py_TYPE(fn);
+        info = Py_BuildValue("(ssi)", Py_TYPE(fn)->tp_name, "__call__", 1);
+    }
+    if (info == NULL) {
+        return NULL;
+    }
+    fh_slot *slot = fh_sites_add(&ctx->sites, ident, caller, FH_SITE_C, 0, owner,
+                                 (PyObject *)caller, info);
+    Py_DECREF(info);
+    return slot;
+}
+
+/* A site keyed by one object (runtime code objects, annotation names). */
+static fh_slot *intern_object(CtxObject *ctx, PyObject *obj, uint32_t kind) {
+    fh_slot *slot = fh_sites_find(&ctx->sites, obj, NULL, kind);
+    if (slot != NULL) {
+        return slot;
+    }
+    return fh_sites_add(&ctx->sites, obj, NULL, kind, 0, obj, NULL, NULL);
+}
+
+/* Records which instance a tagged call went through. The description (class name, array
+ * attributes) is taken the first time the instance is seen on this thread; describe may
+ * run Python code, which the interpreter does not profile while we are in a callback. */
+static void record_tag(CtxObject *ctx, PyFrameObject *frame, uint64_t t) {
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    PyObject *self = fh_first_argument(frame);
+    if (self == NULL) {
+        PyErr_Clear();
+        PyErr_Restore(exc_type, exc_value, exc_tb);
+        return;
+    }
+    fh_slot *slot = fh_sites_find(&ctx->sites, self, NULL, FH_SITE_INSTANCE);
+    if (slot == NULL) {
+        PyObject *info = NULL;
+        TracerObject *tracer = ctx->tracer;
+        if (tracer != NULL && tracer->describe != NULL) {
+            info = PyObject_CallOneArg(tracer->describe, self);
+            if (info == NULL) {
+                PyErr_Clear();
+            }
+        }
+        slot = fh_sites_add(&ctx->sites, self, NULL, FH_SITE_INSTANCE, 0, self, NULL, info);
+        Py_XDECREF(info);
+    }
+    Py_DECREF(self);
+    if (slot == NULL) {
+        ctx_break(ctx);
+    } else {
+        ctx_push(ctx, FH_EV_TAG, slot->key1 - 1, t);
+    }
+    PyErr_Restore(exc_type, exc_value, exc_tb);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* The profile function: the hot path.                                                  */
+
+static inline void record_py_call(CtxObject *ctx, PyFrameObject *frame) {
+    PyCodeObject *code = fh_frame_code(frame);
+    PyCodeObject *caller = fh_caller_code(frame);
+    fh_slot *slot = fh_sites_find(&ctx->sites, code, caller, FH_SITE_PY);
+    if (slot == NULL) {
+        slot = intern_py(ctx, code, caller);
+        if (slot == NULL) {
+            ctx_break(ctx);
+            return;
+        }
+    }
+    uint64_t t = fh_ticks();
+    ctx_push(ctx, FH_EV_PY_CALL, slot->key1 - 1, t);
+    if (slot->flags & FH_FLAG_TAGGED) {
+        record_tag(ctx, frame, t);
+    }
+}
+
+static inline void record_c_call(CtxObject *ctx, PyFrameObject *frame, PyObject *fn) {
+    const void *ident;
+    if (PyCFunction_Check(fn)) {
+        const PyMethodDef *ml = ((PyCFunctionObject *)fn)->m_ml;
+        if (fh_is_internal(ml)) {
+            return;
+        }
+        ident = ml;
+    } else {
+        ident = Py_TYPE(fn);
+    }
+    PyCodeObject *caller = frame != NULL ? fh_frame_code(frame) : NULL;
+    fh_slot *slot = fh_sites_find(&ctx->sites, ident, caller, FH_SITE_C);
+    if (slot == NULL) {
+        slot = intern_c_slow(ctx, fn, ident, caller);
+        if (slot == NULL) {
+            ctx_break(ctx);
+            return;
+        }
+    }
+    ctx_push(ctx, FH_EV_C_CALL, slot->key1 - 1, fh_ticks());
+}
+
+static int fh_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg) {
+    CtxObject *ctx = (CtxObject *)obj;
+    if (!ctx->recording) {
+        return 0;
+    }
+    switch (what) {
+    case PyTrace_CALL:
+        record_py_call(ctx, frame);
+        break;
+    case PyTrace_RETURN:
+        /* arg is NULL when the frame is being left by an exception */
+        ctx_push(ctx, arg != NULL ? FH_EV_PY_RETURN : FH_EV_PY_UNWIND, 0, fh_ticks());
+        break;
+    case PyTrace_C_CALL:
+        if (ctx->c_calls) {
+            record_c_call(ctx, frame, arg);
+        }
+        break;
+    case PyTrace_C_RETURN:
+    case PyTrace_C_EXCEPTION:
+        if (ctx->c_calls &&
+            !(PyCFunction_Check(arg) && fh_is_internal(((PyCFunctionObject *)arg)->m_ml))) {
+            ctx_push(ctx, what == PyTrace_C_RETURN ? FH_EV_C_RETURN : FH_EV_C_RAISE, 0,
+                     fh_ticks());
+        }
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+/* Records the frames already on a thread's stack (innermost given, borrowed) as start
+ * frames, outermost first, keeping the innermost FH_MAX_START_DEPTH. */
+static int record_stack(CtxObject *ctx, PyFrameObject *innermost, uint64_t t) {
+    PyFrameObject *stack[FH_MAX_START_DEPTH];
+    int n = 0;
+    PyFrameObject *f = innermost;
+    Py_XINCREF(f);
+    while (f != NULL && n < FH_MAX_START_DEPTH) {
+        stack[n++] = f;
+        f = PyFrame_GetBack(f);
+    }
+    Py_XDECREF(f);
+    int rc = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        if (rc == 0) {
+            fh_slot *slot = intern_py(ctx, fh_frame_code(stack[i]), fh_caller_code(stack[i]));
+            if (slot == NULL) {
+                rc = -1;
+            } else {
+                ctx_push(ctx, FH_EV_START_FRAME, slot->key1 - 1, t);
+                if (ctx->broken) {
+                    PyErr_NoMemory();
+                    rc = -1;
+                }
+            }
+        }
+        Py_DECREF(stack[i]);
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Runtime events (framehook-runtime's capsule, when it is installed).                  */
+
+static void on_runtime_event(void *userdata, int event, PyObject *code) {
+    if (event < FH_RUNTIME_LOOKUP_BEGIN || event > FH_RUNTIME_REGION_END || code == NULL) {
+        return;
+    }
+    CtxObject *ctx = ctx_of_current_thread();
+    if (ctx == NULL || (void *)ctx->tracer != userdata) {
+        return;
+    }
+    uint64_t t = fh_ticks();
+    fh_slot *slot = intern_object(ctx, code, FH_SITE_CODE);
+    if (slot == NULL) {
+        ctx_break(ctx);
+        return;
+    }
+    ctx_push(ctx, FH_EV_RUNTIME + (uint32_t)event, slot->key1 - 1, t);
+}
+
+/* The runtime's event table, or NULL when framehook-runtime is absent or incompatible
+ * (no exception is left set: the profiler simply records no runtime events). */
+static const fh_runtime_events_api *runtime_api(void) {
+    const fh_runtime_events_api *api =
+        (const fh_runtime_events_api *)PyCapsule_Import(FH_RUNTIME_CAPSULE, 0);
+    if (api == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (api->abi_version != FH_RUNTIME_EVENTS_ABI) {
+        return NULL;
+    }
+    return api;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Tracer                                                                               */
+
+static int tracer_init(TracerObject *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"c_calls", "tagged", "describe", "runtime_events", NULL};
+    int c_calls = 1, runtime_events = 1;
+    PyObject *tagged = NULL, *describe = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|pOOp", kwlist, &c_calls, &tagged, &describe,
+                                     &runtime_events)) {
+        return -1;
+    }
+    if (self->state != FH_NEW) {
+        PyErr_SetString(PyExc_RuntimeError, "Tracer cannot be re-initialised");
+        return -1;
+    }
+    PyObject *codes = tagged != NULL ? PySequence_Tuple(tagged) : PyTuple_New(0);
+    if (codes == NULL) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(codes); i++) {
+        if (!PyCode_Check(PyTuple_GET_ITEM(codes, i))) {
+            Py_DECREF(codes);
+            PyErr_SetString(PyExc_TypeError, "tagged must hold code objects");
+            return -1;
+        }
+    }
+    if (describe != Py_None && !PyCallable_Check(describe)) {
+        Py_DECREF(codes);
+        PyErr_SetString(PyExc_TypeError, "describe must be callable or None");
+        return -1;
+    }
+    Py_XSETREF(self->tagged, codes);
+    Py_XINCREF(describe == Py_None ? NULL : describe);
+    Py_XSETREF(self->describe, describe == Py_None ? NULL : describe);
+    self->c_calls = c_calls;
+    self->runtime_events = runtime_events;
+    return 0;
+}
+
+static PyObject *tracer_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    TracerObject *self = (TracerObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->ctxs = PyList_New(0);
+    if (self->ctxs == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->state = FH_NEW;
+    self->c_calls = 1;
+    self->runtime_events = 1;
+    return (PyObject *)self;
+}
+
+static int tracer_traverse(TracerObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->ctxs);
+    Py_VISIT(self->tagged);
+    Py_VISIT(self->describe);
+    return 0;
+}
+
+static void tracer_detach_contexts(TracerObject *self) {
+    if (self->ctxs == NULL) {
+        return;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
+        CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(self->ctxs, i);
+        ctx->recording = 0;
+        ctx->tracer = NULL;
+    }
+}
+
+static int tracer_clear(TracerObject *self) {
+    tracer_detach_contexts(self);
+    Py_CLEAR(self->ctxs);
+    Py_CLEAR(self->tagged);
+    Py_CLEAR(self->describe);
+    return 0;
+}
+
+static void tracer_dealloc(TracerObject *self) {
+    PyObject_GC_UnTrack(self);
+    tracer_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Creates the context of a thread and records its start frames (innermost borrowed). */
+static CtxObject *tracer_add_context(TracerObject *self, unsigned long thread_id,
+                                     PyFrameObject *innermost, uint64_t t) {
+    CtxObject *ctx = ctx_new(self, thread_id);
+    if (ctx == NULL) {
+        return NULL;
+    }
+    if (PyList_Append(self->ctxs, (PyObject *)ctx) < 0 ||
+        record_stack(ctx, innermost, t) < 0) {
+        Py_DECREF(ctx);
+        return NULL;
+    }
+    Py_DECREF(ctx); /* the list keeps it */
+    return ctx;
+}
+
+static void tracer_uninstall(TracerObject *self);
+
+static PyObject *tracer_start(TracerObject *self, PyObject *Py_UNUSED(ignored)) {
+    if (self->state != FH_NEW) {
+        PyErr_SetString(PyExc_RuntimeError, self->state == FH_RECORDING
+                                                ? "this profiler is already recording"
+                                                : "a profiler can only be started once");
+        return NULL;
+    }
+    if (fh_active != NULL) {
+        self->state = FH_REFUSED;
+        Py_RETURN_FALSE;
+    }
+    /* The capsule import may run Python code: do it before anything is installed. */
+    self->runtime = self->runtime_events ? runtime_api() : NULL;
+
+    fh_tick_anchor(&self->t0_ticks, &self->t0_ns);
+    PyThreadState *me = PyThreadState_Get();
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(me);
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts != NULL;
+         ts = PyThreadState_Next(ts)) {
+        PyFrameObject *top = PyThreadState_GetFrame(ts);
+        if (top == NULL && PyErr_Occurred()) {
+            goto error;
+        }
+        CtxObject *ctx = tracer_add_context(self, ts->thread_id, top, self->t0_ticks);
+        Py_XDECREF(top);
+        if (ctx == NULL) {
+            goto error;
+        }
+        ctx->tstate = ts;
+        if (ts->c_profilefunc != fh_profile) {
+            ctx->prev_func = ts->c_profilefunc;
+            ctx->prev_obj = ts->c_profileobj;
+            Py_XINCREF(ctx->prev_obj);
+        }
+    }
+    /* Install only once every context exists, so a failure leaves nothing behind. */
+    Py_INCREF(self);
+    fh_active = self;
+    self->state = FH_RECORDING;
+    /* Match contexts to the live thread list by address only: building the contexts
+     * allocated, and a collection could have let a thread finish in the meantime. */
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts != NULL;
+         ts = PyThreadState_Next(ts)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
+            CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(self->ctxs, i);
+            if (ctx->tstate != ts) {
+                continue;
+            }
+            ctx->tstate = NULL;
+            ctx->recording = 1;
+            if (_PyEval_SetProfile(ts, fh_profile, (PyObject *)ctx) < 0) {
+                tracer_uninstall(self);
+                goto error;
+            }
+            break;
+        }
+    }
+    if (self->runtime != NULL) {
+        if (self->runtime->add_listener(on_runtime_event, self) < 0) {
+            PyErr_Clear();
+        } else {
+            self->listening = 1;
+        }
+    }
+    Py_RETURN_TRUE;
+
+error:
+    self->state = FH_STOPPED;
+    tracer_detach_contexts(self);
+    return NULL;
+}
+
+/* Takes the profile function off every thread that still runs it (restoring whatever
+ * that thread had before), and releases the single-recorder slot. */
+static void tracer_uninstall(TracerObject *self) {
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts != NULL;
+         ts = PyThreadState_Next(ts)) {
+        if (ts->c_profilefunc != fh_profile) {
+            continue;
+        }
+        CtxObject *ctx = (CtxObject *)ts->c_profileobj;
+        if (ctx->tracer != self) {
+            continue;
+        }
+        /* Take our reference to the previous object before SetProfile drops ctx. */
+        PyObject *prev_obj = ctx->prev_obj;
+        Py_tracefunc prev_func = ctx->prev_func;
+        ctx->prev_obj = NULL;
+        if (_PyEval_SetProfile(ts, prev_func, prev_func != NULL ? prev_obj : NULL) < 0) {
+            PyErr_WriteUnraisable((PyObject *)self);
+        }
+        Py_XDECREF(prev_obj);
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
+        CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(self->ctxs, i);
+        ctx->recording = 0;
+        Py_CLEAR(ctx->prev_obj);
+    }
+    if (self->listening) {
+        if (self->runtime->remove_listener(on_runtime_event, self) < 0) {
+            PyErr_WriteUnraisable((PyObject *)self);
+        }
+        self->listening = 0;
+    }
+    if (fh_active == self) {
+        fh_active = NULL;
+        Py_DECREF(self);
+    }
+    PyErr_Restore(exc_type, exc_value, exc_tb);
+}
+
+static PyObject *tracer_stop(TracerObject *self, PyObject *Py_UNUSED(ignored)) {
+    if (self->state == FH_REFUSED) {
+        self->state = FH_STOPPED;
+        Py_RETURN_NONE;
+    }
+    if (self->state != FH_RECORDING) {
+        PyErr_SetString(PyExc_RuntimeError, self->state == FH_NEW
+                                                ? "stop() called on a profiler that was never started"
+                                                : "this profiler is already stopped");
+        return NULL;
+    }
+    fh_tick_anchor(&self->t1_ticks, &self->t1_ns);
+    self->state = FH_STOPPED;
+    Py_INCREF(self); /* uninstall may drop fh_active's reference */
+    tracer_uninstall(self);
+    Py_DECREF(self);
+    Py_RETURN_NONE;
+}
+
+/* Installed with threading.setprofile: runs as a Python-level profile function at the
+ * first event of each thread started while recording, and swaps itself for the C one. */
+static PyObject *tracer_thread_hook(TracerObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyFrame_Check(args[0]) || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "thread_hook(frame, event, arg)");
+        return NULL;
+    }
+    PyFrameObject *frame = (PyFrameObject *)args[0];
+    PyObject *event = args[1];
+    if (self->state != FH_RECORDING || fh_active != self) {
+        PyEval_SetProfile(NULL, NULL);
+        Py_RETURN_NONE;
+    }
+    int is_call = PyUnicode_CompareWithASCIIString(event, "call") == 0;
+    int is_c_call = PyUnicode_CompareWithASCIIString(event, "c_call") == 0;
+    PyFrameObject *outer = is_call ? PyFrame_GetBack(frame) : (Py_INCREF(frame), frame);
+    /* this thread's start frames begin now, not when recording started */
+    CtxObject *ctx = tracer_add_context(self, PyThread_get_thread_ident(), outer, fh_ticks());
+    Py_XDECREF(outer);
+    if (ctx == NULL) {
+        return NULL;
+    }
+    ctx->recording = 1;
+    PyEval_SetProfile(fh_profile, (PyObject *)ctx);
+    if (is_call) {
+        record_py_call(ctx, frame);
+    } else if (is_c_call && ctx->c_calls) {
+        record_c_call(ctx, frame, args[2]);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *site_tuple(const fh_site *site) {
+    return Py_BuildValue("(IOOOI)", site->kind, site->a != NULL ? site->a : Py_None,
+                         site->b != NULL ? site->b : Py_None,
+                         site->info != NULL ? site->info : Py_None, site->flags);
+}
+
+static PyObject *ctx_collect(CtxObject *ctx) {
+    size_t n = fh_buffer_count(&ctx->buf);
+    PyObject *events = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * sizeof(fh_event)));
+    if (events == NULL) {
+        return NULL;
+    }
+    char *out = PyBytes_AS_STRING(events);
+    for (fh_block *blk = ctx->buf.head; blk != NULL; blk = blk->next) {
+        size_t used = fh_block_used(&ctx->buf, blk);
+        memcpy(out, blk->ev, used * sizeof(fh_event));
+        out += used * sizeof(fh_event);
+    }
+    PyObject *sites = PyList_New((Py_ssize_t)ctx->sites.nsites);
+    if (sites == NULL) {
+        Py_DECREF(events);
+        return NULL;
+    }
+    for (size_t i = 0; i < ctx->sites.nsites; i++) {
+        PyObject *item = site_tuple(&ctx->sites.sites[i]);
+        if (item == NULL) {
+            Py_DECREF(events);
+            Py_DECREF(sites);
+            return NULL;
+        }
+        PyList_SET_ITEM(sites, (Py_ssize_t)i, item);
+    }
+    return Py_BuildValue("{s:k,s:N,s:N,s:O}", "thread_id", ctx->thread_id, "events", events,
+                         "sites", sites, "broken", ctx->broken ? Py_True : Py_False);
+}
+
+static PyObject *tracer_collect(TracerObject *self, PyObject *Py_UNUSED(ignored)) {
+    if (self->state == FH_RECORDING) {
+        PyErr_SetString(PyExc_RuntimeError, "stop the profiler before collecting its events");
+        return NULL;
+    }
+    if (self->state == FH_NEW) {
+        PyErr_SetString(PyExc_RuntimeError, "the profiler was never started");
+        return NULL;
+    }
+    PyObject *threads = PyList_New(0);
+    if (threads == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
+        PyObject *item = ctx_collect((CtxObject *)PyList_GET_ITEM(self->ctxs, i));
+        if (item == NULL || PyList_Append(threads, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(threads);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    return Py_BuildValue("{s:s,s:(KLKL),s:N}", "clock", FH_CLOCK_NAME,
+                         "anchors", (unsigned long long)self->t0_ticks, (long long)self->t0_ns,
+                         (unsigned long long)self->t1_ticks, (long long)self->t1_ns,
+                         "threads", threads);
+}
+
+static PyObject *tracer_get_state(TracerObject *self, void *closure) {
+    static const char *names[] = {"new", "recording", "stopped", "refused"};
+    return PyUnicode_FromString(names[self->state]);
+}
+
+static PyObject *tracer_get_event_count(TracerObject *self, void *closure) {
+    size_t n = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
+        n += fh_buffer_count(&((CtxObject *)PyList_GET_ITEM(self->ctxs, i))->buf);
+    }
+    return PyLong_FromSize_t(n);
+}
+
+static PyObject *tracer_get_memory(TracerObject *self, void *closure) {
+    size_t n = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
+        CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(self->ctxs, i);
+        n += sizeof(CtxObject) + ctx->buf.nblocks * sizeof(fh_block) +
+             fh_sites_memory(&ctx->sites);
+    }
+    return PyLong_FromSize_t(n);
+}
+
+static PyObject *tracer_get_runtime_events(TracerObject *self, void *closure) {
+    return PyBool_FromLong(self->runtime != NULL);
+}
+
+static PyGetSetDef tracer_getset[] = {
+    {"state", (getter)tracer_get_state, NULL, "new, recording, stopped or refused", NULL},
+    {"event_count", (getter)tracer_get_event_count, NULL, "events recorded so far", NULL},
+    {"memory", (getter)tracer_get_memory, NULL, "bytes held by the recorded data", NULL},
+    {"runtime_events", (getter)tracer_get_runtime_events, NULL,
+     "whether framehook-runtime's events are being (or were) recorded", NULL},
+    {NULL},
+};
+
+/* ------------------------------------------------------------------------------------ */
+/* record_function: annotations, as a context manager or a decorator.                  */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *name; /* str */
+} RecordFunctionObject;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *name;
+    PyObject *func;
+    PyObject *dict; /* for functools.update_wrapper */
+    vectorcallfunc vectorcall;
+} AnnotatedObject;
+
+static void annotate(PyObject *name, uint32_t kind) {
+    CtxObject *ctx = ctx_of_current_thread();
+    if (ctx == NULL) {
+        return;
+    }
+    uint64_t t = fh_ticks();
+    uint32_t key = 0;
+    if (name != NULL) {
+        fh_slot *slot = intern_object(ctx, name, FH_SITE_NAME);
+        if (slot == NULL) {
+            ctx_break(ctx);
+            return;
+        }
+        key = slot->key1 - 1;
+    }
+    ctx_push(ctx, kind, key, t);
+}
+
+static int recfn_init(RecordFunctionObject *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"name", NULL};
+    PyObject *name;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "U:record_function", kwlist, &name)) {
+        return -1;
+    }
+    Py_INCREF(name);
+    Py_XSETREF(self->name, name);
+    return 0;
+}
+
+static void recfn_dealloc(RecordFunctionObject *self) {
+    Py_XDECREF(self->name);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *recfn_enter(RecordFunctionObject *self, PyObject *Py_UNUSED(ignored)) {
+    if (self->name == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "record_function was not initialised");
+        return NULL;
+    }
+    annotate(self->name, FH_EV_ANNOT_BEGIN);
+    Py_INCREF(self);
+    return (PyObject *)self;
+}
+
+static PyObject *recfn_exit(RecordFunctionObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    annotate(NULL, FH_EV_ANNOT_END);
+    Py_RETURN_FALSE;
+}
+
+static PyObject *annotated_vectorcall(AnnotatedObject *self, PyObject *const *args,
+                                      size_t nargsf, PyObject *kwnames) {
+    annotate(self->name, FH_EV_ANNOT_BEGIN);
+    PyObject *result = PyObject_Vectorcall(self->func, args, nargsf, kwnames);
+    annotate(NULL, FH_EV_ANNOT_END);
+    return result;
+}
+
+/* Decorator form: record_function("name")(func) wraps func in an annotated callable. */
+static PyObject *recfn_call(RecordFunctionObject *self, PyObject *args, PyObject *kwds) {
+    PyObject *func;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds) != 0) {
+        PyErr_SetString(PyExc_TypeError, "record_function(...) takes one callable to decorate");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O:record_function", &func)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(func)) {
+        PyErr_Format(PyExc_TypeError, "record_function can only decorate a callable, not %.100s",
+                     Py_TYPE(func)->tp_name);
+        return NULL;
+    }
+    AnnotatedObject *wrapper = PyObject_GC_New(AnnotatedObject, &AnnotatedType);
+    if (wrapper == NULL) {
+        return NULL;
+    }
+    Py_INCREF(self->name);
+    wrapper->name = self->name;
+    Py_INCREF(func);
+    wrapper->func = func;
+    wrapper->dict = NULL;
+    wrapper->vectorcall = (vectorcallfunc)annotated_vectorcall;
+    PyObject_GC_Track(wrapper);
+    PyObject *functools = PyImport_ImportModule("functools");
+    if (functools == NULL) {
+        Py_DECREF(wrapper);
+        return NULL;
+    }
+    PyObject *res = PyObject_CallMethod(functools, "update_wrapper", "OO", wrapper, func);
+    Py_DECREF(functools);
+    if (res == NULL) {
+        Py_DECREF(wrapper);
+        return NULL;
+    }
+    Py_DECREF(res);
+    return (PyObject *)wrapper;
+}
+
+static PyObject *recfn_repr(RecordFunctionObject *self) {
+    return PyUnicode_FromFormat("record_function(%R)", self->name != NULL ? self->name : Py_None);
+}
+
+static PyMemberDef recfn_members[] = {
+    {"name", T_OBJECT, offsetof(RecordFunctionObject, name), READONLY, "the annotation's name"},
+    {NULL},
+};
+
+static int annotated_traverse(AnnotatedObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->name);
+    Py_VISIT(self->func);
+    Py_VISIT(self->dict);
+    return 0;
+}
+
+static int annotated_clear(AnnotatedObject *self) {
+    Py_CLEAR(self->name);
+    Py_CLEAR(self->func);
+    Py_CLEAR(self->dict);
+    return 0;
+}
+
+static void annotated_dealloc(AnnotatedObject *self) {
+    PyObject_GC_UnTrack(self);
+    annotated_clear(self);
+    PyObject_GC_Del(self);
+}
+
+/* Bound like a function, so decorated methods receive self. */
+static PyObject *annotated_descr_get(PyObject *self, PyObject *obj, PyObject *type) {
+    if (obj == NULL || obj == Py_None) {
+        Py_INCREF(self);
+        return self;
+    }
+    return PyMethod_New(self, obj);
+}
+
+static PyObject *annotated_repr(AnnotatedObject *self) {
+    return PyUnicode_FromFormat("<record_function %R of %R>", self->name, self->func);
+}
+
+static PyMemberDef annotated_members[] = {
+    {"annotation", T_OBJECT, offsetof(AnnotatedObject, name), READONLY, "the annotation's name"},
+    {NULL},
+};
+
+static PyGetSetDef annotated_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL},
+};
+
+/* ------------------------------------------------------------------------------------ */
+/* Module                                                                               */
+
+static PyObject *fh_get_clock_name(PyObject *module, PyObject *Py_UNUSED(ignored)) {
+    return PyUnicode_FromString(FH_CLOCK_NAME);
+}
+
+static PyObject *fh_get_active(PyObject *module, PyObject *Py_UNUSED(ignored)) {
+    PyObject *active = fh_active != NULL ? (PyObject *)fh_active : Py_None;
+    Py_INCREF(active);
+    return active;
+}
+
+static PyObject *fh_is_recording_thread(PyObject *module, PyObject *Py_UNUSED(ignored)) {
+    return PyBool_FromLong(ctx_of_current_thread() != NULL);
+}
+
+static PyObject *fh_runtime_available(PyObject *module, PyObject *Py_UNUSED(ignored)) {
+    return PyBool_FromLong(runtime_api() != NULL);
+}
+
+/* Every method of the module's types, in one array (see fh_is_internal). */
+static PyMethodDef fh_methods[FH_N_METHODS] = {
+    /* 0: Tracer */
+    {"start", (PyCFunction)tracer_start, METH_NOARGS,
+     "Start recording on every thread; False (recording nothing) if another tracer records."},
+    {"stop", (PyCFunction)tracer_stop, METH_NOARGS, "Stop recording on every thread."},
+    {"thread_hook", (PyCFunction)(void (*)(void))tracer_thread_hook, METH_FASTCALL,
+     "threading.setprofile hook that moves a new thread onto the C profile function."},
+    {"collect", (PyCFunction)tracer_collect, METH_NOARGS,
+     "The raw recording: clock anchors and, per thread, events (bytes) and sites."},
+    {NULL, NULL, 0, NULL},
+    /* 5: record_function */
+    {"__enter__", (PyCFunction)recfn_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)(void (*)(void))recfn_exit, METH_FASTCALL, NULL},
+    {NULL, NULL, 0, NULL},
+    /* 8: module */
+    {"clock_name", fh_get_clock_name, METH_NOARGS, "Name of the recording clock."},
+    {"active", fh_get_active, METH_NOARGS, "The tracer that is recording, or None."},
+    {"is_recording_thread", fh_is_recording_thread, METH_NOARGS,
+     "Whether the calling thread is being recorded."},
+    {"runtime_available", fh_runtime_available, METH_NOARGS,
+     "Whether framehook-runtime's event interface (ABI 1) can be imported."},
+    {NULL, NULL, 0, NULL},
+};
+#define FH_TRACER_METHODS (fh_methods + 0)
+#define FH_RECFN_METHODS (fh_methods + 5)
+#define FH_MODULE_METHODS (fh_methods + 8)
+
+static PyTypeObject TracerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "framehook.profiler._tracer.Tracer",
+    .tp_doc = "Tracer(c_calls=True, tagged=(), describe=None, runtime_events=True)\n\n"
+              "Records Python and C calls of every thread between start() and stop().",
+    .tp_basicsize = sizeof(TracerObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = tracer_new,
+    .tp_init = (initproc)tracer_init,
+    .tp_dealloc = (destructor)tracer_dealloc,
+    .tp_traverse = (traverseproc)tracer_traverse,
+    .tp_clear = (inquiry)tracer_clear,
+    .tp_methods = FH_TRACER_METHODS,
+    .tp_getset = tracer_getset,
+};
+
+static PyTypeObject RecordFunctionType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "framehook.profiler.record_function",
+    .tp_doc = "record_function(name)\n\n"
+              "Annotates a region in the profile: `with record_function(\"step\"):` or, as a\n"
+              "decorator, `@record_function(\"step\")`. Costs a branch when nothing records.",
+    .tp_basicsize = sizeof(RecordFunctionObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)recfn_init,
+    .tp_dealloc = (destructor)recfn_dealloc,
+    .tp_call = (ternaryfunc)recfn_call,
+    .tp_repr = (reprfunc)recfn_repr,
+    .tp_methods = FH_RECFN_METHODS,
+    .tp_members = recfn_members,
+};
+
+static PyTypeObject AnnotatedType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "framehook.profiler._tracer.Annotated",
+    .tp_doc = "A callable wrapped by record_function.",
+    .tp_basicsize = sizeof(AnnotatedObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_dealloc = (destructor)annotated_dealloc,
+    .tp_traverse = (traverseproc)annotated_traverse,
+    .tp_clear = (inquiry)annotated_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(AnnotatedObject, vectorcall),
+    .tp_descr_get = annotated_descr_get,
+    .tp_dictoffset = offsetof(AnnotatedObject, dict),
+    .tp_repr = (reprfunc)annotated_repr,
+    .tp_members = annotated_members,
+    .tp_getset = annotated_getset,
+};
+
+static struct PyModuleDef fh_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "framehook.profiler._tracer",
+    .m_doc = "C recording core of framehook.profiler.",
+    .m_size = -1, /* one recorder per process: the state is the static fh_active */
+    .m_methods = FH_MODULE_METHODS,
+};
+
+static int add_int(PyObject *m, const char *name, long value) {
+    return PyModule_AddIntConstant(m, name, value);
+}
+
+PyMODINIT_FUNC PyInit__tracer(void) {
+    if (PyType_Ready(&CtxType) < 0 || PyType_Ready(&TracerType) < 0 ||
+        PyType_Ready(&RecordFunctionType) < 0 || PyType_Ready(&AnnotatedType) < 0) {
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&fh_module);
+    if (m == NULL) {
+        return NULL;
+    }
+    Py_INCREF(&TracerType);
+    if (PyModule_AddObject(m, "Tracer", (PyObject *)&TracerType) < 0) {
+        Py_DECREF(&TracerType);
+        goto error;
+    }
+    Py_INCREF(&RecordFunctionType);
+    if (PyModule_AddObject(m, "record_function", (PyObject *)&RecordFunctionType) < 0) {
+        Py_DECREF(&RecordFunctionType);
+        goto error;
+    }
+    if (add_int(m, "EV_PY_CALL", FH_EV_PY_CALL) < 0 ||
+        add_int(m, "EV_PY_RETURN", FH_EV_PY_RETURN) < 0 ||
+        add_int(m, "EV_PY_UNWIND", FH_EV_PY_UNWIND) < 0 ||
+        add_int(m, "EV_C_CALL", FH_EV_C_CALL) < 0 ||
+        add_int(m, "EV_C_RETURN", FH_EV_C_RETURN) < 0 ||
+        add_int(m, "EV_C_RAISE", FH_EV_C_RAISE) < 0 ||
+        add_int(m, "EV_START_FRAME", FH_EV_START_FRAME) < 0 ||
+        add_int(m, "EV_TAG", FH_EV_TAG) < 0 ||
+        add_int(m, "EV_ANNOT_BEGIN", FH_EV_ANNOT_BEGIN) < 0 ||
+        add_int(m, "EV_ANNOT_END", FH_EV_ANNOT_END) < 0 ||
+        add_int(m, "EV_RUNTIME", FH_EV_RUNTIME) < 0 ||
+        add_int(m, "SITE_PY", FH_SITE_PY) < 0 || add_int(m, "SITE_C", FH_SITE_C) < 0 ||
+        add_int(m, "SITE_INSTANCE", FH_SITE_INSTANCE) < 0 ||
+        add_int(m, "SITE_CODE", FH_SITE_CODE) < 0 || add_int(m, "SITE_NAME", FH_SITE_NAME) < 0 ||
+        add_int(m, "FLAG_TAGGED", FH_FLAG_TAGGED) < 0 ||
+        add_int(m, "MAX_START_DEPTH", FH_MAX_START_DEPTH) < 0 ||
+        add_int(m, "EVENT_SIZE", (long)sizeof(fh_event)) < 0) {
+        goto error;
+    }
+    return m;
+
+error:
+    Py_DECREF(m);
+    return NULL;
+}

@@ -1,0 +1,7 @@
+"""python -m framehook.profiler [-o FILE] [--format ...] script.py [args]"""
+import sys
+
+from ._cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""SVG flame graph: stacks merged by function path, widths proportional to time.
+
+Each thread is a frame under a common root; within a thread, calls with the same function
+under the same parent path are merged, so widths show total time per call path.
+"""
+from __future__ import annotations
+
+import zlib
+from typing import TYPE_CHECKING, Dict, List, Optional
+from xml.sax.saxutils import escape
+
+if TYPE_CHECKING:
+    from ._profile import Profile
+    from ._trees import Event
+
+WIDTH = 1200
+ROW = 17
+FONT = 11
+PAD = 10
+_HUES = {"python": (20, 60), "c": (190, 40), "annotation": (280, 30),
+         "cache_lookup": (120, 30), "compiled_region": (90, 40)}
+
+
+class _Node:
+    __slots__ = ("name", "kind", "ns", "children")
+
+    def __init__(self, name: str, kind: str) -> None:
+        self.name = name
+        self.kind = kind
+        self.ns = 0
+        self.children: Dict[str, "_Node"] = {}
+
+    def child(self, name: str, kind: str) -> "_Node":
+        node = self.children.get(name)
+        if node is None:
+            node = self.children[name] = _Node(name, kind)
+        return node
+
+
+def _merge(into: _Node, event: "Event") -> None:
+    stack = [(into, event)]
+    while stack:
+        parent, ev = stack.pop()
+        label = ev.name + (f" ({ev.function.location})" if ev.function.location else "")
+        node = parent.child(label, ev.kind)
+        node.ns += ev.duration_ns
+        stack.extend((node, child) for child in ev.children)
+
+
+def _color(kind: str, name: str) -> str:
+    hue, spread = _HUES.get(kind, (0, 0))
+    jitter = zlib.crc32(name.encode()) % 1000 / 1000.0
+    return f"hsl({hue + int(spread * jitter)},{70 + int(20 * jitter)}%,{60 + int(10 * jitter)}%)"
+
+
+def merged_tree(profile: "Profile") -> _Node:
+    root = _Node("all", "root")
+    for thread in profile.threads:
+        node = root.child(f"{thread.name} ({thread.thread_id})", "thread")
+        for event in thread.roots:
+            _merge(node, event)
+        node.ns = sum(child.ns for child in node.children.values())
+    root.ns = sum(child.ns for child in root.children.values())
+    return root
+
+
+def to_svg(profile: "Profile", title: Optional[str] = None) -> str:
+    root = merged_tree(profile)
+    depth = 0
+    rows: List[tuple] = []  # (x, depth, width, node)
+    scale = (WIDTH - 2 * PAD) / root.ns if root.ns else 0.0
+    stack = [(root, PAD + 0.0, 0)]
+    while stack:
+        node, x, level = stack.pop()
+        width = node.ns * scale
+        if width < 0.1 and node is not root:
+            continue
+        rows.append((x, level, width, node))
+        depth = max(depth, level)
+        offset = x
+        for child in sorted(node.children.values(), key=lambda n: n.name):
+            stack.append((child, offset, level + 1))
+            offset += child.ns * scale
+    height = (depth + 1) * ROW + 3 * PAD + FONT * 2
+    title = title or "framehook-profiler flame graph"
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{WIDTH}" '
+        f'height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="monospace" '
+        f'font-size="{FONT}">',
+        f"<title>{escape(title)}</title>",
+        f'<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="#fdfdf8"/>',
+        f'<text x="{WIDTH // 2}" y="{PAD + FONT}" text-anchor="middle" font-size="{FONT + 3}">'
+        f"{escape(title)}</text>",
+    ]
+    base = height - PAD
+    total = root.ns or 1
+    for x, level, width, node in rows:
+        y = base - (level + 1) * ROW
+        pct = 100.0 * node.ns / total
+        tip = f"{node.name}: {node.ns / 1e6:.3f} ms ({pct:.2f}%)"
+        out.append(f'<g class="frame"><title>{escape(tip)}</title>')
+        out.append(f'<rect x="{x:.2f}" y="{y}" width="{width:.2f}" height="{ROW - 1}" '
+                   f'fill="{_color(node.kind, node.name)}" rx="2"/>')
+        chars = int(width // (FONT * 0.62))
+        if chars >= 3:
+            text = node.name if len(node.name) <= chars else node.name[: chars - 2] + ".."
+            out.append(f'<text x="{x + 3:.2f}" y="{y + ROW - 5}">{escape(text)}</text>')
+        out.append("</g>")
+    out.append("</svg>")
+    return "\n".join(out) + "\n"

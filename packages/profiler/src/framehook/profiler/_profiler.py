@@ -1,0 +1,146 @@
+"""Profiler: starts and stops the C tracer and turns its recording into a Profile."""
+from __future__ import annotations
+
+import threading
+import types
+import warnings
+from typing import Any, Callable, Dict, FrozenSet, Optional
+
+from . import _tagging, _tracer
+from ._compat import thread_profile_hook
+from ._profile import Profile
+from ._trees import build
+
+
+class ProfilerWarning(RuntimeWarning):
+    """Raised as a warning when a profiler cannot record (another one already is)."""
+
+
+class Profiler:
+    """Records every Python and C call of every thread between start() and stop().
+
+    Use as a context manager (``with Profiler() as prof: ...; prof.profile``) or call
+    start() and stop(); stop() returns the :class:`Profile`. Only one profiler records at a
+    time: starting a second one warns, and it records nothing.
+
+    c_calls: also record calls of C functions (builtins, methods of C types).
+    runtime_events: record framehook-runtime's cache lookups and compiled regions when
+        that package is installed.
+    """
+
+    def __init__(self, *, c_calls: bool = True, runtime_events: bool = True) -> None:
+        self.c_calls = c_calls
+        self.runtime_events = runtime_events
+        self._tracer: Optional[Any] = None
+        self._state = "new"
+        self._profile: Optional[Profile] = None
+        self._thread_names: Dict[int, str] = {}
+        self._prev_thread_hook: Optional[Callable[..., Any]] = None
+
+    @property
+    def state(self) -> str:
+        """new, recording, refused (another profiler was recording) or stopped."""
+        return self._state
+
+    @property
+    def recording(self) -> bool:
+        return self._state == "recording"
+
+    def start(self) -> "Profiler":
+        if self._state != "new":
+            raise RuntimeError(f"Profiler.start(): this profiler is {self._state}; "
+                               "a profiler records once (create a new one)")
+        self._tracer = _tracer.Tracer(c_calls=self.c_calls, tagged=_tagging.tagged_codes(),
+                                      describe=_tagging.describe,
+                                      runtime_events=self.runtime_events)
+        self._note_thread_names()
+        self._prev_thread_hook = thread_profile_hook()
+        threading.setprofile(self._thread_hook)
+        try:
+            started = self._tracer.start()  # last: nothing after it is recorded here
+        except BaseException:
+            threading.setprofile(self._prev_thread_hook)
+            self._state = "stopped"
+            raise
+        if not started:
+            threading.setprofile(self._prev_thread_hook)
+            self._state = "refused"
+            warnings.warn("another framehook profiler is already recording; this one will "
+                          "record nothing", ProfilerWarning, stacklevel=2)
+            return self
+        self._state = "recording"
+        return self
+
+    def stop(self) -> Profile:
+        if self._state == "new":
+            raise RuntimeError("Profiler.stop() called before start()")
+        if self._state == "stopped":
+            raise RuntimeError("Profiler.stop(): this profiler is already stopped")
+        assert self._tracer is not None
+        self._tracer.stop()  # first: the rest of stop() is not the program's time
+        refused = self._state == "refused"
+        self._state = "stopped"
+        if not refused:
+            threading.setprofile(self._prev_thread_hook)
+        self._note_thread_names()
+        return self.profile
+
+    @property
+    def profile(self) -> Profile:
+        """The recorded profile (built on first access). Only after stop()."""
+        if self._state != "stopped":
+            raise RuntimeError(f"the profile is available after stop(); the profiler is {self._state}")
+        if self._profile is None:
+            self._profile = self._build()
+        return self._profile
+
+    def export(self, path: Any, format: Optional[str] = None) -> str:
+        """Shortcut for ``profile.export``: raises RuntimeError before stop()."""
+        if self._state != "stopped":
+            raise RuntimeError(f"export() needs a stopped profiler; this one is {self._state} "
+                               "(call stop() first)")
+        return self.profile.export(path, format)
+
+    def __enter__(self) -> "Profiler":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._state in ("recording", "refused"):
+            self.stop()
+
+    def __del__(self) -> None:
+        if getattr(self, "_state", None) == "recording":
+            warnings.warn("a Profiler was garbage-collected while recording; stopping it",
+                          ProfilerWarning)
+            self.stop()
+
+    # internals -----------------------------------------------------------------------
+    def _note_thread_names(self) -> None:
+        for thread in threading.enumerate():
+            if thread.ident is not None:
+                self._thread_names[thread.ident] = thread.name
+
+    def _thread_hook(self, frame: types.FrameType, event: str, arg: Any) -> None:
+        # Runs as the Python-level profile function of a thread started while recording,
+        # once: the tracer replaces it with the C profile function.
+        current = threading.current_thread()
+        if current.ident is not None:
+            self._thread_names[current.ident] = current.name
+        if self._tracer is not None:
+            self._tracer.thread_hook(frame, event, arg)
+
+    def _build(self) -> Profile:
+        assert self._tracer is not None
+        if self._tracer.state == "new":  # refused before it ever recorded
+            return Profile([], [], 0, 0, _tracer.clock_name(), 0)
+        raw = self._tracer.collect()
+        memory = self._tracer.memory
+        threads, events, clock = build(raw, self._thread_names, _internal_codes())
+        return Profile(threads, events, clock.ns0, clock.end_ns, raw["clock"], memory)
+
+
+def _internal_codes() -> FrozenSet[types.CodeType]:
+    """Code of the profiler's own start/stop path, hidden from the trees."""
+    funcs = (Profiler.start, Profiler.stop, Profiler.__enter__, Profiler.__exit__,
+             Profiler._thread_hook, Profiler._note_thread_names)
+    return frozenset(f.__code__ for f in funcs)
