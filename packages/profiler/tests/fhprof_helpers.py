@@ -34,3 +34,10 @@ def main_thread_events(profile: Profile) -> List[Event]:
 
 
 PY312 = sys.version_info[:2] == (3, 12)
+
+
+def calls_of(profile: Profile, func) -> List[Event]:
+    """Events of a Python function (matched by its code's file and first line)."""
+    code = getattr(func, "__func__", func).__code__
+    return [e for e in profile.events if e.kind == "python"
+            and e.function.path == code.co_filename and e.function.lineno == code.co_firstlineno]

@@ -1,0 +1,230 @@
+"""Exporters: Chrome trace (validated against the trace event format), speedscope, pstats
+(loaded by pstats.Stats, counts matching cProfile), text summary and SVG flame graph."""
+from __future__ import annotations
+
+import cProfile
+import io
+import json
+import marshal
+import os
+import pstats
+import threading
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from framehook.profiler import ExportError, Profiler, record_function
+from framehook.profiler._export import format_for, render
+
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+def helper(items):
+    out = []
+    for i in items:
+        out.append(abs(i))
+    return sorted(out)
+
+
+def workload():
+    fib(7)
+    with record_function("sorting"):
+        helper(range(-5, 5))
+    try:
+        {}.pop(1)
+    except KeyError:
+        pass
+    t = threading.Thread(target=fib, args=(5,), name="worker")
+    t.start()
+    t.join()
+
+
+@pytest.fixture(scope="module")
+def profile():
+    with Profiler() as prof:
+        workload()
+    return prof.profile
+
+
+def validate_chrome_trace(doc):
+    """Checks a document against the trace event format's JSON object form."""
+    assert isinstance(doc, dict) and isinstance(doc["traceEvents"], list)
+    assert doc.get("displayTimeUnit", "ms") in ("ms", "ns")
+    tracks = {}
+    for ev in doc["traceEvents"]:
+        assert isinstance(ev, dict)
+        assert ev["ph"] in ("X", "M", "B", "E", "i", "C")
+        assert isinstance(ev["name"], str) and ev["name"]
+        assert isinstance(ev["pid"], int) and isinstance(ev["tid"], int)
+        if ev["ph"] == "M":
+            assert ev["name"] in ("process_name", "thread_name", "thread_sort_index",
+                                  "process_sort_index", "process_labels")
+            assert isinstance(ev["args"], dict)
+            continue
+        assert ev["ph"] == "X"
+        assert isinstance(ev["ts"], (int, float)) and ev["ts"] >= 0
+        assert isinstance(ev["dur"], (int, float)) and ev["dur"] >= 0
+        assert isinstance(ev.get("cat", ""), str)
+        assert isinstance(ev.get("args", {}), dict)
+        tracks.setdefault((ev["pid"], ev["tid"]), []).append(ev)
+    for events in tracks.values():
+        # complete events on one track must nest: no partial overlaps
+        events.sort(key=lambda e: (e["ts"], -e["dur"]))
+        open_ends = []
+        for ev in events:
+            end = ev["ts"] + ev["dur"]
+            while open_ends and open_ends[-1] <= ev["ts"] + 1e-9 and not (
+                    open_ends[-1] >= end and open_ends[-1] > ev["ts"]):
+                open_ends.pop()
+            if open_ends:
+                assert end <= open_ends[-1] + 1e-3, ev
+            open_ends.append(end)
+    return tracks
+
+
+def test_chrome_trace_is_valid_and_complete(profile, tmp_path):
+    path = profile.export(tmp_path / "trace.json")
+    doc = json.loads(open(path).read())
+    tracks = validate_chrome_trace(doc)
+    xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert len(xs) == len(profile.events)
+    assert len(tracks) == len(profile.threads)
+    names = {e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "thread_name"}
+    assert any(n.startswith("worker") for n in names)
+    by_id = {e["args"]["id"]: e for e in xs}
+    for event in profile.events:
+        x = by_id[event.id]
+        assert x["name"] == event.name and x["cat"] == event.kind
+        assert x["args"].get("parent") == event.parent_id
+    pop = [e for e in xs if e["name"] == "dict.pop"]
+    assert pop and pop[0]["args"]["exception"] is True
+    assert any(e["args"].get("start_frame") for e in xs)
+    assert any("file" in e["args"] and "line" in e["args"] for e in xs)
+
+
+def validate_speedscope(doc):
+    assert doc["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+    frames = doc["shared"]["frames"]
+    assert all(isinstance(f["name"], str) for f in frames)
+    assert 0 <= doc["activeProfileIndex"] < len(doc["profiles"])
+    for prof in doc["profiles"]:
+        assert prof["type"] == "evented" and prof["unit"] == "nanoseconds"
+        assert prof["startValue"] <= prof["endValue"]
+        stack, last = [], prof["startValue"]
+        for ev in prof["events"]:
+            assert ev["type"] in ("O", "C") and 0 <= ev["frame"] < len(frames)
+            assert last <= ev["at"] <= prof["endValue"]
+            last = ev["at"]
+            if ev["type"] == "O":
+                stack.append(ev["frame"])
+            else:
+                assert stack and stack.pop() == ev["frame"]
+        assert stack == []
+
+
+def test_speedscope_document_is_well_formed(profile, tmp_path):
+    path = profile.export(tmp_path / "p.speedscope.json")
+    doc = json.loads(open(path).read())
+    validate_speedscope(doc)
+    opens = sum(1 for p in doc["profiles"] for e in p["events"] if e["type"] == "O")
+    assert opens == len(profile.events)
+    assert {f["name"] for f in doc["shared"]["frames"]} >= {"fib", "sorting", "helper"}
+
+
+def _ours_and_cprofile(tmp_path):
+    with Profiler() as prof:
+        workload_single()
+    ours = pstats.Stats(prof.profile.export(tmp_path / "ours.pstats"))
+    reference = cProfile.Profile()
+    reference.runcall(workload_single)
+    reference.dump_stats(str(tmp_path / "ref.pstats"))
+    return ours, pstats.Stats(str(tmp_path / "ref.pstats"))
+
+
+def workload_single():
+    fib(8)
+    helper(range(-3, 3))
+    len("abc")
+
+
+def test_pstats_file_loads_and_counts_match_cprofile(tmp_path):
+    ours, ref = _ours_and_cprofile(tmp_path)
+    here = os.path.abspath(__file__).rstrip("c")
+    # the test's own frames are start frames in ours (they were running at start)
+    mine = ("fib", "helper", "workload_single")
+    ours_here = {k: v[:2] for k, v in ours.stats.items() if k[0] == here and k[2] in mine}
+    ref_here = {k: v[:2] for k, v in ref.stats.items() if k[0] == here}
+    assert ours_here == ref_here
+    assert ours_here[(here, fib.__code__.co_firstlineno, "fib")] == (1, 67)
+    ours_c = {k[2]: v[:2] for k, v in ours.stats.items() if k[0] == "~"}
+    ref_c = {k[2]: v[:2] for k, v in ref.stats.items() if k[0] == "~"}
+    for label in ("<built-in method builtins.len>", "<method 'append' of 'list' objects>",
+                  "<built-in method builtins.sorted>"):
+        assert ours_c[label] == ref_c[label]
+    # callers: fib is called by itself 66 times and by workload_single once
+    callers = ours.stats[(here, fib.__code__.co_firstlineno, "fib")][4]
+    assert sorted(v[0] for v in callers.values()) == [1, 66]
+    out = io.StringIO()
+    ours.stream = out
+    ours.sort_stats("cumulative").print_stats(5)
+    ours.print_callers("fib")
+    assert "fib" in out.getvalue()
+
+
+def test_pstats_times_are_consistent(profile):
+    stats = profile.to_pstats()
+    for key, (cc, nc, tt, ct, callers) in stats.items():
+        assert 0 < cc <= nc
+        assert tt >= 0 and ct >= 0
+        assert tt <= ct + 1e-6 or cc < nc
+        for caller, (cnc, ccc, ctt, cct) in callers.items():
+            assert caller in stats and ccc <= cnc <= nc
+
+
+def test_text_summary(profile):
+    text = profile.summary(limit=5)
+    assert "Top 5 by self time" in text and "Top 5 by total time" in text
+    lines = text.splitlines()
+    assert len(lines[lines.index("Top 5 by self time") + 2:lines.index("") + 8]) >= 5
+    assert lines[0].startswith("framehook-profiler: ") and "2 thread(s)" in lines[0]
+    full = profile.summary(limit=1000).splitlines()
+    fib_rows = [l.split() for l in full if l.split()[-2:-1] == ["fib"]]
+    # fib(7) on the main thread (41 calls) and fib(5) on the worker (15), merged
+    assert fib_rows and {int(r[0]) for r in fib_rows} == {56}
+
+
+def test_svg_flame_graph(profile, tmp_path):
+    path = profile.export(tmp_path / "flame.svg")
+    root = ET.parse(path).getroot()
+    ns = "{http://www.w3.org/2000/svg}"
+    assert root.tag == ns + "svg"
+    groups = root.findall(f"{ns}g")
+    titles = [g.find(f"{ns}title").text for g in groups]
+    assert titles[0].startswith("all: ")
+    assert any(t.startswith("fib (") for t in titles)
+    assert any(t.startswith("worker (") for t in titles)
+    widths = [float(g.find(f"{ns}rect").get("width")) for g in groups]
+    assert widths[0] == max(widths)
+    assert "<script" not in open(path).read()
+
+
+def test_export_formats_by_name_and_errors(profile, tmp_path):
+    assert format_for("a.json") == "chrome"
+    assert format_for("a.speedscope.json") == "speedscope"
+    assert format_for("a.prof") == format_for("a.pstats") == "pstats"
+    assert format_for("a.TXT") == "text" and format_for("a.svg") == "svg"
+    with pytest.raises(ValueError, match="cannot tell the format"):
+        format_for("a.bin")
+    with pytest.raises(ValueError, match="unknown format"):
+        format_for("a.json", "xml")
+    with pytest.raises(ValueError, match="unknown format"):
+        render(profile, "xml")
+    written = profile.export(tmp_path / "out.bin", format="pstats")
+    assert isinstance(marshal.loads(open(written, "rb").read()), dict)
+    text = profile.export(tmp_path / "s.txt")
+    assert open(text).read() == profile.summary()
+    with pytest.raises(ExportError, match="cannot write the profile to") as info:
+        profile.export(tmp_path / "missing-dir" / "x.json")
+    assert isinstance(info.value, OSError)
