@@ -1,0 +1,54 @@
+"""``framehook replay FILE...``: one line per record; exit 1 on a mismatch, 2 on unreadable files."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from .errors import RecordError
+from .modes import MODES
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="framehook", description="framehook command-line tools")
+    sub = parser.add_subparsers(dest="command")
+    rp = sub.add_parser("replay", help="replay execution records and compare their outcomes")
+    rp.add_argument("files", nargs="+", metavar="FILE")
+    rp.add_argument("--mode", action="append", choices=MODES,
+                    help="replay only through this mode (repeatable; default: every mode)")
+    rp.add_argument("--trusted", action="store_true",
+                    help="allow pickle payloads in the records (runs code from the file!)")
+    rp.add_argument("--source", action="store_true",
+                    help="recompile the recorded source even on the recording Python version")
+    rp.add_argument("-v", "--verbose", action="store_true", help="print every difference and skip reason")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command != "replay":
+        parser.print_help()
+        return 2
+    from .replay import replay
+    worst = 0
+    for name in args.files:
+        try:
+            result = replay(name, modes=args.mode or MODES, trusted=args.trusted, prefer_source=args.source)
+        except RecordError as exc:
+            print(f"ERROR    {exc}")
+            worst = max(worst, 2)
+            continue
+        except Exception as exc:   # never a raw traceback for one bad record
+            print(f"ERROR    {name}: replay failed: {type(exc).__name__}: {exc}")
+            worst = max(worst, 2)
+            continue
+        print(result.report() if args.verbose or not result.ok else result.summary())
+        if not result.ok:
+            worst = max(worst, 1)
+    sys.stdout.flush()
+    return worst
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,644 @@
+"""Value trees: encoding live objects to JSON-safe tagged trees, validating and decoding them.
+
+A value tree is ``null``/``true``/``false``, a JSON string (a ``str``), or an object with a
+tag ``"t"`` (see FORMAT.md for every tag). Three separate steps keep loading safe:
+
+* ``Encoder.encode`` (recording) turns objects into trees; what it cannot encode becomes a
+  ``missing`` placeholder naming the value.
+* ``validate`` (loading) checks a tree's shape, sizes and references. It imports nothing,
+  unpickles nothing and calls no code named by the tree.
+* ``Decoder.decode`` (replaying) rebuilds objects: imports modules named by import path,
+  loads numpy data with ``allow_pickle=False``, and unpickles only when ``trusted``.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import enum
+import importlib
+import io
+import re
+import sys
+import types
+from typing import Any, Callable
+
+from . import registry
+from .errors import RecordFormatError, UntrustedRecordError
+
+MAX_DEPTH = 100            # encoder and validator both stop here
+MAX_INT_HEX_DIGITS = 100_000
+MAX_REPR = 200
+_MUTABLE_TAGS = {"list", "dict", "set", "bytearray", "ndarray", "function"}
+_IDENT_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_QUALNAME = re.compile(r"^[A-Za-z_<][A-Za-z0-9_<>.]*$")
+_HEX_INT = re.compile(r"^-?[0-9a-f]+$")
+_NPY_MAGIC = b"\x93NUMPY"
+# Code flags that decorators set after compilation (types.coroutine sets this one).
+CO_SET_AFTER_COMPILE = 0x100  # CO_ITERABLE_COROUTINE
+
+
+class MissingValueError(RuntimeError):
+    """Raised when replayed code touches a value that could not be recorded."""
+
+
+class Missing:
+    """Stands in for a value the recorder could not encode; any use of it raises."""
+
+    __slots__ = ("name", "type_name", "text", "why")
+
+    def __init__(self, name: str, type_name: str, text: str, why: str) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "type_name", type_name)
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "why", why)
+
+    def __repr__(self) -> str:
+        return f"<missing {self.name}: {self.type_name} ({self.why})>"
+
+    def _fail(self, *args: Any, **kwargs: Any) -> Any:
+        raise MissingValueError(f"the recorded value {self.name} ({self.type_name}) is missing: {self.why}")
+
+    def __getattr__(self, item: str) -> Any:
+        self._fail()
+
+    __call__ = __iter__ = __len__ = __getitem__ = __setitem__ = __bool__ = _fail
+    __add__ = __radd__ = __sub__ = __mul__ = __rmul__ = __index__ = __int__ = __float__ = _fail
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Missing) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(("missing", self.name))
+
+
+EMPTY_CELL = object()   # decoded form of an empty closure cell
+
+
+def _qualname_path(obj: Any) -> tuple[str, str] | None:
+    """(module, qualname) if the object is reachable by that import path, else None."""
+    module = getattr(obj, "__module__", None)
+    qualname = getattr(obj, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
+        return None
+    mod = sys.modules.get(module)
+    if mod is None or module == "__main__":
+        return None
+    target: Any = mod
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            return None
+    return (module, qualname) if target is obj else None
+
+
+def _short_repr(obj: Any) -> str:
+    try:
+        text = repr(obj)
+    except Exception as exc:  # a broken __repr__ must not stop recording
+        text = f"<repr failed: {type(exc).__name__}>"
+    text = re.sub(r" at 0x[0-9a-fA-F]+", "", text)   # addresses differ on every run
+    return text if len(text) <= MAX_REPR else text[: MAX_REPR - 3] + "..."
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+class Encoder:
+    """Encodes objects into value trees; one instance per independent value.
+
+    ``source_file``: functions whose code lives in this file are stored by qualified
+    name and line so replay can rebuild them from the recorded source.
+    ``target``: the recorded function itself, stored as ``{"t": "target"}``.
+    """
+
+    def __init__(self, *, source_file: str | None = None, target: Any = None,
+                 allow_pickle: bool = False) -> None:
+        self.source_file = source_file
+        self.target = target
+        self.allow_pickle = allow_pickle
+        self.memo: dict[int, int] = {}
+        self._alive: list[Any] = []   # keep ids stable while encoding
+        self.missing: list[str] = []
+        self.source_functions: list[types.FunctionType] = []
+        self._tuple_stack: set[int] = set()
+
+    # -- helpers ---------------------------------------------------------------------
+    def _new_id(self, obj: Any) -> int:
+        ident = len(self.memo)
+        self.memo[id(obj)] = ident
+        self._alive.append(obj)
+        return ident
+
+    def placeholder(self, obj: Any, name: str, why: str) -> dict:
+        self.missing.append(name)
+        tp = type(obj)
+        return {"t": "missing", "name": name, "type": f"{tp.__module__}.{tp.__qualname__}",
+                "repr": _short_repr(obj), "why": why}
+
+    def encode(self, obj: Any, name: str = "value", depth: int = 0) -> Any:
+        if depth >= MAX_DEPTH:
+            return self.placeholder(obj, name, f"nested deeper than {MAX_DEPTH} levels")
+        if obj is None or obj is True or obj is False:
+            return obj
+        tp = type(obj)
+        if tp is str:
+            return obj
+        if tp is int:
+            return {"t": "int", "v": format(obj, "x")}
+        if tp is float:
+            return {"t": "float", "v": obj.hex()}
+        if tp is complex:
+            return {"t": "complex", "re": obj.real.hex(), "im": obj.imag.hex()}
+        if tp is bytes:
+            return {"t": "bytes", "v": _b64(obj)}
+        if id(obj) in self.memo:
+            return {"t": "ref", "id": self.memo[id(obj)]}
+        if tp is tuple:
+            if id(obj) in self._tuple_stack:   # only reachable through a mutable container
+                return self.placeholder(obj, name, "tuple that contains itself")
+            self._tuple_stack.add(id(obj))
+            try:
+                items = [self.encode(x, f"{name}[{i}]", depth + 1) for i, x in enumerate(obj)]
+            finally:
+                self._tuple_stack.discard(id(obj))
+            return {"t": "tuple", "items": items}
+        if tp is list:
+            node = {"t": "list", "id": self._new_id(obj), "items": []}
+            node["items"] = [self.encode(x, f"{name}[{i}]", depth + 1) for i, x in enumerate(obj)]
+            return node
+        if tp is dict:
+            node = {"t": "dict", "id": self._new_id(obj), "items": []}
+            node["items"] = [[self.encode(k, f"{name}.key", depth + 1),
+                              self.encode(v, f"{name}[{k!r}]", depth + 1)] for k, v in obj.items()]
+            return node
+        if tp is set or tp is frozenset:
+            tag = "set" if tp is set else "frozenset"
+            node: dict = {"t": tag, "items": []}
+            if tp is set:
+                node["id"] = self._new_id(obj)
+            try:
+                ordered = sorted(obj, key=_sort_key)
+            except TypeError:
+                ordered = list(obj)
+            node["items"] = [self.encode(x, f"{name}{{}}", depth + 1) for x in ordered]
+            return node
+        if tp is Missing:   # a placeholder replayed back into a record stays the same placeholder
+            self.missing.append(obj.name)
+            return {"t": "missing", "name": obj.name, "type": obj.type_name, "repr": obj.text, "why": obj.why}
+        if tp is bytearray:
+            return {"t": "bytearray", "id": self._new_id(obj), "v": _b64(bytes(obj))}
+        if obj is self.target and self.target is not None:
+            return {"t": "target"}
+        if tp is types.ModuleType:
+            mod_name = getattr(obj, "__name__", None)
+            if isinstance(mod_name, str) and sys.modules.get(mod_name) is obj and mod_name != "__main__":
+                return {"t": "module", "name": mod_name}
+            return self.placeholder(obj, name, "module not importable by name")
+        if tp is types.FunctionType:
+            return self._function(obj, name, depth)
+        if isinstance(obj, tuple) and isinstance(getattr(tp, "_fields", None), tuple):
+            path = _qualname_path(tp)
+            if path is not None:   # a namedtuple class reachable by import path
+                return {"t": "namedtuple", "type": {"t": "global", "module": path[0], "qualname": path[1]},
+                        "items": [self.encode(x, f"{name}.{f}", depth + 1) for f, x in zip(tp._fields, obj)]}
+        numpy = sys.modules.get("numpy")
+        if numpy is not None and isinstance(obj, (numpy.ndarray, numpy.generic)):
+            return self._numpy(numpy, obj, name)
+        if isinstance(obj, BaseException):
+            return self._exception(obj, name, depth)
+        codec = registry.codec_for_object(obj)
+        if codec is not None:
+            try:
+                inner = codec.encode(obj)
+            except Exception as exc:
+                return self.placeholder(obj, name, f"codec {codec.name} failed: {type(exc).__name__}: {exc}")
+            return {"t": "ext", "codec": codec.name, "v": self.encode(inner, name, depth + 1)}
+        if isinstance(obj, enum.Enum) or isinstance(obj, (type, types.BuiltinFunctionType)) \
+                or obj is Ellipsis or obj is NotImplemented:
+            path = _enum_path(obj) if isinstance(obj, enum.Enum) else _qualname_path(obj)
+            if obj is Ellipsis:
+                path = ("builtins", "Ellipsis")
+            elif obj is NotImplemented:
+                path = ("builtins", "NotImplemented")
+            if path is not None:
+                return {"t": "global", "module": path[0], "qualname": path[1]}
+            return self.placeholder(obj, name, "not importable by module and qualified name")
+        if self.allow_pickle:
+            import pickle
+            try:
+                return {"t": "pickle", "v": _b64(pickle.dumps(obj, protocol=4))}
+            except Exception as exc:
+                return self.placeholder(obj, name, f"pickle failed: {type(exc).__name__}")
+        return self.placeholder(obj, name, "no codec registered for this type")
+
+    def _function(self, fn: types.FunctionType, name: str, depth: int) -> Any:
+        code = fn.__code__
+        if self.source_file is not None and code.co_filename == self.source_file:
+            ident = self._new_id(fn)
+            self.source_functions.append(fn)
+            freevars = code.co_freevars
+            cells = fn.__closure__ or ()
+            closure = []
+            for var, cell in zip(freevars, cells):
+                try:
+                    content = cell.cell_contents
+                except ValueError:
+                    closure.append([var, {"t": "empty_cell"}])
+                    continue
+                closure.append([var, self.encode(content, f"{name}.<closure {var}>", depth + 1)])
+            return {"t": "function", "id": ident, "name": fn.__name__, "qualname": fn.__qualname__,
+                    "firstlineno": code.co_firstlineno, "flags": code.co_flags & CO_SET_AFTER_COMPILE,
+                    "defaults": self.encode(fn.__defaults__, f"{name}.__defaults__", depth + 1),
+                    "kwdefaults": self.encode(fn.__kwdefaults__, f"{name}.__kwdefaults__", depth + 1),
+                    "closure": closure}
+        path = _qualname_path(fn)
+        if path is not None:
+            return {"t": "global", "module": path[0], "qualname": path[1]}
+        return self.placeholder(fn, name, "function neither in the recorded source nor importable")
+
+    def _numpy(self, numpy: Any, obj: Any, name: str) -> Any:
+        arr = numpy.asarray(obj)
+        if arr.dtype.hasobject:
+            return self.placeholder(obj, name, "numpy array of Python objects (needs pickle)")
+        buf = io.BytesIO()
+        numpy.save(buf, arr, allow_pickle=False)
+        if isinstance(obj, numpy.ndarray):
+            return {"t": "ndarray", "id": self._new_id(obj), "npy": _b64(buf.getvalue())}
+        return {"t": "npscalar", "npy": _b64(buf.getvalue())}
+
+    def _exception(self, exc: BaseException, name: str, depth: int) -> dict:
+        tp = type(exc)
+        path = _qualname_path(tp)
+        if path is not None:
+            type_tree: Any = {"t": "global", "module": path[0], "qualname": path[1]}
+        else:
+            type_tree = self.placeholder(tp, f"{name}.type", "exception class not importable")
+            type_tree["repr"] = f"{tp.__module__}.{tp.__qualname__}"
+        try:
+            message = str(exc)
+        except Exception:
+            message = "<str failed>"
+        return {"t": "exception", "type": type_tree,
+                "args": self.encode(tuple(exc.args), f"{name}.args", depth + 1),
+                "message": message[:2000]}
+
+
+def _enum_path(member: enum.Enum) -> tuple[str, str] | None:
+    owner = _qualname_path(type(member))
+    if owner is None:
+        return None
+    return owner[0], f"{owner[1]}.{member.name}"
+
+
+def _sort_key(value: Any) -> tuple:
+    # Stable order for sets of mixed scalars, so records are reproducible byte for byte.
+    return (type(value).__name__, repr(value))
+
+
+# -- validation ----------------------------------------------------------------------------
+
+_FIELDS: dict[str, dict[str, Any]] = {
+    "int": {"v": str}, "float": {"v": str}, "complex": {"re": str, "im": str},
+    "bytes": {"v": str}, "bytearray": {"v": str, "id": int},
+    "tuple": {"items": list}, "list": {"items": list, "id": int},
+    "set": {"items": list, "id": int}, "frozenset": {"items": list},
+    "dict": {"items": list, "id": int},
+    "ndarray": {"npy": str, "id": int}, "npscalar": {"npy": str},
+    "module": {"name": str}, "global": {"module": str, "qualname": str},
+    "function": {"id": int, "name": str, "qualname": str, "firstlineno": int, "flags": int,
+                 "defaults": "tree", "kwdefaults": "tree", "closure": list},
+    "target": {}, "ref": {"id": int}, "empty_cell": {},
+    "missing": {"name": str, "type": str, "repr": str, "why": str},
+    "exception": {"type": "tree", "args": "tree", "message": str},
+    "ext": {"codec": str, "v": "tree"},
+    "pickle": {"v": str},
+    "namedtuple": {"type": "tree", "items": list},
+}
+_HASHABLE = {"int", "float", "complex", "bytes", "tuple", "frozenset", "module", "global",
+             "missing", "ext", "npscalar", "ref", "function", "target", "pickle", "exception", "namedtuple"}
+
+
+class Validator:
+    """Checks value trees without running anything they name."""
+
+    def __init__(self, *, path: str | None = None, trusted: bool = False) -> None:
+        self.path = path
+        self.trusted = trusted
+        self.next_id = 0
+        self.nodes = 0
+        self.pickles = 0
+
+    def fail(self, where: str, message: str) -> RecordFormatError:
+        return RecordFormatError(f"{where}: {message}", self.path)
+
+    def check(self, tree: Any, where: str, depth: int = 0, *, allow_empty_cell: bool = False) -> None:
+        if depth > MAX_DEPTH:
+            raise self.fail(where, f"value nests deeper than {MAX_DEPTH} levels")
+        self.nodes += 1
+        if tree is None or isinstance(tree, (bool, str)):
+            return
+        if not isinstance(tree, dict):
+            raise self.fail(where, f"expected a tagged value, got JSON {type(tree).__name__}")
+        tag = tree.get("t")
+        if not isinstance(tag, str) or tag not in _FIELDS:
+            raise self.fail(where, f"unknown value tag {tag!r}")
+        if tag == "empty_cell" and not allow_empty_cell:
+            raise self.fail(where, "empty_cell outside a closure")
+        fields = _FIELDS[tag]
+        if set(tree) != set(fields) | {"t"}:
+            extra = sorted(set(tree) - set(fields) - {"t"})
+            absent = sorted(set(fields) - set(tree))
+            raise self.fail(where, f"{tag} value has unexpected fields {extra} / lacks {absent}")
+        for key, kind in fields.items():
+            if kind == "tree":
+                continue
+            value = tree[key]
+            if kind is int:
+                if type(value) is not int or value < 0 or value > 10**9:
+                    raise self.fail(where, f"{tag}.{key} must be a small non-negative integer")
+            elif not isinstance(value, kind):
+                raise self.fail(where, f"{tag}.{key} must be a JSON {kind.__name__}")
+        if "id" in fields and tag in _MUTABLE_TAGS:
+            if tree["id"] != self.next_id:
+                raise self.fail(where, f"{tag} id {tree['id']} out of sequence (expected {self.next_id})")
+            self.next_id += 1
+        getattr(self, "_check_" + tag, lambda *_: None)(tree, where, depth)
+
+    def _check_int(self, tree: dict, where: str, depth: int) -> None:
+        v = tree["v"]
+        if len(v) > MAX_INT_HEX_DIGITS or not _HEX_INT.match(v):
+            raise self.fail(where, "malformed integer")
+
+    def _float_text(self, text: str, where: str) -> None:
+        if len(text) > 64:
+            raise self.fail(where, "malformed float")
+        try:
+            float.fromhex(text)
+        except (ValueError, OverflowError):
+            raise self.fail(where, f"malformed float {text[:30]!r}") from None
+
+    def _check_float(self, tree: dict, where: str, depth: int) -> None:
+        self._float_text(tree["v"], where)
+
+    def _check_complex(self, tree: dict, where: str, depth: int) -> None:
+        self._float_text(tree["re"], where)
+        self._float_text(tree["im"], where)
+
+    def _b64(self, text: str, where: str) -> bytes:
+        try:
+            return base64.b64decode(text.encode("ascii"), validate=True)
+        except (binascii.Error, UnicodeEncodeError, ValueError):
+            raise self.fail(where, "malformed base64 data") from None
+
+    def _check_bytes(self, tree: dict, where: str, depth: int) -> None:
+        self._b64(tree["v"], where)
+
+    _check_bytearray = _check_bytes
+
+    def _items(self, tree: dict, where: str, depth: int, *, hashable: bool = False) -> None:
+        for i, item in enumerate(tree["items"]):
+            if hashable:
+                self._hashable(item, f"{where}{{{i}}}")
+            self.check(item, f"{where}[{i}]", depth + 1)
+
+    def _hashable(self, item: Any, where: str) -> None:
+        if item is None or isinstance(item, (bool, str)):
+            return
+        if not isinstance(item, dict) or item.get("t") not in _HASHABLE:
+            raise self.fail(where, "unhashable value used as a dict key or set element")
+        if item.get("t") == "tuple" and isinstance(item.get("items"), list):
+            for sub in item["items"]:
+                self._hashable(sub, where)
+
+    def _check_tuple(self, tree: dict, where: str, depth: int) -> None:
+        self._items(tree, where, depth)
+
+    _check_list = _check_tuple
+
+    def _check_set(self, tree: dict, where: str, depth: int) -> None:
+        self._items(tree, where, depth, hashable=True)
+
+    _check_frozenset = _check_set
+
+    def _check_dict(self, tree: dict, where: str, depth: int) -> None:
+        for i, pair in enumerate(tree["items"]):
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise self.fail(f"{where}[{i}]", "dict item is not a [key, value] pair")
+            self._hashable(pair[0], f"{where}.key{i}")
+            self.check(pair[0], f"{where}.key{i}", depth + 1)
+            self.check(pair[1], f"{where}[{i}]", depth + 1)
+
+    def _check_npy(self, tree: dict, where: str, depth: int) -> None:
+        if not self._b64(tree["npy"], where).startswith(_NPY_MAGIC):
+            raise self.fail(where, "numpy data is not in .npy format")
+
+    _check_ndarray = _check_npscalar = _check_npy
+
+    def _check_module(self, tree: dict, where: str, depth: int) -> None:
+        if len(tree["name"]) > 300 or not _IDENT_PATH.match(tree["name"]):
+            raise self.fail(where, f"invalid module name {tree['name'][:60]!r}")
+
+    def _check_global(self, tree: dict, where: str, depth: int) -> None:
+        if len(tree["module"]) > 300 or not _IDENT_PATH.match(tree["module"]):
+            raise self.fail(where, f"invalid module name {tree['module'][:60]!r}")
+        if len(tree["qualname"]) > 300 or not _IDENT_PATH.match(tree["qualname"]):
+            raise self.fail(where, f"invalid qualified name {tree['qualname'][:60]!r}")
+
+    def _check_function(self, tree: dict, where: str, depth: int) -> None:
+        if len(tree["qualname"]) > 500 or not _QUALNAME.match(tree["qualname"]):
+            raise self.fail(where, "invalid function qualified name")
+        if tree["flags"] & ~CO_SET_AFTER_COMPILE:
+            raise self.fail(where, "function flags outside the allowed set")
+        self.check(tree["defaults"], f"{where}.defaults", depth + 1)
+        self.check(tree["kwdefaults"], f"{where}.kwdefaults", depth + 1)
+        for i, pair in enumerate(tree["closure"]):
+            if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[0], str):
+                raise self.fail(f"{where}.closure[{i}]", "closure entry is not a [name, value] pair")
+            self.check(pair[1], f"{where}.closure[{i}]", depth + 1, allow_empty_cell=True)
+
+    def _check_ref(self, tree: dict, where: str, depth: int) -> None:
+        if tree["id"] >= self.next_id:
+            raise self.fail(where, f"reference to undefined id {tree['id']}")
+
+    def _check_exception(self, tree: dict, where: str, depth: int) -> None:
+        self.check(tree["type"], f"{where}.type", depth + 1)
+        self.check(tree["args"], f"{where}.args", depth + 1)
+
+    def _check_namedtuple(self, tree: dict, where: str, depth: int) -> None:
+        if not isinstance(tree["type"], dict) or tree["type"].get("t") != "global":
+            raise self.fail(where, "namedtuple type must be an import path")
+        self.check(tree["type"], f"{where}.type", depth + 1)
+        self._items(tree, where, depth)
+
+    def _check_ext(self, tree: dict, where: str, depth: int) -> None:
+        self.check(tree["v"], f"{where}.v", depth + 1)
+
+    def _check_pickle(self, tree: dict, where: str, depth: int) -> None:
+        self._b64(tree["v"], where)
+        self.pickles += 1
+        if not self.trusted:
+            raise UntrustedRecordError(
+                f"{where}: holds a pickle payload; refusing to load it without trusted=True", self.path)
+
+
+def validate(tree: Any, where: str, *, path: str | None = None, trusted: bool = False,
+             allow_empty_cell: bool = False) -> None:
+    """Validate one independent value tree (ids start at 0)."""
+    Validator(path=path, trusted=trusted).check(tree, where, allow_empty_cell=allow_empty_cell)
+
+
+# -- decoding ------------------------------------------------------------------------------
+
+FunctionBuilder = Callable[[dict, "Decoder"], Any]
+
+
+class Decoder:
+    """Rebuilds objects from a validated tree. Runs only at replay time."""
+
+    def __init__(self, *, trusted: bool = False, function_builder: FunctionBuilder | None = None,
+                 target: Any = None) -> None:
+        self.trusted = trusted
+        self.function_builder = function_builder
+        self.target = target
+        self.memo: dict[int, Any] = {}
+        self.missing: list[str] = []
+
+    def decode(self, tree: Any) -> Any:
+        if tree is None or isinstance(tree, (bool, str)):
+            return tree
+        tag = tree["t"]
+        return getattr(self, "_" + tag)(tree)
+
+    def _int(self, t: dict) -> int:
+        return int(t["v"], 16)
+
+    def _float(self, t: dict) -> float:
+        return float.fromhex(t["v"])
+
+    def _complex(self, t: dict) -> complex:
+        return complex(float.fromhex(t["re"]), float.fromhex(t["im"]))
+
+    def _bytes(self, t: dict) -> bytes:
+        return base64.b64decode(t["v"])
+
+    def _bytearray(self, t: dict) -> bytearray:
+        obj = bytearray(base64.b64decode(t["v"]))
+        self.memo[t["id"]] = obj
+        return obj
+
+    def _tuple(self, t: dict) -> tuple:
+        return tuple(self.decode(x) for x in t["items"])
+
+    def _list(self, t: dict) -> list:
+        obj: list = []
+        self.memo[t["id"]] = obj
+        obj.extend(self.decode(x) for x in t["items"])
+        return obj
+
+    def _dict(self, t: dict) -> dict:
+        obj: dict = {}
+        self.memo[t["id"]] = obj
+        for key, value in t["items"]:
+            k = self.decode(key)
+            obj[k] = self.decode(value)
+        return obj
+
+    def _set(self, t: dict) -> set:
+        obj: set = set()
+        self.memo[t["id"]] = obj
+        obj.update(self.decode(x) for x in t["items"])
+        return obj
+
+    def _frozenset(self, t: dict) -> frozenset:
+        return frozenset(self.decode(x) for x in t["items"])
+
+    def _load_npy(self, text: str) -> Any:
+        import numpy
+        return numpy.load(io.BytesIO(base64.b64decode(text)), allow_pickle=False)
+
+    def _ndarray(self, t: dict) -> Any:
+        obj = self._load_npy(t["npy"])
+        self.memo[t["id"]] = obj
+        return obj
+
+    def _npscalar(self, t: dict) -> Any:
+        return self._load_npy(t["npy"])[()]
+
+    def _module(self, t: dict) -> Any:
+        try:
+            return importlib.import_module(t["name"])
+        except Exception as exc:
+            return self._missing_from(t["name"], "module", f"import failed: {type(exc).__name__}: {exc}")
+
+    def _global(self, t: dict) -> Any:
+        try:
+            obj: Any = importlib.import_module(t["module"])
+            for part in t["qualname"].split("."):
+                obj = getattr(obj, part)
+            return obj
+        except Exception as exc:
+            return self._missing_from(f"{t['module']}.{t['qualname']}", "global",
+                                      f"cannot resolve: {type(exc).__name__}: {exc}")
+
+    def _missing_from(self, name: str, type_name: str, why: str) -> Missing:
+        self.missing.append(f"{name} ({why})")
+        return Missing(name, type_name, "", why)
+
+    def _function(self, t: dict) -> Any:
+        if self.function_builder is None:
+            obj: Any = self._missing_from(t["qualname"], "function", "no source to rebuild it from")
+            self.memo[t["id"]] = obj
+            return obj
+        return self.function_builder(t, self)
+
+    def _target(self, t: dict) -> Any:
+        if self.target is None:
+            return self._missing_from("<recorded function>", "function", "not available here")
+        return self.target
+
+    def _ref(self, t: dict) -> Any:
+        return self.memo[t["id"]]
+
+    def _empty_cell(self, t: dict) -> Any:
+        return EMPTY_CELL
+
+    def _missing(self, t: dict) -> Missing:
+        self.missing.append(f"{t['name']} ({t['type']}: {t['why']})")
+        return Missing(t["name"], t["type"], t["repr"], t["why"])
+
+    def _exception(self, t: dict) -> BaseException:
+        tp = self.decode(t["type"])
+        args = self.decode(t["args"])
+        if isinstance(tp, type) and issubclass(tp, BaseException):
+            try:
+                return tp(*args)
+            except Exception:
+                pass
+        return RuntimeError(t["message"])
+
+    def _namedtuple(self, t: dict) -> Any:
+        tp = self.decode(t["type"])
+        items = [self.decode(x) for x in t["items"]]
+        if isinstance(tp, type) and issubclass(tp, tuple) and callable(getattr(tp, "_make", None)):
+            return tp._make(items)
+        return self._missing_from(f"{t['type']['module']}.{t['type']['qualname']}", "namedtuple",
+                                  "not a namedtuple class here")
+
+    def _ext(self, t: dict) -> Any:
+        codec = registry.codec_named(t["codec"])
+        if codec is None:
+            return self._missing_from(t["codec"], "ext", "no codec registered under this name")
+        inner = self.decode(t["v"])
+        try:
+            return codec.decode(inner)
+        except Exception as exc:
+            return self._missing_from(t["codec"], "ext", f"codec failed: {type(exc).__name__}: {exc}")
+
+    def _pickle(self, t: dict) -> Any:
+        if not self.trusted:  # validation already refused; this is a second lock
+            raise UntrustedRecordError("pickle payload without trusted=True")
+        import pickle
+        return pickle.loads(base64.b64decode(t["v"]))
+
+

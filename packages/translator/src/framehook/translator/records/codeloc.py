@@ -1,0 +1,113 @@
+"""Rebuilding the recorded code object on the running interpreter.
+
+Same interpreter (same implementation and bytecode magic number): the marshalled code
+object is used as is. Otherwise the recorded module source is compiled (never executed)
+and the function's code object is found by its qualified name and first line.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib.util
+import marshal
+import platform
+import sys
+import types
+from typing import Iterator
+
+from .errors import SourceUnavailableError
+
+# Comprehensions got their own code objects before 3.12 and are inlined from 3.12 on,
+# which changes the qualified names of functions defined inside them; keys ignore them.
+_TRANSPARENT = {"<listcomp>", "<dictcomp>", "<setcomp>", "<locals>"}
+_CO_OPTIMIZED = 0x1
+
+
+def current_python() -> dict:
+    return {
+        "version": platform.python_version(),
+        "implementation": sys.implementation.name,
+        "magic": importlib.util.MAGIC_NUMBER.hex(),
+        "cache_tag": sys.implementation.cache_tag,
+    }
+
+
+def same_interpreter(python: dict) -> bool:
+    here = current_python()
+    return python.get("implementation") == here["implementation"] and python.get("magic") == here["magic"]
+
+
+def qualname_key(qualname: str) -> tuple[str, ...]:
+    return tuple(part for part in qualname.split(".") if part not in _TRANSPARENT)
+
+
+def walk_code(code: types.CodeType, prefix: tuple[str, ...] = (), top: bool = True
+              ) -> Iterator[tuple[tuple[str, ...], types.CodeType]]:
+    """Yield (qualname key, code) for every code object nested in a module's code."""
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            name = const.co_name
+            key = prefix if name in _TRANSPARENT else prefix + (name,)
+            yield key, const
+            yield from walk_code(const, key, False)
+
+
+class CodeIndex:
+    """Code objects of one compiled source, found by (qualname, first line)."""
+
+    def __init__(self, module_code: types.CodeType) -> None:
+        self.entries: dict[tuple, list[types.CodeType]] = {}
+        for key, code in walk_code(module_code):
+            self.entries.setdefault((key, code.co_firstlineno), []).append(code)
+
+    def find(self, qualname: str, firstlineno: int, name: str | None = None) -> types.CodeType | None:
+        found = self.entries.get((qualname_key(qualname), firstlineno))
+        if found:
+            return found[0]
+        # Fall back to the unqualified name on the same line (e.g. a renamed enclosing scope).
+        last = qualname_key(qualname)[-1:] if qualname else ()
+        for (key, line), codes in self.entries.items():
+            if line == firstlineno and key[-1:] == last:
+                return codes[0]
+        return None
+
+
+_INDEX_CACHE: dict[tuple[str, str], CodeIndex] = {}
+
+
+def compile_source(source: str, filename: str, path: str | None = None) -> CodeIndex:
+    """Compile (not execute) a recorded module source; cached by content and file name."""
+    digest = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
+    cached = _INDEX_CACHE.get((digest, filename))
+    if cached is not None:
+        return cached
+    try:
+        module_code = compile(source, filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        raise SourceUnavailableError(
+            f"the recorded source of {filename} does not compile on Python {platform.python_version()}: "
+            f"{type(exc).__name__}: {exc}", path) from None
+    index = CodeIndex(module_code)
+    if len(_INDEX_CACHE) > 64:
+        _INDEX_CACHE.clear()
+    _INDEX_CACHE[(digest, filename)] = index
+    return index
+
+
+def load_marshalled(text: str, name: str, path: str | None) -> types.CodeType:
+    """Unmarshal the recorded code object; only ever called for the same bytecode magic."""
+    try:
+        code = marshal.loads(base64.b64decode(text))
+    except (ValueError, EOFError, TypeError) as exc:
+        raise SourceUnavailableError(f"the marshalled code is corrupt: {exc}", path) from None
+    if not isinstance(code, types.CodeType) or code.co_name != name:
+        raise SourceUnavailableError("the marshalled code is not the recorded function's code", path)
+    return code
+
+
+def locate(index: CodeIndex, qualname: str, firstlineno: int, name: str, path: str | None) -> types.CodeType:
+    code = index.find(qualname, firstlineno, name)
+    if code is None or not (code.co_flags & _CO_OPTIMIZED):
+        raise SourceUnavailableError(
+            f"function {qualname} (line {firstlineno}) not found in the recorded source", path)
+    return code

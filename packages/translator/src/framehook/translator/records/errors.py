@@ -1,0 +1,35 @@
+"""Errors raised while reading, writing and rebuilding execution records."""
+from __future__ import annotations
+
+
+class RecordError(Exception):
+    """Base class: a record could not be written, read or rebuilt.
+
+    The message always names the file (when there is one) and what was wrong, so the
+    CLI can print it as one line without a traceback.
+    """
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        self.path = path
+        self.reason = message
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+class RecordFormatError(RecordError):
+    """The file is not a well-formed record: bad magic, truncated, corrupt, bad schema."""
+
+
+class RecordVersionError(RecordError):
+    """The record was written by a newer (or unknown) major version of the format."""
+
+
+class RecordTooLargeError(RecordFormatError):
+    """A declared or actual size is above the reader's limits."""
+
+
+class UntrustedRecordError(RecordError):
+    """The record holds a pickle payload and the caller did not pass trusted=True."""
+
+
+class SourceUnavailableError(RecordError):
+    """The recorded code cannot be rebuilt on this interpreter (no source, or it fails to compile)."""

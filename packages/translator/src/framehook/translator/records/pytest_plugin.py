@@ -1,0 +1,195 @@
+"""pytest plugin (entry point ``framehook``) for running a project's tests under framehook.
+
+    --framehook-shadow              every frame intercepted by a pass-through callback
+    --framehook-optimize=BACKEND    every test function run under the translator
+    --framehook-record=MOD:QUALNAME record each call of that function (repeatable)
+    --framehook-record-dir=DIR      where those records go (default: framehook-records)
+
+At the end it reports how many frames were intercepted and which tests diverged: a test
+diverges when it fails under framehook but passes when re-run plainly.
+Without these options the plugin does nothing.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import os
+import re
+import types
+from typing import Any
+
+import pytest
+
+
+def pytest_addoption(parser: Any) -> None:
+    group = parser.getgroup("framehook", "framehook frame interception")
+    group.addoption("--framehook-shadow", action="store_true", default=False,
+                    help="intercept every frame with a pass-through callback (framehook.runtime)")
+    group.addoption("--framehook-optimize", metavar="BACKEND", default=None,
+                    help="run every test function under framehook.translator.optimize(backend=BACKEND)")
+    group.addoption("--framehook-record", metavar="MODULE:QUALNAME", action="append", default=[],
+                    help="record every call of this function into --framehook-record-dir")
+    group.addoption("--framehook-record-dir", metavar="DIR", default="framehook-records",
+                    help="directory for records written by --framehook-record")
+
+
+class _Session:
+    def __init__(self, config: Any) -> None:
+        self.shadow = bool(config.getoption("framehook_shadow"))
+        self.backend = config.getoption("framehook_optimize")
+        self.record_dir = config.getoption("framehook_record_dir")
+        self.callbacks = 0
+        self.codes: dict[int, types.CodeType] = {}
+        self.tests = 0
+        self.diverged: list[str] = []
+        self.records: list[str] = []
+        self.restore: list[tuple[Any, str, Any]] = []
+        self.runtime: Any = None
+        self.optimize: Any = None
+        if self.shadow:
+            try:
+                self.runtime = importlib.import_module("framehook.runtime")
+            except ImportError as exc:
+                raise pytest.UsageError(f"--framehook-shadow needs framehook.runtime: {exc}") from None
+        if self.backend:
+            try:
+                tr = importlib.import_module("framehook.translator")
+                self.optimize = tr.optimize
+            except (ImportError, AttributeError) as exc:
+                raise pytest.UsageError(
+                    f"--framehook-optimize needs framehook.translator.optimize, not available: {exc}") from None
+        for spec in config.getoption("framehook_record"):
+            self._install_recorder(spec)
+
+    # -- shadow ------------------------------------------------------------------------
+    def pass_through(self, frame: Any, cache_entry: Any, frame_state: Any) -> Any:
+        self.callbacks += 1
+        self.codes[id(frame.f_code)] = frame.f_code
+        return self.runtime.GuardedCode(frame.f_code.replace(), _always)
+
+    def frames_seen(self) -> int:
+        hits = 0
+        for code in self.codes.values():
+            try:
+                hits += sum(getattr(e, "hits", 0) for e in self.runtime.cache_entries(code))
+            except Exception:
+                pass
+        return self.callbacks + hits
+
+    # -- recording ---------------------------------------------------------------------
+    def _install_recorder(self, spec: str) -> None:
+        module_name, _, qualname = spec.partition(":")
+        if not qualname:
+            raise pytest.UsageError(f"--framehook-record expects MODULE:QUALNAME, got {spec!r}")
+        try:
+            owner: Any = importlib.import_module(module_name)
+            parts = qualname.split(".")
+            for part in parts[:-1]:
+                owner = getattr(owner, part)
+            original = getattr(owner, parts[-1])
+        except (ImportError, AttributeError) as exc:
+            raise pytest.UsageError(f"--framehook-record {spec}: {exc}") from None
+        if not inspect.isfunction(original) or inspect.isgeneratorfunction(original) \
+                or inspect.iscoroutinefunction(original) or inspect.isasyncgenfunction(original):
+            raise pytest.UsageError(f"--framehook-record {spec}: only plain Python functions can be recorded")
+        session = self
+
+        @functools.wraps(original)
+        def recording(*args: Any, **kwargs: Any) -> Any:
+            from .recorder import record_with_outcome
+            index = len(session.records)
+            safe = re.sub(r"[^A-Za-z0-9_.]+", "_", f"{module_name}.{qualname}")
+            path = os.path.join(session.record_dir, f"{safe}.{index}.fhrec")
+            _, outcome = record_with_outcome(original, args, kwargs, path=path, label=f"{spec}#{index}")
+            session.records.append(path)
+            if outcome.kind == "raise":
+                raise outcome.exception
+            return outcome.value
+
+        setattr(owner, parts[-1], recording)
+        self.restore.append((owner, parts[-1], original))
+
+    def close(self) -> None:
+        for owner, name, original in reversed(self.restore):
+            setattr(owner, name, original)
+        if self.runtime is not None:
+            for code in self.codes.values():
+                self.runtime.reset_code(code)
+
+
+def _always(f_locals: dict) -> bool:
+    return True
+
+
+_KEY = "framehook_session"
+
+
+def pytest_configure(config: Any) -> None:
+    opts = (config.getoption("framehook_shadow", False), config.getoption("framehook_optimize", None),
+            config.getoption("framehook_record", []))
+    if any(opts):
+        setattr(config, _KEY, _Session(config))
+
+
+def pytest_unconfigure(config: Any) -> None:
+    session = getattr(config, _KEY, None)
+    if session is not None:
+        session.close()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: Any) -> Any:
+    session: _Session | None = getattr(pyfuncitem.config, _KEY, None)
+    if session is None or not (session.shadow or session.backend):
+        return None
+    fn = pyfuncitem.obj
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        return None   # leave async tests to their own plugin
+    argnames = pyfuncitem._fixtureinfo.argnames
+    kwargs = {name: pyfuncitem.funcargs[name] for name in argnames}
+    session.tests += 1
+    try:
+        _run_under(session, fn, kwargs)
+    except pytest.skip.Exception:
+        raise
+    except BaseException as failure:
+        # Diverged = fails under framehook but passes plainly; re-run once to tell.
+        try:
+            fn(**kwargs)
+        except BaseException:
+            pass
+        else:
+            session.diverged.append(f"{pyfuncitem.nodeid}: {type(failure).__name__}: {failure}")
+        raise
+    return True
+
+
+def _run_under(session: _Session, fn: Any, kwargs: dict) -> Any:
+    if session.backend:
+        target = session.optimize(fn, backend=session.backend)
+    else:
+        target = fn
+    if session.shadow:
+        with session.runtime.enable(session.pass_through):
+            return target(**kwargs)
+    return target(**kwargs)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
+    session: _Session | None = getattr(config, _KEY, None)
+    if session is None:
+        return
+    tr = terminalreporter
+    tr.section("framehook")
+    if session.shadow:
+        tr.write_line(f"framehook shadow: {session.frames_seen()} frames intercepted "
+                      f"({len(session.codes)} code objects) in {session.tests} tests")
+    if session.backend:
+        tr.write_line(f"framehook optimize[{session.backend}]: {session.tests} tests run under the translator")
+    if session.shadow or session.backend:
+        tr.write_line(f"framehook: {len(session.diverged)} tests diverged")
+        for line in session.diverged:
+            tr.write_line(f"  diverged: {line}")
+    if session.records:
+        tr.write_line(f"framehook: {len(session.records)} records written to {session.record_dir}")

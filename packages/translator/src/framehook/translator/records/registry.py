@@ -1,0 +1,112 @@
+"""Allowlisted registry of extra value codecs.
+
+Only types registered here (exact type, no subclasses) are encoded beyond the built-in
+kinds; everything else becomes a named placeholder. Types are keyed by their import
+path ("module:qualname") so registering a codec never imports its module, and decoding
+looks codecs up by name only: a record can name a codec, never supply one.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")
+
+
+@dataclass(frozen=True)
+class Codec:
+    name: str            # stored in the record: {"t": "ext", "codec": name, "v": ...}
+    type_path: str       # "module:qualname" of the exact type handled
+    encode: Callable[[Any], Any]   # obj -> a value the encoder can encode
+    decode: Callable[[Any], Any]   # decoded value -> obj
+
+
+_BY_TYPE: dict[str, Codec] = {}
+_BY_NAME: dict[str, Codec] = {}
+
+
+def type_path(tp: type) -> str:
+    return f"{tp.__module__}:{tp.__qualname__}"
+
+
+def register_codec(tp: "type | str", name: str, encode: Callable[[Any], Any],
+                   decode: Callable[[Any], Any], *, replace: bool = False) -> Codec:
+    """Allow values of exactly type ``tp`` in records, under the codec name ``name``.
+
+    ``encode(obj)`` returns a value made of encodable kinds; ``decode(value)`` rebuilds
+    the object from it. Decoding runs only when a record is replayed.
+    """
+    path = tp if isinstance(tp, str) else type_path(tp)
+    if not _NAME.match(name):
+        raise ValueError(f"invalid codec name {name!r}")
+    if not replace and (name in _BY_NAME or path in _BY_TYPE):
+        raise ValueError(f"a codec for {path} or named {name!r} is already registered")
+    codec = Codec(name, path, encode, decode)
+    old = _BY_NAME.pop(name, None)
+    if old is not None:
+        _BY_TYPE.pop(old.type_path, None)
+    _BY_TYPE[path] = codec
+    _BY_NAME[name] = codec
+    return codec
+
+
+def unregister_codec(name: str) -> None:
+    codec = _BY_NAME.pop(name, None)
+    if codec is not None:
+        _BY_TYPE.pop(codec.type_path, None)
+
+
+def codec_for_object(obj: Any) -> Codec | None:
+    return _BY_TYPE.get(type_path(type(obj)))
+
+
+def codec_named(name: str) -> Codec | None:
+    return _BY_NAME.get(name)
+
+
+def registered_codecs() -> list[str]:
+    return sorted(_BY_NAME)
+
+
+# -- codecs shipped with framehook: standard-library value types -------------------------
+
+def _lazy(module: str, attr: str) -> Callable[..., Any]:
+    """A constructor resolved at decode time, so registration imports nothing."""
+    def build(*args: Any) -> Any:
+        import importlib
+        obj: Any = importlib.import_module(module)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+        return obj(*args)
+    return build
+
+
+def _namespace(attrs: Any) -> Any:
+    import types
+    return types.SimpleNamespace(**attrs)
+
+
+def _register_defaults() -> None:
+    register_codec("builtins:range", "range", lambda r: (r.start, r.stop, r.step), lambda v: range(*v))
+    register_codec("builtins:slice", "slice", lambda s: (s.start, s.stop, s.step), lambda v: slice(*v))
+    register_codec("fractions:Fraction", "fraction", lambda f: (f.numerator, f.denominator),
+                   lambda v: _lazy("fractions", "Fraction")(*v))
+    register_codec("decimal:Decimal", "decimal", str, lambda v: _lazy("decimal", "Decimal")(v))
+    register_codec("datetime:date", "date", lambda d: d.isoformat(),
+                   lambda v: _lazy("datetime", "date.fromisoformat")(v))
+    register_codec("datetime:datetime", "datetime", lambda d: d.isoformat(),
+                   lambda v: _lazy("datetime", "datetime.fromisoformat")(v))
+    register_codec("datetime:timedelta", "timedelta", lambda d: (d.days, d.seconds, d.microseconds),
+                   lambda v: _lazy("datetime", "timedelta")(*v))
+    register_codec("collections:OrderedDict", "ordereddict", lambda d: list(d.items()),
+                   lambda v: _lazy("collections", "OrderedDict")(v))
+    register_codec("collections:deque", "deque", lambda d: (list(d), d.maxlen),
+                   lambda v: _lazy("collections", "deque")(*v))
+    register_codec("collections:defaultdict", "defaultdict", lambda d: (d.default_factory, dict(d)),
+                   lambda v: _lazy("collections", "defaultdict")(*v))
+    register_codec("types:SimpleNamespace", "namespace", lambda n: dict(vars(n)),
+                   _namespace)
+
+
+_register_defaults()

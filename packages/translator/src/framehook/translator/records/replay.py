@@ -1,0 +1,222 @@
+"""Replaying a record on the running interpreter and comparing every mode with it."""
+from __future__ import annotations
+
+import builtins
+import os
+import platform
+import types
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from . import codeloc
+from .codec import EMPTY_CELL, Decoder, Encoder
+from .compare import diff_outcomes
+from .errors import RecordError, SourceUnavailableError
+from .model import Record
+from .modes import MODES, run_mode
+from .reader import load
+from .recorder import encode_outcome
+
+
+@dataclass
+class ModeResult:
+    mode: str
+    status: str                       # "match" | "mismatch" | "skip" | "error"
+    reason: str = ""
+    diffs: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    intercepted: int | None = None
+    decisions: dict | None = None
+
+
+@dataclass
+class ReplayResult:
+    path: str | None
+    label: str
+    code_from: str                    # "marshal" (exact code) or "source" (recompiled)
+    recorded_on: str
+    replayed_on: str
+    modes: list = field(default_factory=list)
+    missing: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(m.status in ("match", "skip") for m in self.modes)
+
+    @property
+    def match(self) -> bool:
+        return self.ok
+
+    def mode(self, name: str) -> ModeResult | None:
+        return next((m for m in self.modes if m.mode == name), None)
+
+    def summary(self) -> str:
+        verdict = "MATCH" if self.ok else "MISMATCH"
+        parts = ", ".join(f"{m.mode} {m.status}" for m in self.modes)
+        where = self.path or self.label
+        line = (f"{verdict:8} {where} [{self.label}; recorded on {self.recorded_on}, "
+                f"{self.code_from} code on {self.replayed_on}] {parts}")
+        if self.missing:
+            line += f"; missing values: {', '.join(self.missing[:5])}"
+        return line
+
+    def report(self) -> str:
+        """The summary line followed by every difference and skip reason."""
+        lines = [self.summary()]
+        for m in self.modes:
+            if m.status in ("mismatch", "error"):
+                lines.append(f"  {m.mode}: {m.reason}")
+                lines.extend(f"    {d}" for d in m.diffs)
+            elif m.status == "skip":
+                lines.append(f"  {m.mode}: skipped: {m.reason}")
+            lines.extend(f"    note: {n}" for n in m.notes)
+        return "\n".join(lines)
+
+
+class Rebuilder:
+    """Turns a record back into a callable plus arguments, fresh for every mode."""
+
+    def __init__(self, rec: Record, *, trusted: bool = False, prefer_source: bool = False) -> None:
+        self.rec = rec
+        self.trusted = trusted
+        code = rec.code
+        self._index: codeloc.CodeIndex | None = None
+        self.exact = codeloc.same_interpreter(rec.python) and code["marshal"] is not None and not prefer_source
+        if self.exact:
+            self.code = codeloc.load_marshalled(code["marshal"], code["name"], rec.path)
+            self.code_from = "marshal"
+        else:
+            if code["source"] is None:
+                raise SourceUnavailableError(
+                    f"recorded on {rec.python.get('version')} without source; it can only be replayed "
+                    f"on that Python version", rec.path)
+            self.code = codeloc.locate(self.index(), code["qualname"], code["firstlineno"], code["name"], rec.path)
+            if code["flags"]:
+                self.code = self.code.replace(co_flags=self.code.co_flags | code["flags"])
+            self.code_from = "source"
+        self.codes: list[types.CodeType] = [self.code]
+
+    def index(self) -> codeloc.CodeIndex:
+        if self._index is None:
+            source = self.rec.code["source"]
+            if source is None:
+                raise SourceUnavailableError("nested function needs the recorded source, which is absent",
+                                             self.rec.path)
+            self._index = codeloc.compile_source(source, self.rec.code["filename"], self.rec.path)
+        return self._index
+
+    def build(self) -> tuple[types.FunctionType, tuple, dict, list]:
+        """(function, args, kwargs, missing values) with every value decoded afresh."""
+        rec = self.rec
+        namespace: dict = {"__name__": rec.code["module"] or "__framehook_replay__", "__builtins__": builtins}
+        missing: list[str] = []
+        code = self.code
+        cells = tuple(types.CellType() for _ in code.co_freevars)
+        fn = types.FunctionType(code, namespace, code.co_name, None, cells or None)
+        fn.__qualname__ = rec.code["qualname"]
+
+        def decoder() -> Decoder:
+            dec = Decoder(trusted=self.trusted, function_builder=self._nested(namespace), target=fn)
+            decoders.append(dec)
+            return dec
+
+        decoders: list[Decoder] = []
+        for name, tree in rec.globals.items():
+            namespace[name] = decoder().decode(tree)
+        for name, tree in rec.builtins.items():
+            value = decoder().decode(tree)
+            if getattr(builtins, name, None) is not value:
+                namespace[name] = value   # a builtin shadowed or absent here: keep the recorded one
+        fn.__defaults__ = decoder().decode(rec.function["defaults"])
+        fn.__kwdefaults__ = decoder().decode(rec.function["kwdefaults"])
+        self._fill_cells(code, cells, rec.function["closure"], decoder())
+        args = decoder().decode(rec.call["args"])
+        kwargs = decoder().decode(rec.call["kwargs"])
+        for dec in decoders:
+            missing.extend(dec.missing)
+        return fn, args, kwargs, missing
+
+    @staticmethod
+    def _fill_cells(code: types.CodeType, cells: tuple, closure: list, dec: Decoder) -> None:
+        by_name = dict(zip(code.co_freevars, cells))
+        for var, tree in closure:
+            value = dec.decode(tree)
+            if var in by_name and value is not EMPTY_CELL:
+                by_name[var].cell_contents = value
+
+    def _nested(self, namespace: dict) -> Any:
+        def build_function(tree: dict, dec: Decoder) -> Any:
+            code = codeloc.locate(self.index(), tree["qualname"], tree["firstlineno"], tree["name"], self.rec.path)
+            if tree["flags"] and not code.co_flags & tree["flags"]:
+                code = code.replace(co_flags=code.co_flags | tree["flags"])
+            self.codes.append(code)
+            cells = tuple(types.CellType() for _ in code.co_freevars)
+            fn = types.FunctionType(code, namespace, tree["name"], None, cells or None)
+            fn.__qualname__ = tree["qualname"]
+            dec.memo[tree["id"]] = fn   # before the closure: it may refer to fn itself
+            fn.__defaults__ = dec.decode(tree["defaults"])
+            fn.__kwdefaults__ = dec.decode(tree["kwdefaults"])
+            self._fill_cells(code, cells, tree["closure"], dec)
+            return fn
+        return build_function
+
+
+def _encode_outcome(rec: Record, fn: Any, outcome: Any, args: tuple, kwargs: dict, trusted: bool) -> dict:
+    def trees(obj: Any, name: str) -> Any:
+        # Same source file name as at recording, so same-file functions encode alike.
+        return Encoder(source_file=rec.code["filename"], target=fn, allow_pickle=trusted).encode(obj, name)
+    return encode_outcome(outcome, args, kwargs, trees)
+
+
+def replay_record(rec: Record, *, modes: Iterable[str] = MODES, trusted: bool = False,
+                  prefer_source: bool = False) -> ReplayResult:
+    """Replay an already loaded record through each mode; mismatches are reported, not raised.
+
+    Raises SourceUnavailableError when the code cannot be rebuilt on this interpreter.
+    """
+    builder = Rebuilder(rec, trusted=trusted, prefer_source=prefer_source)
+    result = ReplayResult(path=rec.path, label=rec.name, code_from=builder.code_from,
+                          recorded_on=str(rec.python.get("version")), replayed_on=platform.python_version())
+    cross = builder.code_from == "source" and not codeloc.same_interpreter(rec.python)
+    for mode in modes:
+        if mode not in MODES:
+            result.modes.append(ModeResult(mode, "error", f"unknown mode {mode!r}"))
+            continue
+        try:
+            fn, args, kwargs, missing = builder.build()
+        except RecordError as exc:
+            result.modes.append(ModeResult(mode, "error", exc.reason))
+            continue
+        for item in missing:
+            if item not in result.missing:
+                result.missing.append(item)
+        try:
+            run = run_mode(mode, fn, args, kwargs, rec.code["kind"], builder.code)
+        except Exception as exc:   # a broken mode (not the replayed code) is an error
+            result.modes.append(ModeResult(mode, "error", f"{mode} mode failed: {type(exc).__name__}: {exc}"))
+            continue
+        if run.skip is not None:
+            result.modes.append(ModeResult(mode, "skip", run.skip))
+            continue
+        replayed = _encode_outcome(rec, fn, run.outcome, args, kwargs, trusted)
+        diffs, notes = diff_outcomes(rec.outcome, replayed, cross_version=cross)
+        diffs = run.problems + diffs
+        status = "mismatch" if diffs else "match"
+        reason = ""
+        if diffs:
+            reason = f"{len(diffs)} difference(s) from the recorded outcome"
+            if missing:
+                reason += f" (values missing from the record: {', '.join(missing[:3])})"
+        result.modes.append(ModeResult(mode, status, reason, diffs, notes, run.intercepted, run.decisions))
+    return result
+
+
+def replay(filename: "str | os.PathLike", *, modes: Iterable[str] = MODES, trusted: bool = False,
+           prefer_source: bool = False) -> ReplayResult:
+    """Load ``filename`` strictly and replay it through every mode (see replay_record).
+
+    Raises RecordError (with the file name) when the file cannot be read or its code
+    cannot be rebuilt here; never raises because an outcome differs.
+    """
+    rec = load(filename, trusted=trusted)
+    return replay_record(rec, modes=modes, trusted=trusted, prefer_source=prefer_source)

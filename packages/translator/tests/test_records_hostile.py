@@ -1,0 +1,144 @@
+"""The hostile corpus: every file is rejected cleanly, and loading executes nothing."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from framehook.translator.records import RecordError, load, loads, record_call, save
+from framehook.translator.records.cli import main as cli_main
+from framehook.translator.records.errors import RecordTooLargeError, RecordVersionError
+
+HERE = Path(__file__).resolve().parent
+HOSTILE = HERE / "records_data" / "hostile"
+MANIFEST = json.loads((HOSTILE / "MANIFEST.json").read_text())
+
+spec = importlib.util.spec_from_file_location("records_audit", HERE / "records_data" / "audit.py")
+helpers = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(helpers)
+
+
+def _sample(a, b=2):
+    return [a, b]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm_up(tmp_path_factory):
+    # Load one good record first so lazily imported stdlib modules are already imported.
+    path = tmp_path_factory.mktemp("warm") / "good.fhrec"
+    record_call(_sample, (1,), path=path)
+    load(path)
+
+
+def test_corpus_is_large_enough():
+    files = sorted(HOSTILE.glob("*.fhrec"))
+    assert len(files) >= 30
+    assert {f.name for f in files} == set(MANIFEST)
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+def test_hostile_file_rejected_without_executing_anything(name):
+    path = HOSTILE / name
+    with helpers.AuditWatch():
+        with pytest.raises(RecordError) as info:
+            load(path)
+        also_trusted_parse = None
+        try:   # trusted=True permits pickle values but must still reject malformed files
+            load(path, trusted=True)
+        except RecordError as exc:
+            also_trusted_parse = exc
+    message = str(info.value)
+    assert str(path) in message
+    assert MANIFEST[name] in message
+    assert helpers.AuditWatch.events == []
+    assert not hasattr(sys, "FRAMEHOOK_PWNED")
+    if "pickle" not in name:
+        assert also_trusted_parse is not None
+
+
+def test_audit_watch_really_sees_events():
+    # The proof above is only as good as the hook: check that it notices an exec and an import.
+    with helpers.AuditWatch():
+        exec("x = 1", {})
+        import importlib
+        with pytest.raises(ImportError):
+            __import__("framehook_no_such_module_for_audit")
+    names = [e for e, _ in helpers.AuditWatch.events]
+    assert "exec" in names and "import" in names
+
+
+def test_pickle_payload_needs_trusted(tmp_path):
+    import uuid
+    value = uuid.UUID(int=7)
+
+    def uses(u):
+        return str(u)
+    path = tmp_path / "p.fhrec"
+    rec = record_call(uses, (value,), path=path, allow_pickle=True)
+    assert rec.missing == []
+    with pytest.raises(RecordError, match="trusted=True"):
+        load(path)
+    assert load(path, trusted=True).call["args"]["items"][0]["t"] == "pickle"
+    from framehook.translator.records import replay
+    result = replay(path, modes=("plain",), trusted=True)
+    assert result.ok, result.report()
+
+
+def test_cli_reports_hostile_files_without_traceback(capsys):
+    files = [str(HOSTILE / n) for n in sorted(MANIFEST)[:12]]
+    assert cli_main(["replay", *files]) == 2
+    out = capsys.readouterr()
+    lines = [l for l in out.out.splitlines() if l]
+    assert len(lines) == len(files)
+    assert all(l.startswith("ERROR") for l in lines)
+    assert "Traceback" not in out.out + out.err
+
+
+def test_oversized_file_rejected_before_reading(tmp_path):
+    path = tmp_path / "big.fhrec"
+    record_call(_sample, (list(range(2000)),), path=path)
+    with pytest.raises(RecordTooLargeError, match="exceeds the limit"):
+        load(path, max_bytes=200)
+    with pytest.raises(RecordTooLargeError):
+        loads(path.read_bytes(), max_bytes=200)
+
+
+def test_missing_file_and_directory(tmp_path):
+    with pytest.raises(RecordError, match="no such file"):
+        load(tmp_path / "nope.fhrec")
+    with pytest.raises(RecordError, match="is a directory"):
+        load(tmp_path)
+
+
+def test_newer_minor_version_ignores_unknown_fields(tmp_path):
+    from framehook.translator.records import container
+    rec = record_call(_sample, (5,))
+    doc = rec.to_document()
+    doc["format"] = [1, container.FORMAT_MINOR + 1]
+    doc["future_field"] = {"anything": 1}
+    body = container.pack(doc)
+    # Patch the header's minor version to match the body.
+    data = bytearray(body)
+    data[10:12] = (container.FORMAT_MINOR + 1).to_bytes(2, "big")
+    loaded = loads(bytes(data))
+    assert loaded.format == (1, container.FORMAT_MINOR + 1)
+
+
+def test_newer_major_version_message(tmp_path):
+    with pytest.raises(RecordVersionError, match="upgrade framehook"):
+        load(HOSTILE / "13_newer_major.fhrec")
+
+
+def test_uncompressed_roundtrip_and_length_mismatch(tmp_path):
+    from framehook.translator.records import container
+    rec = record_call(_sample, (5,))
+    path = tmp_path / "plain.fhrec"
+    save(rec, path, compress=False)
+    assert load(path).outcome == rec.outcome
+    data = bytearray(path.read_bytes())
+    data[24:32] = (len(data) + 5).to_bytes(8, "big")   # decoded length disagrees with stored
+    with pytest.raises(RecordError, match="length mismatch"):
+        container.unpack(bytes(data))

@@ -1,0 +1,307 @@
+"""record() / replay(): plain replays, diffs, cross-version source replays, golden records, CLI."""
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from framehook.translator.records import (RecordError, SourceUnavailableError, container, dumps, load, loads,
+                                          record, record_call, replay, replay_record, save)
+from framehook.translator.records.cli import main as cli_main
+from framehook.translator.records.failures import args_from_locals, record_translation_failure
+from framehook.translator.records.modes import unavailable
+
+ROOT = Path(__file__).resolve().parents[3]
+GOLDEN = ROOT / "conformance" / "golden"
+
+SCALE = 3
+LOCK = threading.Lock()
+
+
+def helper(x):
+    return x * SCALE
+
+
+def compute(xs, k=2, *, extra=0):
+    xs.append(k)
+    return [helper(x) for x in xs], sum(xs) + extra
+
+
+def fact(n):
+    return 1 if n <= 1 else n * fact(n - 1)
+
+
+def make_closure(a):
+    b = [a]
+
+    def inner(c):
+        b.append(c)
+        return a + c + len(b)
+    return inner
+
+
+def gen(n):
+    for i in range(n):
+        yield i * SCALE
+    return "done"
+
+
+class Awaitable:
+    def __await__(self):
+        yield "tick"
+        return 5
+
+
+async def coro(n):
+    return n + await Awaitable()
+
+
+async def agen(n):
+    for i in range(n):
+        await Awaitable()
+        yield i
+
+
+def raises(n):
+    raise KeyError(n)
+
+
+def uses_lock():
+    with LOCK:
+        return 1
+
+
+def uses_numpy(a):
+    return a * 2, float(a.sum())
+
+
+def empty_cell_closure():
+    def later():
+        return unset
+    f = later
+    unset = 1
+    del unset
+    return f
+
+
+class Thing:
+    def method(self, x):
+        return x + 1
+
+
+MODES = ("plain",)
+
+
+def both_ways(path):
+    """Replay with the exact (marshalled) code and with the recompiled source."""
+    return replay(path, modes=MODES), replay(path, modes=MODES, prefer_source=True)
+
+
+@pytest.mark.parametrize("fn,args,kwargs", [
+    (compute, ([1, 2],), {"extra": 5}),
+    (fact, (6,), {}),
+    (make_closure(4), (3,), {}),
+    (gen, (3,), {}),
+    (coro, (1,), {}),
+    (agen, (2,), {}),
+    (raises, ("k",), {}),
+    (uses_numpy, (np.arange(3),), {}),
+    (Thing().method, (1,), {}),
+    (empty_cell_closure(), (), {}),
+])
+def test_record_and_replay_match(tmp_path, fn, args, kwargs):
+    path = tmp_path / "r.fhrec"
+    rec = record_call(fn, args, kwargs, path=path)
+    assert rec.path == str(path)
+    exact, source = both_ways(path)
+    assert exact.code_from == "marshal" and source.code_from == "source"
+    assert exact.ok, exact.report()
+    assert source.ok, source.report()
+    assert "MATCH" in exact.summary()
+
+
+def test_record_shortcut_and_outcome_contents(tmp_path):
+    rec = record(compute, [1], path=tmp_path / "a.fhrec", extra=1)
+    assert rec.outcome["kind"] == "return"
+    assert set(rec.globals) >= {"helper", "SCALE"}
+    assert rec.locals["k"]["t"] == "int"
+    assert rec.outcome["args_after"] != rec.call["args"]   # the list argument was mutated
+    rec2 = record(gen, 2)
+    assert rec2.code["kind"] == "generator" and [e[0] for e in rec2.outcome["events"]] == ["yield", "yield"]
+    with pytest.raises(TypeError, match="needs a Python function"):
+        record(len, [1])
+
+
+def test_mismatch_is_reported_not_raised(tmp_path):
+    rec = record_call(compute, ([1, 2],))
+    rec.outcome["value"]["items"][1] = {"t": "int", "v": "ff"}
+    path = tmp_path / "bad.fhrec"
+    save(rec, path)
+    result = replay(path, modes=MODES)
+    assert not result.ok
+    plain = result.mode("plain")
+    assert plain.status == "mismatch"
+    assert any("recorded int 255, replayed int 5" in d for d in plain.diffs)
+    assert "MISMATCH" in result.report()
+    assert cli_main(["replay", str(path)]) == 1
+
+
+def test_raise_vs_return_diff(tmp_path):
+    rec = record_call(raises, ("x",))
+    rec.outcome.update(kind="return", value="ok", exception=None)
+    result = replay_record(loads(dumps(rec)), modes=MODES)
+    assert "replay raised" in result.mode("plain").diffs[0]
+
+
+def test_missing_values_are_named(tmp_path):
+    path = tmp_path / "lock.fhrec"
+    rec = record_call(uses_lock, (), path=path)
+    assert rec.missing == ["globals['LOCK']"]
+    result = replay(path, modes=MODES)
+    assert not result.ok
+    assert any("LOCK" in m for m in result.missing)
+    assert "missing" in result.mode("plain").reason
+    assert "missing values" in result.summary()
+
+
+def test_cross_version_source_replay(tmp_path):
+    rec = record_call(make_closure(2), (5,))
+    rec.python = dict(rec.python, version="3.99.0", magic="00000000")
+    path = tmp_path / "other.fhrec"
+    save(rec, path)
+    result = replay(path, modes=MODES)
+    assert result.code_from == "source" and result.recorded_on == "3.99.0"
+    assert result.ok, result.report()
+
+
+def test_cross_version_builtin_message_difference_is_a_note(tmp_path):
+    def index_error(xs):
+        return xs[5]
+    rec = record_call(index_error, ([],))
+    rec.outcome["exception"]["args"]["items"][0] = "older wording"
+    rec.python = dict(rec.python, magic="00000000")
+    result = replay_record(loads(dumps(rec)), modes=MODES)
+    assert result.ok
+    assert "message differs" in result.mode("plain").notes[0]
+
+
+def test_source_unavailable(tmp_path):
+    namespace: dict = {}
+    exec("def dynamic(x):\n    return x + 1\n", namespace)
+    rec = record_call(namespace["dynamic"], (1,))
+    assert rec.code["source"] is None
+    assert replay_record(loads(dumps(rec)), modes=MODES).ok   # same version: marshal suffices
+    rec.python = dict(rec.python, magic="00000000")
+    path = tmp_path / "nosrc.fhrec"
+    save(rec, path)
+    with pytest.raises(SourceUnavailableError, match="without source"):
+        replay(path)
+    assert cli_main(["replay", str(path)]) == 2
+
+
+def test_source_does_not_compile_here(tmp_path, capsys):
+    rec = record_call(fact, (3,))
+    rec.code["source"] = "def fact(n:\n"
+    rec.python = dict(rec.python, magic="00000000")
+    path = tmp_path / "syntax.fhrec"
+    save(rec, path)
+    with pytest.raises(SourceUnavailableError, match="does not compile on Python"):
+        replay(path)
+    rec.code["source"] = "def other():\n    pass\n"
+    save(rec, path)
+    with pytest.raises(SourceUnavailableError, match="not found in the recorded source"):
+        replay(path)
+    assert cli_main(["replay", str(path)]) == 2
+    out = capsys.readouterr().out
+    assert "not found in the recorded source" in out and "Traceback" not in out
+
+
+def test_corrupt_marshal(tmp_path):
+    rec = record_call(fact, (3,))
+    rec.code["marshal"] = "AAAA"
+    with pytest.raises(SourceUnavailableError, match="marshalled code"):
+        replay_record(loads(dumps(rec)))
+
+
+def test_unknown_mode_is_an_error():
+    rec = loads(dumps(record_call(fact, (3,))))
+    result = replay_record(rec, modes=("plain", "warp"))
+    assert result.mode("warp").status == "error" and not result.ok
+
+
+def test_every_mode_is_run_or_skipped_with_a_reason(tmp_path):
+    path = tmp_path / "m.fhrec"
+    record_call(compute, ([3],), path=path)
+    result = replay(path)
+    assert [m.mode for m in result.modes] == ["plain", "shadow", "translator", "profiler"]
+    for m in result.modes:
+        reason = unavailable(m.mode)
+        if reason is not None:
+            assert m.status == "skip" and m.reason == reason
+        else:
+            assert m.status in ("match", "mismatch", "error")
+    shadow = result.mode("shadow")
+    if shadow.status != "skip":
+        assert shadow.status == "match", result.report()
+        assert shadow.intercepted and shadow.intercepted >= 1
+
+
+def test_golden_records_replay_here(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "conformance"))   # the cases' own module (fhcases)
+    files = sorted(GOLDEN.glob("*.fhrec"))
+    assert len(files) >= 200
+    for path in files[::7]:
+        rec = load(path)
+        need = next((n.split("=")[1] for n in rec.notes if n.startswith("min_version=")), "3.9")
+        if sys.version_info[:2] < tuple(int(x) for x in need.split(".")):
+            with pytest.raises(SourceUnavailableError):
+                replay_record(rec, modes=MODES)
+            continue
+        for prefer_source in (False, True):
+            result = replay_record(rec, modes=MODES, prefer_source=prefer_source)
+            assert result.ok, result.report()
+
+
+def test_cli_output(tmp_path, capsys):
+    good = tmp_path / "good.fhrec"
+    record_call(fact, (4,), path=good)
+    assert cli_main(["replay", "--mode", "plain", str(good)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("MATCH") and len(out.strip().splitlines()) == 1
+    assert cli_main(["replay", "-v", "--source", str(good)]) == 0
+    assert "source code" in capsys.readouterr().out
+    assert cli_main(["replay", str(good), str(tmp_path / "missing.fhrec"), str(tmp_path)]) == 2
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 3 and "no such file" in lines[1] and "is a directory" in lines[2]
+    assert cli_main([]) == 2
+
+
+def test_translation_failure_recording(tmp_path, monkeypatch):
+    def target(a, b=1, *rest, c, **kw):
+        return a + b + sum(rest) + c + len(kw)
+    code = target.__code__
+    f_locals = {"a": 1, "b": 2, "rest": (3, 4), "c": 5, "kw": {"z": 0}}
+    args, kwargs = args_from_locals(code, f_locals)
+    assert args == (1, 2, 3, 4) and kwargs == {"c": 5, "z": 0}
+    monkeypatch.delenv("FRAMEHOOK_RECORD_DIR", raising=False)
+    assert record_translation_failure(target, f_locals, RuntimeError("x")) is None
+    monkeypatch.setenv("FRAMEHOOK_RECORD_DIR", str(tmp_path))
+    path = record_translation_failure(target, f_locals, RuntimeError("boom"), decisions={"guards": ["g"]})
+    assert path and Path(path).parent == tmp_path
+    rec = load(path)
+    assert rec.translator["error"] == "translation failed: RuntimeError: boom"
+    assert rec.translator["decisions"] == {"guards": ["g"]}
+    assert replay(path, modes=MODES).ok
+    assert record_translation_failure(len, {}, RuntimeError("x")) is None
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert record_translation_failure(target, f_locals, RuntimeError("x"), directory=str(blocker)) is None
+
+
+def test_package_versions_listed():
+    rec = record_call(fact, (2,))
+    assert set(rec.packages) == {"framehook.runtime", "framehook.translator", "framehook.profiler"}
+    assert rec.python["version"].startswith("%d.%d" % sys.version_info[:2])
