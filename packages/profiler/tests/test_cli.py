@@ -1,0 +1,162 @@
+"""framehook-profile / python -m framehook.profiler: outputs, pass-through and bad input."""
+from __future__ import annotations
+
+import json
+import os
+import pstats
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from framehook.profiler._cli import main
+
+SCRIPT = textwrap.dedent("""
+    import sys
+
+    def fib(n):
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+    def main():
+        print("args", sys.argv[1:])
+        fib(10)
+        mode = sys.argv[1] if len(sys.argv) > 1 else ""
+        if mode == "raise":
+            raise LookupError("from the script")
+        if mode == "exit":
+            sys.exit(7)
+        if mode == "exit-msg":
+            sys.exit("goodbye")
+        if mode == "exit-none":
+            sys.exit()
+
+    if __name__ == "__main__":
+        main()
+""")
+
+
+@pytest.fixture
+def script(tmp_path):
+    path = tmp_path / "prog.py"
+    path.write_text(SCRIPT)
+    return path
+
+
+def chrome_names(path):
+    doc = json.loads(open(path).read())
+    return [e["name"] for e in doc["traceEvents"] if e["ph"] == "X"]
+
+
+def test_default_output_is_a_chrome_trace_named_after_the_script(script, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main([str(script), "a", "b"]) == 0
+    captured = capsys.readouterr()
+    assert "args ['a', 'b']" in captured.out
+    out = tmp_path / "prog.trace.json"
+    assert f"wrote chrome profile to {out}" in captured.err
+    names = chrome_names(out)
+    assert names.count("fib") == 177 and "main" in names and "<module>" in names
+
+
+@pytest.mark.parametrize("fmt,name,check", [
+    ("speedscope", "p.speedscope.json", lambda p: json.load(open(p))["profiles"]),
+    ("pstats", "p.pstats", lambda p: pstats.Stats(str(p)).total_calls > 177),
+    ("text", "p.txt", lambda p: "Top" in open(p).read()),
+    ("svg", "p.svg", lambda p: open(p).read().startswith("<svg")),
+])
+def test_formats_by_extension_and_flag(script, tmp_path, capsys, fmt, name, check):
+    out = tmp_path / name
+    assert main(["-o", str(out), str(script)]) == 0
+    assert check(out)
+    other = tmp_path / ("flagged" + fmt)
+    assert main(["-o", str(other), "--format", fmt, str(script)]) == 0
+    assert check(other)
+
+
+def test_script_exception_is_passed_through_and_profile_written(script, tmp_path, capsys):
+    out = tmp_path / "t.json"
+    assert main(["-o", str(out), str(script), "raise"]) == 1
+    err = capsys.readouterr().err
+    assert "LookupError: from the script" in err
+    assert "Traceback" in err and "_cli.py" not in err  # only the script's frames
+    assert chrome_names(out).count("fib") == 177
+
+
+@pytest.mark.parametrize("mode,code,message", [
+    ("exit", 7, None), ("exit-msg", 1, "goodbye"), ("exit-none", 0, None), ("", 0, None)])
+def test_exit_codes_are_passed_through(script, tmp_path, capsys, mode, code, message):
+    out = tmp_path / "t.json"
+    assert main(["-o", str(out), str(script), mode]) == code
+    err = capsys.readouterr().err
+    if message:
+        assert message in err
+    assert out.exists()
+
+
+def test_unwritable_output_falls_back_to_a_temporary_file(script, tmp_path, capsys):
+    out = tmp_path / "no-such-dir" / "t.json"
+    assert main(["-o", str(out), str(script), "exit"]) == 7  # the script's code still wins
+    err = capsys.readouterr().err
+    assert "cannot write the profile to" in err
+    fallback = err.split("the profile was written to ")[1].split(" instead")[0]
+    try:
+        assert chrome_names(fallback).count("fib") == 177
+    finally:
+        os.unlink(fallback)
+    assert main(["-o", str(out), str(script)]) == 1  # success of the script, failure to write
+    fallback = capsys.readouterr().err.split("the profile was written to ")[1].split(" instead")[0]
+    os.unlink(fallback)
+
+
+def test_bad_input(tmp_path, capsys):
+    assert main([]) == 2
+    assert "no script given" in capsys.readouterr().err
+    assert main([str(tmp_path / "missing.py")]) == 2
+    assert "cannot open script" in capsys.readouterr().err
+    bad = tmp_path / "bad.py"
+    bad.write_text("def (:\n")
+    assert main([str(bad)]) == 2
+    assert "invalid syntax" in capsys.readouterr().err
+    good = tmp_path / "good.py"
+    good.write_text("x = 1\n")
+    assert main(["-o", str(tmp_path / "x.unknown"), str(good)]) == 2
+    assert "pass --format" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--format", "xml", str(good)])
+    assert main(["-m", "no_such_module_here_xyz"]) == 2
+
+
+def test_module_mode_and_summary(tmp_path, capsys, monkeypatch):
+    pkg = tmp_path / "demo_cli_mod.py"
+    pkg.write_text("import sys\ndef f():\n    return sum(range(10))\nf()\nprint(sys.argv[1:])\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "m.json"
+    assert main(["-o", str(out), "--summary", "--no-c-calls", "-m", "demo_cli_mod", "x"]) == 0
+    captured = capsys.readouterr()
+    assert "['x']" in captured.out and "Top" in captured.err
+    doc = json.loads(out.read_text())
+    cats = {e["cat"] for e in doc["traceEvents"] if e["ph"] == "X"}
+    assert cats == {"python"}
+
+
+def _entry_points():
+    runs = [[sys.executable, "-m", "framehook.profiler"]]
+    exe = shutil.which("framehook-profile", path=os.path.dirname(sys.executable))
+    if exe:
+        runs.append([exe])
+    return runs
+
+
+def test_console_script_and_dash_m_in_a_subprocess(script, tmp_path):
+    for i, command in enumerate(_entry_points()):
+        out = tmp_path / f"sub{i}.json"
+        proc = subprocess.run(command + ["-o", str(out), str(script), "exit"],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 7, proc.stderr
+        assert "wrote chrome profile" in proc.stderr
+        assert chrome_names(out).count("fib") == 177
+    proc = subprocess.run(_entry_points()[0] + [str(script), "raise"], capture_output=True,
+                          text=True, timeout=120, cwd=str(tmp_path))
+    assert proc.returncode == 1 and "LookupError: from the script" in proc.stderr
