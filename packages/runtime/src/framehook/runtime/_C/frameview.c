@@ -95,7 +95,37 @@ typedef struct {
     fh_frame *frame;  /* NULL once the callback has returned */
     PyObject *locals; /* owned */
     PyObject *back;   /* owned, may be NULL */
+#if FH_PY311
+    /* The caller's interpreter frame. Its frame object is only created if f_back is
+     * read, so that intercepting a call has no side effect a program could observe
+     * (such as one more object in gc.get_objects()). */
+    _PyInterpreterFrame *caller;
+#endif
 } FrameView;
+
+#if FH_PY311
+static _PyInterpreterFrame *current_interpreter_frame(PyThreadState *ts) {
+#if FH_PY313
+    return ts->current_frame;
+#else
+    return ts->cframe->current_frame;
+#endif
+}
+
+/* Walks back from the running frame (the callback's) to the recorded caller. */
+static PyObject *caller_frame_object(_PyInterpreterFrame *caller) {
+    PyFrameObject *f = PyThreadState_GetFrame(PyThreadState_Get());
+    while (f != NULL) {
+        if (f->f_frame == caller) {
+            return (PyObject *)f;
+        }
+        PyFrameObject *back = PyFrame_GetBack(f);
+        Py_DECREF(f);
+        f = back;
+    }
+    return NULL;
+}
+#endif
 
 PyObject *fh_frameview_new(PyThreadState *ts, fh_frame *f, PyObject *locals) {
     FrameView *v = PyObject_GC_New(FrameView, &fh_FrameView_Type);
@@ -106,7 +136,8 @@ PyObject *fh_frameview_new(PyThreadState *ts, fh_frame *f, PyObject *locals) {
     v->locals = Py_NewRef(locals);
 #if FH_PY311
     /* The frame is not linked yet: the thread's current frame is its caller. */
-    v->back = (PyObject *)PyThreadState_GetFrame(ts);
+    v->back = NULL;
+    v->caller = current_interpreter_frame(ts);
 #else
     (void)ts;
     v->back = Py_XNewRef((PyObject *)f->f_back);
@@ -177,6 +208,12 @@ static PyObject *view_back(FrameView *v, void *c) {
     if (!live(v)) {
         return NULL;
     }
+#if FH_PY311
+    if (v->back == NULL && v->caller != NULL) {
+        v->back = caller_frame_object(v->caller);
+        v->caller = NULL;
+    }
+#endif
     return Py_NewRef(v->back ? v->back : Py_None);
 }
 
