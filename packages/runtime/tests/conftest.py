@@ -9,6 +9,7 @@ import framehook.runtime as rt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from passthrough import PassThrough  # noqa: E402,F401 - re-exported for the tests
 from shim.build import build_shim  # noqa: E402
 
 
@@ -25,23 +26,6 @@ def clean_thread_callback():
 @pytest.fixture(scope="session")
 def shim(tmp_path_factory):
     return build_shim(str(tmp_path_factory.mktemp("shim")))
-
-
-class PassThrough:
-    """Intercepts every frame and runs a distinct copy of its code behind a true guard."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.codes = set()
-
-    def __call__(self, frame, cache_entry, frame_state):
-        self.calls += 1
-        self.codes.add(frame.f_code)
-        return rt.GuardedCode(frame.f_code.replace(), always_true)
-
-
-def always_true(f_locals):
-    return True
 
 
 @pytest.fixture

@@ -74,7 +74,7 @@ def main():
         stop = shim.uninstall
     elif args.mode == "hook":
         import framehook.runtime as rt
-        from conftest import PassThrough
+        from passthrough import PassThrough
 
         rt.set_eval_frame(PassThrough())
         stop = lambda: rt.set_eval_frame(None)  # noqa: E731

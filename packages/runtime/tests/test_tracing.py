@@ -10,7 +10,7 @@ import sys
 import textwrap
 
 import framehook.runtime as rt
-from conftest import PassThrough
+from passthrough import PassThrough
 
 
 def workload(n):
@@ -169,7 +169,7 @@ COVERAGE_SCRIPT = textwrap.dedent("""
     import os, sys
     sys.path.insert(0, {tests!r})
     import framehook.runtime as rt
-    from conftest import PassThrough
+    from passthrough import PassThrough
     from cov_lib import main
 
     if os.environ.get("FH_HOOK"):
