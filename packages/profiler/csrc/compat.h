@@ -16,24 +16,10 @@ PyAPI_FUNC(int) _PyEval_SetProfile(PyThreadState *tstate, Py_tracefunc func, PyO
  * profile callback, and we only compare it unless we intern it (which takes a reference). */
 #if PY_VERSION_HEX < 0x030B0000
 static inline PyCodeObject *fh_frame_code(PyFrameObject *f) { return f->f_code; }
-static inline PyCodeObject *fh_caller_code(PyFrameObject *f) {
-    return f->f_back != NULL ? f->f_back->f_code : NULL;
-}
 #else
 static inline PyCodeObject *fh_frame_code(PyFrameObject *f) {
     PyCodeObject *code = PyFrame_GetCode(f);
     Py_DECREF(code); /* borrowed: the executing frame holds it */
-    return code;
-}
-static inline PyCodeObject *fh_caller_code(PyFrameObject *f) {
-    PyFrameObject *back = PyFrame_GetBack(f);
-    if (back == NULL) {
-        return NULL;
-    }
-    PyCodeObject *code = PyFrame_GetCode(back);
-    Py_DECREF(code);
-    /* borrowed: the caller's interpreter frame owns its frame object while it runs */
-    Py_DECREF(back);
     return code;
 }
 #endif

@@ -36,6 +36,7 @@ enum {
 };
 
 #define FH_MAX_START_DEPTH 128
+#define FH_SHADOW_DEPTH 512
 
 enum { FH_NEW = 0, FH_RECORDING = 1, FH_STOPPED = 2, FH_REFUSED = 3 };
 
@@ -56,6 +57,12 @@ typedef struct {
     fh_sites sites;
     Py_tracefunc prev_func; /* what the thread had before us, restored at stop */
     PyObject *prev_obj;     /* owned */
+    /* Code objects of the Python frames this thread is in, innermost last: gives the
+     * caller of each call without asking the frame (out-of-line calls on 3.11+). Only
+     * site keys depend on it, never the trees, so an approximation past the depth limit
+     * (or after unmatched returns) is harmless. Borrowed: the frames keep them alive. */
+    Py_ssize_t depth;
+    PyCodeObject *shadow[FH_SHADOW_DEPTH];
 } CtxObject;
 
 struct TracerObject {
@@ -105,6 +112,7 @@ static CtxObject *ctx_new(TracerObject *tracer, unsigned long thread_id) {
     ctx->broken = 0;
     ctx->prev_func = NULL;
     ctx->prev_obj = NULL;
+    ctx->depth = 0;
     fh_buffer_init(&ctx->buf);
     if (fh_sites_init(&ctx->sites) < 0) {
         ctx->sites.slots = NULL;
@@ -286,9 +294,29 @@ static void record_tag(CtxObject *ctx, PyFrameObject *frame, uint64_t t) {
 /* ------------------------------------------------------------------------------------ */
 /* The profile function: the hot path.                                                  */
 
+/* The code of the innermost Python frame, per the shadow stack (NULL if unknown). */
+static inline PyCodeObject *shadow_top(CtxObject *ctx) {
+    Py_ssize_t d = ctx->depth;
+    return d > 0 && d <= FH_SHADOW_DEPTH ? ctx->shadow[d - 1] : NULL;
+}
+
+static inline void shadow_push(CtxObject *ctx, PyCodeObject *code) {
+    if (ctx->depth < FH_SHADOW_DEPTH) {
+        ctx->shadow[ctx->depth] = code;
+    }
+    ctx->depth++;
+}
+
+static inline void shadow_pop(CtxObject *ctx) {
+    if (ctx->depth > 0) {
+        ctx->depth--;
+    }
+}
+
 static inline void record_py_call(CtxObject *ctx, PyFrameObject *frame) {
     PyCodeObject *code = fh_frame_code(frame);
-    PyCodeObject *caller = fh_caller_code(frame);
+    PyCodeObject *caller = shadow_top(ctx);
+    shadow_push(ctx, code);
     fh_slot *slot = fh_sites_find(&ctx->sites, code, caller, FH_SITE_PY);
     if (slot == NULL) {
         slot = intern_py(ctx, code, caller);
@@ -304,7 +332,7 @@ static inline void record_py_call(CtxObject *ctx, PyFrameObject *frame) {
     }
 }
 
-static inline void record_c_call(CtxObject *ctx, PyFrameObject *frame, PyObject *fn) {
+static inline void record_c_call(CtxObject *ctx, PyObject *fn) {
     const void *ident;
     if (PyCFunction_Check(fn)) {
         const PyMethodDef *ml = ((PyCFunctionObject *)fn)->m_ml;
@@ -315,7 +343,7 @@ static inline void record_c_call(CtxObject *ctx, PyFrameObject *frame, PyObject 
     } else {
         ident = Py_TYPE(fn);
     }
-    PyCodeObject *caller = frame != NULL ? fh_frame_code(frame) : NULL;
+    PyCodeObject *caller = shadow_top(ctx);
     fh_slot *slot = fh_sites_find(&ctx->sites, ident, caller, FH_SITE_C);
     if (slot == NULL) {
         slot = intern_c_slow(ctx, fn, ident, caller);
@@ -338,17 +366,20 @@ static int fh_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *a
         break;
     case PyTrace_RETURN:
         /* arg is NULL when the frame is being left by an exception */
+        shadow_pop(ctx);
         ctx_push(ctx, arg != NULL ? FH_EV_PY_RETURN : FH_EV_PY_UNWIND, 0, fh_ticks());
         break;
     case PyTrace_C_CALL:
         if (ctx->c_calls) {
-            record_c_call(ctx, frame, arg);
+            record_c_call(ctx, arg);
         }
         break;
     case PyTrace_C_RETURN:
     case PyTrace_C_EXCEPTION:
-        if (ctx->c_calls &&
-            !(PyCFunction_Check(arg) && fh_is_internal(((PyCFunctionObject *)arg)->m_ml))) {
+        /* Returns of the profiler's own (unrecorded) C calls are recorded too: checking
+         * here would tax every C return, and the tree builder drops a C return that finds
+         * no open C call. */
+        if (ctx->c_calls) {
             ctx_push(ctx, what == PyTrace_C_RETURN ? FH_EV_C_RETURN : FH_EV_C_RAISE, 0,
                      fh_ticks());
         }
@@ -374,7 +405,9 @@ static int record_stack(CtxObject *ctx, PyFrameObject *innermost, uint64_t t) {
     int rc = 0;
     for (int i = n - 1; i >= 0; i--) {
         if (rc == 0) {
-            fh_slot *slot = intern_py(ctx, fh_frame_code(stack[i]), fh_caller_code(stack[i]));
+            PyCodeObject *code = fh_frame_code(stack[i]);
+            fh_slot *slot = intern_py(ctx, code, shadow_top(ctx));
+            shadow_push(ctx, code);
             if (slot == NULL) {
                 rc = -1;
             } else {
@@ -690,7 +723,7 @@ static PyObject *tracer_thread_hook(TracerObject *self, PyObject *const *args, P
     if (is_call) {
         record_py_call(ctx, frame);
     } else if (is_c_call && ctx->c_calls) {
-        record_c_call(ctx, frame, args[2]);
+        record_c_call(ctx, args[2]);
     }
     Py_RETURN_NONE;
 }
