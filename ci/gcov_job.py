@@ -25,7 +25,7 @@ def main() -> int:
         shutil.rmtree(build, ignore_errors=True)
         build_dirs.append(build)
         subprocess.check_call(
-            [sys.executable, "setup.py", "-q", "build_ext", "--inplace", "--build-temp", str(build)],
+            [sys.executable, "setup.py", "-q", "build_ext", "--force", "--inplace", "--build-temp", str(build)],
             cwd=str(ROOT / "packages" / pkg),
         )
     srcs = [str(ROOT / "packages" / p / "src") for p in ("runtime", "profiler", "translator")]
@@ -39,17 +39,23 @@ def main() -> int:
                 cwd=str(ROOT), env=env,
             )
             ok &= rc in (0, 5)
-        if build_dirs:
+        reports = []
+        for pkg, build in zip(present, build_dirs):
+            # Sources were compiled relative to the package directory: run gcovr there.
+            pkg_dir = ROOT / "packages" / pkg
             summary = subprocess.run(
-                ["gcovr", "--root", str(ROOT), *map(str, build_dirs), "--txt-summary",
-                 "--txt", str(OUT / "gcov.txt"), "--filter", str(ROOT / "packages")],
-                cwd=str(ROOT), capture_output=True, text=True,
+                [sys.executable, "-m", "gcovr", "--root", str(pkg_dir), str(build), "--txt-summary",
+                 "--txt", str(OUT / f"{pkg}.txt"), "--filter", "src/"],
+                cwd=str(pkg_dir), capture_output=True, text=True,
             )
-            lines = [l for l in summary.stdout.splitlines() if l.startswith(("lines:", "functions:", "branches:"))]
-            table = (OUT / "gcov.txt").read_text() if (OUT / "gcov.txt").exists() else ""
-            (OUT / "summary.txt").write_text(table + "\n" + "\n".join(lines) + "\n")
-            print(table)
-            ok &= summary.returncode == 0
+            if summary.returncode != 0:
+                print(summary.stdout[-2000:], summary.stderr[-3000:])
+                ok = False
+                continue
+            lines = [l for l in summary.stdout.splitlines() if l.startswith(("lines:", "functions:"))]
+            reports.append(f"framehook-{pkg} (C, gcov):\n" + (OUT / f"{pkg}.txt").read_text() + "\n".join(lines))
+        (OUT / "summary.txt").write_text("\n\n".join(reports) + "\n")
+        print((OUT / "summary.txt").read_text())
     finally:
         for pkg in present:
             for so in (ROOT / "packages" / pkg / "src").rglob("*.so"):

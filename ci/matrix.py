@@ -79,15 +79,17 @@ def tox_command() -> list[str]:
 def run_env(tox: list[str], env: str, interpreters: dict[str, str], jobs: list[str]) -> tuple[str, int, float]:
     log = RESULTS / "logs" / f"{env}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [*tox, "-c", str(ROOT / "tox.ini"), "-e", env]
-    for exe in interpreters.values():
-        cmd += ["--discover", exe]
+    # --discover takes every path at once (repeating it keeps only the last); the
+    # interpreters' directories also go on PATH for virtualenv's own discovery.
+    cmd = [*tox, "-c", str(ROOT / "tox.ini"), "--discover", *interpreters.values(), "-e", env]
     if jobs:
         cmd += ["--", *jobs]
+    path = os.pathsep.join([os.path.dirname(exe) for exe in interpreters.values()] + [os.environ.get("PATH", "")])
     start = time.monotonic()
     print(f"[matrix] {env}: started (log: {log.relative_to(ROOT)})", flush=True)
     with open(log, "w") as fh:
-        rc = subprocess.call(cmd, cwd=str(ROOT), stdout=fh, stderr=subprocess.STDOUT)
+        rc = subprocess.call(cmd, cwd=str(ROOT), stdout=fh, stderr=subprocess.STDOUT,
+                             env=dict(os.environ, PATH=path))
     elapsed = time.monotonic() - start
     print(f"[matrix] {env}: exit {rc} after {elapsed:.0f}s", flush=True)
     if rc != 0:
@@ -133,8 +135,9 @@ def print_test_table(versions: list[str]) -> tuple[int, int, int]:
     return totals[0], totals[1], totals[2]
 
 
-def print_conformance_table(versions: list[str]) -> tuple[int, int, int]:
-    """Case x version table; a cell names the modes that did not pass."""
+def print_conformance_table(versions: list[str], full: bool = True) -> tuple[int, int, int]:
+    """Case x version table (a cell names the modes that did not pass), or with
+    full=False a per-version summary plus every failure."""
     by_version: dict[str, dict[str, list[dict]]] = {}
     for version in versions:
         path = RESULTS / env_name(version) / "conformance.json"
@@ -152,6 +155,8 @@ def print_conformance_table(versions: list[str]) -> tuple[int, int, int]:
     col = 14
     print(f"\nConformance: {len(names)} cases x {len(versions)} CPython versions "
           "(ok = plain, shadow, translator and profiler replays all match the golden record)")
+    if not full:
+        return _conformance_summary(by_version, versions)
     print("case".ljust(width) + "".join(v.ljust(col) for v in versions))
     passed = failed = skipped = 0
     notes: list[str] = []
@@ -189,6 +194,22 @@ def print_conformance_table(versions: list[str]) -> tuple[int, int, int]:
             for diff in diffs:
                 print(f"  translator decisions differ on {version}: {diff}")
     return passed, failed, skipped
+
+
+def _conformance_summary(by_version: dict, versions: list[str]) -> tuple[int, int, int]:
+    totals = [0, 0, 0]
+    for version in versions:
+        items = [i for case in by_version.get(version, {}).values() for i in case]
+        counts = [sum(1 for i in items if i["status"] == s) for s in ("pass", "fail", "skip")]
+        skipped_modes = sorted({i["mode"] for i in items if i["status"] == "skip"})
+        print(f"  {version:<6} {counts[0]} passed, {counts[1]} failed, {counts[2]} skipped"
+              + (f" (skipped modes: {', '.join(skipped_modes)})" if skipped_modes else ""))
+        for i in items:
+            if i["status"] == "fail":
+                print(f"    FAIL {i['case']} [{i['mode']}]: {i.get('reason', '')}")
+        totals = [a + b for a, b in zip(totals, counts)]
+    print("  (python3 ci/matrix.py conformance prints the case x version table)")
+    return totals[0], totals[1], totals[2]
 
 
 def combine_coverage(tox: list[str]) -> bool:
@@ -272,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = not failed_envs
     if args.job == "test":
         p, f, s = print_test_table(versions)
-        cp, cf, cs = print_conformance_table(versions)
+        cp, cf, cs = print_conformance_table(versions, full=False)
         ok &= combine_coverage(tox)
         gcov_report = RESULTS / "gcov" / "summary.txt"
         if gcov_report.exists():

@@ -7,7 +7,8 @@ import sys
 import pytest
 
 import framehook.runtime as rt
-from conftest import PassThrough
+from framehook.runtime import _C
+from conftest import PassThrough, targeting
 from corpus import CASES
 
 VERSION_ONLY = {
@@ -47,3 +48,63 @@ def test_passthrough_runs_distinct_code_objects():
     (entry,) = rt.cache_entries(target.__code__)
     assert entry.code is not target.__code__
     assert entry.code == target.__code__ or entry.code.co_code == target.__code__.co_code
+
+
+def big_replacement(name, nlocals):
+    """Code for `def name(n, *rest, key=0, **kw)` that needs a much larger frame."""
+    body = "".join(f"    v{i} = n + {i}\n" for i in range(nlocals))
+    src = f"def {name}(n, *rest, key=0, **kw):\n{body}    return (v{nlocals - 1}, rest, key, tuple(sorted(kw)))\n"
+    ns: dict = {}
+    exec(src, ns)
+    return ns[name].__code__
+
+
+def test_replacement_needing_a_larger_frame_at_every_depth():
+    # Recursion walks frames up to and across data-stack chunk boundaries, where a bigger
+    # replacement cannot grow in place and runs as a call instead (3.11+).
+    def leaf(n, *rest, key=0, **kw):
+        return (n, rest, key, tuple(sorted(kw)))
+
+    def down(k):
+        if k == 0:
+            return leaf(1, 2, 3, key=4, extra=5)
+        return down(k - 1)
+
+    replacement = big_replacement("leaf", 400)
+    cb = targeting(leaf, lambda *a: rt.GuardedCode(replacement, lambda L: True))
+    before = _C._shadow_stats()
+    with rt.enable(cb):
+        results = {down(k) for k in range(0, 600, 3)}
+    after = _C._shadow_stats()
+    assert results == {(400, (2, 3), 4, ("extra",))}
+    assert rt.cache_entries(leaf.__code__)[0].hits == 199
+    runs = {k: after[k] - before[k] for k in after}
+    assert runs["in_frame"] + runs["as_call"] == 200
+    if sys.version_info >= (3, 11):
+        # both ways happened: in place where the chunk had room, as a call where it had not
+        assert runs["as_call"] > 0 and runs["in_frame"] > 0, runs
+    else:
+        assert runs["as_call"] == 0  # 3.9/3.10 always build a shadow frame object
+
+
+def test_larger_replacement_with_closure_and_cells():
+    def make(offset):
+        def leaf(a, b=2):
+            def inner():
+                return a + b + offset
+            return inner()
+        return leaf
+
+    leaf = make(100)
+    body = "".join(f"        w{i} = {i}\n" for i in range(300))
+    src = (f"def make(offset):\n    def leaf(a, b=2):\n{body}        def inner():\n"
+           f"            return (a + b + offset) * 2\n        return inner()\n    return leaf\n")
+    ns: dict = {}
+    exec(src, ns)
+    replacement = ns["make"](0).__code__
+
+    def down(k):
+        return leaf(k) if k < 1 else down(k - 1)
+
+    with rt.enable(targeting(leaf, lambda *a: rt.GuardedCode(replacement, lambda L: True))):
+        assert {down(k) for k in range(0, 500, 7)} == {(0 + 2 + 100) * 2}

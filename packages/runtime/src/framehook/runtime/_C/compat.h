@@ -47,6 +47,19 @@ typedef PyFrameObject fh_frame;
 #  define fh_code_set_extra _PyCode_SetExtra
 #endif
 
+/* Reading a code's extra slot sits on the hot path of every call, so it reads the
+ * slot array directly rather than through the checked API. The layout (a size, then
+ * the slots) is the same in 3.9-3.13; writes still go through the API. */
+typedef struct {
+    Py_ssize_t ce_size;
+    void *ce_extras[1];
+} fh_code_extra_layout;
+
+static inline void *fh_code_extra_fast(PyCodeObject *co, Py_ssize_t index) {
+    fh_code_extra_layout *e = (fh_code_extra_layout *)co->co_extra;
+    return (e != NULL && index < e->ce_size) ? e->ce_extras[index] : NULL;
+}
+
 /* ---- frame accessors ------------------------------------------------------- */
 static inline PyCodeObject *fh_frame_code(fh_frame *f) {
 #if FH_PY313

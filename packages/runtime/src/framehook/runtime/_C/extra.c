@@ -37,12 +37,7 @@ int fh_extra_init(void) {
 }
 
 fh_extra *fh_extra_get(PyCodeObject *co) {
-    void *p = NULL;
-    if (fh_code_get_extra((PyObject *)co, extra_index, &p) < 0) {
-        PyErr_Clear();
-        return NULL;
-    }
-    return (fh_extra *)p;
+    return (fh_extra *)fh_code_extra_fast(co, extra_index);
 }
 
 fh_extra *fh_extra_ensure(PyCodeObject *co) {

@@ -6,13 +6,14 @@
 #include "runtime.h"
 
 typedef struct {
-    PyObject *callback; /* NULL: off; Py_False: run-only; otherwise a callable. Owned. */
-    int suspended;      /* > 0 while this thread's guards or callback run */
-    int registered;     /* a cleanup capsule sits in the thread's dict */
+    PyObject *callback;   /* NULL: off; Py_False: run-only; otherwise a callable. Owned. */
+    PyCodeObject *bypass; /* the next frame of this code runs as is (shadow.c's calls) */
+    int suspended;        /* > 0 while this thread's guards or callback run */
+    int registered;       /* a cleanup capsule sits in the thread's dict */
 } fh_thread;
 
+/* One struct, so the hook computes the thread-local address once per frame. */
 static _Thread_local fh_thread tls;
-static _Thread_local PyCodeObject *bypass_code;
 static int active_threads;
 static int installed;
 static _PyFrameEvalFunction previous_eval;
@@ -31,7 +32,7 @@ PyObject *fh_eval_default(PyThreadState *ts, fh_frame *f, int throw_flag) {
 }
 
 int fh_bypass_next(PyCodeObject *co) {
-    bypass_code = co;
+    tls.bypass = co;
     return 0;
 }
 
@@ -233,11 +234,12 @@ static PyObject *ask_callback(PyThreadState *ts, fh_frame *f, PyCodeObject *co, 
     return code;
 }
 
-static PyObject *intercept(PyThreadState *ts, fh_frame *f, PyCodeObject *co, fh_extra *ex, PyObject *callback) {
+static PyObject *intercept(fh_thread *t, PyThreadState *ts, fh_frame *f, PyCodeObject *co, fh_extra *ex,
+                           PyObject *callback) {
     PyObject *code = NULL;
     fh_entry *hit = NULL;
     FH_EMIT(FRAMEHOOK_EV_LOOKUP_BEGIN, co);
-    tls.suspended++;
+    t->suspended++;
     if (!fh_trace_callbacks) {
         fh_suspend_tracing(ts);
     }
@@ -257,7 +259,7 @@ static PyObject *intercept(PyThreadState *ts, fh_frame *f, PyCodeObject *co, fh_
     if (!fh_trace_callbacks) {
         fh_resume_tracing(ts);
     }
-    tls.suspended--;
+    t->suspended--;
     FH_EMIT(FRAMEHOOK_EV_LOOKUP_END, co);
     if (code == NULL) {
         fh_discard_frame(ts, f);
@@ -275,13 +277,14 @@ static PyObject *intercept(PyThreadState *ts, fh_frame *f, PyCodeObject *co, fh_
 }
 
 static PyObject *framehook_eval(PyThreadState *ts, fh_frame *f, int throw_flag) {
-    PyObject *callback = tls.callback;
-    if (callback == NULL || tls.suspended || throw_flag) {
+    fh_thread *t = &tls;
+    PyObject *callback = t->callback;
+    if (callback == NULL || t->suspended || throw_flag) {
         return fh_eval_default(ts, f, throw_flag);
     }
     PyCodeObject *co = fh_frame_code(f);
-    if (bypass_code != NULL && bypass_code == co) {
-        bypass_code = NULL; /* the temporary function of a replacement call */
+    if (t->bypass != NULL && t->bypass == co) {
+        t->bypass = NULL; /* the temporary function of a replacement call */
         return fh_eval_default(ts, f, 0);
     }
     if (!fh_frame_is_fresh_function(f)) {
@@ -294,5 +297,5 @@ static PyObject *framehook_eval(PyThreadState *ts, fh_frame *f, int throw_flag) 
     if (callback == Py_False && (ex == NULL || ex->head == NULL)) {
         return fh_eval_default(ts, f, 0);
     }
-    return intercept(ts, f, co, ex, callback);
+    return intercept(t, ts, f, co, ex, callback);
 }

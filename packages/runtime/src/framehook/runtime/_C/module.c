@@ -114,6 +114,10 @@ static PyObject *eval_frame_installed(PyObject *self, PyObject *unused) {
     return PyBool_FromLong(fh_is_installed());
 }
 
+static PyObject *shadow_stats(PyObject *self, PyObject *unused) {
+    return Py_BuildValue("{snsn}", "in_frame", fh_runs_in_frame, "as_call", fh_runs_as_call);
+}
+
 /* ---- an in-module event recorder, registered through the public capsule -------- */
 static PyObject *event_log; /* list of (event, code) while recording */
 
@@ -187,6 +191,7 @@ static PyMethodDef methods[] = {
      "return the previous setting."},
     {"eval_frame_installed", eval_frame_installed, METH_NOARGS,
      "Whether framehook's eval function is the interpreter's current one."},
+    {"_shadow_stats", shadow_stats, METH_NOARGS, "How many replacements ran in a frame and as a call."},
     {"_start_event_log", start_event_log, METH_NOARGS, "Record runtime events (testing aid)."},
     {"_stop_event_log", stop_event_log, METH_NOARGS, "Stop recording; return [(event, code), ...]."},
     {NULL, NULL, 0, NULL},

@@ -11,6 +11,10 @@
  *   frame is discarded by hand. */
 #include "runtime.h"
 
+/* How replacements ran: in a frame of their own (3.9/3.10 shadow frame object, or an
+ * in-place re-targeted interpreter frame) or, when that frame could not grow, as a call. */
+Py_ssize_t fh_runs_in_frame, fh_runs_as_call;
+
 static int layout_error(PyCodeObject *original, const char *what) {
     PyErr_Format(PyExc_TypeError,
                  "framehook: the replacement code for %U (%U:%d) cannot take the frame's values: %s",
@@ -112,6 +116,7 @@ PyObject *fh_run_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *code)
         sf->f_localsplus[code->co_nlocals + ncells + i] =
             Py_XNewRef(f->f_localsplus[orig->co_nlocals + orig_cells + i]);
     }
+    fh_runs_in_frame++;
     PyObject *result = fh_eval_default(ts, sf, 0);
     Py_DECREF(sf);
     return result;
@@ -259,8 +264,10 @@ done:
 
 PyObject *fh_run_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *code) {
     if (retarget(ts, f, code)) {
+        fh_runs_in_frame++;
         return fh_eval_default(ts, f, 0);
     }
+    fh_runs_as_call++;
     return call_replacement(ts, f, code);
 }
 #endif
