@@ -15,6 +15,7 @@ import gc
 import importlib
 import json
 import os
+import shutil
 import statistics
 import sys
 import sysconfig
@@ -101,7 +102,11 @@ def build_floor():
     cmd.ensure_finalized()
     cmd.run()
     sys.path.insert(0, out)
-    return importlib.import_module("fh_bench_floor")
+    try:
+        return importlib.import_module("fh_bench_floor")
+    finally:
+        sys.path.remove(out)
+        shutil.rmtree(out, ignore_errors=True)  # the loaded module stays mapped
 
 
 # --- variants: (setup, teardown) pairs around a timed call ------------------------------

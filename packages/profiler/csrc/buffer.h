@@ -8,6 +8,7 @@
 
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 /* One recorded event: 16 bytes. `key` indexes the thread's site table (0 when the kind
  * needs none); `t` is in raw clock ticks. */
@@ -38,10 +39,51 @@ static inline void fh_buffer_init(fh_buffer *b) {
     b->nblocks = 0;
 }
 
+/* Blocks of finished recordings are kept for the next one (up to FH_POOL_MAX): memory
+ * the process has already touched costs no page faults while recording, which otherwise
+ * are a visible part of the overhead. Only used with the GIL held. */
+#define FH_POOL_MAX 2048 /* 64 MiB */
+#define FH_POOL_WARM 64  /* blocks made ready (and touched) before recording starts */
+
+static fh_block *fh_pool = NULL;
+static size_t fh_pool_size = 0;
+
+static fh_block *fh_block_take(void) {
+    fh_block *blk = fh_pool;
+    if (blk != NULL) {
+        fh_pool = blk->next;
+        fh_pool_size--;
+        return blk;
+    }
+    return (fh_block *)PyMem_RawMalloc(sizeof(fh_block));
+}
+
+static void fh_block_give(fh_block *blk) {
+    if (fh_pool_size < FH_POOL_MAX) {
+        blk->next = fh_pool;
+        fh_pool = blk;
+        fh_pool_size++;
+    } else {
+        PyMem_RawFree(blk);
+    }
+}
+
+/* Fills the pool up to FH_POOL_WARM blocks, writing every page (best effort). */
+static void fh_pool_warm(void) {
+    while (fh_pool_size < FH_POOL_WARM) {
+        fh_block *blk = (fh_block *)PyMem_RawMalloc(sizeof(fh_block));
+        if (blk == NULL) {
+            return;
+        }
+        memset(blk, 0, sizeof(fh_block));
+        fh_block_give(blk);
+    }
+}
+
 /* Returns the new slot or NULL when memory ran out (no exception is set: the caller is
  * the profile function, which must not raise). */
 static fh_event *fh_buffer_grow(fh_buffer *b) {
-    fh_block *blk = (fh_block *)PyMem_RawMalloc(sizeof(fh_block));
+    fh_block *blk = fh_block_take();
     if (blk == NULL) {
         return NULL;
     }
@@ -80,7 +122,7 @@ static void fh_buffer_free(fh_buffer *b) {
     fh_block *blk = b->head;
     while (blk != NULL) {
         fh_block *next = blk->next;
-        PyMem_RawFree(blk);
+        fh_block_give(blk);
         blk = next;
     }
     fh_buffer_init(b);

@@ -576,6 +576,7 @@ static PyObject *tracer_start(TracerObject *self, PyObject *Py_UNUSED(ignored)) 
     }
     /* The capsule import may run Python code: do it before anything is installed. */
     self->runtime = self->runtime_events ? runtime_api() : NULL;
+    fh_pool_warm();
 
     fh_tick_anchor(&self->t0_ticks, &self->t0_ns);
     PyThreadState *me = PyThreadState_Get();

@@ -1,0 +1,102 @@
+"""The speedscope file opens in the real speedscope viewer, in headless Chromium, with no
+console errors. Slow (it may install Chromium and the speedscope npm package), so it is
+deselected by default; run it with:  pytest -m slow packages/profiler/tests
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+
+import pytest
+
+from framehook.profiler import Profiler
+
+pytestmark = pytest.mark.slow
+
+SPEEDSCOPE = "speedscope@1.25.0"
+CACHE = os.path.join(os.path.expanduser("~"), ".cache", "framehook-profiler", "speedscope")
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+def _browser():
+    for name in BROWSERS:
+        path = shutil.which(name)
+        if path:
+            return path
+    if shutil.which("apt-get") and os.geteuid() == 0:
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        subprocess.call(["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL)
+        subprocess.call(["apt-get", "install", "-y", "-q", "chromium"], env=env,
+                        stdout=subprocess.DEVNULL)
+        for name in BROWSERS:
+            path = shutil.which(name)
+            if path:
+                return path
+    pytest.skip("no Chromium here and it could not be installed with apt-get; "
+                "the browser test needs one")
+
+
+def _speedscope_dist():
+    index = os.path.join(CACHE, "node_modules", "speedscope", "dist", "release", "index.html")
+    if not os.path.exists(index):
+        if not shutil.which("npm"):
+            pytest.skip("npm is not installed; it is needed to fetch the speedscope viewer")
+        os.makedirs(CACHE, exist_ok=True)
+        rc = subprocess.call(["npm", "install", "--no-audit", "--no-fund", "--prefix", CACHE,
+                              SPEEDSCOPE], stdout=subprocess.DEVNULL)
+        if rc != 0 or not os.path.exists(index):
+            pytest.skip(f"npm install {SPEEDSCOPE} failed (exit {rc})")
+    return os.path.dirname(index)
+
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def test_speedscope_file_opens_in_the_viewer_without_console_errors(tmp_path):
+    browser = _browser()
+    dist = _speedscope_dist()
+    site = tmp_path / "site"
+    shutil.copytree(dist, site / "speedscope")
+    with Profiler() as prof:
+        fib(12)
+        worker = threading.Thread(target=fib, args=(10,))
+        worker.start()
+        worker.join()
+    prof.profile.export(site / "profile.speedscope.json")
+    assert json.loads((site / "profile.speedscope.json").read_text())["profiles"]
+
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        url = f"{base}/speedscope/index.html#profileURL={base}/profile.speedscope.json"
+        proc = subprocess.run(
+            [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             f"--user-data-dir={tmp_path / 'chrome-profile'}", "--enable-logging=stderr",
+             "--v=0", "--virtual-time-budget=15000", "--dump-dom", url],
+            capture_output=True, text=True, timeout=300)
+    finally:
+        server.shutdown()
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    console = [line for line in proc.stderr.splitlines() if "CONSOLE" in line]
+    errors = [line for line in console if re.search(r"error|uncaught|exception", line, re.I)]
+    assert errors == [], errors
+    dom = proc.stdout
+    # speedscope names the page after the loaded profile once it parsed the file
+    title = re.search(r"<title>(.*?)</title>", dom)
+    assert title and "framehook-profiler" in title.group(1), (title, dom[:2000])
+    assert "<canvas" in dom
