@@ -62,7 +62,11 @@ def run_conformance(results: Path) -> bool:
         "--json", str(results / "conformance.json"),
     ]
     print(f"[env_job] conformance: {' '.join(cmd[3:])}", flush=True)
-    return subprocess.call(cmd, cwd=str(ROOT)) == 0
+    # coverage.py does not put a script's directory on sys.path on every version: the
+    # suite imports its helpers from there
+    suite_dir = str(ROOT / "conformance")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [suite_dir, os.environ.get("PYTHONPATH")])))
+    return subprocess.call(cmd, cwd=str(ROOT), env=env) == 0
 
 
 def main(argv: list[str]) -> int:

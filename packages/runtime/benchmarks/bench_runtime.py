@@ -142,39 +142,35 @@ def bench_dynamo(repeat, calls=20_000):
 
 
 def bench_memory(n=2000):
-    """Bytes per cache entry and per intercepted code object, from tracemalloc."""
-    codes = []
+    """Bytes per intercepted code object (state block, frame_state dict, first entry) and
+    per further cache entry, from tracemalloc; replacement codes and guards pre-exist."""
+    funcs = []
     for i in range(n):
         ns = {}
         exec(f"def f{i}(x):\n    return x + {i}\n", ns)
-        codes.append(ns[f"f{i}"])
-    replacements = [f.__code__.replace() for f in codes]
-    guard = bool
-    targets = {f.__code__: r for f, r in zip(codes, replacements)}
+        funcs.append(ns[f"f{i}"])
+    targets = {f.__code__: f.__code__.replace() for f in funcs}
+    guards = {1: lambda L: L["x"] == 1, 2: lambda L: L["x"] == 2}
 
     def cb(frame, entry, state):
         r = targets.get(frame.f_code)
-        return rt.GuardedCode(r, guard) if r is not None else None
+        return rt.GuardedCode(r, guards[frame.f_locals["x"]]) if r is not None else None
 
     gc.collect()
     tracemalloc.start()
-    s0 = tracemalloc.get_traced_memory()[0]
     with rt.enable(cb):
-        for f in codes:
+        s0 = tracemalloc.get_traced_memory()[0]
+        for f in funcs:
             f(1)
-    s1 = tracemalloc.get_traced_memory()[0]
-    # a second entry on every code object: the cost of an entry alone
-    def cb2(frame, entry, state):
-        r = targets.get(frame.f_code)
-        return rt.GuardedCode(r, lambda L: L["x"] == 2) if r is not None else None
-
-    with rt.enable(cb2):
-        for f in codes:
-            f(2)  # first entry's guard (bool) accepts everything... use a fresh code set instead
+        s1 = tracemalloc.get_traced_memory()[0]
+        for f in funcs:
+            f(2)  # the first entry's guard fails: a second entry per code object
+        s2 = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
-    for f in codes:
+    assert all(len(rt.cache_entries(f.__code__)) == 2 for f in funcs)
+    for f in funcs:
         rt.reset_code(f.__code__)
-    return {"bytes_per_intercepted_code": (s1 - s0) / n}
+    return {"bytes_per_intercepted_code": (s1 - s0) / n, "bytes_per_extra_entry": (s2 - s1) / n}
 
 
 def main():
@@ -196,14 +192,8 @@ def main():
         print(f"Dynamo (torch {d['torch']}, backend=eager) adds {d['dynamo_added_ns']:.0f} ns per call; framehook "
               f"adds {d['framehook_added_ns']:.0f} ns: {d['dynamo_over_framehook']:.0f}x less")
     m = bench_memory()
-    print(f"memory: {m['bytes_per_intercepted_code']:.0f} bytes per intercepted code object with one cache entry "
-          f"(entry {rt_entry_size()} bytes of it)")
-
-
-def rt_entry_size():
-    # fh_entry: two object pointers, a hit counter and a next pointer
-    import struct
-    return 4 * struct.calcsize("P")
+    print(f"memory: {m['bytes_per_intercepted_code']:.0f} bytes per intercepted code object with its first "
+          f"cache entry; {m['bytes_per_extra_entry']:.0f} bytes per further entry")
 
 
 if __name__ == "__main__":
