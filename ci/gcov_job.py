@@ -6,6 +6,7 @@ against the source trees, and gcovr summarises the .gcda data into ci/results/gc
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,7 +46,7 @@ def main() -> int:
             pkg_dir = ROOT / "packages" / pkg
             summary = subprocess.run(
                 [sys.executable, "-m", "gcovr", "--root", str(pkg_dir), str(build), "--txt-summary",
-                 "--txt", str(OUT / f"{pkg}.txt"), "--filter", "src/"],
+                 "--txt", str(OUT / f"{pkg}.txt"), "--filter", re.escape(str(pkg_dir)) + "/"],
                 cwd=str(pkg_dir), capture_output=True, text=True,
             )
             if summary.returncode != 0:
