@@ -1,0 +1,55 @@
+"""framehook.translator: decides, per Python frame, what guarded code to run instead.
+
+Public entry points (``optimize``, ``disable``, ``run``, ...) need the runtime extension
+and are imported on first use, so that the guard, source, context and bytecode modules
+work on their own.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+from .config import config  # noqa: E402
+
+# name -> submodule providing it; resolved lazily by __getattr__
+_LAZY = {
+    "optimize": "eval_frame",
+    "optimize_assert": "eval_frame",
+    "disable": "eval_frame",
+    "run": "eval_frame",
+    "innermost_fn": "eval_frame",
+    "remove_from_cache": "eval_frame",
+    "reset": "eval_frame",
+    "OptimizeContext": "eval_frame",
+    "register_bytecode_hook": "convert_frame",
+    "last_decisions": "convert_frame",
+    "register_backend": "backends",
+    "lookup_backend": "backends",
+    "list_backends": "backends",
+    "set_logs": "logging",
+    "CompileId": "contexts",
+    "TraceId": "contexts",
+    "register_global_state": "contexts",
+    "Guard": "guards",
+    "GuardKind": "guards",
+    "record": "records",
+    "replay": "records",
+}
+
+__all__ = ["__version__", "config", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'framehook.translator' has no attribute {name!r}")
+    module = importlib.import_module(f".{module_name}", __name__)
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,0 +1,20 @@
+"""Bytecode tooling for CPython 3.9-3.13: decode, transform, re-assemble.
+
+    insts = decode(code)                             # Instructions with targets and locations
+    new = transform_code_object(code, fn)            # fn(insts, options) edits in place
+    f = build_function(body, ["x"])                  # a function from instructions
+"""
+from .analysis import remove_dead_code, remove_pointless_jumps, reachable, stacksize
+from .assemble import AssembleError, Assembled, assemble
+from .codegen import Codegen
+from .decode import BytecodeDecodeError, decode
+from .exception_table import encode_exception_table, parse_exception_table
+from .instructions import ExnTabEntry, Instruction, Positions, create_instruction, create_jump
+from .transform import build_function, code_options, prefix_length, rebuild, resolve_args, transform_code_object
+
+__all__ = [
+    "AssembleError", "Assembled", "BytecodeDecodeError", "Codegen", "ExnTabEntry", "Instruction", "Positions",
+    "assemble", "build_function", "code_options", "create_instruction", "create_jump", "decode",
+    "encode_exception_table", "parse_exception_table", "prefix_length", "reachable", "rebuild",
+    "remove_dead_code", "remove_pointless_jumps", "resolve_args", "stacksize", "transform_code_object",
+]

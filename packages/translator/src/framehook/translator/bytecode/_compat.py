@@ -1,0 +1,111 @@
+"""Per-version facts about CPython bytecode (3.9-3.13), in one place."""
+from __future__ import annotations
+
+import dis
+import opcode
+import sys
+from typing import Dict, FrozenSet, Optional
+
+PY = sys.version_info[:2]
+PY310 = PY >= (3, 10)
+PY311 = PY >= (3, 11)
+PY312 = PY >= (3, 12)
+PY313 = PY >= (3, 13)
+
+EXTENDED_ARG = opcode.opmap["EXTENDED_ARG"]
+HAVE_ARGUMENT = opcode.HAVE_ARGUMENT
+
+
+def _cache_table() -> Dict[int, int]:
+    table: Dict[int, int] = {}
+    raw = getattr(opcode, "_inline_cache_entries", None)
+    if raw is None:
+        return table
+    if isinstance(raw, dict):  # 3.13: by name
+        for name, n in raw.items():
+            if name in opcode.opmap and n:
+                table[opcode.opmap[name]] = n
+    else:  # 3.11/3.12: a list indexed by opcode
+        for op, n in enumerate(raw):
+            if n:
+                table[op] = n
+    return table
+
+
+_CACHES = _cache_table()
+
+
+def cache_entries(op: int) -> int:
+    """Inline cache code units after ``op`` (0 before 3.11)."""
+    return _CACHES.get(op, 0)
+
+
+def has_arg(op: int) -> bool:
+    if PY313:
+        return op in opcode.hasarg
+    return op >= HAVE_ARGUMENT
+
+
+_names = set(opcode.opmap)
+JREL: FrozenSet[int] = frozenset(opcode.hasjrel)
+JABS: FrozenSet[int] = frozenset(opcode.hasjabs)
+JUMPS: FrozenSet[int] = JREL | JABS
+BACKWARD: FrozenSet[int] = frozenset(op for name, op in opcode.opmap.items() if "JUMP_BACKWARD" in name)
+UNCONDITIONAL: FrozenSet[int] = frozenset(
+    opcode.opmap[n] for n in ("JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
+    if n in _names
+)
+TERMINAL: FrozenSet[int] = frozenset(
+    opcode.opmap[n] for n in ("RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE") if n in _names
+)
+
+
+def jump_target_offset(op: int, arg: int, op_offset: int) -> int:
+    """Byte offset a jump goes to, given the offset of its (last) opcode unit."""
+    after = op_offset + 2 + 2 * cache_entries(op)
+    if op in JABS:
+        return arg if not PY310 else 2 * arg
+    if not PY310:
+        return after + arg
+    if op in BACKWARD:
+        return after - 2 * arg
+    return after + 2 * arg
+
+
+def jump_arg(op: int, target: int, op_offset: int) -> int:
+    """Inverse of jump_target_offset; negative when the jump cannot reach (wrong direction)."""
+    after = op_offset + 2 + 2 * cache_entries(op)
+    if op in JABS:
+        return target if not PY310 else target // 2
+    if not PY310:
+        return target - after
+    if op in BACKWARD:
+        return (after - target) // 2
+    return (target - after) // 2
+
+
+# forward/backward twins, for retargeting a jump across its own position
+_TWINS = {
+    "JUMP_FORWARD": "JUMP_BACKWARD" if PY311 else "JUMP_ABSOLUTE",
+    "POP_JUMP_FORWARD_IF_FALSE": "POP_JUMP_BACKWARD_IF_FALSE",
+    "POP_JUMP_FORWARD_IF_TRUE": "POP_JUMP_BACKWARD_IF_TRUE",
+    "POP_JUMP_FORWARD_IF_NONE": "POP_JUMP_BACKWARD_IF_NONE",
+    "POP_JUMP_FORWARD_IF_NOT_NONE": "POP_JUMP_BACKWARD_IF_NOT_NONE",
+}
+
+
+def flip_direction(op: int) -> Optional[int]:
+    """The twin of a relative jump that goes the other way, or None if there is none."""
+    name = opcode.opname[op]
+    for fwd, back in _TWINS.items():
+        if name == fwd and back in opcode.opmap:
+            return opcode.opmap[back]
+        if name == back and fwd in opcode.opmap:
+            return opcode.opmap[fwd]
+    return None
+
+
+def stack_effect(op: int, arg: Optional[int], jump: Optional[bool] = None) -> int:
+    if has_arg(op):
+        return dis.stack_effect(op, arg or 0, jump=jump)
+    return dis.stack_effect(op, jump=jump)

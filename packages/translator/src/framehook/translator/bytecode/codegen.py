@@ -1,0 +1,68 @@
+"""A small instruction emitter: what sources use to load their values, and the base of
+the code generation of later parts (resume functions, graph calls)."""
+from __future__ import annotations
+
+from typing import Any, Callable, List
+
+from ._compat import PY311, PY312, PY313
+from .instructions import Instruction, create_instruction
+
+__all__ = ["Codegen"]
+
+
+class Codegen:
+    """Appends instructions to ``self.instructions``; names and constants are resolved
+    against the code object when the instructions are assembled."""
+
+    def __init__(self) -> None:
+        self.instructions: List[Instruction] = []
+
+    def append(self, inst: Instruction) -> Instruction:
+        self.instructions.append(inst)
+        return inst
+
+    def emit(self, name: str, **kwargs: Any) -> Instruction:
+        return self.append(create_instruction(name, **kwargs))
+
+    def load_fast(self, name: str) -> None:
+        self.emit("LOAD_FAST", argval=name)
+
+    def load_deref(self, name: str) -> None:
+        self.emit("LOAD_DEREF", argval=name)
+
+    def load_global(self, name: str, push_null: bool = False) -> None:
+        if push_null and not PY311:
+            raise ValueError("push_null needs Python 3.11+")
+        self.emit("LOAD_GLOBAL", argval=name, flags=1 if push_null else 0)
+
+    def load_const(self, value: Any) -> None:
+        self.emit("LOAD_CONST", argval=value)
+
+    def load_attr(self, name: str) -> None:
+        self.emit("LOAD_ATTR", argval=name)
+
+    def subscr(self) -> None:
+        self.emit("BINARY_SUBSCR")
+
+    def call_builtin(self, fn: Callable[..., Any], emit_args: Callable[[], None], nargs: int = 1) -> None:
+        """Call ``fn`` (held as a constant, so user globals cannot shadow it) on the values
+        ``emit_args`` pushes."""
+        if PY313:
+            self.load_const(fn)
+            self.emit("PUSH_NULL")
+        elif PY311:
+            self.emit("PUSH_NULL")
+            self.load_const(fn)
+        else:
+            self.load_const(fn)
+        emit_args()
+        if PY312:
+            self.emit("CALL", arg=nargs)
+        elif PY311:
+            self.emit("PRECALL", arg=nargs)
+            self.emit("CALL", arg=nargs)
+        else:
+            self.emit("CALL_FUNCTION", arg=nargs)
+
+    def return_value(self) -> None:
+        self.emit("RETURN_VALUE")

@@ -1,0 +1,93 @@
+"""Code object -> list of Instructions (targets, locations, exception entries resolved)."""
+from __future__ import annotations
+
+import dis
+import opcode
+import types
+from typing import Dict, List, Optional
+
+from ._compat import EXTENDED_ARG, JUMPS, PY310, PY311, cache_entries, has_arg, jump_target_offset
+from .exception_table import parse_exception_table
+from .instructions import ExnTabEntry, Instruction, Positions
+
+__all__ = ["decode", "BytecodeDecodeError"]
+
+
+class BytecodeDecodeError(ValueError):
+    """The code object's bytecode is not something the decoder understands."""
+
+
+def _unit_positions(code: types.CodeType) -> List[Optional[Positions]]:
+    """One Positions (or None) per 2-byte code unit."""
+    n = len(code.co_code) // 2
+    if PY311:
+        return [Positions(*p) if p[0] is not None else None for p in code.co_positions()]
+    units: List[Optional[Positions]] = [None] * n
+    if PY310:
+        for start, end, line in code.co_lines():
+            if line is not None:
+                for u in range(start // 2, min(end // 2, n)):
+                    units[u] = Positions(line, line, None, None)
+        return units
+    line = None
+    starts = dict(dis.findlinestarts(code))
+    for u in range(n):
+        line = starts.get(2 * u, line)
+        units[u] = Positions(line, line, None, None) if line is not None else None
+    return units
+
+
+def decode(code: types.CodeType) -> List[Instruction]:
+    """Decode ``code``; EXTENDED_ARG prefixes and inline caches are folded into instructions."""
+    raw = code.co_code
+    info = {i.offset: i for i in dis.get_instructions(code)}
+    units = _unit_positions(code)
+    insts: List[Instruction] = []
+    by_start: Dict[int, Instruction] = {}
+    op_offsets: List[int] = []
+    i = 0
+    ext = 0
+    n_ext = 0
+    start = 0
+    while i < len(raw):
+        op = raw[i]
+        if op == EXTENDED_ARG:
+            if n_ext == 0:
+                start = i
+            ext = (ext | raw[i + 1]) << 8
+            n_ext += 1
+            i += 2
+            continue
+        if n_ext == 0:
+            start = i
+        # no-argument opcodes may still carry a stray byte: keep it for byte-exact output
+        arg = (ext | raw[i + 1]) if has_arg(op) else (raw[i + 1] or None)
+        d = info.get(i)
+        inst = Instruction(op, opcode.opname[op], arg, d.argval if d is not None else None, offset=start,
+                           positions=units[start // 2] if start // 2 < len(units) else None,
+                           argrepr=d.argrepr if d is not None else "", min_ext=n_ext)
+        insts.append(inst)
+        by_start[start] = inst
+        op_offsets.append(i)
+        ext = 0
+        n_ext = 0
+        i += 2 + 2 * cache_entries(op)
+
+    for inst, op_off in zip(insts, op_offsets):
+        if inst.opcode in JUMPS:
+            t = jump_target_offset(inst.opcode, inst.arg or 0, op_off)
+            target = by_start.get(t)
+            if target is None:
+                raise BytecodeDecodeError(
+                    f"{code.co_name}: {inst.opname} at {op_off} jumps to {t}, which starts no instruction")
+            inst.target = target
+    if PY311:
+        for e in parse_exception_table(code.co_exceptiontable):
+            handler = by_start.get(e.target)
+            if handler is None:
+                raise BytecodeDecodeError(f"{code.co_name}: exception handler at {e.target} starts no instruction")
+            entry = ExnTabEntry(handler, e.depth, e.lasti)
+            for inst in insts:
+                if e.start <= inst.offset < e.end:  # type: ignore[operator]
+                    inst.exn_tab_entry = entry
+    return insts

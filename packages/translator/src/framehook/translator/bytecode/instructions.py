@@ -1,0 +1,95 @@
+"""Instructions with resolved jump targets, locations and exception-table entries."""
+from __future__ import annotations
+
+import opcode
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Optional
+
+from ._compat import JUMPS, has_arg
+
+__all__ = ["Instruction", "ExnTabEntry", "Positions", "create_instruction", "create_jump", "inst_str"]
+
+
+class Positions(NamedTuple):
+    lineno: Optional[int]
+    end_lineno: Optional[int]
+    col_offset: Optional[int]
+    end_col_offset: Optional[int]
+
+
+@dataclass(eq=False)
+class ExnTabEntry:
+    """The handler an instruction jumps to when it raises (3.11+)."""
+
+    target: "Instruction"
+    depth: int
+    lasti: bool
+
+    def key(self) -> tuple:
+        return (id(self.target), self.depth, self.lasti)
+
+
+@dataclass(eq=False)
+class Instruction:
+    """One instruction; EXTENDED_ARG prefixes and inline caches are folded into it.
+
+    ``arg`` is the full argument. ``target`` replaces the jump argument: the assembler
+    recomputes it. ``positions`` carries the line (and, 3.11+, columns) of the instruction.
+    Equality is identity: instructions are graph nodes.
+    """
+
+    opcode: int
+    opname: str
+    arg: Optional[int] = None
+    argval: Any = None
+    offset: Optional[int] = None
+    positions: Optional[Positions] = None
+    target: Optional["Instruction"] = None
+    exn_tab_entry: Optional[ExnTabEntry] = None
+    argrepr: str = field(default="", repr=False)
+    # EXTENDED_ARG prefixes the original carried; the assembler never emits fewer, so an
+    # untouched code object re-assembles byte for byte
+    min_ext: int = field(default=0, repr=False)
+    # low bits or'ed under a name index when ``arg`` is resolved from ``argval``
+    # (LOAD_GLOBAL's push-NULL bit on 3.11+, LOAD_ATTR's method bit on 3.12+)
+    flags: int = field(default=0, repr=False)
+
+    @property
+    def lineno(self) -> Optional[int]:
+        return self.positions.lineno if self.positions is not None else None
+
+    def is_jump(self) -> bool:
+        return self.opcode in JUMPS
+
+    def __repr__(self) -> str:
+        return inst_str(self)
+
+
+def inst_str(inst: Instruction) -> str:
+    text = f"{inst.opname}"
+    if inst.target is not None:
+        text += f" -> {inst.target.opname}@{inst.target.offset}"
+    elif inst.arg is not None or inst.argval is not None:
+        text += f" {inst.argrepr or repr(inst.argval)}"
+    if inst.offset is not None:
+        text = f"{inst.offset:>5} {text}"
+    return text
+
+
+def create_instruction(name: str, *, arg: Optional[int] = None, argval: Any = None,
+                       target: Optional[Instruction] = None, flags: int = 0,
+                       positions: Optional[Positions] = None) -> Instruction:
+    """A new instruction; give ``arg`` or ``argval`` (names/constants are resolved when assembled)."""
+    if name not in opcode.opmap:
+        raise ValueError(f"unknown opcode {name!r} on this Python")
+    op = opcode.opmap[name]
+    if not has_arg(op) and (arg not in (None, 0) or argval is not None):
+        raise ValueError(f"{name} takes no argument")
+    if target is not None and op not in JUMPS:
+        raise ValueError(f"{name} is not a jump; it cannot have a target")
+    return Instruction(op, name, arg, argval, target=target, positions=positions, flags=flags)
+
+
+def create_jump(name: str, target: Instruction) -> Instruction:
+    return create_instruction(name, target=target)
+

@@ -1,0 +1,447 @@
+"""The frame-conversion loop: the callback the runtime calls on a cache miss.
+
+For each frame it decides whether to translate (skip rules), then, holding the compile
+lock, translates with restart analysis, preserves global state, builds the guards into a
+check function and returns ``GuardedCode``; or returns None so the frame runs unmodified
+and is not intercepted again.
+"""
+from __future__ import annotations
+
+import collections
+import dis
+import io
+import itertools
+import logging
+import sys
+import threading
+import traceback
+import types
+import weakref
+from typing import Any, Callable, Dict, List, Optional, Set
+
+import numpy as np
+
+from . import logging as fh_logging
+from ._runtime import runtime
+from .backends import CompilerFn, backend_name
+from .bytecode import remove_dead_code, remove_pointless_jumps, transform_code_object
+from .config import config
+from .contexts import (CompileContext, CompileId, GlobalStateContext, TracingContext, compile_context,
+                       registered_global_states, tracing)
+from .exc import (BackendCompilerFailed, CacheLimitExceeded, InternalTranslatorError, RestartAnalysis, SkipFrame,
+                  SpeculationRestartAnalysis, TranslatorError, Unsupported, UnspecializeRestartAnalysis,
+                  augment_message, format_user_stack)
+from .guard_builder import build_check_fn
+from .guards import GlobalStateSource, GuardKind
+from .hooks import GuardFail, Hooks
+from .skipfiles import skip_reason
+from .speculation import SpeculationLog
+from .translator import FrameInfo, MinimalTranslator, TranslationOutput
+
+__all__ = ["ConvertFrame", "convert_frame", "convert_frame_assert", "compile_lock", "register_bytecode_hook",
+           "has_array_in_frame", "has_started_execution", "frame_skip_reason", "input_codes", "output_codes",
+           "last_decisions", "reset_state", "always_translate_code_objects", "BytecodeHook"]
+
+log = fh_logging.get_logger("translator")
+recompiles_log = fh_logging.get_logger("recompiles")
+bytecode_log = fh_logging.get_logger("bytecode")
+restarts_log = fh_logging.get_logger("restarts")
+
+compile_lock = threading.RLock()
+
+BytecodeHook = Callable[[types.CodeType, types.CodeType], Optional[types.CodeType]]
+_bytecode_hooks: "collections.OrderedDict[int, BytecodeHook]" = collections.OrderedDict()
+_hook_ids = itertools.count()
+
+
+class _RemovableHandle:
+    def __init__(self, table: Dict[int, Any], key: int) -> None:
+        self._table = table
+        self.id = key
+
+    def remove(self) -> None:
+        self._table.pop(self.id, None)
+
+    def __enter__(self) -> "_RemovableHandle":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
+
+
+def register_bytecode_hook(hook: BytecodeHook) -> _RemovableHandle:
+    """``hook(original_code, new_code)`` runs on every translated code object; it may log,
+    or return a code object to use instead. ``handle.remove()`` unregisters it."""
+    if not callable(hook):
+        raise TypeError(f"register_bytecode_hook: expected a callable, got {type(hook).__name__}")
+    key = next(_hook_ids)
+    _bytecode_hooks[key] = hook
+    return _RemovableHandle(_bytecode_hooks, key)
+
+
+class _CodeTracker:
+    """Code objects seen, held weakly."""
+
+    def __init__(self) -> None:
+        self._refs: Dict[int, weakref.ref] = {}
+
+    def add(self, code: types.CodeType) -> None:
+        key = id(code)
+        if key not in self._refs:
+            self._refs[key] = weakref.ref(code, lambda _r, k=key: self._refs.pop(k, None))
+
+    def __contains__(self, code: object) -> bool:
+        ref = self._refs.get(id(code))
+        return ref is not None and ref() is code
+
+    def live(self) -> List[types.CodeType]:
+        return [c for c in (r() for r in list(self._refs.values())) if c is not None]
+
+    def clear(self) -> None:
+        self._refs.clear()
+
+
+input_codes = _CodeTracker()
+output_codes = _CodeTracker()
+always_translate_code_objects = _CodeTracker()
+skipped_codes = _CodeTracker()
+
+_frame_ids: "weakref.WeakKeyDictionary[types.CodeType, int]" = weakref.WeakKeyDictionary()
+_frame_counter = itertools.count()
+_compile_counts: Dict[int, int] = collections.defaultdict(int)
+_decisions: "weakref.WeakKeyDictionary[types.CodeType, Dict[str, Any]]" = weakref.WeakKeyDictionary()
+
+
+def reset_state() -> None:
+    """Forget every code object seen, compile ids and decisions (part of ``reset()``)."""
+    global _frame_counter
+    for code in input_codes.live() + skipped_codes.live():
+        runtime.reset_code(code)
+    input_codes.clear()
+    skipped_codes.clear()
+    output_codes.clear()
+    _frame_ids.clear()
+    _compile_counts.clear()
+    _frame_counter = itertools.count()
+    _decisions.clear()
+    fh_logging.reset_once()
+
+
+def next_compile_id(code: types.CodeType) -> CompileId:
+    frame_id = _frame_ids.get(code)
+    if frame_id is None:
+        frame_id = _frame_ids[code] = next(_frame_counter)
+    n = _compile_counts[frame_id]
+    _compile_counts[frame_id] = n + 1
+    return CompileId(frame_id, n)
+
+
+def last_decisions(fn: Any) -> Optional[Dict[str, Any]]:
+    """What the translator decided for ``fn``'s code the last time it compiled it (guards
+    as text, graphs, restarts, recompilation reasons), or None."""
+    code = fn if isinstance(fn, types.CodeType) else getattr(_innermost(fn), "__code__", None)
+    return None if code is None else _decisions.get(code)
+
+
+def _innermost(fn: Any) -> Any:
+    while hasattr(fn, "_framehook_orig_callable"):
+        fn = fn._framehook_orig_callable
+    return getattr(fn, "__func__", fn)
+
+
+# ------------------------------------------------------------------ skip rules
+
+def _first_real_index(code: types.CodeType) -> int:
+    if sys.version_info < (3, 11):
+        return 0
+    for inst in dis.get_instructions(code):
+        if inst.opname == "RESUME":
+            return inst.offset // 2
+    return 0  # pragma: no cover - every 3.11+ code object has RESUME
+
+
+def has_started_execution(f_lasti: int, code: types.CodeType) -> bool:
+    """True for a frame resumed mid-way (f_lasti past its start): never translate those."""
+    if sys.version_info >= (3, 13):
+        return f_lasti > _first_real_index(code)
+    if sys.version_info >= (3, 11):
+        return f_lasti >= _first_real_index(code) if f_lasti >= 0 else False
+    return f_lasti >= 0
+
+
+def _is_numpy_object(obj: Any) -> bool:
+    if isinstance(obj, types.ModuleType):
+        return obj is np or obj.__name__.startswith("numpy.")
+    if isinstance(obj, (np.ufunc, np.ndarray, np.generic)):
+        return True
+    module = getattr(obj, "__module__", None)
+    return isinstance(module, str) and (module == "numpy" or module.startswith("numpy."))
+
+
+def has_array_in_frame(frame: Any) -> bool:
+    """Does the frame reach numpy: an array in its locals (inside lists, tuples, dicts,
+    namedtuples), or numpy (module, function, array) among the globals it reads?"""
+    code = frame.f_code
+    if code in always_translate_code_objects:
+        return True
+    f_globals = frame.f_globals
+    for name in code.co_names:
+        if name in f_globals and _is_numpy_object(f_globals[name]):
+            return True
+    seen: Dict[int, bool] = {}
+
+    def has_array(obj: Any, depth: int = 0) -> bool:
+        key = id(obj)
+        if key in seen:
+            return seen[key]
+        seen[key] = False
+        t = type(obj)
+        if t is np.ndarray or isinstance(obj, (np.ndarray, np.generic)):
+            found = True
+        elif depth > 20:
+            found = False
+        elif t in (list, tuple) or (isinstance(obj, tuple) and hasattr(obj, "_fields")):
+            found = any(has_array(v, depth + 1) for v in obj)
+        elif t is dict:
+            found = any(has_array(v, depth + 1) for v in list(obj.values()))
+        else:
+            found = False
+        seen[key] = found
+        return found
+
+    return any(has_array(v) for v in frame.f_locals.values())
+
+
+def frame_skip_reason(frame: Any) -> Optional[str]:
+    code = frame.f_code
+    if config.disable:
+        return "the translator is disabled (config.disable / FRAMEHOOK_DISABLE=1)"
+    if has_started_execution(frame.f_lasti, code):
+        return "frame already started executing"
+    reason = skip_reason(code.co_filename)
+    if reason is not None:
+        return reason
+    function = getattr(frame, "function", None)
+    if code.co_filename == "<string>" and (
+            code.co_name == "__new__" or getattr(function, "__qualname__", "").endswith(".__new__")):
+        return "namedtuple constructor"
+    if config.trace_numpy and not has_array_in_frame(frame):
+        return "no numpy array or numpy object reachable from the frame"
+    return None
+
+
+# ------------------------------------------------------------------ global state
+
+def preserve_global_state(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run ``fn`` with the registered global state saved, restored and checked afterwards."""
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        ctx = GlobalStateContext()
+        before = ctx.copy_graphstate()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            ctx.restore_graphstate(before)
+            changed = before.diff(ctx.copy_graphstate())
+            if changed:
+                entries = registered_global_states()
+                lost = sorted(n for n in changed if n not in entries or entries[n].setter is None)
+                raise InternalTranslatorError(
+                    "global state changed while translating and could not be restored: "
+                    + ", ".join(lost or sorted(changed)))
+    wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+    return wrapper
+
+
+# ------------------------------------------------------------------ the loop
+
+def _code_location(code: types.CodeType) -> str:
+    return f"{getattr(code, 'co_qualname', code.co_name)} ({code.co_filename}:{code.co_firstlineno})"
+
+
+class ConvertFrame:
+    """The runtime callback. ``strict`` (nopython=True) raises translation errors at the
+    call; otherwise they are logged once and the frame runs unmodified."""
+
+    def __init__(self, compiler_fn: CompilerFn, hooks: Optional[Hooks] = None, *, strict: bool = False,
+                 dynamic: Optional[bool] = None, translator: Optional[Callable[..., Any]] = None) -> None:
+        self.compiler_fn = compiler_fn
+        self.hooks = hooks or Hooks()
+        self.strict = strict
+        self.dynamic = dynamic
+        self.translator = translator or MinimalTranslator
+        self._framehook_orig_callable = compiler_fn
+
+    def __repr__(self) -> str:
+        return f"ConvertFrame(backend={backend_name(self.compiler_fn)!r}, strict={self.strict})"
+
+    def __call__(self, frame: Any, cache_entry: Any, frame_state: Any) -> Any:
+        reason = frame_skip_reason(frame)
+        if reason is not None:
+            skipped_codes.add(frame.f_code)  # so that reset() lets it be intercepted again
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("skipping %s: %s", _code_location(frame.f_code), reason)
+            return None
+        with compile_lock:
+            return self._convert(FrameInfo.from_view(frame), frame_state if frame_state is not None else {})
+
+    # one frame, under the compile lock
+    def _convert(self, frame: FrameInfo, frame_state: Dict[str, Any]) -> Any:
+        code = frame.code
+        input_codes.add(code)
+        entries = runtime.cache_entries(code)
+        reasons: List[str] = []
+        if entries:
+            reasons = self._recompile_reasons(frame, entries)
+            if len(entries) >= config.cache_size_limit:
+                msg = (f"{_code_location(code)} reached config.cache_size_limit ({config.cache_size_limit}); "
+                       f"it now runs unmodified. Last recompilation reason: {reasons[0] if reasons else 'unknown'}")
+                if self.strict:
+                    raise CacheLimitExceeded(msg)
+                fh_logging.warn_once(log, ("cache_limit", id(code)), "framehook: %s", msg)
+                return None
+        compile_id = next_compile_id(code)
+        try:
+            return self._compile(frame, frame_state, compile_id, reasons)
+        except SkipFrame as e:
+            log.info("skipping %s: %s", _code_location(code), e)
+            return None
+        except Exception as e:
+            return self._failed(frame, e, compile_id)
+
+    def _recompile_reasons(self, frame: FrameInfo, entries: List[Any]) -> List[str]:
+        reasons = []
+        for entry in entries:
+            describe = getattr(entry.check_fn, "fail_reason", None)
+            reason = describe(frame.f_locals) if describe is not None else None
+            reasons.append(reason or "guards of a cache entry not made by the translator failed")
+        code = frame.code
+        if recompiles_log.isEnabledFor(logging.INFO):
+            recompiles_log.info("Recompiling %s, triggered by the failing guard(s):\n%s", _code_location(code),
+                                "\n".join(f"  - {r}" for r in reasons))
+        if self.hooks.guard_fail_fn is not None:
+            for reason in reasons:
+                self.hooks.guard_fail_fn(GuardFail(reason, code))
+        return reasons
+
+    def _failed(self, frame: FrameInfo, e: Exception, compile_id: CompileId) -> None:
+        code = frame.code
+        internal = not isinstance(e, (TranslatorError, RestartAnalysis))
+        if internal and (config.record_on_failure or config.record_dir):
+            path = _record_failure(frame, e)
+            if path:
+                e.record_filename = path  # type: ignore[attr-defined]
+        if self.strict:
+            raise _user_facing(e)
+        text = augment_message(e)
+        if config.verbose:
+            text += "\n" + "".join(traceback.format_exception(type(e), e, e.__traceback__))
+        fh_logging.warn_once(log, ("failed", id(code)),
+                             "framehook: translating %s failed [%s]; it runs unmodified.\n%s",
+                             _code_location(code), compile_id, text)
+        return None
+
+    def _compile(self, frame: FrameInfo, frame_state: Dict[str, Any], compile_id: CompileId,
+                 recompile_reasons: List[str]) -> Any:
+        code = frame.code
+        speculation_log = SpeculationLog()
+        restart_reasons: List[str] = []
+        out: Optional[TranslationOutput] = None
+        guards: Set[Any] = set()
+
+        @preserve_global_state
+        def attempt() -> TranslationOutput:
+            speculation_log.restart()
+            tracer = self.translator(frame, compiler_fn=self.compiler_fn, speculation_log=speculation_log,
+                                     frame_state=frame_state, one_graph=self.strict, dynamic=self.dynamic)
+            tctx = TracingContext()
+            summary = traceback.FrameSummary(code.co_filename, code.co_firstlineno,
+                                             getattr(code, "co_qualname", code.co_name), lookup_line=False)
+            with tracing(tctx), TracingContext.current_frame(summary):
+                result = tracer.run()
+            guards.clear()
+            guards.update(tctx.guards_context.guards)
+            return result
+
+        with compile_context(CompileContext(compile_id)) as cctx:
+            for n in itertools.count():
+                cctx.attempt = n  # type: ignore[union-attr]
+                try:
+                    out = attempt()
+                    break
+                except UnspecializeRestartAnalysis as e:
+                    speculation_log.clear()
+                    restart_reasons.append(f"unspecialize: {e.reason}")
+                except SpeculationRestartAnalysis as e:
+                    restart_reasons.append(f"speculation: {e.reason}")
+                restarts_log.info("restarting %s [%s]: %s", _code_location(code), cctx.current_trace_id(),
+                                  restart_reasons[-1])
+                if len(restart_reasons) > config.restart_limit:
+                    raise Unsupported(f"gave up after {len(restart_reasons)} restarts "
+                                      f"(config.restart_limit={config.restart_limit}): "
+                                      + "; ".join(restart_reasons[-3:]))
+        assert out is not None
+        new_code = out.code if out.code is not None else code
+        if out.code is not None and config.dead_code_elimination:
+            new_code = transform_code_object(
+                new_code, lambda insts, opts: insts.__setitem__(slice(None), remove_pointless_jumps(remove_dead_code(insts))))
+        for hook in list(_bytecode_hooks.values()):
+            replaced = hook(code, new_code)
+            if replaced is not None:
+                new_code = replaced
+        if bytecode_log.isEnabledFor(logging.DEBUG):
+            bytecode_log.debug("%s [%s]\nORIGINAL\n%s\nGENERATED\n%s", _code_location(code), compile_id,
+                               _dis_text(code), _dis_text(new_code))
+        if config.guard_global_state:
+            guards.add(GlobalStateSource().make_guard(GuardKind.GLOBAL_STATE))
+        check_fn = build_check_fn(guards, frame.f_locals, frame.f_globals,
+                                  guard_export_fn=self.hooks.guard_export_fn)
+        output_codes.add(new_code)
+        _decisions[code] = {
+            "compile_id": str(compile_id),
+            "guards": list(check_fn.code_parts),  # type: ignore[attr-defined]
+            "graphs": [repr(g) for g in out.graphs],
+            "restarts": restart_reasons,
+            "recompile_reasons": recompile_reasons,
+            "backend": backend_name(self.compiler_fn),
+        }
+        log.info("translated %s [%s] with %d guards", _code_location(code), compile_id, len(guards))
+        return runtime.GuardedCode(new_code, check_fn)
+
+
+def _dis_text(code: types.CodeType) -> str:
+    buf = io.StringIO()
+    dis.dis(code, file=buf)
+    return buf.getvalue()
+
+
+def _user_facing(e: Exception) -> Exception:
+    """The exception to raise at the user's call in strict mode, carrying the user's stack."""
+    stack = getattr(e, "real_stack", None)
+    if isinstance(e, TranslatorError):
+        if stack and e.args and isinstance(e.args[0], str) and "from user code:" not in e.args[0]:
+            e.args = (e.args[0] + "\n\nfrom user code:\n" + format_user_stack(stack),) + e.args[1:]
+        return e
+    wrapped = InternalTranslatorError(augment_message(e))
+    wrapped.__cause__ = e
+    wrapped.real_stack = stack  # type: ignore[attr-defined]
+    return wrapped
+
+
+def _record_failure(frame: FrameInfo, e: Exception) -> Optional[str]:
+    try:
+        from .records.failures import record_translation_failure
+    except Exception:  # pragma: no cover - records not installed
+        return None
+    with runtime.run_only():
+        return record_translation_failure(frame.function, frame.f_locals, e, directory=config.record_dir,
+                                          decisions=None)
+
+
+def convert_frame(compiler_fn: CompilerFn, hooks: Optional[Hooks] = None, **kwargs: Any) -> ConvertFrame:
+    """A non-strict callback: failures log once and the frame runs unmodified."""
+    return ConvertFrame(compiler_fn, hooks, strict=False, **kwargs)
+
+
+def convert_frame_assert(compiler_fn: CompilerFn, hooks: Optional[Hooks] = None, **kwargs: Any) -> ConvertFrame:
+    """A strict callback (nopython=True): failures raise at the user's call."""
+    return ConvertFrame(compiler_fn, hooks, strict=True, **kwargs)

@@ -1,0 +1,207 @@
+"""User entry points: optimize / optimize_assert / disable / run, and cache management.
+
+    @optimize(backend="eager")          # decorator (functions, methods, callable objects, classes)
+    def f(x): ...
+    with optimize("eager"):             # or context manager: every call inside is translated
+        g(x)
+    @disable                            # never translate inside
+    def h(): ...
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import os
+import threading
+import types
+from typing import Any, Callable, List, Optional, Union
+
+from . import logging as fh_logging
+from ._runtime import runtime
+from .backends import CompilerFn, lookup_backend
+from .config import config
+from .convert_frame import ConvertFrame, reset_state
+from .hooks import Hooks
+
+__all__ = ["optimize", "optimize_assert", "disable", "run", "innermost_fn", "remove_from_cache", "reset",
+           "OptimizeContext", "DisableContext", "RunOnlyContext"]
+
+log = fh_logging.get_logger("translator")
+
+Callback = Union[None, bool, Callable[..., Any]]
+
+
+def innermost_fn(fn: Any) -> Any:
+    """The function under any number of optimize/disable/run wrappers (what the cache is keyed on)."""
+    while hasattr(fn, "_framehook_orig_callable"):
+        fn = fn._framehook_orig_callable
+        if not callable(fn):  # pragma: no cover - would be a corrupted wrapper
+            raise TypeError("a framehook wrapper holds a non-callable")
+    return fn
+
+
+class _Context:
+    """Sets the thread's runtime callback inside a ``with`` block or a wrapped call."""
+
+    _kind = "context"
+
+    def __init__(self, callback: Callback) -> None:
+        self.callback = callback
+        self._saved = threading.local()
+
+    def __enter__(self) -> "_Context":
+        stack = getattr(self._saved, "stack", None)
+        if stack is None:
+            stack = self._saved.stack = []
+        stack.append(runtime.set_eval_frame(self.callback))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        runtime.set_eval_frame(self._saved.stack.pop())
+
+    def __call__(self, fn: Any) -> Any:
+        if not callable(fn):
+            raise TypeError(f"{self._kind}(...) expects a function, method, class or callable object, "
+                            f"got {type(fn).__name__}: {fn!r:.80}")
+        fn = innermost_fn(fn)
+        if inspect.isclass(fn):
+            # wrap the class in place: construction and calls of its instances
+            for name in ("__init__", "__call__"):
+                if name in fn.__dict__:
+                    setattr(fn, name, self(fn.__dict__[name]))
+            return fn
+        ctx = self
+
+        @functools.wraps(fn)
+        def framehook_wrapper(*args: Any, **kwargs: Any) -> Any:
+            with ctx:
+                return fn(*args, **kwargs)
+
+        framehook_wrapper._framehook_orig_callable = fn  # type: ignore[attr-defined]
+        framehook_wrapper._framehook_context = self  # type: ignore[attr-defined]
+        return framehook_wrapper
+
+
+class OptimizeContext(_Context):
+    _kind = "optimize"
+
+    def __init__(self, callback: ConvertFrame) -> None:
+        super().__init__(callback)
+
+    def __enter__(self) -> "OptimizeContext":
+        if config.raise_on_ctx_manager_usage:
+            raise RuntimeError("optimize(...) used as a context manager while config.raise_on_ctx_manager_usage "
+                               "is set; use it as a decorator")
+        super().__enter__()
+        return self
+
+
+class DisableContext(_Context):
+    _kind = "disable"
+
+    def __init__(self) -> None:
+        super().__init__(None)
+
+
+class RunOnlyContext(_Context):
+    _kind = "run"
+
+    def __init__(self) -> None:
+        super().__init__(False)
+
+
+class _NullContext:
+    """What optimize() returns when the translator is disabled: leaves everything alone."""
+
+    def __enter__(self) -> "_NullContext":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def __call__(self, fn: Any) -> Any:
+        if not callable(fn):
+            raise TypeError(f"optimize(...) expects a callable, got {type(fn).__name__}")
+        return fn
+
+
+def _check_optional_callable(name: str, value: Any) -> None:
+    if value is not None and not callable(value):
+        raise TypeError(f"optimize(): {name} must be callable or None, got {type(value).__name__}")
+
+
+def _disabled_by_env() -> bool:
+    return config.disable or os.environ.get("FRAMEHOOK_DISABLE", "") == "1"
+
+
+def optimize(backend: Union[str, CompilerFn] = "eager", *, nopython: bool = False, dynamic: Optional[bool] = None,
+             guard_export_fn: Optional[Callable[..., Any]] = None, guard_fail_fn: Optional[Callable[..., Any]] = None,
+             disable: bool = False) -> Union[OptimizeContext, _NullContext]:
+    """Translate the frames run inside the decorated callable or ``with`` block.
+
+    backend: a registered name (``list_backends()``) or ``callable(graph, example_inputs) -> callable``.
+    nopython: raise translation errors (with the user's stack) instead of running unmodified.
+    dynamic: True: shape-polymorphic from the start; False: always specialize; None: automatic.
+    guard_export_fn: called with the guards of every compiled entry.
+    guard_fail_fn: called with a GuardFail(reason, code) when cached guards fail.
+    disable: return a no-op decorator (also when FRAMEHOOK_DISABLE=1 or config.disable).
+    """
+    for name, value in (("nopython", nopython), ("disable", disable)):
+        if not isinstance(value, bool):
+            raise TypeError(f"optimize(): {name} must be True or False, got {value!r}")
+    if not (dynamic is None or dynamic is True or dynamic is False):  # 1 == True, but 1 is not valid
+        raise TypeError(f"optimize(): dynamic must be None, True or False, got {dynamic!r}")
+    _check_optional_callable("guard_export_fn", guard_export_fn)
+    _check_optional_callable("guard_fail_fn", guard_fail_fn)
+    if disable or _disabled_by_env():
+        return _NullContext()
+    compiler_fn = lookup_backend(backend)
+    hooks = Hooks(guard_export_fn=guard_export_fn, guard_fail_fn=guard_fail_fn)
+    return OptimizeContext(ConvertFrame(compiler_fn, hooks, strict=nopython, dynamic=dynamic))
+
+
+def optimize_assert(backend: Union[str, CompilerFn] = "eager", *, dynamic: Optional[bool] = None,
+                    guard_export_fn: Optional[Callable[..., Any]] = None,
+                    guard_fail_fn: Optional[Callable[..., Any]] = None) -> Union[OptimizeContext, _NullContext]:
+    """``optimize(..., nopython=True)``: every translation error is raised."""
+    return optimize(backend, nopython=True, dynamic=dynamic, guard_export_fn=guard_export_fn,
+                    guard_fail_fn=guard_fail_fn)
+
+
+def disable(fn: Optional[Callable[..., Any]] = None) -> Any:
+    """Run ``fn`` (or the ``with`` block) with no interception at all."""
+    ctx = DisableContext()
+    return ctx if fn is None else ctx(fn)
+
+
+def run(fn: Optional[Callable[..., Any]] = None) -> Any:
+    """Run ``fn`` (or the block) using already compiled code only; never compile."""
+    ctx = RunOnlyContext()
+    return ctx if fn is None else ctx(fn)
+
+
+def _code_of(f: Any) -> Optional[types.CodeType]:
+    if isinstance(f, types.CodeType):
+        return f
+    f = innermost_fn(f)
+    for candidate in (f, getattr(f, "__func__", None), getattr(type(f), "__call__", None)):
+        code = getattr(candidate, "__code__", None)
+        if isinstance(code, types.CodeType):
+            return code
+    return None
+
+
+def remove_from_cache(f: Any) -> None:
+    """Drop the compiled entries of ``f`` (function, method, wrapper or code object)."""
+    code = _code_of(f)
+    if code is None:
+        log.warning("remove_from_cache: could not find the code object of %r; resetting everything", f)
+        reset()
+        return
+    runtime.reset_code(code)
+
+
+def reset() -> None:
+    """Forget every compiled entry, compile id and logged-once message."""
+    reset_state()

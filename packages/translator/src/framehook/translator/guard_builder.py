@@ -1,0 +1,431 @@
+"""Compiles a set of guards into one check function for the runtime.
+
+    check_fn = build_check_fn(guards, f_locals, f_globals)
+    check_fn(f_locals)          # True when every guard holds (the runtime's hot path)
+    check_fn.fail_reason(L)     # None, or a readable line naming the first failing guard
+
+The check function is generated Python source: one straight-line function, each guarded
+source read once into a local, each condition one ``if not (...): return False``, with the
+guarded objects bound as closure variables. Anything that raises inside it counts as a
+failed guard (a missing key, an attribute that vanished), never as an error of the call.
+"""
+from __future__ import annotations
+
+import builtins
+import itertools
+import logging
+import math
+import weakref
+from typing import Any, Callable, Dict, Iterable, List, Optional
+
+import numpy as np
+
+from .contexts import GlobalStateContext, registered_global_states, states_equal
+from .guards import GlobalStateSource, Guard, GuardKind
+from .sources import ChainedSource, Source, is_literal
+
+__all__ = ["GuardBuilder", "CodePart", "build_check_fn", "CheckFn", "GuardBuildError", "type_name",
+           "make_global_state_check"]
+
+guards_log = logging.getLogger("framehook.translator.guards")
+
+_CHECK_FN_FILENAME = "<framehook guards>"
+_counter = itertools.count()
+
+
+class GuardBuildError(ValueError):
+    """A guard cannot be built for the value its source holds."""
+
+
+def type_name(t: type) -> str:
+    """``int``, ``numpy.ndarray``, ``mymod.Point``: readable, qualified outside builtins."""
+    module = getattr(t, "__module__", None)
+    qual = getattr(t, "__qualname__", getattr(t, "__name__", repr(t)))
+    if module in (None, "builtins"):
+        return qual
+    return f"{module}.{qual}"
+
+
+def _short_repr(value: Any, limit: int = 80) -> str:
+    try:
+        text = repr(value)
+    except Exception as e:  # a broken __repr__ must not hide the reason
+        text = f"<{type(value).__name__} with failing repr: {e!r}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _equality_guardable(value: Any, depth: int = 0) -> bool:
+    """Values whose ``==`` is reliable and cheap enough to guard on."""
+    if depth > 8:
+        return False
+    if value is None or value is Ellipsis or isinstance(value, (bool, int, float, complex, str, bytes)):
+        return True
+    if isinstance(value, (range, slice, np.dtype, np.generic)):
+        return True
+    if type(value) in (tuple, list, set, frozenset):
+        return all(_equality_guardable(v, depth + 1) for v in value)
+    if type(value) is dict:
+        return all(_equality_guardable(k, depth + 1) and _equality_guardable(v, depth + 1)
+                   for k, v in value.items())
+    return False
+
+
+def _inlinable(value: Any) -> bool:
+    """Numbers, None, booleans and tuples of them: written into the check function's source."""
+    if value is None or isinstance(value, (bool, int)):
+        return True
+    if isinstance(value, float):
+        return is_literal(value)
+    if type(value) is tuple:
+        return all(_inlinable(v) for v in value)
+    return False
+
+
+def _frozen_copy(value: Any) -> Any:
+    """A private copy of a mutable container, so later mutation by the user cannot move the guard."""
+    if type(value) is list:
+        return [_frozen_copy(v) for v in value]
+    if type(value) is dict:
+        return {k: _frozen_copy(v) for k, v in value.items()}
+    if type(value) is set:
+        return set(value)
+    return value
+
+
+def _errstate_var() -> Any:
+    """numpy's error-state context variable (numpy >= 2), or None."""
+    try:
+        from numpy._core import _ufunc_config
+        return getattr(_ufunc_config, "_extobj_contextvar", None)
+    except ImportError:  # pragma: no cover - numpy 1.x
+        return None
+
+
+def make_global_state_check() -> Callable[[], bool]:
+    """A closure that is True while numpy's error state and guarded registered state
+    equal their values now."""
+    errvar = _errstate_var()
+    token = errvar.get() if errvar is not None else None
+    snapshot = GlobalStateContext.guarded_snapshot()
+    errs = snapshot.pop("numpy.errstate", None)
+    entries = registered_global_states()
+    others = [(entries[name].getter, value) for name, value in snapshot.items()]
+    geterr = np.geterr
+
+    def check_global_state() -> bool:
+        # the context variable keeps its object until the state changes: identity is the fast path
+        if errvar is None or errvar.get() is not token:
+            if geterr() != errs:
+                return False
+        for getter, value in others:
+            if not states_equal(getter(), value):
+                return False
+        return True
+
+    check_global_state.snapshot = dict(snapshot, **{"numpy.errstate": errs})  # type: ignore[attr-defined]
+    return check_global_state
+
+
+class CodePart:
+    """One condition of the check function."""
+
+    __slots__ = ("guard", "template", "expected", "actual")
+
+    def __init__(self, guard: Guard, template: str, expected: str, actual: str) -> None:
+        self.guard = guard
+        self.template = template      # condition with {v} (and {w}) for the source values
+        self.expected = expected      # readable expected value
+        self.actual = actual          # expression template for what was found instead
+
+    def render(self, v: str, w: str = "") -> str:
+        # plain replacement: only numbers are inlined, so no other braces can occur
+        return self.template.replace("{v}", v).replace("{w}", w)
+
+
+class GuardBuilder:
+    """Turns guards into code parts; evaluates sources on the example frame for expected values."""
+
+    def __init__(self, f_locals: Dict[str, Any], f_globals: Dict[str, Any]) -> None:
+        self.f_locals = f_locals
+        self.f_globals = f_globals
+        self.scope: Dict[str, Any] = {"L": f_locals, "G": f_globals, "__builtins__": builtins}
+        self.parts: List[CodePart] = []
+        self.consts: Dict[str, Any] = {}
+        self._const_names: Dict[int, str] = {}
+
+    # ---- helpers
+    def get(self, source: Source) -> Any:
+        try:
+            return eval(source.name(), self.scope)  # noqa: S307 - expressions we generated
+        except Exception as e:
+            raise GuardBuildError(f"cannot evaluate guard source {source.name()}: {type(e).__name__}: {e}") from e
+
+    def const(self, obj: Any, inline: bool = True) -> str:
+        """A closure name bound to ``obj`` (or, when ``inline``, a literal written out)."""
+        if inline and _inlinable(obj):
+            return repr(obj)
+        key = id(obj)
+        name = self._const_names.get(key)
+        if name is None:
+            name = f"___c{len(self._const_names)}"
+            self._const_names[key] = name
+            self.consts[name] = obj
+        return name
+
+    def _add(self, guard: Guard, template: str, expected: str, actual: str = "{v}") -> None:
+        self.parts.append(CodePart(guard, template, expected, actual))
+
+    def _export(self, guard: Guard, value: Any, kind: str) -> None:
+        try:
+            obj_ref: Any = weakref.ref(value)
+        except TypeError:
+            obj_ref = None
+        cls_ref = weakref.ref(type(value))
+        code = [p.render(guard.name, self._second_name(guard)) for p in self.parts if p.guard is guard]
+        guard.code_list = None
+        guard.set_export_info(kind, cls_ref, code, obj_ref)
+
+    @staticmethod
+    def _second_name(guard: Guard) -> str:
+        other = guard.detail("other")
+        return other.name() if isinstance(other, Source) else ""
+
+    def _type_part(self, guard: Guard, t: type) -> None:
+        self._add(guard, f"type({{v}}) is {self.const(t)}", f"type {type_name(t)}", "type({v})")
+
+    # ---- one method per guard kind (Guard.create_fn looks them up by kind name)
+    def TYPE_MATCH(self, guard: Guard) -> None:
+        value = self.get(guard.originating_source)
+        self._type_part(guard, type(value))
+        self._export(guard, value, "TYPE_MATCH")
+
+    def ID_MATCH(self, guard: Guard) -> None:
+        value = self.get(guard.originating_source)
+        # a strong reference: the id of a dead object could be reused by a different one
+        # never inline: an equal literal in the check function may be a different object
+        self._add(guard, f"{{v}} is {self.const(value, inline=False)}",
+                  f"the same object ({type_name(type(value))} at {hex(id(value))})", "{v}")
+        self._export(guard, value, "ID_MATCH")
+
+    def CONSTANT_MATCH(self, guard: Guard) -> None:
+        value = self.get(guard.originating_source)
+        if value is None or value is Ellipsis or value is NotImplemented or isinstance(value, bool):
+            self._add(guard, f"{{v}} is {self.const(value)}", _short_repr(value))
+            self._export(guard, value, "CONSTANT_MATCH")
+        else:
+            self.EQUALS_MATCH(guard)
+
+    def EQUALS_MATCH(self, guard: Guard) -> None:
+        value = self.get(guard.originating_source)
+        if not _equality_guardable(value):
+            raise GuardBuildError(
+                f"EQUALS_MATCH on {guard.name}: values of type {type_name(type(value))} cannot be "
+                "guarded by equality; use ID_MATCH or TYPE_MATCH")
+        self._type_part(guard, type(value))
+        if isinstance(value, float) and math.isnan(value):
+            self._add(guard, "{v} != {v}", "nan")
+        else:
+            self._add(guard, f"{{v}} == {self.const(_frozen_copy(value))}", _short_repr(value))
+        self._export(guard, value, "EQUALS_MATCH")
+
+    def LENGTH_CHECK(self, guard: Guard) -> None:
+        value = self.get(guard.originating_source)
+        self._type_part(guard, type(value))
+        n = len(value)
+        self._add(guard, f"len({{v}}) == {n}", f"length {n}", "len({v})")
+        self._export(guard, value, "LENGTH_CHECK")
+
+    def DICT_KEYS(self, guard: Guard) -> None:
+        value = self.get(guard.originating_source)
+        if not hasattr(value, "keys"):
+            raise GuardBuildError(f"DICT_KEYS on {guard.name}: a {type_name(type(value))} has no keys()")
+        keys = list(value.keys())
+        self._type_part(guard, type(value))
+        self._add(guard, f"list({{v}}.keys()) == {self.const(keys)}", f"keys {_short_repr(keys)}",
+                  "list({v}.keys())")
+        self._export(guard, value, "DICT_KEYS")
+
+    def NDARRAY_MATCH(self, guard: Guard) -> None:
+        value = self.get(guard.originating_source)
+        if not isinstance(value, np.ndarray):
+            raise GuardBuildError(f"NDARRAY_MATCH on {guard.name}: expected a numpy.ndarray, "
+                                  f"got {type_name(type(value))}")
+        dynamic = frozenset(guard.detail("dynamic_dims", ()) or ())
+        bad = [d for d in dynamic if not (isinstance(d, int) and 0 <= d < value.ndim)]
+        if bad:
+            raise GuardBuildError(f"NDARRAY_MATCH on {guard.name}: dynamic dims {sorted(bad)} out of "
+                                  f"range for ndim {value.ndim}")
+        self._type_part(guard, type(value))
+        d = self.const(value.dtype)
+        self._add(guard, f"({{v}}.dtype is {d} or {{v}}.dtype == {d})", f"dtype {value.dtype}", "{v}.dtype")
+        if not dynamic:
+            self._add(guard, f"{{v}}.shape == {value.shape!r}", f"shape {value.shape}", "{v}.shape")
+            self._add(guard, f"{{v}}.strides == {value.strides!r}", f"strides {value.strides}", "{v}.strides")
+        else:
+            self._add(guard, f"{{v}}.ndim == {value.ndim}", f"ndim {value.ndim}", "{v}.ndim")
+            for i, n in enumerate(value.shape):
+                if i not in dynamic:
+                    self._add(guard, f"{{v}}.shape[{i}] == {n}", f"size {n} in dimension {i}", f"{{v}}.shape[{i}]")
+            if value.flags.c_contiguous:
+                self._add(guard, "{v}.flags.c_contiguous", "a C-contiguous array", "{v}.flags.c_contiguous")
+            elif value.flags.f_contiguous:
+                self._add(guard, "{v}.flags.f_contiguous", "a Fortran-contiguous array", "{v}.flags.f_contiguous")
+            else:
+                self._add(guard, "not ({v}.flags.c_contiguous or {v}.flags.f_contiguous)",
+                          "a non-contiguous array", "{v}.strides")
+        writeable = bool(value.flags.writeable)
+        self._add(guard, "{v}.flags.writeable" if writeable else "not {v}.flags.writeable",
+                  "writeable" if writeable else "read-only", "{v}.flags.writeable")
+        self._export(guard, value, "NDARRAY_MATCH")
+
+    def GLOBAL_STATE(self, guard: Guard) -> None:
+        check = make_global_state_check()
+        self._add(guard, f"{self.const(check)}()", "numpy's error state and registered global state unchanged",
+                  "___global_state_now()")
+        guard.code_list = None
+        guard.set_export_info("GLOBAL_STATE", None, [f"{self.const(check)}()"], None)
+
+    def DUPLICATE_INPUT(self, guard: Guard) -> None:
+        value = self.get(guard.originating_source)
+        other = self.get(guard.detail("other"))
+        if value is not other:
+            raise GuardBuildError(f"DUPLICATE_INPUT: {guard.name} and {guard.detail('other').name()} "
+                                  "are not the same object")
+        self._add(guard, "{v} is {w}", f"the same object as {guard.detail('other').name()}", "{v}")
+        self._export(guard, value, "DUPLICATE_INPUT")
+
+
+# ------------------------------------------------------------------ compilation
+
+CheckFn = Callable[[Dict[str, Any]], bool]
+
+
+def _global_state_now() -> Dict[str, Any]:
+    return GlobalStateContext.guarded_snapshot()
+
+
+class _Emitter:
+    """Writes the body of the fast check function, reading each guarded source once."""
+
+    def __init__(self) -> None:
+        self.lines: List[str] = []
+        self.var_of: Dict[Source, str] = {}
+
+    def expr(self, source: Source) -> str:
+        var = self.var_of.get(source)
+        if var is not None:
+            return var
+        if isinstance(source, ChainedSource):
+            return source.format_with(self.expr(source.base))
+        return source.name()
+
+    def value(self, source: Source) -> str:
+        if isinstance(source, GlobalStateSource):
+            return ""
+        var = self.var_of.get(source)
+        if var is None:
+            var = f"v{len(self.var_of)}"
+            self.lines.append(f"        {var} = {self.expr(source)}")
+            self.var_of[source] = var
+        return var
+
+
+def build_check_fn(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals: Dict[str, Any], *,
+                   guard_export_fn: Optional[Callable[[List[Guard]], Any]] = None) -> CheckFn:
+    """Compile ``guards`` into one check function of ``f_locals`` (see the module docstring)."""
+    ordered = sorted(set(guards), key=Guard.sort_key)
+    builder = GuardBuilder(f_locals, f_globals)
+    for guard in ordered:
+        guard.create(builder)
+
+    emitter = _Emitter()
+    for part in builder.parts:
+        v = emitter.value(part.guard.originating_source)
+        other = part.guard.detail("other")
+        w = emitter.value(other) if isinstance(other, Source) else ""
+        emitter.lines.append(f"        if not ({part.render(v, w)}): return False")
+    const_names = list(builder.consts)
+    params = ", ".join(["G"] + const_names)
+    body = "\n".join(emitter.lines) or "        pass"
+    verbose = ",\n".join(
+        f"        lambda L: ({p.render(p.guard.name, GuardBuilder._second_name(p.guard))})" for p in builder.parts
+    )
+    serial = next(_counter)
+    source = (
+        f"def ___make_check_fn({params}):\n"
+        f"    def ___check_fn(L):\n"
+        f"      try:\n"
+        f"{body}\n"
+        f"      except Exception:\n"
+        f"        return False\n"
+        f"      return True\n"
+        f"    def ___verbose():\n"
+        f"      return [\n{verbose}\n      ]\n"
+        f"    return ___check_fn, ___verbose\n"
+    )
+    namespace: Dict[str, Any] = {"__builtins__": builtins}
+    exec(compile(source, f"{_CHECK_FN_FILENAME[:-1]} #{serial}>", "exec"), namespace)  # noqa: S102
+    check_fn, verbose_factory = namespace["___make_check_fn"](f_globals, *[builder.consts[n] for n in const_names])
+
+    parts = builder.parts
+    consts = dict(builder.consts)
+    verbose_cache: List[Any] = []
+
+    def fail_reason(f_locals_now: Dict[str, Any]) -> Optional[str]:
+        """The first failing guard as ``KIND: expr -- expected X, got Y``; None if all pass."""
+        if not verbose_cache:
+            verbose_cache.extend(verbose_factory())
+        for part, fn in zip(parts, verbose_cache):
+            try:
+                ok = bool(fn(f_locals_now))
+            except Exception as e:
+                return (f"{part.guard.kind.name}: {part.guard.name} -- expected {part.expected}, "
+                        f"but checking raised {type(e).__name__}: {e}")
+            if not ok:
+                return (f"{part.guard.kind.name}: {part.guard.name} -- expected {part.expected}, "
+                        f"got {_describe_actual(part, f_locals_now, f_globals, consts)}")
+        return None
+
+    check_fn.fail_reason = fail_reason  # type: ignore[attr-defined]
+    check_fn.guards = ordered  # type: ignore[attr-defined]
+    check_fn.code_parts = [_readable(p.render(p.guard.name, GuardBuilder._second_name(p.guard)), consts)  # type: ignore[attr-defined]
+                           for p in parts]
+    check_fn.source = source  # type: ignore[attr-defined]
+    if guards_log.isEnabledFor(logging.DEBUG):
+        guards_log.debug("check function:\n%s", source)
+    elif guards_log.isEnabledFor(logging.INFO):
+        guards_log.info("guards:\n%s", "\n".join(f"  {c}" for c in check_fn.code_parts))  # type: ignore[attr-defined]
+    if guard_export_fn is not None:
+        guard_export_fn(ordered)
+    return check_fn
+
+
+def _readable(text: str, consts: Dict[str, Any]) -> str:
+    """A code part with its closure names replaced by what they stand for."""
+    for name in sorted(consts, key=len, reverse=True):
+        value = consts[name]
+        if isinstance(value, type):
+            shown = type_name(value)
+        elif hasattr(value, "snapshot"):
+            shown = "___global_state_unchanged"
+        else:
+            shown = _short_repr(value, 60)
+        text = text.replace(name, shown)
+    return text
+
+
+def _describe_actual(part: CodePart, f_locals: Dict[str, Any], f_globals: Dict[str, Any],
+                     consts: Dict[str, Any]) -> str:
+    if part.guard.kind is GuardKind.GLOBAL_STATE:
+        now = _global_state_now()
+        check = next(v for v in consts.values() if callable(v) and hasattr(v, "snapshot"))
+        changed = sorted(n for n in now if not states_equal(now[n], check.snapshot.get(n)))
+        return "changed: " + ", ".join(f"{n}={_short_repr(now[n])}" for n in changed)
+    scope = {"L": f_locals, "G": f_globals, "__builtins__": builtins, **consts}
+    try:
+        actual = eval(part.actual.replace("{v}", part.guard.name), scope)  # noqa: S307
+    except Exception as e:
+        return f"<{type(e).__name__}: {e}>"
+    if isinstance(actual, type):
+        return f"type {type_name(actual)}"
+    return _short_repr(actual)
