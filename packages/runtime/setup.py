@@ -20,7 +20,9 @@ setup(
             "framehook.runtime._C",
             sources=["src/framehook/runtime/_C/" + name for name in SOURCES],
             depends=["src/framehook/runtime/_C/" + h for h in ("compat.h", "runtime.h", "framehook_events.h")],
-            extra_compile_args=["-std=gnu11", "-Wall", "-Wno-missing-field-initializers"],
+            # hidden visibility: calls between the extension's files bind directly, not
+            # through the PLT (only PyInit__C is exported, by PyMODINIT_FUNC)
+            extra_compile_args=["-std=gnu11", "-Wall", "-Wno-missing-field-initializers", "-fvisibility=hidden"],
         )
     ],
 )

@@ -2,7 +2,7 @@
  * exactly as long as the code: freed by CPython through free_extra. */
 #include "runtime.h"
 
-static Py_ssize_t extra_index = -1;
+Py_ssize_t fh_extra_index = -1;
 
 static void free_entries(fh_extra *ex) {
     fh_entry *e = ex->head;
@@ -28,16 +28,12 @@ static void free_extra(void *p) {
 }
 
 int fh_extra_init(void) {
-    extra_index = fh_request_extra_index(free_extra);
-    if (extra_index < 0) {
+    fh_extra_index = fh_request_extra_index(free_extra);
+    if (fh_extra_index < 0) {
         PyErr_SetString(PyExc_RuntimeError, "framehook: no code extra slot is available");
         return -1;
     }
     return 0;
-}
-
-fh_extra *fh_extra_get(PyCodeObject *co) {
-    return (fh_extra *)fh_code_extra_fast(co, extra_index);
 }
 
 fh_extra *fh_extra_ensure(PyCodeObject *co) {
@@ -50,7 +46,7 @@ fh_extra *fh_extra_ensure(PyCodeObject *co) {
         PyErr_NoMemory();
         return NULL;
     }
-    if (fh_code_set_extra((PyObject *)co, extra_index, ex) < 0) {
+    if (fh_code_set_extra((PyObject *)co, fh_extra_index, ex) < 0) {
         PyMem_Free(ex);
         return NULL;
     }

@@ -277,21 +277,23 @@ static PyObject *intercept(fh_thread *t, PyThreadState *ts, fh_frame *f, PyCodeO
 }
 
 static PyObject *framehook_eval(PyThreadState *ts, fh_frame *f, int throw_flag) {
+    /* Code marked skipped runs unmodified whatever the thread's mode: decided first, from
+     * the code object alone, so the common case never touches thread-local storage. */
+    PyCodeObject *co = fh_frame_code(f);
+    fh_extra *ex = fh_extra_get(co);
+    if (ex != NULL && ex->skip) {
+        return fh_eval_default(ts, f, throw_flag);
+    }
     fh_thread *t = &tls;
     PyObject *callback = t->callback;
     if (callback == NULL || t->suspended || throw_flag) {
         return fh_eval_default(ts, f, throw_flag);
     }
-    PyCodeObject *co = fh_frame_code(f);
     if (t->bypass != NULL && t->bypass == co) {
         t->bypass = NULL; /* the temporary function of a replacement call */
         return fh_eval_default(ts, f, 0);
     }
     if (!fh_frame_is_fresh_function(f)) {
-        return fh_eval_default(ts, f, 0);
-    }
-    fh_extra *ex = fh_extra_get(co);
-    if (ex != NULL && ex->skip) {
         return fh_eval_default(ts, f, 0);
     }
     if (callback == Py_False && (ex == NULL || ex->head == NULL)) {

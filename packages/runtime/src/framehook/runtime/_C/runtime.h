@@ -29,7 +29,11 @@ typedef struct {
 } fh_extra;
 
 int fh_extra_init(void);
-fh_extra *fh_extra_get(PyCodeObject *co);              /* NULL when none (no error) */
+extern Py_ssize_t fh_extra_index;
+/* NULL when the code has no state (no error). On the hot path of every call. */
+static inline fh_extra *fh_extra_get(PyCodeObject *co) {
+    return (fh_extra *)fh_code_extra_fast(co, fh_extra_index);
+}
 fh_extra *fh_extra_ensure(PyCodeObject *co);           /* NULL with an exception */
 int fh_extra_reset(PyCodeObject *co);
 int fh_extra_add_entry(fh_extra *ex, PyObject *code, PyObject *check_fn);
