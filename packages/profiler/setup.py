@@ -16,7 +16,8 @@ if sysconfig.get_config_var("Py_GIL_DISABLED"):
 
 from setuptools import Extension, setup  # noqa: E402
 
-HEADERS = ["buffer.h", "clock.h", "compat.h", "framehook_events.h", "sites.h"]
+HEADERS = ["buffer.h", "clock.h", "compat.h", "framehook_events.h", "monitoring.h",
+           "sites.h"]
 
 setup(
     ext_modules=[

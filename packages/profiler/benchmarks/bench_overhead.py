@@ -172,14 +172,20 @@ class FloorMonitoring(Variant):
 
 
 class Framehook(Variant):
-    def __init__(self):
-        super().__init__("framehook-profiler")
+    """framehook-profiler with one backend: "profile" (a C profile function, every version)
+    or "monitoring" (sys.monitoring C callbacks, 3.12+)."""
+
+    def __init__(self, backend):
+        super().__init__(f"framehook-profiler ({backend})")
         from framehook.profiler import _tracer
         self._tracer = _tracer
+        self.backend = backend
         self.events = []  # (events, memory bytes, seconds)
+        if backend == "monitoring" and not _tracer.HAVE_MONITORING:
+            self.skip = "sys.monitoring is 3.12+"
 
     def start(self):
-        self.tracer = self._tracer.Tracer()
+        self.tracer = self._tracer.Tracer(monitoring=self.backend == "monitoring")
         self.t0 = time.perf_counter()
         self.tracer.start()
 
@@ -281,11 +287,17 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--json", help="write the results here as JSON")
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--only", help="comma-separated variant names to run (plain always runs)")
     args = parser.parse_args(argv)
 
     floor = build_floor()
-    variants = [Plain("plain"), FloorProfile(floor), FloorMonitoring(floor), Framehook(),
-                CProfile(), Yappi(), VizTracer(), TorchTracer()]
+    variants = [Plain("plain"), FloorProfile(floor), FloorMonitoring(floor),
+                Framehook("profile"), Framehook("monitoring"), CProfile(), Yappi(), VizTracer(),
+                TorchTracer()]
+    if args.only:
+        keep = set(args.only.split(","))
+        variants = [v for v in variants if v.name == "plain" or v.name in keep
+                    or v.name.startswith("floor") and "floor" in keep]
     active = [v for v in variants if v.skip is None]
     results = {"python": sys.version.split()[0], "workloads": {}, "skipped": {},
                "machine": f"{os.cpu_count()} cores"}
@@ -306,14 +318,15 @@ def main(argv=None):
         row["plain_ms"] = plain * 1e3
         results["workloads"][wl_name] = row
         print(f"{wl_name}: " + ", ".join(f"{k}={v:.2f}" for k, v in row.items()), file=sys.stderr)
-    fh = [v for v in active if isinstance(v, Framehook)][0]
-    events = sum(e for e, _, _ in fh.events)
-    memory = sum(m for _, m, _ in fh.events)
-    seconds = sum(s for _, _, s in fh.events)
-    results["framehook"] = {"bytes_per_event": memory / events,
-                            "events_per_second_recording": events / seconds,
-                            "events": events}
-    results["framehook"]["events_per_second_postprocessing"] = postprocess_rate()
+    results["framehook"] = {}
+    for fh in (v for v in active if isinstance(v, Framehook)):
+        events = sum(e for e, _, _ in fh.events)
+        memory = sum(m for _, m, _ in fh.events)
+        seconds = sum(s for _, _, s in fh.events)
+        results["framehook"][fh.backend] = {"bytes_per_event": memory / events,
+                                            "events_per_second_recording": events / seconds,
+                                            "events": events}
+    results["framehook_postprocessing"] = postprocess_rate()
     print(json.dumps(results, indent=1))
     if args.json:
         with open(args.json, "w") as fh_out:

@@ -5,6 +5,13 @@
 #include <Python.h>
 #include <frameobject.h>
 
+/* sys.monitoring (PEP 669) exists from 3.12; its backend lives in monitoring.h. */
+#if PY_VERSION_HEX >= 0x030C0000
+#define FH_HAVE_MONITORING 1
+#else
+#define FH_HAVE_MONITORING 0
+#endif
+
 /* Sets a profile function on any thread state of this interpreter (the GIL must be
  * held). Exported by every CPython 3.9-3.13 (PyEval_SetProfileAllThreads is built on it),
  * but only declared publicly up to 3.12. */

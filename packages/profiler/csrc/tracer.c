@@ -49,8 +49,10 @@ typedef struct {
     PyObject_HEAD
     TracerObject *tracer; /* borrowed; the tracer outlives recording (fh_active owns it) */
     unsigned long thread_id;
-    PyThreadState *tstate; /* only dereferenced while start() holds the GIL */
+    PyThreadState *tstate; /* only dereferenced while start() holds the GIL; with
+                              sys.monitoring, compared until the thread claims the context */
     int recording;
+    int claimed; /* sys.monitoring: the thread's own events found this context */
     int c_calls;
     int broken; /* memory ran out: this thread stopped recording, its data is kept */
     fh_buffer buf;
@@ -77,6 +79,9 @@ struct TracerObject {
     int64_t t0_ns, t1_ns;
     const fh_runtime_events_api *runtime;
     int listening;
+    int monitoring;  /* backend: 1 = sys.monitoring callbacks, 0 = the C profile function */
+    int tool_id;     /* sys.monitoring tool id held while recording, or -1 */
+    PyObject *mon;   /* sys.monitoring (owned) while a tool id is held */
 };
 
 static PyTypeObject CtxType;
@@ -108,6 +113,7 @@ static CtxObject *ctx_new(TracerObject *tracer, unsigned long thread_id) {
     ctx->thread_id = thread_id;
     ctx->tstate = NULL;
     ctx->recording = 0;
+    ctx->claimed = 0;
     ctx->c_calls = tracer->c_calls;
     ctx->broken = 0;
     ctx->prev_func = NULL;
@@ -174,8 +180,13 @@ static inline void ctx_push(CtxObject *ctx, uint32_t kind, uint32_t key, uint64_
     ev->kind = kind;
 }
 
+static CtxObject *fh_mon_current(void);
+
 /* The context recording the calling thread, or NULL. */
 static inline CtxObject *ctx_of_current_thread(void) {
+    if (fh_active != NULL && fh_active->monitoring) {
+        return fh_mon_current();
+    }
     PyThreadState *ts = PyThreadState_Get();
     if (ts->c_profilefunc != fh_profile) {
         return NULL;
@@ -261,6 +272,9 @@ static fh_slot *intern_object(CtxObject *ctx, PyObject *obj, uint32_t kind) {
  * attributes) is taken the first time the instance is seen on this thread; describe may
  * run Python code, which the interpreter does not profile while we are in a callback. */
 static void record_tag(CtxObject *ctx, PyFrameObject *frame, uint64_t t) {
+    if (frame == NULL) {
+        return;
+    }
     PyObject *exc_type, *exc_value, *exc_tb;
     PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
     PyObject *self = fh_first_argument(frame);
@@ -313,8 +327,9 @@ static inline void shadow_pop(CtxObject *ctx) {
     }
 }
 
-static inline void record_py_call(CtxObject *ctx, PyFrameObject *frame) {
-    PyCodeObject *code = fh_frame_code(frame);
+/* A Python call of `code`; `frame` is its frame, or NULL when only the tag path needs it
+ * (the sys.monitoring backend, where it is the current frame). */
+static inline void record_py_call(CtxObject *ctx, PyCodeObject *code, PyFrameObject *frame) {
     PyCodeObject *caller = shadow_top(ctx);
     shadow_push(ctx, code);
     fh_slot *slot = fh_sites_find(&ctx->sites, code, caller, FH_SITE_PY);
@@ -328,7 +343,7 @@ static inline void record_py_call(CtxObject *ctx, PyFrameObject *frame) {
     uint64_t t = fh_ticks();
     ctx_push(ctx, FH_EV_PY_CALL, slot->key1 - 1, t);
     if (slot->flags & FH_FLAG_TAGGED) {
-        record_tag(ctx, frame, t);
+        record_tag(ctx, frame != NULL ? frame : PyEval_GetFrame(), t);
     }
 }
 
@@ -362,7 +377,7 @@ static int fh_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *a
     }
     switch (what) {
     case PyTrace_CALL:
-        record_py_call(ctx, frame);
+        record_py_call(ctx, fh_frame_code(frame), frame);
         break;
     case PyTrace_RETURN:
         /* arg is NULL when the frame is being left by an exception */
@@ -462,11 +477,16 @@ static const fh_runtime_events_api *runtime_api(void) {
 /* Tracer                                                                               */
 
 static int tracer_init(TracerObject *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"c_calls", "tagged", "describe", "runtime_events", NULL};
-    int c_calls = 1, runtime_events = 1;
+    static char *kwlist[] = {"c_calls", "tagged", "describe", "runtime_events", "monitoring",
+                             NULL};
+    int c_calls = 1, runtime_events = 1, monitoring = 0;
     PyObject *tagged = NULL, *describe = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|pOOp", kwlist, &c_calls, &tagged, &describe,
-                                     &runtime_events)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|pOOpp", kwlist, &c_calls, &tagged, &describe,
+                                     &runtime_events, &monitoring)) {
+        return -1;
+    }
+    if (monitoring && !FH_HAVE_MONITORING) {
+        PyErr_SetString(PyExc_ValueError, "the sys.monitoring backend needs CPython 3.12+");
         return -1;
     }
     if (self->state != FH_NEW) {
@@ -494,6 +514,7 @@ static int tracer_init(TracerObject *self, PyObject *args, PyObject *kwds) {
     Py_XSETREF(self->describe, describe == Py_None ? NULL : describe);
     self->c_calls = c_calls;
     self->runtime_events = runtime_events;
+    self->monitoring = monitoring;
     return 0;
 }
 
@@ -510,6 +531,7 @@ static PyObject *tracer_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     self->state = FH_NEW;
     self->c_calls = 1;
     self->runtime_events = 1;
+    self->tool_id = -1;
     return (PyObject *)self;
 }
 
@@ -536,6 +558,7 @@ static int tracer_clear(TracerObject *self) {
     Py_CLEAR(self->ctxs);
     Py_CLEAR(self->tagged);
     Py_CLEAR(self->describe);
+    Py_CLEAR(self->mon);
     return 0;
 }
 
@@ -563,6 +586,8 @@ static CtxObject *tracer_add_context(TracerObject *self, unsigned long thread_id
 
 static void tracer_uninstall(TracerObject *self);
 
+#include "monitoring.h"
+
 static PyObject *tracer_start(TracerObject *self, PyObject *Py_UNUSED(ignored)) {
     if (self->state != FH_NEW) {
         PyErr_SetString(PyExc_RuntimeError, self->state == FH_RECORDING
@@ -576,6 +601,11 @@ static PyObject *tracer_start(TracerObject *self, PyObject *Py_UNUSED(ignored)) 
     }
     /* The capsule import may run Python code: do it before anything is installed. */
     self->runtime = self->runtime_events ? runtime_api() : NULL;
+    if (self->monitoring && fh_mon_prepare(self) < 0) {
+        fh_mon_release(self);
+        self->state = FH_STOPPED;
+        return NULL;
+    }
     fh_pool_warm();
 
     fh_tick_anchor(&self->t0_ticks, &self->t0_ns);
@@ -593,7 +623,7 @@ static PyObject *tracer_start(TracerObject *self, PyObject *Py_UNUSED(ignored)) 
             goto error;
         }
         ctx->tstate = ts;
-        if (ts->c_profilefunc != fh_profile) {
+        if (!self->monitoring && ts->c_profilefunc != fh_profile) {
             ctx->prev_func = ts->c_profilefunc;
             ctx->prev_obj = ts->c_profileobj;
             Py_XINCREF(ctx->prev_obj);
@@ -603,6 +633,21 @@ static PyObject *tracer_start(TracerObject *self, PyObject *Py_UNUSED(ignored)) 
     Py_INCREF(self);
     fh_active = self;
     self->state = FH_RECORDING;
+    if (self->monitoring) {
+        CtxObject *mine = NULL;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
+            CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(self->ctxs, i);
+            ctx->recording = 1;
+            if (ctx->tstate == me) {
+                mine = ctx;
+            }
+        }
+        if (fh_mon_install(self, mine) < 0) {
+            tracer_uninstall(self);
+            goto error;
+        }
+        goto listen;
+    }
     /* Match contexts to the live thread list by address only: building the contexts
      * allocated, and a collection could have let a thread finish in the meantime. */
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts != NULL;
@@ -621,6 +666,7 @@ static PyObject *tracer_start(TracerObject *self, PyObject *Py_UNUSED(ignored)) 
             break;
         }
     }
+listen:
     if (self->runtime != NULL) {
         if (self->runtime->add_listener(on_runtime_event, self) < 0) {
             PyErr_Clear();
@@ -641,6 +687,9 @@ error:
 static void tracer_uninstall(TracerObject *self) {
     PyObject *exc_type, *exc_value, *exc_tb;
     PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    if (self->monitoring) {
+        fh_mon_uninstall(self);
+    }
     PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts != NULL;
          ts = PyThreadState_Next(ts)) {
@@ -706,7 +755,8 @@ static PyObject *tracer_thread_hook(TracerObject *self, PyObject *const *args, P
     }
     PyFrameObject *frame = (PyFrameObject *)args[0];
     PyObject *event = args[1];
-    if (self->state != FH_RECORDING || fh_active != self) {
+    if (self->state != FH_RECORDING || fh_active != self || self->monitoring) {
+        /* sys.monitoring sees every thread without it: the hook only had to run once */
         PyEval_SetProfile(NULL, NULL);
         Py_RETURN_NONE;
     }
@@ -722,7 +772,7 @@ static PyObject *tracer_thread_hook(TracerObject *self, PyObject *const *args, P
     ctx->recording = 1;
     PyEval_SetProfile(fh_profile, (PyObject *)ctx);
     if (is_call) {
-        record_py_call(ctx, frame);
+        record_py_call(ctx, fh_frame_code(frame), frame);
     } else if (is_c_call && ctx->c_calls) {
         record_c_call(ctx, args[2]);
     }
@@ -820,7 +870,13 @@ static PyObject *tracer_get_runtime_events(TracerObject *self, void *closure) {
     return PyBool_FromLong(self->runtime != NULL);
 }
 
+static PyObject *tracer_get_backend(TracerObject *self, void *closure) {
+    return PyUnicode_FromString(self->monitoring ? "monitoring" : "profile");
+}
+
 static PyGetSetDef tracer_getset[] = {
+    {"backend", (getter)tracer_get_backend, NULL,
+     "'monitoring' (sys.monitoring callbacks) or 'profile' (a C profile function)", NULL},
     {"state", (getter)tracer_get_state, NULL, "new, recording, stopped or refused", NULL},
     {"event_count", (getter)tracer_get_event_count, NULL, "events recorded so far", NULL},
     {"memory", (getter)tracer_get_memory, NULL, "bytes held by the recorded data", NULL},
@@ -1047,7 +1103,8 @@ static PyMethodDef fh_methods[FH_N_METHODS] = {
 static PyTypeObject TracerType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "framehook.profiler._tracer.Tracer",
-    .tp_doc = "Tracer(c_calls=True, tagged=(), describe=None, runtime_events=True)\n\n"
+    .tp_doc = "Tracer(c_calls=True, tagged=(), describe=None, runtime_events=True, "
+              "monitoring=False)\n\n"
               "Records Python and C calls of every thread between start() and stop().",
     .tp_basicsize = sizeof(TracerObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
@@ -1142,7 +1199,8 @@ PyMODINIT_FUNC PyInit__tracer(void) {
         add_int(m, "SITE_CODE", FH_SITE_CODE) < 0 || add_int(m, "SITE_NAME", FH_SITE_NAME) < 0 ||
         add_int(m, "FLAG_TAGGED", FH_FLAG_TAGGED) < 0 ||
         add_int(m, "MAX_START_DEPTH", FH_MAX_START_DEPTH) < 0 ||
-        add_int(m, "EVENT_SIZE", (long)sizeof(fh_event)) < 0) {
+        add_int(m, "EVENT_SIZE", (long)sizeof(fh_event)) < 0 ||
+        add_int(m, "HAVE_MONITORING", FH_HAVE_MONITORING) < 0) {
         goto error;
     }
     return m;

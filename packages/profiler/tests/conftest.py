@@ -8,7 +8,20 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from framehook.profiler import _tracer  # noqa: E402
+from framehook.profiler import _profiler, _tracer  # noqa: E402
+
+BACKENDS = [
+    "profile",
+    pytest.param("monitoring", marks=pytest.mark.skipif(
+        not _tracer.HAVE_MONITORING, reason="the sys.monitoring backend needs CPython 3.12+")),
+]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request, monkeypatch):
+    """Runs a test once per backend: Profiler() (backend "auto") resolves to it."""
+    monkeypatch.setattr(_profiler, "default_backend", lambda: request.param)
+    return request.param
 
 
 @pytest.fixture(autouse=True)

@@ -12,6 +12,9 @@ from framehook.profiler import (Profiler, ProfilerWarning, record_function, tag_
                                 untag_calls, _tracer)
 from fhprof_helpers import calls_of, only, shape
 
+# Each test runs against every backend this interpreter has.
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 def leaf():
     return 1

@@ -16,6 +16,9 @@ else:
 
 needs_runtime = pytest.mark.skipif(runtime is None, reason=_why or "runtime present")
 
+# Each test runs against every backend this interpreter has.
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 def original(x):
     return x + 1

@@ -1,6 +1,7 @@
 """Profiler: starts and stops the C tracer and turns its recording into a Profile."""
 from __future__ import annotations
 
+import sys
 import threading
 import types
 import warnings
@@ -26,11 +27,18 @@ class Profiler:
     c_calls: also record calls of C functions (builtins, methods of C types).
     runtime_events: record framehook-runtime's cache lookups and compiled regions when
         that package is installed.
+    backend: how calls are seen. ``"monitoring"``: C callbacks registered with
+        sys.monitoring (CPython 3.12+); ``"profile"``: a C profile function on every
+        thread (every version); ``"auto"`` (the default): the faster one for this
+        interpreter, which is ``"monitoring"`` on 3.12+ (see BENCHMARKS.md). The trees are
+        the same either way.
     """
 
-    def __init__(self, *, c_calls: bool = True, runtime_events: bool = True) -> None:
+    def __init__(self, *, c_calls: bool = True, runtime_events: bool = True,
+                 backend: str = "auto") -> None:
         self.c_calls = c_calls
         self.runtime_events = runtime_events
+        self.backend = resolve_backend(backend)
         self._tracer: Optional[Any] = None
         self._state = "new"
         self._profile: Optional[Profile] = None
@@ -52,7 +60,8 @@ class Profiler:
                                "a profiler records once (create a new one)")
         self._tracer = _tracer.Tracer(c_calls=self.c_calls, tagged=_tagging.tagged_codes(),
                                       describe=_tagging.describe,
-                                      runtime_events=self.runtime_events)
+                                      runtime_events=self.runtime_events,
+                                      monitoring=self.backend == "monitoring")
         self._note_thread_names()
         self._prev_thread_hook = thread_profile_hook()
         threading.setprofile(self._thread_hook)
@@ -137,6 +146,26 @@ class Profiler:
         memory = self._tracer.memory
         threads, events, clock = build(raw, self._thread_names, _internal_codes())
         return Profile(threads, events, clock.ns0, clock.end_ns, raw["clock"], memory)
+
+
+BACKENDS = ("auto", "monitoring", "profile")
+
+
+def default_backend() -> str:
+    """The backend "auto" stands for on this interpreter (the faster one, as measured)."""
+    return "monitoring" if _tracer.HAVE_MONITORING else "profile"
+
+
+def resolve_backend(backend: str) -> str:
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}; "
+                         f"got {backend!r}")
+    if backend == "auto":
+        return default_backend()
+    if backend == "monitoring" and not _tracer.HAVE_MONITORING:
+        raise ValueError("backend='monitoring' needs CPython 3.12+ (sys.monitoring); "
+                         "this is %d.%d" % sys.version_info[:2])
+    return backend
 
 
 def _internal_codes() -> FrozenSet[types.CodeType]:
