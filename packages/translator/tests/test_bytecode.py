@@ -87,6 +87,13 @@ def pad_with_nops(insts, opts):
         if inst.opname == "END_FOR" or (inst.opname == "POP_TOP" and insts[k - 1].opname == "END_FOR"):
             out.append(inst)
             continue
+        # Specialized calls skip a fixed neighbour: 3.11's PRECALL_NO_KW_LIST_APPEND jumps
+        # over the CALL after it, 3.12+'s CALL_(NO_KW_)LIST_APPEND over the POP_TOP after it.
+        # A NOP in between would make the interpreter run that neighbour twice.
+        if (inst.opname == "CALL" and insts[k - 1].opname == "PRECALL") or (
+                sys.version_info >= (3, 12) and inst.opname == "POP_TOP" and insts[k - 1].opname == "CALL"):
+            out.append(inst)
+            continue
         nop = create_instruction("NOP", positions=inst.positions)
         # jumps to ``inst`` now land on its NOP: move the label
         nop.exn_tab_entry = inst.exn_tab_entry

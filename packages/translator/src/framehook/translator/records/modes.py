@@ -111,10 +111,7 @@ def _shadow(fn: Callable[..., Any], args: tuple, kwargs: dict, kind: str, target
 
 def _translator(fn: Callable[..., Any], args: tuple, kwargs: dict, kind: str) -> ModeRun:
     tr = importlib.import_module("framehook.translator")
-    try:
-        optimized = tr.optimize(fn, backend="eager")
-    except TypeError:
-        optimized = tr.optimize(backend="eager")(fn)
+    optimized = tr.optimize(backend="eager")(fn)
     outcome = driver.run(optimized, args, kwargs, kind)
     decisions = None
     getter = getattr(tr, "last_decisions", None)

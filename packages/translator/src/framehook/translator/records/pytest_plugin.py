@@ -167,7 +167,7 @@ def pytest_pyfunc_call(pyfuncitem: Any) -> Any:
 
 def _run_under(session: _Session, fn: Any, kwargs: dict) -> Any:
     if session.backend:
-        target = session.optimize(fn, backend=session.backend)
+        target = session.optimize(backend=session.backend)(fn)
     else:
         target = fn
     if session.shadow:

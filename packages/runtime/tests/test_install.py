@@ -1,0 +1,28 @@
+"""Installation on an unsupported interpreter stops with a clear message."""
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent
+
+
+def other_interpreter(version):
+    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    found = sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", f"python{version}")))
+    return found[-1] if found else None
+
+
+@pytest.mark.parametrize("version", ["3.8", "3.7"])
+def test_setup_refuses_unsupported_python(version):
+    exe = other_interpreter(version)
+    if exe is None:
+        pytest.skip(f"no CPython {version} on this machine to try an unsupported install with")
+    out = subprocess.run([exe, "setup.py", "--name"], cwd=str(PACKAGE), capture_output=True, text=True)
+    assert out.returncode != 0
+    assert f"framehook-runtime supports CPython 3.9 to 3.13; this is {version}" in out.stderr
+    assert "error:" not in out.stderr.lower()  # no compiler error: it stopped before building
