@@ -307,9 +307,10 @@ def _global_state_now() -> Dict[str, Any]:
 class _Emitter:
     """Writes the body of the fast check function, reading each guarded source once."""
 
-    def __init__(self) -> None:
+    def __init__(self, uses: Dict[Source, int]) -> None:
         self.lines: List[str] = []
         self.var_of: Dict[Source, str] = {}
+        self.uses = uses
 
     def expr(self, source: Source) -> str:
         var = self.var_of.get(source)
@@ -324,6 +325,8 @@ class _Emitter:
             return ""
         var = self.var_of.get(source)
         if var is None:
+            if self.uses.get(source, 0) <= 1:
+                return self.expr(source)  # read once: a local would only add a store and a load
             var = f"v{len(self.var_of)}"
             self.lines.append(f"        {var} = {self.expr(source)}")
             self.var_of[source] = var
@@ -338,7 +341,14 @@ def build_check_fn(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals:
     for guard in ordered:
         guard.create(builder)
 
-    emitter = _Emitter()
+    uses: Dict[Source, int] = {}
+    for part in builder.parts:
+        sources = [part.guard.originating_source, part.guard.detail("other")]
+        for src in sources:
+            while isinstance(src, Source):
+                uses[src] = uses.get(src, 0) + (2 if src is not sources[0] and src is not sources[1] else 1)
+                src = src.base if isinstance(src, ChainedSource) else None
+    emitter = _Emitter(uses)
     for part in builder.parts:
         v = emitter.value(part.guard.originating_source)
         other = part.guard.detail("other")
