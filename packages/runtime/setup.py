@@ -10,6 +10,11 @@ if not ((3, 9) <= sys.version_info[:2] <= (3, 13)):
 if sys.implementation.name != "cpython":
     sys.exit("framehook-runtime needs CPython (PEP 523); this is %s." % sys.implementation.name)
 
+import sysconfig  # noqa: E402
+
+if sysconfig.get_config_var("Py_GIL_DISABLED"):
+    sys.exit("framehook-runtime needs the GIL; this is a free-threaded CPython build, which is not supported.")
+
 from setuptools import Extension, setup  # noqa: E402
 
 SOURCES = ["extra.c", "guarded.c", "frameview.c", "shadow.c", "events.c", "hook.c", "module.c"]

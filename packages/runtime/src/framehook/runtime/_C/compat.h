@@ -19,6 +19,10 @@ static inline PyObject *Py_XNewRef(PyObject *o) { Py_XINCREF(o); return o; }
 #define Py_XNewRef(o) Py_XNewRef((PyObject *)(o))
 #endif
 
+#ifdef Py_GIL_DISABLED
+#error "framehook-runtime needs the GIL: free-threaded CPython builds are not supported"
+#endif
+
 #define FH_PY311 (PY_VERSION_HEX >= 0x030B0000)
 #define FH_PY312 (PY_VERSION_HEX >= 0x030C0000)
 #define FH_PY313 (PY_VERSION_HEX >= 0x030D0000)
