@@ -173,12 +173,24 @@ def test_skip_code_runs_unmodified_even_in_run_only():
         assert f(1) == 1
 
 
-def test_dropping_code_frees_entries_and_check_functions():
-    class Guard:
-        def __call__(self, L):
-            return True
+class WeakGuard:
+    """A guard that accepts everything and can be watched through a weak reference."""
 
-    guard = Guard()
+    def __call__(self, f_locals):
+        return True
+
+
+def cached_with_weak_guard():
+    """A fresh function with one cache entry whose guard is only held by the cache."""
+    guard = WeakGuard()
+    f = make_function("def f(x):\n    return x\n", "f")
+    with rt.enable(targeting(f, lambda fr, e, s: rt.GuardedCode(variant(f, 3), guard))):
+        assert f(1) == 4
+    return f, weakref.ref(guard)
+
+
+def test_dropping_code_frees_entries_and_check_functions():
+    guard = WeakGuard()
     guard_ref = weakref.ref(guard)
     f = make_function("def f(x):\n    return x\n", "f")
     replacement = variant(f, 3)
@@ -197,16 +209,8 @@ def test_dropping_code_frees_entries_and_check_functions():
 
 
 def test_reset_code_frees_entries():
-    class Guard:
-        def __call__(self, L):
-            return True
-
-    guard = Guard()
-    guard_ref = weakref.ref(guard)
-    f = make_function("def f(x):\n    return x\n", "f")
-    with rt.enable(targeting(f, lambda fr, e, s: rt.GuardedCode(variant(f, 3), guard))):
-        f(1)
-    del guard
+    f, guard_ref = cached_with_weak_guard()
+    assert guard_ref() is not None
     assert len(rt.cache_entries(f.__code__)) == 1
     rt.reset_code(f.__code__)
     assert rt.cache_entries(f.__code__) == []

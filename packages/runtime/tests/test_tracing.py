@@ -32,48 +32,48 @@ def failing():
     raise ValueError("expected")
 
 
-def trace_events(fn, *args, hook=None):
+def recorded_events(install, fn, args, hook):
+    """Runs fn(*args) with a recorder installed by install(recorder), optionally under a
+    framehook callback; returns the result and the events outside the harness itself."""
     events = []
 
+    def run():
+        install(events)
+        try:
+            return fn(*args)
+        finally:
+            install(None)
+
+    if hook is None:
+        result = run()
+    else:
+        with rt.enable(hook):
+            result = run()
+    return result, [e for e in events if e[1] not in ("run", "settrace", "setprofile", "install")]
+
+
+def install_tracer(events):
     def tracer(frame, event, arg):
         events.append((event, frame.f_code.co_name, frame.f_lineno))
         return tracer
 
-    def run():
-        sys.settrace(tracer)
-        try:
-            return fn(*args)
-        finally:
-            sys.settrace(None)
-
-    if hook is None:
-        result = run()
-    else:
-        with rt.enable(hook):
-            result = run()
-    return result, [e for e in events if e[1] not in ("run", "settrace")]
+    sys.settrace(None if events is None else tracer)
 
 
-def profile_events(fn, *args, hook=None):
-    events = []
-
+def install_profiler(events):
     def profiler(frame, event, arg):
         name = arg.__name__ if event.startswith("c_") else frame.f_code.co_name
         events.append((event, name))
 
-    def run():
-        sys.setprofile(profiler)
-        try:
-            return fn(*args)
-        finally:
-            sys.setprofile(None)
+    sys.setprofile(None if events is None else profiler)
 
-    if hook is None:
-        result = run()
-    else:
-        with rt.enable(hook):
-            result = run()
-    return result, [e for e in events if e[1] not in ("run", "setprofile")]
+
+def trace_events(fn, *args, hook=None):
+    return recorded_events(install_tracer, fn, args, hook)
+
+
+def profile_events(fn, *args, hook=None):
+    return recorded_events(install_profiler, fn, args, hook)
 
 
 def test_settrace_sees_same_events():
