@@ -9,7 +9,9 @@ Usage: python ci/env_job.py [tests] [conformance]
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -22,14 +24,27 @@ def present_packages() -> list[str]:
 
 
 def install_packages() -> bool:
-    """Build and install every package from source for this interpreter (runtime first)."""
-    paths = [str(ROOT / "packages" / name) for name in present_packages()]
-    if not paths:
+    """Build and install every package from source for this interpreter (runtime first).
+
+    pip builds in the source tree (build/, *.egg-info), which the envs running in parallel
+    would share: each env builds from its own copy instead."""
+    names = present_packages()
+    if not names:
         return True
-    cmd = [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
-           "--force-reinstall", "--quiet", *paths]
-    print(f"[env_job] installing {', '.join(present_packages())}", flush=True)
-    return subprocess.call(cmd, cwd=str(ROOT)) == 0
+    scratch = Path(tempfile.mkdtemp(prefix="framehook-build-"))
+    try:
+        paths = []
+        for name in names:
+            dest = scratch / name
+            shutil.copytree(ROOT / "packages" / name, dest,
+                            ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.so"))
+            paths.append(str(dest))
+        cmd = [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
+               "--force-reinstall", "--quiet", *paths]
+        print(f"[env_job] installing {', '.join(names)}", flush=True)
+        return subprocess.call(cmd, cwd=str(scratch)) == 0
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def run_package_tests(results: Path) -> bool:

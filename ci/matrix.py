@@ -180,8 +180,13 @@ def print_conformance_table(versions: list[str], full: bool = True) -> tuple[int
                 cell = "ok*"
             else:
                 cell = "ok"
+            # one line per (status, reason), naming the modes it applies to
+            grouped: dict[tuple[str, str], list[str]] = {}
             for i in bad + skip:
-                notes.append(f"  {name} [{version} {i['mode']}] {i['status']}: {i.get('reason', '')}")
+                grouped.setdefault((i["status"], i.get("reason", "")), []).append(i["mode"])
+            for (status, reason), modes in grouped.items():
+                which = "all modes" if len(modes) == len(items) else ",".join(modes)
+                notes.append(f"  {name} [{version} {which}] {status}: {reason}")
             row += cell.ljust(col)
         print(row)
     if notes:
