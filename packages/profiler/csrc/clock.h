@@ -10,7 +10,24 @@
 #include <stdint.h>
 #include <time.h>
 
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+/* Build-time alternatives, for measuring what the clock costs (see BENCHMARKS.md):
+ * -DFH_CLOCK_RDTSCP, -DFH_CLOCK_MONOTONIC (clock_gettime through the vDSO), and
+ * -DFH_CLOCK_COUNTER (no clock at all: an event counter; durations are meaningless). */
+#if defined(FH_CLOCK_COUNTER)
+#define FH_CLOCK_NAME "counter"
+static uint64_t fh_counter;
+static inline uint64_t fh_ticks(void) { return fh_counter++; }
+#elif defined(FH_CLOCK_RDTSCP) && (defined(__x86_64__) || defined(__i386__))
+#include <x86intrin.h>
+#define FH_CLOCK_NAME "tscp"
+static inline uint64_t fh_ticks(void) {
+    unsigned aux;
+    return (uint64_t)__rdtscp(&aux);
+}
+#elif defined(FH_CLOCK_MONOTONIC)
+#define FH_CLOCK_NAME "monotonic"
+#define FH_TICKS_ARE_NS 1
+#elif (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #include <x86intrin.h>
 #define FH_CLOCK_NAME "tsc"
 static inline uint64_t fh_ticks(void) { return (uint64_t)__rdtsc(); }

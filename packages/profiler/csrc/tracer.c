@@ -92,7 +92,7 @@ static PyTypeObject AnnotatedType;
 /* The tracer that is recording (owned), or NULL: only one records at a time. */
 static TracerObject *fh_active = NULL;
 
-#define FH_N_METHODS 13
+#define FH_N_METHODS 14
 static PyMethodDef fh_methods[FH_N_METHODS]; /* every method of this module: fh_is_internal */
 
 /* Calls into this module (stopping, annotation enter/exit) are the profiler's own work,
@@ -476,6 +476,22 @@ static const fh_runtime_events_api *runtime_api(void) {
 /* ------------------------------------------------------------------------------------ */
 /* Tracer                                                                               */
 
+/* The tagged code objects as a tuple (new reference), or NULL with TypeError. */
+static PyObject *tagged_tuple(PyObject *tagged) {
+    PyObject *codes = tagged != NULL ? PySequence_Tuple(tagged) : PyTuple_New(0);
+    if (codes == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(codes); i++) {
+        if (!PyCode_Check(PyTuple_GET_ITEM(codes, i))) {
+            Py_DECREF(codes);
+            PyErr_SetString(PyExc_TypeError, "tagged must hold code objects");
+            return NULL;
+        }
+    }
+    return codes;
+}
+
 static int tracer_init(TracerObject *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"c_calls", "tagged", "describe", "runtime_events", "monitoring",
                              NULL};
@@ -493,16 +509,9 @@ static int tracer_init(TracerObject *self, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_RuntimeError, "Tracer cannot be re-initialised");
         return -1;
     }
-    PyObject *codes = tagged != NULL ? PySequence_Tuple(tagged) : PyTuple_New(0);
+    PyObject *codes = tagged_tuple(tagged);
     if (codes == NULL) {
         return -1;
-    }
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(codes); i++) {
-        if (!PyCode_Check(PyTuple_GET_ITEM(codes, i))) {
-            Py_DECREF(codes);
-            PyErr_SetString(PyExc_TypeError, "tagged must hold code objects");
-            return -1;
-        }
     }
     if (describe != Py_None && !PyCallable_Check(describe)) {
         Py_DECREF(codes);
@@ -775,6 +784,28 @@ static PyObject *tracer_thread_hook(TracerObject *self, PyObject *const *args, P
         record_py_call(ctx, fh_frame_code(frame), frame);
     } else if (is_c_call && ctx->c_calls) {
         record_c_call(ctx, args[2]);
+    }
+    Py_RETURN_NONE;
+}
+
+/* Replaces the tagged code objects, also for sites already interned (tag_calls and
+ * untag_calls while recording). */
+static PyObject *tracer_retag(TracerObject *self, PyObject *tagged) {
+    PyObject *codes = tagged_tuple(tagged);
+    if (codes == NULL) {
+        return NULL;
+    }
+    Py_XSETREF(self->tagged, codes);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
+        fh_sites *t = &((CtxObject *)PyList_GET_ITEM(self->ctxs, i))->sites;
+        for (size_t j = 0; t->slots != NULL && j <= t->mask; j++) {
+            fh_slot *slot = &t->slots[j];
+            if (slot->key1 != 0 && slot->kind == FH_SITE_PY) {
+                uint16_t flags = code_is_tagged(self, (PyCodeObject *)slot->a) ? FH_FLAG_TAGGED : 0;
+                slot->flags = flags;
+                t->sites[slot->key1 - 1].flags = flags;
+            }
+        }
     }
     Py_RETURN_NONE;
 }
@@ -1082,12 +1113,14 @@ static PyMethodDef fh_methods[FH_N_METHODS] = {
      "threading.setprofile hook that moves a new thread onto the C profile function."},
     {"collect", (PyCFunction)tracer_collect, METH_NOARGS,
      "The raw recording: clock anchors and, per thread, events (bytes) and sites."},
+    {"retag", (PyCFunction)tracer_retag, METH_O,
+     "Replace the tagged code objects (takes effect at once, also while recording)."},
     {NULL, NULL, 0, NULL},
-    /* 5: record_function */
+    /* 6: record_function */
     {"__enter__", (PyCFunction)recfn_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)(void (*)(void))recfn_exit, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
-    /* 8: module */
+    /* 9: module */
     {"clock_name", fh_get_clock_name, METH_NOARGS, "Name of the recording clock."},
     {"active", fh_get_active, METH_NOARGS, "The tracer that is recording, or None."},
     {"is_recording_thread", fh_is_recording_thread, METH_NOARGS,
@@ -1097,8 +1130,8 @@ static PyMethodDef fh_methods[FH_N_METHODS] = {
     {NULL, NULL, 0, NULL},
 };
 #define FH_TRACER_METHODS (fh_methods + 0)
-#define FH_RECFN_METHODS (fh_methods + 5)
-#define FH_MODULE_METHODS (fh_methods + 8)
+#define FH_RECFN_METHODS (fh_methods + 6)
+#define FH_MODULE_METHODS (fh_methods + 9)
 
 static PyTypeObject TracerType = {
     PyVarObject_HEAD_INIT(NULL, 0)

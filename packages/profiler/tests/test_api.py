@@ -136,6 +136,25 @@ def test_tagged_calls_record_class_instance_number_and_arrays():
     assert "Layer" in repr(calls[0].tag)
 
 
+def test_tags_registered_while_recording_take_effect_at_once():
+    class Layer:
+        def __call__(self, x):
+            return x
+
+    layer = Layer()
+    with Profiler() as prof:
+        layer(1)  # its call site is interned untagged
+        tag_calls(Layer)
+        layer(2)
+        untag_calls(Layer)
+        layer(3)
+    calls = calls_of(prof.profile, Layer.__call__)
+    assert [c.tag is not None for c in calls] == [False, True, False]
+    assert calls[1].tag.class_name.endswith("Layer")
+    with pytest.raises(TypeError, match="code objects"):
+        _tracer.Tracer().retag([1])
+
+
 def test_tag_calls_rejects_what_it_cannot_tag():
     class NoCall:
         pass

@@ -45,16 +45,26 @@ def _code_of(target: object) -> types.CodeType:
 def tag_calls(target: T) -> T:
     """Register a class (its ``__call__``) or a method: calls through it record their instance.
 
-    Returns ``target`` unchanged, so it also works as a decorator. Takes effect for
-    profilers started afterwards.
+    Returns ``target`` unchanged, so it also works as a decorator. Takes effect at once,
+    also for a profiler that is recording.
     """
     _registry[_code_of(target)] = target
+    _update_recording()
     return target
 
 
 def untag_calls(target: object) -> None:
     """Undo :func:`tag_calls` (a no-op when the target was not registered)."""
     _registry.pop(_code_of(target), None)
+    _update_recording()
+
+
+def _update_recording() -> None:
+    """Hands the registry to the tracer that is recording, if any."""
+    from . import _tracer
+    active = _tracer.active()
+    if active is not None:
+        active.retag(tagged_codes())
 
 
 def tagged_codes() -> Tuple[types.CodeType, ...]:
