@@ -34,6 +34,7 @@ _LAZY = {
     "register_global_state": "contexts",
     "Guard": "guards",
     "GuardKind": "guards",
+    "explain": "explain",
     "record": "records",
     "replay": "records",
 }

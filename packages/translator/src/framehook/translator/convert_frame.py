@@ -268,7 +268,7 @@ class ConvertFrame:
         self.hooks = hooks or Hooks()
         self.strict = strict
         self.dynamic = dynamic
-        self.translator = translator or MinimalTranslator
+        self.translator = translator or _default_translator()
         self._framehook_orig_callable = compiler_fn
 
     def __repr__(self) -> str:
@@ -406,6 +406,12 @@ class ConvertFrame:
         }
         log.info("translated %s [%s] with %d guards", _code_location(code), compile_id, len(guards))
         return runtime.GuardedCode(new_code, check_fn)
+
+
+def _default_translator() -> Callable[..., Any]:
+    """The symbolic interpreter (captures numpy code into graphs)."""
+    from .symbolic import SymbolicTranslator
+    return SymbolicTranslator
 
 
 def _dis_text(code: types.CodeType) -> str:

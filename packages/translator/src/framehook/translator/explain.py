@@ -1,0 +1,144 @@
+"""``explain(fn)(*args, **kwargs)``: what the translator captures of a call.
+
+    out = explain(step)(x, 0.1)
+    out.graph_count, out.graph_break_count
+    out.break_reasons[0].code, .reason, .filename, .lineno
+    print(out)                      # graphs, breaks with hints, op counts, guards, compile times
+
+The call runs once under ``optimize("eager")`` with the function's cache emptied first
+(and again afterwards), so every frame it translates is reported. When the call raises,
+the exception propagates with the report attached as ``exc.explain_output``.
+"""
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional
+
+from ._runtime import runtime
+from .graph import Graph
+from .symbolic import BREAKS, FrameReport, add_observer, remove_observer
+
+__all__ = ["explain", "ExplainOutput", "BreakReason"]
+
+
+@dataclass
+class BreakReason:
+    """One graph break: its identifier, why, and where in the user's code."""
+
+    code: str
+    reason: str
+    filename: Optional[str]
+    lineno: Optional[int]
+    function: str
+
+    @property
+    def hint(self) -> str:
+        return BREAKS[self.code].hint
+
+    def __str__(self) -> str:
+        where = f"{self.filename}:{self.lineno}" if self.filename else "<unknown location>"
+        return f"{self.code} in {self.function} at {where}: {self.reason}"
+
+
+@dataclass
+class ExplainOutput:
+    graphs: List[Graph] = field(default_factory=list)
+    break_reasons: List[BreakReason] = field(default_factory=list)
+    ops_per_graph: List[Dict[str, int]] = field(default_factory=list)
+    guards: List[str] = field(default_factory=list)
+    compile_times: List[float] = field(default_factory=list)
+    frames: List[FrameReport] = field(default_factory=list)
+    result: Any = None
+
+    @property
+    def graph_count(self) -> int:
+        return len(self.graphs)
+
+    @property
+    def graph_break_count(self) -> int:
+        return len(self.break_reasons)
+
+    @property
+    def op_count(self) -> int:
+        return sum(sum(ops.values()) for ops in self.ops_per_graph)
+
+    @property
+    def compile_time(self) -> float:
+        return sum(self.compile_times)
+
+    def __str__(self) -> str:
+        lines = [f"Graph count: {self.graph_count}", f"Graph break count: {self.graph_break_count}",
+                 f"Op count: {self.op_count}", f"Compile time: {self.compile_time * 1e3:.2f} ms", ""]
+        if self.break_reasons:
+            lines.append("Break reasons:")
+            for i, b in enumerate(self.break_reasons, 1):
+                lines.append(f"  {i}. {b}")
+                lines.append(f"     hint: {b.hint}")
+            lines.append("")
+        for i, (g, ops) in enumerate(zip(self.graphs, self.ops_per_graph), 1):
+            lines.append(f"Graph {i}: " + ", ".join(f"{k} x{v}" for k, v in sorted(ops.items())))
+            lines += ["  " + line for line in str(g).splitlines()]
+            lines.append("")
+        if self.guards:
+            lines.append("Guards:")
+            lines += [f"  {g}" for g in self.guards]
+        return "\n".join(lines).rstrip() + "\n"
+
+
+def _code_of(fn: Any) -> Optional[types.CodeType]:
+    from .eval_frame import innermost_fn
+    fn = innermost_fn(fn)
+    for candidate in (fn, getattr(fn, "__func__", None), getattr(type(fn), "__call__", None)):
+        code = getattr(candidate, "__code__", None)
+        if isinstance(code, types.CodeType):
+            return code
+    return None
+
+
+def explain(fn: Callable[..., Any]) -> Callable[..., ExplainOutput]:
+    """A callable that runs ``fn(*args, **kwargs)`` under the translator and reports
+    the graphs, graph breaks, op counts, guards and compile time (``.result`` holds the
+    return value)."""
+    if not callable(fn):
+        raise TypeError(f"explain() expects a callable, got {type(fn).__name__}")
+    from .eval_frame import innermost_fn, optimize
+
+    def run(*args: Any, **kwargs: Any) -> ExplainOutput:
+        reports: List[FrameReport] = []
+        code = _code_of(fn)
+        if code is not None:
+            runtime.reset_code(code)
+        add_observer(reports.append)
+        error: Optional[BaseException] = None
+        result = None
+        try:
+            result = optimize("eager")(innermost_fn(fn))(*args, **kwargs)
+        except Exception as e:
+            error = e
+        finally:
+            remove_observer(reports.append)
+            for seen in {id(r.code): r.code for r in reports}.values():
+                runtime.reset_code(seen)
+        out = _summarize(reports, result)
+        if error is not None:
+            error.explain_output = out  # type: ignore[attr-defined]
+            raise error
+        return out
+
+    return run
+
+
+def _summarize(reports: List[FrameReport], result: Any) -> ExplainOutput:
+    out = ExplainOutput(result=result, frames=reports)
+    for r in reports:
+        out.compile_times.append(r.compile_time)
+        out.guards.extend(r.guards)
+        if r.graph is not None:
+            out.graphs.append(r.graph)
+            out.ops_per_graph.append(r.graph.op_counts())
+        if r.graph_break is not None:
+            b = r.graph_break
+            out.break_reasons.append(BreakReason(b.code, b.reason, b.filename, b.lineno,
+                                                 getattr(r.code, "co_qualname", r.code.co_name)))
+    return out

@@ -1,0 +1,204 @@
+"""Graph -> one straight-line Python function.
+
+Operators are written infix (``x + y``, ``x[1:, None]``), numpy functions and other
+targets are bound as globals of the generated function under readable names
+(``numpy_exp``), constants that have no literal spelling likewise. The function has no
+loop and no per-node dispatch: it runs at the speed of the same numpy calls written out
+by hand.
+"""
+from __future__ import annotations
+
+import itertools
+import linecache
+import math
+import operator
+from typing import Any, Callable, Dict, List
+
+from .ir import Graph, Node, NodeKind, target_name
+
+__all__ = ["GraphCodegenError", "python_code", "compile_graph", "render_arg", "BINARY_OPS", "UNARY_OPS",
+           "INPLACE_OPS"]
+
+
+class GraphCodegenError(ValueError):
+    """The graph cannot be written as Python (malformed arguments, no output)."""
+
+
+BINARY_OPS: Dict[Any, str] = {
+    operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", operator.floordiv: "//",
+    operator.mod: "%", operator.pow: "**", operator.matmul: "@", operator.and_: "&", operator.or_: "|",
+    operator.xor: "^", operator.lshift: "<<", operator.rshift: ">>", operator.lt: "<", operator.le: "<=",
+    operator.gt: ">", operator.ge: ">=", operator.eq: "==", operator.ne: "!=",
+}
+INPLACE_OPS: Dict[Any, str] = {
+    operator.iadd: "+=", operator.isub: "-=", operator.imul: "*=", operator.itruediv: "/=",
+    operator.ifloordiv: "//=", operator.imod: "%=", operator.ipow: "**=", operator.imatmul: "@=",
+    operator.iand: "&=", operator.ior: "|=", operator.ixor: "^=", operator.ilshift: "<<=",
+    operator.irshift: ">>=",
+}
+UNARY_OPS: Dict[Any, str] = {operator.neg: "-", operator.pos: "+", operator.invert: "~"}
+
+_counter = itertools.count()
+
+
+def _literal(value: Any) -> bool:
+    if value is None or value is Ellipsis or isinstance(value, (bool, str, bytes)):
+        return True
+    if type(value) is int:
+        return True
+    if type(value) is float:
+        return math.isfinite(value)
+    if type(value) is complex:
+        return math.isfinite(value.real) and math.isfinite(value.imag)
+    return False
+
+
+class _Names:
+    """Globals of the generated function: one readable, unique name per bound object."""
+
+    def __init__(self) -> None:
+        self.globals: Dict[str, Any] = {}
+        self._by_id: Dict[int, str] = {}
+
+    def bind(self, obj: Any, hint: str) -> str:
+        key = id(obj)
+        name = self._by_id.get(key)
+        if name is not None:
+            return name
+        base = "".join(c if c.isalnum() else "_" for c in hint).strip("_") or "c"
+        name = f"__{base}"
+        n = 1
+        while name in self.globals:
+            n += 1
+            name = f"__{base}_{n}"
+        self.globals[name] = obj
+        self._by_id[key] = name
+        return name
+
+
+def render_arg(arg: Any, names: Any) -> str:
+    """Python source for an argument. ``names`` is a ``_Names`` (binding non-literals) or a
+    plain dict (for display: non-literals are shown by repr)."""
+    if isinstance(arg, Node):
+        return arg.name
+    t = type(arg)
+    if t is tuple:
+        inner = ", ".join(render_arg(a, names) for a in arg)
+        return f"({inner},)" if len(arg) == 1 else f"({inner})"
+    if t is list:
+        return "[" + ", ".join(render_arg(a, names) for a in arg) + "]"
+    if t is dict:
+        return "{" + ", ".join(f"{render_arg(k, names)}: {render_arg(v, names)}" for k, v in arg.items()) + "}"
+    if t is slice and not isinstance(names, _Names):
+        return _slice_text(arg, names)
+    if t is slice and any(isinstance(p, Node) for p in (arg.start, arg.stop, arg.step)):
+        return f"slice({render_arg(arg.start, names)}, {render_arg(arg.stop, names)}, {render_arg(arg.step, names)})"
+    if _literal(arg):
+        return "..." if arg is Ellipsis else repr(arg)
+    if isinstance(names, _Names):
+        return names.bind(arg, _hint(arg))
+    return _display(arg)
+
+
+def _slice_text(s: slice, names: Any) -> str:
+    parts = ["" if s.start is None else render_arg(s.start, names), "" if s.stop is None else render_arg(s.stop, names)]
+    if s.step is not None:
+        parts.append(render_arg(s.step, names))
+    return ":".join(parts)
+
+
+def _display(arg: Any) -> str:
+    if callable(arg) and hasattr(arg, "__name__"):
+        return target_name(arg)
+    text = repr(arg)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _hint(obj: Any) -> str:
+    if isinstance(obj, slice):
+        return "slice"
+    if callable(obj) and hasattr(obj, "__name__"):
+        return target_name(obj).replace(".", "_")
+    return type(obj).__name__
+
+
+def _index_text(idx: Any, names: _Names) -> str:
+    """``x[...]`` subscript text: slices as ``a:b:c``, tuples without parentheses."""
+    def one(i: Any) -> str:
+        if type(i) is slice:
+            return _slice_text(i, names)
+        return render_arg(i, names)
+    if type(idx) is tuple and idx:
+        return ", ".join(one(i) for i in idx) + ("," if len(idx) == 1 else "")
+    return one(idx)
+
+
+def _statement(node: Node, names: _Names) -> List[str]:
+    a = node.args
+    kw = node.kwargs
+    if node.kind is NodeKind.GETATTR:
+        return [f"{node.name} = {render_arg(a[0], names)}.{node.target}"]
+    if node.kind is NodeKind.OUTPUT:
+        return [f"return {render_arg(a[0], names)}"]
+    params = [render_arg(x, names) for x in (a[1:] if node.kind is NodeKind.CALL_METHOD else a)]
+    params += [f"{k}={render_arg(v, names)}" for k, v in kw.items()]
+    if node.kind is NodeKind.CALL_METHOD:
+        return [f"{node.name} = {render_arg(a[0], names)}.{node.target}({', '.join(params)})"]
+    target = node.target
+    if not kw:
+        if target in BINARY_OPS and len(a) == 2:
+            return [f"{node.name} = {params[0]} {BINARY_OPS[target]} {params[1]}"]
+        if target in UNARY_OPS and len(a) == 1:
+            return [f"{node.name} = {UNARY_OPS[target]}{params[0]}"]
+        if target in INPLACE_OPS and len(a) == 2:
+            return [f"{node.name} = {params[0]}", f"{node.name} {INPLACE_OPS[target]} {params[1]}"]
+        if target is operator.getitem and len(a) == 2:
+            return [f"{node.name} = {params[0]}[{_index_text(a[1], names)}]"]
+        if target is operator.setitem and len(a) == 3:
+            stmts = [f"{params[0]}[{_index_text(a[1], names)}] = {params[2]}"]
+            return stmts + ([f"{node.name} = None"] if node.users else [])
+    return [f"{node.name} = {names.bind(target, _hint(target))}({', '.join(params)})"]
+
+
+def _source(graph: Graph, names: _Names, fn_name: str) -> str:
+    if graph.output_node is None:
+        raise GraphCodegenError(f"graph {graph.name} has no output node")
+    args = ", ".join(n.name for n in graph.placeholders)
+    lines = [f"def {fn_name}({args}):"]
+    for node in graph.nodes:
+        if node.kind is NodeKind.PLACEHOLDER:
+            continue
+        for stmt in _statement(node, names):
+            lines.append(f"    {stmt}")
+    return "\n".join(lines) + "\n"
+
+
+def python_code(graph: Graph) -> str:
+    """The source of the function ``compile_graph`` builds (globals shown as ``__name``)."""
+    return _source(graph, _Names(), "forward")
+
+
+def _never_intercept(code: Any) -> None:
+    """The generated function runs numpy directly: the frame hook must leave it alone."""
+    try:
+        from framehook.runtime import skip_code
+    except ImportError:  # pragma: no cover - the runtime is a dependency of the package
+        return
+    skip_code(code)
+
+
+def compile_graph(graph: Graph) -> Callable[..., Any]:
+    """Compile the graph into a Python function taking its placeholders in order."""
+    names = _Names()
+    src = _source(graph, names, "forward")
+    filename = f"<framehook graph {graph.name} #{next(_counter)}>"
+    # so tracebacks through the graph show its source lines
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    scope: Dict[str, Any] = dict(names.globals)
+    scope["__builtins__"] = __builtins__
+    exec(compile(src, filename, "exec"), scope)  # noqa: S102 - source we generated
+    fn = scope["forward"]
+    _never_intercept(fn.__code__)
+    fn.__qualname__ = f"{graph.name}.forward"
+    fn.graph_source = src  # type: ignore[attr-defined]
+    return fn

@@ -1,0 +1,274 @@
+"""Nodes and graphs.
+
+A graph is a list of nodes in execution order. Node kinds:
+
+* ``placeholder``: an input (``target`` is the input's name);
+* ``call``: ``target(*args, **kwargs)`` for a function object (numpy function, ufunc, operator);
+* ``call_method``: ``args[0].<target>(*args[1:], **kwargs)``;
+* ``getattr``: ``args[0].<target>``;
+* ``output``: the graph's result, ``args[0]``: a node, a constant, or tuples/lists/dicts of them.
+
+Arguments hold nodes, constants, and tuples/lists/dicts/slices of those. Each node has a
+``meta`` dict: ``val`` (an ``ArrayMeta``/``ScalarMeta`` or None), ``stack`` (the user's
+location as ``(filename, lineno, function name)``) and ``impure`` (True for nodes that
+mutate their arguments; dead-code elimination keeps those).
+"""
+from __future__ import annotations
+
+import collections
+import enum
+import operator
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+__all__ = ["NodeKind", "Node", "Graph", "map_arg", "target_name", "IMPURE_TARGETS"]
+
+
+class NodeKind(str, enum.Enum):
+    PLACEHOLDER = "placeholder"
+    CALL = "call"
+    CALL_METHOD = "call_method"
+    GETATTR = "getattr"
+    OUTPUT = "output"
+
+
+#: call targets that mutate an argument in place
+IMPURE_TARGETS = frozenset({operator.setitem, operator.delitem, operator.iadd, operator.isub, operator.imul,
+                            operator.itruediv, operator.ifloordiv, operator.imod, operator.ipow,
+                            operator.imatmul, operator.iand, operator.ior, operator.ixor, operator.ilshift,
+                            operator.irshift})
+IMPURE_METHODS = frozenset({"fill", "sort", "put", "itemset", "resize", "setfield", "partition"})
+
+
+def target_name(target: Any) -> str:
+    """``numpy.add``, ``operator.getitem``, ``numpy.linalg.norm``: readable names of targets."""
+    if isinstance(target, str):
+        return target
+    module = getattr(target, "__module__", None)
+    name = getattr(target, "__name__", None) or type(target).__name__
+    if module is None and type(target).__name__ == "ufunc":
+        module = "numpy"
+    if module in (None, "builtins"):
+        return name
+    if module.startswith("numpy"):
+        # numpy.core.xxx / numpy._core.fromnumeric: show the public spelling
+        import numpy as np
+        if getattr(np, name, None) is target:
+            return f"numpy.{name}"
+        for sub in ("linalg", "fft", "random"):
+            if getattr(getattr(np, sub), name, None) is target:
+                return f"numpy.{sub}.{name}"
+    if module == "_operator":
+        module = "operator"
+    return f"{module}.{name}"
+
+
+def map_arg(arg: Any, fn: Callable[["Node"], Any]) -> Any:
+    """Apply ``fn`` to every node inside ``arg`` (tuples, lists, dicts, slices), rebuilding them."""
+    if isinstance(arg, Node):
+        return fn(arg)
+    t = type(arg)
+    if t is tuple:
+        return tuple(map_arg(a, fn) for a in arg)
+    if t is list:
+        return [map_arg(a, fn) for a in arg]
+    if t is dict:
+        return {k: map_arg(v, fn) for k, v in arg.items()}
+    if t is slice:
+        return slice(map_arg(arg.start, fn), map_arg(arg.stop, fn), map_arg(arg.step, fn))
+    return arg
+
+
+def _nodes_in(arg: Any, out: List["Node"]) -> None:
+    map_arg(arg, lambda n: out.append(n))
+
+
+class Node:
+    """One operation of a graph."""
+
+    __slots__ = ("graph", "name", "kind", "target", "args", "kwargs", "meta", "users")
+
+    def __init__(self, graph: "Graph", name: str, kind: NodeKind, target: Any, args: Tuple[Any, ...],
+                 kwargs: Dict[str, Any]) -> None:
+        self.graph = graph
+        self.name = name
+        self.kind = kind
+        self.target = target
+        self.args = args
+        self.kwargs = kwargs
+        self.meta: Dict[str, Any] = {}
+        self.users: Dict["Node", None] = {}
+
+    def inputs(self) -> List["Node"]:
+        found: List[Node] = []
+        _nodes_in(self.args, found)
+        _nodes_in(self.kwargs, found)
+        return found
+
+    @property
+    def impure(self) -> bool:
+        if self.meta.get("impure"):
+            return True
+        if self.kind is NodeKind.CALL:
+            return self.target in IMPURE_TARGETS or "out" in self.kwargs
+        if self.kind is NodeKind.CALL_METHOD:
+            return self.target in IMPURE_METHODS or "out" in self.kwargs
+        return False
+
+    def format(self) -> str:
+        """One line: ``t3: float64(4, 3) = call numpy.exp(t2)  # file.py:12 in f``."""
+        from .codegen import render_arg
+        val = self.meta.get("val")
+        head = f"{self.name}: {val}" if val is not None else self.name
+        if self.kind is NodeKind.PLACEHOLDER:
+            body = f"placeholder {self.target}"
+        elif self.kind is NodeKind.OUTPUT:
+            body = f"output {render_arg(self.args[0], {})}"
+        elif self.kind is NodeKind.GETATTR:
+            body = f"getattr {render_arg(self.args[0], {})}.{self.target}"
+        else:
+            parts = [render_arg(a, {}) for a in self.args]
+            parts += [f"{k}={render_arg(v, {})}" for k, v in self.kwargs.items()]
+            name = self.target if self.kind is NodeKind.CALL_METHOD else target_name(self.target)
+            body = f"{self.kind.value} {name}({', '.join(parts)})"
+        text = f"{head} = {body}"
+        stack = self.meta.get("stack")
+        if stack:
+            filename, lineno, fname = stack
+            text += f"  # {filename.rsplit('/', 1)[-1]}:{lineno} in {fname}"
+        return text
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class Graph:
+    """An ordered list of nodes with one output node."""
+
+    def __init__(self, name: str = "graph") -> None:
+        self.name = name
+        self.nodes: List[Node] = []
+        self._names: collections.Counter = collections.Counter()
+        self._forward: Optional[Callable[..., Any]] = None
+        self.meta: Dict[str, Any] = {}
+
+    # ---- construction
+    def _fresh(self, base: str) -> str:
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "v"
+        if base[0].isdigit():
+            base = "_" + base
+        n = self._names[base]
+        self._names[base] += 1
+        return base if n == 0 and base not in _RESERVED else f"{base}_{n + 1}"
+
+    def _add(self, kind: NodeKind, target: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any],
+             name: str, meta: Any = None, stack: Any = None) -> Node:
+        if self.nodes and self.nodes[-1].kind is NodeKind.OUTPUT:
+            raise ValueError("the graph already has its output node")
+        node = Node(self, self._fresh(name), kind, target, tuple(args), dict(kwargs))
+        node.meta["val"] = meta
+        if stack is not None:
+            node.meta["stack"] = stack
+        for inp in node.inputs():
+            if inp.graph is not self:
+                raise ValueError(f"node {inp.name} belongs to another graph")
+            inp.users[node] = None
+        self.nodes.append(node)
+        self._forward = None
+        return node
+
+    def placeholder(self, name: str, meta: Any = None) -> Node:
+        """A new input, placed after the existing inputs (before every operation)."""
+        node = self._add(NodeKind.PLACEHOLDER, name, (), {}, name, meta)
+        self.nodes.pop()
+        self.nodes.insert(len(self.placeholders), node)
+        return node
+
+    def call(self, target: Callable[..., Any], args: Tuple[Any, ...] = (), kwargs: Optional[Dict[str, Any]] = None,
+             *, meta: Any = None, stack: Any = None) -> Node:
+        if not callable(target):
+            raise TypeError(f"call target must be callable, got {type(target).__name__}")
+        name = getattr(target, "__name__", "call")
+        return self._add(NodeKind.CALL, target, args, kwargs or {}, name, meta, stack)
+
+    def call_method(self, method: str, args: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]] = None, *,
+                    meta: Any = None, stack: Any = None) -> Node:
+        if not method.isidentifier() or not args:
+            raise ValueError("call_method needs a method name and the object as first argument")
+        return self._add(NodeKind.CALL_METHOD, method, args, kwargs or {}, method, meta, stack)
+
+    def getattr(self, obj: Any, attr: str, *, meta: Any = None, stack: Any = None) -> Node:
+        if not attr.isidentifier():
+            raise ValueError(f"{attr!r} is not an attribute name")
+        return self._add(NodeKind.GETATTR, attr, (obj,), {}, attr, meta, stack)
+
+    def output(self, value: Any) -> Node:
+        return self._add(NodeKind.OUTPUT, "output", (value,), {}, "output")
+
+    # ---- queries
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def placeholders(self) -> List[Node]:
+        return [n for n in self.nodes if n.kind is NodeKind.PLACEHOLDER]
+
+    @property
+    def output_node(self) -> Optional[Node]:
+        return self.nodes[-1] if self.nodes and self.nodes[-1].kind is NodeKind.OUTPUT else None
+
+    def operations(self) -> List[Node]:
+        return [n for n in self.nodes if n.kind not in (NodeKind.PLACEHOLDER, NodeKind.OUTPUT)]
+
+    def op_counts(self) -> Dict[str, int]:
+        """Operations by target name, e.g. ``{"numpy.exp": 1, "operator.truediv": 1}``."""
+        counts: Dict[str, int] = collections.Counter()
+        for n in self.operations():
+            key = (f".{n.target}" if n.kind in (NodeKind.CALL_METHOD, NodeKind.GETATTR)
+                   else target_name(n.target))
+            counts[key] += 1
+        return dict(counts)
+
+    def eliminate_dead_code(self) -> int:
+        """Remove pure operations whose value nobody uses; returns how many were removed."""
+        removed = 0
+        for node in reversed(list(self.nodes)):
+            if node.kind in (NodeKind.PLACEHOLDER, NodeKind.OUTPUT) or node.users or node.impure:
+                continue
+            for inp in node.inputs():
+                inp.users.pop(node, None)
+            self.nodes.remove(node)
+            removed += 1
+        if removed:
+            self._forward = None
+        return removed
+
+    # ---- code
+    def python_code(self) -> str:
+        from .codegen import python_code
+        return python_code(self)
+
+    @property
+    def forward(self) -> Callable[..., Any]:
+        """The graph as one generated straight-line Python function (compiled once)."""
+        if self._forward is None:
+            from .codegen import compile_graph
+            self._forward = compile_graph(self)
+        return self._forward
+
+    def __call__(self, *inputs: Any) -> Any:
+        return self.forward(*inputs)
+
+    def __str__(self) -> str:
+        lines = [f"graph {self.name}({', '.join(n.name for n in self.placeholders)}):"]
+        lines += [f"    {n.format()}" for n in self.nodes]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<Graph {self.name}: {len(self.placeholders)} inputs, {len(self.operations())} operations>"
+
+
+_RESERVED = frozenset({"output", "np", "numpy", "operator", "builtins"} | set(__import__("keyword").kwlist)
+                      | set(dir(__import__("builtins"))))

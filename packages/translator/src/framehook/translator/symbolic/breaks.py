@@ -1,0 +1,123 @@
+"""Graph-break identifiers: ``FH`` + number, each with a one-line explanation and a hint.
+
+Documented in ``docs/graph-breaks.md`` (generated from this table by ``render_markdown``;
+a test checks the page is up to date).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Optional
+
+from ..exc import Unsupported
+
+__all__ = ["BreakKind", "BREAKS", "GraphBreak", "render_markdown"]
+
+
+@dataclass(frozen=True)
+class BreakKind:
+    code: str
+    title: str
+    explanation: str
+    hint: str
+
+
+_TABLE = [
+    BreakKind("FH001", "unsupported instruction",
+              "the frame uses a bytecode instruction the symbolic interpreter does not execute",
+              "move the construct (e.g. a generator, an async construct, `del` of a global) out of the "
+              "optimized function"),
+    BreakKind("FH002", "data-dependent control flow",
+              "a branch (`if`, `while`, `and`/`or`, an assert) depends on the contents of an array",
+              "compute both sides and select with `np.where`, or move the decision out of the function"),
+    BreakKind("FH003", "call to an unsupported callable",
+              "the function calls something the translator cannot look into (a C function outside numpy, "
+              "a class constructor, a method of an unknown object)",
+              "call it outside the optimized function, or wrap the numpy part in its own function"),
+    BreakKind("FH004", "unsupported numpy function or arguments",
+              "a numpy function (or array method) is not in the supported set, or is called with arguments "
+              "it cannot capture",
+              "see the supported list in the translator README; rewrite with supported functions"),
+    BreakKind("FH005", "I/O or other side effect",
+              "the function prints, opens files or does other I/O while running",
+              "do the I/O outside the optimized function (return what you want to print)"),
+    BreakKind("FH006", "mutation of state outside the frame",
+              "the function stores a global, an attribute, a closure variable of an enclosing function, "
+              "or mutates a container it received",
+              "return the new value instead and store it at the caller"),
+    BreakKind("FH007", "try/except/finally or with block",
+              "the frame runs code inside a try, except, finally or with block",
+              "move the array computation out of the try/with block into a helper function"),
+    BreakKind("FH008", "unsupported Python value",
+              "the function reads a value of a type the translator does not model (an object of a user "
+              "class, a generator, a set of arrays, ...)",
+              "pass arrays, numbers, strings, tuples, lists and dicts of those"),
+    BreakKind("FH009", "the code raises",
+              "the traced code raises an exception (an explicit raise, or an operation that fails for "
+              "these inputs)",
+              "nothing to do when the exception is intended: the frame runs unmodified and raises"),
+    BreakKind("FH010", "loop unroll limit",
+              "a loop ran more iterations than config.max_unrolled_iterations while being traced",
+              "raise config.max_unrolled_iterations, or use a vectorized numpy formulation"),
+    BreakKind("FH011", "data-dependent shape",
+              "an operation's result shape depends on array contents (boolean-mask indexing, nonzero, "
+              "unique, shape arguments computed from array values)",
+              "use `np.where(mask, a, b)` instead of masking, or move the operation out of the function"),
+    BreakKind("FH012", "array value converted to a Python object",
+              "an array or numpy scalar computed in the graph is turned into a Python number, bool, list or "
+              "string (`float(x)`, `x.item()`, `x.tolist()`, `bool(x)`, formatting)",
+              "keep the value as a numpy scalar or 0-d array, or return it and convert at the caller"),
+    BreakKind("FH013", "unsupported array attribute",
+              "the code reads an array attribute the translator does not model (strides, flags, ctypes, "
+              "base, ...)",
+              "read it outside the optimized function"),
+    BreakKind("FH014", "cannot inline the call",
+              "a user function could not be inlined (a generator or coroutine function, recursion deeper "
+              "than the inlining limit, arguments that do not bind)",
+              "call it outside the optimized function, or decorate it separately"),
+    BreakKind("FH015", "instruction budget exhausted",
+              "tracing executed more instructions than config.max_traced_instructions (a long `while` loop)",
+              "raise config.max_traced_instructions or vectorize the loop"),
+]
+
+BREAKS: Dict[str, BreakKind] = {k.code: k for k in _TABLE}
+
+
+class GraphBreak(Unsupported):
+    """Capture stops here. Carries the identifier, the user's location and a reason."""
+
+    def __init__(self, code: str, reason: str, filename: Optional[str] = None, lineno: Optional[int] = None) -> None:
+        if code not in BREAKS:
+            raise ValueError(f"unknown graph-break identifier {code!r}")
+        self.code = code
+        self.reason = reason
+        self.filename = filename
+        self.lineno = lineno
+        super().__init__(self._message())
+
+    @property
+    def kind(self) -> BreakKind:
+        return BREAKS[self.code]
+
+    def locate(self, filename: str, lineno: Optional[int]) -> "GraphBreak":
+        if self.filename is None:
+            self.filename = filename
+            self.lineno = lineno
+            self.args = (self._message(),)
+        return self
+
+    def _message(self) -> str:
+        where = f" at {self.filename}:{self.lineno}" if self.filename else ""
+        return f"{self.code} ({BREAKS[self.code].title}){where}: {self.reason}. Hint: {BREAKS[self.code].hint}"
+
+
+def render_markdown() -> str:
+    lines = ["# Graph-break identifiers", "",
+             "When the translator cannot capture part of a function it stops the graph there (a *graph",
+             "break*) and the frame runs its original code. Every break carries one of these identifiers;",
+             "`explain(fn)(*args)` lists them with the file and line, and with `nopython=True` the error",
+             "message starts with it. This page is generated from",
+             "`packages/translator/src/framehook/translator/symbolic/breaks.py`.", ""]
+    for k in _TABLE:
+        lines += [f"## {k.code}: {k.title}", "", k.explanation[0].upper() + k.explanation[1:] + ".", "",
+                  f"Hint: {k.hint}.", ""]
+    return "\n".join(lines)

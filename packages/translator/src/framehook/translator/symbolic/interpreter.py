@@ -1,0 +1,1263 @@
+"""The symbolic bytecode interpreter (3.9-3.13).
+
+``Tracer`` owns the graph and the guards; ``FrameTracer`` executes one code object (the
+translated frame, or a user function being inlined) instruction by instruction on
+symbolic values (``values.py``). Array operations become graph nodes; everything known
+at trace time is computed on the spot, guarded where it was read. Whatever cannot be
+handled raises ``GraphBreak`` with an ``FH`` identifier.
+"""
+from __future__ import annotations
+
+import builtins
+import inspect
+import math
+import operator
+import sys
+import types
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..bytecode import decode
+from ..config import config
+from ..graph import ArrayMeta, Graph, ScalarMeta, SymDim
+from ..guards import GuardKind
+from ..sources import (AttrSource, ClosureCellSource, GlobalSource, IndexSource, ItemSource, LocalSource,
+                       Source, is_literal)
+from . import numpy_support as nps
+from .breaks import GraphBreak
+from .values import (NULL, Cell, CellV, Const, DictV, FuncV, IterV, Lazy, ListV, MethodV, NullV, Tensor, TupleV,
+                     V)
+
+__all__ = ["Tracer", "FrameTracer", "ReturnValue"]
+
+PY310 = sys.version_info >= (3, 10)
+PY311 = sys.version_info >= (3, 11)
+PY312 = sys.version_info >= (3, 12)
+PY313 = sys.version_info >= (3, 13)
+
+_NOT_INLINABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+
+BINARY_NAMES: Dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "//": operator.floordiv,
+    "%": operator.mod, "**": operator.pow, "@": operator.matmul, "&": operator.and_, "|": operator.or_,
+    "^": operator.xor, "<<": operator.lshift, ">>": operator.rshift,
+    "+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
+    "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow, "@=": operator.imatmul,
+    "&=": operator.iand, "|=": operator.ior, "^=": operator.ixor, "<<=": operator.ilshift, ">>=": operator.irshift,
+}
+_OLD_BINARY = {"ADD": "+", "SUBTRACT": "-", "MULTIPLY": "*", "TRUE_DIVIDE": "/", "FLOOR_DIVIDE": "//",
+               "MODULO": "%", "POWER": "**", "MATRIX_MULTIPLY": "@", "AND": "&", "OR": "|", "XOR": "^",
+               "LSHIFT": "<<", "RSHIFT": ">>"}
+for _k, _v in _OLD_BINARY.items():
+    BINARY_NAMES[f"BINARY_{_k}"] = BINARY_NAMES[_v]
+    BINARY_NAMES[f"INPLACE_{_k}"] = BINARY_NAMES[_v + "="]
+INPLACE_TO_PLAIN = {BINARY_NAMES[k + "="]: BINARY_NAMES[k] for k in _OLD_BINARY.values()}
+COMPARE: Dict[str, Callable[[Any, Any], Any]] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
+
+_IMMUTABLE_TYPES = (int, float, complex, bool, str, bytes, type(None), range, slice, np.dtype, np.generic,
+                    type(Ellipsis))
+_NUMPY_INDEXERS = (np.mgrid, np.ogrid, np.s_, np.index_exp)
+
+
+class ReturnValue(Exception):
+    def __init__(self, value: V) -> None:
+        self.value = value
+
+
+def _const_value(v: V) -> Any:
+    """The Python value of a symbolic value known at trace time, or raise KeyError."""
+    if isinstance(v, Const):
+        return v.value
+    if isinstance(v, TupleV):
+        return tuple(_const_value(i) for i in v.items)
+    raise KeyError(v)
+
+
+class Tracer:
+    """One translation: the graph, the inputs read so far and the guards."""
+
+    def __init__(self, code: types.CodeType, f_globals: Dict[str, Any], f_builtins: Dict[str, Any],
+                 add_guard: Callable[[Any], None], name: str = "graph") -> None:
+        self.code = code
+        self.f_globals = f_globals
+        self.f_builtins = f_builtins
+        self.add_guard = add_guard
+        self.graph = Graph(name)
+        self.by_source: Dict[Source, V] = {}
+        self.inputs: Dict[Any, Source] = {}        # placeholder node -> source
+        self.first_source_of: Dict[int, Tuple[Source, V]] = {}
+        self.instructions = 0
+        self.current: Optional[FrameTracer] = None
+        self.keepalive: List[Any] = []
+        self.dynamic_dims: Callable[[Source, np.ndarray], Tuple[int, ...]] = lambda source, value: ()
+        self._syms = 0
+
+    def next_sym(self) -> int:
+        self._syms += 1
+        return self._syms - 1
+
+    # ------------------------------------------------------------ reading inputs
+    def guard(self, source: Optional[Source], kind: GuardKind, **details: Any) -> None:
+        if source is not None:
+            self.add_guard(source.make_guard(kind, **details))
+
+    def placeholder_for(self, source: Source, meta: Any) -> Any:
+        base = source.name()
+        name = "".join(c if c.isalnum() else "_" for c in base.replace("L[", "").replace("G[", "g_")).strip("_")
+        node = self.graph.placeholder(name or "input", meta)
+        self.inputs[node] = source
+        return node
+
+    def wrap(self, value: Any, source: Optional[Source]) -> V:
+        """A symbolic value for ``value`` read from ``source`` (None: trusted, unguarded)."""
+        if source is not None:
+            known = self.by_source.get(source)
+            if known is not None:
+                return known
+        v = self._wrap(value, source)
+        if source is not None:
+            self.by_source[source] = v
+        return v
+
+    def _wrap(self, value: Any, source: Optional[Source]) -> V:
+        t = type(value)
+        if isinstance(value, (np.ndarray, np.generic)) or t in (int, float, complex):
+            if source is None:
+                if t in (int, float, complex) or isinstance(value, np.generic):
+                    return Const(value)
+                raise self.brk("FH008", "an array that is not reachable from the frame's inputs")
+            if isinstance(value, np.ndarray) and t is not np.ndarray:
+                raise self.brk("FH008", f"an array subclass ({t.__module__}.{t.__qualname__}) at {source.name()}")
+            if isinstance(value, np.ndarray) and value.dtype.hasobject:
+                raise self.brk("FH008", f"an object array at {source.name()}")
+            seen = self.first_source_of.get(id(value))
+            if seen is not None and isinstance(value, np.ndarray):
+                self.guard(source, GuardKind.DUPLICATE_INPUT, other=seen[0])
+                return seen[1]
+            if isinstance(value, np.ndarray):
+                dims = self.dynamic_dims(source, value)
+                self.guard(source, GuardKind.NDARRAY_MATCH, **({"dynamic_dims": dims} if dims else {}))
+                meta: Any = ArrayMeta.of(value)
+                if dims:
+                    meta = ArrayMeta(tuple(SymDim(f"s{self.next_sym()}", d) if i in dims else d
+                                           for i, d in enumerate(value.shape)), value.dtype)
+            else:
+                self.guard(source, GuardKind.TYPE_MATCH)
+                meta = ArrayMeta.of(value) if isinstance(value, np.generic) else ScalarMeta(t, value)
+            v = Tensor(self.placeholder_for(source, meta), meta, source)
+            if isinstance(value, np.ndarray):
+                self.first_source_of[id(value)] = (source, v)
+                self.keepalive.append(value)
+            return v
+        if value is None or t is bool or value is Ellipsis or value is NotImplemented:
+            self.guard(source, GuardKind.CONSTANT_MATCH)
+            return Const(value, source)
+        if t in (str, bytes, range, slice):
+            self.guard(source, GuardKind.EQUALS_MATCH)
+            return Const(value, source)
+        if t is tuple or t is list:
+            self.guard(source, GuardKind.LENGTH_CHECK)
+            items = [self.wrap(x, IndexSource(source, i) if source is not None else None) for i, x in enumerate(value)]
+            return TupleV(items, source) if t is tuple else ListV(items, source)
+        if t is dict:
+            if not all(isinstance(k, (str, int)) and type(k) in (str, int) for k in value):
+                raise self.brk("FH008", "a dict whose keys are not all strings or ints")
+            self.guard(source, GuardKind.DICT_KEYS)
+            return DictV({k: self.wrap(x, ItemSource(source, k) if source is not None else None)
+                          for k, x in value.items()}, source)
+        if isinstance(value, types.FunctionType):
+            self.guard(source, GuardKind.ID_MATCH)
+            same_globals = value.__globals__ is self.f_globals
+            base = None if same_globals else (AttrSource(source, "__globals__") if source is not None else None)
+            if not same_globals and source is None:
+                return Const(value)
+            cells = []
+            for i, cell in enumerate(value.__closure__ or ()):
+                cells.append(Cell(_CellContents(cell, ClosureCellSource(source, i) if source is not None else None),
+                                  external=True))
+            defaults = [self.wrap(d, IndexSource(AttrSource(source, "__defaults__"), i) if source is not None else None)
+                        for i, d in enumerate(value.__defaults__ or ())]
+            kwdefaults = {k: self.wrap(d, ItemSource(AttrSource(source, "__kwdefaults__"), k)
+                                       if source is not None else None)
+                          for k, d in (value.__kwdefaults__ or {}).items()}
+            return FuncV(value.__code__, value.__globals__, value.__name__, defaults=defaults, kwdefaults=kwdefaults,
+                         closure=cells, fn=value, source=source, globals_base=base)
+        if any(value is special for special in _NUMPY_INDEXERS):
+            return Const(value, source)
+        if (isinstance(value, (types.ModuleType, types.BuiltinFunctionType, type, np.ufunc, np.dtype))
+                or nps.is_numpy_callable(value) or callable(value) and nps.is_numpy_module(
+                    sys.modules.get(getattr(value, "__module__", None) or "", None))):
+            self.guard(source, GuardKind.ID_MATCH)
+            return Const(value, source)
+        raise self.brk("FH008", f"a value of type {t.__module__}.{t.__qualname__}"
+                       + (f" at {source.name()}" if source is not None else ""))
+
+    # ------------------------------------------------------------ errors
+    def brk(self, code: str, reason: str) -> GraphBreak:
+        e = GraphBreak(code, reason)
+        if self.current is not None:
+            self.current.locate(e)
+        return e
+
+    # ------------------------------------------------------------ recording
+    def stack_location(self) -> Any:
+        fr = self.current
+        if fr is None:
+            return None
+        return (fr.code.co_filename, fr.lineno, fr.code.co_name)
+
+    def to_arg(self, v: V) -> Any:
+        """The graph argument for a symbolic value (nodes, constants, containers of them)."""
+        if isinstance(v, Tensor):
+            return v.node
+        if isinstance(v, Const):
+            return v.value
+        if isinstance(v, TupleV):
+            return tuple(self.to_arg(i) for i in v.items)
+        if isinstance(v, ListV):
+            return [self.to_arg(i) for i in v.items]
+        if isinstance(v, DictV):
+            return {k: self.to_arg(i) for k, i in v.items.items()}
+        raise self.brk("FH008", f"cannot pass {v.describe()} to a graph operation")
+
+    def to_proxy(self, v: V) -> Any:
+        if isinstance(v, Tensor):
+            return v.meta.proxy()
+        if isinstance(v, Const):
+            return v.value
+        if isinstance(v, TupleV):
+            return tuple(self.to_proxy(i) for i in v.items)
+        if isinstance(v, ListV):
+            return [self.to_proxy(i) for i in v.items]
+        if isinstance(v, DictV):
+            return {k: self.to_proxy(i) for k, i in v.items.items()}
+        raise self.brk("FH008", f"cannot pass {v.describe()} to a graph operation")
+
+    def record(self, target: Any, args: List[V], kwargs: Optional[Dict[str, V]] = None, *, method: Optional[str] = None,
+               name: Optional[str] = None, linalg: bool = False) -> V:
+        """Add a call (or method call) node; its metadata comes from running it on proxies."""
+        kwargs = kwargs or {}
+        label = name or (f".{method}" if method else nps.numpy_name(target))
+        gargs = tuple(self.to_arg(a) for a in args)
+        gkwargs = {k: self.to_arg(a) for k, a in kwargs.items()}
+        pargs = tuple(self.to_proxy(a) for a in args)
+        pkwargs = {k: self.to_proxy(a) for k, a in kwargs.items()}
+        try:
+            if method is not None:
+                result = nps.run_on_proxies(getattr(pargs[0], method), pargs[1:], pkwargs)
+            else:
+                result = nps.run_on_proxies(target, pargs, pkwargs, linalg=linalg)
+        except Exception as e:
+            raise self.brk("FH009", f"{label} raised {type(e).__name__}: {e}") from None
+        stack = self.stack_location()
+        if method is not None:
+            node = self.graph.call_method(method, gargs, gkwargs, stack=stack)
+        else:
+            node = self.graph.call(target, gargs, gkwargs, stack=stack)
+        tensors = [a for a in _flatten(args + list(kwargs.values())) if isinstance(a, Tensor) and a.is_array]
+        symbolic = any(not a.meta.is_static for a in tensors)
+        return self.wrap_result(node, result, bool(tensors), label, symbolic)
+
+    def wrap_result(self, node: Any, result: Any, from_arrays: bool, label: str, symbolic: bool = False) -> V:
+        if isinstance(result, (np.ndarray, np.generic)):
+            if isinstance(result, np.ndarray) and (type(result) is not np.ndarray or result.dtype.hasobject):
+                raise self.brk("FH004", f"{label} returned {type(result).__name__} of dtype {result.dtype}")
+            meta = ArrayMeta.of(result)
+            if symbolic and meta.is_array:
+                # computed from arrays with symbolic dimensions: no dimension is known for sure
+                meta = ArrayMeta(tuple(SymDim(f"s{self.next_sym()}", d) for d in meta.shape), meta.dtype)
+            node.meta["val"] = meta
+            return Tensor(node, meta)
+        if type(result) in (int, float, complex, bool):
+            if from_arrays:
+                raise self.brk("FH012", f"{label} turns an array into a Python {type(result).__name__}")
+            meta = ScalarMeta(type(result), result)
+            node.meta["val"] = meta
+            return Tensor(node, meta)
+        if result is None and node.impure:
+            return Const(None)
+        if type(result) in (tuple, list) or (isinstance(result, tuple) and hasattr(result, "_fields")):
+            if isinstance(result, tuple) and type(result) is not tuple:
+                raise self.brk("FH004", f"{label} returned a named tuple ({type(result).__name__})")
+            items = []
+            for i, r in enumerate(result):
+                sub = self.graph.call(operator.getitem, (node, i), stack=node.meta.get("stack"))
+                items.append(self.wrap_result(sub, r, from_arrays, label, symbolic))
+            return TupleV(items) if type(result) is tuple else ListV(items)
+        raise self.brk("FH004", f"{label} returned {type(result).__name__}, which the graph cannot hold")
+
+
+class _CellContents:
+    """Lazy contents of a real closure cell."""
+
+    __slots__ = ("cell", "source")
+
+    def __init__(self, cell: Any, source: Optional[Source]) -> None:
+        self.cell = cell
+        self.source = source
+
+
+def _flatten(vs: List[V]) -> List[V]:
+    out: List[V] = []
+    for v in vs:
+        if isinstance(v, (TupleV, ListV)):
+            out += _flatten(v.items)
+        elif isinstance(v, DictV):
+            out += _flatten(list(v.items.values()))
+        else:
+            out.append(v)
+    return out
+
+
+class FrameTracer:
+    """Executes one code object symbolically."""
+
+    def __init__(self, tracer: Tracer, code: types.CodeType, f_globals: Dict[str, Any], locals_: Dict[str, Any],
+                 cells: Dict[str, Cell], globals_base: Optional[Source], depth: int = 0) -> None:
+        self.tracer = tracer
+        self.code = code
+        self.f_globals = f_globals
+        self.globals_base = globals_base
+        self.locals = locals_
+        self.cells = cells
+        self.depth = depth
+        self.insts = decode(code)
+        self.index = {id(inst): i for i, inst in enumerate(self.insts)}
+        self.stack: List[Any] = []
+        self.ip = 0
+        self.lineno = code.co_firstlineno
+        self.kw_names: Optional[Tuple[str, ...]] = None
+        self.loop_counts: Dict[int, int] = {}
+
+    def locate(self, e: GraphBreak) -> None:
+        e.locate(self.code.co_filename, self.lineno)
+
+    def brk(self, code: str, reason: str) -> GraphBreak:
+        e = GraphBreak(code, reason)
+        self.locate(e)
+        return e
+
+    # ------------------------------------------------------------ the loop
+    def run(self) -> V:
+        tracer = self.tracer
+        outer = tracer.current
+        tracer.current = self
+        try:
+            while True:
+                inst = self.insts[self.ip]
+                self.ip += 1
+                if inst.lineno is not None:
+                    self.lineno = inst.lineno
+                tracer.instructions += 1
+                if tracer.instructions > config.max_traced_instructions:
+                    raise self.brk("FH015", f"more than {config.max_traced_instructions} instructions traced")
+                if PY311 and inst.exn_tab_entry is not None and inst.exn_tab_entry.target.opname == "PUSH_EXC_INFO":
+                    raise self.brk("FH007", "code inside a try or with block")
+                handler = getattr(self, "op_" + inst.opname, None)
+                if handler is None:
+                    raise self.brk("FH001", f"instruction {inst.opname}")
+                handler(inst)
+        except ReturnValue as r:
+            return r.value
+        finally:
+            tracer.current = outer
+
+    def jump(self, inst: Any) -> None:
+        self.ip = self.index[id(inst.target)]
+
+    # ------------------------------------------------------------ stack helpers
+    def push(self, v: Any) -> None:
+        self.stack.append(v)
+
+    def pop(self) -> Any:
+        return self.stack.pop()
+
+    def popn(self, n: int) -> List[Any]:
+        if n == 0:
+            return []
+        items = self.stack[-n:]
+        del self.stack[-n:]
+        return items
+
+    # ------------------------------------------------------------ trace-time values
+    def const_of(self, v: V, why: str = "") -> Any:
+        """The Python value of ``v``; Python-number graph inputs are specialized (guarded)."""
+        try:
+            return _const_value(v)
+        except KeyError:
+            pass
+        if isinstance(v, Tensor) and v.is_python_scalar and self.specialize(v.node):
+            return v.meta.hint
+        if isinstance(v, Tensor):
+            code = "FH002" if why == "branch" else "FH012"
+            raise self.brk(code, f"{why or 'a Python value'} needs the value of {v.describe()} computed in the graph")
+        if isinstance(v, ListV) and v.source is None:
+            return [self.const_of(i, why) for i in v.items]
+        raise self.brk("FH008", f"{v.describe()} is not known at trace time")
+
+    def specialize(self, node: Any) -> bool:
+        """Guard on the value of every Python-number input ``node`` is computed from; False
+        when an array takes part (then the value is data-dependent)."""
+        tracer = self.tracer
+        seen = set()
+        todo = [node]
+        sources = []
+        while todo:
+            n = todo.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            if not isinstance(n.meta.get("val"), ScalarMeta):
+                return False
+            if n.kind.value == "placeholder":
+                sources.append(tracer.inputs[n])
+            todo.extend(n.inputs())
+        for src in sources:
+            tracer.guard(src, GuardKind.EQUALS_MATCH)
+        return True
+
+    def truth(self, v: V) -> bool:
+        if isinstance(v, (TupleV, ListV)):
+            return bool(v.items)
+        if isinstance(v, DictV):
+            return bool(v.items)
+        if isinstance(v, (FuncV, MethodV)):
+            return True
+        if isinstance(v, Tensor) and v.is_array:
+            raise self.brk("FH002", f"a branch on the value of {v.describe()}")
+        value = self.const_of(v, "branch")
+        try:
+            return bool(value)
+        except Exception as e:
+            raise self.brk("FH009", f"bool() raised {type(e).__name__}: {e}") from None
+
+    # ------------------------------------------------------------ no-ops and stack ops
+    def op_NOP(self, inst: Any) -> None:
+        pass
+
+    op_RESUME = op_PRECALL = op_MAKE_CELL = op_COPY_FREE_VARS = op_EXTENDED_ARG = op_CACHE = op_NOP
+
+    def op_POP_TOP(self, inst: Any) -> None:
+        self.pop()
+
+    def op_ROT_TWO(self, inst: Any) -> None:
+        self.stack[-1], self.stack[-2] = self.stack[-2], self.stack[-1]
+
+    def op_ROT_THREE(self, inst: Any) -> None:
+        self.stack.insert(-2, self.pop())
+
+    def op_ROT_FOUR(self, inst: Any) -> None:
+        self.stack.insert(-3, self.pop())
+
+    def op_DUP_TOP(self, inst: Any) -> None:
+        self.push(self.stack[-1])
+
+    def op_DUP_TOP_TWO(self, inst: Any) -> None:
+        self.stack.extend(self.stack[-2:])
+
+    def op_COPY(self, inst: Any) -> None:
+        self.push(self.stack[-inst.arg])
+
+    def op_SWAP(self, inst: Any) -> None:
+        i = inst.arg
+        self.stack[-1], self.stack[-i] = self.stack[-i], self.stack[-1]
+
+    def op_PUSH_NULL(self, inst: Any) -> None:
+        self.push(NULL)
+
+    # ------------------------------------------------------------ constants, locals
+    def op_LOAD_CONST(self, inst: Any) -> None:
+        self.push(Const(inst.argval))
+
+    def op_RETURN_VALUE(self, inst: Any) -> None:
+        raise ReturnValue(self.pop())
+
+    def op_RETURN_CONST(self, inst: Any) -> None:
+        raise ReturnValue(Const(inst.argval))
+
+    def load_local(self, name: str) -> V:
+        if name not in self.locals:
+            raise self.brk("FH009", f"local variable {name!r} is read before it is assigned")
+        v = self.locals[name]
+        if isinstance(v, Lazy):
+            v = self.tracer.wrap(v.value, v.source)
+            self.locals[name] = v
+        return v
+
+    def op_LOAD_FAST(self, inst: Any) -> None:
+        name = inst.argval
+        if PY313 and name in self.cells and name not in self.locals:
+            self.push(CellV(self.cells[name]))   # 3.13 builds closures with LOAD_FAST of the cell
+            return
+        self.push(self.load_local(name))
+
+    op_LOAD_FAST_CHECK = op_LOAD_FAST
+
+    def op_LOAD_FAST_AND_CLEAR(self, inst: Any) -> None:
+        self.push(self.locals.pop(inst.argval, NULL))
+
+    def op_LOAD_FAST_LOAD_FAST(self, inst: Any) -> None:
+        for name in inst.argval:
+            self.push(self.load_local(name))
+
+    def op_STORE_FAST(self, inst: Any) -> None:
+        v = self.pop()
+        if v is NULL:
+            self.locals.pop(inst.argval, None)
+        else:
+            self.locals[inst.argval] = v
+
+    def op_STORE_FAST_LOAD_FAST(self, inst: Any) -> None:
+        self.locals[inst.argval[0]] = self.pop()
+        self.push(self.load_local(inst.argval[1]))
+
+    def op_STORE_FAST_STORE_FAST(self, inst: Any) -> None:
+        self.locals[inst.argval[0]] = self.pop()
+        self.locals[inst.argval[1]] = self.pop()
+
+    def op_DELETE_FAST(self, inst: Any) -> None:
+        self.locals.pop(inst.argval, None)
+
+    # ------------------------------------------------------------ globals
+    def global_source(self, name: str) -> Source:
+        if self.globals_base is None:
+            return GlobalSource(name)
+        return ItemSource(self.globals_base, name)
+
+    def load_global(self, name: str) -> V:
+        if name in self.f_globals:
+            value = self.f_globals[name]
+            if nps.is_numpy_module(value) and self.globals_base is None:
+                return self.tracer.wrap(value, GlobalSource(name))
+            return self.tracer.wrap(value, self.global_source(name))
+        builtins_ = self.f_globals.get("__builtins__", builtins)
+        if isinstance(builtins_, types.ModuleType):
+            builtins_ = builtins_.__dict__
+        if self.globals_base is None:
+            builtins_ = self.tracer.f_builtins
+        if name in builtins_:
+            return self.tracer.wrap(builtins_[name], None)
+        raise self.brk("FH009", f"name {name!r} is not defined")
+
+    def op_LOAD_GLOBAL(self, inst: Any) -> None:
+        v = self.load_global(inst.argval)
+        null = PY311 and (inst.arg & 1)
+        if null and not PY313:
+            self.push(NULL)
+        self.push(v)
+        if null and PY313:
+            self.push(NULL)
+
+    def op_STORE_GLOBAL(self, inst: Any) -> None:
+        raise self.brk("FH006", f"assignment to the global {inst.argval!r}")
+
+    op_DELETE_GLOBAL = op_STORE_GLOBAL
+
+    # ------------------------------------------------------------ cells
+    def cell(self, name: str) -> Cell:
+        c = self.cells.get(name)
+        if c is None:
+            raise self.brk("FH001", f"unknown cell {name!r}")
+        return c
+
+    def cell_value(self, c: Cell, name: str) -> V:
+        v = c.value
+        if v is None:
+            raise self.brk("FH009", f"free variable {name!r} referenced before assignment")
+        if isinstance(v, Lazy):
+            v = c.value = self.tracer.wrap(v.value, v.source)
+        elif isinstance(v, _CellContents):
+            try:
+                contents = v.cell.cell_contents
+            except ValueError:
+                raise self.brk("FH009", f"free variable {name!r} referenced before assignment") from None
+            v = c.value = self.tracer.wrap(contents, v.source)
+        return v
+
+    def op_LOAD_DEREF(self, inst: Any) -> None:
+        self.push(self.cell_value(self.cell(inst.argval), inst.argval))
+
+    def op_STORE_DEREF(self, inst: Any) -> None:
+        c = self.cell(inst.argval)
+        if c.external:
+            raise self.brk("FH006", f"assignment to the closure variable {inst.argval!r} of an enclosing function")
+        c.value = self.pop()
+
+    def op_LOAD_CLOSURE(self, inst: Any) -> None:
+        self.push(CellV(self.cell(inst.argval)))
+
+    # ------------------------------------------------------------ attributes
+    def op_LOAD_ATTR(self, inst: Any) -> None:
+        obj = self.pop()
+        method = PY312 and (inst.arg & 1)
+        v = self.getattr(obj, inst.argval)
+        if method and not PY313:
+            self.push(NULL)
+        self.push(v)
+        if method and PY313:
+            self.push(NULL)
+
+    def op_LOAD_METHOD(self, inst: Any) -> None:
+        obj = self.pop()
+        self.push(NULL)
+        self.push(self.getattr(obj, inst.argval))
+
+    def op_STORE_ATTR(self, inst: Any) -> None:
+        raise self.brk("FH006", f"assignment to the attribute {inst.argval!r}")
+
+    op_DELETE_ATTR = op_STORE_ATTR
+
+    def getattr(self, obj: V, name: str) -> V:
+        tracer = self.tracer
+        if isinstance(obj, Tensor):
+            if obj.is_array:
+                meta = obj.meta
+                if name in nps.ARRAY_VALUE_ATTRS:
+                    if not meta.is_static and name in ("shape", "size", "nbytes"):
+                        raise self.brk("FH011", f"the {name} of an array with symbolic dimensions")
+                    proxy = meta.proxy()
+                    return Const(meta.shape if name == "shape" else getattr(proxy, name))
+                if name in nps.ARRAY_NODE_ATTRS:
+                    return self.record_getattr(obj, name)
+                if name in nps.ARRAY_METHODS:
+                    return MethodV(obj, name)
+                if callable(getattr(np.ndarray, name, None)):
+                    raise self.brk("FH004", f"the array method .{name}()")
+                raise self.brk("FH013", f"the array attribute .{name}")
+            if name in ("real", "imag"):
+                return self.record_getattr(obj, name)
+            raise self.brk("FH004", f"the attribute .{name} of a {obj.pytype.__name__} graph value")
+        if isinstance(obj, Const):
+            value = obj.value
+            if isinstance(value, types.ModuleType):
+                try:
+                    attr = getattr(value, name)
+                except AttributeError as e:
+                    raise self.brk("FH009", str(e)) from None
+                if nps.is_numpy_module(value):
+                    if isinstance(attr, np.ndarray):
+                        raise self.brk("FH008", f"the module-level array numpy.{name}")
+                    return tracer.wrap(attr, None)   # numpy is trusted: its attributes are not guarded
+                return tracer.wrap(attr, AttrSource(obj.source, name) if obj.source is not None else None)
+            if isinstance(value, _IMMUTABLE_TYPES) or (isinstance(value, type) and name in ("__name__", "__qualname__")):
+                try:
+                    attr = getattr(value, name)
+                except AttributeError as e:
+                    raise self.brk("FH009", str(e)) from None
+                if callable(attr) and not isinstance(attr, type):
+                    return Const(attr)   # a bound method of an immutable value
+                return tracer.wrap(attr, None)
+            if isinstance(value, np.ufunc) and name in nps.UFUNC_METHODS:
+                return Const(getattr(value, name))
+            if value is np.mgrid or value is np.ogrid:
+                raise self.brk("FH004", f"numpy.{'mgrid' if value is np.mgrid else 'ogrid'}.{name}")
+            raise self.brk("FH008", f"attribute {name!r} of {obj.describe()}")
+        if isinstance(obj, (ListV, DictV, TupleV)):
+            return MethodV(obj, name)
+        raise self.brk("FH008", f"attribute {name!r} of {obj.describe()}")
+
+    def record_getattr(self, obj: Tensor, name: str) -> V:
+        try:
+            result = getattr(obj.meta.proxy(), name)
+        except Exception as e:  # pragma: no cover - every modelled attribute exists
+            raise self.brk("FH009", f".{name} raised {type(e).__name__}: {e}") from None
+        node = self.tracer.graph.getattr(obj.node, name, stack=self.tracer.stack_location())
+        return self.tracer.wrap_result(node, result, obj.is_array, f".{name}",
+                                       obj.is_array and not obj.meta.is_static)
+
+    # ------------------------------------------------------------ operators
+    def binary(self, op: Callable[[Any, Any], Any], a: V, b: V) -> V:
+        if isinstance(a, Tensor) or isinstance(b, Tensor):
+            for side in (a, b):
+                if isinstance(side, (TupleV, ListV)) and any(isinstance(i, Tensor) for i in _flatten([side])):
+                    raise self.brk("FH008", "an operator between an array and a container holding arrays")
+            if op in INPLACE_TO_PLAIN and isinstance(a, Tensor) and not a.is_array:
+                op = INPLACE_TO_PLAIN[op]   # numbers are immutable: a += b is a = a + b
+            return self.tracer.record(op, [a, b], name=f"operator.{op.__name__}")
+        if isinstance(a, (TupleV, ListV)) or isinstance(b, (TupleV, ListV)):
+            return self.sequence_op(op, a, b)
+        x = self.const_of(a)
+        y = self.const_of(b)
+        try:
+            return Const(op(x, y))
+        except Exception as e:
+            raise self.brk("FH009", f"{op.__name__} raised {type(e).__name__}: {e}") from None
+
+    def sequence_op(self, op: Callable[[Any, Any], Any], a: V, b: V) -> V:
+        plain = INPLACE_TO_PLAIN.get(op, op)
+        if plain is operator.add and type(a) is type(b) and isinstance(a, (TupleV, ListV)):
+            if op is operator.iadd and isinstance(a, ListV):
+                self.check_mutable(a)
+                a.items.extend(b.items)
+                return a
+            return type(a)(a.items + b.items)
+        if isinstance(a, TupleV) and isinstance(b, Const) and isinstance(b.value, tuple) and plain is operator.add:
+            return TupleV(a.items + [Const(x) for x in b.value])
+        if isinstance(b, TupleV) and isinstance(a, Const) and isinstance(a.value, tuple) and plain is operator.add:
+            return TupleV([Const(x) for x in a.value] + b.items)
+        if plain is operator.mul:
+            seq, n = (a, b) if isinstance(a, (TupleV, ListV)) else (b, a)
+            count = self.const_of(n)
+            if isinstance(count, int):
+                return type(seq)(seq.items * count)
+        if op in COMPARE.values():
+            return Const(op(self.const_of(a), self.const_of(b)))
+        raise self.brk("FH008", f"operator {op.__name__} on {a.describe()} and {b.describe()}")
+
+    def check_mutable(self, v: V) -> None:
+        if v.source is not None:
+            raise self.brk("FH006", f"mutation of {v.source.name()}, which the function received")
+
+    def op_BINARY_OP(self, inst: Any) -> None:
+        b = self.pop()
+        a = self.pop()
+        self.push(self.binary(BINARY_NAMES[inst.argrepr], a, b))
+
+    def _old_binary(self, inst: Any) -> None:
+        b = self.pop()
+        a = self.pop()
+        self.push(self.binary(BINARY_NAMES[inst.opname], a, b))
+
+    for _name in _OLD_BINARY:
+        locals()[f"op_BINARY_{_name}"] = _old_binary
+        locals()[f"op_INPLACE_{_name}"] = _old_binary
+    del _name
+
+    def unary(self, op: Callable[[Any], Any], v: V) -> V:
+        if isinstance(v, Tensor):
+            return self.tracer.record(op, [v], name=f"operator.{op.__name__}")
+        x = self.const_of(v)
+        try:
+            return Const(op(x))
+        except Exception as e:
+            raise self.brk("FH009", f"{op.__name__} raised {type(e).__name__}: {e}") from None
+
+    def op_UNARY_NEGATIVE(self, inst: Any) -> None:
+        self.push(self.unary(operator.neg, self.pop()))
+
+    def op_UNARY_POSITIVE(self, inst: Any) -> None:
+        self.push(self.unary(operator.pos, self.pop()))
+
+    def op_UNARY_INVERT(self, inst: Any) -> None:
+        self.push(self.unary(operator.invert, self.pop()))
+
+    def op_UNARY_NOT(self, inst: Any) -> None:
+        self.push(Const(not self.truth(self.pop())))
+
+    def op_TO_BOOL(self, inst: Any) -> None:
+        self.push(Const(self.truth(self.pop())))
+
+    def op_CALL_INTRINSIC_1(self, inst: Any) -> None:
+        if inst.argrepr == "INTRINSIC_UNARY_POSITIVE":
+            self.push(self.unary(operator.pos, self.pop()))
+        elif inst.argrepr == "INTRINSIC_LIST_TO_TUPLE":
+            self.push(TupleV(self.pop().items))
+        else:
+            raise self.brk("FH001", f"intrinsic {inst.argrepr}")
+
+    def op_COMPARE_OP(self, inst: Any) -> None:
+        b = self.pop()
+        a = self.pop()
+        op = COMPARE[inst.argval]
+        # Python numbers that entered the graph are specialized when compared
+        for side in (a, b):
+            if isinstance(side, Tensor) and side.is_python_scalar:
+                self.const_of(side)
+        if (isinstance(a, Tensor) and a.is_array) or (isinstance(b, Tensor) and b.is_array):
+            result = self.binary(op, a, b)
+        else:
+            a2 = a if not isinstance(a, Tensor) else Const(self.const_of(a))
+            b2 = b if not isinstance(b, Tensor) else Const(self.const_of(b))
+            result = self.binary(op, a2, b2)
+        if PY313 and inst.arg & 16:
+            result = Const(self.truth(result))
+        self.push(result)
+
+    def op_IS_OP(self, inst: Any) -> None:
+        b = self.pop()
+        a = self.pop()
+        if isinstance(a, Const) and isinstance(b, Const):
+            same = a.value is b.value
+        elif type(a) is not type(b) and (isinstance(a, Const) and a.value is None or isinstance(b, Const) and b.value is None):
+            same = False
+        elif a is b:
+            same = True
+        elif isinstance(a, Const) or isinstance(b, Const):
+            same = False   # a traced value is never one of the known constant objects
+        else:
+            raise self.brk("FH008", f"`is` between {a.describe()} and {b.describe()}")
+        self.push(Const(same != bool(inst.arg)))
+
+    def op_CONTAINS_OP(self, inst: Any) -> None:
+        container = self.pop()
+        item = self.pop()
+        if isinstance(container, DictV):
+            found = self.const_of(item) in container.items
+        elif isinstance(container, (TupleV, ListV)) and all(not isinstance(i, Tensor) for i in _flatten([container])):
+            found = self.const_of(item) in self.const_of(container)
+        elif isinstance(container, Const) and not isinstance(item, Tensor):
+            try:
+                found = self.const_of(item) in container.value
+            except Exception as e:
+                raise self.brk("FH009", f"`in` raised {type(e).__name__}: {e}") from None
+        else:
+            raise self.brk("FH002", f"`in` on {container.describe()} needs array values")
+        self.push(Const(found != bool(inst.arg)))
+
+    # ------------------------------------------------------------ subscripts
+    def subscr(self, obj: V, idx: V) -> V:
+        if isinstance(obj, Tensor):
+            if not obj.is_array:
+                raise self.brk("FH008", f"indexing a {obj.pytype.__name__}")
+            for part in _flatten([idx]):
+                if isinstance(part, Tensor):
+                    if part.is_array and part.meta.dtype == np.bool_:
+                        raise self.brk("FH011", "indexing with a boolean mask")
+                    if not part.is_array:
+                        self.const_of(part)
+            return self.tracer.record(operator.getitem, [obj, self.index_value(idx)], name="operator.getitem")
+        if isinstance(obj, (TupleV, ListV)):
+            key = self.const_of(idx)
+            try:
+                if isinstance(key, slice):
+                    return type(obj)(obj.items[key]) if isinstance(obj, TupleV) else ListV(obj.items[key])
+                return obj.items[key]
+            except Exception as e:
+                raise self.brk("FH009", f"indexing raised {type(e).__name__}: {e}") from None
+        if isinstance(obj, DictV):
+            key = self.const_of(idx)
+            if key not in obj.items:
+                raise self.brk("FH009", f"KeyError: {key!r}")
+            return obj.items[key]
+        if isinstance(obj, Const):
+            if isinstance(idx, Tensor) and idx.is_array:
+                raise self.brk("FH004", f"indexing {obj.describe()} with an array")
+            key = self.const_of(idx)
+            if obj.value is np.mgrid or obj.value is np.ogrid or obj.value is np.index_exp or obj.value is np.s_:
+                if obj.value is np.index_exp or obj.value is np.s_:
+                    return Const(obj.value[key])
+                return self.tracer.record(operator.getitem, [obj, Const(key)], name="numpy.mgrid[]")
+            try:
+                result = obj.value[key]
+            except Exception as e:
+                raise self.brk("FH009", f"indexing raised {type(e).__name__}: {e}") from None
+            return self.tracer.wrap(result, None)
+        raise self.brk("FH008", f"indexing {obj.describe()}")
+
+    def index_value(self, idx: V) -> V:
+        """An index for an array: constants, slices, tuples, arrays of integers."""
+        if isinstance(idx, Tensor) and not idx.is_array:
+            return Const(self.const_of(idx))
+        if isinstance(idx, TupleV):
+            return TupleV([self.index_value(i) for i in idx.items])
+        return idx
+
+    def op_BINARY_SUBSCR(self, inst: Any) -> None:
+        idx = self.pop()
+        obj = self.pop()
+        self.push(self.subscr(obj, idx))
+
+    def op_BINARY_SLICE(self, inst: Any) -> None:
+        stop = self.pop()
+        start = self.pop()
+        obj = self.pop()
+        self.push(self.subscr(obj, Const(slice(self.const_of(start), self.const_of(stop)))))
+
+    def store_subscr(self, obj: V, idx: V, value: V) -> None:
+        if isinstance(obj, Tensor) and obj.is_array:
+            idx = self.index_value(idx)
+            self.tracer.record(operator.setitem, [obj, idx, value], name="operator.setitem")
+            return
+        if isinstance(obj, ListV):
+            self.check_mutable(obj)
+            key = self.const_of(idx)
+            try:
+                if isinstance(key, slice):
+                    obj.items[key] = self.iterate(value)
+                else:
+                    obj.items[key] = value
+            except Exception as e:
+                raise self.brk("FH009", f"list assignment raised {type(e).__name__}: {e}") from None
+            return
+        if isinstance(obj, DictV):
+            self.check_mutable(obj)
+            obj.items[self.const_of(idx)] = value
+            return
+        raise self.brk("FH006", f"item assignment on {obj.describe()}")
+
+    def op_STORE_SUBSCR(self, inst: Any) -> None:
+        idx = self.pop()
+        obj = self.pop()
+        value = self.pop()
+        self.store_subscr(obj, idx, value)
+
+    def op_STORE_SLICE(self, inst: Any) -> None:
+        stop = self.pop()
+        start = self.pop()
+        obj = self.pop()
+        value = self.pop()
+        self.store_subscr(obj, Const(slice(self.const_of(start), self.const_of(stop))), value)
+
+    def op_DELETE_SUBSCR(self, inst: Any) -> None:
+        idx = self.pop()
+        obj = self.pop()
+        if isinstance(obj, (ListV, DictV)):
+            self.check_mutable(obj)
+            key = self.const_of(idx)
+            try:
+                del obj.items[key]
+            except Exception as e:
+                raise self.brk("FH009", f"del raised {type(e).__name__}: {e}") from None
+            return
+        raise self.brk("FH006", f"item deletion on {obj.describe()}")
+
+    # ------------------------------------------------------------ building
+    def op_BUILD_TUPLE(self, inst: Any) -> None:
+        self.push(TupleV(self.popn(inst.arg)))
+
+    def op_BUILD_LIST(self, inst: Any) -> None:
+        self.push(ListV(self.popn(inst.arg)))
+
+    def op_BUILD_MAP(self, inst: Any) -> None:
+        flat = self.popn(2 * inst.arg)
+        self.push(DictV({self.const_of(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}))
+
+    def op_BUILD_CONST_KEY_MAP(self, inst: Any) -> None:
+        keys = self.const_of(self.pop())
+        values = self.popn(inst.arg)
+        self.push(DictV(dict(zip(keys, values))))
+
+    def op_BUILD_SLICE(self, inst: Any) -> None:
+        parts = [self.const_of(p) for p in self.popn(inst.arg)]
+        self.push(Const(slice(*parts)))
+
+    def op_LIST_APPEND(self, inst: Any) -> None:
+        v = self.pop()
+        self.stack[-inst.arg].items.append(v)
+
+    def op_LIST_EXTEND(self, inst: Any) -> None:
+        v = self.pop()
+        self.stack[-inst.arg].items.extend(self.iterate(v))
+
+    def op_LIST_TO_TUPLE(self, inst: Any) -> None:
+        self.push(TupleV(self.pop().items))
+
+    def op_MAP_ADD(self, inst: Any) -> None:
+        value = self.pop()
+        key = self.pop()
+        self.stack[-inst.arg].items[self.const_of(key)] = value
+
+    def op_DICT_UPDATE(self, inst: Any) -> None:
+        v = self.pop()
+        target = self.stack[-inst.arg]
+        if isinstance(v, DictV):
+            target.items.update(v.items)
+        elif isinstance(v, Const) and isinstance(v.value, dict):
+            target.items.update({k: self.tracer.wrap(x, None) for k, x in v.value.items()})
+        else:
+            raise self.brk("FH008", f"** of {v.describe()}")
+
+    op_DICT_MERGE = op_DICT_UPDATE
+
+    def op_UNPACK_SEQUENCE(self, inst: Any) -> None:
+        items = self.iterate(self.pop())
+        if len(items) != inst.arg:
+            raise self.brk("FH009", f"cannot unpack {len(items)} values into {inst.arg}")
+        self.stack.extend(reversed(items))
+
+    def op_UNPACK_EX(self, inst: Any) -> None:
+        items = self.iterate(self.pop())
+        before, after = inst.arg & 0xFF, inst.arg >> 8
+        if len(items) < before + after:
+            raise self.brk("FH009", "not enough values to unpack")
+        middle = ListV(items[before:len(items) - after])
+        out = items[:before] + [middle] + items[len(items) - after:]
+        self.stack.extend(reversed(out))
+
+    def op_FORMAT_VALUE(self, inst: Any) -> None:
+        spec = self.pop() if (inst.arg & 0x04) else Const("")
+        value = self.const_of(self.pop(), "formatting")
+        conv = inst.arg & 0x03
+        value = {0: value, 1: str(value), 2: repr(value), 3: ascii(value)}[conv]
+        self.push(Const(format(value, self.const_of(spec))))
+
+    def op_FORMAT_SIMPLE(self, inst: Any) -> None:
+        self.push(Const(format(self.const_of(self.pop(), "formatting"))))
+
+    def op_FORMAT_WITH_SPEC(self, inst: Any) -> None:
+        spec = self.const_of(self.pop())
+        self.push(Const(format(self.const_of(self.pop(), "formatting"), spec)))
+
+    def op_CONVERT_VALUE(self, inst: Any) -> None:
+        value = self.const_of(self.pop(), "formatting")
+        self.push(Const({1: str, 2: repr, 3: ascii}[inst.arg](value)))
+
+    def op_BUILD_STRING(self, inst: Any) -> None:
+        self.push(Const("".join(self.const_of(p) for p in self.popn(inst.arg))))
+
+    # ------------------------------------------------------------ jumps
+    def op_JUMP_FORWARD(self, inst: Any) -> None:
+        self.jump(inst)
+
+    op_JUMP_ABSOLUTE = op_JUMP_BACKWARD = op_JUMP_BACKWARD_NO_INTERRUPT = op_JUMP = op_JUMP_FORWARD
+
+    def _pop_jump(self, inst: Any, when: bool) -> None:
+        if self.truth(self.pop()) == when:
+            self.jump(inst)
+
+    def op_POP_JUMP_IF_FALSE(self, inst: Any) -> None:
+        self._pop_jump(inst, False)
+
+    def op_POP_JUMP_IF_TRUE(self, inst: Any) -> None:
+        self._pop_jump(inst, True)
+
+    op_POP_JUMP_FORWARD_IF_FALSE = op_POP_JUMP_BACKWARD_IF_FALSE = op_POP_JUMP_IF_FALSE
+    op_POP_JUMP_FORWARD_IF_TRUE = op_POP_JUMP_BACKWARD_IF_TRUE = op_POP_JUMP_IF_TRUE
+
+    def _is_none(self, v: V) -> bool:
+        if isinstance(v, Const):
+            return v.value is None
+        return False
+
+    def op_POP_JUMP_IF_NONE(self, inst: Any) -> None:
+        if self._is_none(self.pop()):
+            self.jump(inst)
+
+    def op_POP_JUMP_IF_NOT_NONE(self, inst: Any) -> None:
+        if not self._is_none(self.pop()):
+            self.jump(inst)
+
+    op_POP_JUMP_FORWARD_IF_NONE = op_POP_JUMP_BACKWARD_IF_NONE = op_POP_JUMP_IF_NONE
+    op_POP_JUMP_FORWARD_IF_NOT_NONE = op_POP_JUMP_BACKWARD_IF_NOT_NONE = op_POP_JUMP_IF_NOT_NONE
+
+    def op_JUMP_IF_FALSE_OR_POP(self, inst: Any) -> None:
+        if not self.truth(self.stack[-1]):
+            self.jump(inst)
+        else:
+            self.pop()
+
+    def op_JUMP_IF_TRUE_OR_POP(self, inst: Any) -> None:
+        if self.truth(self.stack[-1]):
+            self.jump(inst)
+        else:
+            self.pop()
+
+    # ------------------------------------------------------------ iteration
+    def iterate(self, v: V) -> List[V]:
+        """The values iterating ``v`` yields (trace-time known length)."""
+        if isinstance(v, (TupleV, ListV)):
+            return list(v.items)
+        if isinstance(v, DictV):
+            return [Const(k) for k in v.items]
+        if isinstance(v, IterV):
+            return v.rest()
+        if isinstance(v, Tensor):
+            if not v.is_array or v.meta.ndim == 0:
+                raise self.brk("FH009", f"iteration over a 0-d {v.describe()}")
+            n = v.meta.shape[0]
+            if not isinstance(n, int):
+                raise self.brk("FH011", "iteration over an array with a symbolic first dimension")
+            if n > config.max_unrolled_iterations:
+                raise self.brk("FH010", f"iteration over {n} rows of an array")
+            return [self.subscr(v, Const(i)) for i in range(n)]
+        if isinstance(v, Const):
+            value = v.value
+            if isinstance(value, (range, tuple, str, bytes, list)):
+                if len(value) > config.max_unrolled_iterations:
+                    raise self.brk("FH010", f"iteration over {len(value)} items")
+                return [self.tracer.wrap(x, None) for x in value]
+        raise self.brk("FH008", f"iteration over {v.describe()}")
+
+    def op_GET_ITER(self, inst: Any) -> None:
+        v = self.pop()
+        if isinstance(v, IterV):
+            self.push(v)
+        elif isinstance(v, ListV):
+            self.push(IterV([], live=v))
+        else:
+            self.push(IterV(self.iterate(v)))
+
+    def op_FOR_ITER(self, inst: Any) -> None:
+        it = self.stack[-1]
+        if not isinstance(it, IterV):
+            raise self.brk("FH008", f"iteration over {it.describe()}")
+        v = it.next()
+        if v is None:
+            if PY312:
+                self.push(NULL)     # END_FOR (and 3.13's POP_TOP) pop it with the iterator
+            else:
+                self.pop()
+            self.jump(inst)
+            return
+        n = self.loop_counts.get(id(inst), 0) + 1
+        self.loop_counts[id(inst)] = n
+        if n > config.max_unrolled_iterations:
+            raise self.brk("FH010", f"a loop ran more than {config.max_unrolled_iterations} iterations")
+        self.push(v)
+
+    def op_END_FOR(self, inst: Any) -> None:
+        self.pop()
+        if not PY313:
+            self.pop()
+
+    # ------------------------------------------------------------ blocks and raising
+    def op_SETUP_FINALLY(self, inst: Any) -> None:
+        raise self.brk("FH007", "code inside a try block")
+
+    op_SETUP_WITH = op_BEFORE_WITH = op_SETUP_ASYNC_WITH = op_SETUP_FINALLY
+
+    def op_RAISE_VARARGS(self, inst: Any) -> None:
+        raise self.brk("FH009", "an explicit raise")
+
+    op_RERAISE = op_LOAD_ASSERTION_ERROR = op_RAISE_VARARGS
+
+    def op_IMPORT_NAME(self, inst: Any) -> None:
+        self.popn(2)
+        name = inst.argval
+        module = sys.modules.get(name)
+        if module is None:
+            raise self.brk("FH001", f"import of {name!r}, which is not imported yet")
+        if "." in name:
+            module = sys.modules.get(name.split(".")[0], module)
+        self.push(Const(module))
+
+    def op_IMPORT_FROM(self, inst: Any) -> None:
+        self.push(self.getattr(self.stack[-1], inst.argval))
+
+    # ------------------------------------------------------------ functions
+    def op_MAKE_FUNCTION(self, inst: Any) -> None:
+        if not PY311:
+            self.pop()  # qualified name
+        code_v = self.pop()
+        code = code_v.value
+        flags = inst.arg or 0
+        fv = FuncV(code, self.f_globals, code.co_name, globals_base=self.globals_base)
+        if flags & 0x08:
+            fv.closure = [c.cell for c in self.pop().items]
+        if flags & 0x04:
+            self.pop()
+        if flags & 0x02:
+            kw = self.pop()
+            fv.kwdefaults = dict(kw.items) if isinstance(kw, DictV) else {
+                k: Const(x) for k, x in self.const_of(kw).items()}
+        if flags & 0x01:
+            fv.defaults = self.iterate(self.pop())
+        self.push(fv)
+
+    def op_SET_FUNCTION_ATTRIBUTE(self, inst: Any) -> None:
+        fv = self.pop()
+        attr = self.pop()
+        if inst.arg == 0x08:
+            fv.closure = [c.cell for c in attr.items]
+        elif inst.arg == 0x02:
+            fv.kwdefaults = dict(attr.items) if isinstance(attr, DictV) else {
+                k: Const(x) for k, x in self.const_of(attr).items()}
+        elif inst.arg == 0x01:
+            fv.defaults = self.iterate(attr)
+        self.push(fv)
+
+    def op_KW_NAMES(self, inst: Any) -> None:
+        self.kw_names = inst.argval if isinstance(inst.argval, tuple) else self.code.co_consts[inst.arg]
+
+    def _call_with(self, nargs: int, kw_names: Tuple[str, ...]) -> None:
+        args = self.popn(nargs)
+        b = self.pop()
+        a = self.pop()
+        if a is NULL:
+            fn = b
+        elif b is NULL:
+            fn = a
+        else:
+            fn, args = a, [b] + args
+        kwargs = {}
+        if kw_names:
+            kwargs = dict(zip(kw_names, args[len(args) - len(kw_names):]))
+            args = args[:len(args) - len(kw_names)]
+        self.push(self.call(fn, args, kwargs))
+
+    def op_CALL(self, inst: Any) -> None:
+        names = self.kw_names or ()
+        self.kw_names = None
+        self._call_with(inst.arg, names)
+
+    def op_CALL_KW(self, inst: Any) -> None:
+        names = self.const_of(self.pop())
+        self._call_with(inst.arg, names)
+
+    op_CALL_METHOD = op_CALL
+
+    def op_CALL_FUNCTION(self, inst: Any) -> None:
+        args = self.popn(inst.arg)
+        fn = self.pop()
+        self.push(self.call(fn, args, {}))
+
+    def op_CALL_FUNCTION_KW(self, inst: Any) -> None:
+        names = self.const_of(self.pop())
+        args = self.popn(inst.arg)
+        fn = self.pop()
+        kwargs = dict(zip(names, args[len(args) - len(names):]))
+        self.push(self.call(fn, args[:len(args) - len(names)], kwargs))
+
+    def op_CALL_FUNCTION_EX(self, inst: Any) -> None:
+        kw = self.pop() if inst.arg & 1 else DictV({})
+        args = self.pop()
+        x = self.pop()
+        if x is NULL:
+            fn = self.pop()
+        else:
+            fn = x
+            if PY311:
+                self.pop()
+        if isinstance(kw, Const) and isinstance(kw.value, dict):
+            kw = DictV({k: Const(v) for k, v in kw.value.items()})
+        if not isinstance(kw, DictV):
+            raise self.brk("FH008", f"** of {kw.describe()}")
+        self.push(self.call(fn, self.iterate(args), dict(kw.items)))
+
+    # ------------------------------------------------------------ calls
+    def call(self, fn: V, args: List[V], kwargs: Dict[str, V]) -> V:
+        from .calls import call_value
+        return call_value(self, fn, args, kwargs)
+
+    def inline(self, fv: FuncV, args: List[V], kwargs: Dict[str, V]) -> V:
+        code = fv.code
+        if code.co_flags & _NOT_INLINABLE:
+            raise self.brk("FH014", f"{fv.name} is a generator or coroutine function")
+        if self.depth + 1 > config.max_inline_depth:
+            raise self.brk("FH014", f"calls nested deeper than config.max_inline_depth={config.max_inline_depth}")
+        if code.co_argcount == 1 and code.co_varnames[:1] == (".0",) and len(args) == 1 and not kwargs:
+            return self._run_child(fv, {".0": args[0]})   # a comprehension (3.9-3.11)
+        dummy = types.FunctionType(code, {}, fv.name, tuple(fv.defaults) or None,
+                                   tuple(types.CellType() for _ in code.co_freevars) or None)
+        dummy.__kwdefaults__ = dict(fv.kwdefaults) or None
+        try:
+            bound = inspect.signature(dummy).bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.brk("FH009", f"calling {fv.name}: {e}") from None
+        bound.apply_defaults()
+        locals_: Dict[str, Any] = {}
+        for name, value in bound.arguments.items():
+            param = bound.signature.parameters[name]
+            if param.kind is inspect.Parameter.VAR_POSITIONAL:
+                value = TupleV(list(value))
+            elif param.kind is inspect.Parameter.VAR_KEYWORD:
+                value = DictV(dict(value))
+            locals_[name] = value
+        return self._run_child(fv, locals_)
+
+    def _run_child(self, fv: FuncV, locals_: Dict[str, Any]) -> V:
+        code = fv.code
+        cells: Dict[str, Cell] = {}
+        for name in code.co_cellvars:
+            cells[name] = Cell(locals_.pop(name, None))
+        if len(fv.closure) != len(code.co_freevars):
+            raise self.brk("FH014", f"{fv.name}: closure does not match its free variables")
+        for name, c in zip(code.co_freevars, fv.closure):
+            cells[name] = c
+        child = FrameTracer(self.tracer, code, fv.f_globals, locals_, cells, fv.globals_base, self.depth + 1)
+        return child.run()
+
+
+__all__ += ["BINARY_NAMES", "COMPARE"]

@@ -1,0 +1,192 @@
+"""The symbolic translator: traces a frame into a graph, compiles it with the backend and
+returns replacement code that loads the graph's inputs, calls the compiled graph and
+returns its result. On a graph break the frame keeps its original code (guarded on the
+types of its arguments), and the break is reported."""
+from __future__ import annotations
+
+import threading
+import time
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+
+from ..bytecode import Codegen, Positions, prefix_length, transform_code_object
+from ..contexts import TracingContext
+from ..graph import Graph
+from ..guards import GuardKind
+from ..sources import LocalSource, Source
+from ..translator import InstructionTranslatorBase, MinimalTranslator, TranslationOutput, argument_names, call_backend
+from .breaks import GraphBreak
+from .interpreter import FrameTracer, Tracer
+from .values import Cell, Const, DictV, Lazy, ListV, Tensor, TupleV, V
+
+__all__ = ["SymbolicTranslator", "FrameReport", "add_observer", "remove_observer", "make_output_code"]
+
+_local = threading.local()
+
+
+@dataclass
+class FrameReport:
+    """What one translation of one frame produced (for explain())."""
+
+    code: types.CodeType
+    graph: Optional[Graph] = None
+    graph_break: Optional[GraphBreak] = None
+    guards: List[str] = field(default_factory=list)
+    compile_time: float = 0.0
+
+
+def _observers() -> List[Callable[[FrameReport], None]]:
+    obs = getattr(_local, "observers", None)
+    if obs is None:
+        obs = _local.observers = []
+    return obs
+
+
+def add_observer(fn: Callable[[FrameReport], None]) -> None:
+    """Call ``fn(report)`` after every translation on this thread."""
+    _observers().append(fn)
+
+
+def remove_observer(fn: Callable[[FrameReport], None]) -> None:
+    obs = _observers()
+    if fn in obs:
+        obs.remove(fn)
+
+
+def make_output_code(code: types.CodeType, compiled: Callable[..., Any], sources: List[Source]) -> types.CodeType:
+    """``code`` with its body replaced by ``return compiled(<each source>)``; the frame set-up,
+    arguments, cells and free variables are kept, as the runtime requires."""
+    where = Positions(code.co_firstlineno, code.co_firstlineno, None, None)
+
+    def transform(insts: List[Any], opts: Dict[str, Any]) -> None:
+        cg = Codegen()
+
+        def load_inputs() -> None:
+            for s in sources:
+                s.reconstruct(cg)
+
+        cg.call_builtin(compiled, load_inputs, nargs=len(sources))
+        cg.return_value()
+        for inst in cg.instructions:
+            inst.positions = where
+        insts[prefix_length(insts):] = cg.instructions
+
+    return transform_code_object(code, transform)
+
+
+class SymbolicTranslator(InstructionTranslatorBase):
+    """Captures the whole frame into one graph, or falls back to the original code."""
+
+    def run(self) -> TranslationOutput:
+        tctx = TracingContext.get()
+        before = tctx.guards_context.copy_graphstate()
+        start = time.perf_counter()
+        report = FrameReport(self.frame.code)
+        try:
+            out = self.capture(report)
+        except GraphBreak as e:
+            report.graph_break = e
+            if self.one_graph:
+                raise
+            tctx.guards_context.restore_graphstate(before)
+            out = self.fallback()
+            out.notes.append(str(e))
+        report.compile_time = time.perf_counter() - start
+        report.guards = [g.describe() for g in tctx.guards_context.guards.sorted()]
+        for fn in list(_observers()):
+            fn(report)
+        return out
+
+    # ------------------------------------------------------------ capture
+    def capture(self, report: FrameReport) -> TranslationOutput:
+        frame = self.frame
+        code = frame.code
+        name = getattr(code, "co_qualname", code.co_name).replace("<", "").replace(">", "").replace(".", "_")
+        tracer = Tracer(code, frame.f_globals, frame.f_builtins, self.add_guard, name=name)
+        tracer.dynamic_dims = self.source_dynamic_dims
+        values: Dict[Any, Any] = {}
+        derefs = set(code.co_cellvars) | set(code.co_freevars)
+        locals_: Dict[str, Any] = {}
+        cells: Dict[str, Cell] = {}
+        for arg in argument_names(code):
+            if arg not in frame.f_locals:
+                continue
+            lazy = Lazy(frame.f_locals[arg], LocalSource(arg, cell_or_freevar=arg in derefs))
+            if arg in code.co_cellvars:
+                cells[arg] = Cell(lazy)
+            else:
+                locals_[arg] = lazy
+        for cell_name in code.co_cellvars:
+            cells.setdefault(cell_name, Cell(None))
+        for free in code.co_freevars:
+            cells[free] = Cell(Lazy(frame.f_locals[free], LocalSource(free, cell_or_freevar=True)), external=True)
+        root = FrameTracer(tracer, code, frame.f_globals, locals_, cells, None)
+        result = root.run()
+        tracer.current = root
+        try:
+            out = self.output_arg(tracer, result)
+        finally:
+            tracer.current = None
+        graph = tracer.graph
+        graph.output(out)
+        graph.eliminate_dead_code()
+        report.graph = graph
+        sources = [tracer.inputs[p] for p in graph.placeholders]
+        values = {p: _value_of(s, frame.f_locals, frame.f_globals) for p, s in zip(graph.placeholders, sources)}
+        example_inputs = [values[p] for p in graph.placeholders]
+        compiled = call_backend(self.compiler_fn, graph, example_inputs)
+        new_code = make_output_code(code, compiled, sources)
+        return TranslationOutput(code=new_code, graphs=[graph], compiled_fns=[compiled])
+
+    def source_dynamic_dims(self, source: Source, value: np.ndarray) -> Any:
+        """Dimensions to leave unspecialized: all with dynamic=True, none with dynamic=False,
+        otherwise those that changed between compilations (automatic dynamic shapes)."""
+        key = source.local_name if isinstance(source, LocalSource) else source.name()
+        return MinimalTranslator.dynamic_dims(self, key, value)  # type: ignore[arg-type]
+
+    def output_arg(self, tracer: Tracer, v: V) -> Any:
+        """The graph output for the frame's return value."""
+        if isinstance(v, Tensor):
+            return v.node
+        if isinstance(v, Const):
+            return v.value
+        if isinstance(v, (TupleV, ListV, DictV)):
+            if v.source is not None:
+                # a container the function received: return that very object
+                node = tracer.placeholder_for(v.source, None)
+                return node
+            if isinstance(v, DictV):
+                return {k: self.output_arg(tracer, i) for k, i in v.items.items()}
+            items = [self.output_arg(tracer, i) for i in v.items]
+            return tuple(items) if isinstance(v, TupleV) else items
+        raise tracer.brk("FH008", f"the function returns {v.describe()}")
+
+    # ------------------------------------------------------------ fallback
+    def fallback(self) -> TranslationOutput:
+        """The original code, guarded on the types of the arguments (arrays: dtype, shape...)."""
+        code = self.frame.code
+        f_locals = self.frame.f_locals
+        derefs = set(code.co_cellvars) | set(code.co_freevars)
+        first: Dict[int, LocalSource] = {}
+        for arg in argument_names(code) + list(code.co_freevars):
+            if arg not in f_locals:
+                continue
+            value = f_locals[arg]
+            source = LocalSource(arg, cell_or_freevar=arg in derefs)
+            if isinstance(value, np.ndarray):
+                if id(value) in first:
+                    self.add_guard(source.make_guard(GuardKind.DUPLICATE_INPUT, other=first[id(value)]))
+                    continue
+                first[id(value)] = source
+                dims = self.source_dynamic_dims(source, value)
+                self.add_guard(source.make_guard(GuardKind.NDARRAY_MATCH, **({"dynamic_dims": dims} if dims else {})))
+            else:
+                self.add_guard(source.make_guard(GuardKind.TYPE_MATCH))
+        return TranslationOutput(code=None)
+
+
+def _value_of(source: Source, f_locals: Dict[str, Any], f_globals: Dict[str, Any]) -> Any:
+    return eval(source.name(), {"L": f_locals, "G": f_globals, "__builtins__": __builtins__})  # noqa: S307

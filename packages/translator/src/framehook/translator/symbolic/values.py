@@ -1,0 +1,207 @@
+"""Symbolic values: what the interpreter's stack and locals hold while tracing.
+
+* ``Const``: a Python object known at trace time (numbers, strings, modules, functions,
+  dtypes, ranges, slices, ...), guarded where it was read;
+* ``Tensor``: a value computed by the graph (a numpy array, a numpy scalar, or a Python
+  number that is a graph input), carrying its node and its metadata;
+* ``TupleV``, ``ListV``, ``DictV``: containers of symbolic values;
+* ``IterV``: an iterator being unrolled; ``FuncV``: a user function to inline;
+* ``MethodV``: a method bound to a symbolic value; ``NullV``: the NULL of the call protocol;
+* ``Cell``/``CellV``: closure cells.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any, Dict, List, Optional
+
+from ..graph import ArrayMeta, Node, ScalarMeta
+from ..sources import Source
+
+__all__ = ["V", "Const", "Tensor", "TupleV", "ListV", "DictV", "IterV", "FuncV", "MethodV", "NullV", "Cell",
+           "CellV", "Lazy", "NULL"]
+
+
+class V:
+    """Base of every symbolic value."""
+
+    source: Optional[Source] = None
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+class Const(V):
+    __slots__ = ("value", "source")
+
+    def __init__(self, value: Any, source: Optional[Source] = None) -> None:
+        self.value = value
+        self.source = source
+
+    def describe(self) -> str:
+        return f"{type(self.value).__name__} {self.value!r:.60}"
+
+    def __repr__(self) -> str:
+        return f"Const({self.value!r:.60})"
+
+
+class Tensor(V):
+    """A graph value. ``meta`` is an ArrayMeta (arrays, numpy scalars) or a ScalarMeta
+    (a Python number that entered the graph as an input or was computed from one)."""
+
+    __slots__ = ("node", "meta", "source")
+
+    def __init__(self, node: Node, meta: Any, source: Optional[Source] = None) -> None:
+        self.node = node
+        self.meta = meta
+        self.source = source
+
+    @property
+    def is_array(self) -> bool:
+        return isinstance(self.meta, ArrayMeta)
+
+    @property
+    def is_python_scalar(self) -> bool:
+        return isinstance(self.meta, ScalarMeta)
+
+    @property
+    def pytype(self) -> type:
+        return self.meta.pytype
+
+    def describe(self) -> str:
+        if isinstance(self.meta, ArrayMeta):
+            return f"array {self.meta}" if self.meta.is_array else f"numpy scalar {self.meta.pytype.__name__}"
+        return f"{self.meta.pytype.__name__} graph input"
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.node.name}: {self.meta})"
+
+
+class TupleV(V):
+    __slots__ = ("items", "source")
+
+    def __init__(self, items: List[V], source: Optional[Source] = None) -> None:
+        self.items = list(items)
+        self.source = source
+
+    def describe(self) -> str:
+        return f"tuple of {len(self.items)}"
+
+
+class ListV(V):
+    """A list. ``source`` set: it came from outside the frame and must not be mutated."""
+
+    __slots__ = ("items", "source")
+
+    def __init__(self, items: List[V], source: Optional[Source] = None) -> None:
+        self.items = list(items)
+        self.source = source
+
+    def describe(self) -> str:
+        return f"list of {len(self.items)}"
+
+
+class DictV(V):
+    """A dict with keys known at trace time (``items`` maps the key to a symbolic value)."""
+
+    __slots__ = ("items", "source")
+
+    def __init__(self, items: Dict[Any, V], source: Optional[Source] = None) -> None:
+        self.items = dict(items)
+        self.source = source
+
+    def describe(self) -> str:
+        return f"dict of {len(self.items)}"
+
+
+class IterV(V):
+    """An iterator being unrolled: over a fixed list of values, or live over a ListV."""
+
+    __slots__ = ("items", "pos", "live")
+
+    def __init__(self, items: List[V], live: Optional[ListV] = None) -> None:
+        self.items = items
+        self.live = live
+        self.pos = 0
+
+    def next(self) -> Optional[V]:
+        seq = self.live.items if self.live is not None else self.items
+        if self.pos >= len(seq):
+            return None
+        self.pos += 1
+        return seq[self.pos - 1]
+
+    def rest(self) -> List[V]:
+        out = []
+        while True:
+            v = self.next()
+            if v is None:
+                return out
+            out.append(v)
+
+
+class Cell:
+    """A closure cell. ``external``: it belongs to a frame outside the one traced (stores break)."""
+
+    __slots__ = ("value", "external")
+
+    def __init__(self, value: Any = None, external: bool = False) -> None:
+        self.value = value
+        self.external = external
+
+
+class CellV(V):
+    __slots__ = ("cell",)
+
+    def __init__(self, cell: Cell) -> None:
+        self.cell = cell
+
+
+class FuncV(V):
+    """A Python function to inline: a real one (``fn``) or one made by MAKE_FUNCTION."""
+
+    __slots__ = ("code", "f_globals", "name", "defaults", "kwdefaults", "closure", "fn", "source", "globals_base")
+
+    def __init__(self, code: types.CodeType, f_globals: Dict[str, Any], name: str, *, defaults: Optional[List[V]] = None,
+                 kwdefaults: Optional[Dict[str, V]] = None, closure: Optional[List[Cell]] = None,
+                 fn: Any = None, source: Optional[Source] = None, globals_base: Optional[Source] = None) -> None:
+        self.code = code
+        self.f_globals = f_globals
+        self.name = name
+        self.defaults = list(defaults or [])
+        self.kwdefaults = dict(kwdefaults or {})
+        self.closure = list(closure or [])
+        self.fn = fn
+        self.source = source
+        self.globals_base = globals_base   # None: the traced frame's own globals (G[...])
+
+    def describe(self) -> str:
+        return f"function {self.name}"
+
+
+class MethodV(V):
+    __slots__ = ("obj", "name")
+
+    def __init__(self, obj: V, name: str) -> None:
+        self.obj = obj
+        self.name = name
+
+    def describe(self) -> str:
+        return f"method {self.name} of {self.obj.describe()}"
+
+
+class NullV(V):
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL = NullV()
+
+
+class Lazy:
+    """An argument not yet read: wrapped (and guarded) on first use."""
+
+    __slots__ = ("value", "source")
+
+    def __init__(self, value: Any, source: Source) -> None:
+        self.value = value
+        self.source = source

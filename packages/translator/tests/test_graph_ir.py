@@ -1,0 +1,179 @@
+"""The graph IR: construction, printing, codegen to one straight-line function, the
+interpreter, metadata, dead-code elimination and bad input."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pytest
+
+from framehook.translator.graph import (ArrayMeta, Graph, GraphCodegenError, Interpreter, NodeKind, ScalarMeta,
+                                        SymDim, compile_graph, format_shape, python_code)
+from framehook.translator.graph.ir import map_arg, target_name
+from framehook.translator.graph.meta import meta_of
+
+
+def build():
+    g = Graph("demo")
+    x = g.placeholder("x", ArrayMeta.of(np.ones((2, 3))))
+    k = g.placeholder("k", ScalarMeta(float, 2.0))
+    e = g.call(np.exp, (x,), meta=ArrayMeta((2, 3), np.dtype("f8")), stack=("/src/model.py", 7, "step"))
+    s = g.call(operator.mul, (e, k))
+    t = g.getattr(s, "T")
+    r = g.call_method("sum", (t,), {"axis": 0, "keepdims": True})
+    i = g.call(operator.getitem, (s, (slice(1, None), None, Ellipsis, slice(None, None, -1))))
+    g.call(operator.setitem, (s, (0, slice(None)), 0.0))
+    g.call(operator.iadd, (s, 1))
+    g.call(np.sqrt, (x,))   # dead: nobody uses it
+    g.output((r, i, 3, [s], {"dt": np.float32, "inf": float("inf")}, None, "s"))
+    return g
+
+
+def test_printing_lists_nodes_with_metadata_and_locations():
+    g = build()
+    text = str(g)
+    assert text.splitlines()[0] == "graph demo(x, k):"
+    assert "x: float64(2, 3) = placeholder x" in text
+    assert "exp: float64(2, 3) = call numpy.exp(x)  # model.py:7 in step" in text
+    assert "getattr mul.T" in text and "call_method sum(T, axis=0, keepdims=True)" in text
+    assert "(1:, None, ..., ::-1)" in text
+    assert repr(g) == "<Graph demo: 2 inputs, 8 operations>"
+    assert g.op_counts() == {"numpy.exp": 1, "numpy.sqrt": 1, "operator.mul": 1, ".T": 1, ".sum": 1, "operator.getitem": 1,
+                             "operator.setitem": 1, "operator.iadd": 1}
+
+
+def test_codegen_is_straight_line_python():
+    g = build()
+    src = python_code(g)
+    assert src.startswith("def forward(x, k):\n")
+    assert "    mul = exp * k\n" in src and "    T = mul.T\n" in src
+    assert "    getitem = mul[1:, None, ..., ::-1]\n" in src
+    assert "    mul[0, :] = 0.0\n" in src and "    iadd = mul\n    iadd += 1\n" in src
+    assert "for " not in src and "while " not in src
+    assert src.rstrip().splitlines()[-1].startswith("    return (sum_1, getitem, 3, [mul], {'dt': __numpy_float32")
+
+
+def test_generated_function_interpreter_and_plain_numpy_agree():
+    g = build()
+    x = np.arange(6.0).reshape(2, 3)
+    got = g.forward(x, 2.0)
+    again = Interpreter(g).run(x, 2.0)
+    e = np.exp(x) * 2.0
+    r = e.T.sum(axis=0, keepdims=True)        # taken before the mutations below, as in the graph
+    expect_i = e[1:, None, ..., ::-1].copy()
+    e[0, :] = 0.0
+    e += 1
+    np.testing.assert_array_equal(got[0], r)
+    np.testing.assert_array_equal(got[3][0], e)
+    np.testing.assert_array_equal(got[1], e[1:, None, ..., ::-1])   # a view: it sees the mutations
+    assert not np.array_equal(got[1], expect_i)
+    assert got[2] == 3 and got[4]["dt"] is np.float32 and got[4]["inf"] == float("inf")
+    assert got[5] is None and got[6] == "s"
+    for a, b in zip(got[:2], again[:2]):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(TypeError, match="takes 2 inputs, got 1"):
+        Interpreter(g).run(x)
+
+
+def test_dead_code_elimination_keeps_mutations():
+    g = build()
+    assert g.eliminate_dead_code() == 1
+    assert "sqrt" not in g.op_counts() and g.op_counts()["operator.setitem"] == 1
+    assert g.eliminate_dead_code() == 0
+
+
+def test_forward_is_cached_and_invalidated():
+    g = Graph("c")
+    x = g.placeholder("x")
+    y = g.call(np.negative, (x,))
+    g.output(y)
+    f = g.forward
+    assert g.forward is f
+    assert list(g(np.ones(2))) == [-1.0, -1.0]
+    assert g.forward.graph_source.startswith("def forward(x)")
+
+
+def test_names_are_unique_and_valid():
+    g = Graph("n")
+    a = g.placeholder("len")          # a builtin name: renamed
+    b = g.placeholder("1x")
+    c = g.call(np.add, (a, b))
+    d = g.call(np.add, (c, 1))
+    g.output(d)
+    assert [n.name for n in g.nodes] == ["len_1", "_1x", "add", "add_2", "output_1"]
+    assert g.forward(1, 2) == 4
+    assert g.placeholders[0].kind is NodeKind.PLACEHOLDER and g.output_node is g.nodes[-1]
+    assert len(g) == 5 and list(iter(g)) == g.nodes
+
+
+def test_placeholders_added_late_go_before_operations():
+    g = Graph("late")
+    x = g.placeholder("x")
+    y = g.call(operator.neg, (x,))
+    z = g.placeholder("z")
+    g.output((y, z))
+    assert [n.name for n in g.placeholders] == ["x", "z"]
+    assert g.forward(1, 2) == (-1, 2)
+
+
+def test_bad_graphs():
+    g = Graph("bad")
+    x = g.placeholder("x")
+    with pytest.raises(TypeError, match="callable"):
+        g.call(3, (x,))
+    with pytest.raises(ValueError, match="method name"):
+        g.call_method("not a name", (x,))
+    with pytest.raises(ValueError, match="attribute name"):
+        g.getattr(x, "1")
+    other = Graph("other").placeholder("y")
+    with pytest.raises(ValueError, match="another graph"):
+        g.call(np.abs, (other,))
+    with pytest.raises(GraphCodegenError, match="no output"):
+        compile_graph(g)
+    g.output(x)
+    with pytest.raises(ValueError, match="already has its output"):
+        g.call(np.abs, (x,))
+
+
+def test_metadata():
+    m = ArrayMeta.of(np.zeros((2, 3), np.float32))
+    assert (m.shape, m.dtype, m.ndim, m.size, m.is_static, m.is_array, str(m)) == \
+        ((2, 3), np.dtype("float32"), 2, 6, True, True, "float32(2, 3)")
+    p = m.proxy()
+    assert p.shape == (2, 3) and p.dtype == np.float32 and p.strides == (0, 0)
+    s = ArrayMeta.of(np.float64(1.0))
+    assert s.shape == () and not s.is_array and type(s.proxy()) is np.float64 and str(s) == "float64"
+    n = SymDim("s0", 5)
+    d = ArrayMeta((n, 3), np.dtype("int64"))
+    assert not d.is_static and d.concrete_shape() == (5, 3) and format_shape(d.shape) == "(s0, 3)"
+    assert ArrayMeta((SymDim("s1"),), np.dtype("f8")).concrete_shape() == (2,)
+    with pytest.raises(ValueError, match="symbolic"):
+        d.size
+    assert format_shape((4,)) == "(4,)" and repr(n) == "s0"
+    assert ArrayMeta.of(np.zeros(2, np.int8)).proxy()[0] == 0
+    assert ArrayMeta.of(np.zeros(2, "U3")).proxy()[0] == ""
+    assert ScalarMeta(int).proxy() == 1 and ScalarMeta(float, 2.5).proxy() == 2.5 and str(ScalarMeta(int)) == "int"
+    assert meta_of([1]) is None and meta_of(2) == ScalarMeta(int, 2) and meta_of(np.ones(1)).shape == (1,)
+    with pytest.raises(TypeError):
+        ArrayMeta.of([1, 2])
+
+
+def test_target_names_and_map_arg():
+    assert target_name(np.exp) == "numpy.exp"
+    assert target_name(np.linalg.norm) == "numpy.linalg.norm"
+    assert target_name(operator.add) == "operator.add"
+    assert target_name(len) == "len" and target_name("reshape") == "reshape"
+    assert target_name(test_metadata).endswith("test_graph_ir.test_metadata")
+    g = Graph("m")
+    x = g.placeholder("x")
+    out = map_arg({"a": [x, (1, x)], "s": slice(x, None)}, lambda n: n.name)
+    assert out == {"a": ["x", (1, "x")], "s": slice("x", None, None)}
+
+
+def test_node_slices_render_with_slice_call():
+    g = Graph("sl")
+    x = g.placeholder("x")
+    n = g.placeholder("n")
+    g.output(g.call(operator.getitem, (x, slice(None, n))))
+    assert "getitem = x[:n]" in python_code(g)
+    assert list(g.forward(np.arange(5), 2)) == [0, 1]
