@@ -20,6 +20,9 @@ static _PyFrameEvalFunction previous_eval;
 /* Remembered so that uninstalling works during finalization, when the thread
  * clearing another thread's state may have no current thread state. */
 static PyInterpreterState *hooked_interp;
+/* Key of the cleanup capsule in thread dicts, made once (with the module) rather than
+ * interned anew by PyDict_SetItemString on each thread. */
+static PyObject *thread_key;
 
 PyObject *fh_guard_error_hook;
 int fh_trace_callbacks;
@@ -96,6 +99,11 @@ static void thread_cleanup(PyObject *capsule) {
     store_callback(t, NULL);
 }
 
+int fh_hook_init(void) {
+    thread_key = PyUnicode_InternFromString("framehook.runtime.thread");
+    return thread_key ? 0 : -1;
+}
+
 static int register_thread_cleanup(void) {
     if (tls.registered) {
         return 0;
@@ -109,7 +117,7 @@ static int register_thread_cleanup(void) {
     if (capsule == NULL) {
         return -1;
     }
-    int rc = PyDict_SetItemString(dict, "framehook.runtime.thread", capsule);
+    int rc = PyDict_SetItem(dict, thread_key, capsule);
     Py_DECREF(capsule);
     if (rc == 0) {
         tls.registered = 1;

@@ -2,6 +2,7 @@
 #include "runtime.h"
 
 int fh_is_installed(void);
+int fh_hook_init(void);
 
 static PyCodeObject *code_arg(PyObject *arg, const char *func) {
     if (!PyCode_Check(arg)) {
@@ -206,7 +207,7 @@ PyMODINIT_FUNC PyInit__C(void) {
     if (m == NULL) {
         return NULL;
     }
-    if (fh_extra_init() < 0 || fh_types_init(m) < 0) {
+    if (fh_extra_init() < 0 || fh_hook_init() < 0 || fh_types_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }
