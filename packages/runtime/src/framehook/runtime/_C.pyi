@@ -1,5 +1,5 @@
 from types import CodeType, FrameType
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 Callback = Union[None, bool, Callable[["FrameView", Optional["CacheEntryInfo"], Dict[str, Any]], Optional["GuardedCode"]]]
 
@@ -7,6 +7,17 @@ class GuardedCode:
     code: CodeType
     check_fn: Callable[[Dict[str, Any]], object]
     def __init__(self, code: CodeType, check_fn: Callable[[Dict[str, Any]], object]) -> None: ...
+
+GuardSpec = Tuple[Any, ...]  # (path, kind, *args); path: tuple of steps such as ("local", "x"), ("attr", "y")
+
+class GuardChecker:
+    """A guard set compiled once and evaluated in C (see the README)."""
+    def __init__(self, guards: Sequence[GuardSpec], globals: Optional[Dict[str, Any]] = None, *,
+                 ndarray_type: Optional[type] = None) -> None: ...
+    def __call__(self, f_locals: Mapping[str, Any]) -> bool: ...
+    def first_failure(self, f_locals: Mapping[str, Any]) -> Optional[int]: ...
+    def __len__(self) -> int: ...
+    def __getattr__(self, name: str) -> Any: ...  # instances take attributes
 
 class CacheEntryInfo(Tuple[CodeType, Callable[[Dict[str, Any]], object], int]):
     code: CodeType

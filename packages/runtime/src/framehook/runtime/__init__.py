@@ -11,6 +11,7 @@ from __future__ import annotations
 from ._C import (
     CacheEntryInfo,
     FrameView,
+    GuardChecker,
     GuardedCode,
     cache_entries,
     eval_frame_installed,
@@ -30,6 +31,7 @@ __all__ = [
     "API_VERSION",
     "CacheEntryInfo",
     "FrameView",
+    "GuardChecker",
     "GuardedCode",
     "__version__",
     "cache_entries",

@@ -4,10 +4,17 @@
     check_fn(f_locals)          # True when every guard holds (the runtime's hot path)
     check_fn.fail_reason(L)     # None, or a readable line naming the first failing guard
 
-The check function is generated Python source: one straight-line function, each guarded
-source read once into a local, each condition one ``if not (...): return False``, with the
-guarded objects bound as closure variables. Anything that raises inside it counts as a
-failed guard (a missing key, an attribute that vanished), never as an error of the call.
+When every condition of the set can be expressed declaratively (every guard kind here,
+on sources rooted in a local or a global), the check function is the runtime's C
+``GuardChecker``: the guards are compiled once into a list of (path, kind, *args) tuples
+and evaluated in C with no Python-level call (except the GLOBAL_STATE guard's fallback,
+taken only when numpy's error state object changed, or when global state is registered).
+Otherwise it is generated Python source: one straight-line function, each guarded source
+read once into a local, each condition one ``if not (...): return False``, with the
+guarded objects bound as closure variables. Both behave alike: anything that raises an
+``Exception`` while a guard is evaluated counts as a failed guard (a missing key, an
+attribute that vanished), never as an error of the call; ``fail_reason`` gives the same
+text for both (with the C checker it starts from the index ``first_failure`` reports).
 """
 from __future__ import annotations
 
@@ -16,21 +23,32 @@ import itertools
 import logging
 import math
 import weakref
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
+from ._runtime import runtime
 from .contexts import GlobalStateContext, registered_global_states, states_equal
 from .guards import GlobalStateSource, Guard, GuardKind
-from .sources import ChainedSource, Source, is_literal
+from .sources import (AttrSource, ChainedSource, ClosureCellSource, GlobalSource, IndexSource, ItemSource,
+                      LengthSource, LocalSource, NdarrayPropertySource, Source, TypeSource, is_literal)
 
 __all__ = ["GuardBuilder", "CodePart", "build_check_fn", "CheckFn", "GuardBuildError", "type_name",
-           "make_global_state_check"]
+           "make_global_state_check", "c_checker_available", "source_path"]
 
 guards_log = logging.getLogger("framehook.translator.guards")
 
 _CHECK_FN_FILENAME = "<framehook guards>"
 _counter = itertools.count()
+
+#: the runtime's C guard evaluator (None with a runtime that predates it)
+_GuardChecker = getattr(runtime, "GuardChecker", None)
+#: build C checkers when every guard of a set is supported (set False to always generate Python)
+USE_C_CHECKER = True
+
+
+def c_checker_available() -> bool:
+    return _GuardChecker is not None
 
 
 class GuardBuildError(ValueError):
@@ -123,19 +141,28 @@ def make_global_state_check() -> Callable[[], bool]:
         return True
 
     check_global_state.snapshot = dict(snapshot, **{"numpy.errstate": errs})  # type: ignore[attr-defined]
+    # for the C checker: with nothing but numpy's error state to compare, the identity of the
+    # context variable's value decides without calling Python
+    check_global_state.fast_path = (errvar, token) if errvar is not None and not others else None  # type: ignore[attr-defined]
     return check_global_state
+
+
+#: a CodePart's C spec saying "checked by the C guard of the part before it"
+_COVERED = ("covered",)
 
 
 class CodePart:
     """One condition of the check function."""
 
-    __slots__ = ("guard", "template", "expected", "actual")
+    __slots__ = ("guard", "template", "expected", "actual", "c_spec")
 
-    def __init__(self, guard: Guard, template: str, expected: str, actual: str) -> None:
+    def __init__(self, guard: Guard, template: str, expected: str, actual: str,
+                 c_spec: Optional[Tuple[Any, ...]] = None) -> None:
         self.guard = guard
         self.template = template      # condition with {v} (and {w}) for the source values
         self.expected = expected      # readable expected value
         self.actual = actual          # expression template for what was found instead
+        self.c_spec = c_spec          # (kind, *args) of the C checker, _COVERED, or None: Python only
 
     def render(self, v: str, w: str = "") -> str:
         # plain replacement: only numbers are inlined, so no other braces can occur
@@ -172,8 +199,9 @@ class GuardBuilder:
             self.consts[name] = obj
         return name
 
-    def _add(self, guard: Guard, template: str, expected: str, actual: str = "{v}") -> None:
-        self.parts.append(CodePart(guard, template, expected, actual))
+    def _add(self, guard: Guard, template: str, expected: str, actual: str = "{v}",
+             c: Optional[Tuple[Any, ...]] = None) -> None:
+        self.parts.append(CodePart(guard, template, expected, actual, c))
 
     def _export(self, guard: Guard, value: Any, kind: str) -> None:
         try:
@@ -190,8 +218,9 @@ class GuardBuilder:
         other = guard.detail("other")
         return other.name() if isinstance(other, Source) else ""
 
-    def _type_part(self, guard: Guard, t: type) -> None:
-        self._add(guard, f"type({{v}}) is {self.const(t)}", f"type {type_name(t)}", "type({v})")
+    def _type_part(self, guard: Guard, t: type, c: Optional[Tuple[Any, ...]] = None) -> None:
+        self._add(guard, f"type({{v}}) is {self.const(t)}", f"type {type_name(t)}", "type({v})",
+                  c or ("TYPE_MATCH", t))
 
     # ---- one method per guard kind (Guard.create_fn looks them up by kind name)
     def TYPE_MATCH(self, guard: Guard) -> None:
@@ -204,13 +233,13 @@ class GuardBuilder:
         # a strong reference: the id of a dead object could be reused by a different one
         # never inline: an equal literal in the check function may be a different object
         self._add(guard, f"{{v}} is {self.const(value, inline=False)}",
-                  f"the same object ({type_name(type(value))} at {hex(id(value))})", "{v}")
+                  f"the same object ({type_name(type(value))} at {hex(id(value))})", "{v}", ("ID_MATCH", value))
         self._export(guard, value, "ID_MATCH")
 
     def CONSTANT_MATCH(self, guard: Guard) -> None:
         value = self.get(guard.originating_source)
         if value is None or value is Ellipsis or value is NotImplemented or isinstance(value, bool):
-            self._add(guard, f"{{v}} is {self.const(value)}", _short_repr(value))
+            self._add(guard, f"{{v}} is {self.const(value)}", _short_repr(value), c=("ID_MATCH", value))
             self._export(guard, value, "CONSTANT_MATCH")
         else:
             self.EQUALS_MATCH(guard)
@@ -223,16 +252,17 @@ class GuardBuilder:
                 "guarded by equality; use ID_MATCH or TYPE_MATCH")
         self._type_part(guard, type(value))
         if isinstance(value, float) and math.isnan(value):
-            self._add(guard, "{v} != {v}", "nan")
+            self._add(guard, "{v} != {v}", "nan", c=("EQUALS_MATCH", math.nan))  # any float NaN
         else:
-            self._add(guard, f"{{v}} == {self.const(_frozen_copy(value))}", _short_repr(value))
+            frozen = _frozen_copy(value)
+            self._add(guard, f"{{v}} == {self.const(frozen)}", _short_repr(value), c=("EQUALS_MATCH", frozen))
         self._export(guard, value, "EQUALS_MATCH")
 
     def LENGTH_CHECK(self, guard: Guard) -> None:
         value = self.get(guard.originating_source)
         self._type_part(guard, type(value))
         n = len(value)
-        self._add(guard, f"len({{v}}) == {n}", f"length {n}", "len({v})")
+        self._add(guard, f"len({{v}}) == {n}", f"length {n}", "len({v})", ("LENGTH_CHECK", n))
         self._export(guard, value, "LENGTH_CHECK")
 
     def DICT_KEYS(self, guard: Guard) -> None:
@@ -242,7 +272,7 @@ class GuardBuilder:
         keys = list(value.keys())
         self._type_part(guard, type(value))
         self._add(guard, f"list({{v}}.keys()) == {self.const(keys)}", f"keys {_short_repr(keys)}",
-                  "list({v}.keys())")
+                  "list({v}.keys())", ("DICT_KEYS", tuple(keys)))
         self._export(guard, value, "DICT_KEYS")
 
     def NDARRAY_MATCH(self, guard: Guard) -> None:
@@ -255,33 +285,52 @@ class GuardBuilder:
         if bad:
             raise GuardBuildError(f"NDARRAY_MATCH on {guard.name}: dynamic dims {sorted(bad)} out of "
                                   f"range for ndim {value.ndim}")
-        self._type_part(guard, type(value))
-        d = self.const(value.dtype)
-        self._add(guard, f"({{v}}.dtype is {d} or {{v}}.dtype == {d})", f"dtype {value.dtype}", "{v}.dtype")
+        writeable = bool(value.flags.writeable)
         if not dynamic:
-            self._add(guard, f"{{v}}.shape == {value.shape!r}", f"shape {value.shape}", "{v}.shape")
-            self._add(guard, f"{{v}}.strides == {value.strides!r}", f"strides {value.strides}", "{v}.strides")
+            contiguity = None
+        elif value.flags.c_contiguous:
+            contiguity = "C"
+        elif value.flags.f_contiguous:
+            contiguity = "F"
         else:
-            self._add(guard, f"{{v}}.ndim == {value.ndim}", f"ndim {value.ndim}", "{v}.ndim")
+            contiguity = "neither"
+        # one C guard checks all the parts below, reading numpy's array struct
+        spec = {"type": type(value), "dtype": value.dtype,
+                "shape": tuple(None if i in dynamic else n for i, n in enumerate(value.shape)),
+                "strides": None if dynamic else tuple(value.strides), "contiguity": contiguity,
+                "writeable": writeable}
+        self._type_part(guard, type(value), c=("NDARRAY_MATCH", spec))
+        d = self.const(value.dtype)
+        self._add(guard, f"({{v}}.dtype is {d} or {{v}}.dtype == {d})", f"dtype {value.dtype}", "{v}.dtype",
+                  _COVERED)
+        if not dynamic:
+            self._add(guard, f"{{v}}.shape == {value.shape!r}", f"shape {value.shape}", "{v}.shape", _COVERED)
+            self._add(guard, f"{{v}}.strides == {value.strides!r}", f"strides {value.strides}", "{v}.strides",
+                      _COVERED)
+        else:
+            self._add(guard, f"{{v}}.ndim == {value.ndim}", f"ndim {value.ndim}", "{v}.ndim", _COVERED)
             for i, n in enumerate(value.shape):
                 if i not in dynamic:
-                    self._add(guard, f"{{v}}.shape[{i}] == {n}", f"size {n} in dimension {i}", f"{{v}}.shape[{i}]")
-            if value.flags.c_contiguous:
-                self._add(guard, "{v}.flags.c_contiguous", "a C-contiguous array", "{v}.flags.c_contiguous")
-            elif value.flags.f_contiguous:
-                self._add(guard, "{v}.flags.f_contiguous", "a Fortran-contiguous array", "{v}.flags.f_contiguous")
+                    self._add(guard, f"{{v}}.shape[{i}] == {n}", f"size {n} in dimension {i}", f"{{v}}.shape[{i}]",
+                              _COVERED)
+            if contiguity == "C":
+                self._add(guard, "{v}.flags.c_contiguous", "a C-contiguous array", "{v}.flags.c_contiguous",
+                          _COVERED)
+            elif contiguity == "F":
+                self._add(guard, "{v}.flags.f_contiguous", "a Fortran-contiguous array", "{v}.flags.f_contiguous",
+                          _COVERED)
             else:
                 self._add(guard, "not ({v}.flags.c_contiguous or {v}.flags.f_contiguous)",
-                          "a non-contiguous array", "{v}.strides")
-        writeable = bool(value.flags.writeable)
+                          "a non-contiguous array", "{v}.strides", _COVERED)
         self._add(guard, "{v}.flags.writeable" if writeable else "not {v}.flags.writeable",
-                  "writeable" if writeable else "read-only", "{v}.flags.writeable")
+                  "writeable" if writeable else "read-only", "{v}.flags.writeable", _COVERED)
         self._export(guard, value, "NDARRAY_MATCH")
 
     def GLOBAL_STATE(self, guard: Guard) -> None:
         check = make_global_state_check()
+        fast = check.fast_path  # type: ignore[attr-defined]
         self._add(guard, f"{self.const(check)}()", "numpy's error state and registered global state unchanged",
-                  "___global_state_now()")
+                  "___global_state_now()", ("CONTEXTVAR_IS", fast[0], fast[1], check) if fast else ("CALL", check))
         guard.code_list = None
         guard.set_export_info("GLOBAL_STATE", None, [f"{self.const(check)}()"], None)
 
@@ -291,13 +340,76 @@ class GuardBuilder:
         if value is not other:
             raise GuardBuildError(f"DUPLICATE_INPUT: {guard.name} and {guard.detail('other').name()} "
                                   "are not the same object")
-        self._add(guard, "{v} is {w}", f"the same object as {guard.detail('other').name()}", "{v}")
+        other_path = source_path(guard.detail("other"))
+        self._add(guard, "{v} is {w}", f"the same object as {guard.detail('other').name()}", "{v}",
+                  ("SAME_AS", other_path) if other_path is not None else None)
         self._export(guard, value, "DUPLICATE_INPUT")
 
 
 # ------------------------------------------------------------------ compilation
 
 CheckFn = Callable[[Dict[str, Any]], bool]
+
+
+def source_path(source: Any) -> Optional[Tuple[Tuple[Any, ...], ...]]:
+    """The C checker's path for ``source`` (steps from f_locals), or None when a step has no
+    C equivalent."""
+    steps: List[Tuple[Any, ...]] = []
+    while isinstance(source, ChainedSource):
+        t = type(source)
+        if t is AttrSource:
+            new: List[Tuple[Any, ...]] = [("attr", part) for part in source.member.split(".")]
+        elif t is ItemSource:
+            new = [("item", source.key)]
+        elif t is IndexSource:
+            new = [("index", source.index)]
+        elif t is ClosureCellSource:
+            new = [("attr", "__closure__"), ("index", source.index), ("attr", "cell_contents")]
+        elif t is TypeSource:
+            new = [("type",)]
+        elif t is LengthSource:
+            new = [("len",)]
+        elif t is NdarrayPropertySource:
+            new = [("attr", part) for part in source.prop.split(".")]
+            if source.index is not None:
+                new.append(("index", source.index))
+        else:
+            return None
+        steps[:0] = new
+        source = source.base
+    if isinstance(source, LocalSource) and type(source).name is LocalSource.name:
+        steps.insert(0, ("local", source.local_name))
+    elif type(source) is GlobalSource:
+        steps.insert(0, ("global", source.global_name))
+    else:
+        return None
+    return tuple(steps)
+
+
+def _c_guards(parts: List[CodePart]) -> Optional[Tuple[List[Tuple[Any, ...]], List[int]]]:
+    """The C checker's guard list for ``parts`` and, per C guard, the index of its first part;
+    None when some part has no C form."""
+    specs: List[Tuple[Any, ...]] = []
+    starts: List[int] = []
+    paths: Dict[Source, Any] = {}
+    for i, part in enumerate(parts):
+        c = part.c_spec
+        if c is None:
+            return None
+        if c is _COVERED:
+            continue
+        if c[0] in ("CALL", "CONTEXTVAR_IS"):
+            path: Any = ()
+        else:
+            source = part.guard.originating_source
+            if source not in paths:
+                paths[source] = source_path(source)
+            path = paths[source]
+            if path is None:
+                return None
+        specs.append((path,) + tuple(c))
+        starts.append(i)
+    return specs, starts
 
 
 def _global_state_now() -> Dict[str, Any]:
@@ -334,8 +446,14 @@ class _Emitter:
 
 
 def build_check_fn(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals: Dict[str, Any], *,
-                   guard_export_fn: Optional[Callable[[List[Guard]], Any]] = None) -> CheckFn:
-    """Compile ``guards`` into one check function of ``f_locals`` (see the module docstring)."""
+                   guard_export_fn: Optional[Callable[[List[Guard]], Any]] = None,
+                   use_c: Optional[bool] = None) -> CheckFn:
+    """Compile ``guards`` into one check function of ``f_locals`` (see the module docstring).
+
+    ``use_c``: True/None (default: ``USE_C_CHECKER``) builds the runtime's C ``GuardChecker``
+    when every guard has a C form, False always the generated Python function. Either has
+    ``fail_reason``, ``guards``, ``code_parts``, ``source`` (the Python source, also for the
+    C checker), ``python_check_fn`` and ``c_guards`` (the C guard list, or None)."""
     ordered = sorted(set(guards), key=Guard.sort_key)
     builder = GuardBuilder(f_locals, f_globals)
     for guard in ordered:
@@ -375,17 +493,28 @@ def build_check_fn(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals:
     )
     namespace: Dict[str, Any] = {"__builtins__": builtins}
     exec(compile(source, f"{_CHECK_FN_FILENAME[:-1]} #{serial}>", "exec"), namespace)  # noqa: S102
-    check_fn, verbose_factory = namespace["___make_check_fn"](f_globals, *[builder.consts[n] for n in const_names])
+    py_check_fn, verbose_factory = namespace["___make_check_fn"](f_globals,
+                                                                 *[builder.consts[n] for n in const_names])
 
     parts = builder.parts
     consts = dict(builder.consts)
     verbose_cache: List[Any] = []
 
-    def fail_reason(f_locals_now: Dict[str, Any]) -> Optional[str]:
-        """The first failing guard as ``KIND: expr -- expected X, got Y``; None if all pass."""
+    c_guards = _c_guards(parts) if (use_c if use_c is not None else USE_C_CHECKER) and _GuardChecker else None
+    checker: Any = None
+    if c_guards is not None:
+        try:
+            checker = _GuardChecker(c_guards[0], f_globals if isinstance(f_globals, dict) else None,
+                                    ndarray_type=np.ndarray)
+        except (TypeError, ValueError) as e:  # e.g. globals that are not a dict: the Python function copes
+            guards_log.debug("guards compiled to Python, not the C checker: %s", e)
+            c_guards = None
+    starts = c_guards[1] if c_guards is not None else []
+
+    def scan(f_locals_now: Dict[str, Any], start: int) -> Optional[str]:
         if not verbose_cache:
             verbose_cache.extend(verbose_factory())
-        for part, fn in zip(parts, verbose_cache):
+        for part, fn in zip(parts[start:], verbose_cache[start:]):
             try:
                 ok = bool(fn(f_locals_now))
             except Exception as e:
@@ -396,7 +525,25 @@ def build_check_fn(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals:
                         f"got {_describe_actual(part, f_locals_now, f_globals, consts)}")
         return None
 
-    check_fn.fail_reason = fail_reason  # type: ignore[attr-defined]
+    def fail_reason(f_locals_now: Dict[str, Any]) -> Optional[str]:
+        """The first failing guard as ``KIND: expr -- expected X, got Y``; None if all pass."""
+        if checker is None:
+            return scan(f_locals_now, 0)
+        index = checker.first_failure(f_locals_now)
+        if index is None:
+            return None
+        # the C guard covers parts starts[index]...; the earlier ones held
+        reason = scan(f_locals_now, starts[index])
+        if reason is None:  # pragma: no cover - the two paths disagree (state changed in between)
+            part = parts[starts[index]]
+            reason = (f"{part.guard.kind.name}: {part.guard.name} -- expected {part.expected}, "
+                      "rejected by the C guard checker")
+        return reason
+
+    check_fn: Any = checker if checker is not None else py_check_fn
+    check_fn.fail_reason = fail_reason
+    check_fn.python_check_fn = py_check_fn
+    check_fn.c_guards = c_guards[0] if c_guards is not None else None
     check_fn.guards = ordered  # type: ignore[attr-defined]
     check_fn.code_parts = [_readable(p.render(p.guard.name, GuardBuilder._second_name(p.guard)), consts)  # type: ignore[attr-defined]
                            for p in parts]

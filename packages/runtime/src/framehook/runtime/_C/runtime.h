@@ -1,6 +1,7 @@
 /* Declarations shared by the runtime's C files. One file per concern:
  *   extra.c      per-code-object state in the code's extra slot (cache entries, frame_state)
  *   guarded.c    the GuardedCode and CacheEntryInfo types
+ *   guards.c     GuardChecker: a declarative guard set evaluated in C
  *   frameview.c  the read-only frame view handed to callbacks, and entry locals
  *   shadow.c     running replacement code in place of a frame, per CPython version
  *   events.c     the C event interface for other extensions (the profiler)
@@ -50,6 +51,7 @@ typedef struct {
 } fh_GuardedCode;
 int fh_types_init(PyObject *module);
 PyObject *fh_entry_info(fh_entry *entry); /* new CacheEntryInfo */
+extern PyTypeObject fh_GuardChecker_Type;  /* guards.c */
 
 /* ---- frame view and entry locals (frameview.c) ----------------------------- */
 extern PyTypeObject fh_FrameView_Type;
