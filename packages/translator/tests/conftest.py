@@ -5,7 +5,14 @@ see the conversion loop run. ``set_trace_callbacks`` (exported by framehook.runt
 yet listed in docs/runtime-api.md) lets it; without it the tests still run, only the
 coverage figure drops.
 """
+import sys
+from pathlib import Path
+
 import framehook.runtime as _rt
+
+# CI runs pytest with --import-mode=importlib, which does not put this directory on
+# sys.path; shared helpers (symbolic_helpers) are imported from here.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 if hasattr(_rt, "set_trace_callbacks"):
     _rt.set_trace_callbacks(True)
