@@ -25,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     _paths.setup()
     import fhcases
+    from decisions import translate
     from framehook.translator.records import record_call
     _paths.GOLDEN.mkdir(exist_ok=True)
     cases = fhcases.load_all()
@@ -37,7 +38,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.prefix and not any(case.name.startswith(p) for p in args.prefix):
             continue
         notes = [f"min_version={case.min_version[0]}.{case.min_version[1]}"]
+        decisions = translate(case.fn, case.args, case.kwargs)
         rec = record_call(case.fn, case.args, case.kwargs, label=case.name, notes=notes,
+                          translator={"decisions": decisions} if decisions else None,
                           path=_paths.GOLDEN / f"{case.name}.fhrec")
         if rec.missing:
             print(f"warning: {case.name}: values not recorded: {', '.join(rec.missing)}")

@@ -27,10 +27,14 @@ def _min_version(notes: list) -> tuple:
     return (3, 9)
 
 
+from decisions import normalize  # noqa: E402
+
+
 def _decision_diff(name: str, recorded: dict | None, replayed: dict | None) -> str | None:
     if not recorded or replayed is None:
         return None
-    before = recorded.get("decisions", recorded)
+    before = normalize(recorded.get("decisions", recorded))
+    replayed = normalize(replayed)
     if before == replayed:
         return None
     keys = sorted(set(before) | set(replayed)) if isinstance(before, dict) and isinstance(replayed, dict) else []
