@@ -5,13 +5,12 @@
     out.break_reasons[0].code, .reason, .filename, .lineno
     print(out)                      # graphs, breaks with hints, op counts, guards, compile times
 
-The call runs once under ``optimize("eager")`` with the function's cache emptied first
-(and again afterwards), so every frame it translates is reported. When the call raises,
+The call runs once under ``optimize("eager")`` after ``reset()`` (as Dynamo's explain does),
+so every frame it reaches is translated and reported; the entries it made are dropped afterwards. When the call raises,
 the exception propagates with the report attached as ``exc.explain_output``.
 """
 from __future__ import annotations
 
-import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
@@ -86,29 +85,17 @@ class ExplainOutput:
         return "\n".join(lines).rstrip() + "\n"
 
 
-def _code_of(fn: Any) -> Optional[types.CodeType]:
-    from .eval_frame import innermost_fn
-    fn = innermost_fn(fn)
-    for candidate in (fn, getattr(fn, "__func__", None), getattr(type(fn), "__call__", None)):
-        code = getattr(candidate, "__code__", None)
-        if isinstance(code, types.CodeType):
-            return code
-    return None
-
-
 def explain(fn: Callable[..., Any]) -> Callable[..., ExplainOutput]:
     """A callable that runs ``fn(*args, **kwargs)`` under the translator and reports
     the graphs, graph breaks, op counts, guards and compile time (``.result`` holds the
     return value)."""
     if not callable(fn):
         raise TypeError(f"explain() expects a callable, got {type(fn).__name__}")
-    from .eval_frame import innermost_fn, optimize
+    from .eval_frame import innermost_fn, optimize, reset
 
     def run(*args: Any, **kwargs: Any) -> ExplainOutput:
         reports: List[FrameReport] = []
-        code = _code_of(fn)
-        if code is not None:
-            runtime.reset_code(code)
+        reset()   # as Dynamo's explain: every frame the call reaches is translated afresh
         add_observer(reports.append)
         error: Optional[BaseException] = None
         result = None

@@ -165,11 +165,23 @@ def _source(graph: Graph, names: _Names, fn_name: str) -> str:
         raise GraphCodegenError(f"graph {graph.name} has no output node")
     args = ", ".join(n.name for n in graph.placeholders)
     lines = [f"def {fn_name}({args}):"]
+    # free each intermediate right after its last use, as plain Python code would: keeping
+    # every temporary alive to the end costs memory traffic on large arrays
+    last_use: Dict[Node, Node] = {}
+    for node in graph.nodes:
+        for inp in node.inputs():
+            last_use[inp] = node
+    dying: Dict[Node, List[str]] = {}
+    for value, user in last_use.items():
+        if user.kind is not NodeKind.OUTPUT and value.kind is not NodeKind.PLACEHOLDER:
+            dying.setdefault(user, []).append(value.name)
     for node in graph.nodes:
         if node.kind is NodeKind.PLACEHOLDER:
             continue
         for stmt in _statement(node, names):
             lines.append(f"    {stmt}")
+        if node in dying:
+            lines.append(f"    del {', '.join(dying[node])}")
     return "\n".join(lines) + "\n"
 
 

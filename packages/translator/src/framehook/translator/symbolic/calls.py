@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List
 
 import numpy as np
 
+from ..graph import ArrayMeta
 from . import numpy_support as nps
 from .values import Const, DictV, FuncV, IterV, ListV, MethodV, Tensor, TupleV, V
 
@@ -49,6 +50,12 @@ def _wrap_container(fr: "FrameTracer", value: Any) -> V:
     if isinstance(value, list):
         return ListV([fr.tracer.wrap(x, None) for x in value])
     return DictV({k: fr.tracer.wrap(x, None) for k, x in value.items()})
+
+
+def _has_array(vs: List[V]) -> bool:
+    """Any graph value that is an array or numpy scalar (not a Python-number input)?"""
+    from .interpreter import _flatten
+    return any(isinstance(v, Tensor) and isinstance(v.meta, ArrayMeta) for v in _flatten(list(vs)))
 
 
 def _has_tensor(vs: List[V]) -> bool:
@@ -114,11 +121,6 @@ def _type(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
 def _make_pure(fn: Any) -> Handler:
     def handler(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
         if fn in (round, divmod, pow) and _has_tensor(args + list(kwargs.values())):
-            target = {round: np.round, divmod: np.divmod, pow: operator.pow}[fn]
-            if fn is round and any(isinstance(a, Tensor) and not a.is_array for a in args):
-                return _fold(fr, fn, args, kwargs)
-            if fn is round:
-                return fr.tracer.record(round, args, kwargs, name="round")
             return fr.tracer.record(fn, args, kwargs, name=fn.__name__)
         if fn in (any, all) and args and not isinstance(args[0], Const):
             items = fr.iterate(args[0])
@@ -127,7 +129,7 @@ def _make_pure(fn: Any) -> Handler:
     return handler
 
 
-for _fn in (range, slice, str, repr, round, divmod, pow, hash, chr, ord, bin, hex, oct, callable, any, all):
+for _fn in (range, slice, str, repr, round, divmod, pow, hash, chr, ord, bin, hex, oct, callable, any, all, format):
     _BUILTINS[_fn] = _make_pure(_fn)
 
 
@@ -289,12 +291,11 @@ def _numpy_call(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V])
     if fn in nps.CREATION:
         positions, names = nps.CREATION_ARRAY_ARGS.get(fn, (set(), set()))
         for i, a in enumerate(args):
-            if i not in positions and _has_tensor([a]):
-                raise fr.brk("FH011", f"{name}: argument {i + 1} is computed in the graph")
+            if i not in positions and _has_array([a]):
+                raise fr.brk("FH011", f"{name}: argument {i + 1} is computed from array values")
         for k, a in kwargs.items():
-            if k not in names and _has_tensor([a]):
-                raise fr.brk("FH011", f"{name}: argument {k}= is computed in the graph")
-        args = [_specialize_numbers(fr, a) for a in args]
+            if k not in names and _has_array([a]):
+                raise fr.brk("FH011", f"{name}: argument {k}= is computed from array values")
     if fn is np.where and len(args) + len(kwargs) == 1:
         raise fr.brk("FH011", "numpy.where with one argument (the indices of true elements)")
     if fn in (np.repeat, np.tile) and any(_has_tensor([a]) for a in args[1:]):
@@ -380,12 +381,13 @@ def _list_method(fr: "FrameTracer", obj: ListV, name: str, args: List[V], kwargs
 
 
 def _dict_method(fr: "FrameTracer", obj: DictV, name: str, args: List[V], kwargs: Dict[str, V]) -> V:
+    # views are iterated (returning one breaks the graph: FH008), never passed on as lists
     if name == "keys":
-        return ListV([Const(k) for k in obj.items])
+        return IterV([Const(k) for k in obj.items])
     if name == "values":
-        return ListV(list(obj.items.values()))
+        return IterV(list(obj.items.values()))
     if name == "items":
-        return ListV([TupleV([Const(k), v]) for k, v in obj.items.items()])
+        return IterV([TupleV([Const(k), v]) for k, v in obj.items.items()])
     if name == "get":
         key = fr.const_of(args[0])
         return obj.items.get(key, args[1] if len(args) > 1 else Const(None))

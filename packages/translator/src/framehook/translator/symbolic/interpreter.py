@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import builtins
 import inspect
-import math
 import operator
 import sys
 import types
@@ -22,12 +21,10 @@ from ..bytecode import decode
 from ..config import config
 from ..graph import ArrayMeta, Graph, ScalarMeta, SymDim
 from ..guards import GuardKind
-from ..sources import (AttrSource, ClosureCellSource, GlobalSource, IndexSource, ItemSource, LocalSource,
-                       Source, is_literal)
+from ..sources import AttrSource, ClosureCellSource, GlobalSource, IndexSource, ItemSource, Source
 from . import numpy_support as nps
 from .breaks import GraphBreak
-from .values import (NULL, Cell, CellV, Const, DictV, FuncV, IterV, Lazy, ListV, MethodV, NullV, Tensor, TupleV,
-                     V)
+from .values import NULL, Cell, CellV, Const, DictV, FuncV, IterV, Lazy, ListV, MethodV, Tensor, TupleV, V
 
 __all__ = ["Tracer", "FrameTracer", "ReturnValue"]
 
@@ -669,6 +666,8 @@ class FrameTracer:
 
     # ------------------------------------------------------------ operators
     def binary(self, op: Callable[[Any, Any], Any], a: V, b: V) -> V:
+        if isinstance(a, Const) and isinstance(a.value, (str, bytes)) and isinstance(b, Tensor):
+            b = Const(self.const_of(b, "string formatting"))   # "%d" % n: a Python value, not a graph one
         if isinstance(a, Tensor) or isinstance(b, Tensor):
             for side in (a, b):
                 if isinstance(side, (TupleV, ListV)) and any(isinstance(i, Tensor) for i in _flatten([side])):

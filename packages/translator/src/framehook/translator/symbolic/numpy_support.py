@@ -47,6 +47,7 @@ NUMPY_FUNCTIONS.update(LINALG)
 SHAPE_QUERIES: Dict[Any, str] = _collect(np, "shape ndim size")
 META_ONLY: Dict[Any, str] = _collect(np, META_ONLY_NAMES)
 NUMPY_FUNCTIONS.update(META_ONLY)
+NUMPY_FUNCTIONS.update(SHAPE_QUERIES)
 
 #: which arguments of a creation function may be arrays (by position and name)
 CREATION_ARRAY_ARGS = {np.full: ({1}, {"fill_value"}), np.full_like: ({0, 1}, {"a", "fill_value"}),
