@@ -16,7 +16,7 @@ The Dynamo function uses every argument (``torch.ones(1) + (a0 + a1 + ...)``), s
 one is guarded; the number of leaf guards in its guard tree is reported. Each figure is the
 median of repeated timeit runs of the check function called on the same f_locals dict, the
 way the runtime calls it on a cache hit (through a lambda: the call floor, reported, is
-included in every figure).
+included in every figure). The paths of one row are timed in turn within each repetition.
 """
 from __future__ import annotations
 
@@ -40,6 +40,17 @@ FAMILIES = {"int": "int TYPE_MATCH", "eq": "int EQUALS_MATCH", "array": "NDARRAY
 def median_ns(fn, arg, number=20000, repeat=15) -> float:
     times = timeit.repeat(lambda: fn(arg), number=number, repeat=repeat)
     return statistics.median(times) / number * 1e9
+
+
+def interleaved_medians(calls, number=20000, repeat=15):
+    """Median ns per call of each (fn, arg), timed in turn within each repetition, so that
+    load changes on a shared machine hit all of them alike."""
+    timers = [timeit.Timer(lambda fn=fn, arg=arg: fn(arg)) for fn, arg in calls]
+    samples = [[] for _ in calls]
+    for _ in range(repeat):
+        for timer, out in zip(timers, samples):
+            out.append(timer.timeit(number))
+    return [statistics.median(out) / number * 1e9 for out in samples]
 
 
 def framehook_check(kind: str, n: int, use_c: bool):
@@ -108,20 +119,24 @@ def main() -> int:
         for n in SIZES:
             row = {"family": FAMILIES[kind], "n": n}
             line = f"{f'{n} x {FAMILIES[kind]}':<24}"
+            calls = [framehook_check(kind, n, False)]
             if have_c:
-                fn, L = framehook_check(kind, n, True)
-                row["c"] = median_ns(fn, L, repeat=args.repeat)
+                calls.append(framehook_check(kind, n, True))
+            if have_dynamo:
+                dfn, dL, leaves = dynamo_check(kind, n)
+                calls.append((dfn, dL))
+                row["dynamo_leaves"] = leaves
+            figures = interleaved_medians(calls, repeat=args.repeat)
+            row["py"] = figures[0]
+            if have_c:
+                row["c"] = figures[1]
                 line += f"{row['c']:>10.0f}{row['c'] / n:>9.1f}"
             else:
                 line += f"{'-':>10}{'-':>9}"
-            fn, L = framehook_check(kind, n, False)
-            row["py"] = median_ns(fn, L, repeat=args.repeat)
             line += f"{row['py']:>11.0f}{row['py'] / n:>9.1f}"
             line += f"{row['py'] / row['c']:>6.1f}" if have_c else f"{'-':>6}"
             if have_dynamo:
-                dfn, dL, leaves = dynamo_check(kind, n)
-                row["dynamo"] = median_ns(dfn, dL, repeat=args.repeat)
-                row["dynamo_leaves"] = leaves
+                row["dynamo"] = figures[-1]
                 line += f"{row['dynamo']:>12.0f}{row['dynamo'] / n:>9.1f}{leaves:>7}"
                 line += f"{row['c'] / row['dynamo']:>7.2f}" if have_c else f"{'-':>7}"
                 line += f"{row['py'] / row['dynamo']:>7.2f}"
