@@ -111,3 +111,35 @@ def test_require_api():
     with pytest.raises(TypeError, match="'package' must be a str"):
         rt.require_api(1, None)
     assert isinstance(rt.__version__, str) and rt.API_VERSION == 1
+
+
+def test_call_with_sets_and_restores_callback():
+    def probe(x, *, y=0):
+        return x + y, rt.get_eval_frame()
+
+    assert rt.call_with(cb_a, probe, 1, y=2) == (3, cb_a)
+    assert rt.get_eval_frame() is None
+    with rt.enable(cb_b):
+        assert rt.call_with(False, probe, 1) == (1, False)
+        assert rt.call_with(None, probe, 1) == (1, None)
+        assert rt.get_eval_frame() is cb_b
+
+
+def test_call_with_restores_on_exception_and_nests():
+    def boom():
+        assert rt.get_eval_frame() is cb_a
+        return rt.call_with(cb_b, lambda: 1 / 0)
+
+    with pytest.raises(ZeroDivisionError):
+        rt.call_with(cb_a, boom)
+    assert rt.get_eval_frame() is None
+
+
+def test_call_with_validates_arguments():
+    with pytest.raises(TypeError, match="takes a callback and a function"):
+        rt.call_with(cb_a)
+    with pytest.raises(TypeError, match="argument 'callback' must be None, False or a callable"):
+        rt.call_with(1, len, [])
+    with pytest.raises(TypeError, match="argument 'fn' must be callable"):
+        rt.call_with(cb_a, 42)
+    assert rt.get_eval_frame() is None

@@ -71,12 +71,12 @@ class _Context:
                 if name in fn.__dict__:
                     setattr(fn, name, self(fn.__dict__[name]))
             return fn
-        ctx = self
+        callback = self.callback
+        call_with = runtime.call_with  # sets the callback around one call, in C
 
         @functools.wraps(fn)
         def framehook_wrapper(*args: Any, **kwargs: Any) -> Any:
-            with ctx:
-                return fn(*args, **kwargs)
+            return call_with(callback, fn, *args, **kwargs)
 
         framehook_wrapper._framehook_orig_callable = fn  # type: ignore[attr-defined]
         framehook_wrapper._framehook_context = self  # type: ignore[attr-defined]

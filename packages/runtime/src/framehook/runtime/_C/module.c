@@ -23,6 +23,48 @@ static PyObject *set_eval_frame(PyObject *self, PyObject *callback) {
     return fh_set_callback(callback);
 }
 
+/* Runs fn(*args, **kwargs) with this thread's callback set, restoring the previous one
+ * afterwards (also when fn raises): what decorators need per call, without the cost of
+ * a Python-level context manager. */
+static PyObject *call_with(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    if (nargs < 2) {
+        PyErr_SetString(PyExc_TypeError, "call_with() takes a callback and a function, then the function's arguments");
+        return NULL;
+    }
+    PyObject *callback = args[0], *fn = args[1];
+    if (callback != Py_None && callback != Py_False && !PyCallable_Check(callback)) {
+        PyErr_Format(PyExc_TypeError,
+                     "call_with() argument 'callback' must be None, False or a callable, not %.200s",
+                     Py_TYPE(callback)->tp_name);
+        return NULL;
+    }
+    if (!PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "call_with() argument 'fn' must be callable, not %.200s", Py_TYPE(fn)->tp_name);
+        return NULL;
+    }
+    PyObject *previous = fh_set_callback(callback);
+    if (previous == NULL) {
+        return NULL;
+    }
+    PyObject *result = PyObject_Vectorcall(fn, args + 2, (size_t)(nargs - 2), kwnames);
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject *restored = fh_set_callback(previous);
+    Py_DECREF(previous);
+    if (restored == NULL) {
+        /* restoring cannot fail for a callback this thread already had; keep fn's error if any */
+        Py_XDECREF(result);
+        if (type != NULL) {
+            PyErr_Clear();
+            PyErr_Restore(type, value, tb);
+        }
+        return NULL;
+    }
+    Py_DECREF(restored);
+    PyErr_Restore(type, value, tb);
+    return result;
+}
+
 static PyObject *get_eval_frame(PyObject *self, PyObject *unused) {
     return fh_get_callback();
 }
@@ -178,6 +220,9 @@ static PyMethodDef methods[] = {
      "set_eval_frame(callback)\n--\n\nSet this thread's callback (None: off, False: run-only, or a callable); "
      "return the previous one."},
     {"get_eval_frame", get_eval_frame, METH_NOARGS, "Return this thread's callback."},
+    {"call_with", (PyCFunction)(void (*)(void))call_with, METH_FASTCALL | METH_KEYWORDS,
+     "call_with(callback, fn, /, *args, **kwargs)\n--\n\nCall fn with this thread's callback set to callback; "
+     "restore the previous callback afterwards, also when fn raises."},
     {"reset_code", reset_code, METH_O, "reset_code(code)\n--\n\nDrop the code's cache entries, frame state and skip mark."},
     {"skip_code", skip_code, METH_O, "skip_code(code)\n--\n\nNever intercept this code object again."},
     {"is_skipped", is_skipped, METH_O, "is_skipped(code)\n--\n\nWhether the code is marked to run unmodified."},
