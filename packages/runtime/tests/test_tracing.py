@@ -3,6 +3,8 @@ without it; callbacks and guards stay invisible to them unless asked."""
 from __future__ import annotations
 
 import bdb
+import contextlib
+import gc
 import json
 import os
 import subprocess
@@ -32,6 +34,20 @@ def failing():
     raise ValueError("expected")
 
 
+@contextlib.contextmanager
+def gc_paused():
+    """Collections run gc.callbacks (Python functions) at arbitrary moments, which tracers
+    would then see in one run and not the other."""
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def recorded_events(install, fn, args, hook):
     """Runs fn(*args) with a recorder installed by install(recorder), optionally under a
     framehook callback; returns the result and the events outside the harness itself."""
@@ -44,11 +60,12 @@ def recorded_events(install, fn, args, hook):
         finally:
             install(None)
 
-    if hook is None:
-        result = run()
-    else:
-        with rt.enable(hook):
+    with gc_paused():
+        if hook is None:
             result = run()
+        else:
+            with rt.enable(hook):
+                result = run()
     return result, [e for e in events if e[1] not in ("run", "settrace", "setprofile", "install")]
 
 
@@ -144,10 +161,11 @@ class Recorder(bdb.Bdb):
 
 def test_bdb_steps_identically():
     plain = Recorder()
-    expected = plain.runcall(workload, 4)
     hooked = Recorder()
-    with rt.enable(PassThrough()):
-        got = hooked.runcall(workload, 4)
+    with gc_paused():
+        expected = plain.runcall(workload, 4)
+        with rt.enable(PassThrough()):
+            got = hooked.runcall(workload, 4)
     assert got == expected
     assert hooked.stops == plain.stops
     assert len(plain.stops) > 20
