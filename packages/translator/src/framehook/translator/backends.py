@@ -44,6 +44,9 @@ def lookup_backend(backend: Union[str, CompilerFn]) -> CompilerFn:
         if fn is None:
             raise InvalidBackendError(
                 f"unknown backend {backend!r}; registered backends: {', '.join(list_backends())}")
+        check = getattr(fn, "check_available", None)
+        if check is not None:
+            check()  # e.g. an optional dependency that is missing: say which extra installs it
         return fn
     if callable(backend):
         return backend
@@ -64,3 +67,6 @@ def backend_name(backend: Any) -> str:
 def eager(graph: Any, example_inputs: Sequence[Any]) -> Callable[..., Any]:
     """Run the captured graph as it is."""
     return graph.forward
+
+
+from . import backends_numexpr  # noqa: E402,F401 - registers "numexpr" (needs the numexpr extra to run)
