@@ -128,6 +128,22 @@ static int swallow(void) {
 
 /* Computes vals[i] (a new reference) unless already there. 0 on success, -1 with an
  * exception set. */
+
+/* mapping[key] as a new reference; exact dicts without the generic protocol's overhead */
+static PyObject *get_item(PyObject *mapping, PyObject *key) {
+    if (!PyDict_CheckExact(mapping)) {
+        return PyObject_GetItem(mapping, key);
+    }
+    PyObject *v = PyDict_GetItemWithError(mapping, key);
+    if (v == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetObject(PyExc_KeyError, key);
+        }
+        return NULL;
+    }
+    return Py_NewRef(v);
+}
+
 static int eval_node(fh_GuardChecker *self, PyObject *locals, PyObject **vals, int i) {
     if (vals[i] != NULL) {
         return 0;
@@ -143,37 +159,14 @@ static int eval_node(fh_GuardChecker *self, PyObject *locals, PyObject **vals, i
     switch (nd->op) {
     case OP_LOCAL:
     case OP_GLOBAL: {
-        PyObject *scope = nd->op == OP_LOCAL ? locals : self->globals;
-        if (PyDict_CheckExact(scope)) {
-            v = PyDict_GetItemWithError(scope, nd->arg);
-            if (v == NULL) {
-                if (!PyErr_Occurred()) {
-                    PyErr_SetObject(PyExc_KeyError, nd->arg);
-                }
-                return -1;
-            }
-            Py_INCREF(v);
-        } else {
-            v = PyObject_GetItem(scope, nd->arg);
-        }
+        v = get_item(nd->op == OP_LOCAL ? locals : self->globals, nd->arg);
         break;
     }
     case OP_ATTR:
         v = PyObject_GetAttr(base, nd->arg);
         break;
     case OP_ITEM:
-        if (PyDict_CheckExact(base)) {
-            v = PyDict_GetItemWithError(base, nd->arg);
-            if (v == NULL) {
-                if (!PyErr_Occurred()) {
-                    PyErr_SetObject(PyExc_KeyError, nd->arg);
-                }
-                return -1;
-            }
-            Py_INCREF(v);
-        } else {
-            v = PyObject_GetItem(base, nd->arg);
-        }
+        v = get_item(base, nd->arg);
         break;
     case OP_INDEX:
         if (PyList_CheckExact(base) || PyTuple_CheckExact(base)) {
