@@ -66,10 +66,14 @@ def test_recompile_reason_and_guard_fail_fn(caplog):
         f(np.ones(3), 2.5)
         f(np.ones((2, 2)), 2)
     assert [x.reason for x in fails] == [
-        "TYPE_MATCH: L['k'] -- expected type int, got type float",
-        # every cached entry is explained, most recent first
-        "TYPE_MATCH: L['k'] -- expected type float, got type int",
-        "NDARRAY_MATCH: L['x'] -- expected shape (3,), got (2, 2)",
+        "cache entry 0 [0/0]: TYPE_MATCH: L['k'] -- expected type int, got type float",
+        # every cached entry is explained, most recent first, with every guard that fails
+        "cache entry 0 [0/1]: TYPE_MATCH: L['k'] -- expected type float, got type int; "
+        "NDARRAY_MATCH: L['x'] -- expected shape (3,), got (2, 2); "
+        "NDARRAY_MATCH: L['x'] -- expected strides (8,), got (16, 8)",
+        "cache entry 1 [0/0]: "
+        "NDARRAY_MATCH: L['x'] -- expected shape (3,), got (2, 2); "
+        "NDARRAY_MATCH: L['x'] -- expected strides (8,), got (16, 8)",
     ]
     assert fails[0].orig_code is scale.__code__
     assert "Recompiling scale" in caplog.text and "expected shape (3,), got (2, 2)" in caplog.text

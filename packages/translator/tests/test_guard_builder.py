@@ -176,7 +176,7 @@ def test_fail_reason_is_readable():
     assert fn.fail_reason(dict(L, x=np.zeros((3, 5)))) == \
         "NDARRAY_MATCH: L['x'] -- expected shape (3, 4), got (3, 5)"
     assert fn.fail_reason(dict(L, x=np.zeros((3, 4), np.float32))) == \
-        "NDARRAY_MATCH: L['x'] -- expected dtype float64, got dtype('float32')"
+        "NDARRAY_MATCH: L['x'] -- expected dtype float64, got dtype float32"
     assert fn.fail_reason(dict(L, d={"a": 2})) == "CONSTANT_MATCH: L['d']['a'] -- expected 1, got 2"
     assert fn.fail_reason({"n": 3}).startswith("DICT_KEYS: L['d'] -- expected type dict, but checking raised KeyError")
     assert "type(L['n']) is int" in fn.code_parts

@@ -35,14 +35,23 @@ _LAZY = {
     "Guard": "guards",
     "GuardKind": "guards",
     "explain": "explain",
+    "export": "exporting",
+    "Exported": "exporting",
+    "ExportError": "exporting",
+    "ExportGuardError": "exporting",
     "record": "records",
     "replay": "records",
 }
 
-__all__ = ["__version__", "config", *_LAZY]
+# submodules reachable as attributes (``framehook.translator.debug.dump``)
+_SUBMODULES = ("debug",)
+
+__all__ = ["__version__", "config", *_LAZY, *_SUBMODULES]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
     module_name = _LAZY.get(name)
     if module_name is None:
         raise AttributeError(f"module 'framehook.translator' has no attribute {name!r}")
@@ -53,4 +62,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))

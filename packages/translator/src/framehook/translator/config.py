@@ -101,6 +101,9 @@ def _settings() -> Dict[str, Setting]:
         Setting("max_inline_depth", 16,
                 "nesting of inlined user-function calls before breaking the graph (FH014)",
                 (int,), lambda v: v >= 0, "must be >= 0"),
+        Setting("verify_backend", False,
+                "check every result of a compiled graph against the graph's output types, dtypes and shapes "
+                "(a debug check for backends; costs a little per call)", (bool,)),
         Setting("raise_on_ctx_manager_usage", False,
                 "reject optimize(...) used as a context manager", (bool,)),
     ]

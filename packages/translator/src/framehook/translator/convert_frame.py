@@ -292,9 +292,12 @@ class ConvertFrame:
         reasons: List[str] = []
         if entries:
             reasons = self._recompile_reasons(frame, entries)
+            seen = frame_state.setdefault("recompile_reasons", [])
+            for reason in reasons:
+                if reason not in seen:
+                    seen.append(reason)
             if len(entries) >= config.cache_size_limit:
-                msg = (f"{_code_location(code)} reached config.cache_size_limit ({config.cache_size_limit}); "
-                       f"it now runs unmodified. Last recompilation reason: {reasons[0] if reasons else 'unknown'}")
+                msg = cache_limit_message(code, len(entries), seen)
                 if self.strict:
                     raise CacheLimitExceeded(msg)
                 fh_logging.warn_once(log, ("cache_limit", id(code)), "framehook: %s", msg)
@@ -310,10 +313,11 @@ class ConvertFrame:
 
     def _recompile_reasons(self, frame: FrameInfo, entries: List[Any]) -> List[str]:
         reasons = []
-        for entry in entries:
-            describe = getattr(entry.check_fn, "fail_reason", None)
-            reason = describe(frame.f_locals) if describe is not None else None
-            reasons.append(reason or "guards of a cache entry not made by the translator failed")
+        for i, entry in enumerate(entries):
+            found = describe_failures(entry.check_fn, frame.f_locals)
+            label = f"cache entry {i}" + (f" [{entry.check_fn.compile_id}]"
+                                          if getattr(entry.check_fn, "compile_id", None) else "")
+            reasons.append(f"{label}: " + "; ".join(found))
         code = frame.code
         if recompiles_log.isEnabledFor(logging.INFO):
             recompiles_log.info("Recompiling %s, triggered by the failing guard(s):\n%s", _code_location(code),
@@ -351,7 +355,7 @@ class ConvertFrame:
         @preserve_global_state
         def attempt() -> TranslationOutput:
             speculation_log.restart()
-            tracer = self.translator(frame, compiler_fn=self.compiler_fn, speculation_log=speculation_log,
+            tracer = self.translator(frame, compiler_fn=compiler_fn, speculation_log=speculation_log,
                                      frame_state=frame_state, one_graph=self.strict, dynamic=self.dynamic)
             tctx = TracingContext()
             summary = traceback.FrameSummary(code.co_filename, code.co_firstlineno,
@@ -361,6 +365,11 @@ class ConvertFrame:
             guards.clear()
             guards.update(tctx.guards_context.guards)
             return result
+
+        compiler_fn = self.compiler_fn
+        if config.verify_backend:
+            from .verify import verifying_backend
+            compiler_fn = verifying_backend(compiler_fn)
 
         with compile_context(CompileContext(compile_id)) as cctx:
             for n in itertools.count():
@@ -393,8 +402,18 @@ class ConvertFrame:
                                _dis_text(code), _dis_text(new_code))
         if config.guard_global_state:
             guards.add(GlobalStateSource().make_guard(GuardKind.GLOBAL_STATE))
+        if self.hooks.guard_filter_fn is not None:
+            guards = filter_guards(self.hooks.guard_filter_fn, guards)
         check_fn = build_check_fn(guards, frame.f_locals, frame.f_globals,
                                   guard_export_fn=self.hooks.guard_export_fn)
+        # what debug.dump and export() read back from the cache entry
+        for attr, value in (("compile_id", str(compile_id)), ("graphs", list(out.graphs)),
+                            ("compiled_fns", list(out.compiled_fns)), ("generated_code", new_code),
+                            ("original_code", code)):
+            try:
+                setattr(check_fn, f"framehook_{attr}" if attr != "compile_id" else attr, value)
+            except (AttributeError, TypeError):  # pragma: no cover - every check function takes attributes
+                pass
         output_codes.add(new_code)
         _decisions[code] = {
             "compile_id": str(compile_id),
@@ -406,6 +425,43 @@ class ConvertFrame:
         }
         log.info("translated %s [%s] with %d guards", _code_location(code), compile_id, len(guards))
         return runtime.GuardedCode(new_code, check_fn)
+
+
+def describe_failures(check_fn: Any, f_locals: Dict[str, Any]) -> List[str]:
+    """Every failing guard of one cache entry, readable (type names qualified)."""
+    describe_all = getattr(check_fn, "fail_reasons", None)
+    if describe_all is not None:
+        found = list(describe_all(f_locals))
+    else:
+        describe = getattr(check_fn, "fail_reason", None)
+        one = describe(f_locals) if describe is not None else None
+        found = [one] if one else []
+    return found or ["guards of a cache entry not made by the translator failed"]
+
+
+def cache_limit_message(code: types.CodeType, entries: int, reasons: List[str], shown: int = 20) -> str:
+    """The one warning given when a function reaches config.cache_size_limit."""
+    lines = [f"{_code_location(code)} reached config.cache_size_limit ({config.cache_size_limit}) "
+             f"with {entries} cache entries; it now runs unmodified (raise the limit, or mark the "
+             f"changing inputs dynamic). Recompilation reasons seen ({len(reasons)}):"]
+    lines += [f"  - {r}" for r in reasons[:shown]]
+    if len(reasons) > shown:
+        lines.append(f"  ... and {len(reasons) - shown} more")
+    return "\n".join(lines)
+
+
+def filter_guards(guard_filter_fn: Callable[[List[Any]], Any], guards: Set[Any]) -> Set[Any]:
+    """The guards ``guard_filter_fn`` keeps: it receives the guards in order and returns one
+    bool per guard (True: keep)."""
+    ordered = sorted(guards, key=lambda g: g.sort_key())
+    keep = list(guard_filter_fn(list(ordered)))
+    if len(keep) != len(ordered) or not all(isinstance(k, bool) for k in keep):
+        raise TypeError(f"guard_filter_fn must return one bool per guard ({len(ordered)} guards), "
+                        f"got {keep!r:.200}")
+    dropped = [g for g, k in zip(ordered, keep) if not k]
+    if dropped and log.isEnabledFor(logging.DEBUG):
+        log.debug("guard_filter_fn dropped: %s", ", ".join(g.describe() for g in dropped))
+    return {g for g, k in zip(ordered, keep) if k}
 
 
 def _default_translator() -> Callable[..., Any]:

@@ -137,6 +137,7 @@ def _disabled_by_env() -> bool:
 
 def optimize(backend: Union[str, CompilerFn] = "eager", *, nopython: bool = False, dynamic: Optional[bool] = None,
              guard_export_fn: Optional[Callable[..., Any]] = None, guard_fail_fn: Optional[Callable[..., Any]] = None,
+             guard_filter_fn: Optional[Callable[..., Any]] = None,
              disable: bool = False) -> Union[OptimizeContext, _NullContext]:
     """Translate the frames run inside the decorated callable or ``with`` block.
 
@@ -145,6 +146,9 @@ def optimize(backend: Union[str, CompilerFn] = "eager", *, nopython: bool = Fals
     dynamic: True: shape-polymorphic from the start; False: always specialize; None: automatic.
     guard_export_fn: called with the guards of every compiled entry.
     guard_fail_fn: called with a GuardFail(reason, code) when cached guards fail.
+    guard_filter_fn: called with the guards of each compiled entry (a list of Guard: .name,
+        .kind, .describe()); returns one bool per guard, False dropping a guard the user
+        vouches for (``lambda gs: [g.kind.name != "GLOBAL_STATE" for g in gs]``).
     disable: return a no-op decorator (also when FRAMEHOOK_DISABLE=1 or config.disable).
     """
     for name, value in (("nopython", nopython), ("disable", disable)):
@@ -154,19 +158,21 @@ def optimize(backend: Union[str, CompilerFn] = "eager", *, nopython: bool = Fals
         raise TypeError(f"optimize(): dynamic must be None, True or False, got {dynamic!r}")
     _check_optional_callable("guard_export_fn", guard_export_fn)
     _check_optional_callable("guard_fail_fn", guard_fail_fn)
+    _check_optional_callable("guard_filter_fn", guard_filter_fn)
     if disable or _disabled_by_env():
         return _NullContext()
     compiler_fn = lookup_backend(backend)
-    hooks = Hooks(guard_export_fn=guard_export_fn, guard_fail_fn=guard_fail_fn)
+    hooks = Hooks(guard_export_fn=guard_export_fn, guard_fail_fn=guard_fail_fn, guard_filter_fn=guard_filter_fn)
     return OptimizeContext(ConvertFrame(compiler_fn, hooks, strict=nopython, dynamic=dynamic))
 
 
 def optimize_assert(backend: Union[str, CompilerFn] = "eager", *, dynamic: Optional[bool] = None,
                     guard_export_fn: Optional[Callable[..., Any]] = None,
-                    guard_fail_fn: Optional[Callable[..., Any]] = None) -> Union[OptimizeContext, _NullContext]:
+                    guard_fail_fn: Optional[Callable[..., Any]] = None,
+                    guard_filter_fn: Optional[Callable[..., Any]] = None) -> Union[OptimizeContext, _NullContext]:
     """``optimize(..., nopython=True)``: every translation error is raised."""
     return optimize(backend, nopython=True, dynamic=dynamic, guard_export_fn=guard_export_fn,
-                    guard_fail_fn=guard_fail_fn)
+                    guard_fail_fn=guard_fail_fn, guard_filter_fn=guard_filter_fn)
 
 
 def disable(fn: Optional[Callable[..., Any]] = None) -> Any:

@@ -3,6 +3,7 @@
     check_fn = build_check_fn(guards, f_locals, f_globals)
     check_fn(f_locals)          # True when every guard holds (the runtime's hot path)
     check_fn.fail_reason(L)     # None, or a readable line naming the first failing guard
+    check_fn.fail_reasons(L)    # every failing guard, one line each
 
 When every condition of the set can be expressed declaratively (every guard kind here,
 on sources rooted in a local or a global), the check function is the runtime's C
@@ -511,19 +512,32 @@ def build_check_fn(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals:
             c_guards = None
     starts = c_guards[1] if c_guards is not None else []
 
-    def scan(f_locals_now: Dict[str, Any], start: int) -> Optional[str]:
+    def scan_all(f_locals_now: Dict[str, Any], start: int, first_only: bool) -> List[str]:
         if not verbose_cache:
             verbose_cache.extend(verbose_factory())
+        found: List[str] = []
         for part, fn in zip(parts[start:], verbose_cache[start:]):
             try:
                 ok = bool(fn(f_locals_now))
             except Exception as e:
-                return (f"{part.guard.kind.name}: {part.guard.name} -- expected {part.expected}, "
-                        f"but checking raised {type(e).__name__}: {e}")
-            if not ok:
-                return (f"{part.guard.kind.name}: {part.guard.name} -- expected {part.expected}, "
-                        f"got {_describe_actual(part, f_locals_now, f_globals, consts)}")
-        return None
+                found.append(f"{part.guard.kind.name}: {part.guard.name} -- expected {part.expected}, "
+                             f"but checking raised {type(e).__name__}: {e}")
+            else:
+                if ok:
+                    continue
+                found.append(f"{part.guard.kind.name}: {part.guard.name} -- expected {part.expected}, "
+                             f"got {_describe_actual(part, f_locals_now, f_globals, consts)}")
+            if first_only:
+                break
+        return found
+
+    def scan(f_locals_now: Dict[str, Any], start: int) -> Optional[str]:
+        found = scan_all(f_locals_now, start, True)
+        return found[0] if found else None
+
+    def fail_reasons(f_locals_now: Dict[str, Any]) -> List[str]:
+        """Every failing guard (not only the first), each as ``fail_reason`` words it."""
+        return scan_all(f_locals_now, 0, False)
 
     def fail_reason(f_locals_now: Dict[str, Any]) -> Optional[str]:
         """The first failing guard as ``KIND: expr -- expected X, got Y``; None if all pass."""
@@ -542,6 +556,7 @@ def build_check_fn(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals:
 
     check_fn: Any = checker if checker is not None else py_check_fn
     check_fn.fail_reason = fail_reason
+    check_fn.fail_reasons = fail_reasons
     check_fn.python_check_fn = py_check_fn
     check_fn.c_guards = c_guards[0] if c_guards is not None else None
     check_fn.guards = ordered  # type: ignore[attr-defined]
@@ -585,4 +600,6 @@ def _describe_actual(part: CodePart, f_locals: Dict[str, Any], f_globals: Dict[s
         return f"<{type(e).__name__}: {e}>"
     if isinstance(actual, type):
         return f"type {type_name(actual)}"
+    if isinstance(actual, np.dtype):
+        return f"dtype {actual}"
     return _short_repr(actual)

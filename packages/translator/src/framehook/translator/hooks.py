@@ -19,3 +19,4 @@ class GuardFail(NamedTuple):
 class Hooks:
     guard_export_fn: Optional[Callable[[List[Any]], Any]] = None
     guard_fail_fn: Optional[Callable[[GuardFail], Any]] = None
+    guard_filter_fn: Optional[Callable[[List[Any]], Any]] = None
