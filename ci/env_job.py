@@ -84,6 +84,18 @@ def run_conformance(results: Path) -> bool:
     return subprocess.call(cmd, cwd=str(ROOT), env=env) == 0
 
 
+def run_fuzz(results: Path) -> bool:
+    """A fixed batch of generated programs, plain vs every package (fuzz/run.py)."""
+    cmd = [
+        sys.executable, "-m", "coverage", "run", str(ROOT / "fuzz" / "run.py"),
+        "--seed", "0", "--count", "300", "--json", str(results / "fuzz.json"),
+        "--save", str(results / "fuzz-findings"),
+    ]
+    print(f"[env_job] fuzz: {' '.join(cmd[3:])}", flush=True)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "fuzz"), os.environ.get("PYTHONPATH")])))
+    return subprocess.call(cmd, cwd=str(ROOT), env=env) == 0
+
+
 def main(argv: list[str]) -> int:
     jobs = argv or ["tests"]
     unknown = set(jobs) - {"tests", "conformance"}
@@ -98,6 +110,8 @@ def main(argv: list[str]) -> int:
     ok = True
     if "tests" in jobs:
         ok &= run_package_tests(results)
+        if len(present_packages()) == len(PACKAGES):
+            ok &= run_fuzz(results)
     if "conformance" in jobs:
         ok &= run_conformance(results)
     return 0 if ok else 1

@@ -217,6 +217,25 @@ def _conformance_summary(by_version: dict, versions: list[str]) -> tuple[int, in
     return totals[0], totals[1], totals[2]
 
 
+def print_fuzz_summary(versions: list[str]) -> tuple[int, int]:
+    """Outcomes of fuzz/run.py's fixed batch per version (a mismatch counts as a failure)."""
+    print("\nDifferential fuzzing (fuzz/run.py --seed 0 --count 300; plain vs shadow, profiler, translator):")
+    matched = mismatched = 0
+    for version in versions:
+        path = RESULTS / env_name(version) / "fuzz.json"
+        if not path.exists():
+            print(f"  {version:<6} -")
+            continue
+        data = json.loads(path.read_text())
+        bad = len(data["mismatches"])
+        matched += data["compared"] - bad
+        mismatched += bad
+        print(f"  {version:<6} {data['programs']} programs, {data['compared'] - bad} outcomes matched, {bad} mismatched")
+        for m in data["mismatches"][:5]:
+            print(f"    seed {m['seed']} [{m['mode']}]: plain {m['expected']} vs {m['got']}")
+    return matched, mismatched
+
+
 def combine_coverage(tox: list[str]) -> bool:
     """Combine coverage data from every env and hold each package to the floor."""
     data_dir = RESULTS / "coverage"
@@ -299,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.job == "test":
         p, f, s = print_test_table(versions)
         cp, cf, cs = print_conformance_table(versions, full=False)
+        fp, ff = print_fuzz_summary(versions)
+        cp, cf = cp + fp, cf + ff
         ok &= combine_coverage(tox)
         gcov_report = RESULTS / "gcov" / "summary.txt"
         if gcov_report.exists():

@@ -37,6 +37,11 @@ IMPURE_TARGETS = frozenset({operator.setitem, operator.delitem, operator.iadd, o
                             operator.imatmul, operator.iand, operator.ior, operator.ixor, operator.ilshift,
                             operator.irshift})
 IMPURE_METHODS = frozenset({"fill", "sort", "put", "itemset", "resize", "setfield", "partition"})
+# Operations that can raise (ZeroDivisionError, IndexError, OverflowError, ValueError on a
+# negative shift...): Python raises even when the result goes unused, so dead-code
+# elimination must keep them. (Found by fuzz/run.py: an unused `0 % p` vanished.)
+MAY_RAISE_TARGETS = frozenset({operator.truediv, operator.floordiv, operator.mod, operator.pow, divmod,
+                               operator.lshift, operator.rshift, operator.getitem, pow, int, float})
 
 
 def target_name(target: Any) -> str:
@@ -232,10 +237,13 @@ class Graph:
         return dict(counts)
 
     def eliminate_dead_code(self) -> int:
-        """Remove pure operations whose value nobody uses; returns how many were removed."""
+        """Remove pure operations that cannot raise and whose value nobody uses; returns how
+        many were removed."""
         removed = 0
         for node in reversed(list(self.nodes)):
             if node.kind in (NodeKind.PLACEHOLDER, NodeKind.OUTPUT) or node.users or node.impure:
+                continue
+            if node.kind is NodeKind.CALL and node.target in MAY_RAISE_TARGETS:
                 continue
             for inp in node.inputs():
                 inp.users.pop(node, None)
