@@ -375,3 +375,33 @@ def test_pickle_of_fused_kernel_roundtrip():
     from framehook.translator.backends_numexpr import FusedKernel
     k = pickle.loads(pickle.dumps(FusedKernel("i0 + 1", ["i0"], np.dtype("float64"), 1)))
     assert k.expression == "i0 + 1"
+
+
+def _rewriting_backend(graph, example_inputs):
+    forward = graph.forward
+    forward.fused_graph = graph  # a backend that shows what it compiled (as numexpr does)
+    return forward
+
+
+def test_dump_backend_graph_without_numexpr(tmp_path):
+    def poly(x):
+        return (x * 2.0 + 1.0) * x + np.array([1.0, 2.0, 3.0])
+    ft.optimize(_rewriting_backend)(poly)(np.ones(3))
+    names = {os.path.basename(p) for p in ft.debug.dump(poly, str(tmp_path))}
+    assert "entry0_graph0_backend.py" in names
+    forward = debug.load_graph(str(tmp_path / "entry0_graph0_backend.py"))
+    np.testing.assert_allclose(forward(np.full(3, 2.0)), poly(np.full(3, 2.0)))
+
+
+def test_graph_module_source_pickles_constants(tmp_path):
+    from framehook.translator.graph import ArrayMeta, Graph
+    g = Graph("g")
+    x = g.placeholder("x", ArrayMeta((2,), np.dtype("float64")))
+    y = g.call(np.add, (x, 1.0), {"dtype": np.dtype("float32")}, meta=ArrayMeta((2,), np.dtype("float32")))
+    g.output(y)
+    text, pickled = debug.graph_module_source(g, "c.pkl")
+    assert "_constants[" in text and list(pickled.values()) == [np.dtype("float32")]
+    (tmp_path / "g.py").write_text(text)
+    with open(tmp_path / "c.pkl", "wb") as f:
+        pickle.dump(pickled, f)
+    assert debug.load_graph(str(tmp_path / "g.py"))(np.ones(2)).dtype == np.float32
