@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ._runtime import runtime
 from .backends import register_backend
 from .exc import InvalidBackendError
 from .graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
@@ -39,6 +40,7 @@ __all__ = ["numexpr_backend", "make_numexpr_backend", "plan", "FusedKernel", "re
            "fusable", "default_categories", "CATEGORIES"]
 
 NUMEXPR_EXTRA = "framehook-translator[numexpr]"
+_call_with = runtime.call_with
 
 #: operator -> numexpr infix spelling
 _BINARY = {
@@ -99,8 +101,15 @@ class FusedKernel:
         evaluate = self._evaluate
         if evaluate is None:
             evaluate = self._evaluate = require_numexpr().evaluate
-        out = evaluate(self.expression, local_dict=dict(zip(self.names, inputs)), global_dict={})
+        # numexpr's own Python frames must not be translated: run them with no callback
+        out = _call_with(None, evaluate, self.expression, local_dict=dict(zip(self.names, inputs)),
+                         global_dict={})
         return out if out.dtype == self.dtype else out.astype(self.dtype)
+
+    def __getstate__(self) -> Dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_evaluate"] = None
+        return state
 
     def __repr__(self) -> str:
         return f"FusedKernel({self.expression!r}, {list(self.names)}, {self.dtype})"
@@ -225,6 +234,14 @@ class _Builder:
         return f"{_FUNCTIONS[t]}({', '.join(self.operand(x) for x in a)})"
 
 
+def _worth_a_kernel(node: Node, inlined: Dict[Node, bool]) -> bool:
+    """A run of one operation gains nothing from numexpr (numpy's loop is as fast and has no
+    set-up cost), except a power, which numexpr turns into multiplications."""
+    if node.target in (operator.pow, np.power, np.square):
+        return True
+    return any(isinstance(a, Node) and inlined.get(a) for a in node.args)
+
+
 def default_categories() -> Tuple[str, ...]:
     """What the registered ``numexpr`` backend fuses. Measured against numpy 2 on x86-64:
     numexpr wins on chains of arithmetic (one pass, no temporaries, threads), but numpy's
@@ -268,7 +285,7 @@ def plan(graph: Graph, categories: Optional[Sequence[str]] = None) -> Graph:
             new.output(remap(node.args[0]))
         elif inlined[node]:
             continue  # computed inside its user's expression
-        elif fuse[node]:
+        elif fuse[node] and _worth_a_kernel(node, inlined):
             b = _Builder(inlined)
             expression = b.expression(node)
             kernel = FusedKernel(expression, [b.names[i] for i in b.inputs], meta.dtype, b.ops)
