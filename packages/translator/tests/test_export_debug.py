@@ -405,3 +405,32 @@ def test_graph_module_source_pickles_constants(tmp_path):
     with open(tmp_path / "c.pkl", "wb") as f:
         pickle.dump(pickled, f)
     assert debug.load_graph(str(tmp_path / "g.py"))(np.ones(2)).dtype == np.float32
+
+
+def with_resume(x):
+    y = x * 2.0
+    print("between graphs")
+    return y + 1.0
+
+
+def test_dump_follows_resume_functions(tmp_path, capsys):
+    opt = ft.optimize("eager")(with_resume)
+    np.testing.assert_array_equal(opt(np.ones(2)), np.full(2, 3.0))
+    paths = ft.debug.dump(with_resume, str(tmp_path))
+    index = (tmp_path / "index.txt").read_text()
+    assert "framehook dump of with_resume" in index
+    resumed = [p for p in paths if os.path.basename(p).startswith("resume")]
+    if resumed:  # graph breaks resume in a generated function (when the translator supports it)
+        assert any(p.endswith("_graph0.py") for p in resumed)
+        assert "resume1: framehook dump of" in index
+
+
+def test_called_codes_skips_graph_functions():
+    def f():
+        return 1
+    f.graph_source = "x"
+
+    def g():
+        return 2
+    code = (lambda: None).__code__.replace(co_consts=(None, f, g))
+    assert debug._called_codes(code) == [g.__code__]

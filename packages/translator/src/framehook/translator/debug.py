@@ -13,7 +13,9 @@ For every cache entry of ``fn`` (most recent first) it writes:
 * ``entry<i>_guards.py``: the guards as readable conditions, and the generated check function;
 * ``entry<i>_generated.py``: the function that replaced ``fn``'s body (rebuilt as Python from
   its bytecode, with the bytecode listed below it);
-* ``index.txt``: the files written, per entry.
+* ``index.txt``: the files written, per entry;
+* the same, prefixed ``resume<n>_``, for each resume function (where the generated code
+  continues after a graph break) that has compiled entries of its own.
 
 ``fn`` must have run under ``optimize`` first (``dump`` reads the cache; it compiles nothing).
 ``load_graph(path)`` imports a dumped graph file and returns its ``forward``.
@@ -211,23 +213,57 @@ def _dis_text(code: types.CodeType) -> str:
 
 def dump(fn: Any, directory: str) -> List[str]:
     """Write what the translator compiled for ``fn`` into ``directory`` (created if needed);
-    returns the paths written. Raises ValueError when ``fn`` has no compiled entry."""
+    returns the paths written. Functions the generated code continues in after a graph break
+    (resume functions) that have compiled entries of their own are written too, with the
+    prefix ``resume<n>_``. Raises ValueError when ``fn`` has no compiled entry."""
     code = _code_of(fn)
-    entries = runtime.cache_entries(code)
     qualname = getattr(code, "co_qualname", code.co_name)
-    if not entries:
+    if not runtime.cache_entries(code):
         raise ValueError(f"debug.dump: {qualname} has no compiled entry; call it under optimize(...) first")
     os.makedirs(directory, exist_ok=True)
     written: List[str] = []
-    index = [f"framehook dump of {qualname} ({code.co_filename}:{code.co_firstlineno}): {len(entries)} cache entries",
-             ""]
+    index: List[str] = []
+    pending: List[Tuple[types.CodeType, str]] = [(code, "")]
+    seen = {id(code)}
+    while pending:
+        current, prefix = pending.pop(0)
+        for found in _dump_code(current, prefix, directory, written, index):
+            if id(found) not in seen and runtime.cache_entries(found):
+                seen.add(id(found))
+                pending.append((found, f"resume{len(seen) - 1}_"))
+    path = os.path.join(directory, "index.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(index) + "\n")
+    written.append(path)
+    return written
+
+
+def _called_codes(code: types.CodeType) -> List[types.CodeType]:
+    """Code objects of the plain functions a generated code object holds as constants."""
+    return [c.__code__ for c in code.co_consts
+            if isinstance(c, types.FunctionType) and not hasattr(c, "graph_source")]
+
+
+def _dump_code(code: types.CodeType, prefix: str, directory: str, written: List[str],
+               index: List[str]) -> List[types.CodeType]:
+    entries = runtime.cache_entries(code)
+    qualname = getattr(code, "co_qualname", code.co_name)
+    index += [f"{prefix[:-1] + ': ' if prefix else ''}framehook dump of {qualname} ({code.co_filename}:{code.co_firstlineno}): "
+              f"{len(entries)} cache entries", ""]
+    called: List[types.CodeType] = []
 
     def write(name: str, text: str) -> str:
-        path = os.path.join(directory, name)
+        path = os.path.join(directory, prefix + name)
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
         written.append(path)
-        return name
+        return prefix + name
+
+    def write_pickle(name: str, pickled: Dict[str, Any]) -> None:
+        path = os.path.join(directory, prefix + name)
+        with open(path, "wb") as f:
+            pickle.dump(pickled, f)
+        written.append(path)
 
     for i, entry in enumerate(entries):
         check_fn = entry.check_fn
@@ -238,25 +274,19 @@ def dump(fn: Any, directory: str) -> List[str]:
             if not hasattr(graph, "python_code"):
                 continue  # the part-1 FrameGraph: nothing to dump
             base = f"entry{i}_graph{j}"
-            text, pickled = graph_module_source(graph, f"{base}_constants.pkl")
+            text, pickled = graph_module_source(graph, f"{prefix}{base}_constants.pkl")
             if pickled:
-                path = os.path.join(directory, f"{base}_constants.pkl")
-                with open(path, "wb") as f:
-                    pickle.dump(pickled, f)
-                written.append(path)
+                write_pickle(f"{base}_constants.pkl", pickled)
             index.append(f"  graph {j}: {write(base + '.py', text)}")
             compiled = (getattr(check_fn, "framehook_compiled_fns", None) or [None] * (j + 1))[j]
-            names[id(compiled)] = f"{base}.forward"
+            names[id(compiled)] = f"{prefix}{base}.forward"
             backend_graph = getattr(compiled, "fused_graph", None)
             if backend_graph is not None:  # what the backend made of it (numexpr: fused kernels)
-                text, pickled = graph_module_source(backend_graph, f"{base}_backend_constants.pkl")
+                text, pickled = graph_module_source(backend_graph, f"{prefix}{base}_backend_constants.pkl")
                 if pickled:
-                    path = os.path.join(directory, f"{base}_backend_constants.pkl")
-                    with open(path, "wb") as f:
-                        pickle.dump(pickled, f)
-                    written.append(path)
+                    write_pickle(f"{base}_backend_constants.pkl", pickled)
                 index.append(f"  graph {j} as compiled by the backend: {write(base + '_backend.py', text)}")
-                names[id(compiled)] = f"{base}_backend.forward"
+                names[id(compiled)] = f"{prefix}{base}_backend.forward"
         guards = getattr(check_fn, "code_parts", None) or []
         text = [f"# framehook: guards of cache entry {i} of {qualname} [compile {compile_id}]",
                 "# the entry runs when every condition holds (L: the frame's arguments, G: its globals):", "#"]
@@ -268,12 +298,13 @@ def dump(fn: Any, directory: str) -> List[str]:
         index.append(f"  guards: {write(f'entry{i}_guards.py', chr(10).join(text) + chr(10))}")
         rebuilt = generated_source(entry.code, names)
         text = [f"# framehook: the code that replaced the body of {qualname} in cache entry {i}",
-                f"# (compiled_N / entry<i>_graph<j>.forward: the compiled graph it calls)", ""]
+                "# (compiled_N / entry<i>_graph<j>.forward: the compiled graph it calls)", ""]
         text.append(rebuilt if rebuilt is not None else "# (not rebuilt as Python: see the bytecode below)\n")
         text += ["", "# bytecode:"] + [f"# {line}" for line in _dis_text(entry.code).splitlines()]
         index.append(f"  generated: {write(f'entry{i}_generated.py', chr(10).join(text) + chr(10))}")
-    write("index.txt", "\n".join(index) + "\n")
-    return written
+        called += _called_codes(entry.code)
+    index.append("")
+    return called
 
 
 def load_graph(path: str) -> Any:
