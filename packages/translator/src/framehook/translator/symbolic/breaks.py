@@ -54,7 +54,7 @@ _TABLE = [
     BreakKind("FH009", "the code raises",
               "the traced code raises an exception (an explicit raise, or an operation that fails for "
               "these inputs)",
-              "nothing to do when the exception is intended: the frame runs unmodified and raises"),
+              "nothing to do when the exception is intended: the raising code runs in ordinary Python and raises"),
     BreakKind("FH010", "loop unroll limit",
               "a loop ran more iterations than config.max_unrolled_iterations while being traced",
               "raise config.max_unrolled_iterations, or use a vectorized numpy formulation"),
@@ -92,6 +92,7 @@ class GraphBreak(Unsupported):
         self.reason = reason
         self.filename = filename
         self.lineno = lineno
+        self.break_index: Optional[int] = None   # index of the root frame's instruction that broke
         super().__init__(self._message())
 
     @property
@@ -113,7 +114,11 @@ class GraphBreak(Unsupported):
 def render_markdown() -> str:
     lines = ["# Graph-break identifiers", "",
              "When the translator cannot capture part of a function it stops the graph there (a *graph",
-             "break*) and the frame runs its original code. Every break carries one of these identifiers;",
+             "break*). In straight-line code of the function (outside loops and try/with blocks) the",
+             "graph captured so far runs, then the unsupported instruction runs in ordinary Python, then",
+             "a generated *resume function* continues from the next instruction and is translated in its",
+             "turn; elsewhere the frame runs its original code (see \"Graph breaks and resume functions\"",
+             "in the translator README). Every break carries one of these identifiers;",
              "`explain(fn)(*args)` lists them with the file and line, and with `nopython=True` the error",
              "message starts with it. This page is generated from",
              "`packages/translator/src/framehook/translator/symbolic/breaks.py`.", ""]

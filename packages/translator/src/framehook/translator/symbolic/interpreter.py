@@ -26,7 +26,7 @@ from . import numpy_support as nps
 from .breaks import GraphBreak
 from .values import NULL, Cell, CellV, Const, DictV, FuncV, IterV, Lazy, ListV, MethodV, Tensor, TupleV, V
 
-__all__ = ["Tracer", "FrameTracer", "ReturnValue"]
+__all__ = ["Tracer", "FrameTracer", "ReturnValue", "StopTrace"]
 
 PY310 = sys.version_info >= (3, 10)
 PY311 = sys.version_info >= (3, 11)
@@ -56,6 +56,15 @@ COMPARE: Dict[str, Callable[[Any, Any], Any]] = {
 _IMMUTABLE_TYPES = (int, float, complex, bool, str, bytes, type(None), range, slice, np.dtype, np.generic,
                     type(Ellipsis))
 _NUMPY_INDEXERS = (np.mgrid, np.ogrid, np.s_, np.index_exp)
+
+
+class StopTrace(Exception):
+    """Raised before the root frame executes ``Tracer.stop_at``: the trace ends there (a
+    graph break that resumes; ``resume.py``)."""
+
+    def __init__(self, frame: "FrameTracer") -> None:
+        super().__init__("stop")
+        self.frame = frame
 
 
 class ReturnValue(Exception):
@@ -90,6 +99,7 @@ class Tracer:
         self.keepalive: List[Any] = []
         self.dynamic_dims: Callable[[Source, np.ndarray], Tuple[int, ...]] = lambda source, value: ()
         self._syms = 0
+        self.stop_at: Optional[int] = None     # root-frame instruction index to stop before
 
     def next_sym(self) -> int:
         self._syms += 1
@@ -327,6 +337,7 @@ class FrameTracer:
         self.lineno = code.co_firstlineno
         self.kw_names: Optional[Tuple[str, ...]] = None
         self.loop_counts: Dict[int, int] = {}
+        self.cur_index = 0
 
     def locate(self, e: GraphBreak) -> None:
         e.locate(self.code.co_filename, self.lineno)
@@ -343,6 +354,9 @@ class FrameTracer:
         tracer.current = self
         try:
             while True:
+                if self.depth == 0 and self.ip == tracer.stop_at:
+                    raise StopTrace(self)
+                self.cur_index = self.ip
                 inst = self.insts[self.ip]
                 self.ip += 1
                 if inst.lineno is not None:
@@ -358,6 +372,10 @@ class FrameTracer:
                 handler(inst)
         except ReturnValue as r:
             return r.value
+        except GraphBreak as e:
+            if self.depth == 0 and e.break_index is None:
+                e.break_index = self.cur_index   # the root frame's instruction that broke
+            raise
         finally:
             tracer.current = outer
 

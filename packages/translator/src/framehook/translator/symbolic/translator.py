@@ -8,18 +8,19 @@ import threading
 import time
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..bytecode import Codegen, Positions, prefix_length, transform_code_object
+from ..bytecode import Codegen, Positions, decode, prefix_length, transform_code_object
 from ..contexts import TracingContext
 from ..graph import Graph
 from ..guards import GuardKind
 from ..sources import LocalSource, Source
 from ..translator import InstructionTranslatorBase, MinimalTranslator, TranslationOutput, argument_names, call_backend
 from .breaks import GraphBreak
-from .interpreter import FrameTracer, Tracer
+from .interpreter import FrameTracer, StopTrace, Tracer
+from .resume import BreakSite, CannotResume, Rebuilder, break_site, emit_break, is_resume_code
 from .values import Cell, Const, DictV, Lazy, ListV, Tensor, TupleV, V
 
 __all__ = ["SymbolicTranslator", "FrameReport", "add_observer", "remove_observer", "make_output_code"]
@@ -36,6 +37,7 @@ class FrameReport:
     graph_break: Optional[GraphBreak] = None
     guards: List[str] = field(default_factory=list)
     compile_time: float = 0.0
+    resume_failure: Optional[str] = None   # why a break did not resume (the frame ran its original code)
 
 
 def _observers() -> List[Callable[[FrameReport], None]]:
@@ -92,16 +94,34 @@ class SymbolicTranslator(InstructionTranslatorBase):
             if self.one_graph:
                 raise
             tctx.guards_context.restore_graphstate(before)
-            out = self.fallback()
-            out.notes.append(str(e))
+            out = self.resume_after(report, e)
+            if out is None:
+                report.graph = None
+                tctx.guards_context.restore_graphstate(before)
+                out = self.fallback()
+                out.notes.append(str(e))
         report.compile_time = time.perf_counter() - start
         report.guards = [g.describe() for g in tctx.guards_context.guards.sorted()]
         for fn in list(_observers()):
             fn(report)
         return out
 
+    # ------------------------------------------------------------ resuming after a break
+    def resume_after(self, report: FrameReport, e: GraphBreak) -> Optional[TranslationOutput]:
+        """Re-trace up to the instruction that broke and emit code that runs the graph, the
+        instruction and a resume function (``resume.py``); None when the break cannot resume."""
+        if e.break_index is None:
+            return None
+        code = self.frame.code
+        try:
+            site = break_site(code, decode(code), e.break_index)
+            return self.capture(report, stop_at=site)
+        except (CannotResume, GraphBreak) as why:
+            report.resume_failure = str(why)
+            return None
+
     # ------------------------------------------------------------ capture
-    def capture(self, report: FrameReport) -> TranslationOutput:
+    def capture(self, report: FrameReport, stop_at: Optional[BreakSite] = None) -> TranslationOutput:
         frame = self.frame
         code = frame.code
         name = getattr(code, "co_qualname", code.co_name).replace("<", "").replace(">", "").replace(".", "_")
@@ -124,6 +144,13 @@ class SymbolicTranslator(InstructionTranslatorBase):
         for free in code.co_freevars:
             cells[free] = Cell(Lazy(frame.f_locals[free], LocalSource(free, cell_or_freevar=True)), external=True)
         root = FrameTracer(tracer, code, frame.f_globals, locals_, cells, None)
+        if stop_at is not None:
+            tracer.stop_at = stop_at.start
+            try:
+                root.run()
+            except StopTrace:
+                return self.output_at_break(tracer, root, stop_at, report)
+            raise CannotResume("the trace did not reach the break again")   # pragma: no cover - deterministic
         result = root.run()
         tracer.current = root
         try:
@@ -133,13 +160,38 @@ class SymbolicTranslator(InstructionTranslatorBase):
         graph = tracer.graph
         graph.output(out)
         graph.eliminate_dead_code()
-        report.graph = graph
+        if graph.operations() or not is_resume_code(code):
+            report.graph = graph   # a resume function that only returns values has no graph to show
         sources = [tracer.inputs[p] for p in graph.placeholders]
         values = {p: _value_of(s, frame.f_locals, frame.f_globals) for p, s in zip(graph.placeholders, sources)}
         example_inputs = [values[p] for p in graph.placeholders]
         compiled = call_backend(self.compiler_fn, graph, example_inputs)
         new_code = make_output_code(code, compiled, sources)
         return TranslationOutput(code=new_code, graphs=[graph], compiled_fns=[compiled])
+
+    def output_at_break(self, tracer: Tracer, root: FrameTracer, site: BreakSite,
+                        report: FrameReport) -> TranslationOutput:
+        frame = self.frame
+        graph = tracer.graph
+        stack = list(root.stack)
+        locals_ = dict(root.locals)
+        compiled: List[Any] = []
+
+        def compile_graph(outputs: List[Any]) -> Optional[Tuple[Any, List[Source]]]:
+            graph.output(tuple(outputs))
+            graph.eliminate_dead_code()
+            if not graph.operations():
+                return None
+            report.graph = graph
+            sources = [tracer.inputs[p] for p in graph.placeholders]
+            values = [_value_of(s, frame.f_locals, frame.f_globals) for s in sources]
+            compiled.append(call_backend(self.compiler_fn, graph, values))
+            return compiled[0], sources
+
+        cache = self.frame_state.setdefault("resume_functions", {})
+        new_code = emit_break(frame.code, root.insts, site, stack, locals_, Rebuilder(tracer), compile_graph,
+                              frame.f_globals, cache)
+        return TranslationOutput(code=new_code, graphs=[graph] if compiled else [], compiled_fns=compiled)
 
     def source_dynamic_dims(self, source: Source, value: np.ndarray) -> Any:
         """Dimensions to leave unspecialized: all with dynamic=True, none with dynamic=False,

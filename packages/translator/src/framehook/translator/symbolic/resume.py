@@ -1,0 +1,468 @@
+"""Graph breaks that resume (Dynamo-style).
+
+When tracing a frame stops at an instruction it cannot capture, the translator re-traces
+the frame up to that instruction (``Tracer.stop_at``) and emits, in place of the frame's
+body:
+
+1. a call of the graph captured so far (its outputs: every graph value still live);
+2. the live stack and locals, rebuilt from the graph's outputs, constants and sources,
+   kept in temporaries (so the instruction cannot change them under us);
+3. the unsupported instruction itself (for a call: the whole call sequence, 3.11's
+   ``PRECALL``/``CALL`` and 3.12+'s ``CALL``/``POP_TOP`` kept adjacent), on its real inputs,
+   with the user's line;
+4. ``return resume(<stack>, <locals>)`` for each way the instruction continues (two for a
+   conditional jump), where ``resume`` is a plain function whose code is the frame's code
+   with a prologue that pushes the stack arguments and jumps to the next instruction. It
+   is intercepted and translated in turn.
+
+What resumes: a break at a call (``print``, an unknown C function, a class, a call that
+cannot be inlined or raises), at a conditional jump on an array value, at an operator,
+subscript, attribute load (without the method bit), attribute/subscript/global store,
+formatting, unpacking, ``raise`` -- in straight-line code of the frame itself (a break in
+an inlined function resumes at the call in the frame), outside any loop and any
+try/except/finally/with block.
+
+What still runs the original code of the frame (``CannotResume``, the break is reported
+as before): breaks inside a loop, inside or at a try/with block (FH007), at a load of an
+unsupported value (``LOAD_FAST``/``LOAD_GLOBAL``/``LOAD_METHOD``, 3.12+'s method
+``LOAD_ATTR``), in frames with cell or free variables, and when a live value cannot be
+rebuilt (an iterator, a function made in the frame, a cell, a mutable constant).
+"""
+from __future__ import annotations
+
+import dis
+import inspect
+import itertools
+import sys
+import types
+import weakref
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..bytecode import Codegen, Instruction, Positions, create_instruction, decode, prefix_length
+from ..bytecode.transform import code_options, rebuild
+from ..graph import Graph
+from ..graph.ir import NodeKind
+from .values import NULL, Const, DictV, FuncV, Lazy, ListV, MethodV, Tensor, TupleV, V
+
+__all__ = ["CannotResume", "BreakSite", "break_site", "Rebuilder", "make_resume_code", "emit_break",
+           "is_resume_code", "RESUME_PREFIX"]
+
+PY311 = sys.version_info >= (3, 11)
+PY312 = sys.version_info >= (3, 12)
+PY313 = sys.version_info >= (3, 13)
+
+RESUME_PREFIX = "__resume_at_"
+_counter = itertools.count()
+
+# code object of a resume function -> number of prologue instructions after the frame set-up
+_RESUME_PROLOGUES: "weakref.WeakKeyDictionary[types.CodeType, int]" = weakref.WeakKeyDictionary()
+
+
+class CannotResume(Exception):
+    """This break cannot resume; the frame runs its original code."""
+
+
+def is_resume_code(code: types.CodeType) -> bool:
+    return code in _RESUME_PROLOGUES
+
+
+# ---------------------------------------------------------------- where the break is
+_CALLS_OLD = {"CALL_FUNCTION": 1, "CALL_FUNCTION_KW": 2, "CALL_METHOD": 2}
+_COND_JUMPS = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE",
+               "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_NONE",
+               "POP_JUMP_FORWARD_IF_NOT_NONE"}
+_OR_POP = {"JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP"}
+# instruction -> (values popped, values pushed)
+_SIMPLE: Dict[str, Tuple[int, int]] = {
+    "BINARY_OP": (2, 1), "COMPARE_OP": (2, 1), "CONTAINS_OP": (2, 1), "IS_OP": (2, 1), "BINARY_SUBSCR": (2, 1),
+    "UNARY_NEGATIVE": (1, 1), "UNARY_POSITIVE": (1, 1), "UNARY_INVERT": (1, 1), "UNARY_NOT": (1, 1),
+    "TO_BOOL": (1, 1), "FORMAT_SIMPLE": (1, 1), "FORMAT_WITH_SPEC": (2, 1), "CONVERT_VALUE": (1, 1),
+    "STORE_SUBSCR": (3, 0), "DELETE_SUBSCR": (2, 0), "STORE_ATTR": (2, 0), "DELETE_ATTR": (1, 0),
+    "STORE_GLOBAL": (1, 0), "DELETE_GLOBAL": (0, 0), "BINARY_SLICE": (3, 1), "STORE_SLICE": (4, 0),
+    "LOAD_ASSERTION_ERROR": (0, 1), "IMPORT_NAME": (2, 1), "GET_LEN": (1, 1),
+}
+for _k in ("ADD", "SUBTRACT", "MULTIPLY", "TRUE_DIVIDE", "FLOOR_DIVIDE", "MODULO", "POWER", "MATRIX_MULTIPLY",
+           "AND", "OR", "XOR", "LSHIFT", "RSHIFT"):
+    _SIMPLE[f"BINARY_{_k}"] = (2, 1)
+    _SIMPLE[f"INPLACE_{_k}"] = (2, 1)
+
+
+class BreakSite:
+    """The instructions to run in ordinary Python and how execution continues after them.
+
+    ``start``/``end``: index range of the original instructions; ``pops``: stack values
+    they consume; ``branches``: (instruction index to resume at, values pushed) for each
+    way out (none after ``raise``)."""
+
+    def __init__(self, start: int, end: int, pops: int, branches: List[Tuple[int, int]]) -> None:
+        self.start = start
+        self.end = end
+        self.pops = pops
+        self.branches = branches
+
+
+def _in_loop(insts: Sequence[Instruction], index: Dict[int, int], i: int) -> bool:
+    for j, inst in enumerate(insts):
+        if inst.target is not None:
+            t = index[id(inst.target)]
+            if t <= j and t <= i <= j:
+                return True
+    return False
+
+
+def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int) -> BreakSite:
+    """Where a break at instruction ``i`` of ``code`` (the root frame) resumes, or CannotResume."""
+    if code.co_cellvars or code.co_freevars:
+        raise CannotResume("the frame has cell or free variables")
+    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+        raise CannotResume("a generator or coroutine frame")   # pragma: no cover - never intercepted
+    prologue = _RESUME_PROLOGUES.get(code)
+    if prologue is not None and i < prefix_length(insts) + prologue:
+        raise CannotResume("the break is in a resume function's prologue")
+    index = {id(x): k for k, x in enumerate(insts)}
+    inst = insts[i]
+    name = inst.opname
+    n = inst.arg or 0
+    site: Optional[BreakSite] = None
+    if name in ("CALL", "CALL_KW", "CALL_FUNCTION_EX") or name in _CALLS_OLD:
+        start = i
+        if name == "CALL" and PY311 and not PY312:
+            start = i - 1   # PRECALL
+        if start > 0 and insts[start - 1].opname == "KW_NAMES":
+            start -= 1
+        if name == "CALL_FUNCTION_EX":
+            pops = 2 + (n & 1) + (1 if PY311 else 0)
+        elif name in _CALLS_OLD:
+            pops = n + _CALLS_OLD[name]
+        else:
+            pops = n + (3 if name == "CALL_KW" else 2)
+        end = i + 1
+        pushes = 1
+        if end < len(insts) and insts[end].opname == "POP_TOP":
+            end += 1        # 3.12+ specializes list.append's CALL assuming this POP_TOP follows
+            pushes = 0
+        site = BreakSite(start, end, pops, [(end, pushes)])
+    elif name in _COND_JUMPS:
+        site = BreakSite(i, i + 1, 1, [(i + 1, 0), (index[id(inst.target)], 0)])
+    elif name in _OR_POP:
+        site = BreakSite(i, i + 1, 1, [(i + 1, 0), (index[id(inst.target)], 1)])
+    elif name == "RAISE_VARARGS":
+        site = BreakSite(i, i + 1, n, [])
+    elif name == "LOAD_ATTR" and not (PY312 and n & 1):
+        site = BreakSite(i, i + 1, 1, [(i + 1, 1)])
+    elif name == "UNPACK_SEQUENCE":
+        site = BreakSite(i, i + 1, 1, [(i + 1, n)])
+    elif name == "BUILD_STRING":
+        site = BreakSite(i, i + 1, n, [(i + 1, 1)])
+    elif name == "FORMAT_VALUE":
+        site = BreakSite(i, i + 1, 2 if n & 0x04 else 1, [(i + 1, 1)])
+    elif name in _SIMPLE:
+        pops, pushes = _SIMPLE[name]
+        site = BreakSite(i, i + 1, pops, [(i + 1, pushes)])
+    if site is None:
+        raise CannotResume(f"a break at {name} does not resume")
+    for k in range(site.start, site.end):
+        if PY311 and insts[k].exn_tab_entry is not None:
+            raise CannotResume("the break is inside a try/with block")
+        if _in_loop(insts, index, k):
+            raise CannotResume("the break is inside a loop")
+    return site
+
+
+# ---------------------------------------------------------------- rebuilding values
+_LOADABLE = (int, float, complex, bool, str, bytes, type(None), range, slice, np.dtype, np.generic,
+             type(Ellipsis), types.ModuleType, types.BuiltinFunctionType, type, np.ufunc, types.FunctionType)
+
+
+def _loadable(value: Any) -> bool:
+    """Can ``value`` be a constant of the generated code (immutable, or an object looked up by identity)?"""
+    if type(value) in (tuple, frozenset):
+        return all(_loadable(x) for x in value)
+    return isinstance(value, _LOADABLE)
+
+
+class Rebuilder:
+    """Emits code that rebuilds symbolic values at run time (graph outputs, constants,
+    sources, containers built in the frame: each of those once, so aliases stay aliases)."""
+
+    def __init__(self, tracer: Any) -> None:
+        self.tracer = tracer
+        self.outputs: List[Any] = []          # graph nodes the graph must return
+        self._out_index: Dict[Any, int] = {}
+        self.memo: Dict[int, str] = {}        # id(container V) -> temporary holding it
+        self._names = itertools.count()
+        self.graph_out: Optional[str] = None  # local holding the graph's result tuple
+
+    def temp(self) -> str:
+        return f"___tmp{next(self._names)}"
+
+    # first pass: which graph values are needed; raises CannotResume for what cannot be rebuilt
+    def collect(self, v: Any, null_ok: bool = False) -> None:
+        if isinstance(v, Lazy):
+            return
+        if v is NULL:
+            if not null_ok:
+                raise CannotResume("a NULL on the stack that cannot be rebuilt")
+            return
+        if isinstance(v, Tensor):
+            if v.node.kind is NodeKind.PLACEHOLDER:
+                return
+            if v.node not in self._out_index:
+                self._out_index[v.node] = len(self.outputs)
+                self.outputs.append(v.node)
+            return
+        if isinstance(v, Const):
+            if v.source is None and not _loadable(v.value):
+                raise CannotResume(f"the live value {v.describe()} cannot be rebuilt")
+            return
+        if isinstance(v, (TupleV, ListV)):
+            if v.source is None:
+                for item in v.items:
+                    self.collect(item)
+            return
+        if isinstance(v, DictV):
+            if v.source is None:
+                for item in v.items.values():
+                    self.collect(item)
+            return
+        if isinstance(v, MethodV):
+            self.collect(v.obj)
+            return
+        if isinstance(v, FuncV) and v.fn is not None:
+            return
+        raise CannotResume(f"the live value {v.describe()} cannot be rebuilt")
+
+    # second pass: the code
+    def emit(self, cg: Codegen, v: Any) -> None:
+        if isinstance(v, Lazy):
+            v.source.reconstruct(cg)
+        elif v is NULL:
+            cg.emit("PUSH_NULL")
+        elif isinstance(v, Tensor):
+            if v.node.kind is NodeKind.PLACEHOLDER:
+                self.tracer.inputs[v.node].reconstruct(cg)
+            else:
+                cg.load_fast(self.graph_out)   # type: ignore[arg-type]
+                cg.load_const(self._out_index[v.node])
+                cg.subscr()
+        elif isinstance(v, Const):
+            if v.source is None or _loadable(v.value):
+                cg.load_const(v.value)
+            else:
+                v.source.reconstruct(cg)
+        elif isinstance(v, (TupleV, ListV, DictV)) and v.source is not None:
+            v.source.reconstruct(cg)
+        elif isinstance(v, TupleV):
+            for item in v.items:
+                self.emit(cg, item)
+            cg.emit("BUILD_TUPLE", arg=len(v.items))
+        elif isinstance(v, (ListV, DictV)):
+            name = self.memo.get(id(v))
+            if name is None:
+                if isinstance(v, ListV):
+                    for item in v.items:
+                        self.emit(cg, item)
+                    cg.emit("BUILD_LIST", arg=len(v.items))
+                else:
+                    for key, item in v.items.items():
+                        cg.load_const(key)
+                        self.emit(cg, item)
+                    cg.emit("BUILD_MAP", arg=len(v.items))
+                name = self.memo[id(v)] = self.temp()
+                cg.emit("STORE_FAST", argval=name)
+            cg.load_fast(name)
+        elif isinstance(v, MethodV):
+            self.emit(cg, v.obj)
+            cg.load_attr(v.name)
+        else:
+            assert isinstance(v, FuncV) and v.fn is not None
+            cg.load_const(v.fn)
+
+
+# ---------------------------------------------------------------- resume functions
+def _split_super(insts: List[Instruction]) -> List[Instruction]:
+    """3.13's two-local instructions as two plain ones (the locals are renumbered)."""
+    out: List[Instruction] = []
+    pairs = {"LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"), "STORE_FAST_LOAD_FAST": ("STORE_FAST", "LOAD_FAST"),
+             "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST")}
+    for inst in insts:
+        pair = pairs.get(inst.opname)
+        if pair is None:
+            out.append(inst)
+            continue
+        a, b = inst.argval
+        second = create_instruction(pair[1], argval=b, positions=inst.positions)
+        second.exn_tab_entry = inst.exn_tab_entry
+        first = create_instruction(pair[0], argval=a, positions=inst.positions)
+        inst.opcode, inst.opname, inst.arg, inst.argval = first.opcode, first.opname, None, a
+        out += [inst, second]
+    return out
+
+
+def make_resume_code(code: types.CodeType, target: int, stack: Sequence[Any], local_names: Sequence[str],
+                     lineno: Optional[int]) -> Tuple[types.CodeType, List[str]]:
+    """``code`` starting at instruction ``target`` with the stack described by ``stack``
+    (True: a NULL, False: a value passed as an argument, a string: the method of that name
+    of the object passed, ("method", name): the same through LOAD_METHOD) and ``local_names``
+    as arguments.
+    Returns the code and the names of its stack arguments."""
+    insts = decode(code)
+    goal = insts[target]
+    haslocal = set(dis.haslocal)
+    for inst in insts:
+        if inst.opcode in haslocal:
+            inst.arg = None
+    insts = _split_super(insts)
+    where = goal.positions
+    stack_names: List[str] = []
+    prologue: List[Instruction] = []
+    for slot in stack:
+        if slot is True:
+            prologue.append(create_instruction("PUSH_NULL", positions=where))
+        else:
+            name = f"___stack{len(stack_names)}"
+            stack_names.append(name)
+            prologue.append(create_instruction("LOAD_FAST", argval=name, positions=where))
+            if isinstance(slot, str):   # a bound method: its object is passed, the attribute loaded here
+                prologue.append(create_instruction("LOAD_ATTR", argval=slot, positions=where))
+            elif isinstance(slot, tuple):   # 3.9/3.10: NULL-or-self and the method, as LOAD_METHOD pushes them
+                prologue.append(create_instruction("LOAD_METHOD", argval=slot[1], positions=where))
+    prologue.append(create_instruction("JUMP_FORWARD", target=goal, positions=where))
+    keep = prefix_length(insts)
+    insts[keep:keep] = prologue
+    opts = code_options(code)
+    args = stack_names + list(local_names)
+    opts["co_varnames"] = args + [n for n in opts["co_varnames"] if n not in args]
+    opts["co_argcount"] = len(args)
+    opts["co_posonlyargcount"] = 0
+    opts["co_kwonlyargcount"] = 0
+    opts["co_flags"] &= ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+    tag = f"{RESUME_PREFIX}{lineno if lineno is not None else 'x'}_{next(_counter)}"
+    opts["co_name"] = code.co_name
+    if PY311:
+        opts["co_qualname"] = f"{code.co_qualname}.{tag}"
+    new = rebuild(code, insts, opts)
+    _RESUME_PROLOGUES[new] = len(prologue)
+    return new, stack_names
+
+
+def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSite, stack: List[Any],
+               locals_: Dict[str, Any], rebuilder: Rebuilder, compile_graph: Any,
+               f_globals: Dict[str, Any], resume_cache: Dict[Any, Any]) -> types.CodeType:
+    """The replacement code for ``code``: run the graph, rebuild the state, run the broken
+    instructions, return the resume function's result."""
+    inputs = stack[len(stack) - site.pops:] if site.pops else []
+    lower = stack[:len(stack) - site.pops]
+    first = insts[site.start]
+    where = first.positions or Positions(code.co_firstlineno, code.co_firstlineno, None, None)
+    old_call_method = not PY311 and any(insts[k].opname == "CALL_METHOD" for k in range(site.start, site.end))
+    # the stack below the instruction's inputs, slot by slot: NULL, a value, or a bound method
+    # (passed as its object; the resume function loads the method: LOAD_ATTR, or on 3.9/3.10
+    # LOAD_METHOD, which also re-creates the NULL that preceded it)
+    slots: List[Tuple[str, Any]] = []
+    k = 0
+    while k < len(lower):
+        v = lower[k]
+        if v is NULL and not PY311:
+            if k + 1 < len(lower) and isinstance(lower[k + 1], MethodV):
+                slots.append(("method", lower[k + 1]))
+                k += 2
+                continue
+            raise CannotResume("a NULL left on the stack by LOAD_METHOD (3.9/3.10)")
+        slots.append(("null" if v is NULL else "attr" if isinstance(v, MethodV) else "value", v))
+        k += 1
+    for v in lower:
+        rebuilder.collect(v, null_ok=True)
+    # a resume function's stack arguments are dead once its prologue has run
+    names = sorted(n for n in locals_ if not n.startswith("___stack"))
+    for name in names:
+        rebuilder.collect(locals_[name])
+    for k, v in enumerate(inputs):
+        rebuilder.collect(v, null_ok=PY311 or (old_call_method and k == 0))
+
+    # ``compile_graph(outputs)``: (compiled graph, its input sources), or None for a graph without operations
+    compiled = compile_graph(rebuilder.outputs)
+    cg = Codegen()
+    if compiled is not None:
+        call_graph, graph_inputs = compiled
+        rebuilder.graph_out = "___graph_out"
+
+        def load_inputs() -> None:
+            for s in graph_inputs:
+                s.reconstruct(cg)
+
+        cg.call_builtin(call_graph, load_inputs, nargs=len(graph_inputs))
+        cg.emit("STORE_FAST", argval=rebuilder.graph_out)
+    # the live state, before the instruction can change what its sources read
+    held: List[Optional[str]] = []
+    for kind, v in slots:
+        if kind == "null":
+            held.append(None)
+            continue
+        rebuilder.emit(cg, v.obj if kind in ("attr", "method") else v)
+        t = rebuilder.temp()
+        cg.emit("STORE_FAST", argval=t)
+        held.append(t)
+    held_locals: List[str] = []
+    for name in names:
+        rebuilder.emit(cg, locals_[name])
+        t = rebuilder.temp()
+        cg.emit("STORE_FAST", argval=t)
+        held_locals.append(t)
+    # the instruction's inputs, then the instruction(s) with the user's positions
+    for k, v in enumerate(inputs):
+        if v is NULL and not PY311:
+            continue   # 3.9/3.10 CALL_METHOD on [NULL, fn, args]: run as CALL_FUNCTION
+        rebuilder.emit(cg, v)
+    for inst in cg.instructions:
+        inst.positions = where
+    body: List[Instruction] = list(cg.instructions)
+    branch_labels: Dict[int, Instruction] = {}
+    jump: Optional[Instruction] = None
+    for k in range(site.start, site.end):
+        orig = insts[k]
+        if orig.opname == "CALL_METHOD" and not PY311:
+            copy = create_instruction("CALL_FUNCTION", arg=orig.arg, positions=orig.positions)
+        else:
+            copy = Instruction(orig.opcode, orig.opname, orig.arg, orig.argval, positions=orig.positions,
+                               flags=orig.flags)
+        if orig.target is not None:
+            jump = copy
+        body.append(copy)
+
+    stack_layout_base: List[Any] = [v.name if kind == "attr" else ("method", v.name) if kind == "method"
+                                    else kind == "null" for kind, v in slots]
+    for b, (target, pushes) in enumerate(site.branches):
+        bc = Codegen()
+        outs = [rebuilder.temp() for _ in range(pushes)]
+        for t in reversed(outs):
+            bc.emit("STORE_FAST", argval=t)
+        layout = stack_layout_base + [False] * pushes
+        key = (target, tuple(layout), tuple(names))
+        fn = resume_cache.get(key)
+        if fn is None:
+            rcode, _ = make_resume_code(code, target, layout, names, insts[target].lineno)
+            fn = types.FunctionType(rcode, f_globals, code.co_name)
+            resume_cache[key] = fn
+        args = [t for t in held if t is not None] + outs + held_locals
+
+        def load_args(args: List[str] = args) -> None:
+            for t in args:
+                bc.load_fast(t)
+
+        bc.call_builtin(fn, load_args, nargs=len(args))
+        bc.return_value()
+        for inst in bc.instructions:
+            inst.positions = where
+        branch_labels[b] = bc.instructions[0]
+        body += bc.instructions
+    if jump is not None:
+        jump.target = branch_labels[1]
+
+    def transform(out: List[Instruction], opts: Dict[str, Any]) -> None:
+        out[prefix_length(out):] = body
+
+    from ..bytecode import transform_code_object
+    return transform_code_object(code, transform)
