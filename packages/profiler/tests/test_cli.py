@@ -60,6 +60,20 @@ def test_default_output_is_a_chrome_trace_named_after_the_script(script, tmp_pat
     assert names.count("fib") == 177 and "main" in names and "<module>" in names
 
 
+def test_launcher_frames_are_not_in_the_profile(script, tmp_path, capsys):
+    # the command line's own frames (its main, this test, pytest) were on the stack when
+    # recording started; the trees begin at the script, as python -m cProfile's do
+    out = tmp_path / "p.pstats"
+    assert main(["-o", str(out), str(script)]) == 0
+    stats = pstats.Stats(str(out)).stats
+    files = {filename for filename, _, _ in stats}
+    assert not [f for f in files if f.endswith(("_cli.py", "python.py", "runner.py"))], files
+    assert any(f.endswith("prog.py") and name == "<module>" for f, _, name in stats)
+    chrome = tmp_path / "p.json"
+    assert main(["-o", str(chrome), str(script)]) == 0
+    assert "main" in chrome_names(chrome) and "_run" not in chrome_names(chrome)
+
+
 @pytest.mark.parametrize("fmt,name,check", [
     ("speedscope", "p.speedscope.json", lambda p: json.load(open(p))["profiles"]),
     ("pstats", "p.pstats", lambda p: pstats.Stats(str(p)).total_calls > 177),

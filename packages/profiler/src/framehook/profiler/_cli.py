@@ -65,6 +65,7 @@ def _has_known_suffix(path: str) -> bool:
 
 def _run(code: types.CodeType, main_globals: dict, prof: Profiler) -> Tuple[int, Optional[BaseException]]:
     """Runs the code under the profiler; returns (exit code, uncaught exception)."""
+    prof._hide_launcher(sys._getframe())  # runpy, this module and the entry point are not the script
     try:
         with prof:
             exec(code, main_globals)

@@ -43,6 +43,9 @@ class Profiler:
         self._state = "new"
         self._profile: Optional[Profile] = None
         self._thread_names: Dict[int, str] = {}
+        # code of frames that launched the profiled program (the command line's own), hidden
+        # like the profiler's internals
+        self._launcher_codes: FrozenSet[types.CodeType] = frozenset()
         self._prev_thread_hook: Optional[Callable[..., Any]] = None
 
     @property
@@ -124,6 +127,15 @@ class Profiler:
             self.stop()
 
     # internals -----------------------------------------------------------------------
+    def _hide_launcher(self, frame: Optional[types.FrameType]) -> None:
+        """Hides ``frame`` and its callers from the trees: the code that launched the
+        profiled program rather than the program itself."""
+        codes = set()
+        while frame is not None:
+            codes.add(frame.f_code)
+            frame = frame.f_back
+        self._launcher_codes = frozenset(codes)
+
     def _note_thread_names(self) -> None:
         for thread in threading.enumerate():
             if thread.ident is not None:
@@ -144,7 +156,7 @@ class Profiler:
             return Profile([], [], 0, 0, _tracer.clock_name(), 0)
         raw = self._tracer.collect()
         memory = self._tracer.memory
-        threads, events, clock = build(raw, self._thread_names, _internal_codes())
+        threads, events, clock = build(raw, self._thread_names, _internal_codes() | self._launcher_codes)
         return Profile(threads, events, clock.ns0, clock.end_ns, raw["clock"], memory)
 
 
