@@ -60,7 +60,8 @@ class ProgramGenerator:
     def statement(self, depth: int, indent: str) -> List[str]:
         kinds = ["assign", "assign", "acc", "array"]
         if depth < self.max_depth:
-            kinds += ["if", "for", "try", "closure", "comp", "while"]
+            kinds += ["if", "for", "try", "closure", "comp", "while", "nonlocal", "star_call",
+                      "generator", "klass", "finally", "fstring"]
         kind = self.rng.choice(kinds)
         if kind == "assign":
             name = self.fresh("v")
@@ -100,6 +101,64 @@ class ProgramGenerator:
             self.ints = saved
             return [f"{indent}try:", *body, f"{indent}except ZeroDivisionError as exc:",
                     f"{indent}    acc.append(str(exc))", *handler]
+        if kind == "nonlocal":
+            # a nested function rebinding a variable of this frame: it becomes a cell
+            target = self.rng.choice(self.ints)
+            name = self.fresh("h")
+            return [f"{indent}def {name}():",
+                    f"{indent}    nonlocal {target}",
+                    f"{indent}    {target} = {target} + {self.rng.randint(1, 3)}",
+                    f"{indent}    return {target}",
+                    f"{indent}acc.append({name}())"]
+        if kind == "star_call":
+            name = self.fresh("s")
+            result = self.fresh("v")
+            line = [f"{indent}def {name}(x, *xs, key=0, **kw):",
+                    f"{indent}    return x + sum(xs) + key + len(kw)",
+                    f"{indent}{result} = {name}({self.int_expr(1)}, *[{self.int_expr(1)}, {self.int_expr(1)}], "
+                    f"key={self.int_expr(1)}, **{{'z': {self.int_expr(1)}}})"]
+            self.ints.append(result)
+            return line
+        if kind == "generator":
+            name = self.fresh("gen")
+            var = self.fresh("i")
+            saved = list(self.ints)
+            self.ints.append(var)
+            elem = self.int_expr(1)  # reads this frame's variables: a generator over cells
+            self.ints = saved
+            result = self.fresh("v")
+            self.ints.append(result)
+            return [f"{indent}def {name}(n):",
+                    f"{indent}    for {var} in range(n):",
+                    f"{indent}        yield {elem}",
+                    f"{indent}{result} = sum({name}({self.rng.randint(0, 4)}))"]
+        if kind == "klass":
+            base, cls = self.fresh("B"), self.fresh("C")
+            result = self.fresh("v")
+            expr = self.int_expr(1)
+            self.ints.append(result)
+            return [f"{indent}class {base}:",
+                    f"{indent}    def m(self, x):",
+                    f"{indent}        return x * 2",
+                    f"{indent}class {cls}({base}):",
+                    f"{indent}    def __init__(self, x):",
+                    f"{indent}        self.x = x",
+                    f"{indent}    def m(self, y):",
+                    f"{indent}        return super().m(self.x) - y",
+                    f"{indent}{result} = {cls}({expr}).m({self.rng.randint(0, 5)})"]
+        if kind == "finally":
+            saved = list(self.ints)
+            body = self.block(depth + 1, indent + "        ")
+            self.ints = saved
+            return [f"{indent}try:",
+                    f"{indent}    try:",
+                    *body,
+                    f"{indent}    finally:",
+                    f"{indent}        acc.append('finally')",
+                    f"{indent}except ArithmeticError as exc:",
+                    f"{indent}    acc.append(type(exc).__name__)"]
+        if kind == "fstring":
+            return [f"{indent}acc.append(f'{{{self.int_expr(1)}}}-{{{self.int_expr(1)}!r:>4}}')"]
         if kind == "closure":
             name = self.fresh("g")
             param = self.fresh("p")
