@@ -342,6 +342,7 @@ def test_cache_limit_gives_one_summarized_warning(caplog):
     text = warnings[0]
     assert "reached config.cache_size_limit (2)" in text and "Recompilation reasons seen" in text
     assert "expected dtype float64, got dtype float32" in text
+    assert "(last call from " in text and "test_export_debug.py:" in text
 
 
 def test_cache_limit_message_and_describe_failures():
@@ -434,3 +435,16 @@ def test_called_codes_skips_graph_functions():
         return 2
     code = (lambda: None).__code__.replace(co_consts=(None, f, g))
     assert debug._called_codes(code) == [g.__code__]
+
+
+def test_recompile_log_names_the_call_site(caplog):
+    @ft.optimize("eager")
+    def f(x):
+        return x + 1
+
+    f(np.ones(3))
+    with caplog.at_level(logging.INFO, logger="framehook.translator.recompiles"):
+        f(np.ones(3, np.float32))
+    assert "called from " in caplog.text and "test_recompile_log_names_the_call_site" in caplog.text
+    from framehook.translator.convert_frame import _caller_location
+    assert _caller_location(object()) is None

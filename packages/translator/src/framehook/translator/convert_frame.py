@@ -12,6 +12,7 @@ import dis
 import io
 import itertools
 import logging
+import os
 import sys
 import threading
 import traceback
@@ -281,8 +282,10 @@ class ConvertFrame:
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("skipping %s: %s", _code_location(frame.f_code), reason)
             return None
+        info = FrameInfo.from_view(frame)
+        info.caller = _caller_location(frame)  # type: ignore[attr-defined]
         with compile_lock:
-            return self._convert(FrameInfo.from_view(frame), frame_state if frame_state is not None else {})
+            return self._convert(info, frame_state if frame_state is not None else {})
 
     # one frame, under the compile lock
     def _convert(self, frame: FrameInfo, frame_state: Dict[str, Any]) -> Any:
@@ -297,7 +300,7 @@ class ConvertFrame:
                 if reason not in seen:
                     seen.append(reason)
             if len(entries) >= config.cache_size_limit:
-                msg = cache_limit_message(code, len(entries), seen)
+                msg = cache_limit_message(code, len(entries), seen, caller=getattr(frame, "caller", None))
                 if self.strict:
                     raise CacheLimitExceeded(msg)
                 fh_logging.warn_once(log, ("cache_limit", id(code)), "framehook: %s", msg)
@@ -320,7 +323,9 @@ class ConvertFrame:
             reasons.append(f"{label}: " + "; ".join(found))
         code = frame.code
         if recompiles_log.isEnabledFor(logging.INFO):
-            recompiles_log.info("Recompiling %s, triggered by the failing guard(s):\n%s", _code_location(code),
+            caller = getattr(frame, "caller", None)
+            recompiles_log.info("Recompiling %s%s, triggered by the failing guard(s):\n%s", _code_location(code),
+                                f", called from {caller}" if caller else "",
                                 "\n".join(f"  - {r}" for r in reasons))
         if self.hooks.guard_fail_fn is not None:
             for reason in reasons:
@@ -439,11 +444,28 @@ def describe_failures(check_fn: Any, f_locals: Dict[str, Any]) -> List[str]:
     return found or ["guards of a cache entry not made by the translator failed"]
 
 
-def cache_limit_message(code: types.CodeType, entries: int, reasons: List[str], shown: int = 20) -> str:
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _caller_location(frame: Any) -> Optional[str]:
+    """``file:line in function`` of the user's call that started the frame, when known."""
+    back = getattr(frame, "f_back", None)
+    # skip framehook's own wrappers (on 3.9/3.10 the decorator's frame is the caller)
+    while back is not None and back.f_code.co_filename.startswith(_PACKAGE_DIR):
+        back = back.f_back
+    code = getattr(back, "f_code", None)
+    if code is None:
+        return None
+    return f"{code.co_filename}:{back.f_lineno} in {getattr(code, 'co_qualname', code.co_name)}"
+
+
+def cache_limit_message(code: types.CodeType, entries: int, reasons: List[str], shown: int = 20,
+                        caller: Optional[str] = None) -> str:
     """The one warning given when a function reaches config.cache_size_limit."""
     lines = [f"{_code_location(code)} reached config.cache_size_limit ({config.cache_size_limit}) "
-             f"with {entries} cache entries; it now runs unmodified (raise the limit, or mark the "
-             f"changing inputs dynamic). Recompilation reasons seen ({len(reasons)}):"]
+             f"with {entries} cache entries" + (f" (last call from {caller})" if caller else "")
+             + "; it now runs unmodified (raise the limit, or mark the changing inputs dynamic). "
+             f"Recompilation reasons seen ({len(reasons)}):"]
     lines += [f"  - {r}" for r in reasons[:shown]]
     if len(reasons) > shown:
         lines.append(f"  ... and {len(reasons) - shown} more")
