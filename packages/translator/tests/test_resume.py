@@ -296,6 +296,56 @@ def test_other_resumable_instructions(fn):
     assert out.graph_count >= 1
 
 
+def method_tolist(x):
+    y = x * 2
+    text = repr(y.tolist())
+    z = y + 1
+    return z, text
+
+
+def method_with_arguments(x, k):
+    y = x * 2
+    m = y.round(decimals=k).tolist()
+    s = y.astype(int).tolist()
+    return y + 1, m, s
+
+
+def method_item(x):
+    y = x.sum()
+    v = y.item()
+    return x + v
+
+
+def method_result_appended(x, lst):
+    y = x + 1
+    lst.append(y.tolist())
+    return y
+
+
+def method_star_args(x, a):
+    y = x * 2
+    s = y.tolist(*a)
+    return y + 1, s
+
+
+def attribute_then_method(x):
+    y = x * 2
+    n = y.strides[0] + len(y.tolist())
+    return y + n
+
+
+@pytest.mark.parametrize("fn, args", [(method_tolist, (np.arange(3.0),)), (method_with_arguments, (np.arange(3.0) / 3, 2)),
+                                      (method_item, (np.ones(2),)), (method_result_appended, (np.ones(2), [])),
+                                      (method_star_args, (np.arange(3.0), ())),
+                                      (attribute_then_method, (np.arange(3.0),))])
+def test_method_calls_run_in_python(fn, args):
+    # the method load, its arguments and the call run as the original instructions
+    check_agrees(fn, args, args, args)
+    out, failures = explained(fn, *args)
+    assert out.graph_count >= 1 and failures[0] is None, str(out)
+    assert out.break_reasons[0].code in ("FH004", "FH013")
+
+
 def test_nopython_still_raises():
     with pytest.raises(ft.symbolic.GraphBreak if hasattr(ft, "symbolic") else Exception, match="FH005"):
         ft.optimize("eager", nopython=True)(print_between)(np.ones(2))
@@ -335,20 +385,34 @@ def with_closure(x):
     return x + inner()
 
 
-def method_load(x):
+def method_in_branch(x, flag):
     y = x * 2
-    text = repr(y.tolist())
+    text = y.tolist(1 if flag else 2)
     return y + 1, text
 
 
 @pytest.mark.parametrize("fn, why", [(in_loop, "loop"), (in_while, "loop"), (in_try, None),
-                                     (with_closure, "cell or free"), (method_load, "does not resume")])
+                                     (with_closure, "cell or free")])
 def test_breaks_that_fall_back(fn, why, capsys):
     run_both(fn, (np.ones(2),), capsys)
     out, failures = explained(fn, np.ones(2))
     assert out.graph_count == 0 and failures[0] is not None
     if why is not None:
         assert why in failures[0]
+
+
+def test_method_call_with_a_branch_in_its_arguments_falls_back():
+    # y.tolist(1 if flag else 2) raises TypeError; the branch inside the call keeps it in the original code
+    check_agrees(method_in_branch, (np.ones(2), True), (np.ones(2), False))
+    code = method_in_branch.__code__
+    insts = decode(code)
+    load = next(i for i, inst in enumerate(insts) if inst.argval == "tolist")
+    site = None
+    try:
+        site = resume.break_site(code, insts, load)
+    except resume.CannotResume as e:
+        assert "straight-line" in str(e)
+    assert site is None or not site.segment
 
 
 def test_generated_code_is_cached_and_reused(capsys):

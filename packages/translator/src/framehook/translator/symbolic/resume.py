@@ -22,10 +22,15 @@ formatting, unpacking, ``raise`` -- in straight-line code of the frame itself (a
 an inlined function resumes at the call in the frame), outside any loop and any
 try/except/finally/with block.
 
+A break at a method load (``y.tolist()``: ``LOAD_METHOD``, 3.12+'s method ``LOAD_ATTR``)
+runs the whole call -- load, arguments, call -- as the original instructions, after the
+frame's locals are restored, when that call is straight-line code.
+
 What still runs the original code of the frame (``CannotResume``, the break is reported
 as before): breaks inside a loop, inside or at a try/with block (FH007), at a load of an
-unsupported value (``LOAD_FAST``/``LOAD_GLOBAL``/``LOAD_METHOD``, 3.12+'s method
-``LOAD_ATTR``), in frames with cell or free variables, and when a live value cannot be
+unsupported value (``LOAD_FAST``/``LOAD_GLOBAL``), at a method load whose call is not
+straight-line code (a conditional expression in its arguments), in frames with cell or free
+variables, and when a live value cannot be
 rebuilt (an iterator, a function made in the frame, a cell, a mutable constant).
 """
 from __future__ import annotations
@@ -96,11 +101,45 @@ class BreakSite:
     they consume; ``branches``: (instruction index to resume at, values pushed) for each
     way out (none after ``raise``)."""
 
-    def __init__(self, start: int, end: int, pops: int, branches: List[Tuple[int, int]]) -> None:
+    def __init__(self, start: int, end: int, pops: int, branches: List[Tuple[int, int]],
+                 segment: bool = False) -> None:
         self.start = start
         self.end = end
         self.pops = pops
         self.branches = branches
+        # a whole method call (``y.tolist()``, its arguments included) run as the original
+        # instructions: the frame's locals are restored first, for the arguments to read
+        self.segment = segment
+
+
+_CALL_NAMES = {"CALL", "CALL_KW", "CALL_FUNCTION_EX", "CALL_METHOD", "CALL_FUNCTION", "CALL_FUNCTION_KW"}
+_SEGMENT_REFUSED = ("STORE_", "DELETE_", "RETURN_", "RAISE_", "YIELD_", "LOAD_DEREF", "LOAD_CLOSURE",
+                    "MAKE_CELL", "SETUP_", "BEFORE_", "GET_", "FOR_ITER", "END_", "LOAD_FAST_AND_CLEAR")
+
+
+def _method_call_site(insts: Sequence[Instruction], i: int) -> BreakSite:
+    """A break at a method load: the load, the arguments and the call run in Python."""
+    from ..bytecode._compat import stack_effect
+    depth = 0     # the object is on top before the load; the call's result replaces it
+    for j in range(i, len(insts)):
+        inst = insts[j]
+        if inst.target is not None or inst.opname.startswith(_SEGMENT_REFUSED):
+            break
+        depth += stack_effect(inst.opcode, inst.arg)
+        if depth < 0:
+            break
+        if depth == 0 and j > i:
+            if inst.opname not in _CALL_NAMES:
+                if insts[i].opname != "LOAD_ATTR" or (PY312 and (insts[i].arg or 0) & 1):
+                    break
+                continue   # a plain attribute load is at depth 0 until something consumes it
+            end = j + 1
+            pushes = 1
+            if end < len(insts) and insts[end].opname == "POP_TOP":
+                end += 1
+                pushes = 0
+            return BreakSite(i, end, 1, [(end, pushes)], segment=True)
+    raise CannotResume(f"the method loaded at {insts[i].opname} is not called in straight-line code")
 
 
 def _in_loop(insts: Sequence[Instruction], index: Dict[int, int], i: int) -> bool:
@@ -151,7 +190,12 @@ def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int) -> Br
     elif name == "RAISE_VARARGS":
         site = BreakSite(i, i + 1, n, [])
     elif name == "LOAD_ATTR" and not (PY312 and n & 1):
-        site = BreakSite(i, i + 1, 1, [(i + 1, 1)])
+        try:   # a method called right away (``y.tolist(*args)``): the call runs in Python too
+            site = _method_call_site(insts, i)
+        except CannotResume:
+            site = BreakSite(i, i + 1, 1, [(i + 1, 1)])
+    elif name == "LOAD_METHOD" or (name == "LOAD_ATTR" and PY312 and n & 1):
+        site = _method_call_site(insts, i)
     elif name == "UNPACK_SEQUENCE":
         site = BreakSite(i, i + 1, 1, [(i + 1, n)])
     elif name == "BUILD_STRING":
@@ -421,9 +465,18 @@ def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSi
     body: List[Instruction] = list(cg.instructions)
     branch_labels: Dict[int, Instruction] = {}
     jump: Optional[Instruction] = None
+    if site.segment:
+        # the instructions read the frame's locals: give them their traced values
+        for name, t in zip(names, held_locals):
+            cg2 = Codegen()
+            cg2.load_fast(t)
+            cg2.emit("STORE_FAST", argval=name)
+            for inst in cg2.instructions:
+                inst.positions = where
+            body += cg2.instructions
     for k in range(site.start, site.end):
         orig = insts[k]
-        if orig.opname == "CALL_METHOD" and not PY311:
+        if orig.opname == "CALL_METHOD" and not PY311 and not site.segment:
             copy = create_instruction("CALL_FUNCTION", arg=orig.arg, positions=orig.positions)
         else:
             copy = Instruction(orig.opcode, orig.opname, orig.arg, orig.argval, positions=orig.positions,
