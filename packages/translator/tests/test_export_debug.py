@@ -448,3 +448,18 @@ def test_recompile_log_names_the_call_site(caplog):
     assert "called from " in caplog.text and "test_recompile_log_names_the_call_site" in caplog.text
     from framehook.translator.convert_frame import _caller_location
     assert _caller_location(object()) is None
+
+
+def fused(x, y):
+    return (x * 2.0 + y) ** 2 - x
+
+
+def test_export_dynamic_and_backend():
+    exported = ft.export(fused, dynamic=True)(np.ones(4), np.ones(4))
+    assert not any("shape ==" in g for g in exported.guards)
+    np.testing.assert_array_equal(exported(np.arange(6.0), np.ones(6)), fused(np.arange(6.0), np.ones(6)))
+    with pytest.raises(ExportGuardError, match="expected ndim 1, got 2"):
+        exported(np.ones((2, 2)), np.ones(2))
+    pytest.importorskip("numexpr", reason="numexpr is not installed")
+    with_numexpr = ft.export(fused, backend="numexpr")(np.ones(4), np.ones(4))
+    np.testing.assert_allclose(with_numexpr(np.arange(4.0), np.ones(4)), fused(np.arange(4.0), np.ones(4)))
