@@ -346,6 +346,20 @@ def test_method_calls_run_in_python(fn, args):
     assert out.break_reasons[0].code in ("FH004", "FH013")
 
 
+def test_method_call_with_star_args_does_not_recompile():
+    from framehook.translator.symbolic import add_observer, remove_observer
+    seen = []
+    ft.reset()
+    add_observer(seen.append)
+    try:
+        opt = ft.optimize("eager")(method_star_args)
+        for _ in range(6):
+            opt(np.arange(3.0), ())
+    finally:
+        remove_observer(seen.append)
+    assert len(seen) == 2, [str(r.graph_break) for r in seen]   # the frame and one resume function, once each
+
+
 def test_nopython_still_raises():
     with pytest.raises(ft.symbolic.GraphBreak if hasattr(ft, "symbolic") else Exception, match="FH005"):
         ft.optimize("eager", nopython=True)(print_between)(np.ones(2))

@@ -117,6 +117,15 @@ _SEGMENT_REFUSED = ("STORE_", "DELETE_", "RETURN_", "RAISE_", "YIELD_", "LOAD_DE
                     "MAKE_CELL", "SETUP_", "BEFORE_", "GET_", "FOR_ITER", "END_", "LOAD_FAST_AND_CLEAR")
 
 
+def _call_site(insts: Sequence[Instruction], i: int, j: int, pops: int) -> BreakSite:
+    end = j + 1
+    pushes = 1
+    if end < len(insts) and insts[end].opname == "POP_TOP":
+        end += 1
+        pushes = 0
+    return BreakSite(i, end, pops, [(end, pushes)], segment=True)
+
+
 def _method_call_site(insts: Sequence[Instruction], i: int) -> BreakSite:
     """A break at a method load: the load, the arguments and the call run in Python."""
     from ..bytecode._compat import stack_effect
@@ -126,6 +135,9 @@ def _method_call_site(insts: Sequence[Instruction], i: int) -> BreakSite:
         if inst.target is not None or inst.opname.startswith(_SEGMENT_REFUSED):
             break
         depth += stack_effect(inst.opcode, inst.arg)
+        if depth == -1 and inst.opname == "CALL_FUNCTION_EX" and PY311 and not PY313:
+            # 3.11/3.12 f(*args): the NULL pushed before the object is consumed too
+            return _call_site(insts, i, j, 2)
         if depth < 0:
             break
         if depth == 0 and j > i:
@@ -133,12 +145,7 @@ def _method_call_site(insts: Sequence[Instruction], i: int) -> BreakSite:
                 if insts[i].opname != "LOAD_ATTR" or (PY312 and (insts[i].arg or 0) & 1):
                     break
                 continue   # a plain attribute load is at depth 0 until something consumes it
-            end = j + 1
-            pushes = 1
-            if end < len(insts) and insts[end].opname == "POP_TOP":
-                end += 1
-                pushes = 0
-            return BreakSite(i, end, 1, [(end, pushes)], segment=True)
+            return _call_site(insts, i, j, 1)
     raise CannotResume(f"the method loaded at {insts[i].opname} is not called in straight-line code")
 
 
