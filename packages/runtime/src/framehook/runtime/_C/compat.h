@@ -43,11 +43,9 @@ typedef PyFrameObject fh_frame;
 /* ---- code extra slots ---------------------------------------------------- */
 #if FH_PY312
 #  define fh_request_extra_index PyUnstable_Eval_RequestCodeExtraIndex
-#  define fh_code_get_extra PyUnstable_Code_GetExtra
 #  define fh_code_set_extra PyUnstable_Code_SetExtra
 #else
 #  define fh_request_extra_index _PyEval_RequestCodeExtraIndex
-#  define fh_code_get_extra _PyCode_GetExtra
 #  define fh_code_set_extra _PyCode_SetExtra
 #endif
 
@@ -75,7 +73,6 @@ static inline PyCodeObject *fh_frame_code(fh_frame *f) {
 
 static inline PyObject *fh_frame_globals(fh_frame *f) { return f->f_globals; }
 static inline PyObject *fh_frame_builtins(fh_frame *f) { return f->f_builtins; }
-static inline PyObject *fh_frame_locals_mapping(fh_frame *f) { return f->f_locals; }
 
 /* The function object being called, or NULL where the frame does not record it. */
 static inline PyObject *fh_frame_function(fh_frame *f) {

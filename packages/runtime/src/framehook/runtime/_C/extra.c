@@ -96,11 +96,3 @@ PyObject *fh_extra_frame_state(fh_extra *ex) {
     }
     return ex->frame_state;
 }
-
-Py_ssize_t fh_extra_count(fh_extra *ex) {
-    Py_ssize_t n = 0;
-    for (fh_entry *e = ex->head; e != NULL; e = e->next) {
-        n++;
-    }
-    return n;
-}

@@ -40,7 +40,6 @@ int fh_extra_reset(PyCodeObject *co);
 int fh_extra_add_entry(fh_extra *ex, PyObject *code, PyObject *check_fn);
 void fh_extra_move_to_front(fh_extra *ex, fh_entry *prev, fh_entry *entry);
 PyObject *fh_extra_frame_state(fh_extra *ex);          /* borrowed, NULL with an exception */
-Py_ssize_t fh_extra_count(fh_extra *ex);
 
 /* ---- types (guarded.c) ----------------------------------------------------- */
 extern PyTypeObject fh_GuardedCode_Type;
