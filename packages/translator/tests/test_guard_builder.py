@@ -3,6 +3,7 @@ unchanged (checked against hypothesis-generated inputs), and explains its failur
 import collections
 import math
 
+import array_strategies
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -88,21 +89,8 @@ dtypes = st.sampled_from([np.float64, np.float32, np.int64, np.int32, np.bool_, 
 shapes = st.lists(st.integers(0, 4), min_size=0, max_size=3).map(tuple)
 
 
-@st.composite
-def arrays(draw):
-    dtype = draw(dtypes)
-    shape = draw(shapes)
-    a = np.zeros(shape, dtype=dtype)
-    layout = draw(st.sampled_from(["c", "f", "slice", "ro", "broadcast"]))
-    if layout == "f":
-        a = np.asfortranarray(a)
-    elif layout == "slice" and a.ndim and a.shape[0] > 1:
-        a = np.zeros((a.shape[0] * 2,) + a.shape[1:], dtype=dtype)[::2]
-    elif layout == "ro":
-        a.flags.writeable = False
-    elif layout == "broadcast" and a.ndim:
-        a = np.broadcast_to(np.zeros(a.shape[-1:], dtype=dtype), a.shape)
-    return a
+def arrays():
+    return array_strategies.arrays(dtypes, shapes)
 
 
 def same_layout_kind(a, b):
