@@ -1,0 +1,60 @@
+"""The check every corpus case goes through (test_numpy_corpus.py and test_corpus_*.py).
+
+A case is ``(fn, calls, graphs, breaks)``: ``calls[0]`` is the first call, made twice (the
+second must be a cache hit: nothing is translated), then every other call (each must
+translate something: other shapes or dtypes recompile), then ``calls[0]`` again; each agrees
+exactly with the plain function. ``explain(fn)(*calls[0])`` must report ``graphs`` graphs and
+the break identifiers ``breaks``, in order, and return what the plain function returns.
+"""
+from __future__ import annotations
+
+import copy
+import importlib.util
+from pathlib import Path
+from typing import Any, Callable, List, Sequence
+
+import framehook.translator as ft
+from framehook.translator.symbolic import add_observer, remove_observer
+from symbolic_helpers import assert_same, check_agrees
+
+HERE = Path(__file__).resolve().parent
+
+
+def _translations(opt: Any, fn: Callable[..., Any], call: tuple) -> List[Any]:
+    reports: List[Any] = []
+    add_observer(reports.append)
+    try:
+        check_agrees(fn, call, optimized=opt)
+    finally:
+        remove_observer(reports.append)
+    return reports
+
+
+def run_case(fn: Callable[..., Any], calls: Sequence[tuple], graphs: int, breaks: List[str]) -> None:
+    ft.reset()
+    opt = ft.optimize("eager")(fn)
+    check_agrees(fn, calls[0], optimized=opt)
+    hit = _translations(opt, fn, calls[0])
+    assert not hit, f"{fn.__name__}: the repeated first call translated {[r.code.co_name for r in hit]} again"
+    for call in calls[1:]:
+        again = _translations(opt, fn, call)
+        assert again, f"{fn.__name__}: the call with other inputs did not recompile"
+    check_agrees(fn, calls[0], optimized=opt)
+    out = ft.explain(fn)(*copy.deepcopy(calls[0]))
+    assert out.graph_count == graphs, str(out)
+    assert [b.code for b in out.break_reasons] == breaks, str(out)
+    assert_same(out.result, fn(*copy.deepcopy(calls[0])))
+    ft.reset()
+
+
+def corpus_modules() -> List[Any]:
+    """Every corpus module of this directory, loaded under a private name (so that the
+    count does not depend on which modules pytest collected, nor how it imported them)."""
+    mods = []
+    for path in sorted(HERE.glob("test_corpus_*.py")) + [HERE / "test_numpy_corpus.py"]:
+        spec = importlib.util.spec_from_file_location(f"_corpus_count_{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        mods.append(mod)
+    return mods
