@@ -155,7 +155,7 @@ def preemphasis(x, coeff=0.97):
 def frame_signal(x, size=8, hop=4):
     count = 1 + (x.shape[0] - size) // hop
     idx = np.arange(size)[None, :] + hop * np.arange(count)[:, None]
-    return x[idx] * np.hanning(size) if False else x[idx]
+    return x[idx]
 
 
 def spectral_centroid(x):
