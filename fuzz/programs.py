@@ -61,7 +61,7 @@ class ProgramGenerator:
         kinds = ["assign", "assign", "acc", "array"]
         if depth < self.max_depth:
             kinds += ["if", "for", "try", "closure", "comp", "while", "nonlocal", "star_call",
-                      "generator", "klass", "finally", "fstring"]
+                      "generator", "klass", "finally", "fstring", "array_loop"]
         kind = self.rng.choice(kinds)
         if kind == "assign":
             name = self.fresh("v")
@@ -86,6 +86,22 @@ class ProgramGenerator:
             body = self.block(depth + 1, indent + "    ")
             self.ints = saved
             return [f"{indent}for {var} in range({self.rng.randint(0, 4)}):", *body]
+        if kind == "array_loop":
+            # long enough for the translator to capture it as one loop (or to give up cleanly)
+            name, var = self.fresh("t"), self.fresh("i")
+            saved = list(self.ints)
+            self.ints.append(var)
+            steps = [self.rng.choice([
+                "{t} = {t} * 0.5 + {i}", "{t} = np.where({t} > {i}, {t} - 1.0, {t} + 1.0)",
+                "{t} = np.maximum({t}, {i}) - 0.25", "{t} = {t}[::-1] * 0.75 + {t}",
+                "{t}[1:] = {t}[1:] + {t}[:-1] * 0.5", "{t} = np.sin({t}) + {i}",
+                "acc.append({i})", "{t} = {t} + {t}.sum() / 8.0"]).format(t=name, i=self.int_expr(1))
+                for _ in range(self.rng.randint(1, 3))]
+            self.ints = saved
+            return [f"{indent}{name} = arr * 1.0",
+                    f"{indent}for {var} in range({self.rng.randint(0, 12)}):",
+                    *(f"{indent}    {line}" for line in steps),
+                    f"{indent}arrs.append({name})"]
         if kind == "while":
             var = self.fresh("w")
             saved = list(self.ints)
@@ -193,5 +209,56 @@ class ProgramGenerator:
         ]) + "\n"
 
 
+class KernelGenerator(ProgramGenerator):
+    """Array code the translator can capture whole: elementwise updates, reductions, in-place
+    slices, branches on ints, and loops long enough to be captured as loops (some with
+    bodies that change a shape or a dtype, so the capture has to give up)."""
+
+    UPDATES = [
+        "{x} = {x} * 0.5 + {y}", "{x} = np.where({x} > {y}, {x}, {y} * 0.5)", "{x} = np.maximum({x}, {i}) - 0.25",
+        "{x} = {x}[::-1] + {i}", "{x} = np.tanh({x}) - {y}", "{x} = {x}.cumsum(axis=-1) * 0.1",
+        "{x} = {x} + {x}.sum() / 8.0", "{x}[:, 1:] = {x}[:, 1:] + {y}[:, :-1] * 0.5",
+        "{x} = ({x} - {x}.mean(axis=0)) * {i}", "{x} = {x} @ {y}.T", "{x} = {x}.astype(np.float32) + 1",
+        "{x} = np.concatenate([{x}, {y}])[:2]", "{x} = {x}.T.T * 2",
+    ]
+
+    def update(self, names: List[str], index: str) -> str:
+        x, y = self.rng.choice(names), self.rng.choice(names)
+        return self.rng.choice(self.UPDATES).format(x=x, y=y, i=index)
+
+    def kernel_statement(self, depth: int, indent: str, names: List[str]) -> List[str]:
+        r = self.rng.random()
+        if depth < 2 and r < 0.4:
+            var = self.fresh("i")
+            body = [self.update(names, self.rng.choice([var, self.int_expr(1)]))
+                    for _ in range(self.rng.randint(1, 3))]
+            if self.rng.random() < 0.3:
+                inner = self.fresh("j")
+                body += [f"for {inner} in range({self.rng.randint(0, 7)}):",
+                         "    " + self.update(names, inner)]
+            return [f"{indent}for {var} in range({self.rng.randint(0, 14)}):", *(f"{indent}    {b}" for b in body)]
+        if r < 0.5:
+            return [f"{indent}if {self.cond()}:", f"{indent}    {self.update(names, self.int_expr(1))}",
+                    f"{indent}else:", f"{indent}    {self.update(names, self.int_expr(1))}"]
+        return [f"{indent}{self.update(names, self.int_expr(1))}"]
+
+    def program(self) -> str:
+        names = ["x", "y"]
+        body: List[str] = []
+        for _ in range(self.rng.randint(1, 4)):
+            body += self.kernel_statement(0, "    ", names)
+        return "\n".join([
+            "def f(a, b, arr):",
+            "    acc = []",
+            "    x = arr * 1.0",
+            "    y = arr + 0.5",
+            *body,
+            "    return a, acc, [x.tolist(), y.tolist(), str(x.dtype), str(y.dtype)]",
+        ]) + "\n"
+
+
 def generate(seed: int) -> str:
+    """Every fourth program is array code (``KernelGenerator``); the rest mix Python constructs."""
+    if seed % 4 == 3:
+        return KernelGenerator(seed).program()
     return ProgramGenerator(seed).program()

@@ -404,8 +404,10 @@ def br_unknown_c(x):
 
 
 def br_long_loop(x):
-    for i in range(100):
-        x = x + i
+    k = 0
+    for i in range(100):   # a Python number that changes each iteration: unrolled, not captured
+        k += i
+        x = x + k
     return x
 
 

@@ -95,6 +95,12 @@ def _settings() -> Dict[str, Setting]:
         Setting("max_unrolled_iterations", 256,
                 "iterations of one loop the symbolic interpreter unrolls before breaking the graph (FH010)",
                 (int,), lambda v: v >= 1, "must be >= 1"),
+        Setting("capture_loops", True,
+                "capture a `for ... in range(...)` loop whose body traces to the same graph every iteration "
+                "as one loop in the graph instead of unrolling it", (bool,)),
+        Setting("min_captured_loop_iterations", 4,
+                "loops with fewer iterations left after the first are unrolled rather than captured",
+                (int,), lambda v: v >= 1, "must be >= 1"),
         Setting("max_traced_instructions", 100_000,
                 "instructions traced for one frame before breaking the graph (FH015)",
                 (int,), lambda v: v >= 1, "must be >= 1"),

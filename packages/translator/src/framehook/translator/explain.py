@@ -48,6 +48,7 @@ class ExplainOutput:
     guards: List[str] = field(default_factory=list)
     compile_times: List[float] = field(default_factory=list)
     frames: List[FrameReport] = field(default_factory=list)
+    loops: List[Any] = field(default_factory=list)   # one LoopNote per loop met: captured, or unrolled and why
     result: Any = None
 
     @property
@@ -78,6 +79,10 @@ class ExplainOutput:
         for i, (g, ops) in enumerate(zip(self.graphs, self.ops_per_graph), 1):
             lines.append(f"Graph {i}: " + ", ".join(f"{k} x{v}" for k, v in sorted(ops.items())))
             lines += ["  " + line for line in str(g).splitlines()]
+            lines.append("")
+        if self.loops:
+            lines.append("Loops:")
+            lines += [f"  {note}" for note in self.loops]
             lines.append("")
         if self.guards:
             lines.append("Guards:")
@@ -121,6 +126,7 @@ def _summarize(reports: List[FrameReport], result: Any) -> ExplainOutput:
     for r in reports:
         out.compile_times.append(r.compile_time)
         out.guards.extend(r.guards)
+        out.loops.extend(r.loops)
         if r.graph is not None:
             out.graphs.append(r.graph)
             out.ops_per_graph.append(r.graph.op_counts())

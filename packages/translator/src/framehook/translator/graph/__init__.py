@@ -10,9 +10,10 @@
     Interpreter(g).run(np.ones(3))   # node by node
 """
 from .ir import Graph, Node, NodeKind
+from .loop import Loop, is_loop
 from .meta import ArrayMeta, ScalarMeta, SymDim, format_shape
 from .codegen import GraphCodegenError, python_code, compile_graph
 from .interpreter import Interpreter
 
-__all__ = ["Graph", "Node", "NodeKind", "ArrayMeta", "ScalarMeta", "SymDim", "format_shape",
+__all__ = ["Graph", "Node", "NodeKind", "Loop", "is_loop", "ArrayMeta", "ScalarMeta", "SymDim", "format_shape",
            "GraphCodegenError", "python_code", "compile_graph", "Interpreter"]

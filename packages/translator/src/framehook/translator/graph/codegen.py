@@ -15,6 +15,7 @@ import operator
 from typing import Any, Callable, Dict, List
 
 from .ir import Graph, Node, NodeKind, target_name
+from .loop import is_loop
 
 __all__ = ["GraphCodegenError", "python_code", "compile_graph", "render_arg", "BINARY_OPS", "UNARY_OPS",
            "INPLACE_OPS"]
@@ -59,6 +60,21 @@ class _Names:
     def __init__(self) -> None:
         self.globals: Dict[str, Any] = {}
         self._by_id: Dict[int, str] = {}
+        self._vars: Dict[Node, str] = {}
+        self._taken: set = set()
+
+    def var(self, node: Node) -> str:
+        """The local variable holding ``node``'s value: its name, made unique across the
+        graph and the bodies of its loops (which may come from different graphs)."""
+        name = self._vars.get(node)
+        if name is None:
+            name, n = node.name, 1
+            while name in self._taken:
+                n += 1
+                name = f"{node.name}_v{n}"
+            self._taken.add(name)
+            self._vars[node] = name
+        return name
 
     def bind(self, obj: Any, hint: str) -> str:
         key = id(obj)
@@ -80,7 +96,7 @@ def render_arg(arg: Any, names: Any) -> str:
     """Python source for an argument. ``names`` is a ``_Names`` (binding non-literals) or a
     plain dict (for display: non-literals are shown by repr)."""
     if isinstance(arg, Node):
-        return arg.name
+        return names.var(arg) if isinstance(names, _Names) else arg.name
     t = type(arg)
     if t is tuple:
         inner = ", ".join(render_arg(a, names) for a in arg)
@@ -133,56 +149,84 @@ def _index_text(idx: Any, names: _Names) -> str:
     return one(idx)
 
 
+def _loop_statements(node: Node, names: _Names) -> List[str]:
+    """A loop node as a Python ``for`` loop around its body's statements."""
+    loop = node.target
+    start, stop, step, carried, invariants = node.args
+    lines = [f"{names.var(ph)} = {render_arg(arg, names)}"
+             for ph, arg in zip(loop.carried + loop.invariants, list(carried) + list(invariants))]
+    lines.append(f"for {names.var(loop.index)} in range({start!r}, {stop!r}, {step!r}):")
+    body = _body_lines(loop.body, names)
+    out = loop.body.output_node.args[0]
+    if loop.carried:
+        targets = ", ".join(names.var(ph) for ph in loop.carried)
+        body.append(f"{targets}, = {render_arg(out, names)}")
+    lines += [f"    {line}" for line in body or ["pass"]]
+    result = ", ".join(names.var(ph) for ph in loop.carried)
+    lines.append(f"{names.var(node)} = ({result}{',' if loop.carried else ''})")
+    return lines
+
+
 def _statement(node: Node, names: _Names) -> List[str]:
     a = node.args
     kw = node.kwargs
+    var = names.var(node)
     if node.kind is NodeKind.GETATTR:
-        return [f"{node.name} = {render_arg(a[0], names)}.{node.target}"]
+        return [f"{var} = {render_arg(a[0], names)}.{node.target}"]
     if node.kind is NodeKind.OUTPUT:
         return [f"return {render_arg(a[0], names)}"]
     params = [render_arg(x, names) for x in (a[1:] if node.kind is NodeKind.CALL_METHOD else a)]
     params += [f"{k}={render_arg(v, names)}" for k, v in kw.items()]
     if node.kind is NodeKind.CALL_METHOD:
-        return [f"{node.name} = {render_arg(a[0], names)}.{node.target}({', '.join(params)})"]
+        return [f"{var} = {render_arg(a[0], names)}.{node.target}({', '.join(params)})"]
     target = node.target
+    if is_loop(target) and not kw and len(a) == 5:
+        return _loop_statements(node, names)
     if not kw:
         if target in BINARY_OPS and len(a) == 2:
-            return [f"{node.name} = {params[0]} {BINARY_OPS[target]} {params[1]}"]
+            return [f"{var} = {params[0]} {BINARY_OPS[target]} {params[1]}"]
         if target in UNARY_OPS and len(a) == 1:
-            return [f"{node.name} = {UNARY_OPS[target]}{params[0]}"]
+            return [f"{var} = {UNARY_OPS[target]}{params[0]}"]
         if target in INPLACE_OPS and len(a) == 2:
-            return [f"{node.name} = {params[0]}", f"{node.name} {INPLACE_OPS[target]} {params[1]}"]
+            return [f"{var} = {params[0]}", f"{var} {INPLACE_OPS[target]} {params[1]}"]
         if target is operator.getitem and len(a) == 2:
-            return [f"{node.name} = {params[0]}[{_index_text(a[1], names)}]"]
+            return [f"{var} = {params[0]}[{_index_text(a[1], names)}]"]
         if target is operator.setitem and len(a) == 3:
             stmts = [f"{params[0]}[{_index_text(a[1], names)}] = {params[2]}"]
-            return stmts + ([f"{node.name} = None"] if node.users else [])
-    return [f"{node.name} = {names.bind(target, _hint(target))}({', '.join(params)})"]
+            return stmts + ([f"{var} = None"] if node.users else [])
+    return [f"{var} = {names.bind(target, _hint(target))}({', '.join(params)})"]
 
 
 def _source(graph: Graph, names: _Names, fn_name: str) -> str:
     if graph.output_node is None:
         raise GraphCodegenError(f"graph {graph.name} has no output node")
-    args = ", ".join(n.name for n in graph.placeholders)
+    args = ", ".join(names.var(n) for n in graph.placeholders)
     lines = [f"def {fn_name}({args}):"]
+    lines += [f"    {line}" for line in _body_lines(graph, names)]
+    lines.append(f"    return {render_arg(graph.output_node.args[0], names)}")
+    return "\n".join(lines) + "\n"
+
+
+def _body_lines(graph: Graph, names: _Names) -> List[str]:
+    """The statements of every operation (not the placeholders, not the output)."""
     # free each intermediate right after its last use, as plain Python code would: keeping
     # every temporary alive to the end costs memory traffic on large arrays
     last_use: Dict[Node, Node] = {}
     for node in graph.nodes:
         for inp in node.inputs():
             last_use[inp] = node
-    dying: Dict[Node, List[str]] = {}
+    dying: Dict[Node, List[Node]] = {}
     for value, user in last_use.items():
         if user.kind is not NodeKind.OUTPUT and value.kind is not NodeKind.PLACEHOLDER:
-            dying.setdefault(user, []).append(value.name)
+            dying.setdefault(user, []).append(value)
+    lines: List[str] = []
     for node in graph.nodes:
-        if node.kind is NodeKind.PLACEHOLDER:
+        if node.kind in (NodeKind.PLACEHOLDER, NodeKind.OUTPUT):
             continue
-        for stmt in _statement(node, names):
-            lines.append(f"    {stmt}")
+        lines += _statement(node, names)
         if node in dying:
-            lines.append(f"    del {', '.join(dying[node])}")
-    return "\n".join(lines) + "\n"
+            lines.append(f"del {', '.join(names.var(v) for v in dying[node])}")
+    return lines
 
 
 def python_code(graph: Graph) -> str:

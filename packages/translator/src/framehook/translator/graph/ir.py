@@ -48,6 +48,9 @@ def target_name(target: Any) -> str:
     """``numpy.add``, ``operator.getitem``, ``numpy.linalg.norm``: readable names of targets."""
     if isinstance(target, str):
         return target
+    own = getattr(target, "graph_target_name", None)
+    if isinstance(own, str):
+        return own
     module = getattr(target, "__module__", None)
     name = getattr(target, "__name__", None) or type(target).__name__
     if module is None and type(target).__name__ == "ufunc":
@@ -114,7 +117,10 @@ class Node:
         if self.meta.get("impure"):
             return True
         if self.kind is NodeKind.CALL:
-            return self.target in IMPURE_TARGETS or "out" in self.kwargs
+            if self.target in IMPURE_TARGETS or "out" in self.kwargs:
+                return True
+            from .loop import is_loop
+            return is_loop(self.target) and self.target.impure
         if self.kind is NodeKind.CALL_METHOD:
             return self.target in IMPURE_METHODS or "out" in self.kwargs
         return False
@@ -149,10 +155,11 @@ class Node:
 class Graph:
     """An ordered list of nodes with one output node."""
 
-    def __init__(self, name: str = "graph") -> None:
+    def __init__(self, name: str = "graph", names_from: Optional["Graph"] = None) -> None:
         self.name = name
         self.nodes: List[Node] = []
-        self._names: collections.Counter = collections.Counter()
+        # a loop body shares its enclosing graph's names, so listings never show one name twice
+        self._names: collections.Counter = names_from._names if names_from is not None else collections.Counter()
         self._forward: Optional[Callable[..., Any]] = None
         self.meta: Dict[str, Any] = {}
 
@@ -234,6 +241,9 @@ class Graph:
             key = (f".{n.target}" if n.kind in (NodeKind.CALL_METHOD, NodeKind.GETATTR)
                    else target_name(n.target))
             counts[key] += 1
+            body = getattr(n.target, "body", None) if n.kind is NodeKind.CALL else None
+            if isinstance(body, Graph):
+                counts.update(body.op_counts())   # a loop's body counts once, as in its code
         return dict(counts)
 
     def eliminate_dead_code(self) -> int:
@@ -270,9 +280,16 @@ class Graph:
         return self.forward(*inputs)
 
     def __str__(self) -> str:
-        lines = [f"graph {self.name}({', '.join(n.name for n in self.placeholders)}):"]
-        lines += [f"    {n.format()}" for n in self.nodes]
-        return "\n".join(lines)
+        return "\n".join(self._listing("    "))
+
+    def _listing(self, indent: str) -> List[str]:
+        lines = [f"{indent[4:]}graph {self.name}({', '.join(n.name for n in self.placeholders)}):"]
+        for n in self.nodes:
+            lines.append(f"{indent}{n.format()}")
+            body = getattr(n.target, "body", None) if n.kind is NodeKind.CALL else None
+            if isinstance(body, Graph):
+                lines += body._listing(indent + "    ")
+        return lines
 
     def __repr__(self) -> str:
         return f"<Graph {self.name}: {len(self.placeholders)} inputs, {len(self.operations())} operations>"

@@ -245,6 +245,7 @@ def _next(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
     it = args[0]
     if not isinstance(it, IterV):
         raise fr.brk("FH008", f"next() of {it.describe()}")
+    fr.check_mutable(it)
     v = it.next()
     if v is None:
         if len(args) > 1:

@@ -90,7 +90,12 @@ class Tracer:
         self.f_globals = f_globals
         self.f_builtins = f_builtins
         self.add_guard = add_guard
-        self.graph = Graph(name)
+        self.graph = Graph(name)          # where operations are recorded (a loop body while capturing one)
+        self.root_graph = self.graph      # where inputs are read
+        self.loop_scopes: List[Any] = []  # loops being captured, innermost last (``loops.py``)
+        self.lifted_from: Dict[Any, Any] = {}   # loop-body placeholder -> the outer node it stands for
+        self.mutation_floor: Optional[int] = None   # containers older than this are not mutated
+        self.loop_notes: List[Any] = []   # one ``loops.LoopNote`` per loop captured or unrolled
         self.by_source: Dict[Source, V] = {}
         self.inputs: Dict[Any, Source] = {}        # placeholder node -> source
         self.first_source_of: Dict[int, Tuple[Source, V]] = {}
@@ -113,7 +118,7 @@ class Tracer:
     def placeholder_for(self, source: Source, meta: Any) -> Any:
         base = source.name()
         name = "".join(c if c.isalnum() else "_" for c in base.replace("L[", "").replace("G[", "g_")).strip("_")
-        node = self.graph.placeholder(name or "input", meta)
+        node = self.root_graph.placeholder(name or "input", meta)
         self.inputs[node] = source
         return node
 
@@ -218,7 +223,8 @@ class Tracer:
     def to_arg(self, v: V) -> Any:
         """The graph argument for a symbolic value (nodes, constants, containers of them)."""
         if isinstance(v, Tensor):
-            return v.node
+            node = v.node
+            return node if node.graph is self.graph else self.lift(node)
         if isinstance(v, Const):
             return v.value
         if isinstance(v, TupleV):
@@ -228,6 +234,11 @@ class Tracer:
         if isinstance(v, DictV):
             return {k: self.to_arg(i) for k, i in v.items.items()}
         raise self.brk("FH008", f"cannot pass {v.describe()} to a graph operation")
+
+    def lift(self, node: Any) -> Any:
+        """``node`` (from an enclosing graph) as an input of the loop body being recorded."""
+        from .loops import lift
+        return lift(self, node, len(self.loop_scopes) - 1)
 
     def to_proxy(self, v: V) -> Any:
         if isinstance(v, Tensor):
@@ -337,6 +348,8 @@ class FrameTracer:
         self.lineno = code.co_firstlineno
         self.kw_names: Optional[Tuple[str, ...]] = None
         self.loop_counts: Dict[int, int] = {}
+        self.loop_failed: set = set()     # FOR_ITER instructions whose loop could not be captured
+        self.body_range: Optional[Tuple[int, int]] = None   # (FOR_ITER index, exit index) while capturing
         self.cur_index = 0
 
     def locate(self, e: GraphBreak) -> None:
@@ -356,6 +369,9 @@ class FrameTracer:
             while True:
                 if self.depth == 0 and self.ip == tracer.stop_at:
                     raise StopTrace(self)
+                if self.body_range is not None and not self.body_range[0] < self.ip < self.body_range[1]:
+                    from .loops import left_body
+                    raise left_body(self)
                 self.cur_index = self.ip
                 inst = self.insts[self.ip]
                 self.ip += 1
@@ -427,7 +443,12 @@ class FrameTracer:
             if not isinstance(n.meta.get("val"), ScalarMeta):
                 return False
             if n.kind.value == "placeholder":
-                sources.append(tracer.inputs[n])
+                if n in tracer.inputs:
+                    sources.append(tracer.inputs[n])
+                elif n in tracer.lifted_from:
+                    todo.append(tracer.lifted_from[n])   # a loop invariant: the outer value
+                else:
+                    return False   # a loop index or carried value: different every iteration
             todo.extend(n.inputs())
         for src in sources:
             tracer.guard(src, GuardKind.EQUALS_MATCH)
@@ -598,6 +619,9 @@ class FrameTracer:
         c = self.cell(inst.argval)
         if c.external:
             raise self.brk("FH006", f"assignment to the closure variable {inst.argval!r} of an enclosing function")
+        if self.tracer.mutation_floor is not None:
+            from .loops import LoopAbort
+            raise LoopAbort(f"the loop body assigns the cell variable {inst.argval!r}")
         c.value = self.pop()
 
     def op_LOAD_CLOSURE(self, inst: Any) -> None:
@@ -678,7 +702,7 @@ class FrameTracer:
             result = getattr(obj.meta.proxy(), name)
         except Exception as e:  # pragma: no cover - every modelled attribute exists
             raise self.brk("FH009", f".{name} raised {type(e).__name__}: {e}") from None
-        node = self.tracer.graph.getattr(obj.node, name, stack=self.tracer.stack_location())
+        node = self.tracer.graph.getattr(self.tracer.to_arg(obj), name, stack=self.tracer.stack_location())
         return self.tracer.wrap_result(node, result, obj.is_array, f".{name}",
                                        obj.is_array and not obj.meta.is_static)
 
@@ -726,6 +750,10 @@ class FrameTracer:
     def check_mutable(self, v: V) -> None:
         if v.source is not None:
             raise self.brk("FH006", f"mutation of {v.source.name()}, which the function received")
+        floor = self.tracer.mutation_floor
+        if floor is not None and getattr(v, "serial", floor) < floor:
+            from .loops import LoopAbort
+            raise LoopAbort(f"the loop body changes a {v.describe()} made before the loop")
 
     def op_BINARY_OP(self, inst: Any) -> None:
         b = self.pop()
@@ -833,7 +861,7 @@ class FrameTracer:
                     if part.is_array and part.meta.dtype == np.bool_:
                         raise self.brk("FH011", "indexing with a boolean mask")
                     if not part.is_array:
-                        self.const_of(part)
+                        self.index_value(part)
             return self.tracer.record(operator.getitem, [obj, self.index_value(idx)], name="operator.getitem")
         if isinstance(obj, (TupleV, ListV)):
             key = self.const_of(idx)
@@ -864,8 +892,11 @@ class FrameTracer:
         raise self.brk("FH008", f"indexing {obj.describe()}")
 
     def index_value(self, idx: V) -> V:
-        """An index for an array: constants, slices, tuples, arrays of integers."""
+        """An index for an array: constants, slices, tuples, arrays of integers, and ints
+        that differ from one iteration of a captured loop to the next (its index)."""
         if isinstance(idx, Tensor) and not idx.is_array:
+            if idx.pytype is int and self.tracer.loop_scopes and not self.specialize(idx.node):
+                return idx
             return Const(self.const_of(idx))
         if isinstance(idx, TupleV):
             return TupleV([self.index_value(i) for i in idx.items])
@@ -952,10 +983,12 @@ class FrameTracer:
 
     def op_LIST_APPEND(self, inst: Any) -> None:
         v = self.pop()
+        self.check_mutable(self.stack[-inst.arg])
         self.stack[-inst.arg].items.append(v)
 
     def op_LIST_EXTEND(self, inst: Any) -> None:
         v = self.pop()
+        self.check_mutable(self.stack[-inst.arg])
         self.stack[-inst.arg].items.extend(self.iterate(v))
 
     def op_LIST_TO_TUPLE(self, inst: Any) -> None:
@@ -964,11 +997,13 @@ class FrameTracer:
     def op_MAP_ADD(self, inst: Any) -> None:
         value = self.pop()
         key = self.pop()
+        self.check_mutable(self.stack[-inst.arg])
         self.stack[-inst.arg].items[self.const_of(key)] = value
 
     def op_DICT_UPDATE(self, inst: Any) -> None:
         v = self.pop()
         target = self.stack[-inst.arg]
+        self.check_mutable(target)
         if isinstance(v, DictV):
             target.items.update(v.items)
         elif isinstance(v, Const) and isinstance(v.value, dict):
@@ -1069,6 +1104,7 @@ class FrameTracer:
         if isinstance(v, DictV):
             return [Const(k) for k in v.items]
         if isinstance(v, IterV):
+            self.check_mutable(v)
             return v.rest()
         if isinstance(v, Tensor):
             if not v.is_array or v.meta.ndim == 0:
@@ -1093,6 +1129,8 @@ class FrameTracer:
             self.push(v)
         elif isinstance(v, ListV):
             self.push(IterV([], live=v))
+        elif isinstance(v, Const) and type(v.value) is range:
+            self.push(IterV([], range_=v.value))   # unrolled (FH010 past the limit) or captured as a loop
         else:
             self.push(IterV(self.iterate(v)))
 
@@ -1100,6 +1138,11 @@ class FrameTracer:
         it = self.stack[-1]
         if not isinstance(it, IterV):
             raise self.brk("FH008", f"iteration over {it.describe()}")
+        self.check_mutable(it)
+        if (config.capture_loops and it.live is None and id(inst) not in self.loop_failed
+                and id(inst) in self.loop_counts):
+            from .loops import capture_loop
+            capture_loop(self, inst, it)   # on success the iterator is exhausted: the loop exits below
         v = it.next()
         if v is None:
             if PY312:

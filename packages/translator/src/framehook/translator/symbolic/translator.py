@@ -38,6 +38,7 @@ class FrameReport:
     guards: List[str] = field(default_factory=list)
     compile_time: float = 0.0
     resume_failure: Optional[str] = None   # why a break did not resume (the frame ran its original code)
+    loops: List[Any] = field(default_factory=list)   # symbolic.loops.LoopNote: each loop captured or unrolled
 
 
 def _observers() -> List[Callable[[FrameReport], None]]:
@@ -97,6 +98,7 @@ class SymbolicTranslator(InstructionTranslatorBase):
             out = self.resume_after(report, e)
             if out is None:
                 report.graph = None
+                report.loops = []
                 tctx.guards_context.restore_graphstate(before)
                 out = self.fallback()
                 out.notes.append(str(e))
@@ -127,6 +129,7 @@ class SymbolicTranslator(InstructionTranslatorBase):
         name = getattr(code, "co_qualname", code.co_name).replace("<", "").replace(">", "").replace(".", "_")
         tracer = Tracer(code, frame.f_globals, frame.f_builtins, self.add_guard, name=name)
         tracer.dynamic_dims = self.source_dynamic_dims
+        report.loops = tracer.loop_notes
         values: Dict[Any, Any] = {}
         derefs = set(code.co_cellvars) | set(code.co_freevars)
         locals_: Dict[str, Any] = {}

@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import itertools
 import types
 from typing import Any, Dict, List, Optional
 
@@ -18,7 +19,16 @@ from ..graph import ArrayMeta, Node, ScalarMeta
 from ..sources import Source
 
 __all__ = ["V", "Const", "Tensor", "TupleV", "ListV", "DictV", "IterV", "FuncV", "MethodV", "NullV", "Cell",
-           "CellV", "Lazy", "NULL"]
+           "CellV", "Lazy", "NULL", "next_serial"]
+
+
+#: creation order of mutable symbolic values: a loop being captured refuses to mutate a
+#: container made before its body started (each iteration would have to do it again)
+_serials = itertools.count()
+
+
+def next_serial() -> int:
+    return next(_serials)
 
 
 class V:
@@ -90,11 +100,12 @@ class TupleV(V):
 class ListV(V):
     """A list. ``source`` set: it came from outside the frame and must not be mutated."""
 
-    __slots__ = ("items", "source")
+    __slots__ = ("items", "source", "serial")
 
     def __init__(self, items: List[V], source: Optional[Source] = None) -> None:
         self.items = list(items)
         self.source = source
+        self.serial = next(_serials)
 
     def describe(self) -> str:
         return f"list of {len(self.items)}"
@@ -103,11 +114,12 @@ class ListV(V):
 class DictV(V):
     """A dict with keys known at trace time (``items`` maps the key to a symbolic value)."""
 
-    __slots__ = ("items", "source")
+    __slots__ = ("items", "source", "serial")
 
     def __init__(self, items: Dict[Any, V], source: Optional[Source] = None) -> None:
         self.items = dict(items)
         self.source = source
+        self.serial = next(_serials)
 
     def describe(self) -> str:
         return f"dict of {len(self.items)}"
@@ -116,14 +128,25 @@ class DictV(V):
 class IterV(V):
     """An iterator being unrolled: over a fixed list of values, or live over a ListV."""
 
-    __slots__ = ("items", "pos", "live")
+    __slots__ = ("items", "pos", "live", "serial", "range")
 
-    def __init__(self, items: List[V], live: Optional[ListV] = None) -> None:
+    def __init__(self, items: List[V], live: Optional[ListV] = None, range_: Optional[range] = None) -> None:
         self.items = items
         self.live = live
+        self.range = range_     # iterating a range: its items are made one at a time
         self.pos = 0
+        self.serial = next(_serials)
+
+    def remaining(self) -> int:
+        seq = self.range if self.range is not None else self.live.items if self.live is not None else self.items
+        return max(len(seq) - self.pos, 0)
 
     def next(self) -> Optional[V]:
+        if self.range is not None:
+            if self.pos >= len(self.range):
+                return None
+            self.pos += 1
+            return Const(self.range[self.pos - 1])
         seq = self.live.items if self.live is not None else self.items
         if self.pos >= len(seq):
             return None

@@ -1,0 +1,73 @@
+"""Loops in graphs.
+
+A loop node is a ``call`` node whose target is a ``Loop``: it runs a body graph once per
+value of ``range(start, stop, step)``. The body's placeholders are, in order, the loop
+index, the loop-carried values and the loop invariants; its output is the tuple of the
+carried values for the next iteration. The node's arguments are
+``(start, stop, step, carried_in, invariants)`` and its value is the tuple of carried
+values after the last iteration. Code generation writes the body inline as a Python
+``for`` loop, so a captured 100-step loop is one loop in the generated code, not 100
+copies of its body.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Tuple
+
+from .ir import Graph, MAY_RAISE_TARGETS, Node, NodeKind
+
+__all__ = ["Loop", "is_loop"]
+
+
+class Loop:
+    """The target of a loop node (callable, so a graph interpreter can run it as a call)."""
+
+    graph_target_name = "loop"
+    __name__ = "loop"
+
+    def __init__(self, body: Graph, n_carried: int) -> None:
+        placeholders = body.placeholders
+        if body.output_node is None:
+            raise ValueError("a loop body needs its output node")
+        if len(placeholders) < 1 + n_carried:
+            raise ValueError(f"a loop body needs an index and {n_carried} carried inputs, "
+                             f"it has {len(placeholders)} placeholders")
+        out = body.output_node.args[0]
+        if type(out) is not tuple or len(out) != n_carried:
+            raise ValueError(f"a loop body must output a tuple of its {n_carried} carried values")
+        self.body = body
+        self.n_carried = n_carried
+
+    @property
+    def index(self) -> Node:
+        return self.body.placeholders[0]
+
+    @property
+    def carried(self) -> List[Node]:
+        return self.body.placeholders[1:1 + self.n_carried]
+
+    @property
+    def invariants(self) -> List[Node]:
+        return self.body.placeholders[1 + self.n_carried:]
+
+    @property
+    def impure(self) -> bool:
+        """True when running the body has an effect beyond its result (mutation, an exception)."""
+        return any(n.impure or (n.kind is NodeKind.CALL and (n.target in MAY_RAISE_TARGETS or is_loop(n.target)
+                                                            and n.target.impure))
+                   for n in self.body.operations())
+
+    def __call__(self, start: int, stop: int, step: int, carried: Tuple[Any, ...],
+                 invariants: Tuple[Any, ...]) -> Tuple[Any, ...]:
+        forward = self.body.forward
+        values = tuple(carried)
+        for i in range(start, stop, step):
+            values = forward(i, *values, *invariants)
+        return values
+
+    def __repr__(self) -> str:
+        return f"<loop over {self.body!r}>"
+
+
+def is_loop(target: Any) -> bool:
+    return type(target) is Loop
+
