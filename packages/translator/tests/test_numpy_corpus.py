@@ -302,4 +302,12 @@ def test_corpus(fn, calls, graphs, breaks, capsys):
 
 
 def test_corpus_size():
+    # this module and every test_corpus_<area>.py module: at least 150 functions in all
+    from corpus_helpers import corpus_modules
     assert len(CORPUS) >= 35
+    modules = corpus_modules()
+    sizes = {m.__name__: len(m.CORPUS) for m in modules}
+    assert len(sizes) >= 9, sizes
+    assert sum(sizes.values()) >= 150, sizes
+    names = [case[0].__name__ for m in modules for case in m.CORPUS]
+    assert len(names) == len(set(names)), sorted(n for n in set(names) if names.count(n) > 1)
