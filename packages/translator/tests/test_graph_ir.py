@@ -46,11 +46,32 @@ def test_codegen_is_straight_line_python():
     g = build()
     src = python_code(g)
     assert src.startswith("def forward(x, k):\n")
-    assert "    mul = exp * k\n" in src and "    T = mul.T\n" in src
+    # single-use intermediates are written inside their user (no name: numpy may reuse them)
+    assert "    mul = (__numpy_exp(x)) * k\n" in src and "    sum_1 = (mul.T).sum(axis=0, keepdims=True)\n" in src
     assert "    getitem = mul[1:, None, ..., ::-1]\n" in src
     assert "    mul[0, :] = 0.0\n" in src and "    iadd = mul\n    iadd += 1\n" in src
     assert "for " not in src and "while " not in src
     assert src.rstrip().splitlines()[-1].startswith("    return (sum_1, getitem, 3, [mul], {'dt': __numpy_float32")
+
+
+def test_codegen_folds_only_in_evaluation_order():
+    import operator
+    g = Graph("f")
+    x = g.placeholder("x")
+    y = g.placeholder("y")
+    a = g.call(operator.mul, (x, 2.0))
+    b = g.call(operator.add, (y, 1.0))
+    c = g.call(operator.sub, (b, a))      # b then a: the reverse of their statements
+    d = g.call(operator.mul, (x, 3.0))
+    e = g.call(operator.add, (d, 1.0))
+    f = g.call(np.exp, (e,))
+    g.output((c, f))
+    src = python_code(g)
+    assert "    mul = x * 2.0\n" in src and "    sub = (y + 1.0) - mul\n" in src
+    assert "    exp = __numpy_exp(((x * 3.0) + 1.0))\n" in src
+    got = g.forward(np.arange(3.0), np.ones(3))
+    np.testing.assert_array_equal(got[0], (np.ones(3) + 1) - np.arange(3.0) * 2)
+    np.testing.assert_array_equal(got[1], np.exp(np.arange(3.0) * 3 + 1))
 
 
 def test_generated_function_interpreter_and_plain_numpy_agree():

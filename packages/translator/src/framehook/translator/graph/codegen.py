@@ -12,7 +12,7 @@ import itertools
 import linecache
 import math
 import operator
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 from .ir import Graph, Node, NodeKind, target_name
 from .loop import is_loop
@@ -167,34 +167,66 @@ def _loop_statements(node: Node, names: _Names) -> List[str]:
     return lines
 
 
-def _statement(node: Node, names: _Names) -> List[str]:
+def _expression(node: Node, names: _Names) -> Optional[str]:
+    """The node as one expression, for the kinds that can be one (None: loops, stores,
+    in-place operators)."""
     a = node.args
     kw = node.kwargs
-    var = names.var(node)
     if node.kind is NodeKind.GETATTR:
-        return [f"{var} = {render_arg(a[0], names)}.{node.target}"]
-    if node.kind is NodeKind.OUTPUT:
-        return [f"return {render_arg(a[0], names)}"]
+        return f"{render_arg(a[0], names)}.{node.target}"
+    target = node.target
+    if node.kind is NodeKind.CALL and (is_loop(target) or target is operator.setitem or target in INPLACE_OPS):
+        return None
     params = [render_arg(x, names) for x in (a[1:] if node.kind is NodeKind.CALL_METHOD else a)]
     params += [f"{k}={render_arg(v, names)}" for k, v in kw.items()]
     if node.kind is NodeKind.CALL_METHOD:
-        return [f"{var} = {render_arg(a[0], names)}.{node.target}({', '.join(params)})"]
-    target = node.target
-    if is_loop(target) and not kw and len(a) == 5:
-        return _loop_statements(node, names)
+        return f"{render_arg(a[0], names)}.{node.target}({', '.join(params)})"
     if not kw:
         if target in BINARY_OPS and len(a) == 2:
-            return [f"{var} = {params[0]} {BINARY_OPS[target]} {params[1]}"]
+            return f"{params[0]} {BINARY_OPS[target]} {params[1]}"
         if target in UNARY_OPS and len(a) == 1:
-            return [f"{var} = {UNARY_OPS[target]}{params[0]}"]
+            return f"{UNARY_OPS[target]}{params[0]}"
+        if target is operator.getitem and len(a) == 2:
+            return f"{params[0]}[{_index_text(a[1], names)}]"
+    return f"{names.bind(target, _hint(target))}({', '.join(params)})"
+
+
+def _statement(node: Node, names: _Names) -> List[str]:
+    a = node.args
+    var = names.var(node)
+    target = node.target
+    if node.kind is NodeKind.CALL and not node.kwargs:
+        if is_loop(target) and len(a) == 5:
+            return _loop_statements(node, names)
+        params = [render_arg(x, names) for x in a]
         if target in INPLACE_OPS and len(a) == 2:
             return [f"{var} = {params[0]}", f"{var} {INPLACE_OPS[target]} {params[1]}"]
-        if target is operator.getitem and len(a) == 2:
-            return [f"{var} = {params[0]}[{_index_text(a[1], names)}]"]
         if target is operator.setitem and len(a) == 3:
             stmts = [f"{params[0]}[{_index_text(a[1], names)}] = {params[2]}"]
             return stmts + ([f"{var} = None"] if node.users else [])
-    return [f"{var} = {names.bind(target, _hint(target))}({', '.join(params)})"]
+    return [f"{var} = {_expression(node, names)}"]
+
+
+def _foldable(node: Node) -> bool:
+    """Can the node's expression be written inside its only user's? (An intermediate
+    without a name has one reference, so numpy can reuse its memory for the next
+    operation, as it does for ``a * x + b`` in plain Python.)"""
+    if node.kind not in (NodeKind.CALL, NodeKind.CALL_METHOD, NodeKind.GETATTR) or node.impure or len(node.users) != 1:
+        return False
+    if node.kind is NodeKind.CALL and (is_loop(node.target) or node.target is operator.setitem
+                                       or node.target in INPLACE_OPS):
+        return False
+    user = next(iter(node.users))
+    return user.kind is not NodeKind.OUTPUT and user.inputs().count(node) == 1
+
+
+def _folds_into(node: Node) -> bool:
+    """Does the node evaluate its inputs in the order they appear (so folded expressions
+    run in the order their statements had)? Not stores (``x[i] = v`` evaluates ``v``
+    first), in-place operators or loops."""
+    if node.kind is NodeKind.CALL:
+        return not (is_loop(node.target) or node.target is operator.setitem or node.target in INPLACE_OPS)
+    return node.kind in (NodeKind.CALL_METHOD, NodeKind.GETATTR)
 
 
 def _source(graph: Graph, names: _Names, fn_name: str) -> str:
@@ -220,12 +252,43 @@ def _body_lines(graph: Graph, names: _Names) -> List[str]:
         if user.kind is not NodeKind.OUTPUT and value.kind is not NodeKind.PLACEHOLDER:
             dying.setdefault(user, []).append(value)
     lines: List[str] = []
+    folded: set = set()
+    pending: List[Node] = []          # foldable nodes not written yet, in graph order
+    text: Dict[Node, str] = {}
+
+    def write(node: Node, stmts: List[str]) -> None:
+        lines.extend(stmts)
+        gone = [v for v in dying.get(node, ()) if v not in folded]
+        if gone:
+            lines.append(f"del {', '.join(names.var(v) for v in gone)}")
+
+    def flush(upto: int) -> None:
+        for p in pending[:upto]:
+            write(p, [f"{names.var(p)} = {text[p]}"])
+        del pending[:upto]
+
     for node in graph.nodes:
         if node.kind in (NodeKind.PLACEHOLDER, NodeKind.OUTPUT):
             continue
-        lines += _statement(node, names)
-        if node in dying:
-            lines.append(f"del {', '.join(names.var(v) for v in dying[node])}")
+        uses = [n for n in node.inputs() if n in text and n in pending]
+        k = len(uses)
+        if k and _folds_into(node) and pending[len(pending) - k:] == uses:
+            flush(len(pending) - k)
+            for p in uses:   # the user's statement evaluates them in their original order
+                names._vars[p] = f"({text[p]})"
+                folded.add(p)
+                dying.setdefault(node, []).extend(dying.pop(p, []))
+            pending.clear()
+        else:
+            flush(len(pending))
+        if _foldable(node):
+            expr = _expression(node, names)
+            if expr is not None:
+                text[node] = expr
+                pending.append(node)
+                continue
+        write(node, _statement(node, names))
+    flush(len(pending))
     return lines
 
 
