@@ -19,6 +19,7 @@ enum {
 };
 
 #define FH_FLAG_TAGGED 1u /* a Python site whose code is registered with tag_calls */
+#define FH_FLAG_SPAWN 2u  /* a C site of a function that starts a thread (_thread) */
 
 typedef struct {
     const void *a;

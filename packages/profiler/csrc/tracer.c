@@ -1,9 +1,10 @@
 /* framehook.profiler._tracer: the recording half of the profiler.
  *
- * A C profile function is installed on every thread of the interpreter (and, through a
- * threading.setprofile hook, on threads started while recording). Each thread records
- * into its own context object: an append-only block buffer of 16-byte events and a table
- * interning call sites into small keys. Nothing is decoded while recording; collect()
+ * A C profile function is installed on every thread of the interpreter, and on threads
+ * started while recording: by the thread starting them, at the C return of the _thread
+ * function that starts them (adopt_new_threads), or through a threading.setprofile hook.
+ * Each thread records into its own context object: an append-only block buffer of
+ * 16-byte events and a table interning call sites into small keys. Nothing is decoded while recording; collect()
  * hands the raw events and the site table to Python, which builds the call trees.
  *
  * Layout follows Modules/_lsprof.c: types first (thread context, tracer, annotations),
@@ -55,6 +56,15 @@ typedef struct {
     int claimed; /* sys.monitoring: the thread's own events found this context */
     int c_calls;
     int broken; /* memory ran out: this thread stopped recording, its data is kept */
+    /* Profile function backend: a context made for a thread that may not have run yet (a
+     * thread state without frames at start, or one adopt_new_threads found just created).
+     * Its thread_id is 0 until the thread's first event (the thread writes its id without
+     * the GIL before it first takes it), and `tstate` stays set (compared, never
+     * dereferenced after install). Contexts whose thread_id stays 0 recorded nothing. */
+    int unstarted;
+    int released;      /* tracer_uninstall took this context's function off its thread */
+    int spawning;      /* thread starts in progress on this thread (C call seen, not its end) */
+    uint64_t spawn_floor; /* the newest thread state id when the outermost one began */
     fh_buffer buf;
     fh_sites sites;
     Py_tracefunc prev_func; /* what the thread had before us, restored at stop */
@@ -103,6 +113,28 @@ static inline int fh_is_internal(const PyMethodDef *ml) {
 }
 
 static int fh_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
+static int fh_profile_first(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
+
+/* The C functions that start a thread whose state they create in the calling thread
+ * (_thread.start_new_thread and its alias start_new; 3.13's start_joinable_thread, which
+ * threading uses), by their C entry point; NULL where absent. Found at module init. */
+static PyCFunction fh_spawn_meth[2] = {NULL, NULL};
+
+static inline int fh_is_spawn(PyObject *fn) {
+    if (Py_TYPE(fn) != &PyCFunction_Type && Py_TYPE(fn) != &PyCMethod_Type) {
+        return 0;
+    }
+    PyCFunction meth = ((PyCFunctionObject *)fn)->m_ml->ml_meth;
+    return meth != NULL && (meth == fh_spawn_meth[0] || meth == fh_spawn_meth[1]);
+}
+
+/* A context made by adopt_new_threads meets its thread: at the thread's first event,
+ * on that thread. Its profile function becomes the plain one (the object stays, and so
+ * does the tracing state: only the function pointer changes). */
+static void ctx_claim(CtxObject *ctx, PyThreadState *ts) {
+    ctx->thread_id = PyThread_get_thread_ident();
+    ts->c_profilefunc = fh_profile;
+}
 
 static CtxObject *ctx_new(TracerObject *tracer, unsigned long thread_id) {
     CtxObject *ctx = PyObject_GC_New(CtxObject, &CtxType);
@@ -116,6 +148,10 @@ static CtxObject *ctx_new(TracerObject *tracer, unsigned long thread_id) {
     ctx->claimed = 0;
     ctx->c_calls = tracer->c_calls;
     ctx->broken = 0;
+    ctx->unstarted = 0;
+    ctx->released = 0;
+    ctx->spawning = 0;
+    ctx->spawn_floor = 0;
     ctx->prev_func = NULL;
     ctx->prev_obj = NULL;
     ctx->depth = 0;
@@ -189,7 +225,10 @@ static inline CtxObject *ctx_of_current_thread(void) {
     }
     PyThreadState *ts = PyThreadState_Get();
     if (ts->c_profilefunc != fh_profile) {
-        return NULL;
+        if (ts->c_profilefunc != fh_profile_first) {
+            return NULL;
+        }
+        ctx_claim((CtxObject *)ts->c_profileobj, ts);
     }
     CtxObject *ctx = (CtxObject *)ts->c_profileobj;
     return ctx->recording ? ctx : NULL;
@@ -253,7 +292,8 @@ static fh_slot *intern_c_slow(CtxObject *ctx, PyObject *fn, const void *ident,
     if (info == NULL) {
         return NULL;
     }
-    fh_slot *slot = fh_sites_add(&ctx->sites, ident, caller, FH_SITE_C, 0, owner,
+    fh_slot *slot = fh_sites_add(&ctx->sites, ident, caller, FH_SITE_C,
+                                 fh_is_spawn(fn) ? FH_FLAG_SPAWN : 0, owner,
                                  (PyObject *)caller, info);
     Py_DECREF(info);
     return slot;
@@ -347,6 +387,9 @@ static inline void record_py_call(CtxObject *ctx, PyCodeObject *code, PyFrameObj
     }
 }
 
+static void spawn_begin(CtxObject *ctx);
+static void spawn_end(CtxObject *ctx, PyObject *fn, int returned);
+
 static inline void record_c_call(CtxObject *ctx, PyObject *fn) {
     const void *ident;
     if (PyCFunction_Check(fn)) {
@@ -368,6 +411,9 @@ static inline void record_c_call(CtxObject *ctx, PyObject *fn) {
         }
     }
     ctx_push(ctx, FH_EV_C_CALL, slot->key1 - 1, fh_ticks());
+    if (slot->flags & FH_FLAG_SPAWN) {
+        spawn_begin(ctx);
+    }
 }
 
 static int fh_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg) {
@@ -387,6 +433,8 @@ static int fh_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *a
     case PyTrace_C_CALL:
         if (ctx->c_calls) {
             record_c_call(ctx, arg);
+        } else if (fh_is_spawn(arg)) {
+            spawn_begin(ctx);
         }
         break;
     case PyTrace_C_RETURN:
@@ -398,11 +446,146 @@ static int fh_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *a
             ctx_push(ctx, what == PyTrace_C_RETURN ? FH_EV_C_RETURN : FH_EV_C_RAISE, 0,
                      fh_ticks());
         }
+        if (ctx->spawning) {
+            spawn_end(ctx, arg, what == PyTrace_C_RETURN);
+        }
         break;
     default:
         break;
     }
     return 0;
+}
+
+/* The profile function of a thread adopted before it ran: its first event claims the
+ * context (the thread's id is only known on the thread itself), then it is fh_profile. */
+static int fh_profile_first(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg) {
+    ctx_claim((CtxObject *)obj, PyThreadState_Get());
+    return fh_profile(obj, frame, what, arg);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Threads started while recording, seen from the thread that starts them.             */
+/*
+ * The profile function is per thread, and a thread started with _thread directly runs no
+ * Python code of ours (threading's setprofile hook covers only threading's threads). But
+ * _thread creates the new thread's state in the calling thread, before the call returns,
+ * and the new thread cannot run Python code before it takes the GIL, which the caller
+ * holds until its C-return event has been handled. So at the C return of a thread start,
+ * the new thread state is in the interpreter's list, has no profile function, and has an
+ * id (ids grow) newer than every thread state that existed when the call began: it gets a
+ * context and fh_profile_first. Checked against CPython 3.9-3.13 (Modules/_threadmodule.c:
+ * thread_PyThread_start_new_thread, ThreadHandle_start in 3.13; Python/pystate.c).
+ *
+ * Every thread state field read here is one the new thread does not write before it
+ * holds the GIL (id is set at creation, the profile fields only under the GIL); its
+ * thread_id is written without the GIL, hence the claim at its first event. */
+
+/* The id of the newest thread state of this interpreter. */
+static uint64_t newest_tstate_id(PyInterpreterState *interp) {
+    uint64_t newest = 0;
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts != NULL;
+         ts = PyThreadState_Next(ts)) {
+        if (ts->id > newest) {
+            newest = ts->id;
+        }
+    }
+    return newest;
+}
+
+static void spawn_begin(CtxObject *ctx) {
+    if (ctx->spawning++ == 0) {
+        ctx->spawn_floor = newest_tstate_id(PyThreadState_GetInterpreter(PyThreadState_Get()));
+    }
+}
+
+/* The thread state with the smallest id above `after` that has no profile function,
+ * or NULL. */
+static PyThreadState *next_unprofiled(PyInterpreterState *interp, uint64_t after) {
+    PyThreadState *found = NULL;
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts != NULL;
+         ts = PyThreadState_Next(ts)) {
+        if (ts->id > after && ts->c_profilefunc == NULL && ts->c_profileobj == NULL &&
+            (found == NULL || ts->id < found->id)) {
+            found = ts;
+        }
+    }
+    return found;
+}
+
+/* Gives each thread state newer than `floor` that has no profile function a context of
+ * `tracer` and fh_profile_first. Runs inside the profile function, so nothing escapes: a
+ * failure leaves that thread unrecorded (and is reported as unraisable). One thread per
+ * walk of the list: making a context may run Python code (a collection), which may let
+ * threads come and go, so the thread state is looked up again, by address and id, right
+ * before it is written. */
+static void adopt_new_threads(TracerObject *tracer, uint64_t floor) {
+    if (tracer == NULL || fh_active != tracer || tracer->state != FH_RECORDING ||
+        tracer->monitoring) {
+        return;
+    }
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
+    if (next_unprofiled(interp, floor) == NULL) {
+        return;
+    }
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    if (fh_audit_setprofile() < 0) {
+        PyErr_WriteUnraisable((PyObject *)tracer);
+        PyErr_Restore(exc_type, exc_value, exc_tb);
+        return;
+    }
+    uint64_t after = floor;
+    for (;;) {
+        PyThreadState *ts = next_unprofiled(interp, after);
+        if (ts == NULL || fh_active != tracer || tracer->state != FH_RECORDING) {
+            break;
+        }
+        uint64_t id = ts->id;
+        after = id;
+        CtxObject *ctx = ctx_new(tracer, 0);
+        if (ctx == NULL) {
+            PyErr_WriteUnraisable((PyObject *)tracer);
+            continue;
+        }
+        ctx->unstarted = 1;
+        int appended = PyList_Append(tracer->ctxs, (PyObject *)ctx);
+        Py_DECREF(ctx); /* on success the list keeps it */
+        if (appended < 0) {
+            PyErr_WriteUnraisable((PyObject *)tracer);
+            continue;
+        }
+        /* The allocations above may have run Python code: find the thread state again. */
+        PyThreadState *live = PyInterpreterState_ThreadHead(interp);
+        while (live != NULL && live != ts) {
+            live = PyThreadState_Next(live);
+        }
+        if (live == NULL || live->id != id || live->c_profilefunc != NULL ||
+            live->c_profileobj != NULL || fh_active != tracer ||
+            tracer->state != FH_RECORDING) {
+            continue; /* the context stays unclaimed; collect() leaves it out */
+        }
+        ctx->tstate = live;
+        ctx->recording = 1;
+        if (fh_set_thread_profile(live, fh_profile_first, (PyObject *)ctx) < 0) {
+            ctx->recording = 0;
+            ctx->tstate = NULL;
+            PyErr_WriteUnraisable((PyObject *)tracer);
+        }
+    }
+    PyErr_Restore(exc_type, exc_value, exc_tb);
+}
+
+/* The end of a C call while a thread start is in progress on this thread: if it is the
+ * thread start's (C calls end innermost first, but only this one matters) and it
+ * returned, the new thread is adopted. */
+static void spawn_end(CtxObject *ctx, PyObject *fn, int returned) {
+    if (!fh_is_spawn(fn)) {
+        return;
+    }
+    ctx->spawning--;
+    if (returned) {
+        adopt_new_threads(ctx->tracer, ctx->spawn_floor);
+    }
 }
 
 /* Records the frames already on a thread's stack (innermost given, borrowed) as start
@@ -615,6 +798,12 @@ static PyObject *tracer_start(TracerObject *self, PyObject *Py_UNUSED(ignored)) 
         self->state = FH_STOPPED;
         return NULL;
     }
+    /* Before 3.12 the "sys.setprofile" audit event is raised here, once (it may run
+     * Python code, so before the clock anchor and before any thread is looked at). */
+    if (!self->monitoring && fh_audit_setprofile() < 0) {
+        self->state = FH_STOPPED;
+        return NULL;
+    }
     fh_pool_warm();
 
     fh_tick_anchor(&self->t0_ticks, &self->t0_ns);
@@ -626,15 +815,22 @@ static PyObject *tracer_start(TracerObject *self, PyObject *Py_UNUSED(ignored)) 
         if (top == NULL && PyErr_Occurred()) {
             goto error;
         }
-        CtxObject *ctx = tracer_add_context(self, ts->thread_id, top, self->t0_ticks);
+        /* A thread with frames has held the GIL, so its id is written; one without may
+         * be a thread that was just started and has not run yet (see `unstarted`). */
+        int started = top != NULL || ts == me;
+        Py_tracefunc prev_func = ts->c_profilefunc;
+        PyObject *prev_obj = ts->c_profileobj;
+        CtxObject *ctx = tracer_add_context(self, started ? ts->thread_id : 0, top,
+                                            self->t0_ticks);
         Py_XDECREF(top);
         if (ctx == NULL) {
             goto error;
         }
         ctx->tstate = ts;
-        if (!self->monitoring && ts->c_profilefunc != fh_profile) {
-            ctx->prev_func = ts->c_profilefunc;
-            ctx->prev_obj = ts->c_profileobj;
+        ctx->unstarted = !started && !self->monitoring;
+        if (!self->monitoring && prev_func != fh_profile && prev_func != fh_profile_first) {
+            ctx->prev_func = prev_func;
+            ctx->prev_obj = prev_obj;
             Py_XINCREF(ctx->prev_obj);
         }
     }
@@ -658,22 +854,33 @@ static PyObject *tracer_start(TracerObject *self, PyObject *Py_UNUSED(ignored)) 
         goto listen;
     }
     /* Match contexts to the live thread list by address only: building the contexts
-     * allocated, and a collection could have let a thread finish in the meantime. */
-    for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts != NULL;
-         ts = PyThreadState_Next(ts)) {
+     * allocated, and a collection could have let a thread finish in the meantime. The
+     * walk restarts after each install (see fh_set_thread_profile); `recording` marks the
+     * contexts done. */
+    PyThreadState *ts = PyInterpreterState_ThreadHead(interp);
+    while (ts != NULL) {
+        CtxObject *ctx = NULL;
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
-            CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(self->ctxs, i);
-            if (ctx->tstate != ts) {
-                continue;
+            CtxObject *c = (CtxObject *)PyList_GET_ITEM(self->ctxs, i);
+            if (c->tstate == ts && !c->recording) {
+                ctx = c;
+                break;
             }
-            ctx->tstate = NULL;
-            ctx->recording = 1;
-            if (_PyEval_SetProfile(ts, fh_profile, (PyObject *)ctx) < 0) {
-                tracer_uninstall(self);
-                goto error;
-            }
-            break;
         }
+        if (ctx == NULL) {
+            ts = PyThreadState_Next(ts);
+            continue;
+        }
+        if (!ctx->unstarted) {
+            ctx->tstate = NULL;
+        }
+        ctx->recording = 1;
+        if (fh_set_thread_profile(ts, ctx->unstarted ? fh_profile_first : fh_profile,
+                                  (PyObject *)ctx) < 0) {
+            tracer_uninstall(self);
+            goto error;
+        }
+        ts = PyInterpreterState_ThreadHead(interp);
     }
 listen:
     if (self->runtime != NULL) {
@@ -700,23 +907,29 @@ static void tracer_uninstall(TracerObject *self) {
         fh_mon_uninstall(self);
     }
     PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
-    for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts != NULL;
-         ts = PyThreadState_Next(ts)) {
-        if (ts->c_profilefunc != fh_profile) {
-            continue;
-        }
+    if (!self->monitoring && fh_audit_setprofile() < 0) {
+        PyErr_WriteUnraisable((PyObject *)self); /* stopping goes on regardless */
+    }
+    /* Each thread is attempted once (ctx->released); the walk restarts after each change,
+     * since setting a profile function may run Python code (see fh_set_thread_profile). */
+    PyThreadState *ts = PyInterpreterState_ThreadHead(interp);
+    while (ts != NULL) {
         CtxObject *ctx = (CtxObject *)ts->c_profileobj;
-        if (ctx->tracer != self) {
+        if ((ts->c_profilefunc != fh_profile && ts->c_profilefunc != fh_profile_first) ||
+            ctx->tracer != self || ctx->released) {
+            ts = PyThreadState_Next(ts);
             continue;
         }
-        /* Take our reference to the previous object before SetProfile drops ctx. */
+        ctx->released = 1;
+        /* Take our reference to the previous object before the change drops ctx. */
         PyObject *prev_obj = ctx->prev_obj;
         Py_tracefunc prev_func = ctx->prev_func;
         ctx->prev_obj = NULL;
-        if (_PyEval_SetProfile(ts, prev_func, prev_func != NULL ? prev_obj : NULL) < 0) {
+        if (fh_set_thread_profile(ts, prev_func, prev_func != NULL ? prev_obj : NULL) < 0) {
             PyErr_WriteUnraisable((PyObject *)self);
         }
         Py_XDECREF(prev_obj);
+        ts = PyInterpreterState_ThreadHead(interp);
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
         CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(self->ctxs, i);
@@ -771,6 +984,39 @@ static PyObject *tracer_thread_hook(TracerObject *self, PyObject *const *args, P
     }
     int is_call = PyUnicode_CompareWithASCIIString(event, "call") == 0;
     int is_c_call = PyUnicode_CompareWithASCIIString(event, "c_call") == 0;
+    /* A thread adopted when it was started (adopt_new_threads) that threading has just
+     * moved onto this hook: it goes back to its context, and this event is recorded as
+     * the profile function would have. Of the contexts made for this thread state's
+     * address, the newest is this thread's (an address is only reused once the older
+     * thread is gone, and contexts are adopted in creation order). */
+    PyThreadState *me = PyThreadState_Get();
+    for (Py_ssize_t i = PyList_GET_SIZE(self->ctxs) - 1; i >= 0; i--) {
+        CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(self->ctxs, i);
+        if (!ctx->unstarted || ctx->tstate != me) {
+            continue;
+        }
+        if (ctx->thread_id == 0) {
+            ctx->thread_id = PyThread_get_thread_ident();
+        }
+        PyEval_SetProfile(fh_profile, (PyObject *)ctx);
+        int what = is_call ? PyTrace_CALL : is_c_call ? PyTrace_C_CALL : -1;
+        if (what < 0) {
+            static const struct { const char *name; int what; } others[] = {
+                {"return", PyTrace_RETURN},
+                {"c_return", PyTrace_C_RETURN},
+                {"c_exception", PyTrace_C_EXCEPTION},
+            };
+            for (size_t k = 0; k < sizeof(others) / sizeof(others[0]); k++) {
+                if (PyUnicode_CompareWithASCIIString(event, others[k].name) == 0) {
+                    what = others[k].what;
+                }
+            }
+        }
+        if (what >= 0) {
+            fh_profile((PyObject *)ctx, frame, what, args[2]);
+        }
+        Py_RETURN_NONE;
+    }
     PyFrameObject *outer = is_call ? PyFrame_GetBack(frame) : (Py_INCREF(frame), frame);
     /* this thread's start frames begin now, not when recording started */
     CtxObject *ctx = tracer_add_context(self, PyThread_get_thread_ident(), outer, fh_ticks());
@@ -860,7 +1106,11 @@ static PyObject *tracer_collect(TracerObject *self, PyObject *Py_UNUSED(ignored)
         return NULL;
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
-        PyObject *item = ctx_collect((CtxObject *)PyList_GET_ITEM(self->ctxs, i));
+        CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(self->ctxs, i);
+        if (ctx->thread_id == 0) {
+            continue; /* made for a thread that had not run, and did not while recording */
+        }
+        PyObject *item = ctx_collect(ctx);
         if (item == NULL || PyList_Append(threads, item) < 0) {
             Py_XDECREF(item);
             Py_DECREF(threads);
@@ -1193,6 +1443,32 @@ static struct PyModuleDef fh_module = {
     .m_methods = FH_MODULE_METHODS,
 };
 
+/* Fills fh_spawn_meth from the _thread module (always built in). */
+static int find_spawn_functions(void) {
+    static const char *names[2] = {"start_new_thread", "start_joinable_thread"};
+    PyObject *thread = PyImport_ImportModule("_thread");
+    if (thread == NULL) {
+        return -1;
+    }
+    for (int i = 0; i < 2; i++) {
+        PyObject *fn = PyObject_GetAttrString(thread, names[i]);
+        if (fn == NULL) {
+            if (i == 0 || !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                Py_DECREF(thread);
+                return -1;
+            }
+            PyErr_Clear(); /* start_joinable_thread is 3.13+ */
+            continue;
+        }
+        if (PyCFunction_Check(fn)) {
+            fh_spawn_meth[i] = ((PyCFunctionObject *)fn)->m_ml->ml_meth;
+        }
+        Py_DECREF(fn);
+    }
+    Py_DECREF(thread);
+    return 0;
+}
+
 static int add_int(PyObject *m, const char *name, long value) {
     return PyModule_AddIntConstant(m, name, value);
 }
@@ -1200,6 +1476,9 @@ static int add_int(PyObject *m, const char *name, long value) {
 PyMODINIT_FUNC PyInit__tracer(void) {
     if (PyType_Ready(&CtxType) < 0 || PyType_Ready(&TracerType) < 0 ||
         PyType_Ready(&RecordFunctionType) < 0 || PyType_Ready(&AnnotatedType) < 0) {
+        return NULL;
+    }
+    if (find_spawn_functions() < 0) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&fh_module);

@@ -1,15 +1,12 @@
 """Choosing the backend, and what only the sys.monitoring backend does (3.12+)."""
 from __future__ import annotations
 
-import _thread
 import sys
-import threading
 
 import pytest
 
 from framehook.profiler import Profiler, _tracer
 from framehook.profiler._profiler import default_backend
-from fhprof_helpers import only
 
 needs_monitoring = pytest.mark.skipif(not _tracer.HAVE_MONITORING,
                                       reason="sys.monitoring is CPython 3.12+")
@@ -93,23 +90,4 @@ def test_no_free_tool_id_is_a_clear_error():
     with Profiler(backend="monitoring") as again:  # nothing was left behind
         leaf()
     assert len(again.profile.find("leaf")) == 1
-
-
-@needs_monitoring
-def test_threads_started_with__thread_are_recorded():
-    done = threading.Event()
-
-    def worker():
-        for _ in range(3):
-            leaf()
-        done.set()
-
-    with Profiler(backend="monitoring") as prof:
-        ident = _thread.start_new_thread(worker, ())
-        assert done.wait(30)
-    tree = prof.profile.thread(ident)
-    assert tree.name == f"Thread-{ident}"
-    w = only(prof.profile, "test_threads_started_with__thread_are_recorded.<locals>.worker")
-    assert w.thread_id == ident and not w.start_frame
-    assert [c.name for c in w.children if c.kind == "python"][:3] == ["leaf"] * 3
 
