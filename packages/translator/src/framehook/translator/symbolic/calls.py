@@ -299,8 +299,8 @@ def _numpy_call(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V])
                 raise fr.brk("FH011", f"{name}: argument {k}= is computed from array values")
     if fn is np.where and len(args) + len(kwargs) == 1:
         raise fr.brk("FH011", "numpy.where with one argument (the indices of true elements)")
-    if fn in (np.repeat, np.tile) and any(_has_tensor([a]) for a in args[1:]):
-        raise fr.brk("FH011", f"{name}: the repeat counts are computed in the graph")
+    if fn in (np.repeat, np.tile) and any(_has_array([a]) for a in args[1:]):
+        raise fr.brk("FH011", f"{name}: the repeat counts are computed from array values")
     if "out" in kwargs:
         out = kwargs["out"]
         if not (isinstance(out, Tensor) or (isinstance(out, TupleV) and all(isinstance(i, Tensor) for i in out.items))):
@@ -348,8 +348,10 @@ def _fold_numpy(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V],
 
 
 def _array_method(fr: "FrameTracer", obj: Tensor, name: str, args: List[V], kwargs: Dict[str, V]) -> V:
-    if name in ("reshape", "transpose", "repeat") and any(_has_tensor([a]) for a in args):
-        raise fr.brk("FH011", f".{name}() with arguments computed in the graph")
+    # Python numbers received as arguments are specialized (guarded) below; values computed
+    # from arrays would make the result's shape data-dependent
+    if name in ("reshape", "transpose", "repeat") and any(_has_array([a]) for a in args):
+        raise fr.brk("FH011", f".{name}() with arguments computed from array values")
     args = [_specialize_numbers(fr, a) for a in args]
     return fr.tracer.record(None, [obj] + args, kwargs, method=name)
 

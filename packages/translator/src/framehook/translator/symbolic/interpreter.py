@@ -173,6 +173,11 @@ class Tracer:
             self.guard(source, GuardKind.LENGTH_CHECK)
             items = [self.wrap(x, IndexSource(source, i) if source is not None else None) for i, x in enumerate(value)]
             return TupleV(items, source) if t is tuple else ListV(items, source)
+        if isinstance(value, tuple) and isinstance(getattr(t, "_fields", None), tuple) and source is not None:
+            # a named tuple (numpy's eigh/svd/slogdet results...): its type fixes its fields
+            self.guard(source, GuardKind.TYPE_MATCH)
+            return TupleV([self.wrap(x, IndexSource(source, i)) for i, x in enumerate(value)], source,
+                          fields=t._fields)
         if t is dict:
             if not all(isinstance(k, (str, int)) and type(k) in (str, int) for k in value):
                 raise self.brk("FH008", "a dict whose keys are not all strings or ints")
@@ -693,6 +698,8 @@ class FrameTracer:
             if value is np.mgrid or value is np.ogrid:
                 raise self.brk("FH004", f"numpy.{'mgrid' if value is np.mgrid else 'ogrid'}.{name}")
             raise self.brk("FH008", f"attribute {name!r} of {obj.describe()}")
+        if isinstance(obj, TupleV) and obj.fields and name in obj.fields:
+            return obj.items[obj.fields.index(name)]
         if isinstance(obj, (ListV, DictV, TupleV)):
             return MethodV(obj, name)
         raise self.brk("FH008", f"attribute {name!r} of {obj.describe()}")

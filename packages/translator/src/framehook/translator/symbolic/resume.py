@@ -224,7 +224,8 @@ def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int) -> Br
 
 # ---------------------------------------------------------------- rebuilding values
 _LOADABLE = (int, float, complex, bool, str, bytes, type(None), range, slice, np.dtype, np.generic,
-             type(Ellipsis), types.ModuleType, types.BuiltinFunctionType, type, np.ufunc, types.FunctionType)
+             type(Ellipsis), types.ModuleType, types.BuiltinFunctionType, type, np.ufunc, types.FunctionType,
+             type(np.linalg.eigh))   # numpy >= 1.25 functions are dispatcher objects
 
 
 def _loadable(value: Any) -> bool:

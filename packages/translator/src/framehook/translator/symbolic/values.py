@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import types
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..graph import ArrayMeta, Node, ScalarMeta
 from ..sources import Source
@@ -87,11 +87,15 @@ class Tensor(V):
 
 
 class TupleV(V):
-    __slots__ = ("items", "source")
+    """A tuple; ``fields``: the field names of a named tuple read from ``source``."""
 
-    def __init__(self, items: List[V], source: Optional[Source] = None) -> None:
+    __slots__ = ("items", "source", "fields")
+
+    def __init__(self, items: List[V], source: Optional[Source] = None,
+                 fields: Optional[Tuple[str, ...]] = None) -> None:
         self.items = list(items)
         self.source = source
+        self.fields = fields
 
     def describe(self) -> str:
         return f"tuple of {len(self.items)}"
