@@ -287,7 +287,7 @@ CORPUS = [
     (clip_grad, [(X, 1.0), (Y, 5.0)], 1, []),
     (adaptive_step, [(GRID, 0.5), (GRID, 1e9)], 2, ["FH002"]),   # graphs before and after the branch
     (report, [(X,), (Y,)], 1, ["FH012", "FH005"]),   # float() resumes, then print() does
-    (masked_update, [(Z0.copy(), C), (Z0[:2, :2].copy(), C[:2, :2])], 3, ["FH011", "FH011", "FH009"]),
+    (masked_update, [(Z0.copy(), C), (Z0[:2, :2].copy(), C[:2, :2])], 1, []),   # the masks stay in the graph
 ]
 
 

@@ -190,7 +190,7 @@ def br_repeat_data(x):
 
 
 def br_bool_index(x):
-    return x[x[:, 0] > 0]
+    return len(x[x[:, 0] > 0])   # the mask is captured; the length of its result is data-dependent
 
 
 BREAKING = [

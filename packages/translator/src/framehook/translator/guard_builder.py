@@ -346,6 +346,16 @@ class GuardBuilder:
                   ("SAME_AS", other_path) if other_path is not None else None)
         self._export(guard, value, "DUPLICATE_INPUT")
 
+    def DISTINCT_INPUT(self, guard: Guard) -> None:
+        value = self.get(guard.originating_source)
+        other = self.get(guard.detail("other"))
+        if value is other:
+            raise GuardBuildError(f"DISTINCT_INPUT: {guard.name} and {guard.detail('other').name()} "
+                                  "are the same object")
+        # no C form: the entry's guards are checked by the generated Python function
+        self._add(guard, "{v} is not {w}", f"a different object from {guard.detail('other').name()}", "{v}")
+        self._export(guard, value, "DISTINCT_INPUT")
+
 
 # ------------------------------------------------------------------ compilation
 

@@ -35,6 +35,7 @@ class GuardKind(enum.Enum):
     NDARRAY_MATCH = 6     # ndarray dtype, ndim, static dims, strides/contiguity, writeable
     GLOBAL_STATE = 7      # numpy's error state and registered global state unchanged
     DUPLICATE_INPUT = 8   # x is y (two sources alias one object)
+    DISTINCT_INPUT = 9    # x is not y (a mutated object does not alias another one read)
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,9 @@ class Guard:
             raise TypeError(f"Guard source must be a Source, got {type(self.originating_source).__name__}")
         if not isinstance(self.kind, GuardKind):
             raise TypeError(f"Guard kind must be a GuardKind, got {self.kind!r}")
-        if self.kind is GuardKind.DUPLICATE_INPUT and not isinstance(self.detail("other"), Source):
-            raise ValueError("a DUPLICATE_INPUT guard needs other=<Source>")
+        if self.kind in (GuardKind.DUPLICATE_INPUT, GuardKind.DISTINCT_INPUT) and \
+                not isinstance(self.detail("other"), Source):
+            raise ValueError(f"a {self.kind.name} guard needs other=<Source>")
 
     def detail(self, key: str, default: Any = None) -> Any:
         for k, v in self.details:
@@ -113,7 +115,7 @@ class Guard:
     def sort_key(self) -> Tuple[Any, ...]:
         # aliasing checks go last: they name two sources and assume both were checked already
         name = self.name
-        return (self.kind is GuardKind.DUPLICATE_INPUT, self.source.value, len(name), name,
+        return (self.kind in (GuardKind.DUPLICATE_INPUT, GuardKind.DISTINCT_INPUT), self.source.value, len(name), name,
                 self.kind.value, repr(self.details))
 
     def __lt__(self, other: "Guard") -> bool:

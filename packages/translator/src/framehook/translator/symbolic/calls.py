@@ -11,7 +11,7 @@ import numpy as np
 
 from ..graph import ArrayMeta
 from . import numpy_support as nps
-from .values import Const, DictV, FuncV, IterV, ListV, MethodV, Tensor, TupleV, V
+from .values import Const, DictV, FuncV, IterV, ListV, MethodV, ObjV, Tensor, TupleV, V
 
 if TYPE_CHECKING:  # pragma: no cover
     from .interpreter import FrameTracer
@@ -106,7 +106,7 @@ def _python_type(fr: "FrameTracer", v: V) -> type:
         return dict
     if isinstance(v, FuncV):
         return types.FunctionType
-    if isinstance(v, Const):
+    if isinstance(v, (Const, ObjV)):
         return type(v.value)
     raise fr.brk("FH008", f"the type of {v.describe()}")
 

@@ -24,7 +24,8 @@ from ..guards import GuardKind
 from ..sources import AttrSource, ClosureCellSource, GlobalSource, IndexSource, ItemSource, Source
 from . import numpy_support as nps
 from .breaks import GraphBreak
-from .values import NULL, Cell, CellV, Const, DictV, FuncV, IterV, Lazy, ListV, MethodV, Tensor, TupleV, V
+from .side_effects import SideEffects, is_plain_object, plain_attribute
+from .values import NULL, Cell, CellV, Const, DictV, FuncV, IterV, Lazy, ListV, MethodV, ObjV, Tensor, TupleV, V
 
 __all__ = ["Tracer", "FrameTracer", "ReturnValue", "StopTrace"]
 
@@ -105,6 +106,7 @@ class Tracer:
         self.dynamic_dims: Callable[[Source, np.ndarray], Tuple[int, ...]] = lambda source, value: ()
         self._syms = 0
         self.stop_at: Optional[int] = None     # root-frame instruction index to stop before
+        self.side_effects = SideEffects(self)
 
     def next_sym(self) -> int:
         self._syms += 1
@@ -131,6 +133,7 @@ class Tracer:
         v = self._wrap(value, source)
         if source is not None:
             self.by_source[source] = v
+            self.side_effects.on_wrap(value, v)
         return v
 
     def _wrap(self, value: Any, source: Optional[Source]) -> V:
@@ -208,6 +211,9 @@ class Tracer:
                     sys.modules.get(getattr(value, "__module__", None) or "", None))):
             self.guard(source, GuardKind.ID_MATCH)
             return Const(value, source)
+        if source is not None and is_plain_object(value):
+            self.guard(source, GuardKind.TYPE_MATCH)
+            return ObjV(value, source)
         raise self.brk("FH008", f"a value of type {t.__module__}.{t.__qualname__}"
                        + (f" at {source.name()}" if source is not None else ""))
 
@@ -466,6 +472,8 @@ class FrameTracer:
             return bool(v.items)
         if isinstance(v, (FuncV, MethodV)):
             return True
+        if isinstance(v, ObjV) and not any(hasattr(type(v.value), h) for h in ("__bool__", "__len__")):
+            return True
         if isinstance(v, Tensor) and v.is_array:
             raise self.brk("FH002", f"a branch on the value of {v.describe()}")
         value = self.const_of(v, "branch")
@@ -568,6 +576,9 @@ class FrameTracer:
         return ItemSource(self.globals_base, name)
 
     def load_global(self, name: str) -> V:
+        stored = self.tracer.side_effects.load_global(name) if self.globals_base is None else None
+        if stored is not None:
+            return stored
         if name in self.f_globals:
             value = self.f_globals[name]
             if nps.is_numpy_module(value) and self.globals_base is None:
@@ -592,9 +603,10 @@ class FrameTracer:
             self.push(NULL)
 
     def op_STORE_GLOBAL(self, inst: Any) -> None:
-        raise self.brk("FH006", f"assignment to the global {inst.argval!r}")
+        self.tracer.side_effects.store_global(self, inst.argval, self.pop())
 
-    op_DELETE_GLOBAL = op_STORE_GLOBAL
+    def op_DELETE_GLOBAL(self, inst: Any) -> None:
+        raise self.brk("FH006", f"deletion of the global {inst.argval!r}")
 
     # ------------------------------------------------------------ cells
     def cell(self, name: str) -> Cell:
@@ -649,9 +661,11 @@ class FrameTracer:
         self.push(self.getattr(obj, inst.argval))
 
     def op_STORE_ATTR(self, inst: Any) -> None:
-        raise self.brk("FH006", f"assignment to the attribute {inst.argval!r}")
+        obj = self.pop()
+        self.tracer.side_effects.store_attr(self, obj, inst.argval, self.pop())
 
-    op_DELETE_ATTR = op_STORE_ATTR
+    def op_DELETE_ATTR(self, inst: Any) -> None:
+        raise self.brk("FH006", f"deletion of the attribute {inst.argval!r}")
 
     def getattr(self, obj: V, name: str) -> V:
         tracer = self.tracer
@@ -676,6 +690,9 @@ class FrameTracer:
         if isinstance(obj, Const):
             value = obj.value
             if isinstance(value, types.ModuleType):
+                stored = tracer.side_effects.load_module_attr(value, name)
+                if stored is not None:
+                    return stored
                 try:
                     attr = getattr(value, name)
                 except AttributeError as e:
@@ -702,6 +719,16 @@ class FrameTracer:
             return obj.items[obj.fields.index(name)]
         if isinstance(obj, (ListV, DictV, TupleV)):
             return MethodV(obj, name)
+        if isinstance(obj, ObjV):
+            if name in obj.attrs:
+                return obj.attrs[name]
+            if not plain_attribute(obj.value, name):
+                raise self.brk("FH008", f"attribute {name!r} of {obj.describe()}, which its class defines")
+            try:
+                attr = getattr(obj.value, name)
+            except AttributeError as e:
+                raise self.brk("FH009", str(e)) from None
+            return tracer.wrap(attr, AttrSource(obj.source, name))
         raise self.brk("FH008", f"attribute {name!r} of {obj.describe()}")
 
     def record_getattr(self, obj: Tensor, name: str) -> V:
@@ -755,12 +782,13 @@ class FrameTracer:
         raise self.brk("FH008", f"operator {op.__name__} on {a.describe()} and {b.describe()}")
 
     def check_mutable(self, v: V) -> None:
-        if v.source is not None:
-            raise self.brk("FH006", f"mutation of {v.source.name()}, which the function received")
+        """``v`` (a list, dict or iterator) is about to be mutated: recorded as a side effect
+        when it came from outside (``side_effects.py``)."""
         floor = self.tracer.mutation_floor
         if floor is not None and getattr(v, "serial", floor) < floor:
             from .loops import LoopAbort
             raise LoopAbort(f"the loop body changes a {v.describe()} made before the loop")
+        self.tracer.side_effects.mutate_container(self, v)
 
     def op_BINARY_OP(self, inst: Any) -> None:
         b = self.pop()
@@ -863,10 +891,12 @@ class FrameTracer:
         if isinstance(obj, Tensor):
             if not obj.is_array:
                 raise self.brk("FH008", f"indexing a {obj.pytype.__name__}")
+            if isinstance(idx, Tensor) and idx.is_array and idx.meta.dtype == np.bool_:
+                return nps.mask_getitem(self, obj, idx)
             for part in _flatten([idx]):
                 if isinstance(part, Tensor):
                     if part.is_array and part.meta.dtype == np.bool_:
-                        raise self.brk("FH011", "indexing with a boolean mask")
+                        raise self.brk("FH011", "indexing with a boolean mask inside a tuple index")
                     if not part.is_array:
                         self.index_value(part)
             return self.tracer.record(operator.getitem, [obj, self.index_value(idx)], name="operator.getitem")
@@ -922,6 +952,9 @@ class FrameTracer:
 
     def store_subscr(self, obj: V, idx: V, value: V) -> None:
         if isinstance(obj, Tensor) and obj.is_array:
+            if isinstance(idx, Tensor) and idx.is_array and idx.meta.dtype == np.bool_:
+                nps.mask_setitem(self, obj, idx, value)
+                return
             idx = self.index_value(idx)
             self.tracer.record(operator.setitem, [obj, idx, value], name="operator.setitem")
             return

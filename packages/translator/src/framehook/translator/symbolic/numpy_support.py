@@ -122,3 +122,58 @@ def known_function_name(fn: Any) -> Optional[str]:
         return NUMPY_FUNCTIONS.get(fn)
     except TypeError:
         return None
+
+
+# ---------------------------------------------------------------- boolean masks
+def _check_mask(fr: Any, obj: Any, mask: Any, what: str) -> None:
+    """``mask`` (a boolean graph array) can index ``obj``: its dimensions match the leading
+    ones of ``obj`` (symbolic dimensions are checked by numpy when the graph runs)."""
+    om, mm = obj.meta, mask.meta
+    if mm.ndim == 0:
+        raise fr.brk("FH011", f"{what} with a 0-d boolean index (adds a dimension of data-dependent size)")
+    if mm.ndim > om.ndim:
+        raise fr.brk("FH009", f"{what}: too many indices for an array of {om.ndim} dimensions")
+    for i, (a, b) in enumerate(zip(om.shape, mm.shape)):
+        if isinstance(a, int) and isinstance(b, int) and a != b:
+            raise fr.brk("FH009", f"{what}: boolean index did not match the array along dimension {i}; "
+                                  f"dimension is {a} but the boolean dimension is {b}")
+
+
+def mask_getitem(fr: Any, obj: Any, mask: Any) -> Any:
+    """``obj[mask]``: one dimension of data-dependent size (a fresh ``SymDim``, so its size
+    is never read at trace time: ``.shape`` and ``len()`` break with FH011) followed by the
+    dimensions of ``obj`` the mask does not cover."""
+    from ..graph import ArrayMeta, SymDim
+    from .values import Tensor
+    import operator
+    _check_mask(fr, obj, mask, "boolean-mask indexing")
+    tracer = fr.tracer
+    om = obj.meta
+    meta = ArrayMeta((SymDim(f"s{tracer.next_sym()}"),) + tuple(om.shape[mask.meta.ndim:]), om.dtype)
+    node = tracer.graph.call(operator.getitem, (tracer.to_arg(obj), tracer.to_arg(mask)), stack=tracer.stack_location())
+    node.meta["val"] = meta
+    return Tensor(node, meta)
+
+
+def mask_setitem(fr: Any, obj: Any, mask: Any, value: Any) -> None:
+    """``obj[mask] = value``, in place, in the graph. The value must cast to the array's
+    dtype (checked on one element); its length is checked by numpy when the graph runs."""
+    from .values import Tensor
+    import operator
+    _check_mask(fr, obj, mask, "boolean-mask assignment")
+    tracer = fr.tracer
+    om = obj.meta
+    if isinstance(value, Tensor):
+        vmeta = value.meta
+        if getattr(vmeta, "ndim", 0) > 1 + om.ndim - mask.meta.ndim:
+            raise fr.brk("FH009", "boolean-mask assignment of a value with too many dimensions")
+        sample = vmeta.proxy() if not hasattr(vmeta, "shape") else np.zeros((), vmeta.dtype)[()]
+    else:
+        sample = tracer.to_proxy(value)
+    target = np.zeros((1,) + tuple(1 for _ in om.shape[mask.meta.ndim:]), om.dtype)
+    try:
+        run_on_proxies(operator.setitem, (target, np.ones(1, bool), sample), {})
+    except Exception as e:
+        raise fr.brk("FH009", f"boolean-mask assignment raised {type(e).__name__}: {e}") from None
+    tracer.graph.call(operator.setitem, (tracer.to_arg(obj), tracer.to_arg(mask), tracer.to_arg(value)),
+                      stack=tracer.stack_location())

@@ -49,7 +49,7 @@ from ..bytecode import Codegen, Instruction, Positions, create_instruction, deco
 from ..bytecode.transform import code_options, rebuild
 from ..graph import Graph
 from ..graph.ir import NodeKind
-from .values import NULL, Const, DictV, FuncV, Lazy, ListV, MethodV, Tensor, TupleV, V
+from .values import NULL, Const, DictV, FuncV, Lazy, ListV, MethodV, ObjV, Tensor, TupleV, V
 
 __all__ = ["CannotResume", "BreakSite", "break_site", "Rebuilder", "make_resume_code", "emit_break",
            "is_resume_code", "RESUME_PREFIX"]
@@ -279,6 +279,8 @@ class Rebuilder:
                 for item in v.items.values():
                     self.collect(item)
             return
+        if isinstance(v, ObjV):
+            return   # rebuilt from its source
         if isinstance(v, MethodV):
             self.collect(v.obj)
             return
@@ -304,7 +306,7 @@ class Rebuilder:
                 cg.load_const(v.value)
             else:
                 v.source.reconstruct(cg)
-        elif isinstance(v, (TupleV, ListV, DictV)) and v.source is not None:
+        elif isinstance(v, (TupleV, ListV, DictV, ObjV)) and v.source is not None:
             v.source.reconstruct(cg)
         elif isinstance(v, TupleV):
             for item in v.items:
@@ -402,9 +404,10 @@ def make_resume_code(code: types.CodeType, target: int, stack: Sequence[Any], lo
 
 def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSite, stack: List[Any],
                locals_: Dict[str, Any], rebuilder: Rebuilder, compile_graph: Any,
-               f_globals: Dict[str, Any], resume_cache: Dict[Any, Any]) -> types.CodeType:
-    """The replacement code for ``code``: run the graph, rebuild the state, run the broken
-    instructions, return the resume function's result."""
+               f_globals: Dict[str, Any], resume_cache: Dict[Any, Any], side_effects: Any = None) -> types.CodeType:
+    """The replacement code for ``code``: run the graph, rebuild the state, replay the side
+    effects traced so far (``side_effects.py``), run the broken instructions, return the
+    resume function's result."""
     inputs = stack[len(stack) - site.pops:] if site.pops else []
     lower = stack[:len(stack) - site.pops]
     first = insts[site.start]
@@ -433,6 +436,8 @@ def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSi
         rebuilder.collect(locals_[name])
     for k, v in enumerate(inputs):
         rebuilder.collect(v, null_ok=PY311 or (old_call_method and k == 0))
+    if side_effects:
+        side_effects.collect(rebuilder)
 
     # ``compile_graph(outputs)``: (compiled graph, its input sources), or None for a graph without operations
     compiled = compile_graph(rebuilder.outputs)
@@ -482,6 +487,13 @@ def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSi
             for inst in cg2.instructions:
                 inst.positions = where
             body += cg2.instructions
+    if side_effects:
+        # after every read of the live state, before the instruction: it sees the new state
+        cg3 = Codegen()
+        side_effects.emit(cg3, rebuilder)
+        for inst in cg3.instructions:
+            inst.positions = where
+        body += cg3.instructions
     for k in range(site.start, site.end):
         orig = insts[k]
         if orig.opname == "CALL_METHOD" and not PY311 and not site.segment:

@@ -21,7 +21,7 @@ from ..translator import InstructionTranslatorBase, MinimalTranslator, Translati
 from .breaks import GraphBreak
 from .interpreter import FrameTracer, StopTrace, Tracer
 from .resume import BreakSite, CannotResume, Rebuilder, break_site, emit_break, is_resume_code
-from .values import Cell, Const, DictV, Lazy, ListV, Tensor, TupleV, V
+from .values import Cell, Const, DictV, Lazy, ListV, ObjV, Tensor, TupleV, V
 
 __all__ = ["SymbolicTranslator", "FrameReport", "add_observer", "remove_observer", "make_output_code"]
 
@@ -155,6 +155,8 @@ class SymbolicTranslator(InstructionTranslatorBase):
                 return self.output_at_break(tracer, root, stop_at, report)
             raise CannotResume("the trace did not reach the break again")   # pragma: no cover - deterministic
         result = root.run()
+        if tracer.side_effects:
+            return self.output_with_side_effects(tracer, result, report)
         tracer.current = root
         try:
             out = self.output_arg(tracer, result)
@@ -170,6 +172,55 @@ class SymbolicTranslator(InstructionTranslatorBase):
         example_inputs = [values[p] for p in graph.placeholders]
         compiled = call_backend(self.compiler_fn, graph, example_inputs)
         new_code = make_output_code(code, compiled, sources)
+        return TranslationOutput(code=new_code, graphs=[graph], compiled_fns=[compiled])
+
+    def output_with_side_effects(self, tracer: Tracer, result: V, report: FrameReport) -> TranslationOutput:
+        """Code that runs the graph, replays the side effects in program order and returns."""
+        frame = self.frame
+        code = frame.code
+        graph = tracer.graph
+        effects = tracer.side_effects
+        effects.install_guards()
+        rebuilder = Rebuilder(tracer)
+        try:
+            rebuilder.collect(result)
+        except CannotResume:
+            raise tracer.brk("FH008", f"the function returns {result.describe()}") from None
+        try:
+            effects.collect(rebuilder)
+        except CannotResume as why:
+            raise tracer.brk("FH006", f"a side effect cannot be replayed: {why}") from None
+        graph.output(tuple(rebuilder.outputs))
+        graph.eliminate_dead_code()
+        if graph.operations() or not is_resume_code(code):
+            report.graph = graph
+        sources = [tracer.inputs[p] for p in graph.placeholders]
+        example_inputs = [_value_of(s, frame.f_locals, frame.f_globals) for s in sources]
+        compiled = call_backend(self.compiler_fn, graph, example_inputs)
+        run_graph = bool(graph.operations())
+        where = Positions(code.co_firstlineno, code.co_firstlineno, None, None)
+
+        def transform(insts: List[Any], opts: Dict[str, Any]) -> None:
+            cg = Codegen()
+            if run_graph:
+                def load_inputs() -> None:
+                    for s in sources:
+                        s.reconstruct(cg)
+
+                rebuilder.graph_out = "___graph_out"
+                cg.call_builtin(compiled, load_inputs, nargs=len(sources))
+                cg.emit("STORE_FAST", argval=rebuilder.graph_out)
+            rebuilder.emit(cg, result)     # read before any store: it may read a location stored to
+            out = rebuilder.temp()
+            cg.emit("STORE_FAST", argval=out)
+            effects.emit(cg, rebuilder)
+            cg.load_fast(out)
+            cg.return_value()
+            for inst in cg.instructions:
+                inst.positions = where
+            insts[prefix_length(insts):] = cg.instructions
+
+        new_code = transform_code_object(code, transform)
         return TranslationOutput(code=new_code, graphs=[graph], compiled_fns=[compiled])
 
     def output_at_break(self, tracer: Tracer, root: FrameTracer, site: BreakSite,
@@ -192,8 +243,10 @@ class SymbolicTranslator(InstructionTranslatorBase):
             return compiled[0], sources
 
         cache = self.frame_state.setdefault("resume_functions", {})
+        effects = tracer.side_effects
+        effects.install_guards()
         new_code = emit_break(frame.code, root.insts, site, stack, locals_, Rebuilder(tracer), compile_graph,
-                              frame.f_globals, cache)
+                              frame.f_globals, cache, effects)
         return TranslationOutput(code=new_code, graphs=[graph] if compiled else [], compiled_fns=compiled)
 
     def source_dynamic_dims(self, source: Source, value: np.ndarray) -> Any:
@@ -208,7 +261,7 @@ class SymbolicTranslator(InstructionTranslatorBase):
             return v.node
         if isinstance(v, Const):
             return v.value
-        if isinstance(v, (TupleV, ListV, DictV)):
+        if isinstance(v, (TupleV, ListV, DictV, ObjV)):
             if v.source is not None:
                 # a container the function received: return that very object
                 node = tracer.placeholder_for(v.source, None)

@@ -7,7 +7,10 @@
 * ``TupleV``, ``ListV``, ``DictV``: containers of symbolic values;
 * ``IterV``: an iterator being unrolled; ``FuncV``: a user function to inline;
 * ``MethodV``: a method bound to a symbolic value; ``NullV``: the NULL of the call protocol;
-* ``Cell``/``CellV``: closure cells.
+* ``Cell``/``CellV``: closure cells;
+* ``ObjV``: a plain Python object (``types.SimpleNamespace``, an instance of a user class
+  without attribute hooks) read from a source; its attributes are read through sources and
+  its attribute stores are recorded as side effects (``side_effects.py``).
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from ..graph import ArrayMeta, Node, ScalarMeta
 from ..sources import Source
 
 __all__ = ["V", "Const", "Tensor", "TupleV", "ListV", "DictV", "IterV", "FuncV", "MethodV", "NullV", "Cell",
-           "CellV", "Lazy", "NULL", "next_serial"]
+           "CellV", "Lazy", "NULL", "next_serial", "ObjV"]
 
 
 #: creation order of mutable symbolic values: a loop being captured refuses to mutate a
@@ -214,6 +217,25 @@ class MethodV(V):
 
     def describe(self) -> str:
         return f"method {self.name} of {self.obj.describe()}"
+
+
+class ObjV(V):
+    """A plain object from outside the frame. ``attrs``: attributes stored while tracing
+    (later reads in the frame see them; they are replayed after the graph runs)."""
+
+    __slots__ = ("value", "source", "attrs")
+
+    def __init__(self, value: Any, source: Source) -> None:
+        self.value = value
+        self.source = source
+        self.attrs: Dict[str, V] = {}
+
+    def describe(self) -> str:
+        t = type(self.value)
+        return f"object of type {t.__module__}.{t.__qualname__}"
+
+    def __repr__(self) -> str:
+        return f"ObjV({self.source.name() if self.source is not None else '?'})"
 
 
 class NullV(V):
