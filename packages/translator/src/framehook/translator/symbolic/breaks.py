@@ -40,16 +40,20 @@ _TABLE = [
     BreakKind("FH005", "I/O or other side effect",
               "the function prints, opens files or does other I/O while running",
               "do the I/O outside the optimized function (return what you want to print)"),
-    BreakKind("FH006", "mutation of state outside the frame",
-              "the function stores a global, an attribute, a closure variable of an enclosing function, "
-              "or mutates a container it received",
-              "return the new value instead and store it at the caller"),
+    BreakKind("FH006", "mutation of state outside the frame that cannot be replayed",
+              "stores to the frame's globals, to attributes of plain objects and modules, and mutations of "
+              "lists and dicts the function received are traced and replayed after the graph runs; this "
+              "break is for the rest: deleting a global or an attribute, storing to a closure variable of "
+              "an enclosing function, to another module's globals, to an attribute of a function, class or "
+              "object with attribute hooks or a descriptor, or mutating an object the function also reaches "
+              "through a second name (an alias the translator cannot track)",
+              "return the new value instead and store it at the caller, or pass the object once"),
     BreakKind("FH007", "try/except/finally or with block",
               "the frame runs code inside a try, except, finally or with block",
               "move the array computation out of the try/with block into a helper function"),
     BreakKind("FH008", "unsupported Python value",
               "the function reads a value of a type the translator does not model (an object of a user "
-              "class, a generator, a set of arrays, ...)",
+              "class with attribute hooks, properties or slots, a generator, a set of arrays, ...)",
               "pass arrays, numbers, strings, tuples, lists and dicts of those"),
     BreakKind("FH009", "the code raises",
               "the traced code raises an exception (an explicit raise, or an operation that fails for "
@@ -59,9 +63,12 @@ _TABLE = [
               "a loop ran more iterations than config.max_unrolled_iterations while being traced",
               "raise config.max_unrolled_iterations, or use a vectorized numpy formulation"),
     BreakKind("FH011", "data-dependent shape",
-              "an operation's result shape depends on array contents (boolean-mask indexing, nonzero, "
-              "unique, shape arguments computed from array values)",
-              "use `np.where(mask, a, b)` instead of masking, or move the operation out of the function"),
+              "an operation's result shape depends on array contents and the code needs that shape at trace "
+              "time: the shape or length of a boolean-mask result (`x[mask]` itself stays in the graph with a "
+              "symbolic dimension), a mask inside a tuple index, nonzero, unique, shape arguments computed "
+              "from array values",
+              "keep reducing or combining the masked values in the graph (`x[m].sum()`), use "
+              "`np.where(mask, a, b)`, or move the operation out of the function"),
     BreakKind("FH012", "array value converted to a Python object",
               "an array or numpy scalar computed in the graph is turned into a Python number, bool, list or "
               "string (`float(x)`, `x.item()`, `x.tolist()`, `bool(x)`, formatting)",
