@@ -156,7 +156,11 @@ class SymbolicTranslator(InstructionTranslatorBase):
             raise CannotResume("the trace did not reach the break again")   # pragma: no cover - deterministic
         result = root.run()
         if tracer.side_effects:
-            return self.output_with_side_effects(tracer, result, report)
+            tracer.current = root   # errors name the frame's return line
+            try:
+                return self.output_with_side_effects(tracer, result, report)
+            finally:
+                tracer.current = None
         tracer.current = root
         try:
             out = self.output_arg(tracer, result)
