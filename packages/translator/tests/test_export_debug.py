@@ -463,3 +463,12 @@ def test_export_dynamic_and_backend():
     pytest.importorskip("numexpr", reason="numexpr is not installed")
     with_numexpr = ft.export(fused, backend="numexpr")(np.ones(4), np.ones(4))
     np.testing.assert_allclose(with_numexpr(np.arange(4.0), np.ones(4)), fused(np.arange(4.0), np.ones(4)))
+
+
+def test_explain_stays_the_function_after_export():
+    import subprocess
+    import sys
+    code = ("import numpy as np, framehook.translator as ft\n"
+            "ft.export(lambda x: x + 1)(np.ones(2))\n"
+            "assert callable(ft.explain), ft.explain\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
