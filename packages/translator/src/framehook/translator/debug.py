@@ -25,6 +25,7 @@ from __future__ import annotations
 import dis
 import importlib
 import importlib.util
+import inspect
 import io
 import os
 import pickle
@@ -83,25 +84,8 @@ def _load(path: str) -> Any:
     raise ImportError(f"cannot import {path}")
 
 
-_PREAMBLE = '''import importlib
-import os
-import pickle
-
-
-def _load(path):
-    """Import ``a.b.c``: the longest importable module prefix, then attributes."""
-    parts = path.split(".")
-    for i in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:i]))
-        except ImportError:
-            continue
-        for attr in parts[i:]:
-            obj = getattr(obj, attr)
-        return obj
-    raise ImportError(path)
-
-'''
+# the dumped module carries its own copy of ``_load`` (it must import without framehook)
+_PREAMBLE = "import importlib\nimport os\nimport pickle\nfrom typing import Any\n\n\n" + inspect.getsource(_load) + "\n"
 
 
 def graph_module_source(graph: Any, constants_file: Optional[str] = None) -> Tuple[str, Dict[str, Any]]:
