@@ -175,7 +175,7 @@ def _expression(node: Node, names: _Names) -> Optional[str]:
     if node.kind is NodeKind.GETATTR:
         return f"{render_arg(a[0], names)}.{node.target}"
     target = node.target
-    if node.kind is NodeKind.CALL and (is_loop(target) or target is operator.setitem or target in INPLACE_OPS):
+    if _statement_only(node):
         return None
     params = [render_arg(x, names) for x in (a[1:] if node.kind is NodeKind.CALL_METHOD else a)]
     params += [f"{k}={render_arg(v, names)}" for k, v in kw.items()]
@@ -211,10 +211,8 @@ def _foldable(node: Node) -> bool:
     """Can the node's expression be written inside its only user's? (An intermediate
     without a name has one reference, so numpy can reuse its memory for the next
     operation, as it does for ``a * x + b`` in plain Python.)"""
-    if node.kind not in (NodeKind.CALL, NodeKind.CALL_METHOD, NodeKind.GETATTR) or node.impure or len(node.users) != 1:
-        return False
-    if node.kind is NodeKind.CALL and (is_loop(node.target) or node.target is operator.setitem
-                                       or node.target in INPLACE_OPS):
+    if (node.kind not in (NodeKind.CALL, NodeKind.CALL_METHOD, NodeKind.GETATTR) or node.impure
+            or len(node.users) != 1 or _statement_only(node)):
         return False
     user = next(iter(node.users))
     return user.kind is not NodeKind.OUTPUT and user.inputs().count(node) == 1
@@ -224,9 +222,13 @@ def _folds_into(node: Node) -> bool:
     """Does the node evaluate its inputs in the order they appear (so folded expressions
     run in the order their statements had)? Not stores (``x[i] = v`` evaluates ``v``
     first), in-place operators or loops."""
-    if node.kind is NodeKind.CALL:
-        return not (is_loop(node.target) or node.target is operator.setitem or node.target in INPLACE_OPS)
-    return node.kind in (NodeKind.CALL_METHOD, NodeKind.GETATTR)
+    return node.kind in (NodeKind.CALL, NodeKind.CALL_METHOD, NodeKind.GETATTR) and not _statement_only(node)
+
+
+def _statement_only(node: Node) -> bool:
+    """Loops, stores and in-place operators: written as statements, never inside an expression."""
+    return node.kind is NodeKind.CALL and (is_loop(node.target) or node.target is operator.setitem
+                                           or node.target in INPLACE_OPS)
 
 
 def _source(graph: Graph, names: _Names, fn_name: str) -> str:

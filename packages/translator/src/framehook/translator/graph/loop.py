@@ -52,8 +52,7 @@ class Loop:
     @property
     def impure(self) -> bool:
         """True when running the body has an effect beyond its result (mutation, an exception)."""
-        return any(n.impure or (n.kind is NodeKind.CALL and (n.target in MAY_RAISE_TARGETS or is_loop(n.target)
-                                                            and n.target.impure))
+        return any(n.impure or (n.kind is NodeKind.CALL and n.target in MAY_RAISE_TARGETS)
                    for n in self.body.operations())
 
     def __call__(self, start: int, stop: int, step: int, carried: Tuple[Any, ...],

@@ -24,6 +24,7 @@ from ..guards import GuardKind
 from ..sources import AttrSource, ClosureCellSource, GlobalSource, IndexSource, ItemSource, Source
 from . import numpy_support as nps
 from .breaks import GraphBreak
+from .loops import LoopAbort, capture_loop, left_body, lift
 from .side_effects import SideEffects, is_plain_object, plain_attribute
 from .values import NULL, Cell, CellV, Const, DictV, FuncV, IterV, Lazy, ListV, MethodV, ObjV, Tensor, TupleV, V
 
@@ -248,7 +249,6 @@ class Tracer:
 
     def lift(self, node: Any) -> Any:
         """``node`` (from an enclosing graph) as an input of the loop body being recorded."""
-        from .loops import lift
         return lift(self, node, len(self.loop_scopes) - 1)
 
     def to_proxy(self, v: V) -> Any:
@@ -381,7 +381,6 @@ class FrameTracer:
                 if self.depth == 0 and self.ip == tracer.stop_at:
                     raise StopTrace(self)
                 if self.body_range is not None and not self.body_range[0] < self.ip < self.body_range[1]:
-                    from .loops import left_body
                     raise left_body(self)
                 self.cur_index = self.ip
                 inst = self.insts[self.ip]
@@ -637,7 +636,6 @@ class FrameTracer:
         if c.external:
             raise self.brk("FH006", f"assignment to the closure variable {inst.argval!r} of an enclosing function")
         if self.tracer.mutation_floor is not None:
-            from .loops import LoopAbort
             raise LoopAbort(f"the loop body assigns the cell variable {inst.argval!r}")
         c.value = self.pop()
 
@@ -786,7 +784,6 @@ class FrameTracer:
         when it came from outside (``side_effects.py``)."""
         floor = self.tracer.mutation_floor
         if floor is not None and getattr(v, "serial", floor) < floor:
-            from .loops import LoopAbort
             raise LoopAbort(f"the loop body changes a {v.describe()} made before the loop")
         self.tracer.side_effects.mutate_container(self, v)
 
@@ -1181,7 +1178,6 @@ class FrameTracer:
         self.check_mutable(it)
         if (config.capture_loops and it.live is None and id(inst) not in self.loop_failed
                 and id(inst) in self.loop_counts):
-            from .loops import capture_loop
             capture_loop(self, inst, it)   # on success the iterator is exhausted: the loop exits below
         v = it.next()
         if v is None:

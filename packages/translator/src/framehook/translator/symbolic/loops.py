@@ -135,6 +135,15 @@ def _rebuild(template: Any, values: List[V]) -> Optional[V]:
     return None
 
 
+def _set_locals(frame: "FrameTracer", templates: Dict[str, Any], values: List[V]) -> None:
+    for name, template in templates.items():
+        v = _rebuild(template, values)
+        if v is None:
+            frame.locals.pop(name, None)
+        else:
+            frame.locals[name] = v
+
+
 def _same_value(a: V, b: V) -> bool:
     if a is b:
         return True
@@ -256,12 +265,7 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote) -> None
     index_meta = ScalarMeta(int, start)
     index_v = Tensor(body.placeholder(var, index_meta), index_meta)
     carried = [Tensor(body.placeholder(_base(leaf.node.name), leaf.meta), leaf.meta) for leaf in leaves]
-    for n, t in templates.items():
-        v = _rebuild(t, carried)  # type: ignore[arg-type]
-        if v is None:
-            frame.locals.pop(n, None)
-        else:
-            frame.locals[n] = v
+    _set_locals(frame, templates, carried)  # type: ignore[arg-type]
 
     tracer.loop_scopes.append(scope)
     tracer.graph = body
@@ -332,12 +336,7 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote) -> None
     frame.stack[:] = saved_stack
     frame.locals.clear()
     frame.locals.update(saved_locals)
-    for n, t in templates.items():
-        v = _rebuild(t, results)
-        if v is None:
-            frame.locals.pop(n, None)
-        else:
-            frame.locals[n] = v
+    _set_locals(frame, templates, results)
     frame.locals[var] = Const(start + (count - 1) * step)
     it.pos += count
     note.captured = True
