@@ -41,25 +41,16 @@ def _append(events: list, kind: str, value: Any) -> None:
     events.append((kind, value))
 
 
-def _drive_generator(gen: Any, events: list) -> Any:
+def _drive(gen: Any, events: list, kind: str) -> Any:
+    """Send None until the generator or coroutine returns (no event loop: whatever a
+    coroutine's awaited object yields is recorded as ``kind`` and answered with None)."""
     try:
         while True:
-            _append(events, "yield", gen.send(None))
+            _append(events, kind, gen.send(None))
     except StopIteration as stop:
         return stop.value
     finally:
         gen.close()
-
-
-def _drive_coroutine(coro: Any, events: list) -> Any:
-    # No event loop: whatever an awaited object yields is recorded and answered with None.
-    try:
-        while True:
-            _append(events, "await", coro.send(None))
-    except StopIteration as stop:
-        return stop.value
-    finally:
-        coro.close()
 
 
 def _drive_async_generator(agen: Any, events: list) -> None:
@@ -82,9 +73,9 @@ def run(fn: Callable[..., Any], args: tuple, kwargs: dict, kind: str) -> Outcome
     try:
         result = fn(*args, **kwargs)
         if kind == "generator" and inspect.isgenerator(result):
-            value = _drive_generator(result, events)
+            value = _drive(result, events, "yield")
         elif kind == "coroutine" and inspect.iscoroutine(result):
-            value = _drive_coroutine(result, events)
+            value = _drive(result, events, "await")
         elif kind == "async_generator" and inspect.isasyncgen(result):
             value = _drive_async_generator(result, events)
         else:
