@@ -34,7 +34,7 @@ _LAZY = {
     "register_global_state": "contexts",
     "Guard": "guards",
     "GuardKind": "guards",
-    "explain": "explain",
+    "explain": "explaining",
     "export": "exporting",
     "Exported": "exporting",
     "ExportError": "exporting",

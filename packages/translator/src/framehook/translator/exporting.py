@@ -104,9 +104,8 @@ def export(fn: Callable[..., Any], *, backend: Union[str, CompilerFn] = "eager",
     ``ExportError`` listing every graph break."""
     if not callable(fn):
         raise TypeError(f"export() expects a callable, got {type(fn).__name__}")
-    from . import explain as _public   # noqa: F401 - resolves the package's `explain` to the function
     from .eval_frame import innermost_fn, optimize
-    from .explain import _summarize
+    from .explaining import _summarize
     from .symbolic import add_observer, remove_observer
 
     def run(*args: Any, **kwargs: Any) -> Exported:
