@@ -384,23 +384,6 @@ def in_loop(x):
     return x
 
 
-def in_while(x):
-    n = 0
-    while n < 2:
-        print(n)
-        n += 1
-    return x + n
-
-
-def in_try(x):
-    try:
-        print("t")
-        y = x + 1
-    finally:
-        pass
-    return y
-
-
 def with_closure(x):
     k = 3
 
@@ -416,8 +399,7 @@ def method_in_branch(x, flag):
     return y + 1, text
 
 
-@pytest.mark.parametrize("fn, why", [(in_loop, "loop"), (in_while, "loop"), (in_try, None),
-                                     (with_closure, "cell or free")])
+@pytest.mark.parametrize("fn, why", [(with_closure, "cell or free")])
 def test_breaks_that_fall_back(fn, why, capsys):
     run_both(fn, (np.ones(2),), capsys)
     out, failures = explained(fn, np.ones(2))

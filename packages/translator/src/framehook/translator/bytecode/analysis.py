@@ -1,12 +1,13 @@
 """Control-flow facts: stack depth, reachability, dead code and pointless jumps."""
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Set, Tuple
 
 from ._compat import JUMPS, TERMINAL, UNCONDITIONAL, stack_effect
 from .instructions import Instruction
 
-__all__ = ["stacksize", "reachable", "remove_dead_code", "remove_pointless_jumps", "StackDepthError"]
+__all__ = ["stacksize", "stack_depths", "successors", "in_cycle", "loop_heads", "reachable", "remove_dead_code",
+           "remove_pointless_jumps", "StackDepthError"]
 
 
 class StackDepthError(ValueError):
@@ -17,10 +18,11 @@ def _index(insts: List[Instruction]) -> Dict[int, int]:
     return {id(inst): i for i, inst in enumerate(insts)}
 
 
-def stacksize(insts: List[Instruction]) -> int:
-    """Largest stack depth any path reaches (what co_stacksize must be)."""
+def _walk_depths(insts: List[Instruction]) -> Tuple[Dict[int, int], int]:
+    """Stack depth before each reachable instruction (by index), and the largest depth
+    any path reaches, jumps' transient depths included."""
     if not insts:
-        return 0
+        return {}, 0
     index = _index(insts)
     depth_at: Dict[int, int] = {}
     # a generator resumes with the sent value on the stack (3.10 GEN_START pops it)
@@ -59,7 +61,67 @@ def stacksize(insts: List[Instruction]) -> int:
             if op in TERMINAL:
                 break
             i += 1
-    return best
+    return depth_at, best
+
+
+def stacksize(insts: List[Instruction]) -> int:
+    """Largest stack depth any path reaches (what co_stacksize must be)."""
+    return _walk_depths(insts)[1]
+
+
+def stack_depths(insts: List[Instruction]) -> Dict[int, int]:
+    """Stack depth before each reachable instruction, by index."""
+    return _walk_depths(insts)[0]
+
+
+def successors(insts: List[Instruction], index: Dict[int, int], i: int) -> List[int]:
+    """Where control can go after instruction ``i``: the next one, its jump target and,
+    when it raises, its exception handler."""
+    inst = insts[i]
+    out: List[int] = []
+    if inst.opcode not in UNCONDITIONAL and inst.opcode not in TERMINAL and i + 1 < len(insts):
+        out.append(i + 1)
+    if inst.target is not None:
+        out.append(index[id(inst.target)])
+    if inst.exn_tab_entry is not None:
+        out.append(index[id(inst.exn_tab_entry.target)])
+    return out
+
+
+def loop_heads(insts: List[Instruction]) -> List[Set[int]]:
+    """For each instruction, the first instructions (targets of the jumps back) of the
+    control-flow cycles -- loops -- it lies on. A backward jump alone does not make a loop:
+    3.12+ place exception handlers at the end, jumping back to the code after the ``try``,
+    which no path leads from to the handler."""
+    index = _index(insts)
+    succ = [successors(insts, index, i) for i in range(len(insts))]
+    pred: List[List[int]] = [[] for _ in insts]
+    for i, outs in enumerate(succ):
+        for j in outs:
+            pred[j].append(i)
+
+    def closure(start: int, edges: List[List[int]]) -> Set[int]:
+        seen = {start}
+        work = [start]
+        while work:
+            for j in edges[work.pop()]:
+                if j not in seen:
+                    seen.add(j)
+                    work.append(j)
+        return seen
+
+    heads: List[Set[int]] = [set() for _ in insts]
+    for u, outs in enumerate(succ):
+        for v in outs:
+            if v <= u:    # every cycle takes at least one edge that does not go forward
+                for k in closure(v, succ) & closure(u, pred):
+                    heads[k].add(v)
+    return heads
+
+
+def in_cycle(insts: List[Instruction]) -> List[bool]:
+    """Which instructions lie on a loop (``loop_heads``)."""
+    return [bool(h) for h in loop_heads(insts)]
 
 
 def reachable(insts: List[Instruction]) -> List[bool]:
@@ -69,16 +131,9 @@ def reachable(insts: List[Instruction]) -> List[bool]:
     work = [0] if insts else []
     while work:
         i = work.pop()
-        while i < len(insts) and not live[i]:
+        if not live[i]:
             live[i] = True
-            inst = insts[i]
-            if inst.exn_tab_entry is not None:
-                work.append(index[id(inst.exn_tab_entry.target)])
-            if inst.target is not None:
-                work.append(index[id(inst.target)])
-            if inst.opcode in UNCONDITIONAL or inst.opcode in TERMINAL:
-                break
-            i += 1
+            work.extend(successors(insts, index, i))
     return live
 
 

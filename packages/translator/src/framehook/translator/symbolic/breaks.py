@@ -49,8 +49,10 @@ _TABLE = [
               "through a second name (an alias the translator cannot track)",
               "return the new value instead and store it at the caller, or pass the object once"),
     BreakKind("FH007", "try/except/finally or with block",
-              "the frame runs code inside a try, except, finally or with block",
-              "move the array computation out of the try/with block into a helper function"),
+              "the frame runs code inside a try, except, finally or with block; the whole statement "
+              "runs in Python, between the graphs before and after it",
+              "move the array computation out of the try/with block (or into a helper function) "
+              "to have it captured"),
     BreakKind("FH008", "unsupported Python value",
               "the function reads a value of a type the translator does not model (an object of a user "
               "class with attribute hooks, properties or slots, a generator, a set of arrays, ...)",
@@ -121,11 +123,12 @@ class GraphBreak(Unsupported):
 def render_markdown() -> str:
     lines = ["# Graph-break identifiers", "",
              "When the translator cannot capture part of a function it stops the graph there (a *graph",
-             "break*). In straight-line code of the function (outside loops and try/with blocks) the",
-             "graph captured so far runs, then the unsupported instruction runs in ordinary Python, then",
-             "a generated *resume function* continues from the next instruction and is translated in its",
-             "turn; elsewhere the frame runs its original code (see \"Graph breaks and resume functions\"",
-             "in the translator README). Every break carries one of these identifiers;",
+             "break*). In straight-line code of the function the graph captured so far runs, then the",
+             "unsupported instruction runs in ordinary Python, then a generated *resume function*",
+             "continues from the next instruction and is translated in its turn. Inside a loop or a",
+             "try/with block the whole statement holding the break runs in Python instead, and the resume",
+             "function continues after it (see \"Graph breaks and resume functions\" in the translator",
+             "README). Every break carries one of these identifiers;",
              "`explain(fn)(*args)` lists them with the file and line, and with `nopython=True` the error",
              "message starts with it. This page is generated from",
              "`packages/translator/src/framehook/translator/symbolic/breaks.py`.", ""]

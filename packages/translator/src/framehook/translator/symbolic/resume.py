@@ -26,12 +26,17 @@ A break at a method load (``y.tolist()``: ``LOAD_METHOD``, 3.12+'s method ``LOAD
 runs the whole call -- load, arguments, call -- as the original instructions, after the
 frame's locals are restored, when that call is straight-line code.
 
-What still runs the original code of the frame (``CannotResume``, the break is reported
-as before): breaks inside a loop, inside or at a try/with block (FH007), at a load of an
-unsupported value (``LOAD_FAST``/``LOAD_GLOBAL``), at a method load whose call is not
-straight-line code (a conditional expression in its arguments), in frames with cell or free
-variables, and when a live value cannot be
-rebuilt (an iterator, a function made in the frame, a cell, a mutable constant).
+A break inside a loop or a try/with block, or at an instruction none of the above
+handles, runs the whole statement holding it (``statement_site``): the trace stops at the
+statement's first instruction, the graph runs, the locals are stored back, the statement's
+instructions run as copied from the frame (jumps and exception handlers re-pointed at the
+copies), and where it ends ``return resume(<locals>)`` follows; locals it may leave unbound
+are looked up at run time (``_ResumeUnbound``).
+
+What still runs the original code of the frame (``CannotResume``, the break is reported as
+before): frames with cell or free variables, breaks in a resume function's prologue, a
+statement that runs to the end of the frame with nothing before it, and a live value that
+cannot be rebuilt (an iterator, a function made in the frame, a cell, a mutable constant).
 """
 from __future__ import annotations
 
@@ -41,17 +46,19 @@ import itertools
 import sys
 import types
 import weakref
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from ..bytecode import Codegen, Instruction, Positions, create_instruction, decode, prefix_length
+from ..bytecode import (Codegen, ExnTabEntry, Instruction, Positions, create_instruction, decode, in_cycle,
+                        loop_heads, prefix_length, stack_depths, successors)
+from ..bytecode._compat import TERMINAL, UNCONDITIONAL
 from ..bytecode.transform import code_options, rebuild
 from ..graph import Graph
 from ..graph.ir import NodeKind
 from .values import NULL, Const, DictV, FuncV, Lazy, ListV, MethodV, ObjV, Tensor, TupleV, V
 
-__all__ = ["CannotResume", "BreakSite", "break_site", "Rebuilder", "make_resume_code", "emit_break",
+__all__ = ["CannotResume", "BreakSite", "break_site", "statement_site", "Rebuilder", "make_resume_code", "emit_break",
            "is_resume_code", "RESUME_PREFIX"]
 
 PY311 = sys.version_info >= (3, 11)
@@ -132,7 +139,7 @@ class BreakSite:
     way out (none after ``raise``)."""
 
     def __init__(self, start: int, end: int, pops: int, branches: List[Tuple[int, int]],
-                 segment: bool = False) -> None:
+                 segment: bool = False, region: Optional[List[int]] = None) -> None:
         self.start = start
         self.end = end
         self.pops = pops
@@ -140,6 +147,9 @@ class BreakSite:
         # a whole method call (``y.tolist()``, its arguments included) run as the original
         # instructions: the frame's locals are restored first, for the arguments to read
         self.segment = segment
+        # a whole statement (a loop, a try/with block) run in Python: the indices of its
+        # instructions; ``branches`` then holds the one instruction after it, if any
+        self.region = region
 
 
 _CALL_NAMES = {"CALL", "CALL_KW", "CALL_FUNCTION_EX", "CALL_METHOD", "CALL_FUNCTION", "CALL_FUNCTION_KW"}
@@ -179,24 +189,51 @@ def _method_call_site(insts: Sequence[Instruction], i: int) -> BreakSite:
     raise CannotResume(f"the method loaded at {insts[i].opname} is not called in straight-line code")
 
 
-def _in_loop(insts: Sequence[Instruction], index: Dict[int, int], i: int) -> bool:
-    for j, inst in enumerate(insts):
-        if inst.target is not None:
-            t = index[id(inst.target)]
-            if t <= j and t <= i <= j:
-                return True
-    return False
+def _protected(insts: Sequence[Instruction], index: Dict[int, int]) -> List[bool]:
+    """Which instructions run inside a try/with block: 3.11+ those with an exception-table
+    entry; 3.9/3.10 those between a SETUP_* and its handler."""
+    if PY311:
+        return [inst.exn_tab_entry is not None for inst in insts]
+    # the block stack's depth, followed along every path: SETUP_* pushes a block (its
+    # handler runs under an except-handler block), POP_BLOCK and POP_EXCEPT pop one
+    insts = list(insts)
+    blocks: Dict[int, int] = {}
+    work = [(0, 0)] if insts else []
+    while work:
+        k, depth = work.pop()
+        if blocks.get(k, -1) >= depth:
+            continue
+        blocks[k] = depth
+        inst = insts[k]
+        after = depth
+        if inst.opname.startswith("SETUP_"):
+            after = depth + 1
+            work.append((index[id(inst.target)], depth + 1))
+        elif inst.opname in ("POP_BLOCK", "POP_EXCEPT"):
+            after = depth - 1
+        for j in successors(insts, index, k):
+            if inst.target is None or j != index[id(inst.target)] or not inst.opname.startswith("SETUP_"):
+                work.append((j, after))
+    return [blocks.get(k, 0) > 0 for k in range(len(insts))]
 
 
-def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int) -> BreakSite:
-    """Where a break at instruction ``i`` of ``code`` (the root frame) resumes, or CannotResume."""
+def _check_frame(code: types.CodeType, insts: Sequence[Instruction], i: int) -> None:
+    """Breaks no form of resuming handles."""
     if code.co_cellvars or code.co_freevars:
         raise CannotResume("the frame has cell or free variables")
     if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         raise CannotResume("a generator or coroutine frame")   # pragma: no cover - never intercepted
-    prologue = _RESUME_PROLOGUES.get(code)
-    if prologue is not None and i < prefix_length(insts) + prologue:
+    if i < _body_start(code, insts):
         raise CannotResume("the break is in a resume function's prologue")
+
+
+def _body_start(code: types.CodeType, insts: Sequence[Instruction]) -> int:
+    return prefix_length(insts) + (_RESUME_PROLOGUES.get(code) or 0)
+
+
+def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int) -> BreakSite:
+    """Where a break at instruction ``i`` of ``code`` (the root frame) resumes, or CannotResume."""
+    _check_frame(code, insts, i)
     index = {id(x): k for k, x in enumerate(insts)}
     inst = insts[i]
     name = inst.opname
@@ -244,12 +281,80 @@ def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int) -> Br
         site = BreakSite(i, i + 1, pops, [(i + 1, pushes)])
     if site is None:
         raise CannotResume(f"a break at {name} does not resume")
+    protected = _protected(insts, index)
+    looping = in_cycle(list(insts))
     for k in range(site.start, site.end):
-        if PY311 and insts[k].exn_tab_entry is not None:
+        if protected[k]:
             raise CannotResume("the break is inside a try/with block")
-        if _in_loop(insts, index, k):
+        if looping[k]:
             raise CannotResume("the break is inside a loop")
+    depths = stack_depths(list(insts))
+    for target, _ in site.branches:
+        k = target
+        while k < len(insts) and depths.get(k, 0) != 0:
+            if insts[k].opname in _WITH_ENTRIES:
+                # resuming between the context manager's creation and its entry would leave
+                # the resume function no statement boundary before the block
+                raise CannotResume("the break is in the head of a with statement")
+            k += 1
     return site
+
+
+_WITH_ENTRIES = ("BEFORE_WITH", "SETUP_WITH", "BEFORE_ASYNC_WITH", "SETUP_ASYNC_WITH")
+
+
+_END_CANDIDATES = 8
+
+
+def statement_site(code: types.CodeType, insts: Sequence[Instruction], i: int) -> BreakSite:
+    """For a break that cannot resume at its own instruction (inside a loop or a try/with
+    block, or at an instruction that does not resume): the statement holding it, run in
+    Python. The region starts at the last statement boundary before ``i`` (empty stack,
+    outside every loop and try/with block) and ends at the first one after it; a resume
+    function continues from there. Raises CannotResume when nothing would be gained."""
+    _check_frame(code, insts, i)
+    insts = list(insts)
+    index = {id(x): k for k, x in enumerate(insts)}
+    depths = stack_depths(insts)
+    heads = loop_heads(insts)
+    protected = _protected(insts, index)
+
+    def boundary(k: int, may_head: bool = False) -> bool:
+        # the statement may start at the head of a loop (3.9/3.10 test a while loop's
+        # condition only there), not inside one
+        in_loop = bool(heads[k] - {k}) if may_head else bool(heads[k])
+        return depths.get(k) == 0 and not in_loop and not protected[k]
+
+    first = _body_start(code, insts)
+    start = next((k for k in range(i, first - 1, -1) if boundary(k, may_head=True)), None)
+    if start is None:
+        raise CannotResume("no statement boundary before the break")
+    # the statement's end: of the next few boundaries, the one giving the smallest region
+    # (a nearer boundary may sit inside an except clause, with the statement's normal exit
+    # jumping past it: its region would run on to the end of the frame)
+    best: Optional[Tuple[int, set]] = None
+    ends = (k for k in range(i + 1, len(insts)) if boundary(k))
+    for end in itertools.islice(ends, _END_CANDIDATES):
+        region = _region(insts, index, start, end)
+        if i in region and (best is None or len(region) < len(best[1])):
+            best = (end, region)
+    if best is not None:
+        return BreakSite(start, start, 0, [(best[0], 0)], segment=True, region=sorted(best[1]))
+    if start == first:
+        raise CannotResume("the block holding the break runs to the end of the frame")
+    return BreakSite(start, start, 0, [], segment=True, region=sorted(_region(insts, index, start, None)))
+
+
+def _region(insts: List[Instruction], index: Dict[int, int], start: int, end: Optional[int]) -> set:
+    """Instructions reachable from ``start`` without passing ``end``."""
+    seen = {start}
+    work = [start]
+    while work:
+        for j in successors(insts, index, work.pop()):
+            if j != end and j not in seen:
+                seen.add(j)
+                work.append(j)
+    return seen
 
 
 # ---------------------------------------------------------------- rebuilding values
@@ -524,6 +629,11 @@ def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSi
         for inst in cg3.instructions:
             inst.positions = where
         body += cg3.instructions
+    if site.region is not None:
+        if lower or inputs:
+            raise CannotResume("values on the stack at the start of the statement")
+        body += _region_code(code, list(insts), site, names, f_globals, resume_cache, where)
+        return _replace_body(code, body)
     for k in range(site.start, site.end):
         orig = insts[k]
         if orig.opname == "CALL_METHOD" and not PY311 and not site.segment:
@@ -543,12 +653,7 @@ def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSi
         for t in reversed(outs):
             bc.emit("STORE_FAST", argval=t)
         layout = stack_layout_base + [False] * pushes
-        key = (target, tuple(layout), tuple(names))
-        fn = resume_cache.get(key)
-        if fn is None:
-            rcode, _ = make_resume_code(code, target, layout, names, insts[target].lineno)
-            fn = types.FunctionType(rcode, f_globals, code.co_name)
-            resume_cache[key] = fn
+        fn = _resume_function(code, target, names, f_globals, resume_cache, layout, insts[target].lineno)
         args = [t for t in held if t is not None] + outs + held_locals
 
         def load_args(args: List[str] = args) -> None:
@@ -563,9 +668,172 @@ def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSi
         body += bc.instructions
     if jump is not None:
         jump.target = branch_labels[1]
+    return _replace_body(code, body)
 
+
+def _replace_body(code: types.CodeType, body: List[Instruction]) -> types.CodeType:
     def transform(out: List[Instruction], opts: Dict[str, Any]) -> None:
         out[prefix_length(out):] = body
 
     from ..bytecode import transform_code_object
     return transform_code_object(code, transform)
+
+
+# ---------------------------------------------------------------- a statement run in Python
+_STORES = {"STORE_FAST": (True,), "STORE_FAST_LOAD_FAST": (True, None), "STORE_FAST_STORE_FAST": (True, True),
+           "DELETE_FAST": (False,), "LOAD_FAST_AND_CLEAR": (False,)}
+
+
+def _local_effects(inst: Instruction) -> List[Tuple[str, bool]]:
+    """(name, bound afterwards) for each local the instruction binds or unbinds."""
+    how = _STORES.get(inst.opname)
+    if how is None:
+        return []
+    names = inst.argval if isinstance(inst.argval, tuple) else (inst.argval,)
+    return [(n, b) for n, b in zip(names, how) if b is not None]
+
+
+def _bound_at_exit(insts: List[Instruction], index: Dict[int, int], region: Sequence[int], start: int,
+                   end: int, bound: Set[str]) -> Set[str]:
+    """Locals bound on every path from ``start`` (where ``bound`` are) to ``end``."""
+    members = set(region)
+    state: Dict[int, frozenset] = {start: frozenset(bound)}
+    at_end: Optional[frozenset] = None
+    work = [start]
+    while work:
+        k = work.pop()
+        before = state[k]
+        after = set(before)
+        for name, now_bound in _local_effects(insts[k]):
+            (after.add if now_bound else after.discard)(name)
+        handler = insts[k].exn_tab_entry
+        for j in successors(insts, index, k):
+            # an instruction that raises has not done its store: its handler sees the state before
+            incoming = before & frozenset(after) if handler is not None and j == index[id(handler.target)] \
+                else frozenset(after)
+            if j == end:
+                at_end = incoming if at_end is None else at_end & incoming
+            elif j in members:
+                old = state.get(j)
+                new = incoming if old is None else old & incoming
+                if new != old:
+                    state[j] = new
+                    work.append(j)
+    return set(at_end or ())
+
+
+def _locals_used_from(insts: List[Instruction], index: Dict[int, int], start: int) -> Set[str]:
+    """Names of the locals that instructions reachable from ``start`` touch."""
+    used: Set[str] = set()
+    seen = {start}
+    work = [start]
+    haslocal = set(dis.haslocal)
+    while work:
+        k = work.pop()
+        inst = insts[k]
+        if inst.opcode in haslocal:
+            used.update(inst.argval if isinstance(inst.argval, tuple) else (inst.argval,))
+        for j in successors(insts, index, k):
+            if j not in seen:
+                seen.add(j)
+                work.append(j)
+    return used
+
+
+def _region_code(code: types.CodeType, insts: List[Instruction], site: BreakSite, bound: Sequence[str],
+                 f_globals: Dict[str, Any], resume_cache: Dict[Any, Any], where: Positions) -> List[Instruction]:
+    """The statement's instructions copied (jumps and exception handlers re-pointed at the
+    copies), then, where it ends, ``return resume(<locals>)``."""
+    assert site.region is not None
+    index = {id(x): k for k, x in enumerate(insts)}
+    copies: Dict[int, Instruction] = {}
+    for k in site.region:
+        orig = insts[k]
+        copies[k] = Instruction(orig.opcode, orig.opname, orig.arg, orig.argval, positions=orig.positions,
+                                flags=orig.flags)
+    exit_code: List[Instruction] = []
+    exit_label: Optional[Instruction] = None
+    if site.branches:
+        end = site.branches[0][0]
+        exit_code = _exit_call(code, insts, index, site, end, bound, f_globals, resume_cache, where)
+        exit_label = exit_code[0]
+    out: List[Instruction] = []
+    for k in site.region:
+        orig, copy = insts[k], copies[k]
+        if orig.target is not None:
+            t = index[id(orig.target)]
+            if t not in copies and orig.opcode in UNCONDITIONAL:
+                # the exit code comes after every copy: 3.13's handlers leave a with block
+                # by JUMP_BACKWARD_NO_INTERRUPT, which has no forward form
+                copy = copies[k] = create_instruction("JUMP_FORWARD", positions=orig.positions)
+            copy.target = copies.get(t, exit_label)
+        entry = orig.exn_tab_entry
+        if entry is not None:
+            copy.exn_tab_entry = ExnTabEntry(copies[index[id(entry.target)]], entry.depth, entry.lasti)
+        out.append(copy)
+        if orig.opcode not in UNCONDITIONAL and orig.opcode not in TERMINAL and k + 1 not in copies:
+            # it falls through to the end of the statement, which is not copied
+            out.append(create_instruction("JUMP_FORWARD", target=exit_label, positions=orig.positions))
+    return out + exit_code
+
+
+def _exit_call(code: types.CodeType, insts: List[Instruction], index: Dict[int, int], site: BreakSite, end: int,
+               bound: Sequence[str], f_globals: Dict[str, Any], resume_cache: Dict[Any, Any],
+               where: Positions) -> List[Instruction]:
+    """``return resume(<locals>)`` after the statement. Locals it may leave unbound (a loop
+    that ran no iteration) are looked up at run time (``_ResumeUnbound``)."""
+    assert site.region is not None
+    assigned = {name for k in site.region for name, _ in _local_effects(insts[k])}
+    live = _locals_used_from(insts, index, end)
+    passed = sorted((set(bound) | assigned) & live)
+    sure_set = _bound_at_exit(insts, index, site.region, site.start, end, set(bound))
+    sure = [n for n in passed if n in sure_set]
+    maybe = [n for n in passed if n not in sure_set]
+    target: Any
+    if maybe:
+        target = _ResumeUnbound(code, end, insts[end].lineno, sure, maybe, f_globals, resume_cache)
+    else:
+        target = _resume_function(code, end, sure, f_globals, resume_cache, (), insts[end].lineno)
+    cg = Codegen()
+
+    def load_args() -> None:
+        for name in sure:
+            cg.load_fast(name)
+
+    cg.call_builtin(target, load_args, nargs=len(sure))
+    cg.return_value()
+    for inst in cg.instructions:
+        inst.positions = where
+    return cg.instructions
+
+
+def _resume_function(code: types.CodeType, target: int, names: Sequence[str], f_globals: Dict[str, Any],
+                     resume_cache: Dict[Any, Any], layout: Sequence[Any], lineno: Optional[int]) -> types.FunctionType:
+    """The resume function continuing ``code`` at instruction ``target`` (one per frame state)."""
+    key = (target, tuple(layout), tuple(names))
+    fn = resume_cache.get(key)
+    if fn is None:
+        rcode, _ = make_resume_code(code, target, list(layout), names, lineno)
+        fn = types.FunctionType(rcode, f_globals, code.co_name)
+        resume_cache[key] = fn
+    return fn
+
+
+class _ResumeUnbound:
+    """Calls the resume function after a statement that may leave some locals unbound: which
+    ones are is only known at run time, read from the calling frame (one resume function per
+    combination, made when first needed)."""
+
+    def __init__(self, code: types.CodeType, target: int, lineno: Optional[int], sure: List[str],
+                 maybe: List[str], f_globals: Dict[str, Any], resume_cache: Dict[Any, Any]) -> None:
+        self.code, self.target, self.lineno, self.sure, self.maybe = code, target, lineno, sure, maybe
+        self.f_globals, self.resume_cache = f_globals, resume_cache
+
+    def __call__(self, *args: Any) -> Any:
+        frame_locals = sys._getframe(1).f_locals
+        present = [n for n in self.maybe if n in frame_locals]
+        values = [frame_locals[n] for n in present]
+        del frame_locals
+        fn = _resume_function(self.code, self.target, self.sure + present, self.f_globals, self.resume_cache, (),
+                              self.lineno)
+        return fn(*args, *values)

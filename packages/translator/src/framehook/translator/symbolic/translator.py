@@ -20,7 +20,7 @@ from ..sources import LocalSource, Source
 from ..translator import InstructionTranslatorBase, MinimalTranslator, TranslationOutput, argument_names, call_backend
 from .breaks import GraphBreak
 from .interpreter import FrameTracer, StopTrace, Tracer
-from .resume import BreakSite, CannotResume, Rebuilder, break_site, emit_break, is_resume_code
+from .resume import BreakSite, CannotResume, Rebuilder, break_site, emit_break, is_resume_code, statement_site
 from .values import Cell, Const, DictV, Lazy, ListV, ObjV, Tensor, TupleV, V
 
 __all__ = ["SymbolicTranslator", "FrameReport", "add_observer", "remove_observer", "make_output_code"]
@@ -115,8 +115,13 @@ class SymbolicTranslator(InstructionTranslatorBase):
         if e.break_index is None:
             return None
         code = self.frame.code
+        insts = decode(code)
         try:
-            site = break_site(code, decode(code), e.break_index)
+            try:
+                site = break_site(code, insts, e.break_index)
+            except CannotResume:
+                # run the whole statement holding it (a loop, a try/with block) in Python
+                site = statement_site(code, insts, e.break_index)
             return self.capture(report, stop_at=site)
         except (CannotResume, GraphBreak) as why:
             report.resume_failure = str(why)
