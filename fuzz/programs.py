@@ -61,7 +61,7 @@ class ProgramGenerator:
         kinds = ["assign", "assign", "acc", "array"]
         if depth < self.max_depth:
             kinds += ["if", "for", "try", "closure", "comp", "while", "nonlocal", "star_call",
-                      "generator", "klass", "finally", "fstring", "array_loop"]
+                      "generator", "klass", "finally", "fstring", "array_loop", "with"]
         kind = self.rng.choice(kinds)
         if kind == "assign":
             name = self.fresh("v")
@@ -117,6 +117,23 @@ class ProgramGenerator:
             self.ints = saved
             return [f"{indent}try:", *body, f"{indent}except ZeroDivisionError as exc:",
                     f"{indent}    acc.append(str(exc))", *handler]
+        if kind == "with":
+            # a context manager that logs its enter/exit and swallows ZeroDivisionError; the
+            # body may raise it (a zero divisor) and is left by the exception
+            saved = list(self.ints)
+            body = self.block(depth + 1, indent + "    ")
+            self.ints = saved
+            cls = self.fresh("M")
+            return [f"{indent}class {cls}:",
+                    f"{indent}    def __enter__(self):",
+                    f"{indent}        acc.append('enter')",
+                    f"{indent}        return self",
+                    f"{indent}    def __exit__(self, kind, value, tb):",
+                    f"{indent}        acc.append('exit' if kind is None else kind.__name__)",
+                    f"{indent}        return kind is ZeroDivisionError",
+                    f"{indent}with {cls}():",
+                    f"{indent}    acc.append(100 // ({self.int_expr(1)} - {self.int_expr(1)}))",
+                    *body]
         if kind == "nonlocal":
             # a nested function rebinding a variable of this frame: it becomes a cell
             target = self.rng.choice(self.ints)
@@ -220,6 +237,7 @@ class KernelGenerator(ProgramGenerator):
         "{x} = {x} + {x}.sum() / 8.0", "{x}[:, 1:] = {x}[:, 1:] + {y}[:, :-1] * 0.5",
         "{x} = ({x} - {x}.mean(axis=0)) * {i}", "{x} = {x} @ {y}.T", "{x} = {x}.astype(np.float32) + 1",
         "{x} = np.concatenate([{x}, {y}])[:2]", "{x} = {x}.T.T * 2",
+        "acc.append(round(float({x}.sum()), 6))",   # a break: a Python float of array data
     ]
 
     def update(self, names: List[str], index: str) -> str:
