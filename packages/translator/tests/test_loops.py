@@ -212,6 +212,14 @@ def python_counter(x):
     return x
 
 
+def python_counter_to_string(x):
+    label = ""
+    for _ in range(6):
+        label = label + "a"        # a str that changes each iteration: not a number to carry
+        x = x + len(label)
+    return x
+
+
 def reassigns_index(x):
     for i in range(8):
         i = i * 2
@@ -239,7 +247,7 @@ UNROLLED = [
     (grows, (V1,), "changes from"),
     (changes_dtype, (V1,), "changes from"),
     (appends, (V1,), "made before the loop"),
-    (python_counter, (V1,), "'k'"),
+    (python_counter_to_string, (V1,), "'label'"),
     (reassigns_index, (V1,), "reassigns the loop variable"),
     (over_arrays, (V1,), "range of ints"),
     (branch_on_index, (V1,), "FH"),
@@ -254,6 +262,40 @@ def test_uncapturable_loop_unrolls_with_a_reason(fn, args, why):
     assert "unrolled (" in str(out)
     assert not loop_nodes(out.graphs[0])
     check_agrees(fn, args)
+
+
+def time_stepping(u, steps, dt):
+    t = 0.0
+    k = 0
+    for _ in range(steps):
+        u = u + dt * (np.roll(u, 1) - 2 * u + np.roll(u, -1)) * t
+        t += dt          # Python numbers the body changes: carried through the loop
+        k += 1
+    return u, t, k, np.zeros(k % 5)   # t and k are plain Python numbers again after it
+
+
+def data_dependent_scale(x, n):
+    s = 1.0
+    for i in range(n):
+        x = x * 0.5
+        s = s * 0.5 + 0.25     # two operations: s comes out of the graph, not folded here
+        x = x + s
+    return x, s
+
+
+@pytest.mark.parametrize("fn,args", [(python_counter, (V1,)), (time_stepping, (np.linspace(0, 1, 16), 40, 0.01)),
+                                     (data_dependent_scale, (V1, 9))])
+def test_python_numbers_the_body_changes_are_carried(fn, args):
+    out = ft.explain(fn)(*args)
+    assert out.loops and out.loops[0].captured, str(out)
+    assert out.graph_count == 1 and out.graph_break_count == 0, str(out)
+    assert len(loop_nodes(out.graphs[0])) == 1
+    opt = check_agrees(fn, args, args)
+    result = opt(*args)
+    plain = fn(*args)
+    # the counters come back as the same Python numbers, bit for bit
+    for got, want in zip(result if isinstance(result, tuple) else (result,), plain if isinstance(plain, tuple) else (plain,)):
+        assert type(got) is type(want)
 
 
 def test_return_inside_the_loop_unrolls():

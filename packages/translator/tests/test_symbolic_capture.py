@@ -409,10 +409,10 @@ def br_unknown_c(x):
 
 
 def br_long_loop(x):
-    k = 0
-    for i in range(100):   # a Python number that changes each iteration: unrolled, not captured
-        k += i
-        x = x + k
+    seen = []
+    for i in range(300):   # mutates a list made before it: unrolled, past the limit
+        seen.append(i)
+        x = x + len(seen)
     return x
 
 

@@ -14,7 +14,9 @@ loop as before; the reason is kept in ``Tracer.loop_notes`` for ``explain()``.
 
 Values the body reads from outside (a kernel, a parameter) enter the body graph as loop
 invariants: ``lift`` adds a body placeholder for an outer node the first time the body
-uses it.
+uses it. Python numbers the body changes (``t += dt``) make a second attempt carry them as
+graph numbers (``_Promoted``); one updated by a single operation with a constant gets its
+final value computed at trace time (``_folded``), so it is a Python number after the loop.
 """
 from __future__ import annotations
 
@@ -39,7 +41,30 @@ _IMMUTABLE = (int, float, complex, bool, str, bytes, type(None), range, slice)
 
 
 class LoopAbort(Exception):
-    """The loop body cannot be captured as a loop (the loop is unrolled instead)."""
+    """The loop body cannot be captured as a loop (the loop is unrolled instead).
+    ``promotable``: Python numbers the body changes (``k += 1``, ``t += dt``), which a
+    second attempt carries through the loop as graph numbers."""
+
+    def __init__(self, why: str, promotable: Tuple[str, ...] = ()) -> None:
+        super().__init__(why)
+        self.promotable = promotable
+
+
+class _Promoted:
+    """A Python number at the loop head that the body changes: a carried graph number in
+    the body, its value at the head the loop's input."""
+
+    def __init__(self, name: str, value: Any) -> None:
+        self.name = name
+        self.value = value
+        self.meta = ScalarMeta(type(value), value)
+
+
+# a carried number updated by one of these with a constant has a final value the trace can
+# compute with the same Python arithmetic the loop does (so it stays a Python number after)
+_FOLDABLE = {operator.add: operator.add, operator.iadd: operator.add, operator.sub: operator.sub,
+             operator.isub: operator.sub, operator.mul: operator.mul, operator.imul: operator.mul}
+_MAX_FOLDED = 1_000_000
 
 
 class _BodyDone(Exception):
@@ -110,9 +135,16 @@ def left_body(frame: "FrameTracer") -> Exception:
 # carried graph value, ("tuple", [templates]) for a tuple, ("same", v) for a value that
 # must still be there at the end of the body, ("absent",) for an unset name.
 
-def _flatten(v: Optional[V], leaves: List[Tensor], index: Dict[Any, int]) -> Any:
+def _is_number(v: Optional[V]) -> bool:
+    return isinstance(v, Const) and type(v.value) in (int, float)
+
+
+def _flatten(v: Optional[V], leaves: List[Any], index: Dict[Any, int], promote: Optional[str] = None) -> Any:
     if v is None:
         return ("absent",)
+    if promote is not None and _is_number(v):
+        leaves.append(_Promoted(promote, v.value))   # type: ignore[union-attr]
+        return ("T", len(leaves) - 1)
     if isinstance(v, Tensor):
         k = index.get(v.node)
         if k is None:
@@ -229,7 +261,12 @@ def capture_loop(frame: "FrameTracer", inst: Any, it: IterV) -> bool:
     tracer = frame.tracer
     note = LoopNote(frame.code.co_filename, frame.lineno, it.remaining(), False)
     try:
-        _capture(frame, inst, it, note)
+        try:
+            _capture(frame, inst, it, note)
+        except LoopAbort as e:
+            if not e.promotable:
+                raise
+            _capture(frame, inst, it, note, promote=e.promotable)
     except LoopAbort as e:
         note.reason = str(e)
         frame.loop_failed.add(id(inst))
@@ -237,7 +274,7 @@ def capture_loop(frame: "FrameTracer", inst: Any, it: IterV) -> bool:
     return note.captured
 
 
-def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote) -> None:
+def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote: Tuple[str, ...] = ()) -> None:
     tracer = frame.tracer
     progression = _progression(it)
     if progression is None:
@@ -252,9 +289,10 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote) -> None
     names = [n for n in _stored_names(frame, head, end) if n != var]
 
     # the state at the loop head, and the carried values in it
-    leaves: List[Tensor] = []
+    leaves: List[Any] = []    # Tensor, or _Promoted for a Python number made a graph number
     index: Dict[Any, int] = {}
-    templates = {n: _flatten(frame.load_local(n) if n in frame.locals else None, leaves, index) for n in names}
+    templates = {n: _flatten(frame.load_local(n) if n in frame.locals else None, leaves, index,
+                             n if n in promote else None) for n in names}
     saved_locals = dict(frame.locals)
     saved_stack = list(frame.stack)
     saved_counts = dict(frame.loop_counts)
@@ -264,7 +302,8 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote) -> None
     scope = _Scope(body, tracer.graph)
     index_meta = ScalarMeta(int, start)
     index_v = Tensor(body.placeholder(var, index_meta), index_meta)
-    carried = [Tensor(body.placeholder(_base(leaf.node.name), leaf.meta), leaf.meta) for leaf in leaves]
+    carried = [Tensor(body.placeholder(leaf.name if isinstance(leaf, _Promoted) else _base(leaf.node.name),
+                                       leaf.meta), leaf.meta) for leaf in leaves]
     _set_locals(frame, templates, carried)  # type: ignore[arg-type]
 
     tracer.loop_scopes.append(scope)
@@ -294,16 +333,24 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote) -> None
             why = "the body changes the value stack"   # pragma: no cover - compilers keep it balanced
         elif frame.locals.get(var) is not index_v:
             why = f"the body reassigns the loop variable {var!r}"
+    promotable: List[str] = []
     if not why:
         for n, t in templates.items():
-            why = _match(t, frame.locals.get(n), ends)
-            if why:
+            end_v = frame.locals.get(n)
+            why = _match(t, end_v, ends)
+            if why and t[0] == "same" and _is_number(t[1]) and isinstance(end_v, (Const, Tensor)) and not promote:
+                promotable.append(n)   # a number the body changes: try again carrying it
+                why = ""
+            elif why:
                 why = f"{n!r}: {why}"
                 break
+        if not why and promotable:
+            why = f"the body changes the Python number {promotable[0]!r}"
     if not why:
         for k, leaf in enumerate(leaves):
             if not _compatible(leaf.meta, ends[k].meta):
-                why = f"{leaf.node.name} changes from {leaf.meta} to {ends[k].meta} in one iteration"
+                what = leaf.name if isinstance(leaf, _Promoted) else leaf.node.name
+                why = f"{what} changes from {leaf.meta} to {ends[k].meta} in one iteration"
                 break
     if why:
         frame.locals.clear()
@@ -311,7 +358,7 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote) -> None
         frame.stack[:] = saved_stack
         frame.loop_counts.clear()
         frame.loop_counts.update(saved_counts)
-        raise LoopAbort(why)
+        raise LoopAbort(why, tuple(promotable))
 
     # the body graph: carried values in, carried values out
     tracer.loop_scopes.append(scope)
@@ -326,11 +373,15 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote) -> None
     loop = Loop(body, len(leaves))
     stop = start + count * step
     location = (frame.code.co_filename, frame.lineno, frame.code.co_name)
-    carried_in = tuple(tracer.to_arg(leaf) for leaf in leaves)
+    carried_in = tuple(leaf.value if isinstance(leaf, _Promoted) else tracer.to_arg(leaf) for leaf in leaves)
     invariants = tuple(tracer.lifted_from[ph] for ph in loop.invariants)
     node = tracer.graph.call(loop, (start, stop, step, carried_in, invariants), stack=location)
     results: List[V] = []
     for k, ph in enumerate(loop.carried):
+        folded = _folded(leaves[k], ends[k], carried[k], count)
+        if folded is not None:
+            results.append(folded)
+            continue
         meta = ph.meta["val"]
         results.append(Tensor(tracer.graph.call(operator.getitem, (node, k), meta=meta, stack=location), meta))
     frame.stack[:] = saved_stack
@@ -340,3 +391,22 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote) -> None
     frame.locals[var] = Const(start + (count - 1) * step)
     it.pos += count
     note.captured = True
+
+
+def _folded(leaf: Any, end: V, placeholder: Tensor, count: int) -> Optional[Const]:
+    """The value after the loop of a promoted number the body updates by a constant
+    (``k += 1``, ``t = t + 0.1``), computed here with the loop's own Python arithmetic;
+    None when it must come from the graph."""
+    if not isinstance(leaf, _Promoted) or not isinstance(end, Tensor) or count > _MAX_FOLDED:
+        return None
+    node = end.node
+    op = _FOLDABLE.get(getattr(node, "target", None))
+    args = getattr(node, "args", ())
+    if op is None or len(args) != 2 or args[0] is not placeholder.node or type(args[1]) not in (int, float):
+        return None
+    value = leaf.value
+    for _ in range(count):
+        value = op(value, args[1])
+    if type(value) is not leaf.meta.pytype:
+        return None   # pragma: no cover - _compatible already required the same type
+    return Const(value)
