@@ -82,6 +82,28 @@ def test_recompile_reason_and_guard_fail_fn(caplog):
     assert len(last_decisions(f)["recompile_reasons"]) == 2
 
 
+def test_python_guards_are_compiled_only_for_recompilation_reasons(monkeypatch):
+    from framehook.translator import guard_builder
+    compiled = []
+    real = compile
+
+    def counting(source, filename, *args, **kwargs):
+        if str(filename).startswith("<framehook guards"):
+            compiled.append(filename)
+        return real(source, filename, *args, **kwargs)
+
+    monkeypatch.setattr(guard_builder, "compile", counting, raising=False)
+    f = ft.optimize("eager", dynamic=False)(scale)
+    np.testing.assert_array_equal(f(np.ones(3), 2), np.full(3, 2.0))
+    (entry,) = entries(f)
+    assert isinstance(entry.check_fn, rt.GuardChecker) and compiled == []   # the plain first call
+    assert "type(L['k']) is int" in last_decisions(f)["guards"]
+    f(np.ones(3), 2.5)   # the reason for recompiling comes from entry 0's Python form
+    assert len(compiled) == 1
+    assert last_decisions(f)["recompile_reasons"] == [
+        "cache entry 0 [0/0]: TYPE_MATCH: L['k'] -- expected type int, got type float"]
+
+
 def test_automatic_dynamic_dimension():
     f = ft.optimize("eager")(scale)
     f(np.ones(3), 2)

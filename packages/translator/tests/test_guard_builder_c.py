@@ -212,3 +212,49 @@ def test_default_is_c_and_exports_work():
     assert fn.guards == [g] and "def ___make_check_fn" in fn.source
     assert fn.python_check_fn({"x": x}) and fn({"x": x})
     assert isinstance(Guard(LocalSource("x"), GuardKind.TYPE_MATCH), Guard)
+
+
+def _guard_compiles(monkeypatch):
+    """The check-function sources guard_builder compiles from now on (their filenames)."""
+    seen = []
+    real = compile
+
+    def counting(source, filename, *args, **kwargs):
+        if str(filename).startswith("<framehook guards"):
+            seen.append(filename)
+        return real(source, filename, *args, **kwargs)
+
+    monkeypatch.setattr(guard_builder, "compile", counting, raising=False)
+    return seen
+
+
+def test_python_form_is_compiled_only_when_asked_for(monkeypatch):
+    compiled = _guard_compiles(monkeypatch)
+    L = {"x": np.zeros((3, 4)), "n": 3}
+    guards = [LocalSource("x").make_guard(GuardKind.NDARRAY_MATCH), LocalSource("n").make_guard(GuardKind.TYPE_MATCH)]
+    fn = build_check_fn(guards, L, {})
+    bad = {"x": np.zeros((3, 4), np.int64), "n": 3.0}
+    assert isinstance(fn, rt.GuardChecker)
+    assert fn(L) and not fn(bad) and fn.code_parts and "def ___make_check_fn" in fn.source
+    assert compiled == []   # the C checker decides; nothing asked for the Python form yet
+    assert fn.fail_reason(L) is None and compiled == []   # the C checker says every guard holds
+    assert fn.fail_reason(bad) == "TYPE_MATCH: L['n'] -- expected type int, got type float"
+    assert len(compiled) == 1
+    assert fn.fail_reasons(bad) == ["TYPE_MATCH: L['n'] -- expected type int, got type float",
+                                    "NDARRAY_MATCH: L['x'] -- expected dtype float64, got dtype int64"]
+    assert fn.python_check_fn(L) and not fn.python_check_fn(bad)
+    assert len(compiled) == 1   # compiled once, then reused
+
+
+def test_python_form_is_compiled_at_once_without_the_c_checker(monkeypatch):
+    compiled = _guard_compiles(monkeypatch)
+    L = {"x": np.zeros(3)}
+    fn = build_check_fn([LocalSource("x").make_guard(GuardKind.NDARRAY_MATCH)], L, {}, use_c=False)
+    assert len(compiled) == 1 and fn.python_check_fn is fn   # the runtime calls it: it must exist
+    a, b = np.zeros(2), np.zeros(2)
+    distinct = LocalSource("y").make_guard(GuardKind.DISTINCT_INPUT, other=LocalSource("x"))
+    fn = build_check_fn([distinct], {"x": a, "y": b}, {})   # no C form: Python from the start
+    assert len(compiled) == 2 and fn.c_guards is None
+    assert fn({"x": a, "y": b}) and not fn({"x": a, "y": a})
+    assert "expected a different object from L['x']" in fn.fail_reason({"x": a, "y": a})
+    assert len(compiled) == 2

@@ -16,6 +16,9 @@ guarded objects bound as closure variables. Both behave alike: anything that rai
 ``Exception`` while a guard is evaluated counts as a failed guard (a missing key, an
 attribute that vanished), never as an error of the call; ``fail_reason`` gives the same
 text for both (with the C checker it starts from the index ``first_failure`` reports).
+With the C checker the Python source is still written (``source``, debug dumps) but only
+compiled when something first needs it (``fail_reason``, ``fail_reasons``,
+``python_check_fn``): most frames never fail a guard, and compiling is most of the cost.
 """
 from __future__ import annotations
 
@@ -184,6 +187,8 @@ class GuardBuilder:
     # ---- helpers
     def get(self, source: Source) -> Any:
         try:
+            if type(source) is LocalSource:   # the common case, without compiling its expression
+                return self.f_locals[source.local_name]
             return eval(source.name(), self.scope)  # noqa: S307 - expressions we generated
         except Exception as e:
             raise GuardBuildError(f"cannot evaluate guard source {source.name()}: {type(e).__name__}: {e}") from e
@@ -456,41 +461,54 @@ class _Emitter:
         return var
 
 
-def build_check_fn(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals: Dict[str, Any], *,
-                   guard_export_fn: Optional[Callable[[List[Guard]], Any]] = None,
-                   use_c: Optional[bool] = None) -> CheckFn:
-    """Compile ``guards`` into one check function of ``f_locals`` (see the module docstring).
+class _PythonForm:
+    """The guard set as generated Python source, compiled on first use: the runtime calls the
+    C checker when there is one, so the Python form is then needed only to word failures
+    (``fail_reason``), not on the first call of every translated frame."""
 
-    ``use_c``: True/None (default: ``USE_C_CHECKER``) builds the runtime's C ``GuardChecker``
-    when every guard has a C form, False always the generated Python function. Either has
-    ``fail_reason``, ``guards``, ``code_parts``, ``source`` (the Python source, also for the
-    C checker), ``python_check_fn`` and ``c_guards`` (the C guard list, or None)."""
-    ordered = sorted(set(guards), key=Guard.sort_key)
-    builder = GuardBuilder(f_locals, f_globals)
-    for guard in ordered:
-        guard.create(builder)
+    __slots__ = ("source", "filename", "f_globals", "consts", "_compiled")
 
+    def __init__(self, source: str, filename: str, f_globals: Dict[str, Any], consts: List[Any]) -> None:
+        self.source = source
+        self.filename = filename
+        self.f_globals = f_globals
+        self.consts = consts
+        self._compiled: Optional[Tuple[CheckFn, List[Callable[[Dict[str, Any]], Any]]]] = None
+
+    def compiled(self) -> Tuple[CheckFn, List[Callable[[Dict[str, Any]], Any]]]:
+        """The fast check function and one readable condition per code part."""
+        if self._compiled is None:
+            namespace: Dict[str, Any] = {"__builtins__": builtins}
+            exec(compile(self.source, self.filename, "exec"), namespace)  # noqa: S102
+            check, verbose_factory = namespace["___make_check_fn"](self.f_globals, *self.consts)
+            self._compiled = (check, verbose_factory())
+        return self._compiled
+
+    def check(self, f_locals: Dict[str, Any]) -> bool:
+        return self.compiled()[0](f_locals)
+
+
+def _python_source(parts: List[CodePart], const_names: List[str]) -> str:
+    """``___make_check_fn(G, *consts)`` returning the check function and ``___verbose``."""
     uses: Dict[Source, int] = {}
-    for part in builder.parts:
+    for part in parts:
         sources = [part.guard.originating_source, part.guard.detail("other")]
         for src in sources:
             while isinstance(src, Source):
                 uses[src] = uses.get(src, 0) + (2 if src is not sources[0] and src is not sources[1] else 1)
                 src = src.base if isinstance(src, ChainedSource) else None
     emitter = _Emitter(uses)
-    for part in builder.parts:
+    for part in parts:
         v = emitter.value(part.guard.originating_source)
         other = part.guard.detail("other")
         w = emitter.value(other) if isinstance(other, Source) else ""
         emitter.lines.append(f"        if not ({part.render(v, w)}): return False")
-    const_names = list(builder.consts)
     params = ", ".join(["G"] + const_names)
     body = "\n".join(emitter.lines) or "        pass"
     verbose = ",\n".join(
-        f"        lambda L: ({p.render(p.guard.name, GuardBuilder._second_name(p.guard))})" for p in builder.parts
+        f"        lambda L: ({p.render(p.guard.name, GuardBuilder._second_name(p.guard))})" for p in parts
     )
-    serial = next(_counter)
-    source = (
+    return (
         f"def ___make_check_fn({params}):\n"
         f"    def ___check_fn(L):\n"
         f"      try:\n"
@@ -502,14 +520,28 @@ def build_check_fn(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals:
         f"      return [\n{verbose}\n      ]\n"
         f"    return ___check_fn, ___verbose\n"
     )
-    namespace: Dict[str, Any] = {"__builtins__": builtins}
-    exec(compile(source, f"{_CHECK_FN_FILENAME[:-1]} #{serial}>", "exec"), namespace)  # noqa: S102
-    py_check_fn, verbose_factory = namespace["___make_check_fn"](f_globals,
-                                                                 *[builder.consts[n] for n in const_names])
+
+
+def build_check_fn(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals: Dict[str, Any], *,
+                   guard_export_fn: Optional[Callable[[List[Guard]], Any]] = None,
+                   use_c: Optional[bool] = None) -> CheckFn:
+    """Compile ``guards`` into one check function of ``f_locals`` (see the module docstring).
+
+    ``use_c``: True/None (default: ``USE_C_CHECKER``) builds the runtime's C ``GuardChecker``
+    when every guard has a C form, False always the generated Python function. Either has
+    ``fail_reason``, ``fail_reasons``, ``guards``, ``code_parts``, ``source`` (the Python
+    source, also for the C checker), ``python_check_fn`` and ``c_guards`` (the C guard list,
+    or None). With the C checker the Python source is compiled only when something needs it
+    (``fail_reason``, ``fail_reasons``, ``python_check_fn``)."""
+    ordered = sorted(set(guards), key=Guard.sort_key)
+    builder = GuardBuilder(f_locals, f_globals)
+    for guard in ordered:
+        guard.create(builder)
 
     parts = builder.parts
     consts = dict(builder.consts)
-    verbose_cache: List[Any] = []
+    source = _python_source(parts, list(consts))
+    form = _PythonForm(source, f"{_CHECK_FN_FILENAME[:-1]} #{next(_counter)}>", f_globals, list(consts.values()))
 
     c_guards = _c_guards(parts) if (use_c if use_c is not None else USE_C_CHECKER) and _GuardChecker else None
     checker: Any = None
@@ -523,10 +555,9 @@ def build_check_fn(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals:
     starts = c_guards[1] if c_guards is not None else []
 
     def scan_all(f_locals_now: Dict[str, Any], start: int, first_only: bool) -> List[str]:
-        if not verbose_cache:
-            verbose_cache.extend(verbose_factory())
+        verbose = form.compiled()[1]
         found: List[str] = []
-        for part, fn in zip(parts[start:], verbose_cache[start:]):
+        for part, fn in zip(parts[start:], verbose[start:]):
             try:
                 ok = bool(fn(f_locals_now))
             except Exception as e:
@@ -564,13 +595,18 @@ def build_check_fn(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals:
                       "rejected by the C guard checker")
         return reason
 
-    check_fn: Any = checker if checker is not None else py_check_fn
+    if checker is not None:
+        check_fn: Any = checker
+        check_fn.python_check_fn = form.check   # compiles on its first call
+    else:
+        check_fn = form.compiled()[0]   # the runtime calls it: compile now
+        check_fn.python_check_fn = check_fn
     check_fn.fail_reason = fail_reason
     check_fn.fail_reasons = fail_reasons
-    check_fn.python_check_fn = py_check_fn
     check_fn.c_guards = c_guards[0] if c_guards is not None else None
     check_fn.guards = ordered  # type: ignore[attr-defined]
-    check_fn.code_parts = [_readable(p.render(p.guard.name, GuardBuilder._second_name(p.guard)), consts)  # type: ignore[attr-defined]
+    readable = _Readable(consts)
+    check_fn.code_parts = [readable(p.render(p.guard.name, GuardBuilder._second_name(p.guard)))  # type: ignore[attr-defined]
                            for p in parts]
     check_fn.source = source  # type: ignore[attr-defined]
     if guards_log.isEnabledFor(logging.DEBUG):
@@ -582,18 +618,32 @@ def build_check_fn(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals:
     return check_fn
 
 
-def _readable(text: str, consts: Dict[str, Any]) -> str:
-    """A code part with its closure names replaced by what they stand for."""
-    for name in sorted(consts, key=len, reverse=True):
-        value = consts[name]
-        if isinstance(value, type):
-            shown = type_name(value)
-        elif hasattr(value, "snapshot"):
-            shown = "___global_state_unchanged"
-        else:
-            shown = _short_repr(value, 60)
-        text = text.replace(name, shown)
-    return text
+class _Readable:
+    """Replaces the closure names in a code part by what they stand for (each described once)."""
+
+    def __init__(self, consts: Dict[str, Any]) -> None:
+        self.consts = consts
+        self.names = sorted(consts, key=len, reverse=True)
+        self.shown: Dict[str, str] = {}
+
+    def describe(self, name: str) -> str:
+        shown = self.shown.get(name)
+        if shown is None:
+            value = self.consts[name]
+            if isinstance(value, type):
+                shown = type_name(value)
+            elif hasattr(value, "snapshot"):
+                shown = "___global_state_unchanged"
+            else:
+                shown = _short_repr(value, 60)
+            self.shown[name] = shown
+        return shown
+
+    def __call__(self, text: str) -> str:
+        for name in self.names:
+            if name in text:
+                text = text.replace(name, self.describe(name))
+        return text
 
 
 def _describe_actual(part: CodePart, f_locals: Dict[str, Any], f_globals: Dict[str, Any],
