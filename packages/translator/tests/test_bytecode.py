@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from framehook.translator.bytecode import (AssembleError, BytecodeDecodeError, Codegen, Positions,
                                            build_function, create_instruction, decode, encode_exception_table,
-                                           parse_exception_table, prefix_length, remove_dead_code,
+                                           moves_values_only, parse_exception_table, prefix_length, remove_dead_code,
                                            remove_pointless_jumps, stacksize, transform_code_object)
 from framehook.translator.bytecode._compat import JUMPS, PY310, PY311
 from framehook.translator.bytecode.analysis import StackDepthError, reachable
@@ -519,3 +519,39 @@ def test_decode_errors():
     bad = code.replace(co_code=bytes(raw))
     with pytest.raises(BytecodeDecodeError, match="starts no instruction"):
         decode(bad)
+
+
+def test_moves_values_only():
+    def plain(x, y):
+        z = x
+        return (z, y, 1.5), [x], None
+
+    def closure(x):
+        def inner():
+            return x
+        return inner
+
+    def global_reader():
+        return x_global
+
+    def branches(x):
+        return x if x else None
+
+    def calls(x):
+        return len(x)
+
+    def attribute(x):
+        return x.shape
+
+    def unpacks(xs):
+        a, b = xs
+        return a
+
+    assert moves_values_only(decode(plain.__code__))
+    assert moves_values_only(decode(closure(1).__code__))   # reads a free variable
+    assert moves_values_only(decode(global_reader.__code__))   # reads a global
+    for fn in (closure, branches, calls, attribute, unpacks):
+        assert not moves_values_only(decode(fn.__code__)), fn.__name__
+
+
+x_global = 3

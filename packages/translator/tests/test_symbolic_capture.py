@@ -697,3 +697,67 @@ def test_unsupported_numpy_function_resumes_and_named_tuple_results_are_read():
         got, want = opt(a), svd_fields(a)
         assert type(got[1]) is type(want[1])
         assert_same(got[0], want[0])
+
+
+# ----------------------------------------------------------------- nothing to compute
+
+def returns_input(x):
+    return x
+
+
+def returns_inputs_and_constants(x, k):
+    y = x
+    return (y, k, 2.5, None), [x]
+
+
+def folds_a_loop_to_nothing(x):
+    for _ in range(3):
+        pass
+    return x
+
+
+def calls_a_helper_that_returns_its_input(x):
+    return returns_input(x)
+
+
+def test_empty_graph_keeps_the_original_code_behind_its_guards():
+    backend_calls = []
+
+    def backend(graph, inputs):
+        backend_calls.append(graph)
+        return graph.forward
+
+    for fn, args in ((returns_input, (A,)), (returns_inputs_and_constants, (A, 3))):
+        opt = ft.optimize(backend)(fn)
+        got = opt(*args)
+        assert_same(got, fn(*args))
+        (entry,) = rt.cache_entries(fn.__code__)
+        assert entry.code is fn.__code__ and backend_calls == []   # no backend call, no output code
+        assert any("L['x']" in g for g in ft.last_decisions(fn)["guards"])
+        assert opt(*args) is not None and rt.cache_entries(fn.__code__)[0].hits >= 1
+    assert returns_input(A) is A and ft.optimize(backend)(returns_input)(A) is A
+    opt = ft.optimize(backend, dynamic=False)(returns_input)
+    assert_same(opt(I), I)   # another dtype: the guards fail, a new entry, still the original code
+    assert [e.code for e in rt.cache_entries(returns_input.__code__)] == [returns_input.__code__] * 2
+    assert ft.last_decisions(returns_input)["recompile_reasons"][0].startswith(
+        "cache entry 0 [0/0]: NDARRAY_MATCH: L['x'] -- expected dtype float64, got dtype int64")
+    check_agrees(returns_inputs_and_constants, (A, 3), (B, 4.5), (V, None), (I, "s"))
+
+
+def test_empty_graph_of_code_that_does_more_than_return_gets_output_code():
+    for fn in (folds_a_loop_to_nothing, calls_a_helper_that_returns_its_input):
+        opt = ft.optimize("eager")(fn)
+        assert opt(A) is A
+        (entry,) = rt.cache_entries(fn.__code__)
+        assert entry.code is not fn.__code__   # one call to the graph, not the loop or the call again
+        assert rt.cache_entries(returns_input.__code__) == []
+
+
+def test_explain_and_export_of_an_empty_graph():
+    out = ft.explain(returns_input)(A)
+    assert (out.graph_count, out.graph_break_count, out.op_count) == (1, 0, 0)
+    assert out.result is A and any("L['x']" in g for g in out.guards)
+    exported = ft.export(returns_input)(A)
+    assert exported(B) is B
+    with pytest.raises(ft.ExportGuardError, match="expected dtype float64"):
+        exported(I)

@@ -7,7 +7,7 @@ from ._compat import JUMPS, TERMINAL, UNCONDITIONAL, stack_effect
 from .instructions import Instruction
 
 __all__ = ["stacksize", "stack_depths", "successors", "in_cycle", "loop_heads", "reachable", "remove_dead_code",
-           "remove_pointless_jumps", "StackDepthError"]
+           "remove_pointless_jumps", "StackDepthError", "moves_values_only"]
 
 
 class StackDepthError(ValueError):
@@ -165,3 +165,20 @@ def remove_pointless_jumps(insts: List[Instruction]) -> List[Instruction]:
             if entry is not None:
                 entry.target = resolve(entry.target)
     return out
+
+
+#: opcodes that only move values between locals, cells, constants, globals and the stack:
+#: none calls, jumps, iterates, hashes or looks up an attribute (3.9-3.13 spellings)
+_MOVES = frozenset({
+    "NOP", "EXTENDED_ARG", "CACHE", "RESUME", "COPY_FREE_VARS", "MAKE_CELL",
+    "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST", "STORE_FAST", "STORE_FAST_LOAD_FAST",
+    "STORE_FAST_STORE_FAST", "LOAD_CONST", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_GLOBAL",
+    "POP_TOP", "DUP_TOP", "ROT_TWO", "ROT_THREE", "COPY", "SWAP", "BUILD_TUPLE", "BUILD_LIST",
+    "RETURN_VALUE", "RETURN_CONST",
+})
+
+
+def moves_values_only(insts: List[Instruction]) -> bool:
+    """True when the code runs straight through, only moving values and returning one
+    (``return x``, ``return x, 2``): running it costs no more than any replacement would."""
+    return all(inst.opname in _MOVES for inst in insts)

@@ -176,6 +176,11 @@ class SymbolicTranslator(InstructionTranslatorBase):
         graph.eliminate_dead_code()
         if graph.operations() or not is_resume_code(code):
             report.graph = graph   # a resume function that only returns values has no graph to show
+        from ..bytecode import moves_values_only
+        if not graph.operations() and moves_values_only(root.insts):
+            # nothing to compute and the code only returns its inputs or constants: keep it, guarded
+            # (as Dynamo does); no backend call, output code or extra call per run
+            return TranslationOutput(code=None, graphs=[graph])
         sources = [tracer.inputs[p] for p in graph.placeholders]
         values = {p: _value_of(s, frame.f_locals, frame.f_globals) for p, s in zip(graph.placeholders, sources)}
         example_inputs = [values[p] for p in graph.placeholders]
