@@ -246,6 +246,48 @@ def test_unrestorable_global_state_change_is_an_error():
         unregister_global_state("test.mode")
 
 
+def test_global_state_is_set_back_only_when_it_changed():
+    box = {"v": 0}
+    sets = []
+
+    def setter(v):
+        sets.append(v)
+        box["v"] = v
+
+    register_global_state("test.counted", lambda: box["v"], setter, guarded=False)
+
+    class Changer(MinimalTranslator):
+        def run(self):
+            box["v"] += 10
+            return MinimalTranslator.run(self)
+    try:
+        with rt.enable(convert_frame(ft.lookup_backend("eager"))):
+            scale(np.ones(1), 2)
+        assert sets == [] and box["v"] == 0   # nothing changed: nothing set back
+        ft.reset()
+        with rt.enable(convert_frame_assert(ft.lookup_backend("eager"), translator=Changer)):
+            scale(np.ones(1), 2)
+        assert sets == [0] and box["v"] == 0
+    finally:
+        unregister_global_state("test.counted")
+
+
+def test_global_state_whose_setter_does_not_restore_is_an_error():
+    box = {"v": 0}
+    register_global_state("test.sticky", lambda: box["v"], lambda v: None)   # ignores the value
+
+    class Changer(MinimalTranslator):
+        def run(self):
+            box["v"] += 1
+            return MinimalTranslator.run(self)
+    try:
+        with rt.enable(convert_frame_assert(ft.lookup_backend("eager"), translator=Changer)):
+            with pytest.raises(InternalTranslatorError, match="could not be restored: test.sticky"):
+                scale(np.ones(1), 2)
+    finally:
+        unregister_global_state("test.sticky")
+
+
 class Broken(InstructionTranslatorBase):
     def run(self):
         from framehook.translator.contexts import TracingContext
