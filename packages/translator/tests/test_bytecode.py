@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from framehook.translator.bytecode import (AssembleError, BytecodeDecodeError, Codegen, Positions,
                                            build_function, create_instruction, decode, encode_exception_table,
-                                           moves_values_only, parse_exception_table, prefix_length, remove_dead_code,
+                                           moves_values_only, needs_cleaning, parse_exception_table, prefix_length, remove_dead_code,
                                            remove_pointless_jumps, stacksize, transform_code_object)
 from framehook.translator.bytecode._compat import JUMPS, PY310, PY311
 from framehook.translator.bytecode.analysis import StackDepthError, reachable
@@ -555,3 +555,36 @@ def test_moves_values_only():
 
 
 x_global = 3
+
+
+def test_needs_cleaning():
+    def straight(x, y):
+        z = x + y
+        return z * 2
+
+    def branches(x):
+        return 1 if x else 2
+
+    def loops(xs):
+        for _ in xs:
+            pass
+
+    def handles(x):
+        try:
+            return x()
+        except ValueError:
+            return None
+
+    assert not needs_cleaning(straight.__code__)
+    # when it says so, cleaning leaves the code as it is
+    assert transform_code_object(straight.__code__, clean=True).co_code == straight.__code__.co_code
+    def spins():
+        while True:
+            pass
+
+    for fn in (branches, loops, handles, spins):   # spins ends with a jump, not a return
+        assert needs_cleaning(fn.__code__), fn.__name__
+    dead_tail = transform_code_object(straight.__code__, lambda insts, opts: insts.extend(
+        [create_instruction("LOAD_CONST", argval=None), create_instruction("RETURN_VALUE")]))
+    assert needs_cleaning(dead_tail)
+    assert transform_code_object(dead_tail, clean=True).co_code == straight.__code__.co_code

@@ -104,6 +104,27 @@ def test_python_guards_are_compiled_only_for_recompilation_reasons(monkeypatch):
         "cache entry 0 [0/0]: TYPE_MATCH: L['k'] -- expected type int, got type float"]
 
 
+def test_output_code_is_the_same_with_or_without_the_cleaning_pass():
+    def plus_one(x, k):
+        return x + k
+
+    def branches(x, k):
+        y = x * 2
+        print(end="")   # a graph break that resumes: its output code jumps
+        return y + k
+
+    for fn in (plus_one, branches):
+        codes = []
+        for dce in (True, False):
+            ft.reset()
+            with config.patch(dead_code_elimination=dce):
+                np.testing.assert_array_equal(ft.optimize("eager")(fn)(np.ones(2), 2), fn(np.ones(2), 2))
+            codes.append(entries(fn)[0].code)
+        assert codes[0] is not fn.__code__
+        if fn is plus_one:   # nothing to clean: the pass is skipped, and would change nothing
+            assert codes[0].co_code == codes[1].co_code
+
+
 def test_automatic_dynamic_dimension():
     f = ft.optimize("eager")(scale)
     f(np.ones(3), 2)

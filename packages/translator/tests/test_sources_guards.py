@@ -161,6 +161,11 @@ def test_guards_set_records_stacks_and_dedups():
     assert len(gs) == 1 and g in gs and bool(gs)
     assert [f.lineno for f in g.user_stack] == [12]
     assert g.stack is not None and any("test_guards_set" in f.name for f in g.stack)
+    # the same frames as traceback.extract_stack() in the caller, the source line read when asked
+    assert g.stack[-1].name == "test_guards_set_records_stacks_and_dedups" and g.stack[-1].line == "gs.add(g)"
+    assert [(f.filename, f.name) for f in g.stack[:-1]] == [(f.filename, f.name) for f in traceback.extract_stack()[:-1]]
+    g.stack = None   # assignable, as a plain attribute
+    assert g.stack is None
     other = GuardsSet()
     other.update([LocalSource("y").make_guard(GuardKind.TYPE_MATCH)], gs)
     assert len(other) == 2 and len(other - gs) == 1

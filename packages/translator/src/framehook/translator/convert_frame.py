@@ -25,7 +25,7 @@ import numpy as np
 from . import logging as fh_logging
 from ._runtime import runtime
 from .backends import CompilerFn, backend_name
-from .bytecode import remove_dead_code, remove_pointless_jumps, transform_code_object
+from .bytecode import needs_cleaning, remove_dead_code, remove_pointless_jumps, transform_code_object
 from .config import config
 from .contexts import (CompileContext, CompileId, GlobalStateContext, TracingContext, compile_context,
                        registered_global_states, tracing)
@@ -399,7 +399,8 @@ class ConvertFrame:
                                       + "; ".join(restart_reasons[-3:]))
         assert out is not None
         new_code = out.code if out.code is not None else code
-        if out.code is not None and config.dead_code_elimination:
+        # most output code (load the inputs, call the graph, return) has nothing to clean
+        if out.code is not None and config.dead_code_elimination and needs_cleaning(new_code):
             new_code = transform_code_object(
                 new_code, lambda insts, opts: insts.__setitem__(slice(None), remove_pointless_jumps(remove_dead_code(insts))))
         for hook in list(_bytecode_hooks.values()):

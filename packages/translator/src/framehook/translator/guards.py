@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import sys
 import traceback
 import weakref
 from dataclasses import dataclass, field
@@ -65,9 +66,9 @@ class Guard:
     code_list: Optional[List[str]] = None
     obj_weakref: Optional[Any] = None
     guarded_class_weakref: Optional[Any] = None
-    # where in the translator the guard was made, and where in the user's code
-    stack: Optional[traceback.StackSummary] = None
+    # where in the user's code the guard was made; where in the translator: ``stack``
     user_stack: Optional[traceback.StackSummary] = None
+    _stack: Any = field(default=None, repr=False)   # a StackSummary, or raw (file, line, name) rows
     _hash: Optional[int] = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -78,6 +79,17 @@ class Guard:
         if self.kind in (GuardKind.DUPLICATE_INPUT, GuardKind.DISTINCT_INPUT) and \
                 not isinstance(self.detail("other"), Source):
             raise ValueError(f"a {self.kind.name} guard needs other=<Source>")
+
+    @property
+    def stack(self) -> Optional[traceback.StackSummary]:
+        """Where in the translator the guard was made (outermost frame first)."""
+        if self._stack is not None and not isinstance(self._stack, traceback.StackSummary):
+            self._stack = traceback.StackSummary.from_list(self._stack)   # source lines read only now
+        return self._stack
+
+    @stack.setter
+    def stack(self, value: Optional[traceback.StackSummary]) -> None:
+        self._stack = value
 
     def detail(self, key: str, default: Any = None) -> Any:
         for k, v in self.details:
@@ -215,8 +227,8 @@ class GuardsSet:
         if guard in self.inner:
             return
         if collect_debug_stack:
-            if guard.stack is None:
-                guard.stack = traceback.extract_stack()[:-(1 + skip)]
+            if guard._stack is None:
+                guard._stack = _raw_stack(sys._getframe(1 + skip))
             if guard.user_stack is None:
                 guard.user_stack = TracingContext.extract_stack()
         self.inner.add(guard)
@@ -231,6 +243,19 @@ class GuardsSet:
 
     def sorted(self) -> List[Guard]:
         return sorted(self.inner, key=Guard.sort_key)
+
+
+def _raw_stack(frame: Any) -> List[Tuple[str, int, str, None]]:
+    """``frame`` and its callers, outermost first, as rows for ``StackSummary.from_list``:
+    what ``traceback.extract_stack`` gives, without reading source files (a stat per file,
+    tens of microseconds per guard) for a stack that is rarely looked at."""
+    rows = []
+    while frame is not None:
+        code = frame.f_code
+        rows.append((code.co_filename, frame.f_lineno, code.co_name, None))
+        frame = frame.f_back
+    rows.reverse()
+    return rows
 
 
 class GuardsCheckpointState:

@@ -4,7 +4,8 @@
     new = transform_code_object(code, fn)            # fn(insts, options) edits in place
     f = build_function(body, ["x"])                  # a function from instructions
 """
-from .analysis import in_cycle, moves_values_only, loop_heads, remove_dead_code, remove_pointless_jumps, reachable, stack_depths, stacksize, successors
+from .analysis import (in_cycle, loop_heads, moves_values_only, needs_cleaning, reachable, remove_dead_code,
+                       remove_pointless_jumps, stack_depths, stacksize, successors)
 from .assemble import AssembleError, Assembled, assemble
 from .codegen import Codegen
 from .decode import BytecodeDecodeError, decode
@@ -15,7 +16,7 @@ from .transform import build_function, code_options, prefix_length, rebuild, res
 __all__ = [
     "AssembleError", "Assembled", "BytecodeDecodeError", "Codegen", "ExnTabEntry", "Instruction", "Positions",
     "assemble", "build_function", "code_options", "create_instruction", "create_jump", "decode",
-    "encode_exception_table", "in_cycle", "loop_heads", "moves_values_only", "parse_exception_table", "prefix_length", "reachable", "rebuild",
-    "remove_dead_code", "remove_pointless_jumps", "resolve_args", "stack_depths", "stacksize", "successors",
-    "transform_code_object",
+    "encode_exception_table", "in_cycle", "loop_heads", "moves_values_only", "needs_cleaning",
+    "parse_exception_table", "prefix_length", "reachable", "rebuild", "remove_dead_code", "remove_pointless_jumps",
+    "resolve_args", "stack_depths", "stacksize", "successors", "transform_code_object",
 ]

@@ -1,13 +1,14 @@
 """Control-flow facts: stack depth, reachability, dead code and pointless jumps."""
 from __future__ import annotations
 
+import types
 from typing import Dict, List, Set, Tuple
 
 from ._compat import JUMPS, TERMINAL, UNCONDITIONAL, stack_effect
 from .instructions import Instruction
 
 __all__ = ["stacksize", "stack_depths", "successors", "in_cycle", "loop_heads", "reachable", "remove_dead_code",
-           "remove_pointless_jumps", "StackDepthError", "moves_values_only"]
+           "remove_pointless_jumps", "StackDepthError", "moves_values_only", "needs_cleaning"]
 
 
 class StackDepthError(ValueError):
@@ -182,3 +183,20 @@ def moves_values_only(insts: List[Instruction]) -> bool:
     """True when the code runs straight through, only moving values and returning one
     (``return x``, ``return x, 2``): running it costs no more than any replacement would."""
     return all(inst.opname in _MOVES for inst in insts)
+
+
+# real opcodes only (3.13 also lists pseudo-instructions numbered from 256)
+_ENDS = frozenset(op for op in TERMINAL | UNCONDITIONAL if op < 256)
+_JUMP_OPS = frozenset(op for op in JUMPS if op < 256)
+
+
+def needs_cleaning(code: types.CodeType) -> bool:
+    """False when ``remove_dead_code`` and ``remove_pointless_jumps`` would leave ``code`` as
+    it is: no jump, no exception handler and only the last instruction ends it (so every
+    instruction is reached). Reads the opcodes of ``co_code`` without decoding them."""
+    if getattr(code, "co_exceptiontable", b""):
+        return True
+    ops = code.co_code[::2].rstrip(b"\0")   # opcode units; 0 is a 3.11+ inline cache entry
+    if not ops or ops[-1] not in TERMINAL:
+        return True
+    return sum(ops.count(op) for op in _ENDS) != 1 or any(op in ops for op in _JUMP_OPS)
