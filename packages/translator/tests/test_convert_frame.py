@@ -251,14 +251,20 @@ def test_global_state_restored_after_translation():
     assert len(rt.cache_entries(scale.__code__)) == 1
 
 
+
+def _state_changer(box, step):
+    """A translator that changes a registered piece of global state while it runs."""
+    class Changer(MinimalTranslator):
+        def run(self):
+            box["v"] += step
+            return MinimalTranslator.run(self)
+    return Changer
+
 def test_unrestorable_global_state_change_is_an_error():
     box = {"v": 0}
     register_global_state("test.mode", lambda: box["v"])  # no setter: cannot be restored
 
-    class Changer(MinimalTranslator):
-        def run(self):
-            box["v"] += 1
-            return MinimalTranslator.run(self)
+    Changer = _state_changer(box, 1)
     try:
         with rt.enable(convert_frame_assert(ft.lookup_backend("eager"), translator=Changer)):
             with pytest.raises(InternalTranslatorError, match="could not be restored: test.mode"):
@@ -277,10 +283,7 @@ def test_global_state_is_set_back_only_when_it_changed():
 
     register_global_state("test.counted", lambda: box["v"], setter, guarded=False)
 
-    class Changer(MinimalTranslator):
-        def run(self):
-            box["v"] += 10
-            return MinimalTranslator.run(self)
+    Changer = _state_changer(box, 10)
     try:
         with rt.enable(convert_frame(ft.lookup_backend("eager"))):
             scale(np.ones(1), 2)
@@ -297,10 +300,7 @@ def test_global_state_whose_setter_does_not_restore_is_an_error():
     box = {"v": 0}
     register_global_state("test.sticky", lambda: box["v"], lambda v: None)   # ignores the value
 
-    class Changer(MinimalTranslator):
-        def run(self):
-            box["v"] += 1
-            return MinimalTranslator.run(self)
+    Changer = _state_changer(box, 1)
     try:
         with rt.enable(convert_frame_assert(ft.lookup_backend("eager"), translator=Changer)):
             with pytest.raises(InternalTranslatorError, match="could not be restored: test.sticky"):

@@ -655,17 +655,11 @@ def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSi
         layout = stack_layout_base + [False] * pushes
         fn = _resume_function(code, target, names, f_globals, resume_cache, layout, insts[target].lineno)
         args = [t for t in held if t is not None] + outs + held_locals
-
-        def load_args(args: List[str] = args) -> None:
-            for t in args:
-                bc.load_fast(t)
-
-        bc.call_builtin(fn, load_args, nargs=len(args))
-        bc.return_value()
         for inst in bc.instructions:
             inst.positions = where
-        branch_labels[b] = bc.instructions[0]
-        body += bc.instructions
+        code_b = bc.instructions + _return_call(fn, args, where)
+        branch_labels[b] = code_b[0]
+        body += code_b
     if jump is not None:
         jump.target = branch_labels[1]
     return _replace_body(code, body)
@@ -794,13 +788,18 @@ def _exit_call(code: types.CodeType, insts: List[Instruction], index: Dict[int, 
         target = _ResumeUnbound(code, end, insts[end].lineno, sure, maybe, f_globals, resume_cache)
     else:
         target = _resume_function(code, end, sure, f_globals, resume_cache, (), insts[end].lineno)
+    return _return_call(target, sure, where)
+
+
+def _return_call(fn: Any, names: Sequence[str], where: Positions) -> List[Instruction]:
+    """``return fn(<each local of names>)``, at the user's position."""
     cg = Codegen()
 
     def load_args() -> None:
-        for name in sure:
+        for name in names:
             cg.load_fast(name)
 
-    cg.call_builtin(target, load_args, nargs=len(sure))
+    cg.call_builtin(fn, load_args, nargs=len(names))
     cg.return_value()
     for inst in cg.instructions:
         inst.positions = where
