@@ -251,7 +251,6 @@ def test_global_state_restored_after_translation():
     assert len(rt.cache_entries(scale.__code__)) == 1
 
 
-
 def _state_changer(box, step):
     """A translator that changes a registered piece of global state while it runs."""
     class Changer(MinimalTranslator):
