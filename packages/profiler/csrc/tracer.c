@@ -92,6 +92,7 @@ struct TracerObject {
     int monitoring;  /* backend: 1 = sys.monitoring callbacks, 0 = the C profile function */
     int tool_id;     /* sys.monitoring tool id held while recording, or -1 */
     PyObject *mon;   /* sys.monitoring (owned) while a tool id is held */
+    int failed;      /* start() raised: collect() reports no thread */
 };
 
 static PyTypeObject CtxType;
@@ -102,7 +103,7 @@ static PyTypeObject AnnotatedType;
 /* The tracer that is recording (owned), or NULL: only one records at a time. */
 static TracerObject *fh_active = NULL;
 
-#define FH_N_METHODS 14
+#define FH_N_METHODS 15
 static PyMethodDef fh_methods[FH_N_METHODS]; /* every method of this module: fh_is_internal */
 
 /* Calls into this module (stopping, annotation enter/exit) are the profiler's own work,
@@ -505,19 +506,31 @@ static PyThreadState *next_unprofiled(PyInterpreterState *interp, uint64_t after
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts != NULL;
          ts = PyThreadState_Next(ts)) {
         if (ts->id > after && ts->c_profilefunc == NULL && ts->c_profileobj == NULL &&
-            (found == NULL || ts->id < found->id)) {
+            !fh_is_holder(ts) && (found == NULL || ts->id < found->id)) {
             found = ts;
         }
     }
     return found;
 }
 
+/* The thread state at `ts` if it is still the one with that id, else NULL. Compares
+ * addresses only until it finds `ts`, so a freed state is never read. */
+static PyThreadState *find_thread(PyInterpreterState *interp, PyThreadState *ts, uint64_t id) {
+    for (PyThreadState *live = PyInterpreterState_ThreadHead(interp); live != NULL;
+         live = PyThreadState_Next(live)) {
+        if (live == ts) {
+            return live->id == id ? live : NULL;
+        }
+    }
+    return NULL;
+}
+
 /* Gives each thread state newer than `floor` that has no profile function a context of
  * `tracer` and fh_profile_first. Runs inside the profile function, so nothing escapes: a
- * failure leaves that thread unrecorded (and is reported as unraisable). One thread per
- * walk of the list: making a context may run Python code (a collection), which may let
- * threads come and go, so the thread state is looked up again, by address and id, right
- * before it is written. */
+ * failure leaves that thread unrecorded (and is reported as unraisable). One thread at a
+ * time: making its context and staging its function may run Python code (a collection, an
+ * audit hook), which may let threads come and go, so the thread state is only compared
+ * until it is found again, by address and id, right before the swap. */
 static void adopt_new_threads(TracerObject *tracer, uint64_t floor) {
     if (tracer == NULL || fh_active != tracer || tracer->state != FH_RECORDING ||
         tracer->monitoring) {
@@ -529,10 +542,10 @@ static void adopt_new_threads(TracerObject *tracer, uint64_t floor) {
     }
     PyObject *exc_type, *exc_value, *exc_tb;
     PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    Py_INCREF(tracer); /* Python code below could stop it and drop the last reference */
     if (fh_audit_setprofile() < 0) {
         PyErr_WriteUnraisable((PyObject *)tracer);
-        PyErr_Restore(exc_type, exc_value, exc_tb);
-        return;
+        goto done;
     }
     uint64_t after = floor;
     for (;;) {
@@ -548,30 +561,26 @@ static void adopt_new_threads(TracerObject *tracer, uint64_t floor) {
             continue;
         }
         ctx->unstarted = 1;
-        int appended = PyList_Append(tracer->ctxs, (PyObject *)ctx);
-        Py_DECREF(ctx); /* on success the list keeps it */
-        if (appended < 0) {
+        fh_stage stage = FH_STAGE_INIT;
+        if (PyList_Append(tracer->ctxs, (PyObject *)ctx) < 0 ||
+            fh_stage_set(&stage, fh_profile_first, (PyObject *)ctx) < 0) {
             PyErr_WriteUnraisable((PyObject *)tracer);
-            continue;
+        } else {
+            PyThreadState *live = find_thread(interp, ts, id);
+            if (live != NULL && live->c_profilefunc == NULL && live->c_profileobj == NULL &&
+                fh_active == tracer && tracer->state == FH_RECORDING) {
+                ctx->tstate = live;
+                ctx->recording = 1;
+                fh_stage_swap(&stage, live);
+            } /* else the context stays unclaimed; collect() leaves it out */
         }
-        /* The allocations above may have run Python code: find the thread state again. */
-        PyThreadState *live = PyInterpreterState_ThreadHead(interp);
-        while (live != NULL && live != ts) {
-            live = PyThreadState_Next(live);
-        }
-        if (live == NULL || live->id != id || live->c_profilefunc != NULL ||
-            live->c_profileobj != NULL || fh_active != tracer ||
-            tracer->state != FH_RECORDING) {
-            continue; /* the context stays unclaimed; collect() leaves it out */
-        }
-        ctx->tstate = live;
-        ctx->recording = 1;
-        if (fh_set_thread_profile(live, fh_profile_first, (PyObject *)ctx) < 0) {
-            ctx->recording = 0;
-            ctx->tstate = NULL;
+        if (fh_stage_release(&stage) < 0) {
             PyErr_WriteUnraisable((PyObject *)tracer);
         }
+        Py_DECREF(ctx);
     }
+done:
+    Py_DECREF(tracer);
     PyErr_Restore(exc_type, exc_value, exc_tb);
 }
 
@@ -588,36 +597,55 @@ static void spawn_end(CtxObject *ctx, PyObject *fn, int returned) {
     }
 }
 
-/* Records the frames already on a thread's stack (innermost given, borrowed) as start
- * frames, outermost first, keeping the innermost FH_MAX_START_DEPTH. */
-static int record_stack(CtxObject *ctx, PyFrameObject *innermost, uint64_t t) {
-    PyFrameObject *stack[FH_MAX_START_DEPTH];
-    int n = 0;
+/* The frames on a thread's stack, innermost first, at most FH_MAX_START_DEPTH (owned). */
+typedef struct {
+    PyFrameObject *f[FH_MAX_START_DEPTH];
+    int n;
+} fh_stack;
+
+static void drop_stack(fh_stack *st) {
+    for (int i = 0; i < st->n; i++) {
+        Py_DECREF(st->f[i]);
+    }
+    st->n = 0;
+}
+
+/* Reads the stack from `innermost` (borrowed, or NULL) outwards. From 3.11 this may
+ * create frame objects. Returns 0, or -1 with an exception set (nothing kept). */
+static int read_stack(fh_stack *st, PyFrameObject *innermost) {
+    st->n = 0;
     PyFrameObject *f = innermost;
     Py_XINCREF(f);
-    while (f != NULL && n < FH_MAX_START_DEPTH) {
-        stack[n++] = f;
+    while (f != NULL && st->n < FH_MAX_START_DEPTH) {
+        st->f[st->n++] = f;
         f = PyFrame_GetBack(f);
     }
     Py_XDECREF(f);
+    if (PyErr_Occurred()) { /* a frame object could not be made */
+        drop_stack(st);
+        return -1;
+    }
+    return 0;
+}
+
+/* Records a stack read by read_stack as start frames, outermost first, and releases it. */
+static int record_stack(CtxObject *ctx, fh_stack *st, uint64_t t) {
     int rc = 0;
-    for (int i = n - 1; i >= 0; i--) {
-        if (rc == 0) {
-            PyCodeObject *code = fh_frame_code(stack[i]);
-            fh_slot *slot = intern_py(ctx, code, shadow_top(ctx));
-            shadow_push(ctx, code);
-            if (slot == NULL) {
+    for (int i = st->n - 1; i >= 0 && rc == 0; i--) {
+        PyCodeObject *code = fh_frame_code(st->f[i]);
+        fh_slot *slot = intern_py(ctx, code, shadow_top(ctx));
+        shadow_push(ctx, code);
+        if (slot == NULL) {
+            rc = -1;
+        } else {
+            ctx_push(ctx, FH_EV_START_FRAME, slot->key1 - 1, t);
+            if (ctx->broken) {
+                PyErr_NoMemory();
                 rc = -1;
-            } else {
-                ctx_push(ctx, FH_EV_START_FRAME, slot->key1 - 1, t);
-                if (ctx->broken) {
-                    PyErr_NoMemory();
-                    rc = -1;
-                }
             }
         }
-        Py_DECREF(stack[i]);
     }
+    drop_stack(st);
     return rc;
 }
 
@@ -760,15 +788,21 @@ static void tracer_dealloc(TracerObject *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Creates the context of a thread and records its start frames (innermost borrowed). */
-static CtxObject *tracer_add_context(TracerObject *self, unsigned long thread_id,
-                                     PyFrameObject *innermost, uint64_t t) {
+/* Creates the context of a thread and records `st` as its start frames (released
+ * either way). Returns the context (borrowed: the tracer's list keeps it), or NULL with
+ * an exception set. */
+static CtxObject *add_context_with_stack(TracerObject *self, unsigned long thread_id,
+                                         fh_stack *st, uint64_t t) {
     CtxObject *ctx = ctx_new(self, thread_id);
     if (ctx == NULL) {
+        drop_stack(st);
         return NULL;
     }
-    if (PyList_Append(self->ctxs, (PyObject *)ctx) < 0 ||
-        record_stack(ctx, innermost, t) < 0) {
+    int appended = PyList_Append(self->ctxs, (PyObject *)ctx);
+    if (appended < 0) {
+        drop_stack(st);
+    }
+    if (appended < 0 || record_stack(ctx, st, t) < 0) {
         Py_DECREF(ctx);
         return NULL;
     }
@@ -776,9 +810,203 @@ static CtxObject *tracer_add_context(TracerObject *self, unsigned long thread_id
     return ctx;
 }
 
+/* Creates the context of the calling thread, with the frames from `innermost` (borrowed,
+ * or NULL) outwards as its start frames. */
+static CtxObject *tracer_add_context(TracerObject *self, unsigned long thread_id,
+                                     PyFrameObject *innermost, uint64_t t) {
+    fh_stack st;
+    if (read_stack(&st, innermost) < 0) {
+        return NULL;
+    }
+    return add_context_with_stack(self, thread_id, &st, t);
+}
+
 static void tracer_uninstall(TracerObject *self);
 
 #include "monitoring.h"
+
+/* A thread state seen in the interpreter's list: its address, dereferenced only while no
+ * Python code has run since it was seen (and only compared otherwise), and its id, which
+ * tells a state at a reused address apart. */
+typedef struct {
+    PyThreadState *ts;
+    uint64_t id;
+    unsigned long thread_id; /* read at collection (0 if the thread may not have run) */
+    int started;
+    CtxObject *ctx; /* borrowed: the tracer's list keeps it */
+    fh_stage stage;
+    int done;
+} fh_thread_ref;
+
+/* The interpreter's thread states (holders left out), in list order, in a new PyMem array
+ * of *count entries, or NULL with an exception set. Nothing is allocated while walking.
+ * The list can only grow between the two walks (PyMem_Calloc runs no Python code, and
+ * threads delete their states holding the GIL, but a thread started from C links its new
+ * state in without the GIL, in PyGILState_Ensure): then it is counted again. */
+static fh_thread_ref *collect_threads(PyInterpreterState *interp, Py_ssize_t *count) {
+    for (;;) {
+        Py_ssize_t n = 0;
+        for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts != NULL;
+             ts = PyThreadState_Next(ts)) {
+            n += !fh_is_holder(ts);
+        }
+        fh_thread_ref *refs = PyMem_Calloc((size_t)n + 1, sizeof(fh_thread_ref));
+        if (refs == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        Py_ssize_t m = 0;
+        for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts != NULL && m <= n;
+             ts = PyThreadState_Next(ts)) {
+            if (fh_is_holder(ts)) {
+                continue;
+            }
+            if (m < n) {
+                refs[m].ts = ts;
+                refs[m].id = ts->id;
+            }
+            m++;
+        }
+        if (m <= n) {
+            *count = m;
+            return refs;
+        }
+        PyMem_Free(refs);
+    }
+}
+
+/* Reads what start() needs of each collected thread: its id and its stack (frame
+ * objects, which 3.11+ may have to create). The caller has paused automatic collection:
+ * nothing here runs Python code, so every collected thread state is alive throughout. */
+static int read_threads(fh_thread_ref *refs, fh_stack *stacks, Py_ssize_t n,
+                        PyThreadState *me) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyThreadState *ts = refs[i].ts;
+        PyFrameObject *top = PyThreadState_GetFrame(ts);
+        if (top == NULL && PyErr_Occurred()) {
+            return -1;
+        }
+        /* A thread with frames has held the GIL, so its id is written; one without may
+         * be a thread that was just started and has not run yet (see `unstarted`). */
+        refs[i].started = top != NULL || ts == me;
+        refs[i].thread_id = refs[i].started ? ts->thread_id : 0;
+        int rc = read_stack(&stacks[i], top);
+        Py_XDECREF(top);
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Makes the context of each collected thread, recording the stacks read (all released,
+ * even on failure). Allocating may run Python code (a collection): thread states are
+ * only compared from here on. */
+static int make_contexts(TracerObject *self, fh_thread_ref *refs, fh_stack *stacks,
+                         Py_ssize_t n) {
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (rc < 0) {
+            drop_stack(&stacks[i]);
+            continue;
+        }
+        CtxObject *ctx = add_context_with_stack(self, refs[i].thread_id, &stacks[i],
+                                                self->t0_ticks);
+        if (ctx == NULL) {
+            rc = -1;
+            continue;
+        }
+        ctx->tstate = refs[i].ts;
+        ctx->unstarted = !refs[i].started && !self->monitoring;
+        refs[i].ctx = ctx;
+    }
+    return rc;
+}
+
+static inline int is_fh_profile(Py_tracefunc func) {
+    return func == fh_profile || func == fh_profile_first;
+}
+
+/* Releases every stage of refs[0..n), keeping the exception set on entry if any (a
+ * failure to release is dropped then; see fh_stage_release). Returns 0, or -1 with an
+ * exception set when a release failed and none was set on entry. */
+static int release_stages(fh_thread_ref *refs, Py_ssize_t n) {
+    int rc = 0;
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (fh_stage_release(&refs[i].stage) < 0) {
+            if (rc == 0 && exc_type == NULL) {
+                PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+                rc = -1;
+            } else {
+                PyErr_Clear();
+            }
+        }
+    }
+    PyErr_Restore(exc_type, exc_value, exc_tb);
+    return rc;
+}
+
+/* Installs the profile function of the collected threads. Every function is staged
+ * first (from 3.12 each stage runs the audit hooks: Python code, during which threads may
+ * come and go), then all are swapped in by one walk of the list that runs no Python code,
+ * matching thread states by address and id. An audit hook refusing leaves nothing
+ * installed. A collected thread gone by then keeps no context. */
+static int install_profile(TracerObject *self, PyInterpreterState *interp,
+                           fh_thread_ref *refs, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        CtxObject *ctx = refs[i].ctx;
+        if (fh_stage_set(&refs[i].stage, ctx->unstarted ? fh_profile_first : fh_profile,
+                         (PyObject *)ctx) < 0) {
+            release_stages(refs, n);
+            return -1;
+        }
+    }
+    if (fh_active != self || self->state != FH_RECORDING) {
+        release_stages(refs, n);
+        PyErr_SetString(PyExc_RuntimeError, "the profiler was stopped while it started");
+        return -1;
+    }
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts != NULL;
+         ts = PyThreadState_Next(ts)) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            fh_thread_ref *ref = &refs[i];
+            if (ref->done || ref->ts != ts || ts->id != ref->id) {
+                continue;
+            }
+            ref->done = 1;
+            fh_stage_swap(&ref->stage, ts);
+            /* What the thread had (now in the stage) is restored at stop. */
+            CtxObject *ctx = ref->ctx;
+            Py_tracefunc prev = fh_stage_func(&ref->stage);
+            if (!is_fh_profile(prev)) {
+                ctx->prev_func = prev;
+                ctx->prev_obj = fh_stage_obj(&ref->stage);
+                Py_XINCREF(ctx->prev_obj);
+            }
+            if (!ctx->unstarted) {
+                ctx->tstate = NULL;
+            }
+            break;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* A thread that ended before its function was installed: its start frames are
+         * not kept. (A context made for a thread that had not run may have been claimed
+         * by threading's hook meanwhile: what it recorded is kept.) */
+        if (!refs[i].done && !refs[i].ctx->unstarted) {
+            refs[i].ctx->recording = 0;
+            refs[i].ctx->thread_id = 0;
+        }
+    }
+    /* Each stage now holds what its thread had before (or our function, for a thread that
+     * ended): letting go of it is not the start's business, whatever a hook says. */
+    if (release_stages(refs, n) < 0) {
+        PyErr_Clear();
+    }
+    return 0;
+}
 
 static PyObject *tracer_start(TracerObject *self, PyObject *Py_UNUSED(ignored)) {
     if (self->state != FH_NEW) {
@@ -796,93 +1024,68 @@ static PyObject *tracer_start(TracerObject *self, PyObject *Py_UNUSED(ignored)) 
     if (self->monitoring && fh_mon_prepare(self) < 0) {
         fh_mon_release(self);
         self->state = FH_STOPPED;
+        self->failed = 1;
         return NULL;
     }
     /* Before 3.12 the "sys.setprofile" audit event is raised here, once (it may run
      * Python code, so before the clock anchor and before any thread is looked at). */
     if (!self->monitoring && fh_audit_setprofile() < 0) {
         self->state = FH_STOPPED;
+        self->failed = 1;
         return NULL;
     }
     fh_pool_warm();
+    int gc_token = fh_gc_pause();
 
     fh_tick_anchor(&self->t0_ticks, &self->t0_ns);
     PyThreadState *me = PyThreadState_Get();
     PyInterpreterState *interp = PyThreadState_GetInterpreter(me);
-    for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts != NULL;
-         ts = PyThreadState_Next(ts)) {
-        PyFrameObject *top = PyThreadState_GetFrame(ts);
-        if (top == NULL && PyErr_Occurred()) {
-            goto error;
-        }
-        /* A thread with frames has held the GIL, so its id is written; one without may
-         * be a thread that was just started and has not run yet (see `unstarted`). */
-        int started = top != NULL || ts == me;
-        Py_tracefunc prev_func = ts->c_profilefunc;
-        PyObject *prev_obj = ts->c_profileobj;
-        CtxObject *ctx = tracer_add_context(self, started ? ts->thread_id : 0, top,
-                                            self->t0_ticks);
-        Py_XDECREF(top);
-        if (ctx == NULL) {
-            goto error;
-        }
-        ctx->tstate = ts;
-        ctx->unstarted = !started && !self->monitoring;
-        if (!self->monitoring && prev_func != fh_profile && prev_func != fh_profile_first) {
-            ctx->prev_func = prev_func;
-            ctx->prev_obj = prev_obj;
-            Py_XINCREF(ctx->prev_obj);
+    /* From collecting the thread states to resuming collection no Python code runs, so no
+     * thread can end (a thread deletes its state holding the GIL, which we keep) and no
+     * frame being read can be popped. */
+    Py_ssize_t n = 0;
+    fh_stack *stacks = NULL;
+    fh_thread_ref *refs = collect_threads(interp, &n);
+    if (refs != NULL) {
+        stacks = PyMem_Calloc((size_t)n + 1, sizeof(fh_stack));
+        if (stacks == NULL) {
+            PyErr_NoMemory();
         }
     }
-    /* Install only once every context exists, so a failure leaves nothing behind. */
+    int read = stacks != NULL ? read_threads(refs, stacks, n, me) : -1;
+    fh_gc_resume(gc_token);
+    /* A collection due meanwhile (3.11) runs here, while the contexts are made: before
+     * anything records. */
+    int made = read == 0 ? make_contexts(self, refs, stacks, n) : -1;
+    for (Py_ssize_t i = 0; stacks != NULL && i < n; i++) {
+        drop_stack(&stacks[i]); /* what a failure left unread */
+    }
+    PyMem_Free(stacks);
+    if (made < 0) {
+        goto error;
+    }
     Py_INCREF(self);
     fh_active = self;
     self->state = FH_RECORDING;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
+        ((CtxObject *)PyList_GET_ITEM(self->ctxs, i))->recording = 1;
+    }
     if (self->monitoring) {
         CtxObject *mine = NULL;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
-            CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(self->ctxs, i);
-            ctx->recording = 1;
-            if (ctx->tstate == me) {
-                mine = ctx;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (refs[i].ts == me) {
+                mine = refs[i].ctx;
             }
         }
         if (fh_mon_install(self, mine) < 0) {
             tracer_uninstall(self);
             goto error;
         }
-        goto listen;
+    } else if (install_profile(self, interp, refs, n) < 0) {
+        tracer_uninstall(self);
+        goto error;
     }
-    /* Match contexts to the live thread list by address only: building the contexts
-     * allocated, and a collection could have let a thread finish in the meantime. The
-     * walk restarts after each install (see fh_set_thread_profile); `recording` marks the
-     * contexts done. */
-    PyThreadState *ts = PyInterpreterState_ThreadHead(interp);
-    while (ts != NULL) {
-        CtxObject *ctx = NULL;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
-            CtxObject *c = (CtxObject *)PyList_GET_ITEM(self->ctxs, i);
-            if (c->tstate == ts && !c->recording) {
-                ctx = c;
-                break;
-            }
-        }
-        if (ctx == NULL) {
-            ts = PyThreadState_Next(ts);
-            continue;
-        }
-        if (!ctx->unstarted) {
-            ctx->tstate = NULL;
-        }
-        ctx->recording = 1;
-        if (fh_set_thread_profile(ts, ctx->unstarted ? fh_profile_first : fh_profile,
-                                  (PyObject *)ctx) < 0) {
-            tracer_uninstall(self);
-            goto error;
-        }
-        ts = PyInterpreterState_ThreadHead(interp);
-    }
-listen:
+    PyMem_Free(refs);
     if (self->runtime != NULL) {
         if (self->runtime->add_listener(on_runtime_event, self) < 0) {
             PyErr_Clear();
@@ -893,48 +1096,105 @@ listen:
     Py_RETURN_TRUE;
 
 error:
+    PyMem_Free(refs);
     self->state = FH_STOPPED;
+    self->failed = 1; /* collect() returns no thread: nothing was recorded */
     tracer_detach_contexts(self);
     return NULL;
 }
 
-/* Takes the profile function off every thread that still runs it (restoring whatever
- * that thread had before), and releases the single-recorder slot. */
+/* The context of ours that `ts` runs for `tracer` and that was not released yet, or
+ * NULL. */
+static CtxObject *releasable_context(PyThreadState *ts, TracerObject *tracer) {
+    if (!is_fh_profile(ts->c_profilefunc) || fh_is_holder(ts)) {
+        return NULL;
+    }
+    CtxObject *ctx = (CtxObject *)ts->c_profileobj;
+    return ctx->tracer == tracer && !ctx->released ? ctx : NULL;
+}
+
+#define FH_RELEASE_BATCH 32
+
+/* Takes the profile function off every thread that runs one of `self`'s contexts,
+ * restoring what the thread had before. In rounds of at most FH_RELEASE_BATCH threads
+ * (so no allocation can fail): one walk collects them (each is attempted once), their
+ * previous functions are staged (from 3.12 that runs audit hooks), and one walk without
+ * Python code swaps them in. If an audit hook refuses a previous function, the thread is
+ * left with none; ours comes off regardless. Never raises (failures are unraisable). */
+static void release_threads(TracerObject *self) {
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
+    if (fh_audit_setprofile() < 0) {
+        PyErr_WriteUnraisable((PyObject *)self); /* stopping goes on regardless */
+    }
+    for (;;) {
+        fh_thread_ref refs[FH_RELEASE_BATCH];
+        memset(refs, 0, sizeof(refs));
+        Py_ssize_t n = 0;
+        for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp);
+             ts != NULL && n < FH_RELEASE_BATCH; ts = PyThreadState_Next(ts)) {
+            CtxObject *ctx = releasable_context(ts, self);
+            if (ctx != NULL) {
+                ctx->released = 1;
+                refs[n].ts = ts;
+                refs[n].id = ts->id;
+                refs[n].ctx = ctx;
+                n++;
+            }
+        }
+        if (n == 0) {
+            break;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            CtxObject *ctx = refs[i].ctx;
+            Py_tracefunc prev = ctx->prev_func;
+            if (fh_stage_set(&refs[i].stage, prev, prev != NULL ? ctx->prev_obj : NULL) < 0) {
+                PyErr_WriteUnraisable((PyObject *)self);
+                /* without its previous function: staging none runs no audit hook */
+                if (fh_stage_set(&refs[i].stage, NULL, NULL) < 0) {
+                    PyErr_WriteUnraisable((PyObject *)self);
+                    refs[i].done = 1; /* no holder: the inert function stays */
+                }
+            }
+        }
+        for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts != NULL;
+             ts = PyThreadState_Next(ts)) {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                fh_thread_ref *ref = &refs[i];
+                if (ref->done || ref->ts != ts || ts->id != ref->id) {
+                    continue;
+                }
+                ref->done = 1;
+                /* unless the thread changed its function meanwhile */
+                if (is_fh_profile(ts->c_profilefunc) &&
+                    ts->c_profileobj == (PyObject *)ref->ctx) {
+                    fh_stage_swap(&ref->stage, ts);
+                }
+                break;
+            }
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (fh_stage_release(&refs[i].stage) < 0) {
+                PyErr_WriteUnraisable((PyObject *)self);
+            }
+        }
+    }
+}
+
+/* Stops recording: takes the profile function off every thread that still runs it
+ * (restoring whatever that thread had before), and releases the single-recorder slot. */
 static void tracer_uninstall(TracerObject *self) {
     PyObject *exc_type, *exc_value, *exc_tb;
     PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
+        ((CtxObject *)PyList_GET_ITEM(self->ctxs, i))->recording = 0;
+    }
     if (self->monitoring) {
         fh_mon_uninstall(self);
-    }
-    PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
-    if (!self->monitoring && fh_audit_setprofile() < 0) {
-        PyErr_WriteUnraisable((PyObject *)self); /* stopping goes on regardless */
-    }
-    /* Each thread is attempted once (ctx->released); the walk restarts after each change,
-     * since setting a profile function may run Python code (see fh_set_thread_profile). */
-    PyThreadState *ts = PyInterpreterState_ThreadHead(interp);
-    while (ts != NULL) {
-        CtxObject *ctx = (CtxObject *)ts->c_profileobj;
-        if ((ts->c_profilefunc != fh_profile && ts->c_profilefunc != fh_profile_first) ||
-            ctx->tracer != self || ctx->released) {
-            ts = PyThreadState_Next(ts);
-            continue;
-        }
-        ctx->released = 1;
-        /* Take our reference to the previous object before the change drops ctx. */
-        PyObject *prev_obj = ctx->prev_obj;
-        Py_tracefunc prev_func = ctx->prev_func;
-        ctx->prev_obj = NULL;
-        if (fh_set_thread_profile(ts, prev_func, prev_func != NULL ? prev_obj : NULL) < 0) {
-            PyErr_WriteUnraisable((PyObject *)self);
-        }
-        Py_XDECREF(prev_obj);
-        ts = PyInterpreterState_ThreadHead(interp);
+    } else {
+        release_threads(self);
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
-        CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(self->ctxs, i);
-        ctx->recording = 0;
-        Py_CLEAR(ctx->prev_obj);
+        Py_CLEAR(((CtxObject *)PyList_GET_ITEM(self->ctxs, i))->prev_obj);
     }
     if (self->listening) {
         if (self->runtime->remove_listener(on_runtime_event, self) < 0) {
@@ -1105,7 +1365,7 @@ static PyObject *tracer_collect(TracerObject *self, PyObject *Py_UNUSED(ignored)
     if (threads == NULL) {
         return NULL;
     }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
+    for (Py_ssize_t i = 0; !self->failed && i < PyList_GET_SIZE(self->ctxs); i++) {
         CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(self->ctxs, i);
         if (ctx->thread_id == 0) {
             continue; /* made for a thread that had not run, and did not while recording */
@@ -1353,6 +1613,10 @@ static PyObject *fh_runtime_available(PyObject *module, PyObject *Py_UNUSED(igno
     return PyBool_FromLong(runtime_api() != NULL);
 }
 
+static PyObject *fh_profile_function_installed(PyObject *module, PyObject *Py_UNUSED(ignored)) {
+    return PyBool_FromLong(is_fh_profile(PyThreadState_Get()->c_profilefunc));
+}
+
 /* Every method of the module's types, in one array (see fh_is_internal). */
 static PyMethodDef fh_methods[FH_N_METHODS] = {
     /* 0: Tracer */
@@ -1377,6 +1641,8 @@ static PyMethodDef fh_methods[FH_N_METHODS] = {
      "Whether the calling thread is being recorded."},
     {"runtime_available", fh_runtime_available, METH_NOARGS,
      "Whether framehook-runtime's event interface (ABI 1) can be imported."},
+    {"profile_function_installed", fh_profile_function_installed, METH_NOARGS,
+     "Whether the calling thread runs this module's profile function (recording or not)."},
     {NULL, NULL, 0, NULL},
 };
 #define FH_TRACER_METHODS (fh_methods + 0)
