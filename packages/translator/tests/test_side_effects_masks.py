@@ -439,7 +439,7 @@ def test_masked_values_do_not_recompile_on_new_contents():
     assert entries(mask_sum) == 1
 
 
-def test_mask_length_read_breaks():
+def test_mask_length_read_in_the_graph():
     def shape_of(x):
         return x[x > 0].shape
 
@@ -447,10 +447,19 @@ def test_mask_length_read_breaks():
         y = x[x > 0]
         return y * len(y)
 
+    def length_in_range(x):
+        return list(range(len(x[x > 0])))
+
+    # the length of a mask result is read by the graph when it runs
     for fn in (shape_of, length_then_use):
         out = ft.explain(fn)(X)
-        assert [b.code for b in out.break_reasons][:1] == ["FH011"], str(out)
+        assert out.graph_break_count == 0, str(out)
         check_agrees(fn, (X,), (X,), (-X,))
+    # range() needs it as a Python number: a break
+    out = ft.explain(length_in_range)(X)
+    assert [b.code for b in out.break_reasons][:1] == ["FH011"], str(out)
+    assert "(a dynamic dimension)" in out.break_reasons[0].reason
+    check_agrees(length_in_range, (X,), (X,), (-X,))
 
 
 def test_mask_with_wrong_shape_raises_like_numpy():

@@ -190,7 +190,7 @@ def br_repeat_data(x):
 
 
 def br_bool_index(x):
-    return len(x[x[:, 0] > 0])   # the mask is captured; the length of its result is data-dependent
+    return list(range(len(x[x[:, 0] > 0])))   # the mask is captured; range() needs its data-dependent length
 
 
 BREAKING = [

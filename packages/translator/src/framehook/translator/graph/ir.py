@@ -10,8 +10,10 @@ A graph is a list of nodes in execution order. Node kinds:
 
 Arguments hold nodes, constants, and tuples/lists/dicts/slices of those. Each node has a
 ``meta`` dict: ``val`` (an ``ArrayMeta``/``ScalarMeta`` or None), ``stack`` (the user's
-location as ``(filename, lineno, function name)``) and ``impure`` (True for nodes that
-mutate their arguments; dead-code elimination keeps those).
+location as ``(filename, lineno, function name)``), ``impure`` (True for nodes that
+mutate their arguments; dead-code elimination keeps those) and ``cannot_raise`` (True for
+an operation whose target may raise in general but not here, like reading ``x.shape[0]``
+of an array whose ndim is guarded: dead-code elimination may drop it).
 """
 from __future__ import annotations
 
@@ -253,7 +255,7 @@ class Graph:
         for node in reversed(list(self.nodes)):
             if node.kind in (NodeKind.PLACEHOLDER, NodeKind.OUTPUT) or node.users or node.impure:
                 continue
-            if node.kind is NodeKind.CALL and node.target in MAY_RAISE_TARGETS:
+            if node.kind is NodeKind.CALL and node.target in MAY_RAISE_TARGETS and not node.meta.get("cannot_raise"):
                 continue
             for inp in node.inputs():
                 inp.users.pop(node, None)

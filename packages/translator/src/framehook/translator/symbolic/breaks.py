@@ -64,13 +64,16 @@ _TABLE = [
     BreakKind("FH010", "loop unroll limit",
               "a loop ran more iterations than config.max_unrolled_iterations while being traced",
               "raise config.max_unrolled_iterations, or use a vectorized numpy formulation"),
-    BreakKind("FH011", "data-dependent shape",
-              "an operation's result shape depends on array contents and the code needs that shape at trace "
-              "time: the shape or length of a boolean-mask result (`x[mask]` itself stays in the graph with a "
-              "symbolic dimension), a mask inside a tuple index, nonzero, unique, shape arguments computed "
-              "from array values",
-              "keep reducing or combining the masked values in the graph (`x[m].sum()`), use "
-              "`np.where(mask, a, b)`, or move the operation out of the function"),
+    BreakKind("FH011", "data-dependent or dynamic size needed as a number",
+              "Python needs, at trace time, the value of a size that is only known when the graph runs: "
+              "a dimension marked dynamic (after a recompilation, or with `dynamic=True`) or the length of a "
+              "boolean-mask result used by `range()`, a branch, formatting, list indexing or as an axis; "
+              "iteration over an array whose first dimension is dynamic; a mask inside a tuple index, "
+              "nonzero, unique, shape arguments computed from array values. Reading such a size "
+              "(`x.shape[0]`, `len(x)`, `x.size`) and using it in arithmetic, comparisons, as a size "
+              "argument (`np.zeros(n)`, `x.reshape(n, -1)`), an index or a slice bound stays in the graph",
+              "keep the size in the graph (`x[: n // 2]`, `np.arange(n)`, `x[m].sum()`), use "
+              "`np.where(mask, a, b)` instead of a mask, or pass `dynamic=False` to specialize on every shape"),
     BreakKind("FH012", "array value converted to a Python object",
               "an array or numpy scalar computed in the graph is turned into a Python number, bool, list or "
               "string (`float(x)`, `x.item()`, `x.tolist()`, `bool(x)`, formatting)",

@@ -37,8 +37,9 @@ def _no_kwargs(fr: "FrameTracer", name: str, kwargs: Dict[str, V]) -> None:
 
 def _fold(fr: "FrameTracer", fn: Callable[..., Any], args: List[V], kwargs: Dict[str, V]) -> V:
     """Call ``fn`` now on trace-time values."""
-    values = [fr.const_of(a) for a in args]
-    kw = {k: fr.const_of(a) for k, a in kwargs.items()}
+    why = f"{getattr(fn, '__name__', 'the call')}()"
+    values = [fr.const_of(a, why) for a in args]
+    kw = {k: fr.const_of(a, why) for k, a in kwargs.items()}
     try:
         result = fn(*values, **kw)
     except Exception as e:
@@ -74,10 +75,7 @@ def _len(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
     if isinstance(v, Tensor):
         if not v.is_array or v.meta.ndim == 0:
             raise fr.brk("FH009", f"len() of unsized {v.describe()}")
-        n = v.meta.shape[0]
-        if not isinstance(n, int):
-            raise fr.brk("FH011", "len() of an array with a symbolic first dimension")
-        return Const(n)
+        return fr.tracer.read_dim(v, 0)
     return _fold(fr, len, args, kwargs)
 
 
@@ -120,6 +118,9 @@ def _type(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
 
 def _make_pure(fn: Any) -> Handler:
     def handler(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+        if fn is pow and len(args) == 2 and fr.python_int(args[0]) and isinstance(args[1], Tensor) and \
+                fr.python_int(args[1]):
+            args = [args[0], Const(fr.const_of(args[1], "the exponent of an int power"))]   # as in binary()
         if fn in (round, divmod, pow) and _has_tensor(args + list(kwargs.values())):
             return fr.tracer.record(fn, args, kwargs, name=fn.__name__)
         if fn in (any, all) and args and not isinstance(args[0], Const):
@@ -141,6 +142,8 @@ def _make_convert(fn: type) -> Handler:
                 raise fr.brk("FH012", f"{fn.__name__}() of {v.describe()} computed in the graph")
             if type(v.meta.hint) is fn:
                 return v
+            if fn is not bool and fr.tracer.is_symbolic_number(v):
+                return fr.tracer.record(fn, args, name=fn.__name__)   # float(len(x)): in the graph
         return _fold(fr, fn, args, kwargs)
     return handler
 
@@ -162,6 +165,8 @@ def _make_minmax(fn: Any) -> Handler:
         items = fr.iterate(args[0]) if len(args) == 1 else list(args)
         if any(isinstance(i, Tensor) and i.is_array for i in items):
             raise fr.brk("FH002", f"{fn.__name__}() compares array values")
+        if not kwargs and len(items) > 1 and any(fr.tracer.is_symbolic_number(i) for i in items):
+            return fr.tracer.record(fn, items, name=fn.__name__)   # min(n, 8) of a dynamic dimension
         values = [fr.const_of(i) for i in items]
         kw = {k: fr.const_of(v) for k, v in kwargs.items()}
         try:
@@ -275,13 +280,15 @@ def _numpy_call(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V])
     name = nps.numpy_name(fn)
     tracer = fr.tracer
     if fn in nps.SHAPE_QUERIES:
-        (a,) = args
-        if isinstance(a, Tensor) and a.is_array:
-            meta = a.meta
-            if not meta.is_static and fn is not np.ndim:
-                raise fr.brk("FH011", f"{name} of an array with symbolic dimensions")
-            return Const({np.shape: meta.shape, np.ndim: meta.ndim}.get(fn, None) if fn is not np.size
-                         else meta.size)
+        a = args[0] if args else kwargs.get("a")
+        if isinstance(a, Tensor) and a.is_array and len(args) + len(kwargs) == 1:
+            if fn is np.ndim:
+                return Const(a.meta.ndim)
+            return tracer.read_shape(a) if fn is np.shape else tracer.read_size(a)
+        if fn is np.size and isinstance(a, Tensor) and a.is_array and len(args) + len(kwargs) == 2:
+            axis = fr.const_of(args[1] if len(args) == 2 else kwargs.get("axis", Const(None)), "numpy.size's axis")
+            if isinstance(axis, int) and -a.meta.ndim <= axis < a.meta.ndim:
+                return tracer.read_dim(a, axis % a.meta.ndim)
         return _fold(fr, fn, args, kwargs)
     if fn in nps.META_ONLY:
         try:
@@ -297,6 +304,8 @@ def _numpy_call(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V])
         for k, a in kwargs.items():
             if k not in names and _has_array([a]):
                 raise fr.brk("FH011", f"{name}: argument {k}= is computed from array values")
+    if fn is np.squeeze and len(args) == 1:
+        _check_squeeze(fr, args[0], kwargs)
     if fn is np.where and len(args) + len(kwargs) == 1:
         raise fr.brk("FH011", "numpy.where with one argument (the indices of true elements)")
     if fn in (np.repeat, np.tile) and any(_has_array([a]) for a in args[1:]):
@@ -305,27 +314,42 @@ def _numpy_call(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V])
         out = kwargs["out"]
         if not (isinstance(out, Tensor) or (isinstance(out, TupleV) and all(isinstance(i, Tensor) for i in out.items))):
             raise fr.brk("FH004", f"{name}: out= must be an array")
-    # Python numbers stay graph inputs only where they are values (not axes, sizes, ...)
+    # Python numbers stay graph inputs only where they are values (not axes, sizes, ...);
+    # graph ints (dynamic dimensions) also where they are sizes
+    sized = [False]
     if not isinstance(fn, np.ufunc):
         value_args = nps.VALUE_ARGS.get(fn, (set(), set()))
-        args = [a if i in value_args[0] else _specialize_numbers(fr, a) for i, a in enumerate(args)]
-        kwargs = {k: a if k in value_args[1] else _specialize_numbers(fr, a) for k, a in kwargs.items()}
+        size_args = nps.SIZE_ARGS.get(fn, (set(), set()))
+
+        def arg(key: Any, a: V, kind: int) -> V:
+            if key in value_args[kind]:
+                return a
+            why = f"argument {key + 1} of {name}" if kind == 0 else f"{key}= of {name}"
+            return _specialize_numbers(fr, a, why, sized if key in size_args[kind] else None)
+
+        args = [arg(i, a, 0) for i, a in enumerate(args)]
+        kwargs = {k: arg(k, a, 1) for k, a in kwargs.items()}
     else:
-        kwargs = {k: _specialize_numbers(fr, a) for k, a in kwargs.items()}
+        kwargs = {k: _specialize_numbers(fr, a, f"{k}= of {name}") for k, a in kwargs.items()}
     if not _has_tensor(args + list(kwargs.values())):
         result = _fold_numpy(fr, fn, args, kwargs, name)
         if result is not None:
             return result
-    return tracer.record(fn, args, kwargs, name=name, linalg=fn in nps.LINALG)
+    return tracer.record(fn, args, kwargs, name=name, linalg=fn in nps.LINALG, sized=sized[0])
 
 
-def _specialize_numbers(fr: "FrameTracer", v: V) -> V:
+def _specialize_numbers(fr: "FrameTracer", v: V, why: str = "", sizes: Any = None) -> V:
+    """``v`` with its graph numbers specialized (guarded on their value); with ``sizes`` (a
+    one-element list, set to True when one is kept), graph ints stay in the graph."""
     if isinstance(v, Tensor) and not v.is_array:
-        return Const(fr.const_of(v))
+        if sizes is not None and fr.tracer.is_symint(v):
+            sizes[0] = True
+            return v
+        return Const(fr.const_of(v, why))
     if isinstance(v, (TupleV, ListV)):
-        return type(v)([_specialize_numbers(fr, i) for i in v.items])
+        return type(v)([_specialize_numbers(fr, i, why, sizes) for i in v.items])
     if isinstance(v, DictV):
-        return DictV({k: _specialize_numbers(fr, i) for k, i in v.items.items()})
+        return DictV({k: _specialize_numbers(fr, i, why, sizes) for k, i in v.items.items()})
     return v
 
 
@@ -347,13 +371,30 @@ def _fold_numpy(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V],
     return None
 
 
+def _check_squeeze(fr: "FrameTracer", obj: V, kwargs: Dict[str, V]) -> None:
+    """squeeze() without an axis drops the dimensions that are 1: which ones, and so the
+    result's ndim, is not known for dynamic dimensions."""
+    axis = kwargs.get("axis")
+    if (axis is None or isinstance(axis, Const) and axis.value is None) and isinstance(obj, Tensor) and \
+            obj.is_array and not obj.meta.is_static:
+        raise fr.brk("FH011", "squeeze() without an axis on an array with dynamic dimensions (the result's "
+                              "ndim depends on which sizes are 1)")
+
+
 def _array_method(fr: "FrameTracer", obj: Tensor, name: str, args: List[V], kwargs: Dict[str, V]) -> V:
     # Python numbers received as arguments are specialized (guarded) below; values computed
     # from arrays would make the result's shape data-dependent
     if name in ("reshape", "transpose", "repeat") and any(_has_array([a]) for a in args):
         raise fr.brk("FH011", f".{name}() with arguments computed from array values")
-    args = [_specialize_numbers(fr, a) for a in args]
-    return fr.tracer.record(None, [obj] + args, kwargs, method=name)
+    if name == "squeeze" and not args:
+        _check_squeeze(fr, obj, kwargs)
+    sizes = nps.SIZE_METHOD_ARGS.get(name, set())
+    sized = [False]
+    args = [_specialize_numbers(fr, a, f"argument {i + 1} of .{name}()",
+                                sized if sizes is None or i in sizes else None) for i, a in enumerate(args)]
+    # keywords too: x.sum(axis=k) with k a graph number would give metadata for one k only
+    kwargs = {k: _specialize_numbers(fr, a, f"{k}= of .{name}()") for k, a in kwargs.items()}
+    return fr.tracer.record(None, [obj] + args, kwargs, method=name, sized=sized[0])
 
 
 def _list_method(fr: "FrameTracer", obj: ListV, name: str, args: List[V], kwargs: Dict[str, V]) -> V:

@@ -26,7 +26,7 @@ from . import numpy_support as nps
 from .breaks import GraphBreak
 from .loops import LoopAbort, capture_loop, left_body, lift
 from .side_effects import SideEffects, is_plain_object, plain_attribute
-from .values import NULL, Cell, CellV, Const, DictV, FuncV, IterV, Lazy, ListV, MethodV, ObjV, Tensor, TupleV, V
+from .values import NULL, Cell, CellV, Const, DictV, FuncV, IterV, Lazy, ListV, MethodV, ObjV, SliceV, Tensor, TupleV, V
 
 __all__ = ["Tracer", "FrameTracer", "ReturnValue", "StopTrace"]
 
@@ -106,6 +106,7 @@ class Tracer:
         self.keepalive: List[Any] = []
         self.dynamic_dims: Callable[[Source, np.ndarray], Tuple[int, ...]] = lambda source, value: ()
         self._syms = 0
+        self._dims: Dict[Tuple[Any, Any, int], Tensor] = {}   # (graph, array node, axis) -> its size read
         self.stop_at: Optional[int] = None     # root-frame instruction index to stop before
         self.side_effects = SideEffects(self)
 
@@ -218,6 +219,108 @@ class Tracer:
         raise self.brk("FH008", f"a value of type {t.__module__}.{t.__qualname__}"
                        + (f" at {source.name()}" if source is not None else ""))
 
+    # ------------------------------------------------------------ symbolic ints
+    # A dynamic dimension read in the code (``x.shape[0]``, ``len(x)``, ``x.size``) is a graph
+    # int: a node reading it from the array when the graph runs, with the size seen while
+    # tracing as its hint. Arithmetic on it is recorded like that on any graph number; it may
+    # be a size argument, an index or a slice bound (the result then gets fresh symbolic
+    # dimensions). Its value is never used at trace time: where Python needs the number
+    # (``range(n)``, a branch), the trace breaks (FH011), and the code after the break gets
+    # the number computed by the graph.
+    def read_dim(self, v: Tensor, axis: int) -> V:
+        """``v.shape[axis]``: a constant for a static dimension, else a graph int."""
+        d = v.meta.shape[axis]
+        if isinstance(d, int):
+            return Const(d)
+        key = (self.graph, v.node, axis)
+        known = self._dims.get(key)
+        if known is None:
+            stack = self.stack_location()
+            shape = self.graph.getattr(self.to_arg(v), "shape", stack=stack)
+            meta = ScalarMeta(int, d.hint if d.hint is not None else 2)   # 2: as ArrayMeta's proxies
+            node = self.graph.call(operator.getitem, (shape, axis), meta=meta, stack=stack)
+            node.meta["cannot_raise"] = True   # axis < ndim, which the guards fix
+            node.meta["dim"] = f"{self.describe_node(v.node)}.shape[{axis}]"
+            known = self._dims[key] = Tensor(node, meta)
+        return known
+
+    def read_shape(self, v: Tensor) -> V:
+        meta = v.meta
+        if meta.is_static:
+            return Const(meta.shape)
+        return TupleV([self.read_dim(v, i) for i in range(meta.ndim)])
+
+    def read_size(self, v: Tensor, name: str = "size") -> V:
+        """``v.size`` or ``v.nbytes``: a constant when every dimension is static."""
+        meta = v.meta
+        if meta.is_static:
+            return Const(getattr(meta.proxy(), name))
+        hint = 1
+        for d in meta.concrete_shape():
+            hint *= d
+        if name == "nbytes":
+            hint *= meta.dtype.itemsize
+        node = self.graph.getattr(self.to_arg(v), name, meta=ScalarMeta(int, hint), stack=self.stack_location())
+        node.meta["dim"] = f"{self.describe_node(v.node)}.{name}"
+        return Tensor(node, node.meta["val"])
+
+    def describe_node(self, node: Any) -> str:
+        """``L['x']`` for an input, else the node's name."""
+        while node in self.lifted_from:
+            node = self.lifted_from[node]
+        source = self.inputs.get(node)
+        return source.name() if source is not None else node.name
+
+    def number_sources(self, node: Any) -> Optional[List[Source]]:
+        """The Python-number inputs the graph number ``node`` is computed from; None when
+        an array (a dynamic dimension), a loop index or a carried value takes part."""
+        seen = set()
+        todo = [node]
+        sources = []
+        while todo:
+            n = todo.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            if not isinstance(n.meta.get("val"), ScalarMeta):
+                return None
+            if n.kind.value == "placeholder":
+                if n in self.inputs:
+                    sources.append(self.inputs[n])
+                elif n in self.lifted_from:
+                    todo.append(self.lifted_from[n])   # a loop invariant: the outer value
+                else:
+                    return None   # a loop index or carried value: different every iteration
+            todo.extend(n.inputs())
+        return sources
+
+    def is_symbolic_number(self, v: Any) -> bool:
+        """A Python number the graph computes that cannot be specialized (it depends on a
+        dynamic dimension or a loop index)."""
+        return isinstance(v, Tensor) and isinstance(v.meta, ScalarMeta) and self.number_sources(v.node) is None
+
+    def is_symint(self, v: Any) -> bool:
+        return self.is_symbolic_number(v) and v.meta.pytype is int
+
+    def dims_in(self, node: Any) -> List[str]:
+        """The dynamic dimensions (as ``L['x'].shape[0]``) a graph number is computed from."""
+        seen = set()
+        todo = [node]
+        found: List[str] = []
+        while todo:
+            n = todo.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            label = n.meta.get("dim")
+            if label is not None:
+                found.append(label)
+                continue
+            if n in self.lifted_from:
+                todo.append(self.lifted_from[n])
+            todo.extend(n.inputs())
+        return sorted(set(found))
+
     # ------------------------------------------------------------ errors
     def brk(self, code: str, reason: str) -> GraphBreak:
         e = GraphBreak(code, reason)
@@ -245,6 +348,8 @@ class Tracer:
             return [self.to_arg(i) for i in v.items]
         if isinstance(v, DictV):
             return {k: self.to_arg(i) for k, i in v.items.items()}
+        if isinstance(v, SliceV):
+            return slice(*(self.to_arg(p) for p in v.parts))
         raise self.brk("FH008", f"cannot pass {v.describe()} to a graph operation")
 
     def lift(self, node: Any) -> Any:
@@ -262,11 +367,15 @@ class Tracer:
             return [self.to_proxy(i) for i in v.items]
         if isinstance(v, DictV):
             return {k: self.to_proxy(i) for k, i in v.items.items()}
+        if isinstance(v, SliceV):
+            return slice(*(self.to_proxy(p) for p in v.parts))
         raise self.brk("FH008", f"cannot pass {v.describe()} to a graph operation")
 
     def record(self, target: Any, args: List[V], kwargs: Optional[Dict[str, V]] = None, *, method: Optional[str] = None,
-               name: Optional[str] = None, linalg: bool = False) -> V:
-        """Add a call (or method call) node; its metadata comes from running it on proxies."""
+               name: Optional[str] = None, linalg: bool = False, sized: bool = False) -> V:
+        """Add a call (or method call) node; its metadata comes from running it on proxies.
+        ``sized``: a graph int decides the result's shape (a size argument, a slice bound),
+        so its dimensions are symbolic."""
         kwargs = kwargs or {}
         label = name or (f".{method}" if method else nps.numpy_name(target))
         gargs = tuple(self.to_arg(a) for a in args)
@@ -286,7 +395,7 @@ class Tracer:
         else:
             node = self.graph.call(target, gargs, gkwargs, stack=stack)
         tensors = [a for a in _flatten(args + list(kwargs.values())) if isinstance(a, Tensor) and a.is_array]
-        symbolic = any(not a.meta.is_static for a in tensors)
+        symbolic = sized or any(not a.meta.is_static for a in tensors)
         return self.wrap_result(node, result, bool(tensors), label, symbolic)
 
     def wrap_result(self, node: Any, result: Any, from_arrays: bool, label: str, symbolic: bool = False) -> V:
@@ -432,36 +541,28 @@ class FrameTracer:
         if isinstance(v, Tensor) and v.is_python_scalar and self.specialize(v.node):
             return v.meta.hint
         if isinstance(v, Tensor):
+            dims = self.tracer.dims_in(v.node) if v.is_python_scalar else []
+            if dims:
+                what = "a branch" if why == "branch" else (why or "a Python value")
+                raise self.brk("FH011", f"{what} needs the value of {' and '.join(dims)} (a dynamic dimension)")
             code = "FH002" if why == "branch" else "FH012"
             raise self.brk(code, f"{why or 'a Python value'} needs the value of {v.describe()} computed in the graph")
-        if isinstance(v, ListV) and v.source is None:
-            return [self.const_of(i, why) for i in v.items]
+        if isinstance(v, ListV) and v.source is None or isinstance(v, TupleV) and not any(
+                isinstance(i, Tensor) and i.is_array for i in _flatten(v.items)):
+            items = [self.const_of(i, why) for i in v.items]
+            return items if isinstance(v, ListV) else tuple(items)
+        if isinstance(v, SliceV):
+            return slice(*(self.const_of(p, why) for p in v.parts))
         raise self.brk("FH008", f"{v.describe()} is not known at trace time")
 
     def specialize(self, node: Any) -> bool:
         """Guard on the value of every Python-number input ``node`` is computed from; False
         when an array takes part (then the value is data-dependent)."""
-        tracer = self.tracer
-        seen = set()
-        todo = [node]
-        sources = []
-        while todo:
-            n = todo.pop()
-            if n in seen:
-                continue
-            seen.add(n)
-            if not isinstance(n.meta.get("val"), ScalarMeta):
-                return False
-            if n.kind.value == "placeholder":
-                if n in tracer.inputs:
-                    sources.append(tracer.inputs[n])
-                elif n in tracer.lifted_from:
-                    todo.append(tracer.lifted_from[n])   # a loop invariant: the outer value
-                else:
-                    return False   # a loop index or carried value: different every iteration
-            todo.extend(n.inputs())
+        sources = self.tracer.number_sources(node)
+        if sources is None:
+            return False
         for src in sources:
-            tracer.guard(src, GuardKind.EQUALS_MATCH)
+            self.tracer.guard(src, GuardKind.EQUALS_MATCH)
         return True
 
     def truth(self, v: V) -> bool:
@@ -671,10 +772,11 @@ class FrameTracer:
             if obj.is_array:
                 meta = obj.meta
                 if name in nps.ARRAY_VALUE_ATTRS:
-                    if not meta.is_static and name in ("shape", "size", "nbytes"):
-                        raise self.brk("FH011", f"the {name} of an array with symbolic dimensions")
-                    proxy = meta.proxy()
-                    return Const(meta.shape if name == "shape" else getattr(proxy, name))
+                    if name == "shape":
+                        return tracer.read_shape(obj)
+                    if name in ("size", "nbytes"):
+                        return tracer.read_size(obj, name)
+                    return Const(getattr(meta.proxy(), name))
                 if name in nps.ARRAY_NODE_ATTRS:
                     return self.record_getattr(obj, name)
                 if name in nps.ARRAY_METHODS:
@@ -748,6 +850,11 @@ class FrameTracer:
                     raise self.brk("FH008", "an operator between an array and a container holding arrays")
             if op in INPLACE_TO_PLAIN and isinstance(a, Tensor) and not a.is_array:
                 op = INPLACE_TO_PLAIN[op]   # numbers are immutable: a += b is a = a + b
+            if op is operator.pow and self.python_int(a) and isinstance(b, Tensor) and self.python_int(b):
+                # int ** int is an int or a float by the exponent's sign: known at trace time
+                b = Const(self.const_of(b, "the exponent of an int power"))
+                if not isinstance(a, Tensor):
+                    return self.binary(op, a, b)
             return self.tracer.record(op, [a, b], name=f"operator.{op.__name__}")
         if isinstance(a, (TupleV, ListV)) or isinstance(b, (TupleV, ListV)):
             return self.sequence_op(op, a, b)
@@ -757,6 +864,12 @@ class FrameTracer:
             return Const(op(x, y))
         except Exception as e:
             raise self.brk("FH009", f"{op.__name__} raised {type(e).__name__}: {e}") from None
+
+    @staticmethod
+    def python_int(v: V) -> bool:
+        if isinstance(v, Tensor):
+            return not v.is_array and issubclass(v.pytype, int)
+        return isinstance(v, Const) and type(v.value) in (int, bool)
 
     def sequence_op(self, op: Callable[[Any, Any], Any], a: V, b: V) -> V:
         plain = INPLACE_TO_PLAIN.get(op, op)
@@ -838,6 +951,12 @@ class FrameTracer:
         b = self.pop()
         a = self.pop()
         op = COMPARE[inst.argval]
+        if any(self.tracer.is_symbolic_number(side) for side in (a, b)) and not any(
+                isinstance(side, Tensor) and side.is_array for side in (a, b)):
+            # ``n > 1`` on a dynamic dimension: a graph bool (a branch on it breaks)
+            result = self.binary(op, a, b)
+            self.push(Const(self.truth(result)) if PY313 and inst.arg & 16 else result)
+            return
         # Python numbers that entered the graph are specialized when compared
         for side in (a, b):
             if isinstance(side, Tensor) and side.is_python_scalar:
@@ -896,9 +1015,12 @@ class FrameTracer:
                         raise self.brk("FH011", "indexing with a boolean mask inside a tuple index")
                     if not part.is_array:
                         self.index_value(part)
-            return self.tracer.record(operator.getitem, [obj, self.index_value(idx)], name="operator.getitem")
+            idx = self.index_value(idx)
+            # a slice bound computed in the graph makes the length symbolic; an int index does not
+            sized = any(isinstance(p, SliceV) for p in _flatten([idx]))
+            return self.tracer.record(operator.getitem, [obj, idx], name="operator.getitem", sized=sized)
         if isinstance(obj, (TupleV, ListV)):
-            key = self.const_of(idx)
+            key = self.const_of(idx, f"indexing a {obj.describe()}")
             try:
                 if isinstance(key, slice):
                     return type(obj)(obj.items[key]) if isinstance(obj, TupleV) else ListV(obj.items[key])
@@ -926,12 +1048,12 @@ class FrameTracer:
         raise self.brk("FH008", f"indexing {obj.describe()}")
 
     def index_value(self, idx: V) -> V:
-        """An index for an array: constants, slices, tuples, arrays of integers, and ints
-        that differ from one iteration of a captured loop to the next (its index)."""
+        """An index for an array: constants, slices, tuples, arrays of integers, and graph
+        ints (a dynamic dimension, a loop index); other graph numbers are specialized."""
         if isinstance(idx, Tensor) and not idx.is_array:
-            if idx.pytype is int and self.tracer.loop_scopes and not self.specialize(idx.node):
+            if self.tracer.is_symint(idx):
                 return idx
-            return Const(self.const_of(idx))
+            return Const(self.const_of(idx, "an index"))
         if isinstance(idx, TupleV):
             return TupleV([self.index_value(i) for i in idx.items])
         return idx
@@ -945,7 +1067,7 @@ class FrameTracer:
         stop = self.pop()
         start = self.pop()
         obj = self.pop()
-        self.push(self.subscr(obj, Const(slice(self.const_of(start), self.const_of(stop)))))
+        self.push(self.subscr(obj, self.make_slice([start, stop])))
 
     def store_subscr(self, obj: V, idx: V, value: V) -> None:
         if isinstance(obj, Tensor) and obj.is_array:
@@ -983,7 +1105,7 @@ class FrameTracer:
         start = self.pop()
         obj = self.pop()
         value = self.pop()
-        self.store_subscr(obj, Const(slice(self.const_of(start), self.const_of(stop))), value)
+        self.store_subscr(obj, self.make_slice([start, stop]), value)
 
     def op_DELETE_SUBSCR(self, inst: Any) -> None:
         idx = self.pop()
@@ -1014,9 +1136,16 @@ class FrameTracer:
         values = self.popn(inst.arg)
         self.push(DictV(dict(zip(keys, values))))
 
+    def make_slice(self, parts: List[V]) -> V:
+        """A slice: bounds that are graph ints (dynamic dimensions, a loop index) stay in the
+        graph; other graph numbers are specialized."""
+        if any(self.tracer.is_symint(p) for p in parts):
+            return SliceV([p if self.tracer.is_symint(p) else Const(self.const_of(p, "a slice bound"))
+                           for p in parts])
+        return Const(slice(*(self.const_of(p, "a slice bound") for p in parts)))
+
     def op_BUILD_SLICE(self, inst: Any) -> None:
-        parts = [self.const_of(p) for p in self.popn(inst.arg)]
-        self.push(Const(slice(*parts)))
+        self.push(self.make_slice(self.popn(inst.arg)))
 
     def op_LIST_APPEND(self, inst: Any) -> None:
         v = self.pop()

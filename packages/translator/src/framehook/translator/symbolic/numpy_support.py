@@ -9,7 +9,7 @@ import numpy as np
 
 __all__ = ["NUMPY_FUNCTIONS", "CREATION", "LINALG", "ARRAY_METHODS", "ARRAY_VALUE_ATTRS", "ARRAY_NODE_ATTRS",
            "UFUNC_METHODS", "is_numpy_callable", "numpy_name", "run_on_proxies", "SHAPE_QUERIES",
-           "is_numpy_module"]
+           "is_numpy_module", "SIZE_ARGS", "SIZE_METHOD_ARGS"]
 
 
 def _collect(module: Any, names: str) -> Dict[Any, str]:
@@ -61,6 +61,20 @@ VALUE_ARGS = {np.where: ({1, 2}, {"x", "y"}), np.clip: ({1, 2}, {"a_min", "a_max
               np.linspace: ({0, 1}, {"start", "stop"}), np.logspace: ({0, 1}, {"start", "stop"}),
               np.nan_to_num: (set(), {"nan", "posinf", "neginf"}), np.isclose: ({1}, {"b"}),
               np.dot: ({0, 1}, set()), np.outer: ({0, 1}, set()), np.power: ({0, 1}, set())}
+
+#: arguments that are sizes (shapes, lengths, counts): a graph int there (a dynamic
+#: dimension read in the code) stays in the graph and makes the result's dimensions symbolic;
+#: the result's ndim and dtype never depend on the value
+SIZE_ARGS = {np.zeros: ({0}, {"shape"}), np.ones: ({0}, {"shape"}), np.empty: ({0}, {"shape"}),
+             np.full: ({0}, {"shape"}), np.zeros_like: (set(), {"shape"}), np.ones_like: (set(), {"shape"}),
+             np.empty_like: (set(), {"shape"}), np.full_like: (set(), {"shape"}),
+             np.arange: ({0, 1, 2}, {"start", "stop", "step"}), np.linspace: ({2}, {"num"}),
+             np.logspace: ({2}, {"num"}), np.eye: ({0, 1, 2}, {"N", "M", "k"}), np.identity: ({0}, {"n"}),
+             np.tri: ({0, 1, 2}, {"N", "M", "k"}), np.indices: ({0}, {"dimensions"}),
+             np.reshape: ({1}, {"shape", "newshape"}), np.broadcast_to: ({1}, {"shape"}),
+             np.repeat: ({1}, {"repeats"}), np.tile: ({1}, {"reps"})}
+#: array methods whose positional arguments are sizes
+SIZE_METHOD_ARGS = {"reshape": None, "repeat": {0}}   # None: every positional argument
 
 ARRAY_METHODS: FrozenSet[str] = frozenset("""sum mean std var prod max min argmax argmin all any cumsum cumprod
 reshape transpose swapaxes squeeze ravel flatten astype copy clip round dot conj conjugate repeat take sort argsort

@@ -56,7 +56,7 @@ from ..bytecode._compat import TERMINAL, UNCONDITIONAL
 from ..bytecode.transform import code_options, rebuild
 from ..graph import Graph
 from ..graph.ir import NodeKind
-from .values import NULL, Const, DictV, FuncV, Lazy, ListV, MethodV, ObjV, Tensor, TupleV, V
+from .values import NULL, Const, DictV, FuncV, Lazy, ListV, MethodV, ObjV, SliceV, Tensor, TupleV, V
 
 __all__ = ["CannotResume", "BreakSite", "break_site", "statement_site", "Rebuilder", "make_resume_code", "emit_break",
            "is_resume_code", "RESUME_PREFIX"]
@@ -419,6 +419,10 @@ class Rebuilder:
         if isinstance(v, MethodV):
             self.collect(v.obj)
             return
+        if isinstance(v, SliceV):
+            for part in v.parts:
+                self.collect(part)
+            return
         if isinstance(v, FuncV) and v.fn is not None:
             return
         raise CannotResume(f"the live value {v.describe()} cannot be rebuilt")
@@ -465,6 +469,10 @@ class Rebuilder:
         elif isinstance(v, MethodV):
             self.emit(cg, v.obj)
             cg.load_attr(v.name)
+        elif isinstance(v, SliceV):
+            for part in v.parts:
+                self.emit(cg, part)
+            cg.emit("BUILD_SLICE", arg=len(v.parts))
         else:
             assert isinstance(v, FuncV) and v.fn is not None
             cg.load_const(v.fn)

@@ -8,6 +8,7 @@
 * ``IterV``: an iterator being unrolled; ``FuncV``: a user function to inline;
 * ``MethodV``: a method bound to a symbolic value; ``NullV``: the NULL of the call protocol;
 * ``Cell``/``CellV``: closure cells;
+* ``SliceV``: a slice with a bound computed in the graph (a symbolic int, ``x[: n // 2]``);
 * ``ObjV``: a plain Python object (``types.SimpleNamespace``, an instance of a user class
   without attribute hooks) read from a source; its attributes are read through sources and
   its attribute stores are recorded as side effects (``side_effects.py``).
@@ -22,7 +23,7 @@ from ..graph import ArrayMeta, Node, ScalarMeta
 from ..sources import Source
 
 __all__ = ["V", "Const", "Tensor", "TupleV", "ListV", "DictV", "IterV", "FuncV", "MethodV", "NullV", "Cell",
-           "CellV", "Lazy", "NULL", "next_serial", "ObjV"]
+           "CellV", "Lazy", "NULL", "next_serial", "ObjV", "SliceV"]
 
 
 #: creation order of mutable symbolic values: a loop being captured refuses to mutate a
@@ -236,6 +237,19 @@ class ObjV(V):
 
     def __repr__(self) -> str:
         return f"ObjV({self.source.name() if self.source is not None else '?'})"
+
+
+class SliceV(V):
+    """``slice(start, stop, step)`` where some part is a graph int (the others are Consts):
+    only arrays can be indexed with it, and the result's length is symbolic."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: List[V]) -> None:
+        self.parts = list(parts)
+
+    def describe(self) -> str:
+        return "slice with a bound computed in the graph"
 
 
 class NullV(V):
