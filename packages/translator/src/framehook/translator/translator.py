@@ -115,6 +115,9 @@ class InstructionTranslatorBase:
 TranslatorFactory = Callable[..., InstructionTranslatorBase]
 
 
+_DYNAMIC = object()   # frame_state["ints"]: this int argument changed between compilations
+
+
 class MinimalTranslator(InstructionTranslatorBase):
     """Guards on the arguments; the original code keeps running."""
 
@@ -132,6 +135,21 @@ class MinimalTranslator(InstructionTranslatorBase):
         merged = tuple(None if (s is None or s != n) else s for s, n in zip(seen, value.shape))
         shapes[name] = merged
         return tuple(i for i, s in enumerate(merged) if s is None)
+
+    def dynamic_int(self, name: str, value: int) -> bool:
+        """Is the int argument ``name`` dynamic: with dynamic=True always, with dynamic=None
+        once its value differed between compilations (it then stays a graph value where it is
+        a size, an index or a slice bound, instead of being specialized on)."""
+        if self.dynamic is True or (self.dynamic is None and not config.assume_static_by_default):
+            return True
+        if self.dynamic is False or not config.automatic_dynamic_shapes:
+            return False
+        ints = self.frame_state.setdefault("ints", {})
+        seen = ints.get(name, value)
+        if seen is not _DYNAMIC and seen != value:
+            seen = _DYNAMIC
+        ints[name] = seen
+        return seen is _DYNAMIC
 
     def run(self) -> TranslationOutput:
         code = self.frame.code

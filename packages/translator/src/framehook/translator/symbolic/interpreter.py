@@ -105,6 +105,7 @@ class Tracer:
         self.current: Optional[FrameTracer] = None
         self.keepalive: List[Any] = []
         self.dynamic_dims: Callable[[Source, np.ndarray], Tuple[int, ...]] = lambda source, value: ()
+        self.dynamic_int: Callable[[Source, int], bool] = lambda source, value: False
         self._syms = 0
         self._dims: Dict[Tuple[Any, Any, int], Tensor] = {}   # (graph, array node, axis) -> its size read
         self.stop_at: Optional[int] = None     # root-frame instruction index to stop before
@@ -164,6 +165,8 @@ class Tracer:
                 self.guard(source, GuardKind.TYPE_MATCH)
                 meta = ArrayMeta.of(value) if isinstance(value, np.generic) else ScalarMeta(t, value)
             v = Tensor(self.placeholder_for(source, meta), meta, source)
+            if t is int and self.dynamic_int(source, value):
+                v.node.meta["dynamic"] = True   # a graph int where it is a size (see number_sources)
             if isinstance(value, np.ndarray):
                 self.first_source_of[id(value)] = (source, v)
                 self.keepalive.append(value)
@@ -271,9 +274,10 @@ class Tracer:
         source = self.inputs.get(node)
         return source.name() if source is not None else node.name
 
-    def number_sources(self, node: Any) -> Optional[List[Source]]:
+    def number_sources(self, node: Any, dynamic_ok: bool = False) -> Optional[List[Source]]:
         """The Python-number inputs the graph number ``node`` is computed from; None when
-        an array (a dynamic dimension), a loop index or a carried value takes part."""
+        an array (a dynamic dimension), a loop index or a carried value takes part, or (unless
+        ``dynamic_ok``: the value is needed, so it is specialized after all) a dynamic int."""
         seen = set()
         todo = [node]
         sources = []
@@ -285,8 +289,10 @@ class Tracer:
             if not isinstance(n.meta.get("val"), ScalarMeta):
                 return None
             if n.kind.value == "placeholder":
-                if n in self.inputs:
+                if n in self.inputs and (dynamic_ok or not n.meta.get("dynamic")):
                     sources.append(self.inputs[n])
+                elif n in self.inputs:
+                    return None
                 elif n in self.lifted_from:
                     todo.append(self.lifted_from[n])   # a loop invariant: the outer value
                 else:
@@ -558,7 +564,7 @@ class FrameTracer:
     def specialize(self, node: Any) -> bool:
         """Guard on the value of every Python-number input ``node`` is computed from; False
         when an array takes part (then the value is data-dependent)."""
-        sources = self.tracer.number_sources(node)
+        sources = self.tracer.number_sources(node, dynamic_ok=True)
         if sources is None:
             return False
         for src in sources:

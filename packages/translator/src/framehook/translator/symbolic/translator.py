@@ -134,6 +134,7 @@ class SymbolicTranslator(InstructionTranslatorBase):
         name = getattr(code, "co_qualname", code.co_name).replace("<", "").replace(">", "").replace(".", "_")
         tracer = Tracer(code, frame.f_globals, frame.f_builtins, self.add_guard, name=name)
         tracer.dynamic_dims = self.source_dynamic_dims
+        tracer.dynamic_int = lambda source, value: MinimalTranslator.dynamic_int(self, source.name(), value)  # type: ignore[arg-type]
         report.loops = tracer.loop_notes
         values: Dict[Any, Any] = {}
         derefs = set(code.co_cellvars) | set(code.co_freevars)
