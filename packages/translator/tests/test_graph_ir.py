@@ -198,3 +198,15 @@ def test_node_slices_render_with_slice_call():
     g.output(g.call(operator.getitem, (x, slice(None, n))))
     assert "getitem = x[:n]" in python_code(g)
     assert list(g.forward(np.arange(5), 2)) == [0, 1]
+
+
+def test_codegen_binds_ints_too_long_for_repr():
+    # repr() refuses ints of more than 4300 digits (sys.set_int_max_str_digits)
+    g = Graph("big")
+    x = g.placeholder("x", ArrayMeta((2,), np.dtype("f8")))
+    k = g.placeholder("k", ScalarMeta(int, 3))
+    big = 2 ** 20000
+    g.output((g.call(operator.add, (x, 1)), g.call(operator.mul, (k, big))))
+    assert "2 ** 20000" not in g.python_code() and "__int" in g.python_code()
+    out = compile_graph(g)(np.ones(2), 3)
+    assert out[1] == 3 * big

@@ -46,7 +46,7 @@ def _literal(value: Any) -> bool:
     if value is None or value is Ellipsis or isinstance(value, (bool, str, bytes)):
         return True
     if type(value) is int:
-        return True
+        return value.bit_length() < 10_000   # repr() refuses ints of more than 4300 digits: bind those
     if type(value) is float:
         return math.isfinite(value)
     if type(value) is complex:
