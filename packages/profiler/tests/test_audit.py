@@ -35,8 +35,13 @@ CHILD = textwrap.dedent('''
     refusing = False
     seen = 0
 
+    churn = None  # set to a function: run by the hook at the first event it sees
+
     def hook(name, args):
-        global seen
+        global seen, churn
+        if churn is not None and name == event:
+            run, churn = churn, None
+            run()
         if refusing and name == event:
             if seen >= allow:
                 raise PermissionError("refused " + name)
@@ -74,7 +79,7 @@ CHILD = textwrap.dedent('''
         assert done.wait(30)
         return answers.pop() if cmd != "quit" else None
 
-    helper_thread = threading.Thread(target=helper, name="helper")
+    helper_thread = threading.Thread(target=helper, name="helper", daemon=True)  # a failure exits
     helper_thread.start()
 
     def tools_in_use():
@@ -123,6 +128,33 @@ CHILD = textwrap.dedent('''
         out["first"] = names(prof.profile)
         out["threads"] = [t.thread_id for t in prof.profile.threads]
         out["adopted"] = phase == "adopt" and ident in out["threads"]
+    elif phase == "churn":
+        # While start() runs the hook, a thread it found ends and a new one starts.
+        leaving = threading.Event()
+
+        def ending_thread_body():
+            leaving.wait()
+
+        def fresh_thread_body():
+            work()
+
+        ending = threading.Thread(target=ending_thread_body)
+        ending.start()
+
+        def run():
+            leaving.set()
+            ending.join()
+            fresh = threading.Thread(target=fresh_thread_body)
+            fresh.start()
+            fresh.join()
+
+        churn = run
+        prof = Profiler(backend=backend).start()
+        work()
+        prof.stop()
+        out["churned"] = churn is None
+        out["after"] = state()
+        out["first"] = names(prof.profile)
     out["unraisable"] = unraisable
     # once the hook allows it, a new profiler records every thread
     sys.setprofile(previous)
@@ -207,5 +239,28 @@ def test_refused_thread_adoption_leaves_that_thread_out():
     out = run_child("profile", 0, "adopt")
     assert not out["adopted"] and "work" in out["first"]
     assert out["unraisable"] and all("refused" in u for u in out["unraisable"])
+    assert_clean(out["after"])
+    assert_records_again(out)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_threads_ending_and_starting_while_an_audit_hook_runs_in_start(backend):
+    out = run_child(backend, 0, "churn")
+    assert out["churned"] and not out["unraisable"]
+    assert "work" in out["first"]
+    if backend == "profile":
+        # the thread ended before its function was put in place: its start frames go
+        # (sys.monitoring needs no per-thread install, so there it is kept as it was at
+        # start, like a thread that stayed blocked)
+        assert "ending_thread_body" not in out["first"]
+    if backend == "profile" and PY312:
+        # the hook ran while start() put the functions in place, recording already: the
+        # new thread gets its context through threading's hook
+        assert "fresh_thread_body" in out["first"]
+    else:
+        # before 3.12 the hook runs before start() looks at any thread, and with
+        # sys.monitoring before any event is switched on: that thread ran before
+        # recording began
+        assert "fresh_thread_body" not in out["first"]
     assert_clean(out["after"])
     assert_records_again(out)
