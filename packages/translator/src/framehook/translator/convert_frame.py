@@ -17,7 +17,6 @@ import sys
 import threading
 import traceback
 import types
-import weakref
 from typing import Any, Callable, Dict, List, Optional, Set
 
 import numpy as np
@@ -26,6 +25,7 @@ from . import logging as fh_logging
 from ._runtime import runtime
 from .backends import CompilerFn, backend_name
 from .bytecode import needs_cleaning, remove_dead_code, remove_pointless_jumps, transform_code_object
+from .codemap import CodeIdentityMap
 from .config import config
 from .contexts import (CompileContext, CompileId, GlobalStateContext, TracingContext, compile_context,
                        registered_global_states, tracing)
@@ -81,25 +81,23 @@ def register_bytecode_hook(hook: BytecodeHook) -> _RemovableHandle:
 
 
 class _CodeTracker:
-    """Code objects seen, held weakly."""
+    """Code objects seen, held weakly, by identity."""
 
     def __init__(self) -> None:
-        self._refs: Dict[int, weakref.ref] = {}
+        self._codes: CodeIdentityMap[bool] = CodeIdentityMap()
 
     def add(self, code: types.CodeType) -> None:
-        key = id(code)
-        if key not in self._refs:
-            self._refs[key] = weakref.ref(code, lambda _r, k=key: self._refs.pop(k, None))
+        if code not in self._codes:
+            self._codes[code] = True
 
     def __contains__(self, code: object) -> bool:
-        ref = self._refs.get(id(code))
-        return ref is not None and ref() is code
+        return code in self._codes   # type: ignore[operator]
 
     def live(self) -> List[types.CodeType]:
-        return [c for c in (r() for r in list(self._refs.values())) if c is not None]
+        return self._codes.keys()
 
     def clear(self) -> None:
-        self._refs.clear()
+        self._codes.clear()
 
 
 input_codes = _CodeTracker()
@@ -107,10 +105,10 @@ output_codes = _CodeTracker()
 always_translate_code_objects = _CodeTracker()
 skipped_codes = _CodeTracker()
 
-_frame_ids: "weakref.WeakKeyDictionary[types.CodeType, int]" = weakref.WeakKeyDictionary()
+_frame_ids: CodeIdentityMap[int] = CodeIdentityMap()
 _frame_counter = itertools.count()
 _compile_counts: Dict[int, int] = collections.defaultdict(int)
-_decisions: "weakref.WeakKeyDictionary[types.CodeType, Dict[str, Any]]" = weakref.WeakKeyDictionary()
+_decisions: CodeIdentityMap[Dict[str, Any]] = CodeIdentityMap()
 
 
 def reset_state() -> None:

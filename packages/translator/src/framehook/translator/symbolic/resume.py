@@ -45,7 +45,6 @@ import inspect
 import itertools
 import sys
 import types
-import weakref
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
@@ -53,6 +52,7 @@ import numpy as np
 from ..bytecode import (Codegen, ExnTabEntry, Instruction, Positions, create_instruction, decode, in_cycle,
                         loop_heads, prefix_length, stack_depths, successors)
 from ..bytecode._compat import TERMINAL, UNCONDITIONAL
+from ..codemap import CodeIdentityMap
 from ..bytecode.transform import code_options, rebuild
 from ..graph import Graph
 from ..graph.ir import NodeKind
@@ -69,37 +69,7 @@ RESUME_PREFIX = "__resume_at_"
 _counter = itertools.count()
 
 # code object of a resume function -> number of prologue instructions after the frame set-up
-class _CodeIdentityMap:
-    """A weak map keyed by the identity of code objects. (A WeakKeyDictionary compares keys
-    by equality, and code objects that differ only in ``co_qualname`` -- two resume functions
-    of one frame made by different translations -- are equal: the entry of the first one
-    would stand for the second, and vanish when the first is collected.)"""
-
-    def __init__(self) -> None:
-        self._items: Dict[int, Tuple[Any, int]] = {}
-
-    def __setitem__(self, code: types.CodeType, value: int) -> None:
-        key = id(code)
-        items = self._items
-
-        def forget(ref: Any, key: int = key) -> None:
-            entry = items.get(key)
-            if entry is not None and entry[0] is ref:
-                del items[key]
-
-        items[key] = (weakref.ref(code, forget), value)
-
-    def get(self, code: types.CodeType, default: Optional[int] = None) -> Optional[int]:
-        entry = self._items.get(id(code))
-        if entry is None or entry[0]() is not code:
-            return default
-        return entry[1]
-
-    def __contains__(self, code: types.CodeType) -> bool:
-        return self.get(code) is not None
-
-
-_RESUME_PROLOGUES = _CodeIdentityMap()
+_RESUME_PROLOGUES: CodeIdentityMap[int] = CodeIdentityMap()
 
 
 class CannotResume(Exception):
