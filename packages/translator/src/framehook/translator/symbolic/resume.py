@@ -41,6 +41,7 @@ cannot be rebuilt (an iterator, a function made in the frame, a cell, a mutable 
 from __future__ import annotations
 
 import dis
+import functools
 import inspect
 import itertools
 import sys
@@ -49,8 +50,8 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from ..bytecode import (Codegen, ExnTabEntry, Instruction, Positions, create_instruction, decode, in_cycle,
-                        loop_heads, prefix_length, stack_depths, successors)
+from ..bytecode import (Codegen, ExnTabEntry, Instruction, Positions, create_instruction, decode, loop_heads,
+                        prefix_length, stack_depths, successors)
 from ..bytecode._compat import TERMINAL, UNCONDITIONAL
 from ..codemap import CodeIdentityMap
 from ..bytecode.transform import code_options, rebuild
@@ -58,7 +59,7 @@ from ..graph import Graph
 from ..graph.ir import NodeKind
 from .values import NULL, Const, DictV, FuncV, Lazy, ListV, MethodV, ObjV, SliceV, Tensor, TupleV, V
 
-__all__ = ["CannotResume", "BreakSite", "break_site", "statement_site", "Rebuilder", "make_resume_code", "emit_break",
+__all__ = ["CannotResume", "BreakSite", "FlowFacts", "break_site", "statement_site", "Rebuilder", "make_resume_code", "emit_break",
            "is_resume_code", "RESUME_PREFIX"]
 
 PY311 = sys.version_info >= (3, 11)
@@ -201,10 +202,33 @@ def _body_start(code: types.CodeType, insts: Sequence[Instruction]) -> int:
     return prefix_length(insts) + (_RESUME_PROLOGUES.get(code) or 0)
 
 
-def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int) -> BreakSite:
+class FlowFacts:
+    """Control-flow facts of one code object's instructions, each computed when first asked
+    for: a break that ``break_site`` refuses goes on to ``statement_site`` with the same."""
+
+    def __init__(self, insts: Sequence[Instruction]) -> None:
+        self.insts = list(insts)
+        self.index = {id(x): k for k, x in enumerate(self.insts)}
+
+    @functools.cached_property
+    def depths(self) -> Dict[int, int]:
+        return stack_depths(self.insts)
+
+    @functools.cached_property
+    def heads(self) -> List[Set[int]]:
+        return loop_heads(self.insts)
+
+    @functools.cached_property
+    def protected(self) -> List[bool]:
+        return _protected(self.insts, self.index)
+
+
+def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int,
+               facts: Optional[FlowFacts] = None) -> BreakSite:
     """Where a break at instruction ``i`` of ``code`` (the root frame) resumes, or CannotResume."""
     _check_frame(code, insts, i)
-    index = {id(x): k for k, x in enumerate(insts)}
+    facts = facts or FlowFacts(insts)
+    index = facts.index
     inst = insts[i]
     name = inst.opname
     n = inst.arg or 0
@@ -251,14 +275,12 @@ def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int) -> Br
         site = BreakSite(i, i + 1, pops, [(i + 1, pushes)])
     if site is None:
         raise CannotResume(f"a break at {name} does not resume")
-    protected = _protected(insts, index)
-    looping = in_cycle(list(insts))
     for k in range(site.start, site.end):
-        if protected[k]:
+        if facts.protected[k]:
             raise CannotResume("the break is inside a try/with block")
-        if looping[k]:
+        if facts.heads[k]:
             raise CannotResume("the break is inside a loop")
-    depths = stack_depths(list(insts))
+    depths = facts.depths
     for target, _ in site.branches:
         k = target
         while k < len(insts) and depths.get(k, 0) != 0:
@@ -276,18 +298,17 @@ _WITH_ENTRIES = ("BEFORE_WITH", "SETUP_WITH", "BEFORE_ASYNC_WITH", "SETUP_ASYNC_
 _END_CANDIDATES = 8
 
 
-def statement_site(code: types.CodeType, insts: Sequence[Instruction], i: int) -> BreakSite:
+def statement_site(code: types.CodeType, insts: Sequence[Instruction], i: int,
+                   facts: Optional[FlowFacts] = None) -> BreakSite:
     """For a break that cannot resume at its own instruction (inside a loop or a try/with
     block, or at an instruction that does not resume): the statement holding it, run in
     Python. The region starts at the last statement boundary before ``i`` (empty stack,
     outside every loop and try/with block) and ends at the first one after it; a resume
     function continues from there. Raises CannotResume when nothing would be gained."""
     _check_frame(code, insts, i)
-    insts = list(insts)
-    index = {id(x): k for k, x in enumerate(insts)}
-    depths = stack_depths(insts)
-    heads = loop_heads(insts)
-    protected = _protected(insts, index)
+    facts = facts or FlowFacts(insts)
+    insts, index = facts.insts, facts.index
+    depths, heads, protected = facts.depths, facts.heads, facts.protected
 
     def boundary(k: int, may_head: bool = False) -> bool:
         # the statement may start at the head of a loop (3.9/3.10 test a while loop's
@@ -696,19 +717,12 @@ def _bound_at_exit(insts: List[Instruction], index: Dict[int, int], region: Sequ
 
 def _locals_used_from(insts: List[Instruction], index: Dict[int, int], start: int) -> Set[str]:
     """Names of the locals that instructions reachable from ``start`` touch."""
-    used: Set[str] = set()
-    seen = {start}
-    work = [start]
     haslocal = set(dis.haslocal)
-    while work:
-        k = work.pop()
+    used: Set[str] = set()
+    for k in _region(insts, index, start, None):
         inst = insts[k]
         if inst.opcode in haslocal:
             used.update(inst.argval if isinstance(inst.argval, tuple) else (inst.argval,))
-        for j in successors(insts, index, k):
-            if j not in seen:
-                seen.add(j)
-                work.append(j)
     return used
 
 

@@ -20,7 +20,8 @@ from ..sources import LocalSource, Source
 from ..translator import InstructionTranslatorBase, MinimalTranslator, TranslationOutput, argument_names, call_backend
 from .breaks import GraphBreak
 from .interpreter import FrameTracer, StopTrace, Tracer
-from .resume import BreakSite, CannotResume, Rebuilder, break_site, emit_break, is_resume_code, statement_site
+from .resume import (BreakSite, CannotResume, FlowFacts, Rebuilder, break_site, emit_break, is_resume_code,
+                     statement_site)
 from .values import Cell, Const, DictV, Lazy, ListV, ObjV, Tensor, TupleV, V
 
 __all__ = ["SymbolicTranslator", "FrameReport", "add_observer", "remove_observer", "make_output_code"]
@@ -115,13 +116,13 @@ class SymbolicTranslator(InstructionTranslatorBase):
         if e.break_index is None:
             return None
         code = self.frame.code
-        insts = decode(code)
+        facts = FlowFacts(decode(code))
         try:
             try:
-                site = break_site(code, insts, e.break_index)
+                site = break_site(code, facts.insts, e.break_index, facts)
             except CannotResume:
                 # run the whole statement holding it (a loop, a try/with block) in Python
-                site = statement_site(code, insts, e.break_index)
+                site = statement_site(code, facts.insts, e.break_index, facts)
             return self.capture(report, stop_at=site)
         except (CannotResume, GraphBreak) as why:
             report.resume_failure = str(why)
