@@ -948,6 +948,19 @@ static int release_stages(fh_thread_ref *refs, Py_ssize_t n) {
     return rc;
 }
 
+/* The collected thread ``ts`` still is (same state, same id), marked done; NULL when
+ * none, or when it was already handled in this walk. */
+static fh_thread_ref *take_ref(fh_thread_ref *refs, Py_ssize_t n, PyThreadState *ts) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        fh_thread_ref *ref = &refs[i];
+        if (!ref->done && ref->ts == ts && ts->id == ref->id) {
+            ref->done = 1;
+            return ref;
+        }
+    }
+    return NULL;
+}
+
 /* Installs the profile function of the collected threads. Every function is staged
  * first (from 3.12 each stage runs the audit hooks: Python code, during which threads may
  * come and go), then all are swapped in by one walk of the list that runs no Python code,
@@ -970,25 +983,21 @@ static int install_profile(TracerObject *self, PyInterpreterState *interp,
     }
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts != NULL;
          ts = PyThreadState_Next(ts)) {
-        for (Py_ssize_t i = 0; i < n; i++) {
-            fh_thread_ref *ref = &refs[i];
-            if (ref->done || ref->ts != ts || ts->id != ref->id) {
-                continue;
-            }
-            ref->done = 1;
-            fh_stage_swap(&ref->stage, ts);
-            /* What the thread had (now in the stage) is restored at stop. */
-            CtxObject *ctx = ref->ctx;
-            Py_tracefunc prev = fh_stage_func(&ref->stage);
-            if (!is_fh_profile(prev)) {
-                ctx->prev_func = prev;
-                ctx->prev_obj = fh_stage_obj(&ref->stage);
-                Py_XINCREF(ctx->prev_obj);
-            }
-            if (!ctx->unstarted) {
-                ctx->tstate = NULL;
-            }
-            break;
+        fh_thread_ref *ref = take_ref(refs, n, ts);
+        if (ref == NULL) {
+            continue;
+        }
+        fh_stage_swap(&ref->stage, ts);
+        /* What the thread had (now in the stage) is restored at stop. */
+        CtxObject *ctx = ref->ctx;
+        Py_tracefunc prev = fh_stage_func(&ref->stage);
+        if (!is_fh_profile(prev)) {
+            ctx->prev_func = prev;
+            ctx->prev_obj = fh_stage_obj(&ref->stage);
+            Py_XINCREF(ctx->prev_obj);
+        }
+        if (!ctx->unstarted) {
+            ctx->tstate = NULL;
         }
     }
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -1158,18 +1167,11 @@ static void release_threads(TracerObject *self) {
         }
         for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts != NULL;
              ts = PyThreadState_Next(ts)) {
-            for (Py_ssize_t i = 0; i < n; i++) {
-                fh_thread_ref *ref = &refs[i];
-                if (ref->done || ref->ts != ts || ts->id != ref->id) {
-                    continue;
-                }
-                ref->done = 1;
-                /* unless the thread changed its function meanwhile */
-                if (is_fh_profile(ts->c_profilefunc) &&
-                    ts->c_profileobj == (PyObject *)ref->ctx) {
-                    fh_stage_swap(&ref->stage, ts);
-                }
-                break;
+            fh_thread_ref *ref = take_ref(refs, n, ts);
+            /* unless the thread changed its function meanwhile */
+            if (ref != NULL && is_fh_profile(ts->c_profilefunc) &&
+                ts->c_profileobj == (PyObject *)ref->ctx) {
+                fh_stage_swap(&ref->stage, ts);
             }
         }
         for (Py_ssize_t i = 0; i < n; i++) {
