@@ -19,6 +19,18 @@
 PyAPI_FUNC(int) _PyEval_SetProfile(PyThreadState *tstate, Py_tracefunc func, PyObject *arg);
 #endif
 
+/* The thread state at `ts` if it is still the one with that id (ids are never reused), else
+ * NULL. Compares addresses only until it finds `ts`, so a freed state is never read. */
+static PyThreadState *fh_find_thread(PyInterpreterState *interp, PyThreadState *ts, uint64_t id) {
+    for (PyThreadState *live = PyInterpreterState_ThreadHead(interp); live != NULL;
+         live = PyThreadState_Next(live)) {
+        if (live == ts) {
+            return live->id == id ? live : NULL;
+        }
+    }
+    return NULL;
+}
+
 /* Putting a profile function on another thread.
  *
  * A thread state found in the interpreter's list stays valid only while no Python code
@@ -27,25 +39,31 @@ PyAPI_FUNC(int) _PyEval_SetProfile(PyThreadState *tstate, Py_tracefunc func, PyO
  * replaces), so it is done in two steps. fh_stage_set readies the function in a stage; it
  * may run Python code and may fail. fh_stage_swap exchanges the stage's function with the
  * one of a thread state found again after the last Python code ran; it runs none and
- * cannot fail. Afterwards the stage holds what the thread had, until fh_stage_release.
+ * cannot fail. Afterwards the stage holds what the thread had: kept (fh_stage_move) to be
+ * swapped back at stop, or dropped by fh_stage_release, which never raises an audit event.
  *
  * Before 3.12 the profile fields are plain: a stage is the function and a reference to
  * its object, the swap writes the fields as _PyEval_SetProfile does, and callers raise
  * the audit event themselves, once per batch (fh_audit_setprofile).
  *
  * From 3.12 profile functions ride on sys.monitoring: the interpreter counts the thread
- * states that have one and switches the events on and off by that count, which only
- * _PyEval_SetProfile and PyThreadState_Clear keep. A stage is then a thread state of our
- * own that never runs (the holder, from PyThreadState_New): _PyEval_SetProfile sets the
- * function there (audit event, count and events included), and the swap exchanges the
- * profile fields of the holder and the target. The count stays right, since the same
- * functions are set, on other thread states. Holders are in the interpreter's list while
- * they live: walks skip them (fh_is_holder). */
+ * states that have one, and switches its profile events on and off by that count, which
+ * only _PyEval_SetProfile and PyThreadState_Clear keep, and only _PyEval_SetProfile (after
+ * its audit event) reads. A stage is then a thread state of our own that never runs (the
+ * holder, from PyThreadState_New): _PyEval_SetProfile sets the function there (audit
+ * event, count and events included), and the swap exchanges the profile fields of the
+ * holder and the target. The count stays right, since the same functions are set, on
+ * other thread states. A holder is dropped with PyThreadState_Clear, which keeps the count
+ * but leaves the events as they are: after dropping functions, fh_profile_events_sync
+ * switches them by the count (one audit event). Holders are in the interpreter's list
+ * while they live, marked by their dict: walks skip them (fh_is_holder). A holder kept
+ * across Python code is only touched once found again in the list (the interpreter
+ * deletes every other thread state at exit and in a forked child). */
 typedef struct fh_stage {
 #if PY_VERSION_HEX >= 0x030C0000
     PyThreadState *holder; /* NULL until fh_stage_set */
+    uint64_t holder_id;
     unsigned long holder_ident;
-    struct fh_stage *next; /* in fh_live_stages while the holder exists */
 #else
     Py_tracefunc func;
     PyObject *obj; /* owned */
@@ -54,23 +72,41 @@ typedef struct fh_stage {
 
 #define FH_STAGE_INIT {0}
 
-#if PY_VERSION_HEX >= 0x030C0000
-
-static fh_stage *fh_live_stages = NULL;
-
-static int fh_is_holder(PyThreadState *ts) {
-    for (fh_stage *s = fh_live_stages; s != NULL; s = s->next) {
-        if (s->holder == ts) {
-            return 1;
-        }
-    }
-    return 0;
+/* Takes what `src` holds into `dst` (empty), leaving `src` empty. Runs no Python code. */
+static inline void fh_stage_move(fh_stage *dst, fh_stage *src) {
+    *dst = *src;
+    memset(src, 0, sizeof(*src));
 }
 
-/* Readies `func` (with `obj`, which gets a reference) in the stage. May run Python code.
- * Returns 0, or -1 with an exception set (the stage then holds what it held before). */
+#if PY_VERSION_HEX >= 0x030C0000
+
+static PyObject *fh_holder_mark = NULL; /* every holder's dict; never freed */
+
+static inline int fh_is_holder(PyThreadState *ts) {
+    return fh_holder_mark != NULL && ts->dict == fh_holder_mark;
+}
+
+/* Whether the stage has a holder (forgetting one the interpreter deleted). */
+static int fh_stage_ready(fh_stage *s) {
+    if (s->holder != NULL &&
+        fh_find_thread(PyThreadState_GetInterpreter(PyThreadState_Get()), s->holder,
+                       s->holder_id) == NULL) {
+        s->holder = NULL;
+    }
+    return s->holder != NULL;
+}
+
+/* Readies `func` (with `obj`, which gets a reference) in the stage. May run Python code,
+ * except to ready nothing in an empty stage (no audit event: nothing changes). Returns 0,
+ * or -1 with an exception set (the stage then holds what it held before). */
 static int fh_stage_set(fh_stage *s, Py_tracefunc func, PyObject *obj) {
     if (s->holder == NULL) {
+        if (fh_holder_mark == NULL) {
+            fh_holder_mark = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
+            if (fh_holder_mark == NULL) {
+                return -1;
+            }
+        }
         PyThreadState *h = PyThreadState_New(PyThreadState_GetInterpreter(PyThreadState_Get()));
         if (h == NULL) {
             if (!PyErr_Occurred()) {
@@ -83,9 +119,9 @@ static int fh_stage_set(fh_stage *s, Py_tracefunc func, PyObject *obj) {
          * deleted. */
         s->holder_ident = h->thread_id;
         h->thread_id = 0;
+        h->dict = Py_NewRef(fh_holder_mark);
         s->holder = h;
-        s->next = fh_live_stages;
-        fh_live_stages = s;
+        s->holder_id = h->id;
     }
     if (func == NULL && s->holder->c_profilefunc == NULL && s->holder->c_profileobj == NULL) {
         return 0; /* already empty: no count to change */
@@ -101,8 +137,8 @@ static inline PyObject *fh_stage_obj(const fh_stage *s) {
     return s->holder != NULL ? s->holder->c_profileobj : NULL;
 }
 
-/* Gives `ts` the staged function; the stage takes what `ts` had. The stage must have
- * been set. Runs no Python code. */
+/* Gives `ts` the staged function; the stage takes what `ts` had. The stage must be ready.
+ * Runs no Python code. */
 static void fh_stage_swap(fh_stage *s, PyThreadState *ts) {
     PyThreadState *h = s->holder;
     Py_tracefunc func = ts->c_profilefunc;
@@ -113,40 +149,51 @@ static void fh_stage_swap(fh_stage *s, PyThreadState *ts) {
     h->c_profileobj = obj;
 }
 
-/* Drops what the stage holds and deletes its holder. May run Python code. Emptying the
- * holder goes through _PyEval_SetProfile, so the events follow the count (off once no
- * thread has a profile function); if an audit hook refuses that, PyThreadState_Clear
- * still takes the holder off the count (the events then stay on until the next change:
- * time lost, nothing recorded) and -1 is returned with the hook's exception set. */
+/* Drops what the stage holds and deletes its holder, without an audit event: may run
+ * Python code (the release of the object), never raises. Returns 1 when a function was
+ * dropped: the count went down, the events may need fh_profile_events_sync. */
 static int fh_stage_release(fh_stage *s) {
-    PyThreadState *h = s->holder;
-    if (h == NULL) {
+    if (!fh_stage_ready(s)) {
         return 0;
     }
-    int rc = 0;
-    if (h->c_profilefunc != NULL || h->c_profileobj != NULL) {
-        rc = _PyEval_SetProfile(h, NULL, NULL);
-    }
+    PyThreadState *h = s->holder;
+    s->holder = NULL;
+    int dropped = h->c_profilefunc != NULL;
     PyObject *exc_type, *exc_value, *exc_tb;
     PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
-    for (fh_stage **p = &fh_live_stages; *p != NULL; p = &(*p)->next) {
-        if (*p == s) {
-            *p = s->next;
-            break;
-        }
-    }
-    s->holder = NULL;
-    s->next = NULL;
     h->thread_id = s->holder_ident;
     PyThreadState_Clear(h);
     PyThreadState_Delete(h);
     PyErr_Restore(exc_type, exc_value, exc_tb);
+    return dropped;
+}
+
+/* Switches the interpreter's profile events by the count of thread states with a profile
+ * function: _PyEval_SetProfile on an empty holder, which changes nothing else. It raises
+ * the "sys.setprofile" audit event: CPython exports no other way to switch the events, so
+ * if an audit hook refuses, they stay as they are (possibly on with no profile function
+ * left: then every call pays for a callback that finds none and returns) until the next
+ * allowed sys.setprofile of anyone, as when a profiled thread ends. May run Python code.
+ * Returns 0, or -1 with an exception set. */
+static int fh_profile_events_sync(void) {
+    fh_stage s = FH_STAGE_INIT;
+    if (fh_stage_set(&s, NULL, NULL) < 0) {
+        return -1;
+    }
+    int rc = _PyEval_SetProfile(s.holder, NULL, NULL);
+    fh_stage_release(&s);
     return rc;
+}
+
+static inline int fh_stage_traverse(fh_stage *s, visitproc visit, void *arg) {
+    return 0; /* the holder owns the object: a thread state, which gc does not traverse */
 }
 
 #else /* before 3.12 */
 
 static inline int fh_is_holder(PyThreadState *ts) { return 0; }
+
+static inline int fh_stage_ready(fh_stage *s) { return 1; }
 
 static int fh_stage_set(fh_stage *s, Py_tracefunc func, PyObject *obj) {
     Py_XINCREF(obj);
@@ -181,15 +228,24 @@ static void fh_stage_swap(fh_stage *s, PyThreadState *ts) {
 }
 
 static int fh_stage_release(fh_stage *s) {
+    int dropped = s->func != NULL;
     s->func = NULL;
     Py_CLEAR(s->obj);
+    return dropped;
+}
+
+/* Each thread's tracing flag follows its own fields (fh_stage_swap): nothing to switch. */
+static inline int fh_profile_events_sync(void) { return 0; }
+
+static inline int fh_stage_traverse(fh_stage *s, visitproc visit, void *arg) {
+    Py_VISIT(s->obj);
     return 0;
 }
 
 #endif
 
 /* The "sys.setprofile" audit event, raised once before a batch of swaps before 3.12 (from
- * 3.12 fh_stage_set raises it). May run Python code. */
+ * 3.12 fh_stage_set and fh_profile_events_sync raise it). May run Python code. */
 static inline int fh_audit_setprofile(void) {
 #if PY_VERSION_HEX < 0x030C0000
     return PySys_Audit("sys.setprofile", NULL);

@@ -67,8 +67,8 @@ typedef struct {
     uint64_t spawn_floor; /* the newest thread state id when the outermost one began */
     fh_buffer buf;
     fh_sites sites;
-    Py_tracefunc prev_func; /* what the thread had before us, restored at stop */
-    PyObject *prev_obj;     /* owned */
+    fh_stage prev; /* what the thread had before us (a function of its own), swapped back
+                      at stop: kept as it was, so no audit hook decides whether it returns */
     /* Code objects of the Python frames this thread is in, innermost last: gives the
      * caller of each call without asking the frame (out-of-line calls on 3.11+). Only
      * site keys depend on it, never the trees, so an approximation past the depth limit
@@ -103,7 +103,7 @@ static PyTypeObject AnnotatedType;
 /* The tracer that is recording (owned), or NULL: only one records at a time. */
 static TracerObject *fh_active = NULL;
 
-#define FH_N_METHODS 15
+#define FH_N_METHODS 16
 static PyMethodDef fh_methods[FH_N_METHODS]; /* every method of this module: fh_is_internal */
 
 /* Calls into this module (stopping, annotation enter/exit) are the profiler's own work,
@@ -153,8 +153,7 @@ static CtxObject *ctx_new(TracerObject *tracer, unsigned long thread_id) {
     ctx->released = 0;
     ctx->spawning = 0;
     ctx->spawn_floor = 0;
-    ctx->prev_func = NULL;
-    ctx->prev_obj = NULL;
+    memset(&ctx->prev, 0, sizeof(ctx->prev));
     ctx->depth = 0;
     fh_buffer_init(&ctx->buf);
     if (fh_sites_init(&ctx->sites) < 0) {
@@ -169,19 +168,19 @@ static CtxObject *ctx_new(TracerObject *tracer, unsigned long thread_id) {
 }
 
 static int ctx_traverse(CtxObject *self, visitproc visit, void *arg) {
-    Py_VISIT(self->prev_obj);
-    return fh_sites_traverse(&self->sites, visit, arg);
+    int rc = fh_stage_traverse(&self->prev, visit, arg);
+    return rc != 0 ? rc : fh_sites_traverse(&self->sites, visit, arg);
 }
 
 static int ctx_clear(CtxObject *self) {
-    Py_CLEAR(self->prev_obj);
+    fh_stage_release(&self->prev); /* (stop releases it first: this is only a fallback) */
     fh_sites_clear(&self->sites);
     return 0;
 }
 
 static void ctx_dealloc(CtxObject *self) {
     PyObject_GC_UnTrack(self);
-    Py_CLEAR(self->prev_obj);
+    fh_stage_release(&self->prev);
     fh_sites_free(&self->sites);
     fh_buffer_free(&self->buf);
     PyObject_GC_Del(self);
@@ -417,9 +416,14 @@ static inline void record_c_call(CtxObject *ctx, PyObject *fn) {
     }
 }
 
+/* Calls of the profile function for a context that records nothing (stopped, or broken):
+ * after stop() none should come (_tracer.idle_calls(), for the tests). */
+static Py_ssize_t fh_idle_calls = 0;
+
 static int fh_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg) {
     CtxObject *ctx = (CtxObject *)obj;
     if (!ctx->recording) {
+        fh_idle_calls++;
         return 0;
     }
     switch (what) {
@@ -513,18 +517,6 @@ static PyThreadState *next_unprofiled(PyInterpreterState *interp, uint64_t after
     return found;
 }
 
-/* The thread state at `ts` if it is still the one with that id, else NULL. Compares
- * addresses only until it finds `ts`, so a freed state is never read. */
-static PyThreadState *find_thread(PyInterpreterState *interp, PyThreadState *ts, uint64_t id) {
-    for (PyThreadState *live = PyInterpreterState_ThreadHead(interp); live != NULL;
-         live = PyThreadState_Next(live)) {
-        if (live == ts) {
-            return live->id == id ? live : NULL;
-        }
-    }
-    return NULL;
-}
-
 /* Gives each thread state newer than `floor` that has no profile function a context of
  * `tracer` and fh_profile_first. Runs inside the profile function, so nothing escapes: a
  * failure leaves that thread unrecorded (and is reported as unraisable). One thread at a
@@ -566,7 +558,7 @@ static void adopt_new_threads(TracerObject *tracer, uint64_t floor) {
             fh_stage_set(&stage, fh_profile_first, (PyObject *)ctx) < 0) {
             PyErr_WriteUnraisable((PyObject *)tracer);
         } else {
-            PyThreadState *live = find_thread(interp, ts, id);
+            PyThreadState *live = fh_find_thread(interp, ts, id);
             if (live != NULL && live->c_profilefunc == NULL && live->c_profileobj == NULL &&
                 fh_active == tracer && tracer->state == FH_RECORDING) {
                 ctx->tstate = live;
@@ -574,7 +566,10 @@ static void adopt_new_threads(TracerObject *tracer, uint64_t floor) {
                 fh_stage_swap(&stage, live);
             } /* else the context stays unclaimed; collect() leaves it out */
         }
-        if (fh_stage_release(&stage) < 0) {
+        /* The stage holds what the new thread had (nothing), or our function if the thread
+         * went: then, if the tracer was stopped meanwhile, the events may have to go off. */
+        if (fh_stage_release(&stage) && (fh_active != tracer || tracer->state != FH_RECORDING) &&
+            fh_profile_events_sync() < 0) {
             PyErr_WriteUnraisable((PyObject *)tracer);
         }
         Py_DECREF(ctx);
@@ -927,25 +922,14 @@ static inline int is_fh_profile(Py_tracefunc func) {
     return func == fh_profile || func == fh_profile_first;
 }
 
-/* Releases every stage of refs[0..n), keeping the exception set on entry if any (a
- * failure to release is dropped then; see fh_stage_release). Returns 0, or -1 with an
- * exception set when a release failed and none was set on entry. */
+/* Releases every stage of refs[0..n) (no audit event, never raises). Returns whether a
+ * function was dropped (see fh_profile_events_sync). */
 static int release_stages(fh_thread_ref *refs, Py_ssize_t n) {
-    int rc = 0;
-    PyObject *exc_type, *exc_value, *exc_tb;
-    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    int dropped = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (fh_stage_release(&refs[i].stage) < 0) {
-            if (rc == 0 && exc_type == NULL) {
-                PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
-                rc = -1;
-            } else {
-                PyErr_Clear();
-            }
-        }
+        dropped |= fh_stage_release(&refs[i].stage);
     }
-    PyErr_Restore(exc_type, exc_value, exc_tb);
-    return rc;
+    return dropped;
 }
 
 /* The collected thread ``ts`` still is (same state, same id), marked done; NULL when
@@ -972,12 +956,18 @@ static int install_profile(TracerObject *self, PyInterpreterState *interp,
         CtxObject *ctx = refs[i].ctx;
         if (fh_stage_set(&refs[i].stage, ctx->unstarted ? fh_profile_first : fh_profile,
                          (PyObject *)ctx) < 0) {
+            /* An audit hook refused (or memory ran out): the functions staged so far go
+             * without asking it again. From 3.12 the ones it allowed switched the profile
+             * events on, and they stay on until the next allowed sys.setprofile (see
+             * fh_profile_events_sync), doing nothing: no thread has a function of ours. */
             release_stages(refs, n);
             return -1;
         }
     }
     if (fh_active != self || self->state != FH_RECORDING) {
-        release_stages(refs, n);
+        if (release_stages(refs, n) && fh_profile_events_sync() < 0) {
+            PyErr_Clear();
+        }
         PyErr_SetString(PyExc_RuntimeError, "the profiler was stopped while it started");
         return -1;
     }
@@ -988,13 +978,12 @@ static int install_profile(TracerObject *self, PyInterpreterState *interp,
             continue;
         }
         fh_stage_swap(&ref->stage, ts);
-        /* What the thread had (now in the stage) is restored at stop. */
+        /* What the thread had (now in the stage) is kept as it is, and swapped back at
+         * stop (from 3.12 the holder stays counted meanwhile: the events are on anyway). */
         CtxObject *ctx = ref->ctx;
         Py_tracefunc prev = fh_stage_func(&ref->stage);
-        if (!is_fh_profile(prev)) {
-            ctx->prev_func = prev;
-            ctx->prev_obj = fh_stage_obj(&ref->stage);
-            Py_XINCREF(ctx->prev_obj);
+        if (prev != NULL && !is_fh_profile(prev)) {
+            fh_stage_move(&ctx->prev, &ref->stage);
         }
         if (!ctx->unstarted) {
             ctx->tstate = NULL;
@@ -1009,11 +998,9 @@ static int install_profile(TracerObject *self, PyInterpreterState *interp,
             refs[i].ctx->thread_id = 0;
         }
     }
-    /* Each stage now holds what its thread had before (or our function, for a thread that
-     * ended): letting go of it is not the start's business, whatever a hook says. */
-    if (release_stages(refs, n) < 0) {
-        PyErr_Clear();
-    }
+    /* The other stages hold nothing, or our function for a thread that ended (the
+     * calling thread keeps one: the events stay on, as they should). */
+    release_stages(refs, n);
     return 0;
 }
 
@@ -1125,16 +1112,28 @@ static CtxObject *releasable_context(PyThreadState *ts, TracerObject *tracer) {
 #define FH_RELEASE_BATCH 32
 
 /* Takes the profile function off every thread that runs one of `self`'s contexts,
- * restoring what the thread had before. In rounds of at most FH_RELEASE_BATCH threads
- * (so no allocation can fail): one walk collects them (each is attempted once), their
- * previous functions are staged (from 3.12 that runs audit hooks), and one walk without
- * Python code swaps them in. If an audit hook refuses a previous function, the thread is
- * left with none; ours comes off regardless. Never raises (failures are unraisable). */
+ * putting back what the thread had before (kept as it was since start, in ctx->prev). In
+ * rounds of at most FH_RELEASE_BATCH threads: one walk collects them (each is attempted
+ * once), a stage is readied for each (what it had, or an empty one: no audit event), and
+ * one walk swaps them in; no Python code runs from the first walk to the end of the
+ * second. Never raises (failures are unraisable).
+ *
+ * One "sys.setprofile" audit event per stop: before 3.12 raised first, from 3.12 by the
+ * last step, which switches the profile events off once no thread state has a function
+ * (fh_profile_events_sync). If an audit hook refuses it, the release is complete all the
+ * same: it needs no event, and the hook is not asked again. Nothing of ours is left on
+ * any thread, the previous functions are back and the interpreter's count of profiled
+ * threads is right; from 3.12 only the events may stay on, calling no profile function,
+ * until the next allowed sys.setprofile (ours or the program's) switches them by that
+ * count. Leaving our function on the thread instead, inert until a later release was
+ * allowed, would keep a profile function of ours running there (sys.getprofile() showing
+ * it) with the same events on. */
 static void release_threads(TracerObject *self) {
     PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
     if (fh_audit_setprofile() < 0) {
         PyErr_WriteUnraisable((PyObject *)self); /* stopping goes on regardless */
     }
+    int dropped = 0;
     for (;;) {
         fh_thread_ref refs[FH_RELEASE_BATCH];
         memset(refs, 0, sizeof(refs));
@@ -1154,15 +1153,11 @@ static void release_threads(TracerObject *self) {
             break;
         }
         for (Py_ssize_t i = 0; i < n; i++) {
-            CtxObject *ctx = refs[i].ctx;
-            Py_tracefunc prev = ctx->prev_func;
-            if (fh_stage_set(&refs[i].stage, prev, prev != NULL ? ctx->prev_obj : NULL) < 0) {
+            fh_stage_move(&refs[i].stage, &refs[i].ctx->prev);
+            /* an empty stage (from 3.12 a new holder: readying nothing raises no event) */
+            if (!fh_stage_ready(&refs[i].stage) && fh_stage_set(&refs[i].stage, NULL, NULL) < 0) {
                 PyErr_WriteUnraisable((PyObject *)self);
-                /* without its previous function: staging none runs no audit hook */
-                if (fh_stage_set(&refs[i].stage, NULL, NULL) < 0) {
-                    PyErr_WriteUnraisable((PyObject *)self);
-                    refs[i].done = 1; /* no holder: the inert function stays */
-                }
+                refs[i].done = 1; /* memory ran out: the inert function stays */
             }
         }
         for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts != NULL;
@@ -1174,11 +1169,14 @@ static void release_threads(TracerObject *self) {
                 fh_stage_swap(&ref->stage, ts);
             }
         }
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (fh_stage_release(&refs[i].stage) < 0) {
-                PyErr_WriteUnraisable((PyObject *)self);
-            }
-        }
+        dropped |= release_stages(refs, n);
+    }
+    /* what threads that ended, or changed their function, had before */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
+        dropped |= fh_stage_release(&((CtxObject *)PyList_GET_ITEM(self->ctxs, i))->prev);
+    }
+    if (dropped && fh_profile_events_sync() < 0) {
+        PyErr_WriteUnraisable((PyObject *)self);
     }
 }
 
@@ -1194,9 +1192,6 @@ static void tracer_uninstall(TracerObject *self) {
         fh_mon_uninstall(self);
     } else {
         release_threads(self);
-    }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
-        Py_CLEAR(((CtxObject *)PyList_GET_ITEM(self->ctxs, i))->prev_obj);
     }
     if (self->listening) {
         if (self->runtime->remove_listener(on_runtime_event, self) < 0) {
@@ -1615,6 +1610,10 @@ static PyObject *fh_runtime_available(PyObject *module, PyObject *Py_UNUSED(igno
     return PyBool_FromLong(runtime_api() != NULL);
 }
 
+static PyObject *fh_get_idle_calls(PyObject *module, PyObject *Py_UNUSED(ignored)) {
+    return PyLong_FromSsize_t(fh_idle_calls);
+}
+
 static PyObject *fh_profile_function_installed(PyObject *module, PyObject *Py_UNUSED(ignored)) {
     return PyBool_FromLong(is_fh_profile(PyThreadState_Get()->c_profilefunc));
 }
@@ -1645,6 +1644,9 @@ static PyMethodDef fh_methods[FH_N_METHODS] = {
      "Whether framehook-runtime's event interface (ABI 1) can be imported."},
     {"profile_function_installed", fh_profile_function_installed, METH_NOARGS,
      "Whether the calling thread runs this module's profile function (recording or not)."},
+    {"idle_calls", fh_get_idle_calls, METH_NOARGS,
+     "How many times this module's profile function was called for a thread that records "
+     "nothing (stopped or broken), in this process."},
     {NULL, NULL, 0, NULL},
 };
 #define FH_TRACER_METHODS (fh_methods + 0)

@@ -1,10 +1,15 @@
 """Audit hooks refusing the events the profiler raises: start() fails cleanly, stop() stops.
 
-The profile-function backend raises "sys.setprofile" (before 3.12 once per batch of
-threads, from 3.12 once per thread it puts a function on and once per thread it takes one
-off); the sys.monitoring backend raises "sys.monitoring.register_callback" (once per
-callback). Audit hooks cannot be removed, so each scenario runs in a fresh interpreter,
-with a hook that refuses only while a flag is set.
+The profile-function backend raises "sys.setprofile" (before 3.12 once per start and once
+per stop, from 3.12 once per thread it puts a function on and once per stop); the
+sys.monitoring backend raises "sys.monitoring.register_callback" (once per callback).
+Audit hooks cannot be removed, so each scenario runs in a fresh interpreter, with a hook
+that refuses only while a flag is set.
+
+From 3.12 the interpreter switches its profile events (sys.monitoring's events of the
+legacy profile functions) by its count of thread states that have a profile function,
+and only inside an allowed sys.setprofile. Whether they are on is seen in the code of a
+function that ran: its instructions are the INSTRUMENTED_ ones while they are.
 """
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ BACKENDS = [
 ]
 
 CHILD = textwrap.dedent('''
-    import json, sys, threading, _thread
+    import json, opcode, sys, threading, _thread
     from framehook.profiler import Profiler, _tracer
 
     backend, event, allow, phase = json.loads(sys.argv[1])
@@ -54,6 +59,16 @@ CHILD = textwrap.dedent('''
     def work():
         return sum(range(3))
 
+    INSTRUMENTED = {v for k, v in opcode.opmap.items() if k.startswith("INSTRUMENTED_")}
+
+    def profile_events_on():
+        """3.12+: whether code runs instrumented (None before 3.12)."""
+        if sys.version_info < (3, 12):
+            return None
+        work()
+        code = work.__code__._co_code_adaptive
+        return any(code[i] in INSTRUMENTED for i in range(0, len(code), 2))
+
     def previous(frame, ev, arg):  # a profile function set before the profiler
         pass
 
@@ -69,7 +84,8 @@ CHILD = textwrap.dedent('''
             if cmd == "quit":
                 done.set()
                 return
-            answers.append(work() if cmd == "work" else _tracer.profile_function_installed())
+            answers.append(work() if cmd == "work" else sys.getprofile() is None
+                           if cmd == "no_profile" else _tracer.profile_function_installed())
             done.set()
 
     def ask(cmd):
@@ -93,6 +109,7 @@ CHILD = textwrap.dedent('''
             "helper_installed": ask("installed"),
             "previous_kept": sys.getprofile() is previous,
             "previous_gone": sys.getprofile() is None,
+            "helper_profile_none": ask("no_profile"),
             "thread_hook_kept": threading._profile_hook is None,
             "tools": tools_in_use(),
         }
@@ -100,7 +117,8 @@ CHILD = textwrap.dedent('''
     def names(profile):
         return sorted({e.name.rpartition(".")[2] for e in profile.events if e.kind == "python"})
 
-    sys.setprofile(previous)
+    if phase != "stop_bare":
+        sys.setprofile(previous)
     out = {}
     if phase == "start":
         prof = Profiler(backend=backend)
@@ -113,9 +131,10 @@ CHILD = textwrap.dedent('''
         out["after"] = state()
         out["state"] = prof.state
         out["recorded"] = len(prof.profile.events) + len(prof.profile.threads)
-    elif phase in ("stop", "adopt"):
+    elif phase in ("stop", "stop_bare", "adopt"):
         prof = Profiler(backend=backend).start()
         work()
+        ask("work")
         refusing = True
         if phase == "adopt":  # a thread started while recording, refused its function
             finished = threading.Event()
@@ -123,6 +142,14 @@ CHILD = textwrap.dedent('''
             assert finished.wait(30)
             refusing = False
         prof.stop()
+        # still refusing: plain code on both threads, after the stop
+        idle, recorded = _tracer.idle_calls(), prof._tracer.event_count
+        work()
+        ask("work")
+        out["idle_calls_after_stop"] = _tracer.idle_calls() - idle
+        out["recorded_after_stop"] = prof._tracer.event_count - recorded
+        out["refusing"] = state()
+        out["events_on_while_refusing"] = profile_events_on()
         refusing = False
         out["after"] = state()
         out["first"] = names(prof.profile)
@@ -167,6 +194,8 @@ CHILD = textwrap.dedent('''
     ask("quit")
     helper_thread.join()
     sys.setprofile(None)
+    # no thread state has a profile function: if the count says so, the events go off
+    out["events_on_at_end"] = profile_events_on()
     print(json.dumps(out))
 ''')
 
@@ -187,11 +216,15 @@ def assert_clean(state: dict, previous: str = "previous_kept") -> None:
     assert state["tools"] == []
     assert state["thread_hook_kept"]
     assert state[previous]
+    assert state["helper_profile_none"]
 
 
 def assert_records_again(out: dict) -> None:
     assert "work" in out["again"] and out["again_threads"] == 2
     assert_clean(out["again_after"])
+    # the interpreter's count of profiled threads is right: once no thread has a profile
+    # function, the next sys.setprofile switches the profile events off
+    assert out["events_on_at_end"] is (False if PY312 else None)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -227,11 +260,30 @@ def test_refused_stop_still_stops(backend):
     out = run_child(backend, 0, "stop")
     assert "work" in out["first"]  # what was recorded is kept
     assert out["unraisable"] and all("refused" in u for u in out["unraisable"])
-    # From 3.12 putting the previous profile function back is refused like any
-    # sys.setprofile; before, the fields are written after the one (refused) event.
-    restored = "previous_kept" if backend == "profile" and not PY312 else (
-        "previous_gone" if backend == "profile" else "previous_kept")
-    assert_clean(out["after"], restored)
+    if backend == "profile":
+        # one sys.setprofile event per stop, on every version: refused, it is not asked again
+        assert len(out["unraisable"]) == 1
+    # While the hook still refuses: nothing of ours on either thread (the previous profile
+    # function is back on the main thread, none on the helper), no call into our profile
+    # function from plain code there, nothing recorded.
+    assert_clean(out["refusing"])
+    assert out["idle_calls_after_stop"] == 0 and out["recorded_after_stop"] == 0
+    assert_clean(out["after"])
+    assert_records_again(out)
+
+
+def test_refused_stop_without_previous_function():
+    out = run_child("profile", 0, "stop_bare")
+    assert "work" in out["first"]
+    assert len(out["unraisable"]) == 1 and "refused" in out["unraisable"][0]
+    assert_clean(out["refusing"], "previous_gone")
+    assert out["idle_calls_after_stop"] == 0 and out["recorded_after_stop"] == 0
+    # From 3.12 the release is complete, but the profile events stay on: only an allowed
+    # sys.setprofile switches them (CPython exports no other way), and the refused one was
+    # the stop's. They call no profile function (none is left), and go off at the next
+    # allowed sys.setprofile, since the count is right (checked at the end of the child).
+    assert out["events_on_while_refusing"] is (True if PY312 else None)
+    assert_clean(out["after"], "previous_gone")
     assert_records_again(out)
 
 
@@ -264,3 +316,4 @@ def test_threads_ending_and_starting_while_an_audit_hook_runs_in_start(backend):
         assert "fresh_thread_body" not in out["first"]
     assert_clean(out["after"])
     assert_records_again(out)
+
