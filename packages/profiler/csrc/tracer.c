@@ -129,12 +129,15 @@ static inline int fh_is_spawn(PyObject *fn) {
     return meth != NULL && (meth == fh_spawn_meth[0] || meth == fh_spawn_meth[1]);
 }
 
-/* A context made by adopt_new_threads meets its thread: at the thread's first event,
- * on that thread. Its profile function becomes the plain one (the object stays, and so
- * does the tracing state: only the function pointer changes). */
-static void ctx_claim(CtxObject *ctx, PyThreadState *ts) {
-    ctx->thread_id = PyThread_get_thread_ident();
+static void ctx_begin_on_thread(CtxObject *ctx, PyFrameObject *frame, int entering);
+
+/* A context given fh_profile_first meets its thread (ctx_begin_on_thread), at the
+ * thread's first event, which is about `frame` (NULL: the current frame). Its profile
+ * function becomes the plain one (the object stays, and so does the tracing state: only
+ * the function pointer changes). */
+static void ctx_claim(CtxObject *ctx, PyThreadState *ts, PyFrameObject *frame, int entering) {
     ts->c_profilefunc = fh_profile;
+    ctx_begin_on_thread(ctx, frame, entering);
 }
 
 static CtxObject *ctx_new(TracerObject *tracer, unsigned long thread_id) {
@@ -228,7 +231,7 @@ static inline CtxObject *ctx_of_current_thread(void) {
         if (ts->c_profilefunc != fh_profile_first) {
             return NULL;
         }
-        ctx_claim((CtxObject *)ts->c_profileobj, ts);
+        ctx_claim((CtxObject *)ts->c_profileobj, ts, NULL, 0);
     }
     CtxObject *ctx = (CtxObject *)ts->c_profileobj;
     return ctx->recording ? ctx : NULL;
@@ -464,7 +467,7 @@ static int fh_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *a
 /* The profile function of a thread adopted before it ran: its first event claims the
  * context (the thread's id is only known on the thread itself), then it is fh_profile. */
 static int fh_profile_first(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg) {
-    ctx_claim((CtxObject *)obj, PyThreadState_Get());
+    ctx_claim((CtxObject *)obj, PyThreadState_Get(), frame, what == PyTrace_CALL);
     return fh_profile(obj, frame, what, arg);
 }
 
@@ -518,8 +521,10 @@ static PyThreadState *next_unprofiled(PyInterpreterState *interp, uint64_t after
 }
 
 /* Gives each thread state newer than `floor` that has no profile function a context of
- * `tracer` and fh_profile_first. Runs inside the profile function, so nothing escapes: a
- * failure leaves that thread unrecorded (and is reported as unraisable). One thread at a
+ * `tracer` and fh_profile_first (which reads the thread's stack at its first event: a
+ * thread adopted at the end of start() may have run already). Runs inside the profile
+ * function, or at the end of start(), so nothing escapes: a failure leaves that thread
+ * unrecorded (and is reported as unraisable). One thread at a
  * time: making its context and staging its function may run Python code (a collection, an
  * audit hook), which may let threads come and go, so the thread state is only compared
  * until it is found again, by address and id, right before the swap. */
@@ -642,6 +647,41 @@ static int record_stack(CtxObject *ctx, fh_stack *st, uint64_t t) {
     }
     drop_stack(st);
     return rc;
+}
+
+/* A context made for a thread before it was seen running meets its thread, on the thread
+ * itself: adopted when it was started (adopt_new_threads), found without frames at start,
+ * or found after start() had collected the threads (a thread started while start() ran
+ * Python code, which may have run since). The context learns the thread's id, and the
+ * frames the thread is in already become its start frames, stamped now: none for a
+ * thread that has just started. `frame` is the frame of the event (NULL: the current
+ * one); `entering` when the event enters it (a call: recorded by the event itself, so
+ * the start frames begin at its caller). Runs inside a profile callback: nothing escapes
+ * (a failure stops this thread's recording). */
+static void ctx_begin_on_thread(CtxObject *ctx, PyFrameObject *frame, int entering) {
+    ctx->thread_id = PyThread_get_thread_ident();
+    if (!ctx->recording) {
+        return;
+    }
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    PyFrameObject *outer;
+    if (frame == NULL) {
+        outer = PyEval_GetFrame();
+        Py_XINCREF(outer);
+    } else if (entering) {
+        outer = PyFrame_GetBack(frame); /* (3.11+ may have to create it) */
+    } else {
+        outer = frame;
+        Py_INCREF(outer);
+    }
+    fh_stack st;
+    if (PyErr_Occurred() || read_stack(&st, outer) < 0 ||
+        record_stack(ctx, &st, fh_ticks()) < 0) {
+        ctx_break(ctx);
+    }
+    Py_XDECREF(outer);
+    PyErr_Restore(exc_type, exc_value, exc_tb);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -1080,6 +1120,22 @@ static PyObject *tracer_start(TracerObject *self, PyObject *Py_UNUSED(ignored)) 
     } else if (install_profile(self, interp, refs, n) < 0) {
         tracer_uninstall(self);
         goto error;
+    } else {
+        /* Threads started while start() ran Python code after collecting the thread states
+         * (from 3.12 the audit hooks run by staging; a collection's finalizers) are not
+         * among them: they run no function of ours, and thread starts are only watched
+         * from the threads that run one. Each thread state newer than the collection that
+         * has no profile function is adopted as a thread start would be (threading's own
+         * threads set the thread hook themselves, once they run). */
+        uint64_t newest = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            newest = refs[i].id > newest ? refs[i].id : newest;
+        }
+        adopt_new_threads(self, newest);
+        if (fh_active != self || self->state != FH_RECORDING) {
+            PyErr_SetString(PyExc_RuntimeError, "the profiler was stopped while it started");
+            goto error;
+        }
     }
     PyMem_Free(refs);
     if (self->runtime != NULL) {
@@ -1253,7 +1309,7 @@ static PyObject *tracer_thread_hook(TracerObject *self, PyObject *const *args, P
             continue;
         }
         if (ctx->thread_id == 0) {
-            ctx->thread_id = PyThread_get_thread_ident();
+            ctx_begin_on_thread(ctx, frame, is_call);
         }
         PyEval_SetProfile(fh_profile, (PyObject *)ctx);
         int what = is_call ? PyTrace_CALL : is_c_call ? PyTrace_C_CALL : -1;

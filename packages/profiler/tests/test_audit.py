@@ -182,6 +182,48 @@ CHILD = textwrap.dedent('''
         out["churned"] = churn is None
         out["after"] = state()
         out["first"] = names(prof.profile)
+    elif phase == "spawn":
+        # While start() runs the hook, the hook starts two threads with _thread: one that
+        # is inside a function when start() ends (blocked in it), and one that may not
+        # have run yet.
+        go, blocked = threading.Event(), threading.Event()
+        finished = [threading.Event(), threading.Event()]
+        idents = []
+
+        def spawned_inner():
+            work()
+
+        def spawned_outer():
+            blocked.set()
+            go.wait()
+            spawned_inner()
+            finished[0].set()
+
+        def spawned_late():
+            go.wait()
+            work()
+            finished[1].set()
+
+        def run():
+            idents.append(_thread.start_new_thread(spawned_outer, ()))
+            assert blocked.wait(30)
+            idents.append(_thread.start_new_thread(spawned_late, ()))
+
+        churn = run
+        prof = Profiler(backend=backend).start()
+        go.set()
+        assert all(f.wait(30) for f in finished)
+        prof.stop()
+        out["churned"] = churn is None
+        out["after"] = state()
+        profile = prof.profile
+        inner = [e for e in profile.events if e.name.endswith("spawned_inner")]
+        out["inner"] = [(e.thread_id == idents[0], e.parent.name.rpartition(".")[2],
+                         e.parent.start_frame) for e in inner]
+        late = [e for e in profile.events if e.name.endswith("spawned_late")]
+        out["late"] = [(e.thread_id == idents[1], e.start_frame) for e in late]
+        out["late_work"] = [w.thread_id == idents[1] for w in profile.find("work")
+                            if w.parent is not None and w.parent in late]
     out["unraisable"] = unraisable
     # once the hook allows it, a new profiler records every thread
     sys.setprofile(previous)
@@ -317,3 +359,18 @@ def test_threads_ending_and_starting_while_an_audit_hook_runs_in_start(backend):
     assert_clean(out["after"])
     assert_records_again(out)
 
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_threads_started_with_thread_by_an_audit_hook_in_start_are_recorded(backend):
+    # From 3.12 (profile backend) the hook runs while start() stages the functions, after
+    # it collected the threads: these threads are adopted at the end of start(). Before,
+    # it runs before the collection; with sys.monitoring, before the events are on.
+    out = run_child(backend, 0, "spawn")
+    assert out["churned"] and not out["unraisable"]
+    # the thread that was inside spawned_outer: that frame is a start frame of its tree
+    assert out["inner"] == [[True, "spawned_outer", True]]
+    # the other one, whether or not it had run before start() ended
+    assert len(out["late"]) == 1 and out["late"][0][0]
+    assert out["late_work"] == [True]
+    assert_clean(out["after"])
+    assert_records_again(out)
