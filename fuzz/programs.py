@@ -237,6 +237,10 @@ class KernelGenerator(ProgramGenerator):
         "{x} = {x} + {x}.sum() / 8.0", "{x}[:, 1:] = {x}[:, 1:] + {y}[:, :-1] * 0.5",
         "{x} = ({x} - {x}.mean(axis=0)) * {i}", "{x} = {x} @ {y}.T", "{x} = {x}.astype(np.float32) + 1",
         "{x} = np.concatenate([{x}, {y}])[:2]", "{x} = {x}.T.T * 2",
+        "{x}[{x} > {i}, ...] = {y}.sum() * 0.5",                    # a mask in a tuple index, stored
+        "{x} = {x} + {x}[{x}.sum() > {i}, ...].sum(axis=0) * 0.25",  # a 0-d mask
+        "{x} = {x} + np.linalg.eigh(np.outer(np.tanh({x}), np.tanh({x})) + np.eye({x}.size)).eigenvalues * 0.1",
+        "{x} = {x} * np.tanh(np.linalg.svd(np.outer(np.tanh({x}), {y}), compute_uv=False)).sum()",
         "acc.append(round(float({x}.sum()), 6))",   # a break: a Python float of array data
     ]
 

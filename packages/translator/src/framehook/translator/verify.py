@@ -15,7 +15,7 @@ import numpy as np
 
 from .backends import CompilerFn, backend_name
 from .exc import TranslatorError
-from .graph import ArrayMeta, Graph, Node, ScalarMeta, format_shape
+from .graph import ArrayMeta, Graph, Node, ScalarMeta, TupleMeta, format_shape
 
 __all__ = ["BackendVerificationError", "verifying_backend", "check_result"]
 
@@ -33,6 +33,8 @@ def _describe(value: Any) -> str:
 
 
 def _expected(meta: Any) -> str:
+    if isinstance(meta, TupleMeta):
+        return f"{meta.pytype.__name__} of {len(meta.items)}"
     if isinstance(meta, ArrayMeta):
         if meta.is_array:
             return f"ndarray {meta.dtype}{format_shape(meta.shape)}"
@@ -58,6 +60,15 @@ def check_result(spec: Any, value: Any, where: str, problems: List[str]) -> None
     """Compare ``value`` with the output argument ``spec``; append one line per mismatch."""
     if isinstance(spec, Node):
         meta = spec.meta.get("val")
+        if isinstance(meta, TupleMeta):   # a named tuple: its type, then item by item
+            if type(value) is not meta.pytype or len(value) != len(meta.items):
+                problems.append(f"{where}: expected {_expected(meta)}, got {_describe(value)}"
+                                + (f" of {len(value)}" if isinstance(value, tuple) else ""))
+                return
+            for f, m, v in zip(meta.fields, meta.items, value):
+                if _mismatch(m, v):
+                    problems.append(f"{where}.{f}: expected {_expected(m)}, got {_describe(v)}")
+            return
         if isinstance(meta, (ArrayMeta, ScalarMeta)) and _mismatch(meta, value):
             problems.append(f"{where}: expected {_expected(meta)}, got {_describe(value)}")
         return

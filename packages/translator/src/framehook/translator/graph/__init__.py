@@ -11,9 +11,9 @@
 """
 from .ir import Graph, Node, NodeKind
 from .loop import Loop, is_loop
-from .meta import ArrayMeta, ScalarMeta, SymDim, format_shape
+from .meta import ArrayMeta, ScalarMeta, SymDim, TupleMeta, format_shape
 from .codegen import GraphCodegenError, python_code, compile_graph
 from .interpreter import Interpreter
 
-__all__ = ["Graph", "Node", "NodeKind", "Loop", "is_loop", "ArrayMeta", "ScalarMeta", "SymDim", "format_shape",
-           "GraphCodegenError", "python_code", "compile_graph", "Interpreter"]
+__all__ = ["Graph", "Node", "NodeKind", "Loop", "is_loop", "ArrayMeta", "ScalarMeta", "TupleMeta", "SymDim",
+           "format_shape", "GraphCodegenError", "python_code", "compile_graph", "Interpreter"]

@@ -3,6 +3,8 @@
 ``ArrayMeta`` describes a numpy array or numpy scalar (shape, dtype, the exact Python
 type); a dimension is an ``int`` or a ``SymDim`` (a named size not known at trace time).
 ``ScalarMeta`` describes a Python number flowing through the graph as an input.
+``TupleMeta`` describes a named tuple of those returned by one operation (numpy's
+``EighResult``, ``SVDResult``, ``QRResult``, ``SlogdetResult``, ``EigResult``).
 Each can build a *proxy*: a stand-in value with the right type, dtype and shape whose
 memory is one element (zero strides), on which numpy can be run to learn the result's
 metadata.
@@ -14,7 +16,7 @@ from typing import Any, Optional, Tuple, Union
 
 import numpy as np
 
-__all__ = ["SymDim", "ArrayMeta", "ScalarMeta", "format_shape", "meta_of", "Dim"]
+__all__ = ["SymDim", "ArrayMeta", "ScalarMeta", "TupleMeta", "format_shape", "meta_of", "Dim"]
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,30 @@ class ScalarMeta:
 
     def __str__(self) -> str:
         return self.pytype.__name__
+
+
+@dataclass(frozen=True)
+class TupleMeta:
+    """A named tuple (``pytype``, a ``tuple`` subclass with ``_fields``) whose items are
+    described by ``items`` (ArrayMetas): the result of one operation, held whole by its node
+    and read item by item through ``getitem`` nodes."""
+
+    items: Tuple[Any, ...]
+    pytype: type
+
+    @property
+    def fields(self) -> Tuple[str, ...]:
+        return tuple(getattr(self.pytype, "_fields", ()))
+
+    @property
+    def is_static(self) -> bool:
+        return all(getattr(m, "is_static", True) for m in self.items)
+
+    def proxy(self) -> Any:
+        return self.pytype(*(m.proxy() for m in self.items))
+
+    def __str__(self) -> str:
+        return f"{self.pytype.__name__}({', '.join(str(m) for m in self.items)})"
 
 
 def meta_of(value: Any) -> Any:

@@ -35,7 +35,8 @@ _TABLE = [
               "call it outside the optimized function, or wrap the numpy part in its own function"),
     BreakKind("FH004", "unsupported numpy function or arguments",
               "a numpy function (or array method) is not in the supported set, or is called with arguments "
-              "it cannot capture",
+              "it cannot capture (for example `np.linalg.eig` of a real array on numpy before 2.5, whose "
+              "result is real or complex depending on the values)",
               "see the supported list in the translator README; rewrite with supported functions"),
     BreakKind("FH005", "I/O or other side effect",
               "the function prints, opens files or does other I/O while running",
@@ -68,7 +69,8 @@ _TABLE = [
               "Python needs, at trace time, the value of a size that is only known when the graph runs: "
               "a dimension marked dynamic (after a recompilation, or with `dynamic=True`) or the length of a "
               "boolean-mask result used by `range()`, a branch, formatting, list indexing or as an axis; "
-              "iteration over an array whose first dimension is dynamic; a mask inside a tuple index, "
+              "iteration over an array whose first dimension is dynamic; a mask inside a list or a nested "
+              "tuple of an index (masks as items of a tuple index, and 0-d masks, are captured), "
               "nonzero, unique, shape arguments computed from array values. Reading such a size "
               "(`x.shape[0]`, `len(x)`, `x.size`) and using it in arithmetic, comparisons, as a size "
               "argument (`np.zeros(n)`, `x.reshape(n, -1)`), an index or a slice bound stays in the graph",

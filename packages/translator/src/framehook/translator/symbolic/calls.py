@@ -54,9 +54,11 @@ def _wrap_container(fr: "FrameTracer", value: Any) -> V:
 
 
 def _has_array(vs: List[V]) -> bool:
-    """Any graph value that is an array or numpy scalar (not a Python-number input)?"""
+    """Any graph value that is an array or numpy scalar, or a named tuple of those (not a
+    Python-number input)?"""
     from .interpreter import _flatten
-    return any(isinstance(v, Tensor) and isinstance(v.meta, ArrayMeta) for v in _flatten(list(vs)))
+    return any(isinstance(v, Tensor) and (isinstance(v.meta, ArrayMeta) or v.is_named_tuple)
+               for v in _flatten(list(vs)))
 
 
 def _has_tensor(vs: List[V]) -> bool:
@@ -72,6 +74,8 @@ def _len(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
     (v,) = args
     if isinstance(v, (TupleV, ListV, DictV)):
         return Const(len(v.items))
+    if isinstance(v, Tensor) and v.is_named_tuple:
+        return Const(len(v.meta.items))
     if isinstance(v, Tensor):
         if not v.is_array or v.meta.ndim == 0:
             raise fr.brk("FH009", f"len() of unsized {v.describe()}")
@@ -136,6 +140,10 @@ for _fn in (range, slice, str, repr, round, divmod, pow, hash, chr, ord, bin, he
 
 def _make_convert(fn: type) -> Handler:
     def handler(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+        if len(args) == 1 and not kwargs and isinstance(args[0], Tensor) and args[0].is_named_tuple:
+            if fn is bool:
+                return Const(bool(args[0].meta.items))
+            raise fr.brk("FH009", f"{fn.__name__}() of a named tuple raises TypeError")
         if len(args) == 1 and not kwargs and isinstance(args[0], Tensor):
             v = args[0]
             if v.is_array:
@@ -306,6 +314,8 @@ def _numpy_call(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V])
                 raise fr.brk("FH011", f"{name}: argument {k}= is computed from array values")
     if fn is np.squeeze and len(args) == 1:
         _check_squeeze(fr, args[0], kwargs)
+    if fn in nps.VALUE_DEPENDENT_DTYPE and _has_array(args + list(kwargs.values())):
+        _check_complex_result(fr, fn, args, kwargs, name)
     if fn is np.where and len(args) + len(kwargs) == 1:
         raise fr.brk("FH011", "numpy.where with one argument (the indices of true elements)")
     if fn in (np.repeat, np.tile) and any(_has_array([a]) for a in args[1:]):
@@ -338,9 +348,28 @@ def _numpy_call(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V])
     return tracer.record(fn, args, kwargs, name=name, linalg=fn in nps.LINALG, sized=sized[0])
 
 
+def _check_complex_result(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V], name: str) -> None:
+    """``eig``/``eigvals`` of a real matrix computed in the graph, on a numpy whose result is
+    real when every eigenvalue is real and complex otherwise: the dtype depends on the values."""
+    tracer = fr.tracer
+    try:
+        result = nps.run_on_proxies(fn, [tracer.to_proxy(tracer.as_plain(a, True)) for a in args],
+                                    {k: tracer.to_proxy(tracer.as_plain(a, True)) for k, a in kwargs.items()},
+                                    linalg=True)
+    except Exception:
+        return   # raised again (FH009) when the call is recorded
+    first = result[0] if isinstance(result, tuple) else result
+    if np.asarray(first).dtype.kind != "c":
+        raise fr.brk("FH004", f"{name} of a real array computed in the graph: on numpy {np.__version__} its "
+                              f"result is real when every eigenvalue is real and complex otherwise (a dtype "
+                              f"that depends on the values); pass a complex array (a.astype(complex)) to "
+                              f"capture it")
+
+
 def _specialize_numbers(fr: "FrameTracer", v: V, why: str = "", sizes: Any = None) -> V:
     """``v`` with its graph numbers specialized (guarded on their value); with ``sizes`` (a
     one-element list, set to True when one is kept), graph ints stay in the graph."""
+    v = fr.tracer.as_plain(v)   # a named tuple computed in the graph: the tuple of its items
     if isinstance(v, Tensor) and not v.is_array:
         if sizes is not None and fr.tracer.is_symint(v):
             sizes[0] = True
@@ -460,6 +489,11 @@ def call_value(fr: "FrameTracer", fn: V, args: List[V], kwargs: Dict[str, V]) ->
         return fr.inline(fn, args, kwargs)
     if isinstance(fn, MethodV):
         obj = fn.obj
+        if isinstance(obj, Tensor) and obj.is_named_tuple:   # ._asdict(): the fields and items
+            _no_kwargs(fr, fn.name, kwargs)
+            if args:
+                raise fr.brk("FH009", f"{fn.name}() takes no arguments")
+            return DictV(dict(zip(obj.meta.fields, fr.tracer.items(obj))))
         if isinstance(obj, Tensor):
             return _array_method(fr, obj, fn.name, args, kwargs)
         if isinstance(obj, ListV):

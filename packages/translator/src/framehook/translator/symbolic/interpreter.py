@@ -19,7 +19,7 @@ import numpy as np
 
 from ..bytecode import decode
 from ..config import config
-from ..graph import ArrayMeta, Graph, ScalarMeta, SymDim
+from ..graph import ArrayMeta, Graph, ScalarMeta, SymDim, TupleMeta
 from ..guards import GuardKind
 from ..sources import AttrSource, ClosureCellSource, GlobalSource, IndexSource, ItemSource, Source
 from . import numpy_support as nps
@@ -108,6 +108,7 @@ class Tracer:
         self.dynamic_int: Callable[[Source, int], bool] = lambda source, value: False
         self._syms = 0
         self._dims: Dict[Tuple[Any, Any, int], Tensor] = {}   # (graph, array node, axis) -> its size read
+        self._items: Dict[Tuple[Any, Any, int], Tensor] = {}  # (graph, named-tuple node, i) -> its item read
         self.stop_at: Optional[int] = None     # root-frame instruction index to stop before
         self.side_effects = SideEffects(self)
 
@@ -267,6 +268,44 @@ class Tracer:
         node.meta["dim"] = f"{self.describe_node(v.node)}.{name}"
         return Tensor(node, node.meta["val"])
 
+    # ------------------------------------------------------------ named tuples
+    # A named tuple returned by one operation (``np.linalg.eigh(a)``: an ``EighResult``) is one
+    # Tensor whose node holds the whole tuple (TupleMeta): returned, stored or kept across a
+    # break, it is that very object. Reading it (indexing, a field, unpacking, iteration,
+    # passing it to an operation) reads its items: one ``getitem`` node each, made once per graph.
+    def item(self, v: Tensor, i: int) -> Tensor:
+        """Item ``i`` (in range) of the named tuple ``v``."""
+        key = (self.graph, v.node, i)
+        known = self._items.get(key)
+        if known is None:
+            meta = v.meta.items[i]
+            node = self.graph.call(operator.getitem, (self.to_arg(v), i), meta=meta, stack=self.stack_location())
+            node.meta["cannot_raise"] = True   # the index is in range: dead-code elimination may drop it
+            known = self._items[key] = Tensor(node, meta)
+        return known
+
+    def items(self, v: Tensor) -> List[Tensor]:
+        return [self.item(v, i) for i in range(len(v.meta.items))]
+
+    def as_plain(self, v: V, deep: bool = False) -> V:
+        """``v``, a named tuple computed in the graph, as the plain tuple of its items: what
+        operators see (a named tuple is a tuple). ``deep``: also inside tuples, lists and
+        dicts, in new containers (the arguments of a graph operation: numpy reads a named
+        tuple as the sequence of its items)."""
+        if isinstance(v, Tensor) and isinstance(v.meta, TupleMeta):
+            return TupleV(list(self.items(v)))
+        if not deep:
+            return v
+        if isinstance(v, (TupleV, ListV)):
+            items = [self.as_plain(i, True) for i in v.items]
+            if any(a is not b for a, b in zip(items, v.items)):
+                return TupleV(items) if isinstance(v, TupleV) else ListV(items)
+        if isinstance(v, DictV):
+            d = {k: self.as_plain(i, True) for k, i in v.items.items()}
+            if any(d[k] is not v.items[k] for k in d):
+                return DictV(d)
+        return v
+
     def describe_node(self, node: Any) -> str:
         """``L['x']`` for an input, else the node's name."""
         while node in self.lifted_from:
@@ -382,7 +421,8 @@ class Tracer:
         """Add a call (or method call) node; its metadata comes from running it on proxies.
         ``sized``: a graph int decides the result's shape (a size argument, a slice bound),
         so its dimensions are symbolic."""
-        kwargs = kwargs or {}
+        kwargs = {k: self.as_plain(a, True) for k, a in (kwargs or {}).items()}
+        args = [self.as_plain(a, True) for a in args]
         label = name or (f".{method}" if method else nps.numpy_name(target))
         gargs = tuple(self.to_arg(a) for a in args)
         gkwargs = {k: self.to_arg(a) for k, a in kwargs.items()}
@@ -422,9 +462,24 @@ class Tracer:
             return Tensor(node, meta)
         if result is None and node.impure:
             return Const(None)
-        if type(result) in (tuple, list) or (isinstance(result, tuple) and hasattr(result, "_fields")):
-            if isinstance(result, tuple) and type(result) is not tuple:
-                raise self.brk("FH004", f"{label} returned a named tuple ({type(result).__name__})")
+        if isinstance(result, tuple) and type(result) is not tuple and isinstance(
+                getattr(type(result), "_fields", None), tuple):
+            # a named tuple (numpy 2's EighResult, SVDResult, ...): the node holds it whole
+            metas = []
+            for r in result:
+                if not isinstance(r, (np.ndarray, np.generic)):
+                    raise self.brk("FH004", f"{label} returned a named tuple ({type(result).__name__}) holding "
+                                            f"a {type(r).__name__}")
+                if isinstance(r, np.ndarray) and (type(r) is not np.ndarray or r.dtype.hasobject):
+                    raise self.brk("FH004", f"{label} returned {type(r).__name__} of dtype {r.dtype}")
+                m = ArrayMeta.of(r)
+                if symbolic and m.is_array:
+                    m = ArrayMeta(tuple(SymDim(f"s{self.next_sym()}", d) for d in m.shape), m.dtype)
+                metas.append(m)
+            tmeta = TupleMeta(tuple(metas), type(result))
+            node.meta["val"] = tmeta
+            return Tensor(node, tmeta)
+        if type(result) in (tuple, list):
             items = []
             for i, r in enumerate(result):
                 sub = self.graph.call(operator.getitem, (node, i), stack=node.meta.get("stack"))
@@ -580,6 +635,8 @@ class FrameTracer:
             return True
         if isinstance(v, ObjV) and not any(hasattr(type(v.value), h) for h in ("__bool__", "__len__")):
             return True
+        if isinstance(v, Tensor) and v.is_named_tuple:
+            return bool(v.meta.items)
         if isinstance(v, Tensor) and v.is_array:
             raise self.brk("FH002", f"a branch on the value of {v.describe()}")
         value = self.const_of(v, "branch")
@@ -774,6 +831,8 @@ class FrameTracer:
 
     def getattr(self, obj: V, name: str) -> V:
         tracer = self.tracer
+        if isinstance(obj, Tensor) and obj.is_named_tuple:
+            return self.named_tuple_attr(obj, name)
         if isinstance(obj, Tensor):
             if obj.is_array:
                 meta = obj.meta
@@ -837,6 +896,22 @@ class FrameTracer:
             return tracer.wrap(attr, AttrSource(obj.source, name))
         raise self.brk("FH008", f"attribute {name!r} of {obj.describe()}")
 
+    def named_tuple_attr(self, obj: Tensor, name: str) -> V:
+        """An attribute of a named tuple computed in the graph: a field is its item."""
+        meta = obj.meta
+        fields = meta.fields
+        if name in fields:
+            return self.tracer.item(obj, fields.index(name))
+        if name in ("_fields", "_field_defaults"):
+            return self.tracer.wrap(getattr(meta.pytype, name), None)
+        if name == "_asdict":
+            return MethodV(obj, name)
+        if name in ("count", "index"):
+            return MethodV(TupleV(self.tracer.items(obj)), name)
+        if not hasattr(meta.pytype, name):
+            raise self.brk("FH009", f"AttributeError: {meta.pytype.__name__!r} object has no attribute {name!r}")
+        raise self.brk("FH004", f"the attribute .{name} of {obj.describe()}")
+
     def record_getattr(self, obj: Tensor, name: str) -> V:
         try:
             result = getattr(obj.meta.proxy(), name)
@@ -848,6 +923,7 @@ class FrameTracer:
 
     # ------------------------------------------------------------ operators
     def binary(self, op: Callable[[Any, Any], Any], a: V, b: V) -> V:
+        a, b = self.tracer.as_plain(a), self.tracer.as_plain(b)   # a named tuple is a tuple here
         if isinstance(a, Const) and isinstance(a.value, (str, bytes)) and isinstance(b, Tensor):
             b = Const(self.const_of(b, "string formatting"))   # "%d" % n: a Python value, not a graph one
         if isinstance(a, Tensor) or isinstance(b, Tensor):
@@ -922,6 +998,7 @@ class FrameTracer:
     del _name
 
     def unary(self, op: Callable[[Any], Any], v: V) -> V:
+        v = self.tracer.as_plain(v)
         if isinstance(v, Tensor):
             return self.tracer.record(op, [v], name=f"operator.{op.__name__}")
         x = self.const_of(v)
@@ -954,8 +1031,8 @@ class FrameTracer:
             raise self.brk("FH001", f"intrinsic {inst.argrepr}")
 
     def op_COMPARE_OP(self, inst: Any) -> None:
-        b = self.pop()
-        a = self.pop()
+        b = self.tracer.as_plain(self.pop())
+        a = self.tracer.as_plain(self.pop())
         op = COMPARE[inst.argval]
         if any(self.tracer.is_symbolic_number(side) for side in (a, b)) and not any(
                 isinstance(side, Tensor) and side.is_array for side in (a, b)):
@@ -993,8 +1070,8 @@ class FrameTracer:
         self.push(Const(same != bool(inst.arg)))
 
     def op_CONTAINS_OP(self, inst: Any) -> None:
-        container = self.pop()
-        item = self.pop()
+        container = self.tracer.as_plain(self.pop())
+        item = self.tracer.as_plain(self.pop())
         if isinstance(container, DictV):
             found = self.const_of(item) in container.items
         elif isinstance(container, (TupleV, ListV)) and all(not isinstance(i, Tensor) for i in _flatten([container])):
@@ -1010,17 +1087,24 @@ class FrameTracer:
 
     # ------------------------------------------------------------ subscripts
     def subscr(self, obj: V, idx: V) -> V:
+        if isinstance(obj, Tensor) and obj.is_named_tuple:
+            key = self.const_of(idx, f"indexing a {obj.describe()}")
+            n = len(obj.meta.items)
+            if type(key) is int and -n <= key < n:
+                return self.tracer.item(obj, key % n)
+            obj = self.tracer.as_plain(obj)   # a slice gives a plain tuple; the rest raises as for one
         if isinstance(obj, Tensor):
             if not obj.is_array:
                 raise self.brk("FH008", f"indexing a {obj.pytype.__name__}")
-            if isinstance(idx, Tensor) and idx.is_array and idx.meta.dtype == np.bool_:
+            idx = self.tracer.as_plain(idx)
+            if nps.is_mask(idx) and idx.meta.ndim > 0:
                 return nps.mask_getitem(self, obj, idx)
+            self.check_masks(idx)
+            if nps.is_mask(idx) or isinstance(idx, TupleV) and any(nps.is_mask(i) for i in idx.items):
+                return nps.mask_index_getitem(self, obj, self.index_value(idx))
             for part in _flatten([idx]):
-                if isinstance(part, Tensor):
-                    if part.is_array and part.meta.dtype == np.bool_:
-                        raise self.brk("FH011", "indexing with a boolean mask inside a tuple index")
-                    if not part.is_array:
-                        self.index_value(part)
+                if isinstance(part, Tensor) and not part.is_array:
+                    self.index_value(part)
             idx = self.index_value(idx)
             # a slice bound computed in the graph makes the length symbolic; an int index does not
             sized = any(isinstance(p, SliceV) for p in _flatten([idx]))
@@ -1053,9 +1137,21 @@ class FrameTracer:
             return self.tracer.wrap(result, None)
         raise self.brk("FH008", f"indexing {obj.describe()}")
 
+    def check_masks(self, idx: V) -> None:
+        """Masks (boolean graph arrays) are indices on their own or items of a tuple index;
+        anywhere deeper (a list index, a tuple inside the tuple) numpy first makes one array
+        of the sequence, whose shape and meaning depend on the masks' values."""
+        parts = idx.items if isinstance(idx, TupleV) else [idx]
+        for part in parts:
+            if not nps.is_mask(part) and any(nps.is_mask(p) for p in _flatten([self.tracer.as_plain(part, True)])):
+                raise self.brk("FH011", "a boolean mask inside a list or a nested sequence of an index (numpy "
+                                        "makes one array of the sequence; index with the mask itself, or with "
+                                        "a tuple of masks, ints, slices and integer arrays)")
+
     def index_value(self, idx: V) -> V:
         """An index for an array: constants, slices, tuples, arrays of integers, and graph
         ints (a dynamic dimension, a loop index); other graph numbers are specialized."""
+        idx = self.tracer.as_plain(idx)
         if isinstance(idx, Tensor) and not idx.is_array:
             if self.tracer.is_symint(idx):
                 return idx
@@ -1077,8 +1173,14 @@ class FrameTracer:
 
     def store_subscr(self, obj: V, idx: V, value: V) -> None:
         if isinstance(obj, Tensor) and obj.is_array:
-            if isinstance(idx, Tensor) and idx.is_array and idx.meta.dtype == np.bool_:
+            idx = self.tracer.as_plain(idx)
+            value = self.tracer.as_plain(value, True)
+            if nps.is_mask(idx) and idx.meta.ndim > 0:
                 nps.mask_setitem(self, obj, idx, value)
+                return
+            self.check_masks(idx)
+            if nps.is_mask(idx) or isinstance(idx, TupleV) and any(nps.is_mask(i) for i in idx.items):
+                nps.mask_index_setitem(self, obj, self.index_value(idx), value)
                 return
             idx = self.index_value(idx)
             self.tracer.record(operator.setitem, [obj, idx, value], name="operator.setitem")
@@ -1271,6 +1373,8 @@ class FrameTracer:
     # ------------------------------------------------------------ iteration
     def iterate(self, v: V) -> List[V]:
         """The values iterating ``v`` yields (trace-time known length)."""
+        if isinstance(v, Tensor) and v.is_named_tuple:
+            return list(self.tracer.items(v))
         if isinstance(v, (TupleV, ListV)):
             return list(v.items)
         if isinstance(v, DictV):

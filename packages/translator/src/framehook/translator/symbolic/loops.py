@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from ..config import config
-from ..graph import ArrayMeta, Graph, Loop, ScalarMeta
+from ..graph import ArrayMeta, Graph, Loop, ScalarMeta, TupleMeta
 from .breaks import GraphBreak
 from .values import Const, IterV, Tensor, TupleV, V, next_serial
 
@@ -191,6 +191,9 @@ def _same_value(a: V, b: V) -> bool:
 
 def _compatible(head: Any, end: Any) -> bool:
     """The body traced with ``head`` traces the same again with ``end``."""
+    if isinstance(head, TupleMeta) or isinstance(end, TupleMeta):   # a named tuple: item by item
+        return (isinstance(head, TupleMeta) and isinstance(end, TupleMeta) and head.pytype is end.pytype
+                and len(head.items) == len(end.items) and all(map(_compatible, head.items, end.items)))
     if isinstance(head, ScalarMeta) or isinstance(end, ScalarMeta):
         return isinstance(head, ScalarMeta) and isinstance(end, ScalarMeta) and head.pytype is end.pytype
     if not (isinstance(head, ArrayMeta) and isinstance(end, ArrayMeta)):

@@ -3,13 +3,17 @@ their results' metadata is found (by running them on one-element proxies)."""
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Dict, FrozenSet, Optional
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 import numpy as np
 
+from ..graph import ArrayMeta
+from .values import Tensor
+
 __all__ = ["NUMPY_FUNCTIONS", "CREATION", "LINALG", "ARRAY_METHODS", "ARRAY_VALUE_ATTRS", "ARRAY_NODE_ATTRS",
            "UFUNC_METHODS", "is_numpy_callable", "numpy_name", "run_on_proxies", "SHAPE_QUERIES",
-           "is_numpy_module", "SIZE_ARGS", "SIZE_METHOD_ARGS"]
+           "is_numpy_module", "SIZE_ARGS", "SIZE_METHOD_ARGS", "VALUE_DEPENDENT_DTYPE", "is_mask",
+           "mask_index_getitem", "mask_index_setitem"]
 
 
 def _collect(module: Any, names: str) -> Dict[Any, str]:
@@ -37,7 +41,9 @@ sinc isclose interp convolve correlate cov corrcoef histogram_bin_edges
 append insert delete searchsorted digitize polyval"""
 #: answered from dtypes and shapes alone (folded at trace time)
 META_ONLY_NAMES = "result_type promote_types can_cast min_scalar_type"
-LINALG_NAMES = "norm inv solve det cholesky pinv matrix_power slogdet eigvalsh"
+#: ``slogdet``, ``eigh``, ``eig``, ``svd`` and ``qr`` return named tuples on numpy 2 (plain tuples
+#: before): one node holds the result, its items are read by ``getitem`` nodes
+LINALG_NAMES = "norm inv solve det cholesky pinv matrix_power slogdet eigvalsh eigh eig eigvals svd svdvals qr"
 
 CREATION: Dict[Any, str] = _collect(np, CREATION_NAMES)
 NUMPY_FUNCTIONS: Dict[Any, str] = {**CREATION, **_collect(np, GENERAL_NAMES)}
@@ -131,6 +137,27 @@ def run_on_proxies(fn: Callable[..., Any], args: Any, kwargs: Any, linalg: bool 
         return fn(*args, **kwargs)
 
 
+def _real_for_real_input(fn: Any) -> bool:
+    """Does ``fn`` (``eig``, ``eigvals``) return real values for a real matrix whose eigenvalues
+    are real? numpy before 2.5 does (complex ones only when some eigenvalue is complex: the
+    result's dtype depends on the values); numpy 2.5 always returns complex values."""
+    try:
+        with np.errstate(all="ignore"):
+            result = fn(np.eye(1))
+    except Exception:  # pragma: no cover - defensive: then the result cannot be described
+        return True
+    first = result[0] if isinstance(result, tuple) else result
+    return np.asarray(first).dtype.kind != "c"
+
+
+#: functions whose result's dtype depends on the values of a real argument on this numpy
+#: (captured for complex arguments only, whose result is complex whatever the values)
+VALUE_DEPENDENT_DTYPE: Dict[Any, str] = {fn: name for fn, name in
+                                         ((getattr(np.linalg, "eig", None), "numpy.linalg.eig"),
+                                          (getattr(np.linalg, "eigvals", None), "numpy.linalg.eigvals"))
+                                         if fn is not None and _real_for_real_input(fn)}
+
+
 def known_function_name(fn: Any) -> Optional[str]:
     try:
         return NUMPY_FUNCTIONS.get(fn)
@@ -190,4 +217,184 @@ def mask_setitem(fr: Any, obj: Any, mask: Any, value: Any) -> None:
     except Exception as e:
         raise fr.brk("FH009", f"boolean-mask assignment raised {type(e).__name__}: {e}") from None
     tracer.graph.call(operator.setitem, (tracer.to_arg(obj), tracer.to_arg(mask), tracer.to_arg(value)),
+                      stack=tracer.stack_location())
+
+
+# ---------------------------------------------------------------- masks among other indices
+def is_mask(v: Any) -> bool:
+    """A boolean array or numpy bool computed in the graph (a 0-d one included)."""
+    return isinstance(v, Tensor) and isinstance(v.meta, ArrayMeta) and v.meta.dtype == np.bool_
+
+
+class _Fancy:
+    """Where the stand-in of a mask goes in the index run on proxies: a 1-d integer array of
+    the length tried for the mask's number of true elements (all zeros: a valid index)."""
+
+    __slots__ = ()
+
+
+_FANCY = _Fancy()
+#: two lengths tried for a number of true elements that nothing fixes: the result's dimensions
+#: that differ between the two runs are the data-dependent ones
+_TRY_LENGTHS = (2, 3)
+
+
+def _mask_index_meta(fr: Any, obj: Any, idx: Any, what: str) -> Any:
+    """The metadata of ``obj[idx]`` where ``idx`` is a mask of any ndim (0-d included) or a
+    tuple index holding masks among ints, slices, None, Ellipsis and integer arrays.
+
+    numpy reads a boolean index of ndim k as the k integer arrays of its ``nonzero()`` (a 0-d
+    one adds a dimension of size 1 to the array and indexes it with ``[0]`` or ``[]``): each
+    is an *advanced* index of length N, the number of true elements, broadcast with the other
+    advanced indices (integer arrays, and then ints too), and the broadcast dimensions go where
+    the advanced indices are, or first when a slice, None or Ellipsis separates them. So the
+    index is run on proxies with each mask replaced by that many integer arrays: the result's
+    dimensions that change with the length tried are the data-dependent one (a fresh
+    ``SymDim``); when another advanced index fixes N by broadcasting (an integer array of
+    length 5: N must be 5 or 1) the dimension is that length, and numpy checks N when the graph
+    runs. The masks' own dimensions are checked against the array's here when both are static
+    (numpy's IndexError otherwise); symbolic ones are checked by numpy when the graph runs."""
+    from ..graph import SymDim
+    from .values import SliceV, TupleV
+    import operator
+    tracer = fr.tracer
+    om = obj.meta
+    items = list(idx.items) if isinstance(idx, TupleV) else [idx]
+    symbolic = not om.is_static
+    counts: List[Optional[int]] = []   # dimensions of ``obj`` each item covers (None: the Ellipsis)
+    proxies: List[Any] = []   # the items that are not masks, on proxies
+    forced = set()            # lengths the other advanced indices (or an empty mask) fix N to
+    for it in items:
+        if is_mask(it):
+            mm = it.meta
+            counts.append(mm.ndim)
+            if not mm.is_static:
+                symbolic = True
+            elif mm.size == 0:
+                forced.add(0)
+            continue
+        if isinstance(it, SliceV) or isinstance(it, Tensor) and isinstance(it.meta, ArrayMeta) and not it.meta.is_static:
+            symbolic = True
+        p = tracer.to_proxy(it)
+        proxies.append(p)
+        if p is None:
+            counts.append(0)
+        elif p is Ellipsis:
+            counts.append(None)
+        elif isinstance(p, (bool, np.bool_)):
+            counts.append(0)          # a 0-d boolean known at trace time: N is 1 or 0
+            if not p:
+                forced.add(0)
+        elif isinstance(p, (np.ndarray, list, tuple)):
+            try:
+                arr = np.asarray(p)
+            except Exception:
+                arr = None            # numpy raises when the index is run on proxies below
+            if arr is None or arr.dtype != np.bool_:
+                counts.append(1)
+                if arr is not None and arr.ndim and arr.shape[-1] != 1:
+                    forced.add(arr.shape[-1])
+            else:
+                counts.append(arr.ndim)   # a boolean index known at trace time: its N is known
+                n = (1 if arr else 0) if arr.ndim == 0 else int(np.count_nonzero(arr))
+                if n != 1:
+                    forced.add(n)
+        else:
+            counts.append(1)          # an int, a slice
+    known = sum(c for c in counts if c is not None)
+    ellipsis = max(om.ndim - known, 0)
+    # the masks' dimensions against the array's; the index run on proxies; the proxy array's
+    # shape, with a dimension of size 1 added where each 0-d mask is (as numpy does)
+    shape = [d if isinstance(d, int) else max(d.hint if d.hint is not None else 2, 1) for d in om.shape]
+    index_parts: List[Any] = []
+    dim = 0       # position in ``obj``'s dimensions
+    added = 0     # dimensions added for the 0-d masks before it
+    others = iter(proxies)
+    for it, c in zip(items, counts):
+        if not is_mask(it):
+            index_parts.append(next(others))
+            dim += ellipsis if c is None else c
+            continue
+        mm = it.meta
+        if mm.ndim == 0:
+            shape.insert(dim + added, 1)
+            added += 1
+            index_parts.append(_FANCY)
+            continue
+        for j, b in enumerate(mm.shape):
+            if dim + j >= om.ndim:
+                raise fr.brk("FH009", f"{what}: too many indices for an array of {om.ndim} dimensions")
+            a = om.shape[dim + j]
+            if isinstance(a, int) and isinstance(b, int) and a != b:
+                raise fr.brk("FH009", f"{what}: boolean index did not match indexed array along axis {dim + j}; "
+                                      f"size of axis is {a} but size of corresponding boolean axis is {b}")
+        index_parts.extend([_FANCY] * mm.ndim)
+        dim += mm.ndim
+    base = np.zeros(1, om.dtype)
+
+    def run(n: int) -> Any:
+        arr = np.lib.stride_tricks.as_strided(base, shape=tuple(shape), strides=(0,) * len(shape))
+        index = tuple(np.zeros(n, np.intp) if p is _FANCY else p for p in index_parts)
+        return run_on_proxies(operator.getitem, (arr, index), {})
+
+    try:
+        if forced:
+            first = run(min(forced))
+            dims: List[Any] = list(first.shape)
+        else:
+            first, second = run(_TRY_LENGTHS[0]), run(_TRY_LENGTHS[1])
+            dims = [a if a == b else SymDim(f"s{tracer.next_sym()}") for a, b in zip(first.shape, second.shape)]
+    except Exception as e:
+        raise fr.brk("FH009", f"{what} raised {type(e).__name__}: {e}") from None
+    if symbolic:
+        dims = [SymDim(f"s{tracer.next_sym()}") if isinstance(d, int) else d for d in dims]
+    return ArrayMeta(tuple(dims), first.dtype)
+
+
+def mask_index_getitem(fr: Any, obj: Any, idx: Any) -> Any:
+    """``obj[m, 0]``, ``obj[:, m]``, ``obj[m, idx]``, ``obj[m0]`` (a 0-d mask), ...: one
+    getitem node with the index as written; the dimension the masks give is data-dependent
+    (see ``_mask_index_meta``)."""
+    import operator
+    meta = _mask_index_meta(fr, obj, idx, "indexing with a boolean mask")
+    tracer = fr.tracer
+    node = tracer.graph.call(operator.getitem, (tracer.to_arg(obj), tracer.to_arg(idx)), stack=tracer.stack_location())
+    node.meta["val"] = meta
+    return Tensor(node, meta)
+
+
+def mask_index_setitem(fr: Any, obj: Any, idx: Any, value: Any) -> None:
+    """``obj[m, 0] = value`` (and the other indices of ``mask_index_getitem``), in place, in the
+    graph. Checked here: the index (as for reading), that the value casts to the array's dtype
+    and that its static dimensions broadcast to the indexed shape's (numpy checks the
+    data-dependent one when the graph runs, raising as the plain code does)."""
+    from ..graph import ScalarMeta, format_shape
+    import operator
+    what = "boolean-mask assignment"
+    meta = _mask_index_meta(fr, obj, idx, what)
+    tracer = fr.tracer
+    dtype = obj.meta.dtype
+    try:
+        if isinstance(value, Tensor) and isinstance(value.meta, ArrayMeta):
+            vshape: Tuple[Any, ...] = value.meta.shape
+            run_on_proxies(operator.setitem, (np.zeros(1, dtype), Ellipsis, np.zeros(1, value.meta.dtype)), {})
+        elif isinstance(value, Tensor) and isinstance(value.meta, ScalarMeta):
+            vshape = ()
+            run_on_proxies(operator.setitem, (np.zeros((), dtype), Ellipsis, value.meta.proxy()), {})
+        else:
+            sample = tracer.to_proxy(value)
+            vshape = np.shape(sample)
+            run_on_proxies(operator.setitem, (np.zeros(vshape, dtype), Ellipsis, sample), {})
+    except Exception as e:
+        raise fr.brk("FH009", f"{what} raised {type(e).__name__}: {e}") from None
+    dims = list(vshape)
+    while len(dims) > meta.ndim and dims[0] == 1:
+        dims.pop(0)   # numpy drops leading dimensions of size 1 of the value
+    mismatch = len(dims) > meta.ndim or any(
+        isinstance(a, int) and isinstance(b, int) and a != 1 and a != b
+        for a, b in zip(reversed(dims), reversed(meta.shape)))
+    if mismatch:
+        raise fr.brk("FH009", f"{what}: shape mismatch: value array of shape {format_shape(tuple(vshape))} could "
+                              f"not be broadcast to indexing result of shape {format_shape(meta.shape)}")
+    tracer.graph.call(operator.setitem, (tracer.to_arg(obj), tracer.to_arg(idx), tracer.to_arg(value)),
                       stack=tracer.stack_location())

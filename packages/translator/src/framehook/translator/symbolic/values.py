@@ -2,8 +2,9 @@
 
 * ``Const``: a Python object known at trace time (numbers, strings, modules, functions,
   dtypes, ranges, slices, ...), guarded where it was read;
-* ``Tensor``: a value computed by the graph (a numpy array, a numpy scalar, or a Python
-  number that is a graph input), carrying its node and its metadata;
+* ``Tensor``: a value computed by the graph (a numpy array, a numpy scalar, a Python
+  number that is a graph input, or a named tuple of arrays returned by one operation, like
+  ``np.linalg.eigh``'s ``EighResult``), carrying its node and its metadata;
 * ``TupleV``, ``ListV``, ``DictV``: containers of symbolic values;
 * ``IterV``: an iterator being unrolled; ``FuncV``: a user function to inline;
 * ``MethodV``: a method bound to a symbolic value; ``NullV``: the NULL of the call protocol;
@@ -19,7 +20,7 @@ import itertools
 import types
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..graph import ArrayMeta, Node, ScalarMeta
+from ..graph import ArrayMeta, Node, ScalarMeta, TupleMeta
 from ..sources import Source
 
 __all__ = ["V", "Const", "Tensor", "TupleV", "ListV", "DictV", "IterV", "FuncV", "MethodV", "NullV", "Cell",
@@ -59,8 +60,10 @@ class Const(V):
 
 
 class Tensor(V):
-    """A graph value. ``meta`` is an ArrayMeta (arrays, numpy scalars) or a ScalarMeta
-    (a Python number that entered the graph as an input or was computed from one)."""
+    """A graph value. ``meta`` is an ArrayMeta (arrays, numpy scalars), a ScalarMeta
+    (a Python number that entered the graph as an input or was computed from one) or a
+    TupleMeta (a named tuple of arrays: the node holds it whole, so returning it or keeping
+    it across a break gives the very object; operations read its items, ``Tracer.items``)."""
 
     __slots__ = ("node", "meta", "source")
 
@@ -78,10 +81,16 @@ class Tensor(V):
         return isinstance(self.meta, ScalarMeta)
 
     @property
+    def is_named_tuple(self) -> bool:
+        return isinstance(self.meta, TupleMeta)
+
+    @property
     def pytype(self) -> type:
         return self.meta.pytype
 
     def describe(self) -> str:
+        if isinstance(self.meta, TupleMeta):
+            return f"named tuple {self.meta.pytype.__name__} of {len(self.meta.items)} computed in the graph"
         if isinstance(self.meta, ArrayMeta):
             return f"array {self.meta}" if self.meta.is_array else f"numpy scalar {self.meta.pytype.__name__}"
         return f"{self.meta.pytype.__name__} graph input"
