@@ -79,4 +79,37 @@ t = threading.Thread(target=lambda: rt.set_eval_frame(lambda *a: None))
 t.start()
 t.join()
 assert not rt.eval_frame_installed()
+# the C guard checker: each kind (NDARRAY_MATCH aside: no numpy here) holding, failing,
+# with a value missing on either side of (NOT_)SAME_AS, and specs it refuses half built
+import contextvars  # noqa: E402
+
+var = contextvars.ContextVar("memcheck_var", default="t")
+shared, G = [1], {"g": {"k": [1]}}
+checker = rt.GuardChecker([
+    ((("local", "n"),), "TYPE_MATCH", int), ((("local", "n"),), "EQUALS_MATCH", 3),
+    ((("local", "xs"),), "LENGTH_CHECK", 1), ((("local", "d"),), "DICT_KEYS", ["a"]),
+    ((("local", "d"), ("item", "a")), "IS_NONE"), ((("local", "xs"), ("index", -1)), "TRUTH", True),
+    ((("global", "g"), ("item", "k"), ("len",)), "CONSTANT_MATCH", 1),
+    ((("local", "xs"),), "SAME_AS", (("local", "ys"),)),
+    ((("local", "xs"),), "NOT_SAME_AS", (("global", "g"), ("item", "k"))),
+    ((("local", "d"),), "NOT_SAME_AS", (("local", "e"), ("attr", "real"))),
+    ((), "CONTEXTVAR_IS", var, var.get(), lambda: False), ((), "CALL", lambda: True),
+], G)
+good = {"n": 3, "xs": shared, "ys": shared, "d": {"a": None}, "e": 1}
+assert checker(good) and checker.first_failure(dict(good, xs=G["g"]["k"], ys=G["g"]["k"])) == 8
+for f_locals in (good, dict(good, n=4), dict(good, ys=[1]), dict(good, xs=G["g"]["k"], ys=G["g"]["k"]),
+                 dict(good, e=object()), {k: v for k, v in good.items() if k != "e"}, {}):
+    for _ in range(20):
+        checker(f_locals)
+        checker.first_failure(f_locals)
+for bad in ([((("local", "v"),), "NOT_SAME_AS", (("local", "v"),))], [((("local", "v"),), "NOT_SAME_AS", ())],
+            [((("local", "v"),), "SAME_AS", (("global", "g"),))]):
+    try:
+        rt.GuardChecker([((("local", "w"), ("item", "k")), "EQUALS_MATCH", [1])] + bad)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("a bad spec was accepted")
+del checker
+
 print("workload done")

@@ -118,6 +118,88 @@ def test_same_as():
     assert repr(c) == "<framehook.runtime.GuardChecker with 1 guards on 2 values>"
 
 
+def test_not_same_as():
+    a, b = [1], [1]
+    c = GC([(local("x"), "NOT_SAME_AS", local("y"))])
+    assert c({"x": a, "y": b}) and c({"x": 1, "y": 1.0})
+    assert not c({"x": a, "y": a}) and not c({"x": None, "y": None})
+    # a value missing on either side fails the guard, as `L['x'] is not L['y']` raising does
+    assert not c({"x": a}) and not c({"y": b}) and not c({})
+    assert c.first_failure({"x": a, "y": a}) == 0 and c.first_failure({"x": a, "y": b}) is None
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from([0, 1, 2, None]), min_size=3, max_size=3))
+def test_same_as_and_not_same_as_are_opposites(picks):
+    # three names bound to objects drawn from a pool (None: missing), compared pairwise
+    pool = [[0], [0], object()]
+    L = {name: pool[k] for name, k in zip("xyz", picks) if k is not None}
+    for left, right in [("x", "y"), ("y", "z"), ("x", "z")]:
+        same = GC([(local(left), "SAME_AS", local(right))])(L)
+        not_same = GC([(local(left), "NOT_SAME_AS", local(right))])(L)
+        if left in L and right in L:
+            assert same == (L[left] is L[right]) and not_same == (L[left] is not L[right])
+        else:
+            assert not same and not not_same
+
+
+def test_not_same_as_on_chained_and_shared_paths():
+    G = {"cfg": Obj(buf=[0])}
+    c = GC([(local("o", ("attr", "buf")), "TYPE_MATCH", list),
+            (local("o", ("attr", "buf")), "NOT_SAME_AS", (("global", "cfg"), ("attr", "buf"))),
+            (local("o", ("attr", "buf")), "NOT_SAME_AS", local("items", ("index", -1))),
+            (local("o", ("attr", "buf")), "SAME_AS", local("alias"))], G)
+    assert "on 7 values" in repr(c)   # o.buf is read once for its four guards
+    mine = [0]
+    o = Obj(buf=mine)
+    L = {"o": o, "items": [[0], [0]], "alias": mine}
+    assert c(L) and c.first_failure(L) is None
+    assert c.first_failure(dict(L, o=Obj(buf=G["cfg"].buf))) == 1       # aliases the global's buffer
+    assert c.first_failure(dict(L, items=[mine])) == 2                  # aliases the list's last item
+    assert c.first_failure(dict(L, items=[])) == 2                      # index out of range: fails
+    assert c.first_failure(dict(L, alias=[0])) == 3
+    del G["cfg"]
+    assert c.first_failure(L) == 1                                      # the other side is missing
+
+
+def test_not_same_as_propagates_base_exceptions():
+    class Boom(BaseException):
+        pass
+
+    class Bad:
+        @property
+        def boom(self):
+            raise Boom()
+
+        @property
+        def gone(self):
+            raise AttributeError("gone")
+
+    bad = Bad()
+    assert not GC([(local("x"), "NOT_SAME_AS", local("b", ("attr", "gone")))])({"x": 1, "b": bad})
+    assert not GC([(local("b", ("attr", "gone")), "NOT_SAME_AS", local("x"))])({"x": 1, "b": bad})
+    with pytest.raises(Boom):
+        GC([(local("x"), "NOT_SAME_AS", local("b", ("attr", "boom")))])({"x": 1, "b": bad})
+    with pytest.raises(Boom):
+        GC([(local("b", ("attr", "boom")), "NOT_SAME_AS", local("x"))]).first_failure({"x": 1, "b": bad})
+
+
+def test_kinds_lists_exactly_the_kinds_the_constructor_knows():
+    kinds = GC.KINDS
+    assert isinstance(kinds, frozenset) and {"SAME_AS", "NOT_SAME_AS", "TYPE_MATCH", "CALL"} <= kinds
+    # a kind named there is known (a wrong argument count is reported, not an unknown kind) ...
+    for kind in kinds:
+        with pytest.raises(ValueError, match=rf"guard 0: {kind} takes \d argument\(s\), got 7"):
+            GC([(local("v"), kind) + (None,) * 7])
+    # ... and one that is not is unknown
+    for kind in ("not_same_as", "NOT_SAME", "IS_NOT", "KINDS"):
+        with pytest.raises(ValueError, match="unknown kind"):
+            GC([(local("v"), kind, local("w"))])
+    with pytest.raises((TypeError, AttributeError)):
+        GC.KINDS = frozenset()
+    assert GC.KINDS is kinds and GC([]).KINDS is kinds
+
+
 def test_contextvar_and_call():
     var = contextvars.ContextVar("fh_test_var", default="token")
     token = var.get()
@@ -270,6 +352,15 @@ def test_call_signature():
     ([(local("v"), "DICT_KEYS", "ab")], {}, TypeError, "DICT_KEYS needs a tuple or list"),
     ([(local("v"), "TRUTH", 1)], {}, TypeError, "TRUTH needs a bool"),
     ([(local("v"), "SAME_AS", ())], {}, ValueError, "SAME_AS other path is empty"),
+    ([(local("v"), "NOT_SAME_AS", ())], {}, ValueError, "guard 0: NOT_SAME_AS other path is empty"),
+    ([(local("v"), "NOT_SAME_AS")], {}, ValueError, "guard 0: NOT_SAME_AS takes 1 argument"),
+    ([(local("v"), "NOT_SAME_AS", "w")], {}, TypeError, "guard 0: NOT_SAME_AS other path must be a tuple"),
+    ([(local("v"), "NOT_SAME_AS", ("w",))], {}, TypeError, "NOT_SAME_AS other path step 0 must be a tuple"),
+    ([(local("v"), "NOT_SAME_AS", (("attr", "w"),))], {}, ValueError, "NOT_SAME_AS other path step 0: the first"),
+    ([(local("v"), "NOT_SAME_AS", (("global", "w"),))], {}, ValueError,
+     "NOT_SAME_AS other path reads a global but no 'globals' dict"),
+    ([(local("v", ("attr", "a")), "NOT_SAME_AS", local("v", ("attr", "a")))], {}, ValueError,
+     "guard 0: NOT_SAME_AS other path is the guard's own path"),
     ([(local("v"), "CALL", len)], {}, ValueError, "CALL takes an empty path"),
     ([((), "CALL", 3)], {}, TypeError, "CALL needs a callable"),
     ([((), "CONTEXTVAR_IS", 1, 2, len)], {}, TypeError, "CONTEXTVAR_IS needs"),
@@ -505,19 +596,27 @@ def test_calls_keep_memory_and_refcounts_flat():
             ((("global", "g"), ("item", key), ("len",)), "EQUALS_MATCH", 2),
             ((("global", "g"), ("item", key), ("index", 1)), "EQUALS_MATCH", 2),
             (local("o"), "ID_MATCH", obj), (local("o", ("type",)), "ID_MATCH", object),
-            (local("d"), "DICT_KEYS", ["x", "y"]), (local("missing"), "IS_NONE")], G, ndarray_type=np.ndarray)
-    L = {"a": a, "o": obj, "d": {"x": 1, "y": 2}}
-    counts = [sys.getrefcount(x) for x in (a, obj, key, G, L["d"])]
+            (local("d"), "DICT_KEYS", ["x", "y"]),
+            (local("o"), "NOT_SAME_AS", (("global", "g"), ("item", key))),
+            (local("d"), "NOT_SAME_AS", local("e")),
+            (local("missing"), "IS_NONE")], G, ndarray_type=np.ndarray)
+    L = {"a": a, "o": obj, "d": {"x": 1, "y": 2}, "e": []}
+    aliased = dict(L, e=L["d"])
+    counts = [sys.getrefcount(x) for x in (a, obj, key, G, L["d"], L["e"])]
 
     def run():
         for _ in range(200_000):
             c(L)                       # fails at the last guard (KeyError swallowed)
             c.first_failure(L)
             c({"a": 1})                # fails at the first
+            c.first_failure(aliased)   # fails at NOT_SAME_AS, both values read
+        for _ in range(50_000):
+            c.first_failure({"a": a, "o": obj, "d": L["d"]})   # NOT_SAME_AS's other value missing
 
     growth = _traced_growth(run)
-    assert c.first_failure(L) == 6
-    assert [sys.getrefcount(x) for x in (a, obj, key, G, L["d"])] == counts
+    assert c.first_failure(L) == 8 and c.first_failure(aliased) == 7
+    assert c.first_failure({"a": a, "o": obj, "d": L["d"]}) == 7
+    assert [sys.getrefcount(x) for x in (a, obj, key, G, L["d"], L["e"])] == counts
     assert growth < 64 * 1024, f"traced memory grew by {growth} bytes"
 
 
@@ -526,13 +625,17 @@ def test_building_and_failing_to_build_keep_memory_flat():
     spec = {"dtype": np.dtype("f4"), "shape": (2, None), "strides": None, "contiguity": "F"}
     good = [(local(f"v{i}", ("attr", "x"), ("item", i)), "EQUALS_MATCH", [i]) for i in range(40)]
     good.append((local("v"), "NDARRAY_MATCH", spec))
+    good.append((local("v0", ("attr", "x")), "NOT_SAME_AS", (("global", "g"), ("item", ("k", 1)))))
     bad = good[:20] + [(local("v"), "NDARRAY_MATCH", dict(spec, strides=(1, 2, 3)))]
+    bad_other = good[:20] + [(local("w", ("item", "k")), "NOT_SAME_AS", local("w", ("item", "k")))]
 
     def run():
         for _ in range(2000):
             GC(good, {}, ndarray_type=np.ndarray)
             with pytest.raises(ValueError):
                 GC(bad, {}, ndarray_type=np.ndarray)
+            with pytest.raises(ValueError, match="own path"):
+                GC(bad_other, {}, ndarray_type=np.ndarray)
 
     growth = _traced_growth(run)
     assert growth < 64 * 1024, f"traced memory grew by {growth} bytes"

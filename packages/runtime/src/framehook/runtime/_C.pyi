@@ -1,5 +1,5 @@
 from types import CodeType, FrameType
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
 
 Callback = Union[None, bool, Callable[["FrameView", Optional["CacheEntryInfo"], Dict[str, Any]], Optional["GuardedCode"]]]
 
@@ -12,6 +12,7 @@ GuardSpec = Tuple[Any, ...]  # (path, kind, *args); path: tuple of steps such as
 
 class GuardChecker:
     """A guard set compiled once and evaluated in C (see the README)."""
+    KINDS: ClassVar[FrozenSet[str]]  # the guard kinds this runtime knows
     def __init__(self, guards: Sequence[GuardSpec], globals: Optional[Dict[str, Any]] = None, *,
                  ndarray_type: Optional[type] = None) -> None: ...
     def __call__(self, f_locals: Mapping[str, Any]) -> bool: ...

@@ -103,7 +103,7 @@ PyObject *fh_entry_info(fh_entry *entry) {
 
 int fh_types_init(PyObject *module) {
     if (PyType_Ready(&fh_GuardedCode_Type) < 0 || PyType_Ready(&fh_FrameView_Type) < 0 ||
-        PyType_Ready(&fh_GuardChecker_Type) < 0) {
+        fh_guard_checker_ready() < 0) {
         return -1;
     }
     if (PyStructSequence_InitType2(&entry_info_type, &entry_info_desc) < 0) {

@@ -21,11 +21,15 @@
  *     IS_TRUE / IS_FALSE    v is True / v is False
  *     TRUTH b               bool(v) == b
  *     SAME_AS other_path    v is <other path's value>
+ *     NOT_SAME_AS other_path  v is not <other path's value> (either value missing: fails)
  *     NDARRAY_MATCH spec    numpy array: exact type, dtype, shape (None: dynamic), strides or
  *                           contiguity, writeable, read from numpy's public struct (no numpy
  *                           build dependency; see fh_ndarray_fields)
  *     CONTEXTVAR_IS var token fallback   (empty path) var.get() is token, else fallback()
  *     CALL fn               (empty path) fn() is true: the only kinds that may call Python
+ *
+ * GuardChecker.KINDS is the frozenset of these names, for callers that must work with
+ * runtimes that predate a kind.
  *
  * As in the translator's generated check functions, anything that raises an Exception
  * while a guard is evaluated (a missing key, a vanished attribute, a failing ==) makes that
@@ -64,13 +68,13 @@ static const char *op_names[] = {"local", "global", "attr", "item", "index", "le
 
 enum {
     K_TYPE_MATCH, K_ID_MATCH, K_EQUALS_MATCH, K_CONSTANT_MATCH, K_LENGTH_CHECK, K_DICT_KEYS,
-    K_IS_NONE, K_NOT_NONE, K_IS_TRUE, K_IS_FALSE, K_TRUTH, K_SAME_AS, K_NDARRAY_MATCH,
+    K_IS_NONE, K_NOT_NONE, K_IS_TRUE, K_IS_FALSE, K_TRUTH, K_SAME_AS, K_NOT_SAME_AS, K_NDARRAY_MATCH,
     K_CONTEXTVAR_IS, K_CALL,
 };
 static const struct { const char *name; int nargs; } kind_info[] = {
     {"TYPE_MATCH", 1}, {"ID_MATCH", 1}, {"EQUALS_MATCH", 1}, {"CONSTANT_MATCH", 1}, {"LENGTH_CHECK", 1},
     {"DICT_KEYS", 1}, {"IS_NONE", 0}, {"NOT_NONE", 0}, {"IS_TRUE", 0}, {"IS_FALSE", 0}, {"TRUTH", 1},
-    {"SAME_AS", 1}, {"NDARRAY_MATCH", 1}, {"CONTEXTVAR_IS", 3}, {"CALL", 1},
+    {"SAME_AS", 1}, {"NOT_SAME_AS", 1}, {"NDARRAY_MATCH", 1}, {"CONTEXTVAR_IS", 3}, {"CALL", 1},
 };
 #define N_KINDS ((int)(sizeof(kind_info) / sizeof(kind_info[0])))
 
@@ -86,7 +90,7 @@ enum { CONTIG_ANY, CONTIG_C, CONTIG_F, CONTIG_NEITHER };
 typedef struct {
     int kind;
     int node;        /* value the guard reads, -1 for none */
-    int other;       /* SAME_AS: the other node */
+    int other;       /* SAME_AS, NOT_SAME_AS: the other node */
     int nan;         /* EQUALS_MATCH against a float NaN */
     int truth;       /* TRUTH: expected truth value */
     Py_ssize_t n;    /* LENGTH_CHECK length; NDARRAY_MATCH ndim */
@@ -318,10 +322,11 @@ static int check_guard(fh_GuardChecker *self, fh_guard *g, PyObject *locals, PyO
         return t < 0 ? -1 : t == g->truth;
     }
     case K_SAME_AS:
+    case K_NOT_SAME_AS:
         if (eval_node(self, locals, vals, g->other) < 0) {
             return -1;
         }
-        return v == vals[g->other];
+        return (v == vals[g->other]) == (g->kind == K_SAME_AS);
     case K_NDARRAY_MATCH:
         return check_ndarray(g, v);
     case K_CONTEXTVAR_IS: {
@@ -753,9 +758,17 @@ static int compile_guard(fh_GuardChecker *self, fh_guard *g, PyObject *spec, Py_
         }
         g->truth = arg == Py_True;
         return 0;
-    case K_SAME_AS: {
-        int other = compile_path(self, arg, gi, "SAME_AS other path", 0, cap);
+    case K_SAME_AS:
+    case K_NOT_SAME_AS: {
+        int other = compile_path(self, arg, gi, kind == K_SAME_AS ? "SAME_AS other path" : "NOT_SAME_AS other path",
+                                 0, cap);
         if (other == -2) {
+            return -1;
+        }
+        if (kind == K_NOT_SAME_AS && other == g->node) {
+            /* equal paths share their node: `v is not v` could never hold */
+            PyErr_Format(PyExc_ValueError, "GuardChecker() argument 'guards': guard %zd: NOT_SAME_AS other path "
+                         "is the guard's own path (the guard could never hold)", gi);
             return -1;
         }
         g->other = other;
@@ -894,6 +907,38 @@ static void checker_dealloc(fh_GuardChecker *self) {
     }
     PyMem_Free(self->nodes);
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Readies the type with its KINDS class attribute: a dict given to tp_dict before
+ * PyType_Ready is the type's namespace (static types cannot take attributes afterwards). */
+int fh_guard_checker_ready(void) {
+    if (fh_GuardChecker_Type.tp_flags & Py_TPFLAGS_READY) {
+        return 0;
+    }
+    if (fh_GuardChecker_Type.tp_dict == NULL) {
+        PyObject *dict = PyDict_New();
+        if (dict == NULL) {
+            return -1;
+        }
+        PyObject *kinds = PyFrozenSet_New(NULL);
+        int r = kinds == NULL ? -1 : 0;
+        for (int k = 0; r == 0 && k < N_KINDS; k++) {
+            PyObject *name = PyUnicode_InternFromString(kind_info[k].name);
+            /* PySet_Add may fill a frozenset nobody else has seen yet */
+            r = name == NULL ? -1 : PySet_Add(kinds, name);
+            Py_XDECREF(name);
+        }
+        if (r == 0) {
+            r = PyDict_SetItemString(dict, "KINDS", kinds);
+        }
+        Py_XDECREF(kinds);
+        if (r < 0) {
+            Py_DECREF(dict);
+            return -1;
+        }
+        fh_GuardChecker_Type.tp_dict = dict; /* owned by the type from now on */
+    }
+    return PyType_Ready(&fh_GuardChecker_Type);
 }
 
 static Py_ssize_t checker_len(fh_GuardChecker *self) {

@@ -51,6 +51,7 @@ typedef struct {
 int fh_types_init(PyObject *module);
 PyObject *fh_entry_info(fh_entry *entry); /* new CacheEntryInfo */
 extern PyTypeObject fh_GuardChecker_Type;  /* guards.c */
+int fh_guard_checker_ready(void);          /* PyType_Ready with its KINDS attribute */
 
 /* ---- frame view and entry locals (frameview.c) ----------------------------- */
 extern PyTypeObject fh_FrameView_Type;
