@@ -12,12 +12,14 @@ from hypothesis import strategies as st
 import framehook.runtime as rt
 from framehook.translator import guard_builder
 from framehook.translator.contexts import register_global_state, unregister_global_state
-from framehook.translator.guard_builder import build_check_fn, c_checker_available, source_path
+from framehook.translator.guard_builder import build_check_fn, c_checker_available, c_checker_kinds, source_path
 from framehook.translator.guards import GlobalStateSource, Guard, GuardKind
 from framehook.translator.sources import (AttrSource, ChainedSource, ClosureCellSource, GlobalSource, IndexSource,
                                           ItemSource, LengthSource, LocalSource, NdarrayPropertySource, TypeSource)
 
 pytestmark = pytest.mark.skipif(not c_checker_available(), reason="runtime without GuardChecker")
+needs_not_same_as = pytest.mark.skipif("NOT_SAME_AS" not in c_checker_kinds(),
+                                       reason="runtime whose GuardChecker predates NOT_SAME_AS")
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=True, width=32),
@@ -164,6 +166,31 @@ def test_duplicate_input_and_global_state_agree():
         unregister_global_state("test.c_flag")
 
 
+@needs_not_same_as
+def test_distinct_input_agrees():
+    G = {"cache": [0]}
+    a, b = [1], [1]
+    L = {"x": a, "y": b, "box": Box(buf=[2])}
+    guards = [LocalSource("x").make_guard(GuardKind.LENGTH_CHECK),
+              LocalSource("y").make_guard(GuardKind.DISTINCT_INPUT, other=LocalSource("x")),
+              AttrSource(LocalSource("box"), "buf").make_guard(GuardKind.DISTINCT_INPUT, other=GlobalSource("cache")),
+              AttrSource(LocalSource("box"), "buf").make_guard(GuardKind.DISTINCT_INPUT, other=LocalSource("y"))]
+    c, p = both(guards, L, G)
+    assert sorted(g[1:] for g in c.c_guards if g[1] == "NOT_SAME_AS") == [
+        ("NOT_SAME_AS", (("global", "cache"),)), ("NOT_SAME_AS", (("local", "x"),)),
+        ("NOT_SAME_AS", (("local", "y"),))]
+    assert agree(c, p, L)
+    aliased = [dict(L, y=a), dict(L, box=Box(buf=G["cache"])), dict(L, box=Box(buf=b))]
+    missing = [{"x": a, "box": L["box"]}, {"y": b, "box": L["box"]}, dict(L, box=Box()), {}]
+    for new in aliased + missing:
+        assert not agree(c, p, new)
+    reason = c.fail_reason(dict(L, y=a))
+    assert reason.startswith("DISTINCT_INPUT: L['y'] -- expected a different object from L['x'], got [1]")
+    assert c.fail_reasons(dict(L, y=a)) == p.fail_reasons(dict(L, y=a))
+    del G["cache"]   # the other side is missing: both forms fail the guard alike
+    assert not agree(c, p, L)
+
+
 def test_nan_and_missing_values_agree():
     L = {"f": float("nan"), "d": {"a": 1}}
     guards = [LocalSource("f").make_guard(GuardKind.EQUALS_MATCH),
@@ -251,10 +278,74 @@ def test_python_form_is_compiled_at_once_without_the_c_checker(monkeypatch):
     L = {"x": np.zeros(3)}
     fn = build_check_fn([LocalSource("x").make_guard(GuardKind.NDARRAY_MATCH)], L, {}, use_c=False)
     assert len(compiled) == 1 and fn.python_check_fn is fn   # the runtime calls it: it must exist
+
+
+@needs_not_same_as
+def test_distinct_input_is_checked_by_c(monkeypatch):
+    compiled = _guard_compiles(monkeypatch)
     a, b = np.zeros(2), np.zeros(2)
     distinct = LocalSource("y").make_guard(GuardKind.DISTINCT_INPUT, other=LocalSource("x"))
-    fn = build_check_fn([distinct], {"x": a, "y": b}, {})   # no C form: Python from the start
-    assert len(compiled) == 2 and fn.c_guards is None
-    assert fn({"x": a, "y": b}) and not fn({"x": a, "y": a})
-    assert "expected a different object from L['x']" in fn.fail_reason({"x": a, "y": a})
-    assert len(compiled) == 2
+    fn = build_check_fn([LocalSource("x").make_guard(GuardKind.NDARRAY_MATCH), distinct], {"x": a, "y": b}, {})
+    assert isinstance(fn, rt.GuardChecker)
+    assert fn.c_guards[-1] == ((("local", "y"),), "NOT_SAME_AS", (("local", "x"),))
+    assert fn({"x": a, "y": b}) and not fn({"x": a, "y": a}) and not fn({"x": a})
+    assert compiled == []   # the C checker decides; the Python form is not even compiled
+    reason = fn.fail_reason({"x": a, "y": a})
+    assert reason == f"DISTINCT_INPUT: L['y'] -- expected a different object from L['x'], got {a!r}"
+    assert len(compiled) == 1
+    python = build_check_fn([LocalSource("x").make_guard(GuardKind.NDARRAY_MATCH), distinct], {"x": a, "y": b}, {},
+                            use_c=False)
+    assert python.fail_reason({"x": a, "y": a}) == reason
+
+
+def _mutates_one_reads_other(x, a, b):
+    a[0] = x
+    return len(b) + x
+
+
+@needs_not_same_as
+def test_translated_entry_with_distinct_input_is_checked_by_c():
+    import framehook.translator as ft
+    fn = _mutates_one_reads_other
+    ft.reset()
+    try:
+        opt = ft.optimize("eager")(fn)
+        x = np.arange(3.0)
+        assert np.array_equal(opt(x, [0.0], [1.0]), x + 1)
+        (entry,) = rt.cache_entries(fn.__code__)
+        check = entry.check_fn
+        assert any(g.kind is GuardKind.DISTINCT_INPUT for g in check.guards)
+        assert isinstance(check, rt.GuardChecker) and ("NOT_SAME_AS" in [g[1] for g in check.c_guards])
+        assert np.array_equal(opt(x, [0.0], [1.0]), x + 1)
+        assert rt.cache_entries(fn.__code__)[0].hits == 1
+        shared = [0.0]
+        assert not check({"x": x, "a": shared, "b": shared})
+        assert check.fail_reason({"x": x, "a": shared, "b": shared}) == (
+            "DISTINCT_INPUT: L['a'] -- expected a different object from L['b'], got [0.0]")
+        assert np.array_equal(opt(x, shared, shared), x + 1) and shared[0] is x   # not the cached code
+    finally:
+        ft.reset()
+
+
+def test_distinct_input_without_not_same_as_stays_python(monkeypatch):
+    # a runtime whose checker predates NOT_SAME_AS: the whole entry is the Python function
+    monkeypatch.setattr(guard_builder, "_C_KINDS", c_checker_kinds() - {"NOT_SAME_AS"})
+    compiled = _guard_compiles(monkeypatch)
+    a, b = np.zeros(2), np.zeros(2)
+    distinct = LocalSource("y").make_guard(GuardKind.DISTINCT_INPUT, other=LocalSource("x"))
+    fn = build_check_fn([LocalSource("x").make_guard(GuardKind.NDARRAY_MATCH), distinct], {"x": a, "y": b}, {})
+    assert not isinstance(fn, rt.GuardChecker) and fn.c_guards is None
+    assert len(compiled) == 1 and fn.python_check_fn is fn   # compiled at once: the runtime calls it
+    assert fn({"x": a, "y": b}) and not fn({"x": a, "y": a}) and not fn({"x": a})
+    assert fn.fail_reason({"x": a, "y": a}) == (
+        f"DISTINCT_INPUT: L['y'] -- expected a different object from L['x'], got {a!r}")
+    assert len(compiled) == 1
+    # the same guards without DISTINCT_INPUT still go to C
+    assert isinstance(build_check_fn([LocalSource("x").make_guard(GuardKind.NDARRAY_MATCH)], {"x": a}, {}),
+                      rt.GuardChecker)
+
+
+def test_runtime_kinds_are_detected():
+    kinds = c_checker_kinds()
+    assert kinds == frozenset(getattr(rt.GuardChecker, "KINDS", guard_builder._FIRST_C_KINDS))
+    assert guard_builder._FIRST_C_KINDS <= kinds   # every kind the builder emits besides NOT_SAME_AS

@@ -6,7 +6,8 @@
     check_fn.fail_reasons(L)    # every failing guard, one line each
 
 When every condition of the set can be expressed declaratively (every guard kind here,
-on sources rooted in a local or a global), the check function is the runtime's C
+on sources rooted in a local or a global; DISTINCT_INPUT only with a runtime whose checker
+knows ``NOT_SAME_AS``, see ``c_checker_kinds``), the check function is the runtime's C
 ``GuardChecker``: the guards are compiled once into a list of (path, kind, *args) tuples
 and evaluated in C with no Python-level call (except the GLOBAL_STATE guard's fallback,
 taken only when numpy's error state object changed, or when global state is registered).
@@ -38,7 +39,7 @@ from .sources import (AttrSource, ChainedSource, ClosureCellSource, GlobalSource
                       LengthSource, LocalSource, NdarrayPropertySource, Source, TypeSource, is_literal)
 
 __all__ = ["GuardBuilder", "CodePart", "build_check_fn", "CheckFn", "GuardBuildError", "type_name",
-           "make_global_state_check", "c_checker_available", "source_path"]
+           "make_global_state_check", "c_checker_available", "c_checker_kinds", "source_path"]
 
 guards_log = logging.getLogger("framehook.translator.guards")
 
@@ -50,9 +51,22 @@ _GuardChecker = getattr(runtime, "GuardChecker", None)
 #: build C checkers when every guard of a set is supported (set False to always generate Python)
 USE_C_CHECKER = True
 
+#: the kinds of the first GuardChecker: what a runtime without ``GuardChecker.KINDS`` knows
+_FIRST_C_KINDS = frozenset({
+    "TYPE_MATCH", "ID_MATCH", "EQUALS_MATCH", "CONSTANT_MATCH", "LENGTH_CHECK", "DICT_KEYS", "IS_NONE",
+    "NOT_NONE", "IS_TRUE", "IS_FALSE", "TRUTH", "SAME_AS", "NDARRAY_MATCH", "CONTEXTVAR_IS", "CALL"})
+#: the guard kinds the installed runtime's C checker knows (kinds added later, such as
+#: NOT_SAME_AS, are used only when listed here)
+_C_KINDS = frozenset(getattr(_GuardChecker, "KINDS", _FIRST_C_KINDS)) if _GuardChecker is not None else frozenset()
+
 
 def c_checker_available() -> bool:
     return _GuardChecker is not None
+
+
+def c_checker_kinds() -> frozenset:
+    """The C checker's guard kinds with the installed runtime (empty without a C checker)."""
+    return _C_KINDS
 
 
 class GuardBuildError(ValueError):
@@ -357,8 +371,10 @@ class GuardBuilder:
         if value is other:
             raise GuardBuildError(f"DISTINCT_INPUT: {guard.name} and {guard.detail('other').name()} "
                                   "are the same object")
-        # no C form: the entry's guards are checked by the generated Python function
-        self._add(guard, "{v} is not {w}", f"a different object from {guard.detail('other').name()}", "{v}")
+        # a runtime whose checker lacks NOT_SAME_AS leaves the whole entry to the Python function
+        other_path = source_path(guard.detail("other")) if "NOT_SAME_AS" in _C_KINDS else None
+        self._add(guard, "{v} is not {w}", f"a different object from {guard.detail('other').name()}", "{v}",
+                  ("NOT_SAME_AS", other_path) if other_path is not None else None)
         self._export(guard, value, "DISTINCT_INPUT")
 
 
