@@ -4,6 +4,7 @@ strides, writeability), hands the backend a graph with a placeholder per array a
 and returns the original code."""
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 from dataclasses import dataclass, field
@@ -85,7 +86,12 @@ def call_backend(compiler_fn: CompilerFn, graph: Any, example_inputs: List[Any])
     if not callable(compiled):
         raise BackendCompilerFailed(name, TypeError(
             f"the backend returned {type(compiled).__name__}, which is not callable"))
-    return compiled
+    if getattr(compiled, "framehook_untraced", False):
+        return compiled
+    # what a backend returns runs as it is: were its Python frames translated, a graph
+    # captured from them would go to the backend again, and so on without end
+    from ._runtime import runtime
+    return functools.partial(runtime.call_with, None, compiled)
 
 
 class InstructionTranslatorBase:

@@ -30,6 +30,11 @@ class Codegen:
     def load_deref(self, name: str) -> None:
         self.emit("LOAD_DEREF", argval=name)
 
+    def load_closure(self, name: str) -> None:
+        """Push the cell object of the cell or free variable ``name`` (to build a closure)."""
+        # 3.13's LOAD_CLOSURE is a pseudo-instruction: the compiler writes LOAD_FAST on the cell's slot
+        self.emit("LOAD_FAST" if PY313 else "LOAD_CLOSURE", argval=name)
+
     def load_global(self, name: str, push_null: bool = False) -> None:
         if push_null and not PY311:
             raise ValueError("push_null needs Python 3.11+")

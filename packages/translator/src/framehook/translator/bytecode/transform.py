@@ -13,7 +13,7 @@ from .assemble import AssembleError, assemble
 from .decode import decode
 from .instructions import Instruction
 
-__all__ = ["code_options", "transform_code_object", "resolve_args", "rebuild", "Transform",
+__all__ = ["code_options", "transform_code_object", "resolve_args", "relocate_locals", "rebuild", "Transform",
            "localsplus_names", "CODE_FIELDS"]
 
 Transform = Callable[[List[Instruction], Dict[str, Any]], Any]
@@ -72,6 +72,51 @@ def _index_of(seq: List[str], name: str, add: bool = True) -> int:
     return len(seq) - 1
 
 
+_SUPER_LOCALS = frozenset(opcode.opmap[n] for n in ("LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST",
+                                                     "STORE_FAST_STORE_FAST") if n in opcode.opmap)
+
+
+def _has_cells(opts: Dict[str, Any]) -> bool:
+    return bool(opts["co_cellvars"] or opts["co_freevars"])
+
+
+def relocate_locals(insts: List[Instruction], opts: Dict[str, Any]) -> List[Instruction]:
+    """3.11+ code with cells or free variables: every local, cell and free variable access
+    re-resolved by name. Their arguments index one array (locals, then cells, then free
+    variables), so a local added to ``co_varnames`` moves every cell and free variable.
+    A two-local instruction whose new indices no longer fit in 4 bits each is split."""
+    if not PY311 or not _has_cells(opts):
+        return insts
+    varnames = opts["co_varnames"]
+    known = set(localsplus_names(opts))
+    for inst in insts:
+        if inst.opcode in _HASLOCAL or inst.opcode in _HASFREE:
+            inst.arg = None
+        if inst.opcode in _HASLOCAL:
+            # a new local goes into co_varnames before any index is taken
+            for name in inst.argval if isinstance(inst.argval, tuple) else (inst.argval,):
+                if name not in known:
+                    varnames.append(name)
+                    known.add(name)
+    opts["co_nlocals"] = len(varnames)
+    names = localsplus_names(opts)
+    out: List[Instruction] = []
+    for inst in insts:
+        out.append(inst)
+        if inst.opcode not in _SUPER_LOCALS:
+            continue
+        first, second = (names.index(n) for n in inst.argval)
+        if first < 16 and second < 16:
+            inst.arg = (first << 4) | second
+            continue
+        one, two = inst.opname.split("_FAST_")   # "STORE_FAST_LOAD_FAST" -> "STORE", "LOAD_FAST"
+        tail = Instruction(opcode.opmap[two], two, None, inst.argval[1], positions=inst.positions)
+        tail.exn_tab_entry = inst.exn_tab_entry
+        inst.opcode, inst.opname, inst.argval = opcode.opmap[f"{one}_FAST"], f"{one}_FAST", inst.argval[0]
+        out.append(tail)
+    return out
+
+
 def resolve_args(insts: Sequence[Instruction], opts: Dict[str, Any]) -> None:
     """Fill in ``arg`` from ``argval`` where it is missing (adding names and constants)."""
     for inst in insts:
@@ -92,6 +137,9 @@ def resolve_args(insts: Sequence[Instruction], opts: Dict[str, Any]) -> None:
                 shift = 2
             inst.arg = (idx << shift) | inst.flags
         elif op in _HASLOCAL:
+            if PY311 and _has_cells(opts) and inst.argval not in opts["co_varnames"]:
+                inst.arg = localsplus_names(opts).index(inst.argval)   # 3.13: a cell loaded for a closure
+                continue
             inst.arg = _index_of(opts["co_varnames"], inst.argval)
             opts["co_nlocals"] = len(opts["co_varnames"])
         elif op in _HASFREE:
@@ -109,6 +157,7 @@ def resolve_args(insts: Sequence[Instruction], opts: Dict[str, Any]) -> None:
 def rebuild(code: types.CodeType, insts: List[Instruction], opts: Dict[str, Any], *,
             clean: bool = False) -> types.CodeType:
     """A new code object from ``insts`` and the (possibly edited) fields in ``opts``."""
+    insts = relocate_locals(insts, opts)
     resolve_args(insts, opts)
     if clean:
         insts = remove_pointless_jumps(remove_dead_code(insts))

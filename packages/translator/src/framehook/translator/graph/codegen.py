@@ -320,6 +320,7 @@ def compile_graph(graph: Graph) -> Callable[..., Any]:
     exec(compile(src, filename, "exec"), scope)  # noqa: S102 - source we generated
     fn = scope["forward"]
     _never_intercept(fn.__code__)
+    fn.framehook_untraced = True  # type: ignore[attr-defined]
     fn.__qualname__ = f"{graph.name}.forward"
     fn.graph_source = src  # type: ignore[attr-defined]
     return fn

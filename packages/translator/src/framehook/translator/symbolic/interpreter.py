@@ -1463,16 +1463,18 @@ class FrameTracer:
 
     # ------------------------------------------------------------ functions
     def op_MAKE_FUNCTION(self, inst: Any) -> None:
-        if not PY311:
-            self.pop()  # qualified name
+        qualname = None if PY311 else self.pop()
         code_v = self.pop()
         code = code_v.value
         flags = inst.arg or 0
         fv = FuncV(code, self.f_globals, code.co_name, globals_base=self.globals_base)
+        if isinstance(qualname, Const) and isinstance(qualname.value, str):
+            fv.qualname = qualname.value
         if flags & 0x08:
             fv.closure = [c.cell for c in self.pop().items]
         if flags & 0x04:
             self.pop()
+            fv.annotated = True
         if flags & 0x02:
             kw = self.pop()
             fv.kwdefaults = dict(kw.items) if isinstance(kw, DictV) else {
@@ -1491,6 +1493,8 @@ class FrameTracer:
                 k: Const(x) for k, x in self.const_of(attr).items()}
         elif inst.arg == 0x01:
             fv.defaults = self.iterate(attr)
+        elif inst.arg == 0x04:
+            fv.annotated = True
         self.push(fv)
 
     def op_KW_NAMES(self, inst: Any) -> None:

@@ -33,10 +33,16 @@ instructions run as copied from the frame (jumps and exception handlers re-point
 copies), and where it ends ``return resume(<locals>)`` follows; locals it may leave unbound
 are looked up at run time (``_ResumeUnbound``).
 
+Frames with cells: the frame's cell and free variables become free variables of its
+resume functions, which are made at each call around the frame's own cells
+(``_WithCells``), so closures made before the break share them. Cells the trace assigned
+are stored into the real cells before the broken instructions run, and a function made in
+the frame that is still live is made again around the same cells (``_FunctionMaker``).
+
 What still runs the original code of the frame (``CannotResume``, the break is reported as
-before): frames with cell or free variables, breaks in a resume function's prologue, a
-statement that runs to the end of the frame with nothing before it, and a live value that
-cannot be rebuilt (an iterator, a function made in the frame, a cell, a mutable constant).
+before): breaks in a resume function's prologue, a statement that runs to the end of the
+frame with nothing before it, and a live value that cannot be rebuilt (an iterator, a
+function made in an inlined call or with annotations, a cell, a mutable constant).
 """
 from __future__ import annotations
 
@@ -190,8 +196,6 @@ def _protected(insts: Sequence[Instruction], index: Dict[int, int]) -> List[bool
 
 def _check_frame(code: types.CodeType, insts: Sequence[Instruction], i: int) -> None:
     """Breaks no form of resuming handles."""
-    if code.co_cellvars or code.co_freevars:
-        raise CannotResume("the frame has cell or free variables")
     if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         raise CannotResume("a generator or coroutine frame")   # pragma: no cover - never intercepted
     if i < _body_start(code, insts):
@@ -372,6 +376,9 @@ class Rebuilder:
         self.memo: Dict[int, str] = {}        # id(container V) -> temporary holding it
         self._names = itertools.count()
         self.graph_out: Optional[str] = None  # local holding the graph's result tuple
+        # id(Cell) -> name, for the cells of the frame the code runs in: a function made in
+        # the frame (a closure over them) can be made again at run time
+        self.cell_names: Dict[int, str] = {}
 
     def temp(self) -> str:
         return f"___tmp{next(self._names)}"
@@ -415,6 +422,12 @@ class Rebuilder:
                 self.collect(part)
             return
         if isinstance(v, FuncV) and v.fn is not None:
+            return
+        if isinstance(v, FuncV) and v.globals_base is None and not v.annotated:
+            if any(id(c) not in self.cell_names for c in v.closure):
+                raise CannotResume(f"the live {v.describe()} closes over a cell of an inlined call")
+            for d in (*v.defaults, *v.kwdefaults.values()):
+                self.collect(d)
             return
         raise CannotResume(f"the live value {v.describe()} cannot be rebuilt")
 
@@ -464,9 +477,51 @@ class Rebuilder:
             for part in v.parts:
                 self.emit(cg, part)
             cg.emit("BUILD_SLICE", arg=len(v.parts))
-        else:
-            assert isinstance(v, FuncV) and v.fn is not None
+        elif isinstance(v, FuncV) and v.fn is not None:
             cg.load_const(v.fn)
+        else:
+            assert isinstance(v, FuncV)
+            name = self.memo.get(id(v))
+            if name is None:   # made once, so every alias is the same function
+                self._emit_function(cg, v)
+                name = self.memo[id(v)] = self.temp()
+                cg.emit("STORE_FAST", argval=name)
+            cg.load_fast(name)
+
+    def _emit_function(self, cg: Codegen, v: FuncV) -> None:
+        maker = _FunctionMaker(v.code, v.f_globals, v.name, v.qualname, sorted(v.kwdefaults))
+
+        def load_args() -> None:
+            for d in (*v.defaults, *(v.kwdefaults[k] for k in maker.kwnames)):
+                self.emit(cg, d)
+            for c in v.closure:
+                cg.load_closure(self.cell_names[id(c)])
+
+        maker.ndefaults = len(v.defaults)
+        cg.call_builtin(maker, load_args, nargs=len(v.defaults) + len(v.kwdefaults) + len(v.closure))
+
+
+class _FunctionMaker:
+    """Makes again, at run time, a function the traced frame made (``MAKE_FUNCTION``): its
+    defaults, keyword defaults and cells arrive as arguments, in that order."""
+
+    __slots__ = ("code", "f_globals", "name", "qualname", "kwnames", "ndefaults")
+
+    def __init__(self, code: types.CodeType, f_globals: Dict[str, Any], name: str, qualname: Optional[str],
+                 kwnames: List[str]) -> None:
+        self.code, self.f_globals, self.name, self.qualname = code, f_globals, name, qualname
+        self.kwnames = kwnames
+        self.ndefaults = 0
+
+    def __call__(self, *args: Any) -> types.FunctionType:
+        nd, nk = self.ndefaults, len(self.kwnames)
+        fn = types.FunctionType(self.code, self.f_globals, self.name, tuple(args[:nd]) or None,
+                                tuple(args[nd + nk:]) or None)
+        if nk:
+            fn.__kwdefaults__ = dict(zip(self.kwnames, args[nd:nd + nk]))
+        if self.qualname is not None:
+            fn.__qualname__ = self.qualname
+        return fn
 
 
 # ---------------------------------------------------------------- resume functions
@@ -489,6 +544,12 @@ def _split_super(insts: List[Instruction]) -> List[Instruction]:
     return out
 
 
+def closure_names(code: types.CodeType) -> List[str]:
+    """The cells a resume function of ``code`` closes over, in its ``co_freevars`` order:
+    the frame's cell variables, then its free variables."""
+    return list(code.co_cellvars) + [n for n in code.co_freevars if n not in code.co_cellvars]
+
+
 def make_resume_code(code: types.CodeType, target: int, stack: Sequence[Any], local_names: Sequence[str],
                      lineno: Optional[int]) -> Tuple[types.CodeType, List[str]]:
     """``code`` starting at instruction ``target`` with the stack described by ``stack``
@@ -498,11 +559,18 @@ def make_resume_code(code: types.CodeType, target: int, stack: Sequence[Any], lo
     Returns the code and the names of its stack arguments."""
     insts = decode(code)
     goal = insts[target]
-    haslocal = set(dis.haslocal)
+    by_name = set(dis.haslocal) | set(dis.hasfree)
     for inst in insts:
-        if inst.opcode in haslocal:
+        if inst.opcode in by_name:
             inst.arg = None
     insts = _split_super(insts)
+    shared = closure_names(code)
+    if shared and PY311:
+        # the frame's cells arrive in the closure: no MAKE_CELL, one COPY_FREE_VARS for them all
+        keep = prefix_length(insts)
+        head = [x for x in insts[:keep] if x.opname not in ("MAKE_CELL", "COPY_FREE_VARS")]
+        head.insert(0, create_instruction("COPY_FREE_VARS", arg=len(shared)))
+        insts[:keep] = head
     where = goal.positions
     stack_names: List[str] = []
     prologue: List[Instruction] = []
@@ -522,7 +590,11 @@ def make_resume_code(code: types.CodeType, target: int, stack: Sequence[Any], lo
     insts[keep:keep] = prologue
     opts = code_options(code)
     args = stack_names + list(local_names)
-    opts["co_varnames"] = args + [n for n in opts["co_varnames"] if n not in args]
+    opts["co_varnames"] = args + [n for n in opts["co_varnames"] if n not in args and n not in shared]
+    # the frame's cell variables become free variables of the resume function: both share
+    # the cells with any closure made before the break
+    opts["co_cellvars"] = []
+    opts["co_freevars"] = list(shared)
     opts["co_argcount"] = len(args)
     opts["co_posonlyargcount"] = 0
     opts["co_kwonlyargcount"] = 0
@@ -538,10 +610,12 @@ def make_resume_code(code: types.CodeType, target: int, stack: Sequence[Any], lo
 
 def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSite, stack: List[Any],
                locals_: Dict[str, Any], rebuilder: Rebuilder, compile_graph: Any,
-               f_globals: Dict[str, Any], resume_cache: Dict[Any, Any], side_effects: Any = None) -> types.CodeType:
+               f_globals: Dict[str, Any], resume_cache: Dict[Any, Any], side_effects: Any = None,
+               cells: Optional[Dict[str, Any]] = None) -> types.CodeType:
     """The replacement code for ``code``: run the graph, rebuild the state, replay the side
     effects traced so far (``side_effects.py``), run the broken instructions, return the
-    resume function's result."""
+    resume function's result. ``cells``: the frame's cell variables as traced (name ->
+    value, None when unbound); those the trace assigned are stored into the real cells."""
     inputs = stack[len(stack) - site.pops:] if site.pops else []
     lower = stack[:len(stack) - site.pops]
     first = insts[site.start]
@@ -570,6 +644,10 @@ def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSi
         rebuilder.collect(locals_[name])
     for k, v in enumerate(inputs):
         rebuilder.collect(v, null_ok=PY311 or (old_call_method and k == 0))
+    # cells the trace assigned (unchanged ones hold a lazy read of the real cell)
+    stores = sorted((n, v) for n, v in (cells or {}).items() if v is not None and not _unread(v))
+    for _, v in stores:
+        rebuilder.collect(v)
     if side_effects:
         side_effects.collect(rebuilder)
 
@@ -602,6 +680,16 @@ def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSi
         t = rebuilder.temp()
         cg.emit("STORE_FAST", argval=t)
         held_locals.append(t)
+    held_cells: List[str] = []
+    for _, v in stores:
+        rebuilder.emit(cg, v)
+        t = rebuilder.temp()
+        cg.emit("STORE_FAST", argval=t)
+        held_cells.append(t)
+    for (name, _), t in zip(stores, held_cells):
+        # the broken instructions and the resume function read the frame's real cells
+        cg.load_fast(t)
+        cg.emit("STORE_DEREF", argval=name)
     # the instruction's inputs, then the instruction(s) with the user's positions
     for k, v in enumerate(inputs):
         if v is NULL and not PY311:
@@ -656,12 +744,17 @@ def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSi
         args = [t for t in held if t is not None] + outs + held_locals
         for inst in bc.instructions:
             inst.positions = where
-        code_b = bc.instructions + _return_call(fn, args, where)
+        code_b = bc.instructions + _return_call(fn, args, where, closure_names(code))
         branch_labels[b] = code_b[0]
         body += code_b
     if jump is not None:
         jump.target = branch_labels[1]
     return _replace_body(code, body)
+
+
+def _unread(v: Any) -> bool:
+    """A cell's traced value that is still the real cell's contents, read lazily."""
+    return isinstance(v, Lazy) or type(v).__name__ == "_CellContents"
 
 
 def _replace_body(code: types.CodeType, body: List[Instruction]) -> types.CodeType:
@@ -780,18 +873,23 @@ def _exit_call(code: types.CodeType, insts: List[Instruction], index: Dict[int, 
         target = _ResumeUnbound(code, end, insts[end].lineno, sure, maybe, f_globals, resume_cache)
     else:
         target = _resume_function(code, end, sure, f_globals, resume_cache, (), insts[end].lineno)
-    return _return_call(target, sure, where)
+    return _return_call(target, sure, where, closure_names(code))
 
 
-def _return_call(fn: Any, names: Sequence[str], where: Positions) -> List[Instruction]:
-    """``return fn(<each local of names>)``, at the user's position."""
+def _return_call(fn: Any, names: Sequence[str], where: Positions, cells: Sequence[str] = ()) -> List[Instruction]:
+    """``return fn(<each local of names>)``, at the user's position; with ``cells``,
+    ``return fn((<each cell>,), <each local>)``."""
     cg = Codegen()
 
     def load_args() -> None:
+        if cells:
+            for name in cells:
+                cg.load_closure(name)
+            cg.emit("BUILD_TUPLE", arg=len(cells))
         for name in names:
             cg.load_fast(name)
 
-    cg.call_builtin(fn, load_args, nargs=len(names))
+    cg.call_builtin(fn, load_args, nargs=len(names) + (1 if cells else 0))
     cg.return_value()
     for inst in cg.instructions:
         inst.positions = where
@@ -805,9 +903,25 @@ def _resume_function(code: types.CodeType, target: int, names: Sequence[str], f_
     fn = resume_cache.get(key)
     if fn is None:
         rcode, _ = make_resume_code(code, target, list(layout), names, lineno)
-        fn = types.FunctionType(rcode, f_globals, code.co_name)
+        if rcode.co_freevars:
+            fn = _WithCells(rcode, f_globals, code.co_name)
+        else:
+            fn = types.FunctionType(rcode, f_globals, code.co_name)
         resume_cache[key] = fn
     return fn
+
+
+class _WithCells:
+    """A resume function of a frame with cells: made at each call around the calling
+    frame's cells (passed first), so it shares them with closures made before the break."""
+
+    __slots__ = ("code", "f_globals", "name")
+
+    def __init__(self, code: types.CodeType, f_globals: Dict[str, Any], name: str) -> None:
+        self.code, self.f_globals, self.name = code, f_globals, name
+
+    def __call__(self, cells: Tuple[Any, ...], *args: Any) -> Any:
+        return types.FunctionType(self.code, self.f_globals, self.name, None, cells)(*args)
 
 
 class _ResumeUnbound:
@@ -827,4 +941,4 @@ class _ResumeUnbound:
         del frame_locals
         fn = _resume_function(self.code, self.target, self.sure + present, self.f_globals, self.resume_cache, (),
                               self.lineno)
-        return fn(*args, *values)
+        return fn(*args, *values)   # with cells, args[0] is the cells' tuple

@@ -152,7 +152,11 @@ class SymbolicTranslator(InstructionTranslatorBase):
         for cell_name in code.co_cellvars:
             cells.setdefault(cell_name, Cell(None))
         for free in code.co_freevars:
-            cells[free] = Cell(Lazy(frame.f_locals[free], LocalSource(free, cell_or_freevar=True)), external=True)
+            # a free variable absent from f_locals is an empty cell (a resume function's
+            # cell that the frame before the break had not assigned yet)
+            value = Lazy(frame.f_locals[free], LocalSource(free, cell_or_freevar=True)) \
+                if free in frame.f_locals else None
+            cells[free] = Cell(value, external=True)
         root = FrameTracer(tracer, code, frame.f_globals, locals_, cells, None)
         if stop_at is not None:
             tracer.stop_at = stop_at.start
@@ -261,8 +265,11 @@ class SymbolicTranslator(InstructionTranslatorBase):
         cache = self.frame_state.setdefault("resume_functions", {})
         effects = tracer.side_effects
         effects.install_guards()
-        new_code = emit_break(frame.code, root.insts, site, stack, locals_, Rebuilder(tracer), compile_graph,
-                              frame.f_globals, cache, effects)
+        own_cells = {name: c.value for name, c in root.cells.items() if not c.external}
+        rebuilder = Rebuilder(tracer)
+        rebuilder.cell_names = {id(c): name for name, c in root.cells.items()}
+        new_code = emit_break(frame.code, root.insts, site, stack, locals_, rebuilder, compile_graph,
+                              frame.f_globals, cache, effects, own_cells)
         return TranslationOutput(code=new_code, graphs=[graph] if compiled else [], compiled_fns=compiled)
 
     def source_dynamic_dims(self, source: Source, value: np.ndarray) -> Any:

@@ -199,7 +199,8 @@ class CellV(V):
 class FuncV(V):
     """A Python function to inline: a real one (``fn``) or one made by MAKE_FUNCTION."""
 
-    __slots__ = ("code", "f_globals", "name", "defaults", "kwdefaults", "closure", "fn", "source", "globals_base")
+    __slots__ = ("code", "f_globals", "name", "defaults", "kwdefaults", "closure", "fn", "source", "globals_base",
+                 "qualname", "annotated")
 
     def __init__(self, code: types.CodeType, f_globals: Dict[str, Any], name: str, *, defaults: Optional[List[V]] = None,
                  kwdefaults: Optional[Dict[str, V]] = None, closure: Optional[List[Cell]] = None,
@@ -213,6 +214,8 @@ class FuncV(V):
         self.fn = fn
         self.source = source
         self.globals_base = globals_base   # None: the traced frame's own globals (G[...])
+        self.qualname: Optional[str] = None   # MAKE_FUNCTION's, where it is not the code's (3.9/3.10)
+        self.annotated = False   # made with annotations (not kept: such a function is not rebuilt)
 
     def describe(self) -> str:
         return f"function {self.name}"
