@@ -4,7 +4,9 @@ Each program is the source of one function `f(a, b, arr)` built from a small gra
 arithmetic that can raise, branches, loops, closures over locals and arguments (cells),
 comprehensions, try/except, container mutation and numpy expressions — so that running it
 plainly and through framehook exercises frames, cells, exception tables and guards.
-A program is determined by its seed.
+``KernelGenerator`` makes array code the translator can capture whole, ``ClosureGenerator``
+frames with cells and free variables around graph breaks. A program is determined by its
+seed (``family`` picks the generator).
 """
 from __future__ import annotations
 
@@ -279,8 +281,354 @@ class KernelGenerator(ProgramGenerator):
         ]) + "\n"
 
 
-def generate(seed: int) -> str:
-    """Every fourth program is array code (``KernelGenerator``); the rest mix Python constructs."""
+class ClosureGenerator(ProgramGenerator):
+    """Python programs whose frames have cells and free variables around graph breaks:
+    inner functions and lambdas reading the frame's variables (arguments too), with defaults
+    and keyword-only defaults; cells assigned before and after a break (straight-line, in a
+    loop, in a try block); ``nonlocal`` counters; cells still unbound at the break; closures
+    made before a break and called after it; factories whose inner functions break and are
+    called several times with different captured values; closures ``f`` returns, which the
+    harness calls afterwards. Breaks are statements the translator cannot capture (I/O, an
+    unsupported callable, array data as Python objects), anywhere the grammar puts a
+    statement, so also inside loops and try/with blocks. ``f`` returns its cells' values and
+    its escaping closures, so the comparison sees what the cells hold."""
+
+    KINDS = ("read", "read", "rebind", "rebind", "counter", "late", "factory", "factory", "escape", "lambdas",
+             "array", "array", "argument", "recursive", "loop")
+
+    def __init__(self, seed: int, max_depth: int = 3) -> None:
+        super().__init__(seed, max_depth)
+        self.cells: List[str] = []      # variables inner functions read or rebind
+        self.escaping: List[str] = []   # closures f returns (made at its top level: always bound)
+        self.made = 0                   # closure statements generated
+        self.fn_depth = 0               # 0 while generating f's own statements
+
+    def statement(self, depth: int, indent: str) -> List[str]:
+        r = self.rng.random()
+        if r < 0.15:
+            return self.break_statement(indent)
+        if depth < self.max_depth and r < 0.6:
+            kind = self.rng.choice(self.KINDS)
+            if (kind == "escape" and depth > 0) or (kind == "argument" and self.fn_depth > 0):
+                kind = "read"   # escaping closures are made at f's top level; arguments are f's
+            self.made += 1
+            return getattr(self, f"closure_{kind}")(depth, indent)
+        return super().statement(depth, indent)
+
+    # ---- pieces ---------------------------------------------------------------------------
+    def break_statement(self, indent: str, subject: str = "arr") -> List[str]:
+        """One statement the translator breaks at; ``subject`` is an array in scope."""
+        e1, e2 = self.int_expr(1), self.int_expr(1)
+        return [indent + self.rng.choice([
+            f"print('at', {e1}, {e2})",                                  # I/O
+            f"acc.append(sorted([{e1}, {e2}]))",                         # an unsupported callable
+            f"acc.append(float({subject}.sum()) + {e1})",                # array data as a Python float
+            f"acc.append({subject}.tolist())",                           # ... as a list
+            f"acc.append(len(getattr(acc, 'append').__name__) + {e1})",  # an unsupported value
+        ])]
+
+    def outer_read(self) -> str:
+        """An int expression that certainly reads a variable of the enclosing scope."""
+        return f"({self.rng.choice(self.ints)} + {self.int_expr(1)})"
+
+    def inner_body(self, depth: int, indent: str, params: List[str]) -> List[str]:
+        """Statements of an inner function ending in a return that reads the enclosing scope;
+        what the body binds is not readable after the def."""
+        outer = self.outer_read()
+        saved = list(self.ints)
+        self.ints += params
+        self.fn_depth += 1
+        lines = self.block(depth + 1, indent) if self.rng.random() < 0.5 else []
+        if self.rng.random() < 0.3:
+            lines += self.break_statement(indent)
+        lines.append(f"{indent}return {outer} + {self.int_expr(1)}")
+        self.fn_depth -= 1
+        self.ints = saved
+        return lines
+
+    def bind_cell(self, name: str) -> None:
+        self.ints.append(name)
+        self.cells.append(name)
+
+    # ---- closure statements ---------------------------------------------------------------
+    def closure_read(self, depth: int, indent: str) -> List[str]:
+        """A function (or lambda) made before a break and called after it."""
+        name, p, q, r = self.fresh("g"), self.fresh("p"), self.fresh("q"), self.fresh("r")
+        dq, dr = self.int_expr(1), self.int_expr(1)   # defaults: evaluated when it is made
+        if self.rng.random() < 0.35:
+            outer = self.outer_read()
+            saved = list(self.ints)
+            self.ints += [p, q]
+            body = self.int_expr(1)
+            self.ints = saved
+            lines = [f"{indent}{name} = lambda {p}, {q}={dq}: {outer} * {body}"]
+            second = f"{name}({self.int_expr(1)}, {self.int_expr(1)})"
+        else:
+            lines = [f"{indent}def {name}({p}, {q}={dq}, *, {r}={dr}):",
+                     *self.inner_body(depth, indent + "    ", [p, q, r])]
+            second = f"{name}({self.int_expr(1)}, {r}={self.int_expr(1)})"
+        if self.rng.random() < 0.5:
+            lines += self.statement(depth + 1, indent)
+        lines += self.break_statement(indent)
+        result = self.fresh("v")
+        lines.append(f"{indent}{result} = {name}({self.int_expr(1)}) - {second}")
+        self.ints.append(result)
+        return lines
+
+    def closure_rebind(self, depth: int, indent: str) -> List[str]:
+        """A cell assigned before a break and again after it (straight-line, in a loop, or in
+        a try block), read by a closure made before the break."""
+        cell, fn = self.fresh("z"), self.fresh("g")
+        lines = [f"{indent}{cell} = {self.int_expr()}",
+                 f"{indent}{fn} = lambda: {cell} * {self.rng.randint(1, 3)} + {self.outer_read()}",
+                 f"{indent}acc.append({fn}())"]
+        self.bind_cell(cell)
+        form = self.rng.choice(["straight", "straight", "loop", "try", "del"])
+        if form == "straight":
+            lines += self.break_statement(indent)
+            lines.append(f"{indent}{cell} = {cell} + {self.int_expr(1)}")
+        elif form == "del":
+            # the cell emptied after the break: the closure's read raises NameError
+            lines += self.break_statement(indent)
+            self.ints.remove(cell)
+            self.cells.remove(cell)
+            return lines + [f"{indent}del {cell}",
+                            f"{indent}try:",
+                            f"{indent}    acc.append({fn}())",
+                            f"{indent}except NameError as exc:",
+                            f"{indent}    acc.append(type(exc).__name__)"]
+        elif form == "loop":
+            var = self.fresh("i")
+            saved = list(self.ints)
+            self.ints.append(var)
+            step = f"{indent}    {cell} = {cell} + {var} * {self.int_expr(1)}"
+            brk = self.break_statement(indent + "    ")
+            self.ints = saved
+            lines += [f"{indent}for {var} in range({self.rng.randint(0, 4)}):", step, *brk,
+                      f"{indent}    acc.append({fn}())"]
+        else:
+            lines += [f"{indent}try:",
+                      f"{indent}    {cell} = {cell} * 2",
+                      *self.break_statement(indent + "    "),
+                      f"{indent}    acc.append(100 // ({self.int_expr(1)} - {self.int_expr(1)}))",
+                      f"{indent}    {cell} = {cell} - 1",
+                      f"{indent}except ZeroDivisionError:",
+                      f"{indent}    {cell} = -{cell}"]
+        lines.append(f"{indent}acc.append({fn}())")
+        return lines
+
+    def closure_counter(self, depth: int, indent: str) -> List[str]:
+        """A nonlocal counter bumped before and after a break (sometimes breaking inside)."""
+        cell, fn, d = self.fresh("n"), self.fresh("bump"), self.fresh("d")
+        lines = [f"{indent}{cell} = {self.int_expr()}",
+                 f"{indent}def {fn}({d}={self.rng.randint(1, 3)}):",
+                 f"{indent}    nonlocal {cell}",
+                 f"{indent}    {cell} += {d}"]
+        if self.rng.random() < 0.35:
+            lines.append(f"{indent}    print('bump', {cell})")
+        lines += [f"{indent}    return {cell}",
+                  f"{indent}acc.append({fn}())"]
+        self.bind_cell(cell)
+        lines += self.break_statement(indent)
+        lines.append(f"{indent}acc.append({fn}({self.int_expr(1)}))")
+        return lines
+
+    def closure_late(self, depth: int, indent: str) -> List[str]:
+        """A closure over a cell that is still unbound at the break, assigned after it."""
+        cell, fn = self.fresh("z"), self.fresh("g")
+        lines = [f"{indent}{fn} = lambda: {cell} + {self.outer_read()}"]
+        if self.rng.random() < 0.4:
+            lines += [f"{indent}try:",
+                      f"{indent}    acc.append({fn}())",
+                      f"{indent}except NameError as exc:",
+                      f"{indent}    acc.append(type(exc).__name__)"]
+        lines += self.break_statement(indent)
+        lines.append(f"{indent}{cell} = {self.int_expr()}")
+        self.bind_cell(cell)
+        result = self.fresh("v")
+        lines.append(f"{indent}{result} = {fn}()")
+        self.ints.append(result)
+        return lines
+
+    def factory_def(self, indent: str, default_x: bool) -> List[str]:
+        """``def mk(k, s=..)`` returning ``step(x, *, m=..)``, which counts its calls in a
+        nonlocal and breaks on its array; its return depends on both frames' cells."""
+        mk, k, s, cnt = self.fresh("mk"), self.fresh("k"), self.fresh("s"), self.fresh("n")
+        step, x, m, y = self.fresh("step"), self.fresh("x"), self.fresh("m"), self.fresh("y")
+        saved = list(self.ints)
+        self.ints += [k, s, cnt]
+        outer = self.outer_read()
+        brk = self.rng.choice(["print", "float", "list", "loop", "break"])
+        if brk == "print":
+            body = [f"print('step', {k}, {cnt})"]
+        elif brk == "float":
+            body = [f"acc.append(float({y}.sum()))"]
+        elif brk == "list":
+            body = [f"acc.append({y}.tolist())"]
+        elif brk == "loop":
+            var = self.fresh("i")
+            body = [f"for {var} in range({self.rng.randint(1, 3)}):",
+                    f"    {y} = {y} + {var}",
+                    f"    print('loop', {var}, {cnt})"]
+        else:
+            body = [line[len(indent):] for line in self.break_statement(indent, subject=y)]
+        self.ints = saved
+        return [f"{indent}def {mk}({k}, {s}={self.rng.randint(-2, 3)}):",
+                f"{indent}    {cnt} = 0",
+                f"{indent}    def {step}({x}{'=arr' if default_x else ''}, *, {m}={self.rng.randint(1, 3)}):",
+                f"{indent}        nonlocal {cnt}",
+                f"{indent}        {cnt} += 1",
+                f"{indent}        {y} = {x} * {k} + {s}",
+                *(f"{indent}        {line}" for line in body),
+                f"{indent}        return {y} * {m} + {cnt} + {outer}",
+                f"{indent}    return {step}"], mk, m
+
+    def closure_factory(self, depth: int, indent: str) -> List[str]:
+        """A factory called with different captured values; one product called twice."""
+        lines, mk, m = self.factory_def(indent, default_x=False)
+        st = self.fresh("st")
+        lines += [f"{indent}{st} = {mk}({self.int_expr(1)})",
+                  f"{indent}arrs.append({st}(arr))",
+                  f"{indent}arrs.append({st}(arr + 1, {m}={self.int_expr(1)}))",
+                  f"{indent}arrs.append({mk}({self.int_expr(1)}, {self.rng.randint(-2, 3)})(arr))"]
+        if self.rng.random() < 0.5:
+            var = self.fresh("i")
+            lines += [f"{indent}for {var} in range({self.rng.randint(1, 3)}):",
+                      f"{indent}    arrs.append({mk}({var})(arr * {var}))"]
+        return lines
+
+    def closure_escape(self, depth: int, indent: str) -> List[str]:
+        """A closure f returns: the harness calls it afterwards, so the cell's value after f
+        ended (and what the calls do to it) is compared."""
+        form = self.rng.choice(["nonlocal", "lambda", "factory"])
+        if form == "factory":
+            lines, mk, _ = self.factory_def(indent, default_x=True)
+            st = self.fresh("st")
+            lines += [f"{indent}{st} = {mk}({self.int_expr(1)})",
+                      f"{indent}arrs.append({st}())"]
+            lines += self.break_statement(indent)
+            self.escaping.append(st)
+            return lines
+        cell, fn, t = self.fresh("z"), self.fresh("g"), self.fresh("t")
+        lines = [f"{indent}{cell} = {self.int_expr()}"]
+        if form == "nonlocal":
+            lines += [f"{indent}def {fn}({t}={self.rng.randint(1, 3)}):",
+                      f"{indent}    nonlocal {cell}",
+                      f"{indent}    {cell} = {cell} + {t}",
+                      f"{indent}    return {cell} * {self.rng.randint(1, 3)} + {self.outer_read()}"]
+        else:
+            lines.append(f"{indent}{fn} = lambda: {cell} * {self.rng.randint(1, 3)} + {self.outer_read()}")
+        self.bind_cell(cell)
+        lines.append(f"{indent}acc.append({fn}())")
+        lines += self.break_statement(indent)
+        lines.append(f"{indent}{cell} = {cell} + {self.int_expr(1)}")
+        self.escaping.append(fn)
+        return lines
+
+    def closure_lambdas(self, depth: int, indent: str) -> List[str]:
+        """Lambdas made in a comprehension: one reads the loop variable late (a cell of the
+        comprehension), one binds it as a default."""
+        fs, var, p, h = self.fresh("fs"), self.fresh("c"), self.fresh("p"), self.fresh("h")
+        outer = self.outer_read()
+        lines = [f"{indent}{fs} = [lambda {p}={var}: {p} * {self.rng.randint(1, 3)} + {var} + {outer} "
+                 f"for {var} in range({self.rng.randint(0, 4)})]"]
+        if self.rng.random() < 0.5:
+            lines += self.break_statement(indent)
+        lines.append(f"{indent}acc.append([{h}() for {h} in {fs}])")
+        return lines
+
+    def closure_array(self, depth: int, indent: str) -> List[str]:
+        """A cell holding an array (a graph value) read by a closure, assigned or updated in
+        place after a break; the array itself is kept too (later in-place updates show)."""
+        cell, fn = self.fresh("u"), self.fresh("g")
+        lines = [f"{indent}{cell} = arr * {self.int_expr(1)} + 0.5",
+                 f"{indent}{fn} = lambda: {cell} * {self.rng.randint(1, 3)} + {self.outer_read()}",
+                 f"{indent}arrs.append({fn}())"]
+        for _ in range(self.rng.randint(1, 2)):
+            lines += self.break_statement(indent, subject=cell)
+            e = self.int_expr(1)
+            lines.append(indent + self.rng.choice([
+                f"{cell} = {cell}[::-1] + {e}", f"{cell} += {e}", f"{cell}[1:] = {cell}[:-1] * {e}",
+                f"{cell} = np.maximum({cell}, {e})", f"{cell} = {cell} * {fn}()"]))
+            lines.append(f"{indent}arrs.append({fn}())")
+        lines.append(f"{indent}arrs.append({cell})")
+        return lines
+
+    def closure_argument(self, depth: int, indent: str) -> List[str]:
+        """An argument of f read by a closure and assigned after a break."""
+        fn = self.fresh("g")
+        target = self.rng.choice(["a", "b", "arr"])
+        if target == "arr":
+            lines = [f"{indent}{fn} = lambda: arr * {self.int_expr(1)}",
+                     f"{indent}arrs.append({fn}())",
+                     *self.break_statement(indent),
+                     f"{indent}arr = arr + {self.int_expr(1)}",
+                     f"{indent}arrs.append({fn}())"]
+        else:
+            lines = [f"{indent}{fn} = lambda: {target} * {self.rng.randint(1, 3)} + {self.int_expr(1)}",
+                     f"{indent}acc.append({fn}())",
+                     *self.break_statement(indent),
+                     f"{indent}{target} = {target} + {self.int_expr(1)}",
+                     f"{indent}acc.append({fn}())"]
+        return lines
+
+    def closure_recursive(self, depth: int, indent: str) -> List[str]:
+        """A function calling itself through its own cell, breaking at its base case."""
+        fn, m = self.fresh("rec"), self.fresh("m")
+        base = [f"{indent}        print('base', {m})"] if self.rng.random() < 0.5 else []
+        result = self.fresh("v")
+        lines = [f"{indent}def {fn}({m}):",
+                 f"{indent}    if {m} <= 0:",
+                 *base,
+                 f"{indent}        return {self.outer_read()}",
+                 f"{indent}    return ({m} * {self.rng.randint(1, 3)} + {fn}({m} - 1)) % 1000",
+                 f"{indent}{result} = {fn}({self.rng.randint(0, 4)})"]
+        self.ints.append(result)
+        return lines
+
+    def closure_loop(self, depth: int, indent: str) -> List[str]:
+        """Closures made in a loop over its variable (a cell: all see its last value), with a
+        break in the loop body."""
+        fs, var, h = self.fresh("fs"), self.fresh("i"), self.fresh("h")
+        outer = self.outer_read()
+        saved = list(self.ints)
+        self.ints.append(var)
+        body = self.break_statement(indent + "    ") if self.rng.random() < 0.6 else []
+        self.ints = saved
+        return [f"{indent}{fs} = []",
+                f"{indent}for {var} in range({self.rng.randint(0, 4)}):",
+                f"{indent}    {fs}.append(lambda: {var} * {self.rng.randint(1, 3)} + {outer})",
+                *body,
+                f"{indent}acc.append([{h}() for {h} in {fs}])"]
+
+    def program(self) -> str:
+        body = self.block(0, "    ")
+        while not self.made:   # every program has closures
+            body += self.statement(0, "    ")
+        cells = [c for c in dict.fromkeys(self.cells) if c in self.ints]
+        ret = " + ".join([self.int_expr(), *cells])
+        return "\n".join([
+            "def f(a, b, arr):",
+            "    acc = []",
+            "    arrs = []",
+            *body,
+            f"    return {ret}, acc, [x.tolist() for x in arrs], [{', '.join(cells)}], [{', '.join(self.escaping)}]",
+        ]) + "\n"
+
+
+GENERATORS = {"python": ProgramGenerator, "kernel": KernelGenerator, "closure": ClosureGenerator}
+
+
+def family(seed: int) -> str:
+    """A quarter of the programs are array code (seed % 4 == 3), a quarter closures around
+    graph breaks (seed % 8 in (1, 6): the seeds of earlier findings keep their programs); the
+    rest mix Python constructs."""
     if seed % 4 == 3:
-        return KernelGenerator(seed).program()
-    return ProgramGenerator(seed).program()
+        return "kernel"
+    if seed % 8 in (1, 6):
+        return "closure"
+    return "python"
+
+
+def generate(seed: int) -> str:
+    return GENERATORS[family(seed)](seed).program()

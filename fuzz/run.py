@@ -7,32 +7,87 @@ Every program (fuzz/programs.py, determined by its seed) runs plainly, then thro
 runtime's shadow frames (a pass-through callback, twice: misses then cache hits), under the
 profiler, and through the translator (`optimize(backend="eager")`, twice, then with other
 argument types to force a recompilation). Each outcome — return value or exception type and
-message — must equal the plain one. A mismatch is printed with its program; with --save the
-program is written as a .py file and as an execution record that `framehook replay`
-reproduces. Exit status 1 on any mismatch. Only the packages' public APIs are used.
+message, and what the program printed — must equal the plain one. Functions in the returned
+value (closures a program lets escape) are called twice after it returned, in the same mode
+(through the translator in translator mode), and compared by qualified name, defaults, both
+calls' outcomes and the values left in their cells. A mismatch is printed with its program;
+with --save the program is written as a .py file and as an execution record that
+`framehook replay` reproduces. Exit status 1 on any mismatch.
+
+Translations that failed internally (the frame ran unmodified, so no outcome differs) are
+counted and listed by seed. --stats also runs each program under `explain()` and counts the
+programs with closures and the graph breaks in frames with cells or free variables, resumed
+or not. Only the packages' public APIs are used.
 """
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
+import io
 import json
+import logging
 import random
+import re
 import sys
 import traceback
+import types
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from programs import generate
+from programs import family, generate
 
 MODES = ("shadow", "profiler", "translator")
 
 
-def outcome(fn: Callable[..., Any], *args: Any) -> Tuple[str, str]:
+Call = Callable[[Callable[..., Any]], Any]
+
+
+def plain_call(fn: Callable[..., Any]) -> Any:
+    return fn()
+
+
+def stable_repr(value: Any) -> str:
+    """repr without object addresses (they differ between runs, not between modes' meanings)."""
+    if isinstance(value, types.FunctionType):
+        return f"<function {value.__qualname__}>"
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
+
+
+def observe(value: Any, call: Call) -> Any:
+    """The returned value with each function in it (an escaping closure) replaced by what it
+    shows: name, defaults, two calls' outcomes through ``call``, and its cells afterwards."""
+    if isinstance(value, types.FunctionType):
+        calls = [_outcome(lambda: call(value), call) for _ in range(2)]
+        cells = []
+        for name, cell in zip(value.__code__.co_freevars, value.__closure__ or ()):
+            try:
+                cells.append((name, stable_repr(cell.cell_contents)))
+            except ValueError:
+                cells.append((name, "<empty>"))
+        return ("function", value.__qualname__, stable_repr(value.__defaults__),
+                stable_repr(value.__kwdefaults__), calls, cells)
+    if isinstance(value, (list, tuple)):
+        return type(value)(observe(v, call) for v in value)
+    return value
+
+
+def _outcome(thunk: Callable[[], Any], call: Call) -> Tuple[str, str]:
     try:
-        return ("ok", repr(fn(*args)))
+        return ("ok", stable_repr(observe(thunk(), call)))
     except Exception as exc:  # noqa: BLE001 - the program's own exception is its outcome
         return ("raised", f"{type(exc).__name__}: {exc}")
+
+
+def outcome(fn: Callable[..., Any], *args: Any, call: Call = plain_call) -> Tuple[str, str, str]:
+    """(status, value or exception, printed text) of ``fn(*args)``; ``call`` calls the
+    functions the value holds."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        status, text = _outcome(lambda: fn(*args), call)
+    return (status, text, printed.getvalue())
 
 
 def inputs(seed: int, variant: int = 0) -> tuple:
@@ -75,11 +130,100 @@ def run_modes(fn: Callable[..., Any], args: tuple, other_args: tuple, modes: Lis
     if "translator" in modes:
         import framehook.translator as ft
 
+        def translated_call(g: Callable[..., Any]) -> Any:
+            return ft.optimize(backend="eager")(g)()
+
         optimized = ft.optimize(backend="eager")(fn)
-        got["translator"] = [outcome(optimized, *args), outcome(optimized, *args),
-                             ("other-args", "") + outcome(optimized, *other_args)]  # type: ignore[list-item]
+        got["translator"] = [outcome(optimized, *args, call=translated_call),
+                             outcome(optimized, *args, call=translated_call),
+                             ("other-args", "") + outcome(optimized, *other_args, call=translated_call)]  # type: ignore[list-item]
         ft.reset()
     return got
+
+
+class FailedTranslations(logging.Handler):
+    """Collects the translator's 'translating ... failed; it runs unmodified' warnings."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: List[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if text.startswith("framehook: translating") and "failed" in text:
+            self.messages.append(text)
+
+    @staticmethod
+    def summary(text: str) -> str:
+        """The failed frame and the error's first line."""
+        lines = text.splitlines()
+        head = re.sub(r"^framehook: translating | \(<fuzz program \d+>:\d+\)|; it runs unmodified\.$", "", lines[0])
+        error = next((l for l in lines[1:] if l.strip()), "")
+        return f"{head}: {error}"
+
+
+def functions_in(value: Any) -> List[Callable[..., Any]]:
+    if isinstance(value, types.FunctionType):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [f for v in value for f in functions_in(v)]
+    return []
+
+
+def code_tree(code: types.CodeType) -> List[types.CodeType]:
+    return [code, *(c for k in code.co_consts if isinstance(k, types.CodeType) for c in code_tree(k))]
+
+
+def has_closures(code: types.CodeType) -> bool:
+    """An inner function or lambda reads a variable of an enclosing function (comprehensions,
+    inlined on 3.12+, are left out so that the count means the same on every version)."""
+    return any(c.co_freevars for c in code_tree(code)
+               if c.co_name == "<lambda>" or not c.co_name.startswith("<"))
+
+
+def frame_kind(code: types.CodeType, program: types.CodeType) -> str:
+    """f, an inner function of it, or a resume function the translator made (any other code)."""
+    cells = " with cells" if code.co_cellvars or code.co_freevars else ""
+    if code is program:
+        return "f" + cells
+    if any(code is c for c in code_tree(program)):
+        return "inner functions" + cells
+    return "resume functions" + cells
+
+
+def explain_stats(fn: Callable[..., Any], args: tuple, kind: str, stats: "collections.Counter[str]",
+                  reasons: "collections.Counter[str]") -> None:
+    """Counts, for --stats, what the translator did with one program's frames (explain() runs
+    the call once more, and each closure it returns once)."""
+    import framehook.translator as ft
+
+    closures = has_closures(fn.__code__)
+    stats[f"{kind} programs"] += 1
+    stats[f"{kind} programs with closures"] += closures
+    frames: List[Any] = []
+    todo: List[Tuple[Callable[..., Any], tuple]] = [(fn, args)]
+    with contextlib.redirect_stdout(io.StringIO()):
+        while todo:
+            target, target_args = todo.pop()
+            try:
+                out = ft.explain(target)(*target_args)
+                todo += [(g, ()) for g in functions_in(out.result)]
+            except Exception as exc:  # noqa: BLE001 - the report is attached to the exception
+                out = getattr(exc, "explain_output", None)
+            frames += out.frames if out is not None else []
+    ft.reset()
+    resumed = False
+    for report in frames:
+        if report.graph_break is None:
+            continue
+        where = frame_kind(report.code, fn.__code__)
+        stats[f"breaks in {where}"] += 1
+        if report.resume_failure is None:
+            stats[f"breaks in {where}, resumed"] += 1
+            resumed |= where.endswith("with cells")
+        elif where.endswith("with cells"):
+            reasons[re.sub(r" at 0x[0-9a-fA-F]+|\d+", "#", report.resume_failure)[:100]] += 1
+    stats[f"{kind} programs with closures and a resumed break in a frame with cells"] += closures and resumed
 
 
 def save_finding(directory: Path, seed: int, source: str, args: tuple) -> List[str]:
@@ -106,6 +250,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of %s" % ",".join(MODES))
     parser.add_argument("--save", type=Path, help="directory for findings (.py and .fhrec)")
     parser.add_argument("--json", type=Path, help="write a summary as JSON")
+    parser.add_argument("--stats", action="store_true",
+                        help="count closures and graph breaks in frames with cells (runs explain() too)")
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = sorted(set(modes) - set(MODES))
@@ -115,17 +261,27 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error("--count must be at least 1")
 
     findings: List[Dict[str, Any]] = []
+    failed: Dict[int, List[str]] = {}
+    stats: "collections.Counter[str]" = collections.Counter()
+    reasons: "collections.Counter[str]" = collections.Counter()
     compared = 0
+    watcher = FailedTranslations()
+    logging.getLogger("framehook").addHandler(watcher)
     for seed in range(args.seed, args.seed + args.count):
         source = generate(seed)
         fn = build(source, f"<fuzz program {seed}>")
         call_args, other_args = inputs(seed), inputs(seed, 1)
         expected = outcome(fn, *call_args)
         expected_other = outcome(build(source, f"<fuzz program {seed}>"), *other_args)
+        watcher.messages.clear()
         try:
             got = run_modes(fn, call_args, other_args, modes)
+            if args.stats:
+                explain_stats(build(source, f"<fuzz program {seed}>"), call_args, family(seed), stats, reasons)
         except Exception:  # noqa: BLE001 - a harness crash is a finding too
             got = {"harness": [("crashed", traceback.format_exc(limit=3))]}
+        if watcher.messages:
+            failed[seed] = list(dict.fromkeys(watcher.summary(m) for m in watcher.messages))
         for mode, results in got.items():
             for result in results:
                 compared += 1
@@ -138,11 +294,21 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.save:
             print("  saved: " + ", ".join(save_finding(args.save, finding["seed"], finding["source"],
                                                         inputs(finding["seed"]))))
+    logging.getLogger("framehook").removeHandler(watcher)
+    for seed, messages in failed.items():
+        print(f"translation failed (ran unmodified) seed={seed}: " + "; ".join(messages))
+    if args.stats:
+        for key, value in sorted(stats.items()):
+            print(f"stats: {key}: {value}")
+        for reason, n in reasons.most_common(8):
+            print(f"stats: not resumed in a frame with cells x{n}: {reason}")
     print(f"fuzz: {args.count} programs (seeds {args.seed}-{args.seed + args.count - 1}) x modes {','.join(modes)} "
-          f"on CPython {sys.version.split()[0]}: {compared - len(findings)} outcomes matched, {len(findings)} mismatched")
+          f"on CPython {sys.version.split()[0]}: {compared - len(findings)} outcomes matched, {len(findings)} mismatched; "
+          f"{len(failed)} programs with failed translations")
     if args.json:
         args.json.write_text(json.dumps({"python": sys.version.split()[0], "programs": args.count,
-                                         "compared": compared, "mismatches": findings}, indent=1))
+                                         "compared": compared, "mismatches": findings,
+                                         "failed_translations": failed, "stats": dict(stats)}, indent=1))
     return 1 if findings else 0
 
 
