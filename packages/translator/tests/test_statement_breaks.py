@@ -3,6 +3,7 @@ statement itself runs in Python (copied from the frame, jumps and exception hand
 included), and a resume function continues after it (``resume.statement_site``)."""
 from __future__ import annotations
 
+import logging
 import sys
 import traceback
 
@@ -301,6 +302,66 @@ def test_a_statement_running_to_the_end_of_the_frame_is_not_split_at_the_start()
     call = next(i for i, inst in enumerate(insts) if inst.argval == "print")
     with pytest.raises(resume.CannotResume, match="end of the frame"):
         resume.statement_site(code, insts, call)
+
+
+def nested_try_then_print(x):
+    y = x + 1
+    try:
+        try:
+            y = y * 2
+        finally:
+            pass
+    except ArithmeticError:
+        y = y - 1
+    print("after")
+    return y
+
+
+def nested_try_then_raise(x, a):
+    y = x + 1
+    try:
+        try:
+            try:
+                pass
+            except ZeroDivisionError:
+                pass
+        except ZeroDivisionError:
+            pass
+    except ZeroDivisionError:
+        pass
+    if a >= max(1, a):
+        try:
+            try:
+                pass
+            except ZeroDivisionError:
+                pass
+            while a // (a - 3) > 1:
+                a += 1
+        except ZeroDivisionError:
+            y = y - 1
+    else:
+        try:
+            pass
+        except ZeroDivisionError:
+            pass
+    return y * 2, [v for v in y]
+
+
+@pytest.mark.parametrize("fn, args", [
+    (nested_try_then_print, (np.arange(3.0),)),
+    (nested_try_then_raise, (np.arange(3.0), 3)),
+    (nested_try_then_raise, (np.arange(3.0), 5)),
+], ids=["finally", "excepts-raising", "excepts"])
+def test_a_jump_to_a_jump_leaving_the_statement_reaches_the_exit(fn, args, capsys, caplog):
+    # fuzz seeds 5 (3.11) and 58 (3.12/3.13): inside the copied statement, a jump to a jump
+    # that leaves it (the one re-pointed at the exit code) kept the replaced instruction as
+    # its target, and assembling the code failed: the frame ran unmodified
+    with caplog.at_level(logging.WARNING, logger="framehook.translator"):
+        run_both(fn, args, capsys)
+        out, failures = explained(fn, *args)
+    capsys.readouterr()
+    assert not [r.getMessage() for r in caplog.records if "failed" in r.getMessage()]
+    assert failures and all(f is None for f in failures), failures
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="3.9/3.10 have no exception table to copy")

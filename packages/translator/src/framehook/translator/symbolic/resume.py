@@ -826,8 +826,15 @@ def _region_code(code: types.CodeType, insts: List[Instruction], site: BreakSite
     assert site.region is not None
     index = {id(x): k for k, x in enumerate(insts)}
     copies: Dict[int, Instruction] = {}
+    region = set(site.region)
     for k in site.region:
         orig = insts[k]
+        if orig.target is not None and index[id(orig.target)] not in region and orig.opcode in UNCONDITIONAL:
+            # the exit code comes after every copy: 3.13's handlers leave a with block
+            # by JUMP_BACKWARD_NO_INTERRUPT, which has no forward form (made before any
+            # jump is re-pointed: a jump to this one must reach the replacement)
+            copies[k] = create_instruction("JUMP_FORWARD", positions=orig.positions)
+            continue
         copies[k] = Instruction(orig.opcode, orig.opname, orig.arg, orig.argval, positions=orig.positions,
                                 flags=orig.flags)
     exit_code: List[Instruction] = []
@@ -840,12 +847,7 @@ def _region_code(code: types.CodeType, insts: List[Instruction], site: BreakSite
     for k in site.region:
         orig, copy = insts[k], copies[k]
         if orig.target is not None:
-            t = index[id(orig.target)]
-            if t not in copies and orig.opcode in UNCONDITIONAL:
-                # the exit code comes after every copy: 3.13's handlers leave a with block
-                # by JUMP_BACKWARD_NO_INTERRUPT, which has no forward form
-                copy = copies[k] = create_instruction("JUMP_FORWARD", positions=orig.positions)
-            copy.target = copies.get(t, exit_label)
+            copy.target = copies.get(index[id(orig.target)], exit_label)
         entry = orig.exn_tab_entry
         if entry is not None:
             copy.exn_tab_entry = ExnTabEntry(copies[index[id(entry.target)]], entry.depth, entry.lasti)
