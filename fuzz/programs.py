@@ -285,16 +285,18 @@ class ClosureGenerator(ProgramGenerator):
     """Python programs whose frames have cells and free variables around graph breaks:
     inner functions and lambdas reading the frame's variables (arguments too), with defaults
     and keyword-only defaults; cells assigned before and after a break (straight-line, in a
-    loop, in a try block); ``nonlocal`` counters; cells still unbound at the break; closures
-    made before a break and called after it; factories whose inner functions break and are
-    called several times with different captured values; closures ``f`` returns, which the
-    harness calls afterwards. Breaks are statements the translator cannot capture (I/O, an
+    loop, in a try block, deleted); ``nonlocal`` counters; cells still unbound at the break;
+    cells holding arrays; closures made before a break and called after it, in loops,
+    comprehensions and generator expressions; decorators; class bodies reading cells;
+    closures over an except clause's name; recursive inner functions; factories whose inner
+    functions break and are called several times with different captured values; closures
+    ``f`` returns, which the harness calls afterwards. Breaks are statements the translator cannot capture (I/O, an
     unsupported callable, array data as Python objects), anywhere the grammar puts a
     statement, so also inside loops and try/with blocks. ``f`` returns its cells' values and
     its escaping closures, so the comparison sees what the cells hold."""
 
     KINDS = ("read", "read", "rebind", "rebind", "counter", "late", "factory", "factory", "escape", "lambdas",
-             "array", "array", "argument", "recursive", "loop")
+             "array", "array", "argument", "recursive", "loop", "klass", "exception")
 
     def __init__(self, seed: int, max_depth: int = 3) -> None:
         super().__init__(seed, max_depth)
@@ -364,8 +366,18 @@ class ClosureGenerator(ProgramGenerator):
             lines = [f"{indent}{name} = lambda {p}, {q}={dq}: {outer} * {body}"]
             second = f"{name}({self.int_expr(1)}, {self.int_expr(1)})"
         else:
-            lines = [f"{indent}def {name}({p}, {q}={dq}, *, {r}={dr}):",
-                     *self.inner_body(depth, indent + "    ", [p, q, r])]
+            lines = []
+            if self.rng.random() < 0.3:
+                # a decorator made in f: the wrapper closes over the function it wraps
+                deco, fn, wrapper = self.fresh("deco"), self.fresh("fn"), self.fresh("wrapper")
+                lines += [f"{indent}def {deco}({fn}):",
+                          f"{indent}    def {wrapper}(*args, **kw):",
+                          f"{indent}        acc.append({fn}.__name__)",
+                          f"{indent}        return {fn}(*args, **kw)",
+                          f"{indent}    return {wrapper}",
+                          f"{indent}@{deco}"]
+            lines += [f"{indent}def {name}({p}, {q}={dq}, *, {r}={dr}):",
+                      *self.inner_body(depth, indent + "    ", [p, q, r])]
             second = f"{name}({self.int_expr(1)}, {r}={self.int_expr(1)})"
         if self.rng.random() < 0.5:
             lines += self.statement(depth + 1, indent)
@@ -387,6 +399,8 @@ class ClosureGenerator(ProgramGenerator):
         if form == "straight":
             lines += self.break_statement(indent)
             lines.append(f"{indent}{cell} = {cell} + {self.int_expr(1)}")
+            var = self.fresh("c")   # a generator expression over the cell
+            lines.append(f"{indent}acc.append(sum({cell} * {var} for {var} in range({self.rng.randint(0, 4)})))")
         elif form == "del":
             # the cell emptied after the break: the closure's read raises NameError
             lines += self.break_statement(indent)
@@ -426,11 +440,14 @@ class ClosureGenerator(ProgramGenerator):
                  f"{indent}    {cell} += {d}"]
         if self.rng.random() < 0.35:
             lines.append(f"{indent}    print('bump', {cell})")
+        peek = self.fresh("peek")
         lines += [f"{indent}    return {cell}",
+                  f"{indent}{peek} = lambda: {cell} * 10",   # a second closure over the same cell
                   f"{indent}acc.append({fn}())"]
         self.bind_cell(cell)
         lines += self.break_statement(indent)
-        lines.append(f"{indent}acc.append({fn}({self.int_expr(1)}))")
+        lines += [f"{indent}acc.append({fn}({self.int_expr(1)}))",
+                  f"{indent}acc.append({peek}())"]
         return lines
 
     def closure_late(self, depth: int, indent: str) -> List[str]:
@@ -571,6 +588,39 @@ class ClosureGenerator(ProgramGenerator):
                      f"{indent}{target} = {target} + {self.int_expr(1)}",
                      f"{indent}acc.append({fn}())"]
         return lines
+
+    def closure_klass(self, depth: int, indent: str) -> List[str]:
+        """A class made after a break whose body and method read a cell of f; the cell is
+        assigned again afterwards (the method sees the new value, the class attribute not)."""
+        cell, cls, result = self.fresh("z"), self.fresh("K"), self.fresh("v")
+        lines = [f"{indent}{cell} = {self.int_expr()}",
+                 *self.break_statement(indent),
+                 f"{indent}class {cls}:",
+                 f"{indent}    val = {cell} * 2 + {self.outer_read()}",
+                 f"{indent}    def get(self):",
+                 f"{indent}        return self.val + {cell}",
+                 f"{indent}{cell} = {cell} + {self.int_expr(1)}",
+                 f"{indent}{result} = {cls}().get() - {cls}.val"]
+        self.bind_cell(cell)
+        self.ints.append(result)
+        return lines
+
+    def closure_exception(self, depth: int, indent: str) -> List[str]:
+        """A closure over an except clause's name (a cell the clause deletes at its end), made
+        and called around a break inside the handler, called again after it."""
+        fn, exc, late = self.fresh("h"), self.fresh("e"), self.fresh("e")
+        return [f"{indent}{fn} = lambda: 'none'",
+                f"{indent}try:",
+                f"{indent}    acc.append(100 // ({self.int_expr(1)} - {self.int_expr(1)}))",
+                f"{indent}except ZeroDivisionError as {exc}:",
+                f"{indent}    {fn} = lambda: type({exc}).__name__ + str({self.outer_read()})",
+                f"{indent}    acc.append({fn}())",
+                *self.break_statement(indent + "    "),
+                f"{indent}    acc.append({fn}())",
+                f"{indent}try:",
+                f"{indent}    acc.append({fn}())",
+                f"{indent}except NameError as {late}:",
+                f"{indent}    acc.append(type({late}).__name__)"]
 
     def closure_recursive(self, depth: int, indent: str) -> List[str]:
         """A function calling itself through its own cell, breaking at its base case."""

@@ -114,8 +114,8 @@ class PassThrough:
         return self.rt.GuardedCode(frame.f_code.replace(), lambda f_locals: True)
 
 
-def run_modes(fn: Callable[..., Any], args: tuple, other_args: tuple, modes: List[str]) -> Dict[str, List[Tuple[str, str]]]:
-    got: Dict[str, List[Tuple[str, str]]] = {}
+def run_modes(fn: Callable[..., Any], args: tuple, other_args: tuple, modes: List[str]) -> Dict[str, List[Tuple[str, ...]]]:
+    got: Dict[str, List[Tuple[str, ...]]] = {}
     if "shadow" in modes:
         import framehook.runtime as rt
 
