@@ -1,6 +1,7 @@
 """Annotations, tagged calls, the single-recorder rule and bad-input handling."""
 from __future__ import annotations
 
+import atexit
 import functools
 import sys
 import threading
@@ -258,6 +259,87 @@ def test_garbage_collected_recording_profiler_stops_with_a_warning():
         prof.__del__()
     assert any(issubclass(w.category, ProfilerWarning) for w in caught)
     assert prof.state == "stopped" and _tracer.active() is None
+
+
+def test_exit_handler_is_registered_while_recording_only(monkeypatch):
+    registered = []  # atexit cannot be asked what it holds: its calls are watched
+    real_register, real_unregister = atexit.register, atexit.unregister
+
+    def register(func, *args, **kwargs):
+        registered.append(func)
+        return real_register(func, *args, **kwargs)
+
+    def unregister(func):
+        registered[:] = [f for f in registered if f != func]
+        real_unregister(func)
+
+    monkeypatch.setattr(atexit, "register", register)
+    monkeypatch.setattr(atexit, "unregister", unregister)
+    prof = Profiler()
+    prof.start()
+    assert registered == [prof._exit_hook]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ProfilerWarning)
+        refused = Profiler().start()
+    assert refused.state == "refused" and registered == [prof._exit_hook]
+    prof.stop()
+    refused.stop()
+    assert registered == [] and prof._exit_hook is None
+
+    class FailingTracer:  # as when an audit hook refuses (tests/test_audit.py)
+        def __init__(self, **kwargs):
+            pass
+
+        def start(self):
+            assert registered, "registered before the tracer starts"
+            raise PermissionError("refused")
+
+    monkeypatch.setattr(_tracer, "Tracer", FailingTracer)
+    failing = Profiler()
+    with pytest.raises(PermissionError):
+        failing.start()
+    assert registered == [] and failing.state == "stopped"
+
+
+def test_exit_handler_stops_and_a_later_stop_returns_the_profile():
+    def marker(frame, event, arg):
+        pass
+
+    threading.setprofile(marker)
+    try:
+        prof = Profiler()
+        prof.start()
+        leaf()
+        prof._exit_hook()  # as atexit would
+        assert prof.state == "stopped" and _tracer.active() is None
+        assert threading._profile_hook is marker
+        assert prof._profile is None  # nothing is built at exit
+        profile = prof.stop()  # an exit handler of the program's, run after ours
+        assert prof.stop() is profile
+        assert len(calls_of(profile, leaf)) == 1
+        names = [e.name for e in profile.events]
+        assert not [n for n in names if "_stop_at_exit" in n or "_halt" in n], names
+    finally:
+        threading.setprofile(None)
+    stopped = Profiler()
+    stopped.start()
+    stopped.stop()
+    with pytest.raises(RuntimeError, match="already stopped"):
+        stopped.stop()  # a plain second stop() still raises
+
+
+def test_del_while_finalizing_only_stops_the_tracer():
+    prof = Profiler()
+    prof.start()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            prof.__del__(_is_finalizing=lambda: True)
+        assert prof.state == "stopped" and _tracer.active() is None
+        assert prof._profile is None
+    finally:
+        threading.setprofile(None)  # left as it was: threading may be torn down then
+    Profiler.__new__(Profiler).__del__()  # __init__ never ran: nothing to do
 
 
 def test_thread_hook_after_stop_uninstalls_itself():

@@ -1,10 +1,12 @@
 """Profiler: starts and stops the C tracer and turns its recording into a Profile."""
 from __future__ import annotations
 
+import atexit
 import sys
 import threading
 import types
 import warnings
+import weakref
 from typing import Any, Callable, Dict, FrozenSet, Optional
 
 from . import _tagging, _tracer
@@ -23,6 +25,11 @@ class Profiler:
     Use as a context manager (``with Profiler() as prof: ...; prof.profile``) or call
     start() and stop(); stop() returns the :class:`Profile`. Only one profiler records at a
     time: starting a second one warns, and it records nothing.
+
+    A profiler still recording when the interpreter exits is stopped by an ``atexit``
+    handler (registered by start(), removed by stop()), while the interpreter is still
+    whole; nothing else happens at exit. stop() called afterwards (by an exit handler of
+    the program's) returns the profile recorded until then.
 
     c_calls: also record calls of C functions (builtins, methods of C types).
     runtime_events: record framehook-runtime's cache lookups and compiled regions when
@@ -47,6 +54,8 @@ class Profiler:
         # like the profiler's internals
         self._launcher_codes: FrozenSet[types.CodeType] = frozenset()
         self._prev_thread_hook: Optional[Callable[..., Any]] = None
+        self._exit_hook: Optional[_ExitHook] = None
+        self._stopped_at_exit = False
 
     @property
     def state(self) -> str:
@@ -68,14 +77,16 @@ class Profiler:
         self._note_thread_names()
         self._prev_thread_hook = thread_profile_hook()
         threading.setprofile(self._thread_hook)
+        self._exit_hook = _ExitHook(self)
+        atexit.register(self._exit_hook)
         try:
             started = self._tracer.start()  # last: nothing after it is recorded here
         except BaseException:
-            threading.setprofile(self._prev_thread_hook)
+            self._undo_start()
             self._state = "stopped"
             raise
         if not started:
-            threading.setprofile(self._prev_thread_hook)
+            self._undo_start()
             self._state = "refused"
             warnings.warn("another framehook profiler is already recording; this one will "
                           "record nothing", ProfilerWarning, stacklevel=2)
@@ -87,14 +98,15 @@ class Profiler:
         if self._state == "new":
             raise RuntimeError("Profiler.stop() called before start()")
         if self._state == "stopped":
+            if self._stopped_at_exit:  # by our exit handler, before the program's own ran
+                return self.profile
             raise RuntimeError("Profiler.stop(): this profiler is already stopped")
-        assert self._tracer is not None
-        self._tracer.stop()  # first: the rest of stop() is not the program's time
-        refused = self._state == "refused"
-        self._state = "stopped"
-        if not refused:
-            threading.setprofile(self._prev_thread_hook)
-        self._note_thread_names()
+        if self._state == "refused":
+            assert self._tracer is not None
+            self._tracer.stop()
+            self._state = "stopped"
+        else:
+            self._halt()
         return self.profile
 
     @property
@@ -120,13 +132,46 @@ class Profiler:
         if self._state in ("recording", "refused"):
             self.stop()
 
-    def __del__(self) -> None:
-        if getattr(self, "_state", None) == "recording":
-            warnings.warn("a Profiler was garbage-collected while recording; stopping it",
-                          ProfilerWarning)
-            self.stop()
+    # Late in interpreter exit this module's globals, and even the builtins, may be gone:
+    # nothing is looked up by name before the interpreter is known not to be finalizing
+    # (what is needed then is bound as a default, at definition).
+    def __del__(self, _is_finalizing: Callable[[], bool] = sys.is_finalizing,
+                _warn: Callable[..., None] = warnings.warn) -> None:
+        if self.__dict__.get("_state") != "recording":
+            return
+        if _is_finalizing():
+            # Started after the exit handlers ran: only the C tracer is stopped (off every
+            # thread), which runs no code of this package.
+            self._state = "stopped"
+            tracer = self._tracer
+            if tracer.state == "recording":
+                tracer.stop()
+            return
+        _warn("a Profiler was garbage-collected while recording; stopping it",
+              ProfilerWarning)
+        self._halt()
 
     # internals -----------------------------------------------------------------------
+    def _halt(self) -> None:
+        """Stops recording (the profile is built later, on demand)."""
+        assert self._tracer is not None
+        if self._tracer.state == "recording":  # (unless the tracer was stopped directly)
+            self._tracer.stop()  # first: the rest is not the program's time
+        self._state = "stopped"
+        self._undo_start()
+        self._note_thread_names()
+
+    def _undo_start(self) -> None:
+        threading.setprofile(self._prev_thread_hook)
+        if self._exit_hook is not None:
+            atexit.unregister(self._exit_hook)
+            self._exit_hook = None
+
+    def _stop_at_exit(self) -> None:
+        if self._state == "recording":
+            self._halt()
+            self._stopped_at_exit = True
+
     def _hide_launcher(self, frame: Optional[types.FrameType]) -> None:
         """Hides ``frame`` and its callers from the trees: the code that launched the
         profiled program rather than the program itself."""
@@ -160,6 +205,22 @@ class Profiler:
         return Profile(threads, events, clock.ns0, clock.end_ns, raw["clock"], memory)
 
 
+class _ExitHook:
+    """The atexit handler of one recording profiler: stops it while the interpreter is
+    whole. Holds it weakly, so that a profiler dropped while recording is still
+    garbage-collected (and stopped by __del__)."""
+
+    __slots__ = ("_ref",)
+
+    def __init__(self, prof: Profiler) -> None:
+        self._ref = weakref.ref(prof)
+
+    def __call__(self) -> None:
+        prof = self._ref()
+        if prof is not None:
+            prof._stop_at_exit()
+
+
 BACKENDS = ("auto", "monitoring", "profile")
 
 
@@ -183,5 +244,6 @@ def resolve_backend(backend: str) -> str:
 def _internal_codes() -> FrozenSet[types.CodeType]:
     """Code of the profiler's own start/stop path, hidden from the trees."""
     funcs = (Profiler.start, Profiler.stop, Profiler.__enter__, Profiler.__exit__,
+             Profiler.__del__, Profiler._halt, Profiler._stop_at_exit, _ExitHook.__call__,
              Profiler._thread_hook, Profiler._note_thread_names)
     return frozenset(f.__code__ for f in funcs)
