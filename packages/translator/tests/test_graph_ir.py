@@ -210,3 +210,23 @@ def test_codegen_binds_ints_too_long_for_repr():
     assert "2 ** 20000" not in g.python_code() and "__int" in g.python_code()
     out = compile_graph(g)(np.ones(2), 3)
     assert out[1] == 3 * big
+
+
+def unused_inverse(a):
+    np.linalg.inv(a)   # unused: still raises LinAlgError on a singular matrix
+    return a + 1
+
+
+def unused_decomposition(a):
+    len(np.linalg.svd(a))
+    return a * 2
+
+
+@pytest.mark.parametrize("fn", [unused_inverse, unused_decomposition])
+def test_an_unused_linalg_call_still_raises(fn):
+    import framehook.translator as ft
+    from symbolic_helpers import check_agrees
+    good, singular, nan = np.eye(2), np.zeros((2, 2)), np.full((2, 2), np.nan)
+    check_agrees(fn, (good,), (singular,), (nan,), (good,))
+    kept = ft.explain(fn)(good).ops_per_graph[0]
+    assert any(name.startswith("numpy.linalg.") for name in kept), kept

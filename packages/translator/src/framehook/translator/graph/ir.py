@@ -44,6 +44,22 @@ IMPURE_METHODS = frozenset({"fill", "sort", "put", "itemset", "resize", "setfiel
 # elimination must keep them. (Found by fuzz/run.py: an unused `0 % p` vanished.)
 MAY_RAISE_TARGETS = frozenset({operator.truediv, operator.floordiv, operator.mod, operator.pow, divmod,
                                operator.lshift, operator.rshift, operator.getitem, pow, int, float})
+# numpy.linalg raises LinAlgError on singular or non-converging input (inv, solve, eigh,
+# cholesky, svd...), whether or not the result is used
+_MAY_RAISE_MODULES = frozenset({"numpy.linalg"})
+
+
+def may_raise(node: "Node") -> bool:
+    """Does dead-code elimination have to keep this call although its value is unused?"""
+    if node.kind is not NodeKind.CALL or node.meta.get("cannot_raise"):
+        return False
+    target = node.target
+    try:
+        if target in MAY_RAISE_TARGETS:
+            return True
+    except TypeError:   # an unhashable callable object
+        pass
+    return getattr(target, "__module__", None) in _MAY_RAISE_MODULES
 
 
 def target_name(target: Any) -> str:
@@ -255,7 +271,7 @@ class Graph:
         for node in reversed(list(self.nodes)):
             if node.kind in (NodeKind.PLACEHOLDER, NodeKind.OUTPUT) or node.users or node.impure:
                 continue
-            if node.kind is NodeKind.CALL and node.target in MAY_RAISE_TARGETS and not node.meta.get("cannot_raise"):
+            if may_raise(node):
                 continue
             for inp in node.inputs():
                 inp.users.pop(node, None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, List, Tuple
 
-from .ir import Graph, MAY_RAISE_TARGETS, Node, NodeKind
+from .ir import Graph, Node, NodeKind, may_raise
 
 __all__ = ["Loop", "is_loop"]
 
@@ -52,8 +52,7 @@ class Loop:
     @property
     def impure(self) -> bool:
         """True when running the body has an effect beyond its result (mutation, an exception)."""
-        return any(n.impure or (n.kind is NodeKind.CALL and n.target in MAY_RAISE_TARGETS)
-                   for n in self.body.operations())
+        return any(n.impure or may_raise(n) for n in self.body.operations())
 
     def __call__(self, start: int, stop: int, step: int, carried: Tuple[Any, ...],
                  invariants: Tuple[Any, ...]) -> Tuple[Any, ...]:
