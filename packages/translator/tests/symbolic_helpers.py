@@ -60,3 +60,9 @@ def check_agrees(fn: Callable[..., Any], *calls: tuple, optimized: Any = None) -
             assert_same(want[1], got[1])
         assert_same(want[2], got[2], "arguments after the call")
     return opt
+
+
+def entries(fn: Callable[..., Any]) -> int:
+    """How many cache entries the runtime holds for ``fn``'s code object."""
+    import framehook.runtime as rt
+    return len(rt.cache_entries(fn.__code__))

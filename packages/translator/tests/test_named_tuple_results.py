@@ -11,13 +11,12 @@ import operator
 import numpy as np
 import pytest
 
-import framehook.runtime as rt
 import framehook.translator as ft
 from framehook.translator.graph import ArrayMeta, NodeKind, SymDim, TupleMeta
 from framehook.translator.graph.ir import Graph
 from framehook.translator.symbolic import numpy_support as nps
 from framehook.translator.verify import check_result
-from symbolic_helpers import assert_same, check_agrees
+from symbolic_helpers import assert_same, check_agrees, entries
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 
@@ -28,9 +27,6 @@ def _fresh():
     yield
     ft.reset()
 
-
-def entries(fn):
-    return len(rt.cache_entries(fn.__code__))
 
 
 def spd(n, dtype=np.float64, seed=0):

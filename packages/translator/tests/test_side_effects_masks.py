@@ -10,10 +10,9 @@ import types
 import numpy as np
 import pytest
 
-import framehook.runtime as rt
 import framehook.translator as ft
 from framehook.translator import config
-from symbolic_helpers import assert_same, check_agrees
+from symbolic_helpers import assert_same, check_agrees, entries
 
 X = np.arange(-3.0, 6.0)
 
@@ -24,9 +23,6 @@ def _fresh():
     yield
     ft.reset()
 
-
-def entries(fn):
-    return len(rt.cache_entries(fn.__code__))
 
 
 # ----------------------------------------------------------------- globals
