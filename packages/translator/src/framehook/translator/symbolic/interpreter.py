@@ -26,7 +26,7 @@ from . import numpy_support as nps
 from .breaks import GraphBreak
 from .loops import LoopAbort, capture_loop, left_body, lift
 from .side_effects import SideEffects, is_plain_object, plain_attribute
-from .values import NULL, Cell, CellV, Const, DictV, FuncV, IterV, Lazy, ListV, MethodV, ObjV, SliceV, Tensor, TupleV, V
+from .values import NULL, Cell, CellContents, CellV, Const, DictV, FuncV, IterV, Lazy, ListV, MethodV, ObjV, SliceV, Tensor, TupleV, V
 
 __all__ = ["Tracer", "FrameTracer", "ReturnValue", "StopTrace"]
 
@@ -201,7 +201,7 @@ class Tracer:
                 return Const(value)
             cells = []
             for i, cell in enumerate(value.__closure__ or ()):
-                cells.append(Cell(_CellContents(cell, ClosureCellSource(source, i) if source is not None else None),
+                cells.append(Cell(CellContents(cell, ClosureCellSource(source, i) if source is not None else None),
                                   external=True))
             defaults = [self.wrap(d, IndexSource(AttrSource(source, "__defaults__"), i) if source is not None else None)
                         for i, d in enumerate(value.__defaults__ or ())]
@@ -486,16 +486,6 @@ class Tracer:
                 items.append(self.wrap_result(sub, r, from_arrays, label, symbolic))
             return TupleV(items) if type(result) is tuple else ListV(items)
         raise self.brk("FH004", f"{label} returned {type(result).__name__}, which the graph cannot hold")
-
-
-class _CellContents:
-    """Lazy contents of a real closure cell."""
-
-    __slots__ = ("cell", "source")
-
-    def __init__(self, cell: Any, source: Optional[Source]) -> None:
-        self.cell = cell
-        self.source = source
 
 
 def _flatten(vs: List[V]) -> List[V]:
@@ -784,7 +774,7 @@ class FrameTracer:
             raise self.brk("FH009", f"free variable {name!r} referenced before assignment")
         if isinstance(v, Lazy):
             v = c.value = self.tracer.wrap(v.value, v.source)
-        elif isinstance(v, _CellContents):
+        elif isinstance(v, CellContents):
             try:
                 contents = v.cell.cell_contents
             except ValueError:

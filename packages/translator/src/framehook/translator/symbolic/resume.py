@@ -63,7 +63,7 @@ from ..codemap import CodeIdentityMap
 from ..bytecode.transform import code_options, rebuild
 from ..graph import Graph
 from ..graph.ir import NodeKind
-from .values import NULL, Const, DictV, FuncV, Lazy, ListV, MethodV, ObjV, SliceV, Tensor, TupleV, V
+from .values import NULL, Const, DictV, FuncV, Lazy, ListV, MethodV, ObjV, SliceV, Tensor, TupleV, V, unread
 
 __all__ = ["CannotResume", "BreakSite", "FlowFacts", "break_site", "statement_site", "Rebuilder", "make_resume_code", "emit_break",
            "is_resume_code", "RESUME_PREFIX"]
@@ -645,7 +645,7 @@ def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSi
     for k, v in enumerate(inputs):
         rebuilder.collect(v, null_ok=PY311 or (old_call_method and k == 0))
     # cells the trace assigned (unchanged ones hold a lazy read of the real cell)
-    stores = sorted((n, v) for n, v in (cells or {}).items() if v is not None and not _unread(v))
+    stores = sorted((n, v) for n, v in (cells or {}).items() if v is not None and not unread(v))
     for _, v in stores:
         rebuilder.collect(v)
     if side_effects:
@@ -750,11 +750,6 @@ def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSi
     if jump is not None:
         jump.target = branch_labels[1]
     return _replace_body(code, body)
-
-
-def _unread(v: Any) -> bool:
-    """A cell's traced value that is still the real cell's contents, read lazily."""
-    return isinstance(v, Lazy) or type(v).__name__ == "_CellContents"
 
 
 def _replace_body(code: types.CodeType, body: List[Instruction]) -> types.CodeType:

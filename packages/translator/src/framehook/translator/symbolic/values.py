@@ -24,7 +24,7 @@ from ..graph import ArrayMeta, Node, ScalarMeta, TupleMeta
 from ..sources import Source
 
 __all__ = ["V", "Const", "Tensor", "TupleV", "ListV", "DictV", "IterV", "FuncV", "MethodV", "NullV", "Cell",
-           "CellV", "Lazy", "NULL", "next_serial", "ObjV", "SliceV"]
+           "CellV", "CellContents", "Lazy", "NULL", "next_serial", "ObjV", "SliceV", "unread"]
 
 
 #: creation order of mutable symbolic values: a loop being captured refuses to mutate a
@@ -51,6 +51,21 @@ class Const(V):
     def __init__(self, value: Any, source: Optional[Source] = None) -> None:
         self.value = value
         self.source = source
+
+
+class CellContents:
+    """Lazy contents of a real closure cell: read (and guarded) on first use."""
+
+    __slots__ = ("cell", "source")
+
+    def __init__(self, cell: Any, source: Optional[Source]) -> None:
+        self.cell = cell
+        self.source = source
+
+
+def unread(v: Any) -> bool:
+    """True for a value the trace has not read yet (an argument or a cell's contents)."""
+    return isinstance(v, (Lazy, CellContents))
 
     def describe(self) -> str:
         return f"{type(self.value).__name__} {self.value!r:.60}"
