@@ -36,7 +36,7 @@ def main() -> int:
         for pkg in present:
             rc = subprocess.call(
                 [sys.executable, "-m", "pytest", str(ROOT / "packages" / pkg / "tests"), "-q",
-                 "-p", "no:cacheprovider", "--import-mode=importlib", "-x", "-m", "not slow"],
+                 "-p", "no:cacheprovider", "--import-mode=importlib", "-x"],
                 cwd=str(ROOT), env=env,
             )
             ok &= rc in (0, 5)
