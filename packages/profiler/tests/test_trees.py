@@ -209,6 +209,32 @@ def test_calls_still_open_at_stop_are_closed_at_stop_time():
                 or e.name in ("start", "stop")]
 
 
+def muted_work():
+    branch()
+    return sorted([2, 1])
+
+
+def test_muted_calls_are_left_out_with_everything_they_call():
+    # (the command line mutes its own work after the script's end this way)
+    def program():
+        muted_work()
+        branch()
+        muted_work()
+        leaf()
+
+    prof = Profiler()
+    prof._mute(muted_work)
+    with prof:
+        program()
+    profile = prof.profile
+    top = [e for e in profile.events if e.name.endswith("program")]
+    assert len(top) == 1
+    assert shape(top[0])[1] == (
+        ("branch", (("leaf", ()), ("leaf", ()), ("builtins.len", ()))), ("leaf", ()))
+    assert [e.name for e in profile.events if "muted_work" in e.name or "sorted" in e.name] == []
+    assert len(profile.find("branch")) == 1 and len(profile.find("leaf")) == 3
+
+
 def test_start_frames_are_placed_and_closed():
     prof = Profiler()
 

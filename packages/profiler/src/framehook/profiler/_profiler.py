@@ -53,6 +53,9 @@ class Profiler:
         # code of frames that launched the profiled program (the command line's own), hidden
         # like the profiler's internals
         self._launcher_codes: FrozenSet[types.CodeType] = frozenset()
+        # code whose calls are left out with everything they call (the command line's own
+        # work after the script's code ended, on the main thread)
+        self._muted_codes: FrozenSet[types.CodeType] = frozenset()
         self._prev_thread_hook: Optional[Callable[..., Any]] = None
         self._exit_hook: Optional[_ExitHook] = None
         self._stopped_at_exit = False
@@ -181,6 +184,10 @@ class Profiler:
             frame = frame.f_back
         self._launcher_codes = frozenset(codes)
 
+    def _mute(self, *funcs: Callable[..., Any]) -> None:
+        """Leaves calls of these functions out of the trees, with everything they call."""
+        self._muted_codes = frozenset(f.__code__ for f in funcs)
+
     def _note_thread_names(self) -> None:
         for thread in threading.enumerate():
             if thread.ident is not None:
@@ -201,7 +208,9 @@ class Profiler:
             return Profile([], [], 0, 0, _tracer.clock_name(), 0)
         raw = self._tracer.collect()
         memory = self._tracer.memory
-        threads, events, clock = build(raw, self._thread_names, _internal_codes() | self._launcher_codes)
+        threads, events, clock = build(raw, self._thread_names,
+                                       _internal_codes() | self._launcher_codes,
+                                       muted=self._muted_codes)
         return Profile(threads, events, clock.ns0, clock.end_ns, raw["clock"], memory)
 
 

@@ -2,7 +2,8 @@
 
 Each thread's events are replayed in order against a stack: calls push, exits pop. Frames
 that were running when recording started come first (as start frames); whatever is still
-open at stop is closed at the stop time. Calls into the profiler itself are spliced out.
+open at stop is closed at the stop time. Calls into the profiler itself are spliced out
+(what they call stays, under the caller); muted calls are left out with everything they call.
 """
 from __future__ import annotations
 
@@ -147,8 +148,12 @@ def _site_functions(sites: list, namer: Namer) -> list:
 
 
 def build_thread(raw: dict, index: int, name: str, clock: _Clock, namer: Namer,
-                 internal: FrozenSet[types.CodeType]) -> Tuple[ThreadTree, List[Event]]:
-    """Replays one thread's events into trees; returns the tree and its events in order."""
+                 internal: FrozenSet[types.CodeType],
+                 muted: FrozenSet[types.CodeType] = frozenset()) -> Tuple[ThreadTree, List[Event]]:
+    """Replays one thread's events into trees; returns the tree and its events in order.
+
+    Calls of ``internal`` code are hidden (their callees go to the nearest visible caller);
+    calls of ``muted`` code are hidden with everything below them."""
     tid = raw["thread_id"]
     events_bytes: bytes = raw["events"]
     tree = ThreadTree(tid, name, index, bool(raw["broken"]), len(events_bytes) // _EVENT.size)
@@ -156,8 +161,11 @@ def build_thread(raw: dict, index: int, name: str, clock: _Clock, namer: Namer,
     funcs = _site_functions(sites, namer)
     internal_sites = {i for i, site in enumerate(sites)
                       if site[0] == _tracer.SITE_PY and site[1] in internal}
+    muted_sites = {i for i, site in enumerate(sites)
+                   if site[0] == _tracer.SITE_PY and site[1] in muted}
     stack: List[Event] = []
     out: List[Event] = []
+    muted_depth = -1  # stack depth of the open muted call (-1: none)
 
     def visible_parent() -> Optional[Event]:
         for event in reversed(stack):
@@ -166,6 +174,7 @@ def build_thread(raw: dict, index: int, name: str, clock: _Clock, namer: Namer,
         return None
 
     def push(func: Function, t: int, start_frame: bool = False, hidden: bool = False) -> Event:
+        hidden = hidden or muted_depth >= 0
         parent = visible_parent()
         event = Event(func, tid, parent, t, start_frame, hidden)
         if not hidden:
@@ -195,7 +204,11 @@ def build_thread(raw: dict, index: int, name: str, clock: _Clock, namer: Namer,
 
     for ticks, key, kind in _EVENT.iter_unpack(events_bytes):
         t = clock(ticks)
+        if len(stack) <= muted_depth:  # the muted call has returned
+            muted_depth = -1
         if kind == ev_py_call:
+            if key in muted_sites and muted_depth < 0:
+                muted_depth = len(stack)
             push(funcs[key], t, hidden=key in internal_sites)
         elif kind == ev_py_return or kind == ev_py_unwind:
             event = pop_until(python_kinds, t)
@@ -245,14 +258,16 @@ def number_tags(events: Sequence[Event]) -> None:
 
 
 def build(raw: dict, thread_names: Dict[int, str], internal: FrozenSet[types.CodeType],
-          shorten: Optional[PathShortener] = None) -> Tuple[List[ThreadTree], List[Event], _Clock]:
+          shorten: Optional[PathShortener] = None,
+          muted: FrozenSet[types.CodeType] = frozenset()
+          ) -> Tuple[List[ThreadTree], List[Event], _Clock]:
     clock = _Clock(raw["anchors"])
     namer = Namer(shorten or PathShortener())
     trees: List[ThreadTree] = []
     everything: List[Event] = []
     for index, thread in enumerate(raw["threads"]):
         name = thread_names.get(thread["thread_id"], f"Thread-{thread['thread_id']}")
-        tree, events = build_thread(thread, index, name, clock, namer, internal)
+        tree, events = build_thread(thread, index, name, clock, namer, internal, muted)
         trees.append(tree)
         everything.extend(events)
     everything.sort(key=lambda e: e.start_ns)  # stable: call order within a thread holds
