@@ -2,8 +2,9 @@
 
 Runs a Python script (or module) under the profiler and writes the profile. The script's
 own exit code is passed through, and an exception it raises is printed as Python would
-print it (exit code 1); the profile is written in every case, to a temporary file if the
-requested path cannot be written.
+print it (exit code 1). As the interpreter does at exit, the command line then waits for
+the non-daemon threads still running, still recording; the profile is written after that,
+in every case, to a temporary file if the requested path cannot be written.
 """
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ import builtins
 import os
 import sys
 import tempfile
+import threading
 import traceback
 import types
 from typing import List, Optional, Tuple
 
+from ._compat import shutdown_error_lines
 from ._export import DEFAULT_SUFFIX, FORMATS, ExportError, format_for
 from ._profiler import Profiler
 
@@ -63,22 +66,46 @@ def _has_known_suffix(path: str) -> bool:
     return True
 
 
-def _run(code: types.CodeType, main_globals: dict, prof: Profiler) -> Tuple[int, Optional[BaseException]]:
-    """Runs the code under the profiler; returns (exit code, uncaught exception)."""
+def _run(code: types.CodeType, main_globals: dict, filename: str, prof: Profiler,
+         exiting: bool) -> int:
+    """Runs the code under the profiler and ends it as the interpreter would (_script_end);
+    returns the exit code."""
     prof._hide_launcher(sys._getframe())  # runpy, this module and the entry point are not the script
-    try:
-        with prof:
+    prof._mute(_script_end)
+    with prof:
+        try:
             exec(code, main_globals)
-    except SystemExit as exc:
-        if exc.code is None:
-            return 0, None
-        if isinstance(exc.code, int):
-            return exc.code, None
-        print(exc.code, file=sys.stderr)
-        return 1, None
-    except BaseException as exc:  # the script's own exception: reported after writing
-        return (130 if isinstance(exc, KeyboardInterrupt) else 1), exc
-    return 0, None
+        except BaseException as exc:  # the script's own: reported as Python would
+            ended: Optional[BaseException] = exc
+        else:
+            ended = None
+        return _script_end(ended, filename, exiting)
+
+
+def _script_end(ended: Optional[BaseException], filename: str, exiting: bool) -> int:
+    """What the interpreter does once the main module's code has ended, before its exit
+    handlers: reports how the code ended, then (when the process exits next) waits for the
+    non-daemon threads. The profiler records the threads meanwhile; this call, with all it
+    calls, is left out of the trees (the main thread's tree ends with the script)."""
+    status = _report_end(ended, filename)
+    if exiting:
+        _wait_for_threads()
+    return status
+
+
+def _report_end(ended: Optional[BaseException], filename: str) -> int:
+    """Prints what Python prints for the way the script ended; returns the exit code."""
+    if ended is None:
+        return 0
+    if isinstance(ended, SystemExit):
+        if ended.code is None:
+            return 0
+        if isinstance(ended.code, int):
+            return ended.code
+        print(ended.code, file=sys.stderr)
+        return 1
+    _print_script_exception(ended, filename)
+    return 130 if isinstance(ended, KeyboardInterrupt) else 1
 
 
 def _print_script_exception(exc: BaseException, filename: str) -> None:
@@ -86,6 +113,52 @@ def _print_script_exception(exc: BaseException, filename: str) -> None:
     while tb is not None and tb.tb_frame.f_code.co_filename != filename:
         tb = tb.tb_next  # drop the profiler's own frames, as if Python ran the script
     traceback.print_exception(type(exc), exc, tb if tb is not None else exc.__traceback__)
+
+
+def _wait_for_threads() -> None:
+    """Makes the interpreter's own wait for threads at exit, now, on the main thread.
+
+    threading._shutdown is what the interpreter calls, by name, at exit on 3.9-3.13. It
+    first runs threading's exit callbacks (they tell the workers of a concurrent.futures
+    executor left open to finish: joining the threads without them would hang), marks the
+    main thread finished, then joins every non-daemon thread, also those started while it
+    waits. Once the main thread is marked, it returns at once: the interpreter's own call
+    after the profile is written does not wait again. Ctrl-C ends the wait as at exit: the
+    exception is reported as the interpreter reports it (3.13 reports one that interrupts
+    joining a thread itself, and returns), and the exit code stays the script's.
+    """
+    wait = threading._shutdown  # type: ignore[attr-defined]
+    try:
+        wait()
+    except BaseException as exc:  # Ctrl-C (or an exit callback's error): the wait ends
+        # The interpreter waits once: after an exception it goes on to exit without waiting
+        # again, which its own call could do if the exception came before the main thread
+        # was marked (from an exit callback).
+        threading._shutdown = _no_second_wait  # type: ignore[attr-defined]
+        _report_wait_exception(exc, wait.__code__)
+
+
+def _no_second_wait() -> None:
+    """Stands in for threading._shutdown at exit once the command line's wait was ended."""
+
+
+def _report_wait_exception(exc: BaseException, wait_code: types.CodeType) -> None:
+    """Prints an exception of the wait as the interpreter prints one of its own wait at exit
+    (an ignored exception: the exit code stays the script's)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code is not wait_code:
+        tb = tb.tb_next  # from threading's frame down, as the interpreter shows it
+    lines = shutdown_error_lines(tb)
+    cls = type(exc)
+    name = cls.__qualname__ if cls.__module__ in ("builtins", "__main__") else \
+        f"{cls.__module__}.{cls.__qualname__}"
+    try:
+        message = str(exc)
+    except Exception:
+        message = "<exception str() failed>"
+    lines.append(f"{name}: {message}\n")
+    sys.stderr.write("".join(lines))
+    sys.stderr.flush()
 
 
 def _load(args: argparse.Namespace) -> Tuple[types.CodeType, dict, str, List[str]]:
@@ -111,7 +184,20 @@ def _load(args: argparse.Namespace) -> Tuple[types.CodeType, dict, str, List[str
     return code, main_globals, filename, [script] + args.target[1:]
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def command_line() -> int:
+    """Entry point of framehook-profile and python -m framehook.profiler."""
+    return main(exiting=True)
+
+
+def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
+    """Profiles the script named in argv (default: sys.argv[1:]); returns its exit code.
+
+    exiting: the process exits once this returns (the command line), so the script's end
+    is the interpreter's shutdown: after the script's code, the non-daemon threads are
+    waited for as the interpreter would (while recording, on the main thread, which must be
+    the caller), before the profile is written. Called within a program that goes on, the
+    threads the script left are that program's: recording ends with the script's code.
+    """
     args = _parser().parse_args(argv)
     if not args.module and not args.target:
         _parser().print_usage(sys.stderr)
@@ -135,7 +221,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     sys.modules["__main__"] = main_module
     prof = Profiler(c_calls=not args.no_c_calls)
     try:
-        status, exc = _run(code, main_module.__dict__, prof)
+        status = _run(code, main_module.__dict__, filename, prof, exiting)
     finally:
         sys.argv[:], sys.path[:] = saved[0], saved[1]
         if saved[2] is not None:
@@ -156,10 +242,8 @@ def main(argv: Optional[List[str]] = None) -> int:
               f"{len(profile.threads)} thread(s))", file=sys.stderr)
     if args.summary:
         print(profile.summary(), file=sys.stderr)
-    if exc is not None:
-        _print_script_exception(exc, filename)
     return status
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(command_line())
