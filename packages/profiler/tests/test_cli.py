@@ -155,22 +155,66 @@ def test_module_mode_and_summary(tmp_path, capsys, monkeypatch):
     assert cats == {"python"}
 
 
-def _entry_points():
-    runs = [[sys.executable, "-m", "framehook.profiler"]]
+ECHO = "import sys\nprint(sys.argv[1:])\n"
+
+
+@pytest.mark.parametrize("argv_after,expected", [
+    (["--sort-keys", "x.json"], ["--sort-keys", "x.json"]),
+    (["--help"], ["--help"]),
+    (["-o", "y", "--summary"], ["-o", "y", "--summary"]),
+    ([], []),
+])
+def test_options_after_the_module_or_script_are_its_own(tmp_path, capsys, monkeypatch,
+                                                         argv_after, expected):
+    (tmp_path / "demo_cli_echo.py").write_text(ECHO)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "echo.json"
+    for ours in (["-o", str(out), "-m", "demo_cli_echo"], ["-o", str(out), "-mdemo_cli_echo"],
+                 ["--output=" + str(out), str(tmp_path / "demo_cli_echo.py")],
+                 ["-o", str(out), "--", str(tmp_path / "demo_cli_echo.py")]):
+        assert main(ours + argv_after) == 0
+        captured = capsys.readouterr()
+        assert captured.out == f"{expected}\n", ours
+        assert "wrote chrome profile" in captured.err
+        out.unlink()
+
+
+def test_module_options_reach_a_real_module(tmp_path, capsys):
+    data = tmp_path / "d.json"
+    data.write_text('{"b": 1, "a": 2}')
+    out, result = tmp_path / "tool.json", tmp_path / "sorted.json"
+    assert main(["-o", str(out), "-m", "json.tool", "--sort-keys", str(data), str(result)]) == 0
+    printed = result.read_text()
+    assert printed.index('"a"') < printed.index('"b"')  # sorted: the option reached json.tool
+    assert "wrote chrome profile" in capsys.readouterr().err
+    assert "main" in chrome_names(out)  # json.tool's main() ran under the profiler
+
+
+def test_a_missing_module_name_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["-o", "x.json", "-m"])
+    assert exc.value.code == 2
+    assert "-m: expected one argument" in capsys.readouterr().err
+
+
+def _console_script():
     exe = shutil.which("framehook-profile", path=os.path.dirname(sys.executable))
-    if exe:
-        runs.append([exe])
-    return runs
+    if exe is None:
+        pytest.skip("framehook-profile is not installed next to this interpreter "
+                    "(the package is imported from its source tree, not pip-installed)")
+    return [exe]
 
 
-def test_console_script_and_dash_m_in_a_subprocess(script, tmp_path):
-    for i, command in enumerate(_entry_points()):
-        out = tmp_path / f"sub{i}.json"
-        proc = subprocess.run(command + ["-o", str(out), str(script), "exit"],
-                              capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 7, proc.stderr
-        assert "wrote chrome profile" in proc.stderr
-        assert chrome_names(out).count("fib") == 177
-    proc = subprocess.run(_entry_points()[0] + [str(script), "raise"], capture_output=True,
+@pytest.mark.parametrize("entry", ["python -m framehook.profiler", "framehook-profile"])
+def test_entry_points_in_a_subprocess(script, tmp_path, entry):
+    command = [sys.executable, "-m", "framehook.profiler"] if entry.startswith("python") \
+        else _console_script()
+    out = tmp_path / "sub.json"
+    proc = subprocess.run(command + ["-o", str(out), str(script), "exit"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 7, proc.stderr
+    assert "wrote chrome profile" in proc.stderr
+    assert chrome_names(out).count("fib") == 177
+    proc = subprocess.run(command + [str(script), "raise"], capture_output=True,
                           text=True, timeout=120, cwd=str(tmp_path))
     assert proc.returncode == 1 and "LookupError: from the script" in proc.stderr

@@ -28,7 +28,11 @@ PROG = "framehook-profile"
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="Profile a Python script with framehook-profiler.",
-        usage=f"{PROG} [-o FILE] [--format FORMAT] [--no-c-calls] (script.py | -m module) [args...]")
+        usage=f"{PROG} [-o FILE] [--format FORMAT] [--no-c-calls] [--summary] "
+              "(script.py | -m module) [args...]",
+        epilog="Options end at the script or at -m MODULE, as with python: "
+               "everything after them is the script's own argv.",
+        allow_abbrev=False)  # _split_argv must know every option that takes a value
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="where to write the profile (default: <script>.<format suffix>)")
     parser.add_argument("--format", choices=FORMATS,
@@ -39,8 +43,31 @@ def _parser() -> argparse.ArgumentParser:
                         help="also print the text summary to stderr")
     parser.add_argument("-m", dest="module", metavar="MODULE",
                         help="run a library module as a script (like python -m)")
-    parser.add_argument("target", nargs=argparse.REMAINDER, help="script.py and its arguments")
     return parser
+
+
+_TAKES_VALUE = ("-o", "--output", "--format")
+
+
+def _split_argv(argv: List[str]) -> Tuple[List[str], Optional[str], List[str]]:
+    """(our options, -m's module or None, the script's argv): like python's own command line,
+    our options end at the first argument that is not one of them (the script) or at
+    -m MODULE, so the script's or module's own options (even --help) are passed on."""
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "-m":
+            if i + 1 == len(argv):
+                return argv[:i + 1], None, []  # argparse reports the missing module
+            return argv[:i], argv[i + 1], argv[i + 2:]
+        if arg.startswith("-m") and not arg.startswith("--"):
+            return argv[:i], arg[2:], argv[i + 1:]  # -mpackage.module, as python accepts
+        if arg == "--":
+            return argv[:i], None, argv[i + 1:]
+        if arg == "-" or not arg.startswith("-"):
+            return argv[:i], None, argv[i:]
+        i += 2 if arg in _TAKES_VALUE else 1
+    return argv, None, []
 
 
 def _error(message: str) -> None:
@@ -198,7 +225,11 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
     the caller), before the profile is written. Called within a program that goes on, the
     threads the script left are that program's: recording ends with the script's code.
     """
-    args = _parser().parse_args(argv)
+    ours, module, target = _split_argv(sys.argv[1:] if argv is None else list(argv))
+    args = _parser().parse_args(ours)
+    if module is not None:
+        args.module = module
+    args.target = target
     if not args.module and not args.target:
         _parser().print_usage(sys.stderr)
         _error("no script given")
