@@ -285,24 +285,25 @@ class ConvertFrame:
                 log.debug("skipping %s: %s", _code_location(frame.f_code), reason)
             return None
         info = FrameInfo.from_view(frame)
-        info.caller = _caller_location(frame)  # type: ignore[attr-defined]
         with compile_lock:
-            return self._convert(info, frame_state if frame_state is not None else {})
+            return self._convert(info, frame_state if frame_state is not None else {},
+                                 caller=getattr(frame, "f_back", None))
 
-    # one frame, under the compile lock
-    def _convert(self, frame: FrameInfo, frame_state: Dict[str, Any]) -> Any:
+    # one frame, under the compile lock; ``caller`` is the calling frame (alive during the callback)
+    def _convert(self, frame: FrameInfo, frame_state: Dict[str, Any], caller: Any = None) -> Any:
         code = frame.code
         input_codes.add(code)
         entries = runtime.cache_entries(code)
         reasons: List[str] = []
         if entries:
-            reasons = self._recompile_reasons(frame, entries)
+            stack = user_call_stack(caller)
+            reasons = self._recompile_reasons(frame, entries, stack)
             seen = frame_state.setdefault("recompile_reasons", [])
             for reason in reasons:
                 if reason not in seen:
                     seen.append(reason)
             if len(entries) >= config.cache_size_limit:
-                msg = cache_limit_message(code, len(entries), seen, caller=getattr(frame, "caller", None))
+                msg = cache_limit_message(code, len(entries), seen, stack=stack)
                 if self.strict:
                     raise CacheLimitExceeded(msg)
                 fh_logging.warn_once(log, ("cache_limit", id(code)), "framehook: %s", msg)
@@ -316,7 +317,8 @@ class ConvertFrame:
         except Exception as e:
             return self._failed(frame, e, compile_id)
 
-    def _recompile_reasons(self, frame: FrameInfo, entries: List[Any]) -> List[str]:
+    def _recompile_reasons(self, frame: FrameInfo, entries: List[Any],
+                           stack: Optional[traceback.StackSummary] = None) -> List[str]:
         reasons = []
         for i, entry in enumerate(entries):
             found = describe_failures(entry.check_fn, frame.f_locals)
@@ -325,13 +327,11 @@ class ConvertFrame:
             reasons.append(f"{label}: " + "; ".join(found))
         code = frame.code
         if recompiles_log.isEnabledFor(logging.INFO):
-            caller = getattr(frame, "caller", None)
-            recompiles_log.info("Recompiling %s%s, triggered by the failing guard(s):\n%s", _code_location(code),
-                                f", called from {caller}" if caller else "",
-                                "\n".join(f"  - {r}" for r in reasons))
+            recompiles_log.info("Recompiling %s, triggered by the failing guard(s):\n%s%s", _code_location(code),
+                                "\n".join(f"  - {r}" for r in reasons), _format_call_stack(stack))
         if self.hooks.guard_fail_fn is not None:
             for reason in reasons:
-                self.hooks.guard_fail_fn(GuardFail(reason, code))
+                self.hooks.guard_fail_fn(GuardFail(reason, code, stack))
         return reasons
 
     def _failed(self, frame: FrameInfo, e: Exception, compile_id: CompileId) -> None:
@@ -448,31 +448,49 @@ def describe_failures(check_fn: Any, f_locals: Dict[str, Any]) -> List[str]:
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_RUNTIME_DIR = os.path.dirname(os.path.abspath(getattr(runtime, "__file__", None) or __file__)) + os.sep
 
 
-def _caller_location(frame: Any) -> Optional[str]:
-    """``file:line in function`` of the user's call that started the frame, when known."""
-    back = getattr(frame, "f_back", None)
-    # skip framehook's own wrappers (on 3.9/3.10 the decorator's frame is the caller)
-    while back is not None and back.f_code.co_filename.startswith(_PACKAGE_DIR):
+def _is_framehook_file(filename: str) -> bool:
+    return filename.startswith(_PACKAGE_DIR) or filename.startswith(_RUNTIME_DIR)
+
+
+def user_call_stack(caller: Any) -> traceback.StackSummary:
+    """The Python stack at the call that started a frame, outermost first, as a traceback
+    lists it (file, line, function); ``caller`` is the calling frame. framehook's own frames
+    (the ``optimize`` wrapper on 3.9/3.10, ``run``/``enable`` helpers) are left out."""
+    rows = []
+    back = caller
+    while back is not None:
+        code = getattr(back, "f_code", None)
+        if code is None:
+            break
+        if not _is_framehook_file(code.co_filename):
+            rows.append(traceback.FrameSummary(code.co_filename, back.f_lineno, code.co_name, lookup_line=False))
         back = back.f_back
-    code = getattr(back, "f_code", None)
-    if code is None:
-        return None
-    return f"{code.co_filename}:{back.f_lineno} in {getattr(code, 'co_qualname', code.co_name)}"
+    rows.reverse()
+    return traceback.StackSummary.from_list(rows)
+
+
+def _format_call_stack(stack: Optional[traceback.StackSummary], title: str = "the call") -> str:
+    if not stack:
+        return ""
+    return f"\nuser's stack at {title} (most recent call last):\n" + format_user_stack(stack)
 
 
 def cache_limit_message(code: types.CodeType, entries: int, reasons: List[str], shown: int = 20,
-                        caller: Optional[str] = None) -> str:
+                        stack: Optional[traceback.StackSummary] = None) -> str:
     """The one warning given when a function reaches config.cache_size_limit."""
+    last = stack[-1] if stack else None
     lines = [f"{_code_location(code)} reached config.cache_size_limit ({config.cache_size_limit}) "
-             f"with {entries} cache entries" + (f" (last call from {caller})" if caller else "")
+             f"with {entries} cache entries"
+             + (f" (last call from {last.filename}:{last.lineno} in {last.name})" if last else "")
              + "; it now runs unmodified (raise the limit, or mark the changing inputs dynamic). "
              f"Recompilation reasons seen ({len(reasons)}):"]
     lines += [f"  - {r}" for r in reasons[:shown]]
     if len(reasons) > shown:
         lines.append(f"  ... and {len(reasons) - shown} more")
-    return "\n".join(lines)
+    return "\n".join(lines) + _format_call_stack(stack, "the last call")
 
 
 def filter_guards(guard_filter_fn: Callable[[List[Any]], Any], guards: Set[Any]) -> Set[Any]:

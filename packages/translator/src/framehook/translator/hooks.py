@@ -1,6 +1,7 @@
 """User hooks passed to optimize()."""
 from __future__ import annotations
 
+import traceback
 import types
 from dataclasses import dataclass
 from typing import Any, Callable, List, NamedTuple, Optional
@@ -13,6 +14,8 @@ class GuardFail(NamedTuple):
 
     reason: str
     orig_code: types.CodeType
+    # the Python stack at the call that missed the cache, outermost first (framehook's own frames left out)
+    user_stack: Optional[traceback.StackSummary] = None
 
 
 @dataclass

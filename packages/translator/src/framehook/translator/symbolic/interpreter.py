@@ -12,6 +12,7 @@ import builtins
 import inspect
 import operator
 import sys
+import traceback
 import types
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -19,6 +20,7 @@ import numpy as np
 
 from ..bytecode import decode
 from ..config import config
+from ..exc import RestartAnalysis
 from ..graph import ArrayMeta, Graph, ScalarMeta, SymDim, TupleMeta
 from ..guards import GuardKind
 from ..sources import AttrSource, ClosureCellSource, GlobalSource, IndexSource, ItemSource, Source
@@ -500,6 +502,20 @@ def _flatten(vs: List[V]) -> List[V]:
     return out
 
 
+# exceptions the interpreter uses to steer itself, not errors
+_SIGNALS = (StopTrace, ReturnValue, LoopAbort, RestartAnalysis)
+
+
+def _stamp(e: BaseException, frame: "FrameTracer") -> None:
+    # the innermost frame knows the stack: the contexts around the translation attach a
+    # stack only to exceptions that have none
+    if not hasattr(e, "real_stack"):
+        try:
+            e.real_stack = frame.user_stack()  # type: ignore[attr-defined]
+        except AttributeError:  # pragma: no cover - exceptions with __slots__
+            pass
+
+
 class FrameTracer:
     """Executes one code object symbolically."""
 
@@ -522,9 +538,22 @@ class FrameTracer:
         self.loop_failed: set = set()     # FOR_ITER instructions whose loop could not be captured
         self.body_range: Optional[Tuple[int, int]] = None   # (FOR_ITER index, exit index) while capturing
         self.cur_index = 0
+        self.parent: Optional[FrameTracer] = None   # the frame whose call is being inlined here
+
+    def user_stack(self) -> traceback.StackSummary:
+        """The user's stack at the current instruction, outermost first, as a traceback shows
+        it: the translated frame at its call of the inlined function, ..., this frame's line."""
+        rows = []
+        fr: Optional[FrameTracer] = self
+        while fr is not None:
+            rows.append(traceback.FrameSummary(fr.code.co_filename, fr.lineno, fr.code.co_name, lookup_line=False))
+            fr = fr.parent
+        rows.reverse()
+        return traceback.StackSummary.from_list(rows)
 
     def locate(self, e: GraphBreak) -> None:
         e.locate(self.code.co_filename, self.lineno)
+        _stamp(e, self)
 
     def brk(self, code: str, reason: str) -> GraphBreak:
         e = GraphBreak(code, reason)
@@ -561,6 +590,11 @@ class FrameTracer:
         except GraphBreak as e:
             if self.depth == 0 and e.break_index is None:
                 e.break_index = self.cur_index   # the root frame's instruction that broke
+            raise
+        except _SIGNALS:
+            raise
+        except Exception as e:
+            _stamp(e, self)   # a translator bug: the user's stack where it happened
             raise
         finally:
             tracer.current = outer
@@ -1586,6 +1620,7 @@ class FrameTracer:
         for name, c in zip(code.co_freevars, fv.closure):
             cells[name] = c
         child = FrameTracer(self.tracer, code, fv.f_globals, locals_, cells, fv.globals_base, self.depth + 1)
+        child.parent = self
         return child.run()
 
 
