@@ -197,7 +197,10 @@ def test_graph_reads_the_size_when_it_runs():
     assert "getattr x.shape" in text and "operator.getitem(shape, 0)" in text
     assert "placeholder x" in text and text.count("getattr x.shape") == 1   # one read, used twice
     assert "float64(s" in text   # the reshape's result has symbolic dimensions
-    assert "NDARRAY_MATCH(L['x']) dynamic_dims=(0, 1)" in out.guards
+    # dynamic in both dimensions: dtype, ndim and layout checked, no size
+    assert ("NDARRAY_MATCH(L['x']) dynamic_dims=(0, 1): type(L['x']) is numpy.ndarray and "
+            "(L['x'].dtype is dtype('float64') or L['x'].dtype == dtype('float64')) and L['x'].ndim == 2 and "
+            "L['x'].flags.c_contiguous and L['x'].flags.writeable") in out.guards, out.guards
 
 
 def test_unused_size_read_is_dropped():

@@ -31,7 +31,9 @@ def test_explain_captured_function():
     assert out.graph_count == 1 and out.graph_break_count == 0
     assert out.ops_per_graph == [{".max": 1, "operator.sub": 1, "numpy.exp": 1, ".sum": 1, "operator.truediv": 1}]
     assert out.op_count == 5 and out.compile_time > 0 and len(out.compile_times) == 1
-    assert "NDARRAY_MATCH(L['x'])" in out.guards
+    assert ("NDARRAY_MATCH(L['x']): type(L['x']) is numpy.ndarray and (L['x'].dtype is dtype('float64') or "
+            "L['x'].dtype == dtype('float64')) and L['x'].shape == (2, 3) and L['x'].strides == (24, 8) and "
+            "L['x'].flags.writeable") in out.guards, out.guards
     np.testing.assert_allclose(out.result, np.full((2, 3), 1 / 3))
     text = str(out)
     assert text.startswith("Graph count: 1\nGraph break count: 0\nOp count: 5\n")
@@ -88,3 +90,86 @@ def test_documentation_page_is_up_to_date():
     assert DOC.read_text() == render_markdown(), "regenerate docs/graph-breaks.md from breaks.render_markdown()"
     for code in BREAKS:
         assert f"## {code}: " in DOC.read_text()
+
+
+# ------------------------------------------------------------------ guards, readable and by frame
+
+def scaled_sum(x, k, weights):
+    y = x * k + weights[0]
+    print("between graphs")   # the break
+    return y.sum() + len(weights)
+
+
+def line_after_break():
+    import inspect
+    lines, first = inspect.getsourcelines(scaled_sum)
+    return first + next(i for i, text in enumerate(lines) if text.rstrip().endswith("# the break")) + 1
+
+
+def test_explain_guards_say_what_they_expect_and_where():
+    out = ft.explain(scaled_sum)(np.ones((3, 4)), 2, [1.0, 2.0])
+    assert out.graph_break_count == 1
+    assert all(isinstance(g, str) for g in out.guards)   # still a list of str
+    resume = f"scaled_sum (resume at line {line_after_break()})"
+    by_frame = {}
+    for g in out.guards:
+        by_frame.setdefault(g.frame, []).append(str(g))
+    assert list(by_frame) == ["scaled_sum", resume]
+    first, second = by_frame["scaled_sum"], by_frame[resume]
+    assert "TYPE_MATCH(L['k']): type(L['k']) is int" in first
+    assert ("NDARRAY_MATCH(L['x']): type(L['x']) is numpy.ndarray and (L['x'].dtype is dtype('float64') or "
+            "L['x'].dtype == dtype('float64')) and L['x'].shape == (3, 4) and L['x'].strides == (32, 8) and "
+            "L['x'].flags.writeable") in first
+    assert "LENGTH_CHECK(L['weights']): type(L['weights']) is list and len(L['weights']) == 2" in first
+    assert "TYPE_MATCH(L['weights'][0]): type(L['weights'][0]) is float" in first
+    # the resume function guards what it receives: y computed by graph 1, the list again
+    assert any(g.startswith("NDARRAY_MATCH(L['y']): ") and "L['y'].shape == (3, 4)" in g for g in second)
+    assert "LENGTH_CHECK(L['weights']): type(L['weights']) is list and len(L['weights']) == 2" in second
+    assert not any("L['x']" in g or "L['k']" in g for g in second)
+    for texts in by_frame.values():
+        assert len(texts) == len(set(texts))   # no duplicates within a frame
+        assert "GLOBAL_STATE(___global_state): ___global_state_unchanged()" in texts
+
+
+def test_explain_guard_text_is_the_check_functions_conditions():
+    # the conditions are those debug.dump's guard file and last_decisions list, guard by guard
+    out = ft.explain(softmax)(np.ones((2, 3), np.float32))
+    decided = ft.last_decisions(softmax)["guards"]
+    assert [c for g in out.guards for c in g.conditions] == decided
+    for g in out.guards:
+        assert str(g) == f"{g.guard.describe()}: " + " and ".join(g.conditions)
+        assert g.frame == "softmax"
+    assert any("dtype('float32')" in c for c in decided)
+
+
+def doubled(v):
+    return v * 2
+
+
+def calls_in_a_loop(x):
+    total = 0
+    for i in range(2):
+        print(i)   # the loop statement runs in Python: doubled is a frame of its own
+        total = total + doubled(x.astype(np.float32) if i else x)
+    return total
+
+
+def test_explain_merges_recompilations_of_a_frame_without_duplicates():
+    out = ft.explain(calls_in_a_loop)(np.ones(3))
+    inner = [str(g) for g in out.guards if g.frame == "doubled"]
+    # two compilations (float64, then float32): both array guards, the shared one once
+    assert len([g for g in inner if g.startswith("NDARRAY_MATCH(L['v']): ")]) == 2
+    assert any("dtype('float32')" in g for g in inner) and any("dtype('float64')" in g for g in inner)
+    assert inner.count("GLOBAL_STATE(___global_state): ___global_state_unchanged()") == 1
+    assert len(inner) == len(set(inner))
+    text = str(out)
+    assert "\n  doubled:\n    NDARRAY_MATCH(L['v']): " in text
+    assert "\n  calls_in_a_loop:\n    " in text
+
+
+def test_explain_guards_without_a_cache_entry_fall_back_to_the_trace():
+    from framehook.translator.explaining import _frame_guards
+    from framehook.translator.symbolic import FrameReport
+    report = FrameReport(softmax.__code__, guards=["TYPE_MATCH(L['x'])"])
+    (g,) = _frame_guards(report, None, "softmax")
+    assert g == "TYPE_MATCH(L['x'])" and g.frame == "softmax" and g.guard is None and g.conditions == []

@@ -525,7 +525,7 @@ def test_float_argument_specialized_when_branched_on():
 
     check_agrees(f, (A, 0.7), (A, 0.9), (A, 0.1), (A, 0.7))
     out = ft.explain(f)(A, 0.7)
-    assert "EQUALS_MATCH(L['t'])" in out.guards
+    assert "EQUALS_MATCH(L['t']): type(L['t']) is float and L['t'] == 0.7" in out.guards, out.guards
 
 
 def test_int_argument_stays_an_input_until_needed():
@@ -533,14 +533,14 @@ def test_int_argument_stays_an_input_until_needed():
         return x * k + k
 
     out = ft.explain(f)(A, 2)
-    assert out.graph_count == 1 and "TYPE_MATCH(L['k'])" in out.guards
+    assert out.graph_count == 1 and "TYPE_MATCH(L['k']): type(L['k']) is int" in out.guards, out.guards
     assert [p.name for p in out.graphs[0].placeholders] == ["x", "k"]
 
     def g(x, k):
         return x[:k] * 2
 
     out = ft.explain(g)(A, 2)
-    assert "EQUALS_MATCH(L['k'])" in out.guards
+    assert "EQUALS_MATCH(L['k']): type(L['k']) is int and L['k'] == 2" in out.guards, out.guards
     check_agrees(g, (A, 2), (A, 1), (A, 2))
 
 

@@ -545,7 +545,8 @@ def build_check_fn(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals:
 
     ``use_c``: True/None (default: ``USE_C_CHECKER``) builds the runtime's C ``GuardChecker``
     when every guard has a C form, False always the generated Python function. Either has
-    ``fail_reason``, ``fail_reasons``, ``guards``, ``code_parts``, ``source`` (the Python
+    ``fail_reason``, ``fail_reasons``, ``guards``, ``code_parts`` (readable conditions; the
+    guard of each in ``code_part_guards``), ``source`` (the Python
     source, also for the C checker), ``python_check_fn`` and ``c_guards`` (the C guard list,
     or None). With the C checker the Python source is compiled only when something needs it
     (``fail_reason``, ``fail_reasons``, ``python_check_fn``)."""
@@ -624,6 +625,8 @@ def build_check_fn(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals:
     readable = _Readable(consts)
     check_fn.code_parts = [readable(p.render(p.guard.name, GuardBuilder._second_name(p.guard)))  # type: ignore[attr-defined]
                            for p in parts]
+    # which guard each code part checks (explain() lists the parts guard by guard)
+    check_fn.code_part_guards = [p.guard for p in parts]  # type: ignore[attr-defined]
     check_fn.source = source  # type: ignore[attr-defined]
     if guards_log.isEnabledFor(logging.DEBUG):
         guards_log.debug("check function:\n%s", source)

@@ -66,7 +66,7 @@ from ..graph.ir import NodeKind
 from .values import NULL, Const, DictV, FuncV, Lazy, ListV, MethodV, ObjV, SliceV, Tensor, TupleV, V, unread
 
 __all__ = ["CannotResume", "BreakSite", "FlowFacts", "break_site", "statement_site", "Rebuilder", "make_resume_code", "emit_break",
-           "is_resume_code", "RESUME_PREFIX"]
+           "is_resume_code", "frame_label", "RESUME_PREFIX"]
 
 PY311 = sys.version_info >= (3, 11)
 PY312 = sys.version_info >= (3, 12)
@@ -77,6 +77,8 @@ _counter = itertools.count()
 
 # code object of a resume function -> number of prologue instructions after the frame set-up
 _RESUME_PROLOGUES: CodeIdentityMap[int] = CodeIdentityMap()
+# code object of a resume function -> the line it resumes at (None: not known)
+_RESUME_LINES: CodeIdentityMap[Optional[int]] = CodeIdentityMap()
 
 
 class CannotResume(Exception):
@@ -85,6 +87,18 @@ class CannotResume(Exception):
 
 def is_resume_code(code: types.CodeType) -> bool:
     return code in _RESUME_PROLOGUES
+
+
+def frame_label(code: types.CodeType) -> str:
+    """How diagnostics name a translated frame: the function's qualified name (its name on
+    3.9/3.10), and for a resume function the function it continues and where
+    (``f (resume at line 12)``)."""
+    name = getattr(code, "co_qualname", code.co_name)
+    if code not in _RESUME_PROLOGUES:
+        return name
+    base = name.split("." + RESUME_PREFIX, 1)[0]
+    line = _RESUME_LINES.get(code)
+    return f"{base} (resume at line {line})" if line is not None else f"{base} (resume function)"
 
 
 # ---------------------------------------------------------------- where the break is
@@ -605,6 +619,7 @@ def make_resume_code(code: types.CodeType, target: int, stack: Sequence[Any], lo
         opts["co_qualname"] = f"{code.co_qualname}.{tag}"
     new = rebuild(code, insts, opts)
     _RESUME_PROLOGUES[new] = len(prologue)
+    _RESUME_LINES[new] = lineno
     return new, stack_names
 
 

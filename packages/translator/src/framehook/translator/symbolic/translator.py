@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from ..bytecode import Codegen, Positions, decode, prefix_length, transform_code_object
-from ..contexts import TracingContext
+from ..contexts import CompileContext, TracingContext
 from ..graph import Graph
 from ..guards import GuardKind
 from ..sources import LocalSource, Source
@@ -36,10 +36,11 @@ class FrameReport:
     code: types.CodeType
     graph: Optional[Graph] = None
     graph_break: Optional[GraphBreak] = None
-    guards: List[str] = field(default_factory=list)
+    guards: List[str] = field(default_factory=list)   # as the trace made them (Guard.describe())
     compile_time: float = 0.0
     resume_failure: Optional[str] = None   # why a break did not resume (the frame ran its original code)
     loops: List[Any] = field(default_factory=list)   # symbolic.loops.LoopNote: each loop captured or unrolled
+    compile_id: Optional[str] = None   # that of the cache entry made from this translation ("0/1")
 
 
 def _observers() -> List[Callable[[FrameReport], None]]:
@@ -88,7 +89,8 @@ class SymbolicTranslator(InstructionTranslatorBase):
         tctx = TracingContext.get()
         before = tctx.guards_context.copy_graphstate()
         start = time.perf_counter()
-        report = FrameReport(self.frame.code)
+        compile_id = CompileContext.current_compile_id()
+        report = FrameReport(self.frame.code, compile_id=str(compile_id) if compile_id is not None else None)
         try:
             out = self.capture(report)
         except GraphBreak as e:
