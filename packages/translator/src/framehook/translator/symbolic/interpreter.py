@@ -432,7 +432,8 @@ class Tracer:
         pkwargs = {k: self.to_proxy(a) for k, a in kwargs.items()}
         try:
             if method is not None:
-                result = nps.run_on_proxies(getattr(pargs[0], method), pargs[1:], pkwargs)
+                receiver = nps.view_proxy(pargs[0]) if method == "view" else pargs[0]
+                result = nps.run_on_proxies(getattr(receiver, method), pargs[1:], pkwargs)
             else:
                 result = nps.run_on_proxies(target, pargs, pkwargs, linalg=linalg)
         except Exception as e:

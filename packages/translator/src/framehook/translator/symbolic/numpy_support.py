@@ -128,6 +128,17 @@ def _identity_proxy(value: Any) -> Any:
     return value
 
 
+def view_proxy(proxy: Any) -> Any:
+    """``proxy`` with a contiguous last axis, for ``.view(dtype)``: numpy changes the item size
+    of a view only along a contiguous last axis, which the zero-stride proxies lack. (The
+    real array's layout is checked by numpy when the graph runs, raising as plain code does.)"""
+    if not isinstance(proxy, np.ndarray) or proxy.ndim == 0:
+        return proxy
+    row = np.zeros(proxy.shape[-1], proxy.dtype)
+    return np.lib.stride_tricks.as_strided(row, shape=proxy.shape,
+                                           strides=(0,) * (proxy.ndim - 1) + (proxy.dtype.itemsize,))
+
+
 def run_on_proxies(fn: Callable[..., Any], args: Any, kwargs: Any, linalg: bool = False) -> Any:
     """Call ``fn`` on proxy values, quietly (no numpy warnings, no floating-point errors)."""
     if linalg:
