@@ -321,11 +321,15 @@ def test_recompile_reason_lists_every_failing_guard_of_every_entry(caplog):
     f(np.ones((2, 2), np.float32), 2)
     assert len(reasons) == 3
     entry0, entry1 = reasons[1:]
-    assert entry0.startswith("cache entry 0 [")
-    # the newest entry (k float, x (4,)): both guards on k and on x's dtype/shape fail
-    assert "TYPE_MATCH: L['k'] -- expected type float, got type int" in entry0
-    assert "NDARRAY_MATCH: L['x'] -- expected dtype float64, got dtype float32" in entry0
-    assert entry1.startswith("cache entry 1 [") and "expected ndim 1, got 2" in entry1 or "shape" in entry1
+    # the newest entry (k float; x's first dimension dynamic after (3,) then (4,)): the guard
+    # on k, x's dtype and x's ndim fail
+    assert entry0 == ("cache entry 0 [0/1]: TYPE_MATCH: L['k'] -- expected type float, got type int; "
+                      "NDARRAY_MATCH: L['x'] -- expected dtype float64, got dtype float32; "
+                      "NDARRAY_MATCH: L['x'] -- expected ndim 1, got 2")
+    # the first entry (k int, x of shape (3,)): k passes; x's dtype, shape and strides fail
+    assert entry1 == ("cache entry 1 [0/0]: NDARRAY_MATCH: L['x'] -- expected dtype float64, got dtype float32; "
+                      "NDARRAY_MATCH: L['x'] -- expected shape (3,), got (2, 2); "
+                      "NDARRAY_MATCH: L['x'] -- expected strides (8,), got (8, 4)")
     assert ft.last_decisions(f)["recompile_reasons"] == reasons[1:]
 
 
