@@ -1,7 +1,8 @@
-"""The instruction translator interface and, until the symbolic interpreter lands, a
-minimal translator: it guards the types of the frame's arguments (arrays by dtype, shape,
-strides, writeability), hands the backend a graph with a placeholder per array argument
-and returns the original code."""
+"""The instruction translator interface (the default translator is the symbolic
+interpreter, ``symbolic/``) and a minimal translator: it guards the types of the frame's
+arguments (arrays by dtype, shape, strides, writeability), hands the backend a graph with a
+placeholder per array argument and returns the original code. Its rules for which
+dimensions and ints are dynamic are the symbolic translator's too."""
 from __future__ import annotations
 
 import functools

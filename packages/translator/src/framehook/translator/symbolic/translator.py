@@ -1,7 +1,9 @@
 """The symbolic translator: traces a frame into a graph, compiles it with the backend and
 returns replacement code that loads the graph's inputs, calls the compiled graph and
-returns its result. On a graph break the frame keeps its original code (guarded on the
-types of its arguments), and the break is reported."""
+returns its result. On a graph break the frame is traced again up to the break and its code
+runs the graph so far, the broken instruction (or statement) in Python and a resume
+function (``resume.py``); when that is not possible the frame keeps its original code,
+guarded on the types of its arguments. The break is reported either way."""
 from __future__ import annotations
 
 import threading
