@@ -29,7 +29,7 @@ from .codemap import CodeIdentityMap
 from .config import config
 from .contexts import (CompileContext, CompileId, GlobalStateContext, TracingContext, compile_context,
                        registered_global_states, tracing)
-from .exc import (BackendCompilerFailed, CacheLimitExceeded, InternalTranslatorError, RestartAnalysis, SkipFrame,
+from .exc import (CacheLimitExceeded, InternalTranslatorError, RestartAnalysis, SkipFrame,
                   SpeculationRestartAnalysis, TranslatorError, Unsupported, UnspecializeRestartAnalysis,
                   augment_message, format_user_stack)
 from .guard_builder import build_check_fn
@@ -37,7 +37,7 @@ from .guards import GlobalStateSource, GuardKind
 from .hooks import GuardFail, Hooks
 from .skipfiles import skip_reason
 from .speculation import SpeculationLog
-from .translator import FrameInfo, MinimalTranslator, TranslationOutput
+from .translator import FrameInfo, TranslationOutput
 
 __all__ = ["ConvertFrame", "convert_frame", "convert_frame_assert", "compile_lock", "register_bytecode_hook",
            "has_array_in_frame", "has_started_execution", "frame_skip_reason", "input_codes", "output_codes",
