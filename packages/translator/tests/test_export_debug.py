@@ -132,7 +132,8 @@ def test_dump_writes_graphs_guards_and_generated_code(tmp_path):
             compile(open(p).read(), p, "exec")  # every file is valid Python
     generated = (tmp_path / "entry0_generated.py").read_text()
     assert "def step(x, k, *, scale):" in generated
-    assert "return entry0_graph0.forward(x, SCALE, k, scale)" in generated
+    assert "return ___entry0_graph0(x, SCALE, k, scale)" in generated
+    assert "# bind ___entry0_graph0: graph entry0_graph0.py" in generated
     guards = (tmp_path / "entry1_guards.py").read_text()
     assert "L['x'].shape == (4,)" in guards and "def ___make_check_fn" in guards
     forward = debug.load_graph(str(tmp_path / "entry1_graph0.py"))
@@ -154,7 +155,7 @@ def test_dump_pickles_constants_and_backend_graphs(tmp_path):
     assert {"entry0_graph0_backend.py", "entry0_graph0_backend_constants.pkl"} <= names
     forward = debug.load_graph(str(tmp_path / "entry0_graph0_backend.py"))
     np.testing.assert_allclose(forward(np.full(3, 2.0)), poly(np.full(3, 2.0)))
-    assert "entry0_graph0_backend.forward(x)" in (tmp_path / "entry0_generated.py").read_text()
+    assert "return ___entry0_graph0_backend(x)" in (tmp_path / "entry0_generated.py").read_text()
 
 
 def test_dump_without_entries(tmp_path):
