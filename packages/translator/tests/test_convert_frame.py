@@ -486,3 +486,41 @@ def test_compile_lock_with_threads():
 
 def test_convert_frame_repr():
     assert "eager" in repr(ConvertFrame(ft.lookup_backend("eager")))
+
+
+class _FrameWithoutFunction:
+    """A frame whose ``function`` must not be read (it is a heap scan on 3.9/3.10)."""
+
+    def __init__(self, frame):
+        self._frame = frame
+
+    def __getattr__(self, name):
+        if name == "function":
+            raise AssertionError("frame.function read for a frame that did not need it")
+        return getattr(self._frame, name)
+
+
+def _ones_plus(n):
+    return np.ones(n) + 1
+
+
+def test_skip_reason_reads_the_function_only_for_exec_code():
+    from framehook.translator.convert_frame import frame_skip_reason
+    seen = []
+
+    def callback(frame, cache_entry, frame_state):
+        seen.append(frame_skip_reason(_FrameWithoutFunction(frame)))
+        return None
+
+    rt.call_with(callback, uses_np_global, 2)
+    assert seen == [None]
+    # nor does a translation that succeeds
+    ft.reset()
+    cb = convert_frame(ft.lookup_backend("eager"))
+    out = rt.call_with(lambda frame, e, s: cb(_FrameWithoutFunction(frame), e, s), _ones_plus, 3)
+    assert out.tolist() == [2.0, 2.0, 2.0] and rt.cache_entries(_ones_plus.__code__)
+    namespace = {}
+    exec("class K:\n    def __new__(cls, a):\n        return object.__new__(cls)\n", namespace)
+    seen.clear()
+    rt.call_with(lambda frame, e, s: seen.append(frame_skip_reason(frame)) or None, namespace["K"], np.ones(1))
+    assert seen == ["namedtuple constructor"]

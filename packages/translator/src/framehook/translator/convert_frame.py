@@ -220,9 +220,10 @@ def frame_skip_reason(frame: Any) -> Optional[str]:
     reason = skip_reason(code.co_filename)
     if reason is not None:
         return reason
-    function = getattr(frame, "function", None)
+    # frame.function is a heap scan on 3.9/3.10: read it only for code made by exec
     if code.co_filename == "<string>" and (
-            code.co_name == "__new__" or getattr(function, "__qualname__", "").endswith(".__new__")):
+            code.co_name == "__new__"
+            or getattr(getattr(frame, "function", None), "__qualname__", "").endswith(".__new__")):
         return "namedtuple constructor"
     if config.trace_numpy and not has_array_in_frame(frame):
         return "no numpy array or numpy object reachable from the frame"

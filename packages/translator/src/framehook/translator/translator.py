@@ -33,13 +33,19 @@ class FrameInfo:
     f_globals: Dict[str, Any]
     f_builtins: Dict[str, Any]
     f_locals: Dict[str, Any]
-    function: Optional[Callable[..., Any]]
     f_lineno: int
+    # the runtime's view, kept only to read ``function`` on demand during the callback: on
+    # 3.9/3.10 that read is a heap scan, and only a failure record needs the function
+    _view: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_view(cls, frame: Any) -> "FrameInfo":
-        return cls(frame.f_code, frame.f_globals, frame.f_builtins, frame.f_locals,
-                   getattr(frame, "function", None), frame.f_lineno)
+        return cls(frame.f_code, frame.f_globals, frame.f_builtins, frame.f_locals, frame.f_lineno, frame)
+
+    @functools.cached_property
+    def function(self) -> Optional[Callable[..., Any]]:
+        """The function being called, or None (read while the callback runs)."""
+        return getattr(self._view, "function", None)
 
 
 class FrameGraph:
