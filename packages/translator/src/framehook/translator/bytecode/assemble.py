@@ -5,11 +5,11 @@ import opcode
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
-from ._compat import EXTENDED_ARG, JABS, JUMPS, PY310, PY311, PY312, PY313, cache_entries, flip_direction, has_arg, jump_arg
+from ._compat import EXTENDED_ARG, JABS, JUMPS, PY311, PY312, PY313, cache_entries, flip_direction, has_arg, jump_arg
 from .analysis import stacksize
 from .exception_table import RawExnEntry, encode_exception_table
 from .instructions import Instruction, Positions
-from .linetable import encode_linetable_310, encode_lnotab, encode_location_table
+from .linetable import encode
 
 __all__ = ["assemble", "Assembled", "AssembleError"]
 
@@ -138,11 +138,6 @@ def assemble(insts: List[Instruction], firstlineno: int) -> Assembled:
             else:
                 exn_rows.append(row)
 
-    if PY311:
-        table = encode_location_table(units, firstlineno)
-    elif PY310:
-        table = encode_linetable_310(units, firstlineno)
-    else:
-        table = encode_lnotab(units, firstlineno)
-    return Assembled(bytes(code), table, encode_exception_table(exn_rows) if PY311 else b"", stacksize(insts))
+    exceptiontable = encode_exception_table(exn_rows) if PY311 else b""
+    return Assembled(bytes(code), encode(units, firstlineno), exceptiontable, stacksize(insts))
 

@@ -6,9 +6,10 @@ import opcode
 import types
 from typing import Dict, List, Optional
 
-from ._compat import EXTENDED_ARG, JUMPS, PY310, PY311, cache_entries, has_arg, jump_target_offset
+from ._compat import EXTENDED_ARG, JUMPS, PY311, cache_entries, has_arg, jump_target_offset
 from .exception_table import parse_exception_table
-from .instructions import ExnTabEntry, Instruction, Positions
+from .instructions import ExnTabEntry, Instruction
+from .linetable import unit_positions
 
 __all__ = ["decode", "BytecodeDecodeError"]
 
@@ -17,31 +18,11 @@ class BytecodeDecodeError(ValueError):
     """The code object's bytecode is not something the decoder understands."""
 
 
-def _unit_positions(code: types.CodeType) -> List[Optional[Positions]]:
-    """One Positions (or None) per 2-byte code unit."""
-    n = len(code.co_code) // 2
-    if PY311:
-        return [Positions(*p) if p[0] is not None else None for p in code.co_positions()]
-    units: List[Optional[Positions]] = [None] * n
-    if PY310:
-        for start, end, line in code.co_lines():
-            if line is not None:
-                for u in range(start // 2, min(end // 2, n)):
-                    units[u] = Positions(line, line, None, None)
-        return units
-    line = None
-    starts = dict(dis.findlinestarts(code))
-    for u in range(n):
-        line = starts.get(2 * u, line)
-        units[u] = Positions(line, line, None, None) if line is not None else None
-    return units
-
-
 def decode(code: types.CodeType) -> List[Instruction]:
     """Decode ``code``; EXTENDED_ARG prefixes and inline caches are folded into instructions."""
     raw = code.co_code
     info = {i.offset: i for i in dis.get_instructions(code)}
-    units = _unit_positions(code)
+    units = unit_positions(code)
     insts: List[Instruction] = []
     by_start: Dict[int, Instruction] = {}
     op_offsets: List[int] = []

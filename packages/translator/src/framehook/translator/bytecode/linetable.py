@@ -1,12 +1,68 @@
 """Line tables: 3.9 co_lnotab, 3.10 co_linetable, 3.11+ location table. Encoders take one
-Positions (or None) per code unit."""
+Positions (or None) per code unit; ``unit_positions`` reads them back from a code object
+and ``relocate`` gives a code object other line numbers and another file."""
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+import dis
+import types
+from typing import Callable, List, Optional, Sequence, Tuple
 
+from ._compat import PY310, PY311
 from .instructions import Positions
 
-__all__ = ["encode_lnotab", "encode_linetable_310", "encode_location_table", "runs"]
+__all__ = ["encode_lnotab", "encode_linetable_310", "encode_location_table", "encode", "runs",
+           "unit_positions", "relocate"]
+
+
+def unit_positions(code: types.CodeType) -> List[Optional[Positions]]:
+    """One Positions (or None) per 2-byte code unit."""
+    n = len(code.co_code) // 2
+    if PY311:
+        return [Positions(*p) if p[0] is not None else None for p in code.co_positions()]
+    units: List[Optional[Positions]] = [None] * n
+    if PY310:
+        for start, end, line in code.co_lines():
+            if line is not None:
+                for u in range(start // 2, min(end // 2, n)):
+                    units[u] = Positions(line, line, None, None)
+        return units
+    line = None
+    starts = dict(dis.findlinestarts(code))
+    for u in range(n):
+        line = starts.get(2 * u, line)
+        units[u] = Positions(line, line, None, None) if line is not None else None
+    return units
+
+
+def encode(units: Sequence[Optional[Positions]], firstlineno: int) -> bytes:
+    """The line table of this Python for ``units``."""
+    if PY311:
+        return encode_location_table(units, firstlineno)
+    if PY310:
+        return encode_linetable_310(units, firstlineno)
+    return encode_lnotab(units, firstlineno)
+
+
+def relocate(code: types.CodeType, line_of: Callable[[int], Optional[int]], filename: str,
+             firstlineno: int) -> types.CodeType:
+    """``code`` (and the code objects among its constants) in ``filename``, each line ``n``
+    becoming ``line_of(n)``. Columns are dropped: they belong to the old lines. An instruction
+    whose new line is None keeps the line before it (or ``firstlineno``), so a line is never
+    reported where there was one."""
+    units: List[Optional[Positions]] = []
+    prev = firstlineno
+    for p in unit_positions(code):
+        if p is None or p.lineno is None:
+            units.append(None)
+            continue
+        line = line_of(p.lineno)
+        prev = prev if line is None else line
+        units.append(Positions(prev, prev, None, None))
+    consts = tuple(relocate(c, line_of, filename, firstlineno) if isinstance(c, types.CodeType) else c
+                   for c in code.co_consts)
+    table = encode(units, firstlineno)
+    changes = {"co_lnotab": table} if not PY310 else {"co_linetable": table}
+    return code.replace(co_filename=filename, co_firstlineno=firstlineno, co_consts=consts, **changes)
 
 
 def runs(units: Sequence[Optional[Positions]], key=lambda p: p) -> List[Tuple[Optional[Positions], int]]:

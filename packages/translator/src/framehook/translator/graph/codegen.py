@@ -5,6 +5,15 @@ targets are bound as globals of the generated function under readable names
 (``numpy_exp``), constants that have no literal spelling likewise. The function has no
 loop and no per-node dispatch: it runs at the speed of the same numpy calls written out
 by hand.
+
+The compiled function reports the user's locations, so warnings, warning filters and
+tracebacks see what they would in the plain function: its code is in the user's file
+(``graph.meta["filename"]``), each statement on the user's line of the node it computes,
+and its globals carry the user's ``__name__`` (and share the module's
+``__warningregistry__``). A node recorded inside an inlined call into another file is
+reported at that call's line in the graph's file (``Location.frame_lineno``); a node without
+a location, a ``del`` and the ``return`` keep the line before them. A node is written inside
+its user's expression only when both are on the same user line.
 """
 from __future__ import annotations
 
@@ -12,8 +21,9 @@ import itertools
 import linecache
 import math
 import operator
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ..bytecode.linetable import relocate
 from .ir import Graph, Node, NodeKind, target_name
 from .loop import is_loop
 
@@ -40,6 +50,34 @@ INPLACE_OPS: Dict[Any, str] = {
 UNARY_OPS: Dict[Any, str] = {operator.neg: "-", operator.pos: "+", operator.invert: "~"}
 
 _counter = itertools.count()
+
+#: generated statements as (text, the user's line or None)
+_Lines = List[Tuple[str, Optional[int]]]
+_Where = Callable[[Node], Optional[int]]
+
+
+def _main_file(graph: Graph) -> Optional[str]:
+    """The file the graph's function reports: its frame's, else that of its first located node."""
+    filename = graph.meta.get("filename")
+    if isinstance(filename, str):
+        return filename
+    for node in graph.nodes:
+        stack = node.meta.get("stack")
+        if stack:
+            return stack[0]
+    return None
+
+
+def _line_finder(main_file: Optional[str]) -> _Where:
+    def where(node: Node) -> Optional[int]:
+        stack = node.meta.get("stack")
+        if not stack or main_file is None:
+            return None
+        if stack[0] == main_file:
+            return stack[1]
+        # an inlined call into another file: the line of the call in the graph's file
+        return getattr(stack, "frame_lineno", None)
+    return where
 
 
 def _literal(value: Any) -> bool:
@@ -149,21 +187,22 @@ def _index_text(idx: Any, names: _Names) -> str:
     return one(idx)
 
 
-def _loop_statements(node: Node, names: _Names) -> List[str]:
+def _loop_statements(node: Node, names: _Names, where: _Where) -> _Lines:
     """A loop node as a Python ``for`` loop around its body's statements."""
     loop = node.target
+    line = where(node)
     start, stop, step, carried, invariants = node.args
-    lines = [f"{names.var(ph)} = {render_arg(arg, names)}"
+    lines = [(f"{names.var(ph)} = {render_arg(arg, names)}", line)
              for ph, arg in zip(loop.carried + loop.invariants, list(carried) + list(invariants))]
-    lines.append(f"for {names.var(loop.index)} in range({start!r}, {stop!r}, {step!r}):")
-    body = _body_lines(loop.body, names)
+    lines.append((f"for {names.var(loop.index)} in range({start!r}, {stop!r}, {step!r}):", line))
+    body = _body_lines(loop.body, names, where)
     out = loop.body.output_node.args[0]
     if loop.carried:
         targets = ", ".join(names.var(ph) for ph in loop.carried)
-        body.append(f"{targets}, = {render_arg(out, names)}")
-    lines += [f"    {line}" for line in body or ["pass"]]
+        body.append((f"{targets}, = {render_arg(out, names)}", None))
+    lines += [(f"    {text}", at) for text, at in body or [("pass", None)]]
     result = ", ".join(names.var(ph) for ph in loop.carried)
-    lines.append(f"{names.var(node)} = ({result}{',' if loop.carried else ''})")
+    lines.append((f"{names.var(node)} = ({result}{',' if loop.carried else ''})", line))
     return lines
 
 
@@ -191,20 +230,21 @@ def _expression(node: Node, names: _Names) -> Optional[str]:
     return f"{names.bind(target, _hint(target))}({', '.join(params)})"
 
 
-def _statement(node: Node, names: _Names) -> List[str]:
+def _statement(node: Node, names: _Names, where: _Where, line: Optional[int]) -> _Lines:
+    """The node's statements, on the user's ``line``."""
     a = node.args
     var = names.var(node)
     target = node.target
     if node.kind is NodeKind.CALL and not node.kwargs:
         if is_loop(target) and len(a) == 5:
-            return _loop_statements(node, names)
+            return _loop_statements(node, names, where)
         params = [render_arg(x, names) for x in a]
         if target in INPLACE_OPS and len(a) == 2:
-            return [f"{var} = {params[0]}", f"{var} {INPLACE_OPS[target]} {params[1]}"]
+            return [(f"{var} = {params[0]}", line), (f"{var} {INPLACE_OPS[target]} {params[1]}", line)]
         if target is operator.setitem and len(a) == 3:
-            stmts = [f"{params[0]}[{_index_text(a[1], names)}] = {params[2]}"]
-            return stmts + ([f"{var} = None"] if node.users else [])
-    return [f"{var} = {_expression(node, names)}"]
+            stmts = [(f"{params[0]}[{_index_text(a[1], names)}] = {params[2]}", line)]
+            return stmts + ([(f"{var} = None", line)] if node.users else [])
+    return [(f"{var} = {_expression(node, names)}", line)]
 
 
 def _foldable(node: Node) -> bool:
@@ -231,17 +271,18 @@ def _statement_only(node: Node) -> bool:
                                            or node.target in INPLACE_OPS)
 
 
-def _source(graph: Graph, names: _Names, fn_name: str) -> str:
+def _source(graph: Graph, names: _Names, fn_name: str, where: _Where) -> Tuple[str, List[Optional[int]]]:
+    """The function's source, and the user's line of each of its lines (None: the line before)."""
     if graph.output_node is None:
         raise GraphCodegenError(f"graph {graph.name} has no output node")
     args = ", ".join(names.var(n) for n in graph.placeholders)
-    lines = [f"def {fn_name}({args}):"]
-    lines += [f"    {line}" for line in _body_lines(graph, names)]
-    lines.append(f"    return {render_arg(graph.output_node.args[0], names)}")
-    return "\n".join(lines) + "\n"
+    lines: _Lines = [(f"def {fn_name}({args}):", None)]
+    lines += [(f"    {text}", line) for text, line in _body_lines(graph, names, where)]
+    lines.append((f"    return {render_arg(graph.output_node.args[0], names)}", None))
+    return "\n".join(text for text, _ in lines) + "\n", [line for _, line in lines]
 
 
-def _body_lines(graph: Graph, names: _Names) -> List[str]:
+def _body_lines(graph: Graph, names: _Names, where: _Where) -> _Lines:
     """The statements of every operation (not the placeholders, not the output)."""
     # free each intermediate right after its last use, as plain Python code would: keeping
     # every temporary alive to the end costs memory traffic on large arrays
@@ -253,20 +294,21 @@ def _body_lines(graph: Graph, names: _Names) -> List[str]:
     for value, user in last_use.items():
         if user.kind is not NodeKind.OUTPUT and value.kind is not NodeKind.PLACEHOLDER:
             dying.setdefault(user, []).append(value)
-    lines: List[str] = []
+    lines: _Lines = []
     folded: set = set()
     pending: List[Node] = []          # foldable nodes not written yet, in graph order
     text: Dict[Node, str] = {}
+    line: Dict[Node, Optional[int]] = {}   # the user's line of each expression, folded parts included
 
-    def write(node: Node, stmts: List[str]) -> None:
+    def write(node: Node, stmts: _Lines) -> None:
         lines.extend(stmts)
         gone = [v for v in dying.get(node, ()) if v not in folded]
         if gone:
-            lines.append(f"del {', '.join(names.var(v) for v in gone)}")
+            lines.append((f"del {', '.join(names.var(v) for v in gone)}", None))
 
     def flush(upto: int) -> None:
         for p in pending[:upto]:
-            write(p, [f"{names.var(p)} = {text[p]}"])
+            write(p, [(f"{names.var(p)} = {text[p]}", line[p])])
         del pending[:upto]
 
     for node in graph.nodes:
@@ -274,7 +316,13 @@ def _body_lines(graph: Graph, names: _Names) -> List[str]:
             continue
         uses = [n for n in node.inputs() if n in text and n in pending]
         k = len(uses)
-        if k and _folds_into(node) and pending[len(pending) - k:] == uses:
+        # one statement has one line: fold only what the user wrote on the same line (or
+        # nodes without a location)
+        on = {where(node)} | {line[p] for p in uses}
+        on.discard(None)
+        line[node] = where(node)
+        if k and _folds_into(node) and pending[len(pending) - k:] == uses and len(on) <= 1:
+            line[node] = next(iter(on), None)
             flush(len(pending) - k)
             for p in uses:   # the user's statement evaluates them in their original order
                 names._vars[p] = f"({text[p]})"
@@ -289,14 +337,14 @@ def _body_lines(graph: Graph, names: _Names) -> List[str]:
                 text[node] = expr
                 pending.append(node)
                 continue
-        write(node, _statement(node, names))
+        write(node, _statement(node, names, where, line[node]))
     flush(len(pending))
     return lines
 
 
 def python_code(graph: Graph) -> str:
     """The source of the function ``compile_graph`` builds (globals shown as ``__name``)."""
-    return _source(graph, _Names(), "forward")
+    return _source(graph, _Names(), "forward", _line_finder(_main_file(graph)))[0]
 
 
 def _never_intercept(code: Any) -> None:
@@ -308,17 +356,41 @@ def _never_intercept(code: Any) -> None:
     skip_code(code)
 
 
+def _user_scope(graph: Graph, scope: Dict[str, Any]) -> None:
+    """The user's module name (warning filters match it) and warning registry (a warning
+    shown once per location is shown once, whether the plain or the compiled code raised it)."""
+    user = graph.meta.get("globals")
+    if not isinstance(user, dict):
+        return
+    if isinstance(user.get("__name__"), str):
+        scope["__name__"] = user["__name__"]
+    registry = user.get("__warningregistry__")
+    if registry is None:
+        registry = user["__warningregistry__"] = {}   # what the module's first warning would create
+    if isinstance(registry, dict):
+        scope["__warningregistry__"] = registry
+
+
 def compile_graph(graph: Graph) -> Callable[..., Any]:
     """Compile the graph into a Python function taking its placeholders in order."""
     names = _Names()
-    src = _source(graph, names, "forward")
+    main_file = _main_file(graph)
+    src, user_lines = _source(graph, names, "forward", _line_finder(main_file))
     filename = f"<framehook graph {graph.name} #{next(_counter)}>"
-    # so tracebacks through the graph show its source lines
-    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     scope: Dict[str, Any] = dict(names.globals)
     scope["__builtins__"] = __builtins__
+    _user_scope(graph, scope)
     exec(compile(src, filename, "exec"), scope)  # noqa: S102 - source we generated
     fn = scope["forward"]
+    located = [line for line in user_lines if line is not None]
+    if main_file is not None and located:
+        first = graph.meta.get("firstlineno")
+        first = first if isinstance(first, int) else min(located)
+        fn.__code__ = relocate(fn.__code__, lambda n: user_lines[n - 1] if n <= len(user_lines) else None,
+                               main_file, first)
+    else:
+        # nothing to point at: tracebacks through the graph show its own source lines
+        linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     _never_intercept(fn.__code__)
     fn.framehook_untraced = True  # type: ignore[attr-defined]
     fn.__qualname__ = f"{graph.name}.forward"

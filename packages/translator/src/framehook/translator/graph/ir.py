@@ -14,6 +14,10 @@ location as ``(filename, lineno, function name)``), ``impure`` (True for nodes t
 mutate their arguments; dead-code elimination keeps those) and ``cannot_raise`` (True for
 an operation whose target may raise in general but not here, like reading ``x.shape[0]``
 of an array whose ndim is guarded: dead-code elimination may drop it).
+
+A graph's ``meta`` may name the frame it was captured from: ``filename`` and
+``firstlineno`` of its code and its ``globals``. The compiled function then reports the
+user's file, lines and module (``codegen.compile_graph``).
 """
 from __future__ import annotations
 
@@ -22,7 +26,24 @@ import enum
 import operator
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
-__all__ = ["NodeKind", "Node", "Graph", "map_arg", "target_name", "IMPURE_TARGETS"]
+__all__ = ["NodeKind", "Node", "Graph", "Location", "map_arg", "target_name", "IMPURE_TARGETS"]
+
+
+class Location(tuple):
+    """A node's ``meta["stack"]``: ``(filename, lineno, function name)``, a plain tuple to
+    compare and unpack, plus ``frame_lineno``: the line the graph's own frame was at when
+    the node was recorded (inside an inlined call, the line of that call; None if unknown)."""
+
+    frame_lineno: Optional[int]
+
+    def __new__(cls, filename: str, lineno: Optional[int], name: str,
+                frame_lineno: Optional[int] = None) -> "Location":
+        self = tuple.__new__(cls, (filename, lineno, name))
+        self.frame_lineno = frame_lineno
+        return self
+
+    def __reduce__(self) -> Any:
+        return (Location, (*self, self.frame_lineno))
 
 
 class NodeKind(str, enum.Enum):

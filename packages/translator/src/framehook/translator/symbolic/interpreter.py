@@ -21,7 +21,7 @@ import numpy as np
 from ..bytecode import decode
 from ..config import config
 from ..exc import RestartAnalysis
-from ..graph import ArrayMeta, Graph, ScalarMeta, SymDim, TupleMeta
+from ..graph import ArrayMeta, Graph, Location, ScalarMeta, SymDim, TupleMeta
 from ..guards import GuardKind
 from ..sources import AttrSource, ClosureCellSource, GlobalSource, IndexSource, ItemSource, Source
 from . import numpy_support as nps
@@ -95,6 +95,8 @@ class Tracer:
         self.f_builtins = f_builtins
         self.add_guard = add_guard
         self.graph = Graph(name)          # where operations are recorded (a loop body while capturing one)
+        # so the compiled graph reports the user's file, lines and module (graph/codegen.py)
+        self.graph.meta.update(filename=code.co_filename, firstlineno=code.co_firstlineno, globals=f_globals)
         self.root_graph = self.graph      # where inputs are read
         self.loop_scopes: List[Any] = []  # loops being captured, innermost last (``loops.py``)
         self.lifted_from: Dict[Any, Any] = {}   # loop-body placeholder -> the outer node it stands for
@@ -380,7 +382,7 @@ class Tracer:
         fr = self.current
         if fr is None:
             return None
-        return (fr.code.co_filename, fr.lineno, fr.code.co_name)
+        return fr.location()
 
     def to_arg(self, v: V) -> Any:
         """The graph argument for a symbolic value (nodes, constants, containers of them)."""
@@ -540,6 +542,14 @@ class FrameTracer:
         self.body_range: Optional[Tuple[int, int]] = None   # (FOR_ITER index, exit index) while capturing
         self.cur_index = 0
         self.parent: Optional[FrameTracer] = None   # the frame whose call is being inlined here
+
+    def location(self) -> Location:
+        """Where this frame is, for a node's ``meta["stack"]``, with the translated frame's
+        line (the outermost call being inlined)."""
+        root = self
+        while root.parent is not None:
+            root = root.parent
+        return Location(self.code.co_filename, self.lineno, self.code.co_name, root.lineno)
 
     def user_stack(self) -> traceback.StackSummary:
         """The user's stack at the current instruction, outermost first, as a traceback shows

@@ -302,6 +302,7 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
     saved = (frame.ip, frame.lineno, frame.kw_names, frame.body_range, tracer.mutation_floor, tracer.graph)
 
     body = Graph(f"{tracer.graph.name}_loop", names_from=tracer.root_graph)
+    body.meta.update(tracer.root_graph.meta)   # the frame it comes from, for Loop's own compiled body
     scope = _Scope(body, tracer.graph)
     index_meta = ScalarMeta(int, start)
     index_v = Tensor(body.placeholder(var, index_meta), index_meta)
@@ -375,7 +376,7 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
     body.eliminate_dead_code()
     loop = Loop(body, len(leaves))
     stop = start + count * step
-    location = (frame.code.co_filename, frame.lineno, frame.code.co_name)
+    location = frame.location()
     carried_in = tuple(leaf.value if isinstance(leaf, _Promoted) else tracer.to_arg(leaf) for leaf in leaves)
     invariants = tuple(tracer.lifted_from[ph] for ph in loop.invariants)
     node = tracer.graph.call(loop, (start, stop, step, carried_in, invariants), stack=location)
