@@ -246,6 +246,12 @@ def test_compiled_code_is_in_the_users_file_and_still_skipped(mods):
     assert "def forward(x, y):" in forward.graph_source
 
 
+def test_operations_on_one_line_are_still_written_as_one_expression(mods):
+    main, _ = mods
+    source = ft.explain(main.fused)(np.full(3, 3.0)).graphs[0].python_code()
+    assert "(x * 2) - 2" in source   # numpy may reuse the temporary, as in plain Python
+
+
 # ------------------------------------------------------------------ inlined from another module
 def test_warning_from_another_module_is_reported_at_the_call(mods):
     main, helper = mods
