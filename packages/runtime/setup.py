@@ -17,7 +17,7 @@ if sysconfig.get_config_var("Py_GIL_DISABLED"):
 
 from setuptools import Extension, setup  # noqa: E402
 
-SOURCES = ["extra.c", "guarded.c", "guards.c", "frameview.c", "shadow.c", "events.c", "hook.c", "module.c"]
+SOURCES = ["extra.c", "guarded.c", "guards.c", "frameview.c", "shadow.c", "events.c", "hook.c", "callwith.c", "module.c"]
 
 setup(
     ext_modules=[

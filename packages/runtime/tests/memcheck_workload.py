@@ -112,4 +112,39 @@ for bad in ([((("local", "v"),), "NOT_SAME_AS", (("local", "v"),))], [((("local"
         raise AssertionError("a bad spec was accepted")
 del checker
 
+# CallbackWrapper: calls (positional, keyword, bound, raising), attributes, a freed cycle
+import functools  # noqa: E402
+import gc  # noqa: E402
+import weakref  # noqa: E402
+
+
+def raising(x):
+    raise ValueError(x)
+
+
+class Holder:
+    method = rt.CallbackWrapper(False, lambda self, k, *, by=1: k * by)
+
+
+w = functools.update_wrapper(rt.CallbackWrapper(PassThrough(), leaf), leaf)
+for i in range(50):
+    w(i, 1, key=2, z=3)
+    Holder().method(i, by=2)
+    try:
+        rt.CallbackWrapper(None, raising)(i)
+    except ValueError:
+        pass
+    repr(w)
+for bad in ((1, leaf), (None, 1), (None,)):
+    try:
+        rt.CallbackWrapper(*bad)
+    except TypeError:
+        pass
+w.me = w
+ref = weakref.ref(w)
+del w
+gc.collect()
+assert ref() is None
+rt.reset_code(leaf.__code__)
+
 print("workload done")

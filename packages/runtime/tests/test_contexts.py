@@ -102,7 +102,8 @@ def test_enable_rejects_non_callable():
 
 def test_require_api():
     rt.require_api(1, "framehook-test")
-    with pytest.raises(ImportError, match=r"needs framehook-runtime API 99 .*provides API 1"):
+    rt.require_api(2, "framehook-test")  # 2: CallbackWrapper
+    with pytest.raises(ImportError, match=r"needs framehook-runtime API 99 .*provides API 2"):
         rt.require_api(99, "framehook-test")
     with pytest.raises(TypeError, match="'min_version' must be an int"):
         rt.require_api("1", "x")
@@ -110,7 +111,7 @@ def test_require_api():
         rt.require_api(True, "x")
     with pytest.raises(TypeError, match="'package' must be a str"):
         rt.require_api(1, None)
-    assert isinstance(rt.__version__, str) and rt.API_VERSION == 1
+    assert rt.__version__ == "0.2.0" and rt.API_VERSION == 2
 
 
 def test_call_with_sets_and_restores_callback():

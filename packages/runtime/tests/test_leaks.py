@@ -1,8 +1,10 @@
-"""A million hooked calls leave memory flat."""
+"""A million hooked calls leave memory flat; CallbackWrapper calls and cycles keep references and memory flat."""
 from __future__ import annotations
 
+import functools
 import gc
 import resource
+import sys
 import tracemalloc
 
 import framehook.runtime as rt
@@ -65,5 +67,71 @@ def test_many_misses_and_resets_keep_memory_flat():
         gc.collect()
         after = tracemalloc.take_snapshot()
         tracemalloc.stop()
+    growth = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    assert growth < 64 * 1024, f"traced memory grew by {growth} bytes"
+
+
+class _Holder:
+    def __init__(self):
+        self.n = 0
+
+    def _bump(self, k, *, by=1):
+        self.n += k * by
+        return self.n
+
+    bump = rt.CallbackWrapper(False, _bump)
+
+
+def _fail(x):
+    raise ValueError(x)
+
+
+def test_callback_wrapper_calls_keep_references_and_memory_flat():
+    arg, kwval, callback = object(), object(), targeting(small, lambda *a: None)
+    plain = rt.CallbackWrapper(callback, lambda a, b=None: a)
+    failing = rt.CallbackWrapper(callback, _fail)
+    holder = _Holder()
+
+    def run(n):
+        for _ in range(n):
+            plain(arg)
+            plain(arg, b=kwval)
+            holder.bump(1, by=2)
+            try:
+                failing(arg)
+            except ValueError:
+                pass
+
+    run(1000)  # warm up
+    gc.collect()
+    counts = [sys.getrefcount(o) for o in (arg, kwval, callback, plain, failing, holder)]
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    run(100_000)
+    gc.collect()
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    assert [sys.getrefcount(o) for o in (arg, kwval, callback, plain, failing, holder)] == counts
+    assert holder.n == 2 * 101_000
+    growth = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    assert growth < 64 * 1024, f"traced memory grew by {growth} bytes"
+
+
+def test_callback_wrappers_in_cycles_are_freed():
+    def cycle():
+        w = functools.update_wrapper(rt.CallbackWrapper(None, small), small)
+        w.me = w
+        return w
+
+    for _ in range(1000):
+        cycle()
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    for _ in range(20_000):
+        cycle()
+    gc.collect()
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
     growth = sum(s.size_diff for s in after.compare_to(before, "filename"))
     assert growth < 64 * 1024, f"traced memory grew by {growth} bytes"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-OUR_SOURCES = re.compile(r"\((hook|shadow|extra|frameview|guarded|events|module|guards)\.c:\d+\)")
+OUR_SOURCES = re.compile(r"\((hook|shadow|extra|frameview|guarded|events|module|guards|callwith)\.c:\d+\)")
 
 
 def memcheck_records(stderr: str):

@@ -25,6 +25,17 @@ class CacheEntryInfo(Tuple[CodeType, Callable[[Dict[str, Any]], object], int]):
     check_fn: Callable[[Dict[str, Any]], object]
     hits: int
 
+class CallbackWrapper:
+    """fn(*args, **kwargs) with this thread's callback set around the call (call_with as an object)."""
+    @property
+    def callback(self) -> Callback: ...
+    @property
+    def fn(self) -> Callable[..., Any]: ...
+    def __init__(self, callback: Callback, fn: Callable[..., Any], /) -> None: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def __get__(self, obj: Any, owner: Optional[type] = None) -> Any: ...
+    def __getattr__(self, name: str) -> Any: ...  # instances take attributes (functools.update_wrapper)
+
 class FrameView:
     f_code: CodeType
     f_globals: Dict[str, Any]

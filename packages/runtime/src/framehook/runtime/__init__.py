@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ._C import (
     CacheEntryInfo,
+    CallbackWrapper,
     FrameView,
     GuardChecker,
     GuardedCode,
@@ -31,6 +32,7 @@ from .version import API_VERSION, __version__, require_api
 __all__ = [
     "API_VERSION",
     "CacheEntryInfo",
+    "CallbackWrapper",
     "FrameView",
     "GuardChecker",
     "GuardedCode",

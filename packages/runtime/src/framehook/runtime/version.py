@@ -1,11 +1,11 @@
 """Version of the distribution and of the API that other framehook packages build on."""
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
-#: Bumped whenever a change to the public API or the C event ABI would break a package
-#: built against an earlier one.
-API_VERSION = 1
+#: Bumped whenever the public API or the C event ABI changes in a way that another package
+#: may depend on (a break, or an addition it needs): 2 added CallbackWrapper.
+API_VERSION = 2
 
 
 def require_api(min_version: int, package: str) -> None:

@@ -1,20 +1,16 @@
 """The runtime, imported once with its API version checked."""
 from __future__ import annotations
 
-REQUIRED_API = 1
+REQUIRED_API = 2  # 2: CallbackWrapper, which optimize/disable/run decorators return
 
 try:
     import framehook.runtime as runtime
 except ImportError as e:  # pragma: no cover - packaging error
     raise ImportError(
-        "framehook.translator needs framehook-runtime (pip install framehook-runtime>=0.1,<0.2): " + str(e)
+        "framehook.translator needs framehook-runtime (pip install framehook-runtime>=0.2,<0.3): " + str(e)
     ) from e
 
-_found = getattr(runtime, "API_VERSION", None)
-if _found != REQUIRED_API:  # pragma: no cover - only with a mismatched install
-    raise ImportError(
-        f"framehook.translator {__import__('framehook.translator').translator.__version__} needs the runtime API "
-        f"version {REQUIRED_API}, but the installed framehook-runtime "
-        f"{getattr(runtime, '__version__', '?')} provides API version {_found}")
+# an ImportError naming both versions when the installed runtime is older
+runtime.require_api(REQUIRED_API, "framehook.translator")
 
 __all__ = ["runtime", "REQUIRED_API"]

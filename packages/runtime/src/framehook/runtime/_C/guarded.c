@@ -103,7 +103,7 @@ PyObject *fh_entry_info(fh_entry *entry) {
 
 int fh_types_init(PyObject *module) {
     if (PyType_Ready(&fh_GuardedCode_Type) < 0 || PyType_Ready(&fh_FrameView_Type) < 0 ||
-        fh_guard_checker_ready() < 0) {
+        PyType_Ready(&fh_CallbackWrapper_Type) < 0 || fh_guard_checker_ready() < 0) {
         return -1;
     }
     if (PyStructSequence_InitType2(&entry_info_type, &entry_info_desc) < 0) {
@@ -122,6 +122,11 @@ int fh_types_init(PyObject *module) {
     Py_INCREF(&fh_FrameView_Type);
     if (PyModule_AddObject(module, "FrameView", (PyObject *)&fh_FrameView_Type) < 0) {
         Py_DECREF(&fh_FrameView_Type);
+        return -1;
+    }
+    Py_INCREF(&fh_CallbackWrapper_Type);
+    if (PyModule_AddObject(module, "CallbackWrapper", (PyObject *)&fh_CallbackWrapper_Type) < 0) {
+        Py_DECREF(&fh_CallbackWrapper_Type);
         return -1;
     }
     Py_INCREF(&fh_GuardChecker_Type);

@@ -23,46 +23,16 @@ static PyObject *set_eval_frame(PyObject *self, PyObject *callback) {
     return fh_set_callback(callback);
 }
 
-/* Runs fn(*args, **kwargs) with this thread's callback set, restoring the previous one
- * afterwards (also when fn raises): what decorators need per call, without the cost of
- * a Python-level context manager. */
+/* fn(*args, **kwargs) with this thread's callback set, restored afterwards (callwith.c). */
 static PyObject *call_with(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     if (nargs < 2) {
         PyErr_SetString(PyExc_TypeError, "call_with() takes a callback and a function, then the function's arguments");
         return NULL;
     }
-    PyObject *callback = args[0], *fn = args[1];
-    if (callback != Py_None && callback != Py_False && !PyCallable_Check(callback)) {
-        PyErr_Format(PyExc_TypeError,
-                     "call_with() argument 'callback' must be None, False or a callable, not %.200s",
-                     Py_TYPE(callback)->tp_name);
+    if (fh_check_call_args("call_with", args[0], args[1]) < 0) {
         return NULL;
     }
-    if (!PyCallable_Check(fn)) {
-        PyErr_Format(PyExc_TypeError, "call_with() argument 'fn' must be callable, not %.200s", Py_TYPE(fn)->tp_name);
-        return NULL;
-    }
-    PyObject *previous = fh_set_callback(callback);
-    if (previous == NULL) {
-        return NULL;
-    }
-    PyObject *result = PyObject_Vectorcall(fn, args + 2, (size_t)(nargs - 2), kwnames);
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyObject *restored = fh_set_callback(previous);
-    Py_DECREF(previous);
-    if (restored == NULL) {
-        /* restoring cannot fail for a callback this thread already had; keep fn's error if any */
-        Py_XDECREF(result);
-        if (type != NULL) {
-            PyErr_Clear();
-            PyErr_Restore(type, value, tb);
-        }
-        return NULL;
-    }
-    Py_DECREF(restored);
-    PyErr_Restore(type, value, tb);
-    return result;
+    return fh_call_with(args[0], args[1], args + 2, (size_t)(nargs - 2), kwnames);
 }
 
 static PyObject *get_eval_frame(PyObject *self, PyObject *unused) {

@@ -6,6 +6,7 @@
  *   shadow.c     running replacement code in place of a frame, per CPython version
  *   events.c     the C event interface for other extensions (the profiler)
  *   hook.c       the eval-frame function and thread-local callbacks
+ *   callwith.c   calls with a callback set: call_with's core and the CallbackWrapper type
  *   module.c     the Python-facing functions */
 #ifndef FRAMEHOOK_RUNTIME_H
 #define FRAMEHOOK_RUNTIME_H
@@ -80,5 +81,12 @@ PyObject *fh_get_callback(void);                 /* new ref */
 extern PyObject *fh_guard_error_hook;            /* owned, may be NULL */
 extern int fh_trace_callbacks;                   /* let tracers see callbacks and guards */
 int fh_bypass_next(PyCodeObject *co);            /* shadow.c: next frame of co runs as is */
+
+/* ---- calls with a callback set (callwith.c) --------------------------------- */
+/* -1 with a TypeError naming func's argument unless callback is None/False/callable and fn callable */
+int fh_check_call_args(const char *func, PyObject *callback, PyObject *fn);
+/* fn(*args) with this thread's callback set, the previous one restored after (also on error) */
+PyObject *fh_call_with(PyObject *callback, PyObject *fn, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+extern PyTypeObject fh_CallbackWrapper_Type;
 
 #endif

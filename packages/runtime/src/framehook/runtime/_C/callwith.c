@@ -1,0 +1,191 @@
+/* Calling a function with this thread's callback set: the core that call_with() and the
+ * CallbackWrapper type share. A decorator built on CallbackWrapper costs one C call per
+ * call of the decorated function, with no Python frame and no argument packing. */
+#include "runtime.h"
+#include <structmember.h>
+
+int fh_check_call_args(const char *func, PyObject *callback, PyObject *fn) {
+    if (callback != Py_None && callback != Py_False && !PyCallable_Check(callback)) {
+        PyErr_Format(PyExc_TypeError, "%s() argument 'callback' must be None, False or a callable, not %.200s", func,
+                     Py_TYPE(callback)->tp_name);
+        return -1;
+    }
+    if (!PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "%s() argument 'fn' must be callable, not %.200s", func, Py_TYPE(fn)->tp_name);
+        return -1;
+    }
+    return 0;
+}
+
+PyObject *fh_call_with(PyObject *callback, PyObject *fn, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    PyObject *previous = fh_set_callback(callback);
+    if (previous == NULL) {
+        return NULL;
+    }
+    PyObject *result = PyObject_Vectorcall(fn, args, nargsf, kwnames);
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject *restored = fh_set_callback(previous);
+    Py_DECREF(previous);
+    if (restored == NULL) {
+        /* restoring cannot fail for a callback this thread already had; keep fn's error if any */
+        Py_XDECREF(result);
+        if (type != NULL) {
+            PyErr_Clear();
+            PyErr_Restore(type, value, tb);
+        }
+        return NULL;
+    }
+    Py_DECREF(restored);
+    PyErr_Restore(type, value, tb);
+    return result;
+}
+
+/* ---- CallbackWrapper ---------------------------------------------------------- */
+typedef struct {
+    PyObject_HEAD
+    PyObject *callback;
+    PyObject *fn;
+    PyObject *dict;        /* __name__, __wrapped__, ... as functools.update_wrapper sets them */
+    PyObject *weakreflist;
+    vectorcallfunc vectorcall;
+} fh_CallbackWrapper;
+
+static PyObject *wrapper_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    fh_CallbackWrapper *w = (fh_CallbackWrapper *)self;
+    if (w->fn == NULL) { /* cleared by the garbage collector, yet reached from a finalizer */
+        PyErr_SetString(PyExc_RuntimeError, "CallbackWrapper called after it was cleared");
+        return NULL;
+    }
+    /* our caller's PY_VECTORCALL_ARGUMENTS_OFFSET permission passes on unchanged: same array */
+    return fh_call_with(w->callback, w->fn, args, nargsf, kwnames);
+}
+
+static PyObject *wrapper_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    if (kwds != NULL && PyDict_GET_SIZE(kwds) != 0) {
+        PyErr_SetString(PyExc_TypeError, "CallbackWrapper() takes no keyword arguments");
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(args) != 2) {
+        PyErr_Format(PyExc_TypeError, "CallbackWrapper() takes a callback and a function (2 arguments), got %zd",
+                     PyTuple_GET_SIZE(args));
+        return NULL;
+    }
+    PyObject *callback = PyTuple_GET_ITEM(args, 0), *fn = PyTuple_GET_ITEM(args, 1);
+    if (fh_check_call_args("CallbackWrapper", callback, fn) < 0) {
+        return NULL;
+    }
+    fh_CallbackWrapper *self = (fh_CallbackWrapper *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->callback = Py_NewRef(callback);
+    self->fn = Py_NewRef(fn);
+    self->vectorcall = wrapper_vectorcall;
+    return (PyObject *)self;
+}
+
+static int wrapper_traverse(fh_CallbackWrapper *self, visitproc visit, void *arg) {
+    Py_VISIT(self->callback);
+    Py_VISIT(self->fn);
+    Py_VISIT(self->dict);
+    return 0;
+}
+
+static int wrapper_clear(fh_CallbackWrapper *self) {
+    Py_CLEAR(self->callback);
+    Py_CLEAR(self->fn);
+    Py_CLEAR(self->dict);
+    return 0;
+}
+
+static void wrapper_dealloc(fh_CallbackWrapper *self) {
+    PyObject_GC_UnTrack(self);
+    if (self->weakreflist != NULL) {
+        PyObject_ClearWeakRefs((PyObject *)self);
+    }
+    wrapper_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Binds like a Python function, so a decorated method receives its instance. */
+static PyObject *wrapper_descr_get(PyObject *self, PyObject *obj, PyObject *type) {
+    if (obj == NULL || obj == Py_None) {
+        return Py_NewRef(self);
+    }
+    return PyMethod_New(self, obj);
+}
+
+static PyObject *wrapper_repr(fh_CallbackWrapper *self) {
+    int rc = Py_ReprEnter((PyObject *)self);
+    if (rc != 0) {
+        return rc > 0 ? PyUnicode_FromString("CallbackWrapper(...)") : NULL;
+    }
+    /* a cleared wrapper (mid-collection) has no fields left */
+    PyObject *r = self->fn == NULL ? PyUnicode_FromString("CallbackWrapper(<cleared>)")
+                                   : PyUnicode_FromFormat("CallbackWrapper(callback=%R, fn=%R)", self->callback,
+                                                          self->fn);
+    Py_ReprLeave((PyObject *)self);
+    return r;
+}
+
+/* Pickled and copied by reference, as functions are: pickle looks __qualname__ up in
+ * __module__ (where a module-level decorated function is found); copy returns self. */
+static PyObject *wrapper_reduce(PyObject *self, PyObject *unused) {
+    PyObject *name = PyObject_GetAttrString(self, "__qualname__");
+    if (name == NULL || !PyUnicode_Check(name)) {
+        if (name == NULL && !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            return NULL;
+        }
+        PyErr_Clear();
+        Py_XDECREF(name);
+        PyErr_SetString(PyExc_TypeError, "cannot pickle a CallbackWrapper without a str __qualname__ "
+                                         "(functools.update_wrapper sets it from the wrapped function)");
+        return NULL;
+    }
+    return name;
+}
+
+static PyMethodDef wrapper_methods[] = {
+    {"__reduce__", wrapper_reduce, METH_NOARGS, "Pickle by reference (module and qualified name)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef wrapper_members[] = {
+    {"callback", T_OBJECT, offsetof(fh_CallbackWrapper, callback), READONLY,
+     "the callback set around each call (None, False or a callable)"},
+    {"fn", T_OBJECT, offsetof(fh_CallbackWrapper, fn), READONLY, "the function called"},
+    {NULL},
+};
+
+static PyGetSetDef wrapper_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL},
+};
+
+PyTypeObject fh_CallbackWrapper_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "framehook.runtime.CallbackWrapper",
+    .tp_basicsize = sizeof(fh_CallbackWrapper),
+    /* METHOD_DESCRIPTOR: obj.method(...) may call us with obj first instead of binding,
+     * which __get__ makes equivalent */
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "CallbackWrapper(callback, fn)\n--\n\n"
+              "A callable that calls fn(*args, **kwargs) with this thread's callback set to callback and\n"
+              "restores the previous one afterwards, also when fn raises: call_with(callback, fn, ...)\n"
+              "as a function object. It binds as a method like a function does, and takes attributes\n"
+              "(functools.update_wrapper(CallbackWrapper(cb, f), f) makes it look like f).",
+    .tp_new = wrapper_new,
+    .tp_dealloc = (destructor)wrapper_dealloc,
+    .tp_traverse = (traverseproc)wrapper_traverse,
+    .tp_clear = (inquiry)wrapper_clear,
+    .tp_repr = (reprfunc)wrapper_repr,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(fh_CallbackWrapper, vectorcall),
+    .tp_descr_get = wrapper_descr_get,
+    .tp_dictoffset = offsetof(fh_CallbackWrapper, dict),
+    .tp_weaklistoffset = offsetof(fh_CallbackWrapper, weakreflist),
+    .tp_methods = wrapper_methods,
+    .tp_members = wrapper_members,
+    .tp_getset = wrapper_getset,
+};
