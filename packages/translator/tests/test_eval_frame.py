@@ -1,8 +1,12 @@
 """optimize / optimize_assert / disable / run, innermost_fn, remove_from_cache, reset,
 the backend registry, FRAMEHOOK_DISABLE and bad input."""
+import gc
+import inspect
 import os
 import subprocess
 import sys
+import traceback
+import weakref
 
 import numpy as np
 import pytest
@@ -58,7 +62,8 @@ def test_methods_callable_objects_and_classes():
     assert rt.cache_entries(Model.forward.__code__)
     obj = ft.optimize()(m)
     assert obj(np.ones(1)).tolist() == [3.0]
-    assert rt.cache_entries(Model.__call__.__code__)
+    call_code = Model.__call__.__code__   # before the class is wrapped in place
+    assert rt.cache_entries(call_code)
     Wrapped = ft.optimize()(Model)
     assert Wrapped is Model
     inst = Model(np.ones(1))
@@ -66,9 +71,74 @@ def test_methods_callable_objects_and_classes():
     assert ft.innermost_fn(Model.__call__).__name__ == "__call__"
     ft.remove_from_cache(m.forward)
     assert not rt.cache_entries(Model.forward.__code__)
-    ft.remove_from_cache(obj)
-    ft.remove_from_cache(Model.__call__.__code__)
-    assert not rt.cache_entries(Model.__call__.__code__)
+    assert rt.cache_entries(call_code)
+    ft.remove_from_cache(obj)   # a callable object: its class's __call__, found under the class's wrapper
+    assert not rt.cache_entries(call_code)
+    assert inst(np.ones(1)).tolist() == [2.0] and rt.cache_entries(call_code)
+    ft.remove_from_cache(Model.__call__)   # the wrapper the class got
+    assert not rt.cache_entries(call_code)
+
+
+def scale(x, k: float = 2.0) -> np.ndarray:
+    """Scales x."""
+    return x * k
+
+
+def test_the_wrapper_is_the_runtimes_c_wrapper_and_looks_like_the_function():
+    ctx = ft.optimize()
+    f = ctx(scale)
+    assert type(f) is rt.CallbackWrapper and f.fn is scale and f.callback is ctx.callback
+    assert (f.__name__, f.__qualname__, f.__doc__, f.__module__) == ("scale", "scale", "Scales x.", __name__)
+    assert f.__wrapped__ is scale and f._framehook_orig_callable is scale and f._framehook_context is ctx
+    assert inspect.signature(f) == inspect.signature(scale)
+    again = ft.disable(f)   # rewrapping wraps the innermost function, not the wrapper
+    assert again.fn is scale and again.callback is None
+    assert f(np.ones(2)).tolist() == [2.0, 2.0]
+    assert rt.cache_entries(scale.__code__)
+
+
+def test_a_traceback_through_a_decorated_function_has_no_wrapper_frame():
+    def fails(x):
+        raise ValueError(x)
+
+    for decorate in (ft.optimize(), ft.disable, ft.run):
+        with pytest.raises(ValueError) as info:
+            decorate(fails)(1)
+        names = [e.name for e in traceback.extract_tb(info.value.__traceback__)]
+        assert names == ["test_a_traceback_through_a_decorated_function_has_no_wrapper_frame", "fails"]
+
+
+def test_decorated_methods_bind_and_their_class_is_collected():
+    def make():
+        class Base:
+            def step(self, x):
+                return x + 1
+
+        class Scaled(Base):
+            def __init__(self, k):
+                self.k = k
+
+            @ft.optimize()
+            def step(self, x):
+                return super().step(x) * self.k   # __class__ cell: a cycle through the wrapper
+
+            @classmethod
+            @ft.disable
+            def name(cls):
+                return cls.__name__, rt.get_eval_frame()
+
+        s = Scaled(3.0)
+        assert s.step(np.ones(2)).tolist() == [6.0, 6.0]
+        assert Scaled.step(s, np.zeros(1)).tolist() == [3.0]
+        assert s.name() == ("Scaled", None) and Scaled.name() == ("Scaled", None)
+        assert rt.cache_entries(ft.innermost_fn(Scaled.step).__code__)
+        ft.reset()   # the cache entries hold the code, not the class; dropped for a clean check
+        return weakref.ref(Scaled)
+
+    ref = make()
+    for _ in range(3):   # as test.support.gc_collect: garbage that runs finalizers is freed on a later pass
+        gc.collect()
+    assert ref() is None
 
 
 def test_remove_from_cache_unknown_resets(caplog):

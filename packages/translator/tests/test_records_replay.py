@@ -135,6 +135,27 @@ def test_record_shortcut_and_outcome_contents(tmp_path):
         record(len, [1])
 
 
+def test_record_of_a_decorated_function_records_the_function_it_wraps():
+    from framehook.translator import disable, optimize
+
+    decorated = optimize("eager")(compute)
+    rec = record(decorated, [1], extra=1)
+    assert (rec.code["name"], rec.code["qualname"]) == ("compute", "compute")
+    assert rec.outcome["kind"] == "return" and rec.locals["k"]["t"] == "int"
+
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+        @disable
+        def scaled(self, k):
+            return self.v * k
+
+    rec = record(Box(np.ones(2)).scaled, 3)   # bound: the instance is kept as the first argument
+    assert rec.code["name"] == "scaled" and set(rec.locals) == {"self", "k"}
+    assert rec.outcome["kind"] == "return"
+
+
 def test_mismatch_is_reported_not_raised(tmp_path):
     rec = record_call(compute, ([1, 2],))
     rec.outcome["value"]["items"][1] = {"t": "int", "v": "ff"}

@@ -231,7 +231,7 @@ def test_user_call_stack_leaves_out_framehook_frames():
     assert rows(user_call_stack(None)) == []
     here = sys._getframe()
     assert rows(user_call_stack(here))[-1] == (HERE, here.f_lineno, "test_user_call_stack_leaves_out_framehook_frames")
-    # a frame of framehook's own (the optimize wrapper) is dropped, its callers kept
+    # a frame of framehook's own (a run/enable helper) is dropped, its callers kept
     seen = []
 
     def probe():

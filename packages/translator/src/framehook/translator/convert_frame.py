@@ -459,7 +459,7 @@ def _is_framehook_file(filename: str) -> bool:
 def user_call_stack(caller: Any) -> traceback.StackSummary:
     """The Python stack at the call that started a frame, outermost first, as a traceback
     lists it (file, line, function); ``caller`` is the calling frame. framehook's own frames
-    (the ``optimize`` wrapper on 3.9/3.10, ``run``/``enable`` helpers) are left out."""
+    (``run``/``enable`` helpers; the optimize wrapper is a C callable with no frame) are left out."""
     rows = []
     back = caller
     while back is not None:

@@ -71,16 +71,11 @@ class _Context:
                 if name in fn.__dict__:
                     setattr(fn, name, self(fn.__dict__[name]))
             return fn
-        callback = self.callback
-        call_with = runtime.call_with  # sets the callback around one call, in C
-
-        @functools.wraps(fn)
-        def framehook_wrapper(*args: Any, **kwargs: Any) -> Any:
-            return call_with(callback, fn, *args, **kwargs)
-
-        framehook_wrapper._framehook_orig_callable = fn  # type: ignore[attr-defined]
-        framehook_wrapper._framehook_context = self  # type: ignore[attr-defined]
-        return framehook_wrapper
+        # a C callable: the callback is set around each call with no Python frame of ours
+        wrapper = functools.update_wrapper(runtime.CallbackWrapper(self.callback, fn), fn)
+        wrapper._framehook_orig_callable = fn
+        wrapper._framehook_context = self
+        return wrapper
 
 
 class OptimizeContext(_Context):
@@ -192,7 +187,7 @@ def _code_of(f: Any) -> Optional[types.CodeType]:
         return f
     f = innermost_fn(f)
     for candidate in (f, getattr(f, "__func__", None), getattr(type(f), "__call__", None)):
-        code = getattr(candidate, "__code__", None)
+        code = getattr(innermost_fn(candidate), "__code__", None)   # the class's __call__ may be wrapped
         if isinstance(code, types.CodeType):
             return code
     return None

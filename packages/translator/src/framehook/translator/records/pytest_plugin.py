@@ -90,8 +90,11 @@ class _Session:
             original = getattr(owner, parts[-1])
         except (ImportError, AttributeError) as exc:
             raise pytest.UsageError(f"--framehook-record {spec}: {exc}") from None
-        if not inspect.isfunction(original) or inspect.isgeneratorfunction(original) \
-                or inspect.iscoroutinefunction(original) or inspect.isasyncgenfunction(original):
+        target = original
+        while hasattr(target, "_framehook_orig_callable"):   # optimize(...)(f): f is recorded
+            target = target._framehook_orig_callable
+        if not inspect.isfunction(target) or inspect.isgeneratorfunction(target) \
+                or inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target):
             raise pytest.UsageError(f"--framehook-record {spec}: only plain Python functions can be recorded")
         session = self
 

@@ -60,9 +60,18 @@ def _module_source(fn: types.FunctionType) -> str | None:
     return "".join(lines)
 
 
+def _undecorated(fn: Any) -> Any:
+    """What optimize/disable/run wrappers wrap: that is the function to record."""
+    while not isinstance(fn, types.MethodType) and hasattr(fn, "_framehook_orig_callable"):
+        fn = fn._framehook_orig_callable
+    return fn
+
+
 def _unwrap(fn: Any, args: tuple) -> tuple[types.FunctionType, tuple]:
-    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
-        return fn.__func__, (fn.__self__,) + tuple(args)
+    fn = _undecorated(fn)
+    # a bound method forwards attribute reads to its function: unwrap that, keep the binding
+    if isinstance(fn, types.MethodType) and isinstance(_undecorated(fn.__func__), types.FunctionType):
+        return _undecorated(fn.__func__), (fn.__self__,) + tuple(args)
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f"record() needs a Python function, got {type(fn).__name__}")
     return fn, tuple(args)
