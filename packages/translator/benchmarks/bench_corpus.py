@@ -291,6 +291,10 @@ def fixed_cost(repeat: int, min_time: float) -> Dict[str, float]:
             "lookup": paired("call_with", "direct") - check, "graph_call": paired("direct", "plain")}
 
 
+def _probe(x):
+    return x
+
+
 def function_lookup(samples: int = 21) -> float:
     """Median seconds of reading ``function`` from the runtime's frame view in a callback, as
     the translator does when it translates a frame (3.9/3.10 frames do not record their
@@ -303,9 +307,9 @@ def function_lookup(samples: int = 21) -> float:
         times.append(time.perf_counter() - start)
         return None
 
-    for _ in range(samples):
-        def probe(x):   # a new function (and code object) each time: its first call is intercepted
-            return x
+    for i in range(samples):
+        # a new code object each time: a code seen once is marked skipped by the callback's None
+        probe = types.FunctionType(_probe.__code__.replace(co_name=f"_probe_{i}"), globals())
         rt.call_with(callback, probe, 1)
     return statistics.median(times)
 
@@ -371,16 +375,17 @@ def report(rows: List[Row], fixed: Dict[str, float], lookup: float, worst: int) 
         print(f"| cases that translated again in the steady state | "
               f"{', '.join(f'{r.case.name} ({r.recompiled})' for r in recompiled)} | |")
     print()
-    print(f"Worst {worst} by steady-state ratio. hit = captured - replacement alone (wrapper, lookup, "
-          f"check); graph = replacement alone - plain (- where the function broke or kept more than one entry):")
+    print(f"Worst {worst} by steady-state ratio. plain: median; added, captured/plain, hit (captured - "
+          f"replacement alone: wrapper, lookup, check) and graph (replacement alone - plain): medians of the "
+          f"per-repetition figures; - where the function broke or kept more than one entry:")
     print()
-    print("| case | graphs / breaks | first call ms | compile ms (frames) | plain us | captured us | added us "
+    print("| case | graphs / breaks | first call ms | compile ms (frames) | plain us | added us "
           "| captured/plain | hit us | hit / plain | graph us | check us |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in sorted(rows, key=lambda r: r.ratio, reverse=True)[:worst]:
         hit, graph = r.hit, r.graph
         print(f"| {r.case.name} | {r.graphs} / {len(r.breaks)} | {r.first * 1e3:.2f} | "
-              f"{sum(r.frames) * 1e3:.2f} ({len(r.frames)}) | {us(r.plain)} | {us(r.captured)} | "
+              f"{sum(r.frames) * 1e3:.2f} ({len(r.frames)}) | {us(r.plain)} | "
               f"{us(r.added, True)} | {r.ratio:.3f} | {us(hit)} | "
               f"{'-' if hit is None else f'{hit / r.plain:.2f}'} | {us(graph, True)} | {us(r.check)} |")
     print()
@@ -397,16 +402,19 @@ def report(rows: List[Row], fixed: Dict[str, float], lookup: float, worst: int) 
 
 
 def write_csv(path: str, rows: List[Row]) -> None:
+    def cell(value: Optional[float], scale: float = 1e6) -> str:
+        return "" if value is None else f"{value * scale:.4f}"
+
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["case", "graphs", "breaks", "frames", "compile_ms_per_frame", "first_ms", "plain_us",
-                    "captured_us", "direct_us", "ratio", "check_us", "mutates", "recompiled"])
+                    "captured_us", "direct_us", "ratio", "added_us", "hit_us", "graph_us", "direct_ratio",
+                    "check_us", "mutates", "recompiled"])
         for r in rows:
             w.writerow([r.case.name, r.graphs, " ".join(r.breaks), len(r.frames),
-                        " ".join(f"{t * 1e3:.3f}" for t in r.frames), f"{r.first * 1e3:.3f}",
-                        f"{r.plain * 1e6:.3f}", f"{r.captured * 1e6:.3f}",
-                        "" if r.direct is None else f"{r.direct * 1e6:.3f}", f"{r.ratio:.4f}",
-                        "" if r.check is None else f"{r.check * 1e6:.3f}", int(r.mutates), r.recompiled])
+                        " ".join(f"{t * 1e3:.3f}" for t in r.frames), cell(r.first, 1e3), cell(r.plain),
+                        cell(r.captured), cell(r.direct), cell(r.ratio, 1), cell(r.added), cell(r.hit),
+                        cell(r.graph), cell(r.direct_ratio, 1), cell(r.check), int(r.mutates), r.recompiled])
 
 
 def main() -> None:
