@@ -24,7 +24,11 @@ input. For every case, in one process:
   further along), each a loop of calls sized to take about ``--min-time`` seconds. Figures
   are medians over repetitions of the per-repetition ratio or difference, so that a load
   change hits the compared variants alike. captured - replacement alone is the cache-hit
-  path; replacement alone - plain is what the graph code itself adds or saves. A function
+  path; replacement alone - plain is what the graph code itself adds or saves. A fourth
+  variant, ``runtime.call_with(callback, fn, *args)`` called from C (through
+  ``functools.partial``), splits the cache-hit path into the optimize wrapper's part
+  (captured - call_with) and the runtime's lookup, check and frame switch (call_with -
+  replacement alone). A function
   that changes its arguments (checked once) gets a fresh deep copy per call, made before the
   timed loop, on every side. A translation during the timed loops (the steady state would not
   be steady) is listed in the summary.
@@ -107,8 +111,11 @@ class Row:
     hit: Optional[float] = None      # median over repetitions of captured - direct
     graph: Optional[float] = None    # median over repetitions of direct - plain
     direct_ratio: Optional[float] = None   # median over repetitions of direct / plain
+    wrapper: Optional[float] = None  # median over repetitions of captured - call_with
+    runtime: Optional[float] = None  # median over repetitions of call_with - direct
 
-    def set_times(self, plain: List[float], captured: List[float], direct: Optional[List[float]]) -> None:
+    def set_times(self, plain: List[float], captured: List[float], direct: Optional[List[float]],
+                  call_with: Optional[List[float]] = None) -> None:
         self.plain, self.captured = statistics.median(plain), statistics.median(captured)
         self.ratio = statistics.median(c / p for c, p in zip(captured, plain))
         self.added = statistics.median(c - p for c, p in zip(captured, plain))
@@ -117,6 +124,9 @@ class Row:
             self.hit = statistics.median(c - d for c, d in zip(captured, direct))
             self.graph = statistics.median(d - p for d, p in zip(direct, plain))
             self.direct_ratio = statistics.median(d / p for d, p in zip(direct, plain))
+        if direct is not None and call_with is not None:
+            self.wrapper = statistics.median(c - w for c, w in zip(captured, call_with))
+            self.runtime = statistics.median(w - d for w, d in zip(call_with, direct))
 
 
 def load_cases(pattern: Optional[str]) -> List[Case]:
@@ -184,6 +194,13 @@ def replacement_function(fn: Callable[..., Any]) -> Optional[Callable[..., Any]]
     return direct
 
 
+def via_call_with(opt: Callable[..., Any], fn: Callable[..., Any]) -> Callable[..., Any]:
+    """fn called through the runtime's call_with from C with opt's callback: the cache-hit
+    path without the optimize wrapper's Python frame (functools.partial adds its own small
+    cost, counted in the runtime's part)."""
+    return functools.partial(rt.call_with, opt._framehook_context.callback, fn)
+
+
 def entry_locals(fn: Callable[..., Any], args: tuple) -> Dict[str, Any]:
     bound = inspect.signature(fn).bind(*args)
     bound.apply_defaults()
@@ -249,13 +266,14 @@ def measure(case: Case, repeat: int, first_repeat: int, min_time: float) -> Row:
         direct = replacement_function(fn)
         if direct is not None:
             variants["direct"] = direct
+            variants["call_with"] = via_call_with(opt, fn)
     translated: List[Any] = []
     add_observer(translated.append)
     try:
         times = steady_state(variants, args, row.mutates, repeat, min_time)
     finally:
         remove_observer(translated.append)
-    row.set_times(times["plain"], times["captured"], times.get("direct"))
+    row.set_times(times["plain"], times["captured"], times.get("direct"), times.get("call_with"))
     row.recompiled = len(translated)
     row.check = check_time(fn, copy.deepcopy(args) if row.mutates else args)
     ft.reset()
@@ -276,7 +294,7 @@ def fixed_cost(repeat: int, min_time: float) -> Dict[str, float]:
     opt(x)
     direct = replacement_function(_one_array)
     assert direct is not None
-    via_c = functools.partial(rt.call_with, opt._framehook_context.callback, _one_array)
+    via_c = via_call_with(opt, _one_array)
     t = steady_state({"plain": _one_array, "captured": opt, "direct": direct, "call_with": via_c},
                      (x,), False, repeat, min_time)
     check = check_time(_one_array, (x,)) or 0.0
@@ -328,6 +346,14 @@ def us(seconds: Optional[float], signed: bool = False) -> str:
     return f"{seconds * 1e6:+.2f}" if signed else f"{seconds * 1e6:.2f}"
 
 
+def split_hit(r: Row) -> str:
+    if r.hit is None:
+        return "-"
+    if r.wrapper is None or r.runtime is None:
+        return us(r.hit)
+    return f"{us(r.hit)} ({us(r.wrapper)} / {us(r.runtime)})"
+
+
 def report(rows: List[Row], fixed: Dict[str, float], lookup: float, worst: int) -> None:
     full = [r for r in rows if not r.breaks]
     split = [r for r in rows if r.direct is not None]
@@ -352,6 +378,10 @@ def report(rows: List[Row], fixed: Dict[str, float], lookup: float, worst: int) 
         hits = [r.hit for r in split]
         print(f"| cache-hit path (captured - replacement alone), median / max | {us(statistics.median(hits))} / "
               f"{us(max(hits))} us | |")
+        wrappers = [r.wrapper for r in split if r.wrapper is not None]
+        runtimes = [r.runtime for r in split if r.runtime is not None]
+        print(f"| cache-hit path, its optimize wrapper part / runtime part (lookup, check, frame switch), medians | "
+              f"{us(statistics.median(wrappers))} / {us(statistics.median(runtimes))} us | |")
         print(f"| cache-hit path / plain time, median | "
               f"{statistics.median(r.hit / r.plain for r in split):.3f} | |")
     print(f"| compile time per frame, median / max | {statistics.median(frames) * 1e3:.2f} / "
@@ -376,17 +406,18 @@ def report(rows: List[Row], fixed: Dict[str, float], lookup: float, worst: int) 
               f"{', '.join(f'{r.case.name} ({r.recompiled})' for r in recompiled)} | |")
     print()
     print(f"Worst {worst} by steady-state ratio. plain: median; added, captured/plain, hit (captured - "
-          f"replacement alone: wrapper, lookup, check) and graph (replacement alone - plain): medians of the "
+          f"replacement alone; in parentheses its parts: the optimize wrapper (captured - call_with) / the runtime's "
+          f"lookup, check and frame switch (call_with - replacement alone)) and graph (replacement alone - plain): medians of the "
           f"per-repetition figures; - where the function broke or kept more than one entry:")
     print()
     print("| case | graphs / breaks | first call ms | compile ms (frames) | plain us | added us "
-          "| captured/plain | hit us | hit / plain | graph us | check us |")
+          "| captured/plain | hit us (wrapper / runtime) | hit / plain | graph us | check us |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in sorted(rows, key=lambda r: r.ratio, reverse=True)[:worst]:
         hit, graph = r.hit, r.graph
         print(f"| {r.case.name} | {r.graphs} / {len(r.breaks)} | {r.first * 1e3:.2f} | "
               f"{sum(r.frames) * 1e3:.2f} ({len(r.frames)}) | {us(r.plain)} | "
-              f"{us(r.added, True)} | {r.ratio:.3f} | {us(hit)} | "
+              f"{us(r.added, True)} | {r.ratio:.3f} | {split_hit(r)} | "
               f"{'-' if hit is None else f'{hit / r.plain:.2f}'} | {us(graph, True)} | {us(r.check)} |")
     print()
     plains = [r.plain for r in rows]
@@ -408,13 +439,13 @@ def write_csv(path: str, rows: List[Row]) -> None:
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["case", "graphs", "breaks", "frames", "compile_ms_per_frame", "first_ms", "plain_us",
-                    "captured_us", "direct_us", "ratio", "added_us", "hit_us", "graph_us", "direct_ratio",
-                    "check_us", "mutates", "recompiled"])
+                    "captured_us", "direct_us", "ratio", "added_us", "hit_us", "wrapper_us", "runtime_us",
+                    "graph_us", "direct_ratio", "check_us", "mutates", "recompiled"])
         for r in rows:
             w.writerow([r.case.name, r.graphs, " ".join(r.breaks), len(r.frames),
                         " ".join(f"{t * 1e3:.3f}" for t in r.frames), cell(r.first, 1e3), cell(r.plain),
                         cell(r.captured), cell(r.direct), cell(r.ratio, 1), cell(r.added), cell(r.hit),
-                        cell(r.graph), cell(r.direct_ratio, 1), cell(r.check), int(r.mutates), r.recompiled])
+                        cell(r.wrapper), cell(r.runtime), cell(r.graph), cell(r.direct_ratio, 1), cell(r.check), int(r.mutates), r.recompiled])
 
 
 def main() -> None:
