@@ -34,7 +34,7 @@ input. For every case, in one process:
   be steady) is listed in the summary.
 * check: the cache entry's check function called with the call's locals, median.
 * fixed per-call cost: ``x + 1`` on 4 elements timed the same way (3x the repetitions), its
-  cache-hit path split into the optimize wrapper (Python), the runtime's lookup and frame
+  cache-hit path split into the optimize decorator (the runtime's C ``CallbackWrapper``), the runtime's lookup and frame
   switch (``runtime.call_with`` from C), the check function, and the replacement's call of
   the graph function.
 
@@ -196,8 +196,8 @@ def replacement_function(fn: Callable[..., Any]) -> Optional[Callable[..., Any]]
 
 def via_call_with(opt: Callable[..., Any], fn: Callable[..., Any]) -> Callable[..., Any]:
     """fn called through the runtime's call_with from C with opt's callback: the cache-hit
-    path without the optimize wrapper's Python frame (functools.partial adds its own small
-    cost, counted in the runtime's part)."""
+    path without the optimize decorator's object (functools.partial adds its own small
+    cost, counted in the runtime's part, so the decorator's part can come out slightly negative)."""
     return functools.partial(rt.call_with, opt._framehook_context.callback, fn)
 
 
