@@ -125,8 +125,7 @@ def line(module, marker):
 def captured(fn, *args):
     """``fn`` optimized and compiled for ``args``, after checking it runs as one graph
     without breaks (so what the tests see comes from the compiled graph, not from the
-    original code). Translating resets the warning filters' version, which empties every
-    module's warning registry: it is done here, before the tests look at warnings."""
+    original code). It is compiled here, before the tests look at warnings."""
     out = ft.explain(fn)(*args)
     assert out.graph_count == 1 and out.graph_break_count == 0, str(out)
     ft.reset()

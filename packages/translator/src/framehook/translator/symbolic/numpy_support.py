@@ -2,6 +2,7 @@
 their results' metadata is found (by running them on one-element proxies)."""
 from __future__ import annotations
 
+import contextlib
 import warnings
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
@@ -139,12 +140,34 @@ def view_proxy(proxy: Any) -> Any:
                                            strides=(0,) * (proxy.ndim - 1) + (proxy.dtype.itemsize,))
 
 
+_IGNORE_ALL = ("ignore", None, Warning, None, 0)
+
+
+@contextlib.contextmanager
+def warnings_ignored() -> Any:
+    """Ignore every warning inside, leaving the warning machinery as it was.
+
+    ``warnings.catch_warnings()`` would tell the warnings module its filters changed when it
+    restores them, and every module would then forget the warnings it has already shown
+    (a "default" or "once" warning of the user's would be shown again after each
+    translation). An ignore filter put in front of the current list and taken out again
+    changes nothing an ignored warning could have recorded."""
+    filters = warnings.filters   # the list in force now (catch_warnings blocks rebind it)
+    filters.insert(0, _IGNORE_ALL)
+    try:
+        yield
+    finally:
+        for i, entry in enumerate(filters):
+            if entry is _IGNORE_ALL:
+                del filters[i]
+                break
+
+
 def run_on_proxies(fn: Callable[..., Any], args: Any, kwargs: Any, linalg: bool = False) -> Any:
     """Call ``fn`` on proxy values, quietly (no numpy warnings, no floating-point errors)."""
     if linalg:
         args = tuple(_identity_proxy(a) for a in args)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with np.errstate(all="ignore"), warnings_ignored():
         return fn(*args, **kwargs)
 
 
