@@ -1,6 +1,7 @@
 """enable / run_only / disable as context managers and decorators; require_api."""
 from __future__ import annotations
 
+import sys
 import threading
 
 import pytest
@@ -77,6 +78,15 @@ def test_decorators_wrap_calls():
         return rt.get_eval_frame()
 
     assert ro() is False
+    # the decorators return the runtime's C wrapper: no Python frame between caller and fn
+    for wrapped, original_name in ((outer, "outer"), (inner, "inner"), (ro, "ro")):
+        assert type(wrapped) is rt.CallbackWrapper and wrapped.__wrapped__.__name__ == original_name
+    assert outer.callback is cb_b and inner.callback is None and ro.callback is False
+
+    def caller_name():
+        return sys._getframe(1).f_code.co_name
+
+    assert rt.disable()(caller_name)() == "test_decorators_wrap_calls"
 
 
 def test_decorator_rejects_generators_and_non_callables():

@@ -6,7 +6,7 @@ import inspect
 import threading
 from typing import Any, Callable, List, Optional, TypeVar, Union
 
-from ._C import set_eval_frame
+from ._C import CallbackWrapper, set_eval_frame
 
 F = TypeVar("F", bound=Callable[..., Any])
 Callback = Union[None, bool, Callable[..., Any]]
@@ -46,12 +46,8 @@ class _CallbackContext:
                 "run after the call returns; use it as a context manager around their use instead"
             )
 
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with self:
-                return fn(*args, **kwargs)
-
-        return wrapper  # type: ignore[return-value]
+        # a C callable, not a Python function around a with block: no extra frame per call
+        return functools.update_wrapper(CallbackWrapper(self._callback, fn), fn)  # type: ignore[return-value]
 
     def __repr__(self) -> str:
         return f"{self._name}({self._callback!r})"
