@@ -215,6 +215,7 @@ def with_errstate(x):
     y = x - 1
     with np.errstate(divide="ignore"):
         z = 1 / y
+        print("inside")   # a break inside a captured errstate block: the with statement runs in Python
     return np.nan_to_num(z, posinf=0.0) + y
 
 

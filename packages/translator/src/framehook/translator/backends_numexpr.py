@@ -179,7 +179,10 @@ def _category(node: Node) -> Optional[str]:
 
 def fusable(node: Node, categories: Sequence[str] = CATEGORIES) -> bool:
     """Can numexpr compute this node (an elementwise operation on supported dtypes), and is
-    its category (``arith``, ``math``, ``logic``) among those fused?"""
+    its category (``arith``, ``math``, ``logic``) among those fused? Not under a captured
+    ``np.errstate`` block: numexpr neither warns nor raises as the settings ask."""
+    if node.meta.get("errstate"):
+        return False
     return _category(node) in categories
 
 
@@ -300,6 +303,8 @@ def plan(graph: Graph, categories: Optional[Sequence[str]] = None) -> Graph:
             mapping[node] = new.getattr(remap(node.args[0]), node.target, meta=meta, stack=stack)
         if node in mapping and node.meta.get("impure"):
             mapping[node].meta["impure"] = True
+        if node in mapping and node.meta.get("errstate"):
+            mapping[node].meta["errstate"] = dict(node.meta["errstate"])
     return new
 
 

@@ -299,21 +299,38 @@ def _body_lines(graph: Graph, names: _Names, where: _Where) -> _Lines:
     pending: List[Node] = []          # foldable nodes not written yet, in graph order
     text: Dict[Node, str] = {}
     line: Dict[Node, Optional[int]] = {}   # the user's line of each expression, folded parts included
+    # consecutive nodes under the same numpy.errstate settings are one ``with`` block; nothing
+    # folds across its edge (an expression runs under the settings of the statement holding it)
+    block: List[Any] = [None, 0]      # the open block's settings, and how many lines it has
 
     def write(node: Node, stmts: _Lines) -> None:
-        lines.extend(stmts)
+        pad = "    " if block[0] else ""
+        lines.extend((pad + t, at) for t, at in stmts)
         gone = [v for v in dying.get(node, ()) if v not in folded]
         if gone:
-            lines.append((f"del {', '.join(names.var(v) for v in gone)}", None))
+            lines.append((f"{pad}del {', '.join(names.var(v) for v in gone)}", None))
+        block[1] += 1
 
     def flush(upto: int) -> None:
         for p in pending[:upto]:
             write(p, [(f"{names.var(p)} = {text[p]}", line[p])])
         del pending[:upto]
 
+    def open_block(settings: Any, at: Optional[int]) -> None:
+        if block[0] and not block[1]:   # pragma: no cover - every node is written in its block
+            lines.append(("    pass", None))
+        block[0], block[1] = settings, 0
+        if settings:
+            kwargs = ", ".join(f"{k}={v!r}" for k, v in sorted(settings.items()))
+            lines.append((f"with {names.bind(_np_errstate(), 'numpy_errstate')}({kwargs}):", at))
+
     for node in graph.nodes:
         if node.kind in (NodeKind.PLACEHOLDER, NodeKind.OUTPUT):
             continue
+        settings = node.meta.get("errstate") or None
+        if settings != block[0]:
+            flush(len(pending))
+            open_block(settings, where(node))
         uses = [n for n in node.inputs() if n in text and n in pending]
         k = len(uses)
         # one statement has one line: fold only what the user wrote on the same line (or
@@ -340,6 +357,11 @@ def _body_lines(graph: Graph, names: _Names, where: _Where) -> _Lines:
         write(node, _statement(node, names, where, line[node]))
     flush(len(pending))
     return lines
+
+
+def _np_errstate() -> Any:
+    import numpy
+    return numpy.errstate
 
 
 def python_code(graph: Graph) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 import operator
 from typing import Any, Dict
 
+import numpy as np
+
 from .ir import Graph, Node, NodeKind, map_arg
 
 __all__ = ["Interpreter"]
@@ -25,7 +27,12 @@ class Interpreter:
         for node in self.graph.nodes:
             if node.kind is NodeKind.PLACEHOLDER:
                 continue
-            value = self.run_node(node)
+            settings = node.meta.get("errstate")
+            if settings:
+                with np.errstate(**settings):   # a captured ``with np.errstate(...)`` block
+                    value = self.run_node(node)
+            else:
+                value = self.run_node(node)
             if node.kind is NodeKind.OUTPUT:
                 result = value
             else:

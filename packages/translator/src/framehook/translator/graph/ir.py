@@ -13,7 +13,10 @@ Arguments hold nodes, constants, and tuples/lists/dicts/slices of those. Each no
 location as ``(filename, lineno, function name)``), ``impure`` (True for nodes that
 mutate their arguments; dead-code elimination keeps those) and ``cannot_raise`` (True for
 an operation whose target may raise in general but not here, like reading ``x.shape[0]``
-of an array whose ndim is guarded: dead-code elimination may drop it).
+of an array whose ndim is guarded: dead-code elimination may drop it) and ``errstate`` (a
+dict of ``numpy.errstate`` keyword arguments the operation runs under, from a captured
+``with np.errstate(...)`` block: code generation and the interpreter apply it; nodes get
+it from ``Graph.errstate`` while it is set).
 
 A graph's ``meta`` may name the frame it was captured from: ``filename`` and
 ``firstlineno`` of its code and its ``globals``. The compiled function then reports the
@@ -72,6 +75,9 @@ _MAY_RAISE_MODULES = frozenset({"numpy.linalg"})
 
 def may_raise(node: "Node") -> bool:
     """Does dead-code elimination have to keep this call although its value is unused?"""
+    errstate = node.meta.get("errstate")
+    if errstate and "raise" in errstate.values() and node.kind in (NodeKind.CALL, NodeKind.CALL_METHOD):
+        return True   # a FloatingPointError, as the plain code would raise
     if node.kind is not NodeKind.CALL or node.meta.get("cannot_raise"):
         return False
     target = node.target
@@ -181,6 +187,9 @@ class Node:
             name = self.target if self.kind is NodeKind.CALL_METHOD else target_name(self.target)
             body = f"{self.kind.value} {name}({', '.join(parts)})"
         text = f"{head} = {body}"
+        errstate = self.meta.get("errstate")
+        if errstate:
+            text += "  [errstate " + ", ".join(f"{k}={v}" for k, v in sorted(errstate.items())) + "]"
         stack = self.meta.get("stack")
         if stack:
             filename, lineno, fname = stack
@@ -201,6 +210,8 @@ class Graph:
         self._names: collections.Counter = names_from._names if names_from is not None else collections.Counter()
         self._forward: Optional[Callable[..., Any]] = None
         self.meta: Dict[str, Any] = {}
+        # the numpy.errstate settings of the operations added now (a captured errstate block)
+        self.errstate: Optional[Dict[str, str]] = None
 
     # ---- construction
     def _fresh(self, base: str) -> str:
@@ -219,6 +230,8 @@ class Graph:
         node.meta["val"] = meta
         if stack is not None:
             node.meta["stack"] = stack
+        if self.errstate and kind not in (NodeKind.PLACEHOLDER, NodeKind.OUTPUT):
+            node.meta["errstate"] = dict(self.errstate)
         for inp in node.inputs():
             if inp.graph is not self:
                 raise ValueError(f"node {inp.name} belongs to another graph")

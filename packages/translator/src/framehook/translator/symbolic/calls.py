@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List
 import numpy as np
 
 from ..graph import ArrayMeta
+from . import errstate
 from . import numpy_support as nps
 from .values import Const, DictV, FuncV, IterV, ListV, MethodV, ObjV, Tensor, TupleV, V
 
@@ -485,6 +486,8 @@ def _dict_method(fr: "FrameTracer", obj: DictV, name: str, args: List[V], kwargs
 
 
 def call_value(fr: "FrameTracer", fn: V, args: List[V], kwargs: Dict[str, V]) -> V:
+    if isinstance(fn, errstate.ErrstateExitV):
+        return errstate.exit_call(fr, fn, args, kwargs)
     if isinstance(fn, FuncV):
         return fr.inline(fn, args, kwargs)
     if isinstance(fn, MethodV):
@@ -517,7 +520,7 @@ def call_value(fr: "FrameTracer", fn: V, args: List[V], kwargs: Dict[str, V]) ->
     if isinstance(value, type) and issubclass(value, BaseException):
         raise fr.brk("FH009", f"constructs a {value.__name__} (the code raises)")
     if value is np.errstate:
-        raise fr.brk("FH007", "a with block (numpy.errstate)")
+        return errstate.make(fr, args, kwargs)
     if nps.is_numpy_callable(value):
         return _numpy_call(fr, value, args, kwargs)
     if isinstance(value, types.FunctionType):

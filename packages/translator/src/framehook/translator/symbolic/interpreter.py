@@ -24,6 +24,7 @@ from ..exc import RestartAnalysis
 from ..graph import ArrayMeta, Graph, Location, ScalarMeta, SymDim, TupleMeta
 from ..guards import GuardKind
 from ..sources import AttrSource, ClosureCellSource, GlobalSource, IndexSource, ItemSource, Source
+from . import errstate
 from . import numpy_support as nps
 from .breaks import GraphBreak
 from .loops import LoopAbort, capture_loop, left_body, lift
@@ -114,6 +115,7 @@ class Tracer:
         self._dims: Dict[Tuple[Any, Any, int], Tensor] = {}   # (graph, array node, axis) -> its size read
         self._items: Dict[Tuple[Any, Any, int], Tensor] = {}  # (graph, named-tuple node, i) -> its item read
         self.stop_at: Optional[int] = None     # root-frame instruction index to stop before
+        self.errstate_blocks: List[Any] = []   # open ``with np.errstate(...)`` blocks (``errstate.py``)
         self.side_effects = SideEffects(self)
 
     def next_sym(self) -> int:
@@ -590,7 +592,8 @@ class FrameTracer:
                 tracer.instructions += 1
                 if tracer.instructions > config.max_traced_instructions:
                     raise self.brk("FH015", f"more than {config.max_traced_instructions} instructions traced")
-                if PY311 and inst.exn_tab_entry is not None and inst.exn_tab_entry.target.opname == "PUSH_EXC_INFO":
+                if PY311 and inst.exn_tab_entry is not None and inst.exn_tab_entry.target.opname == "PUSH_EXC_INFO" \
+                        and not errstate.allowed(self, inst.exn_tab_entry):
                     raise self.brk("FH007", "code inside a try or with block")
                 handler = getattr(self, "op_" + inst.opname, None)
                 if handler is None:
@@ -599,9 +602,11 @@ class FrameTracer:
         except ReturnValue as r:
             return r.value
         except GraphBreak as e:
+            if tracer.errstate_blocks:
+                e = errstate.convert(self, e)
             if self.depth == 0 and e.break_index is None:
                 e.break_index = self.cur_index   # the root frame's instruction that broke
-            raise
+            raise e
         except _SIGNALS:
             raise
         except Exception as e:
@@ -1476,7 +1481,23 @@ class FrameTracer:
     def op_SETUP_FINALLY(self, inst: Any) -> None:
         raise self.brk("FH007", "code inside a try block")
 
-    op_SETUP_WITH = op_BEFORE_WITH = op_SETUP_ASYNC_WITH = op_SETUP_FINALLY
+    op_SETUP_ASYNC_WITH = op_SETUP_FINALLY
+
+    def op_SETUP_WITH(self, inst: Any) -> None:
+        cm = self.stack[-1]
+        if not isinstance(cm, errstate.ErrstateV):
+            raise self.brk("FH007", "code inside a try block")
+        self.pop()
+        block = errstate.enter(self, cm, inst)
+        self.push(errstate.ErrstateExitV(block))
+        self.push(Const(None))   # what numpy.errstate.__enter__ returns
+
+    op_BEFORE_WITH = op_SETUP_WITH
+
+    def op_POP_BLOCK(self, inst: Any) -> None:
+        # 3.9/3.10: only an errstate block gets this far (every other SETUP_* breaks); its
+        # __exit__ call right after closes it
+        pass
 
     def op_RAISE_VARARGS(self, inst: Any) -> None:
         raise self.brk("FH009", "an explicit raise")

@@ -300,9 +300,11 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
     saved_stack = list(frame.stack)
     saved_counts = dict(frame.loop_counts)
     saved = (frame.ip, frame.lineno, frame.kw_names, frame.body_range, tracer.mutation_floor, tracer.graph)
+    saved_errstate = (list(tracer.errstate_blocks), tracer.graph.errstate)
 
     body = Graph(f"{tracer.graph.name}_loop", names_from=tracer.root_graph)
     body.meta.update(tracer.root_graph.meta)   # the frame it comes from, for Loop's own compiled body
+    body.errstate = tracer.graph.errstate      # inside an errstate block: the body runs under it too
     scope = _Scope(body, tracer.graph)
     index_meta = ScalarMeta(int, start)
     index_v = Tensor(body.placeholder(var, index_meta), index_meta)
@@ -330,6 +332,9 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
     finally:
         tracer.loop_scopes.pop()
         frame.ip, frame.lineno, frame.kw_names, frame.body_range, tracer.mutation_floor, tracer.graph = saved
+        # the errstate blocks open at the loop head (the body may have aborted inside one)
+        tracer.errstate_blocks[:] = saved_errstate[0]
+        tracer.graph.errstate = saved_errstate[1]
 
     ends: Dict[int, V] = {}
     if not why:

@@ -1,0 +1,150 @@
+"""``with np.errstate(...):`` blocks captured into the graph.
+
+``np.errstate(<constant keyword arguments>)`` called right before a with-entry instruction
+(SETUP_WITH on 3.9/3.10, BEFORE_WITH on 3.11-3.13) becomes an ``ErrstateV``. Entering it
+opens a block on the tracer: every node recorded until the block's ``__exit__(None, None,
+None)`` call gets ``meta["errstate"]``, the numpy error settings the block sets on top of
+the caller's (nested blocks combined as numpy nests them), and the graph's code runs those
+nodes inside ``with numpy.errstate(...)`` (``graph/codegen.py``). On 3.11+ the
+instructions covered by the block's own cleanup handler are allowed; any other try/with
+still breaks with FH007.
+
+A graph break inside the block becomes FH007 at the ``np.errstate`` call, as before this
+was captured: the whole with statement runs in Python between the graphs (``convert``).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List
+
+from .breaks import GraphBreak
+from .values import Const, V
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .interpreter import FrameTracer
+
+__all__ = ["ErrstateV", "ErrstateExitV", "Block", "make", "enter", "exit_call", "convert", "allowed"]
+
+_KINDS = ("divide", "over", "under", "invalid")
+_KEYS = frozenset(_KINDS + ("all",))
+# 'call' and 'log' hand errors to np.seterrcall's object: left to Python
+_MODES = frozenset({"ignore", "warn", "raise", "print"})
+_WITH_ENTRIES = ("SETUP_WITH", "BEFORE_WITH")
+
+
+class ErrstateV(V):
+    """``np.errstate(**settings)`` not entered yet."""
+
+    __slots__ = ("settings", "call_index", "lineno")
+
+    def __init__(self, settings: Dict[str, str], call_index: int, lineno: int) -> None:
+        self.settings = settings
+        self.call_index = call_index
+        self.lineno = lineno
+
+    def describe(self) -> str:
+        return "a numpy.errstate context manager"
+
+
+class ErrstateExitV(V):
+    """The entered block's ``__exit__``."""
+
+    __slots__ = ("block",)
+
+    def __init__(self, block: "Block") -> None:
+        self.block = block
+
+    def describe(self) -> str:
+        return "numpy.errstate.__exit__"
+
+
+class Block:
+    """An open errstate block: its frame, cleanup handler (3.11+; 3.9/3.10: the SETUP_WITH
+    target), the manager it came from and the combined settings inside it."""
+
+    __slots__ = ("frame", "handler", "cm", "state")
+
+    def __init__(self, frame: "FrameTracer", handler: Any, cm: ErrstateV, state: Dict[str, str]) -> None:
+        self.frame = frame
+        self.handler = handler
+        self.cm = cm
+        self.state = state
+
+
+def _expand(settings: Dict[str, str]) -> Dict[str, str]:
+    """What ``np.seterr(**settings)`` changes: ``all`` sets every kind, the others override it."""
+    out = {k: settings["all"] for k in _KINDS} if "all" in settings else {}
+    out.update((k, v) for k, v in settings.items() if k != "all")
+    return out
+
+
+def make(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+    """The value of an ``np.errstate(...)`` call; FH007 (the with statement runs in Python)
+    unless it has constant, valid keyword arguments and is entered right away."""
+    nxt = fr.insts[fr.ip] if fr.ip < len(fr.insts) else None
+    if args or nxt is None or nxt.opname not in _WITH_ENTRIES:
+        raise fr.brk("FH007", "a with block (numpy.errstate)")
+    settings: Dict[str, str] = {}
+    for key, v in kwargs.items():
+        value = v.value if isinstance(v, Const) else None
+        if key not in _KEYS or not isinstance(value, str) or value not in _MODES:
+            raise fr.brk("FH007", f"a with block (numpy.errstate with {key}={v.describe()})")
+        settings[key] = value
+    return ErrstateV(settings, fr.cur_index, fr.lineno)
+
+
+def enter(fr: "FrameTracer", cm: ErrstateV, inst: Any) -> Block:
+    """Open the block entered by ``inst`` (the with-entry instruction)."""
+    if inst.opname == "SETUP_WITH":
+        handler = inst.target
+    else:
+        first = fr.insts[fr.ip] if fr.ip < len(fr.insts) else None
+        entry = getattr(first, "exn_tab_entry", None)
+        if entry is None or entry.target.opname != "PUSH_EXC_INFO":
+            raise fr.brk("FH007", "a with block (numpy.errstate) without its cleanup handler")  # pragma: no cover
+        handler = entry.target
+    tracer = fr.tracer
+    outer = tracer.errstate_blocks[-1].state if tracer.errstate_blocks else {}
+    state = dict(outer)
+    state.update(_expand(cm.settings))
+    block = Block(fr, handler, cm, state)
+    tracer.errstate_blocks.append(block)
+    tracer.graph.errstate = state or None
+    return block
+
+
+def exit_call(fr: "FrameTracer", fn: ErrstateExitV, args: List[V], kwargs: Dict[str, V]) -> V:
+    """``__exit__(None, None, None)`` on the block's normal way out: close it."""
+    tracer = fr.tracer
+    blocks = tracer.errstate_blocks
+    if (kwargs or len(args) != 3 or not all(isinstance(a, Const) and a.value is None for a in args)
+            or not blocks or blocks[-1] is not fn.block):
+        raise fr.brk("FH007", "a with block (numpy.errstate) left another way")
+    blocks.pop()
+    tracer.graph.errstate = (blocks[-1].state or None) if blocks else None
+    return Const(None)
+
+
+def allowed(fr: "FrameTracer", entry: Any) -> bool:
+    """Is an instruction with exception-table ``entry`` inside an open errstate block of
+    ``fr`` (and in no other try/with block)?"""
+    target = entry.target
+    return any(b.handler is target and b.frame is fr for b in fr.tracer.errstate_blocks)
+
+
+def convert(fr: "FrameTracer", e: GraphBreak) -> GraphBreak:
+    """A break inside ``fr``'s open errstate blocks: FH007 at the outermost one's
+    ``np.errstate`` call, so the whole with statement runs in Python."""
+    mine = [b for b in fr.tracer.errstate_blocks if b.frame is fr]
+    if not mine or getattr(e, "errstate_block", None) is mine[0]:
+        return e
+    outer = mine[0]
+    new = GraphBreak("FH007", f"a with block (numpy.errstate) around {e.code}: {e.reason}")
+    lineno, fr.lineno = fr.lineno, outer.cm.lineno
+    try:
+        fr.locate(new)   # at the with statement, with the user's stack there
+    finally:
+        fr.lineno = lineno
+    new.errstate_block = outer  # type: ignore[attr-defined]
+    if fr.depth == 0:
+        new.break_index = outer.cm.call_index
+    return new
