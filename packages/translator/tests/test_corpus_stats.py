@@ -163,6 +163,21 @@ def trimmed_values(x, k=1.0):
 
 BOOT = RNG.integers(0, 24, size=(5, 24))
 
+
+def coefficient_of_variation(x):
+    mu = x.mean(axis=0)
+    sd = x.std(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):   # a column of zeros has no ratio
+        cv = sd / np.abs(mu)
+    return np.where(np.isfinite(cv), cv, np.nan)
+
+
+def log_fold_change(a, b, pseudo=0.0):
+    with np.errstate(divide="ignore"):
+        lfc = np.log2(a + pseudo) - np.log2(b + pseudo)
+    return np.clip(lfc, -10.0, 10.0)
+
+
 CORPUS = [
     (zscore_rows, [(TABLE,), (TABLE32,), (TABLE[:5, :2], 1)], 1, []),
     (weighted_moments, [(TABLE, WEIGHTS), (TABLE[:10], WEIGHTS[:10])], 1, []),
@@ -188,6 +203,9 @@ CORPUS = [
     (rescale_if_wide, [(SERIES,), (SHORT,)], 2, ["FH002"]),
     (outlier_report, [(TABLE,), (TABLE32, 1.0)], 2, ["FH012", "FH005"]),
     (trimmed_values, [(SERIES,), (TABLE32,)], 1, []),
+    (coefficient_of_variation, [(np.hstack([TABLE, np.zeros((24, 1))]),), (TABLE32,)], 1, []),
+    (log_fold_change, [(np.abs(SHORT) * (SHORT > 0), np.abs(SHORT[::-1])), (np.abs(SERIES), np.abs(SERIES) + 1, 0.5)],
+     1, []),
 ]
 
 

@@ -51,7 +51,13 @@ _TABLE = [
               "return the new value instead and store it at the caller, or pass the object once"),
     BreakKind("FH007", "try/except/finally or with block",
               "the frame runs code inside a try, except, finally or with block; the whole statement "
-              "runs in Python, between the graphs before and after it",
+              "runs in Python, between the graphs before and after it. A `with np.errstate(...)` "
+              "block with constant keyword arguments (`all`, `divide`, `over`, `under`, `invalid` set "
+              "to `ignore`, `warn`, `raise` or `print`; also `**` of a constant dict) is captured "
+              "instead: its operations run under those settings in the graph. It still breaks here "
+              "when something inside it breaks (the reason names that break), when its arguments "
+              "are not constant or use `call=` or the `call`/`log` modes, or when the manager is "
+              "not entered where it is made",
               "move the array computation out of the try/with block (or into a helper function) "
               "to have it captured"),
     BreakKind("FH008", "unsupported Python value",

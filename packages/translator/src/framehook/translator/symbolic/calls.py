@@ -42,7 +42,8 @@ def _fold(fr: "FrameTracer", fn: Callable[..., Any], args: List[V], kwargs: Dict
     values = [fr.const_of(a, why) for a in args]
     kw = {k: fr.const_of(a, why) for k, a in kwargs.items()}
     try:
-        result = fn(*values, **kw)
+        with errstate.strict(fr):
+            result = fn(*values, **kw)
     except Exception as e:
         raise fr.brk("FH009", f"{getattr(fn, '__name__', fn)}() raised {type(e).__name__}: {e}") from None
     return fr.tracer.wrap(result, None) if not isinstance(result, (list, dict)) else _wrap_container(fr, result)
@@ -391,6 +392,9 @@ def _fold_numpy(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V],
     values = [fr.const_of(a) for a in args]
     kw = {k: fr.const_of(a) for k, a in kwargs.items()}
     try:
+        if fr.tracer.errstate_blocks:
+            with errstate.strict(fr):   # an error the settings would report is not folded away
+                fn(*values, **kw)
         result = nps.run_on_proxies(fn, values, kw)
     except Exception as e:
         raise fr.brk("FH009", f"{name} raised {type(e).__name__}: {e}") from None

@@ -14,7 +14,10 @@ was captured: the whole with statement runs in Python between the graphs (``conv
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List
+import contextlib
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List
+
+import numpy as np
 
 from .breaks import GraphBreak
 from .values import Const, V
@@ -22,7 +25,7 @@ from .values import Const, V
 if TYPE_CHECKING:  # pragma: no cover
     from .interpreter import FrameTracer
 
-__all__ = ["ErrstateV", "ErrstateExitV", "Block", "make", "enter", "exit_call", "convert", "allowed"]
+__all__ = ["ErrstateV", "ErrstateExitV", "Block", "make", "enter", "exit_call", "convert", "allowed", "strict"]
 
 _KINDS = ("divide", "over", "under", "invalid")
 _KEYS = frozenset(_KINDS + ("all",))
@@ -148,3 +151,18 @@ def convert(fr: "FrameTracer", e: GraphBreak) -> GraphBreak:
     if fr.depth == 0:
         new.break_index = outer.cm.call_index
     return new
+
+
+@contextlib.contextmanager
+def strict(fr: "FrameTracer") -> Iterator[None]:
+    """Around a value the trace computes now (constant folding) inside an errstate block: a
+    floating-point error that would warn, raise or print when the graph runs raises
+    FloatingPointError here instead, which the caller turns into a break (the with statement
+    then runs in Python) rather than folding the error away."""
+    blocks = fr.tracer.errstate_blocks
+    if not blocks:
+        yield
+        return
+    state = blocks[-1].state
+    with np.errstate(**{k: "ignore" if state.get(k) == "ignore" else "raise" for k in _KINDS}):
+        yield

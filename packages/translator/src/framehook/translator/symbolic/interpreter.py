@@ -983,7 +983,8 @@ class FrameTracer:
         x = self.const_of(a)
         y = self.const_of(b)
         try:
-            return Const(op(x, y))
+            with errstate.strict(self):
+                return Const(op(x, y))
         except Exception as e:
             raise self.brk("FH009", f"{op.__name__} raised {type(e).__name__}: {e}") from None
 
@@ -1043,7 +1044,8 @@ class FrameTracer:
             return self.tracer.record(op, [v], name=f"operator.{op.__name__}")
         x = self.const_of(v)
         try:
-            return Const(op(x))
+            with errstate.strict(self):
+                return Const(op(x))
         except Exception as e:
             raise self.brk("FH009", f"{op.__name__} raised {type(e).__name__}: {e}") from None
 
