@@ -85,7 +85,7 @@ def run_conformance(results: Path) -> bool:
 
 
 def run_fuzz(results: Path) -> bool:
-    """A fixed batch of generated programs, plain vs every package (fuzz/run.py)."""
+    """A fixed batch of generated programs, plain vs every package (fuzz/run.py), and fuzz/tests."""
     cmd = [
         sys.executable, "-m", "coverage", "run", str(ROOT / "fuzz" / "run.py"),
         "--seed", "0", "--count", "300", "--json", str(results / "fuzz.json"),
@@ -93,7 +93,12 @@ def run_fuzz(results: Path) -> bool:
     ]
     print(f"[env_job] fuzz: {' '.join(cmd[3:])}", flush=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "fuzz"), os.environ.get("PYTHONPATH")])))
-    return subprocess.call(cmd, cwd=str(ROOT), env=env) == 0
+    ok = subprocess.call(cmd, cwd=str(ROOT), env=env) == 0
+    # the fuzzer's own tests: its generators and the harness's comparisons
+    tests = [sys.executable, "-m", "pytest", str(ROOT / "fuzz" / "tests"), "-p", "no:cacheprovider",
+             "--import-mode=importlib", "-q", f"--junitxml={results / 'fuzz-tests.xml'}", "-o", "junit_family=xunit1"]
+    print(f"[env_job] fuzz tests: {' '.join(tests[3:])}", flush=True)
+    return subprocess.call(tests, cwd=str(ROOT), env=env) == 0 and ok
 
 
 def main(argv: list[str]) -> int:

@@ -5,8 +5,9 @@ arithmetic that can raise, branches, loops, closures over locals and arguments (
 comprehensions, try/except, container mutation and numpy expressions — so that running it
 plainly and through framehook exercises frames, cells, exception tables and guards.
 ``KernelGenerator`` makes array code the translator can capture whole, ``ClosureGenerator``
-frames with cells and free variables around graph breaks. A program is determined by its
-seed (``family`` picks the generator).
+frames with cells and free variables around graph breaks, ``ErrstateGenerator`` array code
+that divides by zero, overflows and makes NaN inside ``with np.errstate(...)`` blocks. A
+program is determined by its seed (``family`` picks the generator).
 """
 from __future__ import annotations
 
@@ -666,17 +667,158 @@ class ClosureGenerator(ProgramGenerator):
         ]) + "\n"
 
 
-GENERATORS = {"python": ProgramGenerator, "kernel": KernelGenerator, "closure": ClosureGenerator}
+class ErrstateGenerator(ProgramGenerator):
+    """Array operations that divide by zero, overflow, underflow or produce NaN (zeros and
+    negatives of ``arr``, ``log``/``sqrt``/``exp``, huge float32/float64 factors), some of
+    them inside ``with np.errstate(...)`` blocks with random constant settings (ignore, warn
+    or raise per kind, ``all``), nested, in loops and around loops, with ``return``,
+    ``break`` and ``continue`` inside, with graph breaks inside (``print``, array data as
+    Python values, branches on array data, try blocks), and rarely with settings that are
+    not constants. The harness compares values, FloatingPointErrors, warnings and
+    ``np.geterr()``; a try/except around part of the body keeps what ran before an error."""
+
+    KINDS = ("divide", "over", "under", "invalid", "all")
+    MODES = ("ignore", "warn", "raise")
+    HAZARDS = (
+        "1.0 / {u}", "{u} / {v}", "np.log({u})", "np.sqrt({u})", "np.exp({u} * 400.0)",
+        "np.exp(-{u} * 800.0)", "{u} * 1e308", "({u} * 1e-200) * 1e-200",
+        "{u}.astype(np.float32) * np.float32(3e38)", "np.log({u} - {i})", "{u} ** 400.0",
+        "np.arccos({u})", "np.divide({i}, {u})", "arr // {u}.astype(arr.dtype)",
+        "np.remainder(arr, arr)", "np.float64({i}) / {u}.sum()",
+    )
+    SAFE = (
+        "{u} * 0.5 + {v}", "np.where(np.isfinite({u}), {u}, -1.0)", "np.maximum({u}, {v})",
+        "np.nan_to_num({u}) + {i}", "{u}[::-1] - {i}",
+    )
+
+    def __init__(self, seed: int, max_depth: int = 3) -> None:
+        super().__init__(seed, max_depth)
+        self.arrays = ["x", "y", "arr"]   # names that hold arrays
+        self.in_loop = 0                  # loops around the statement being generated
+        self.in_block = 0                 # errstate blocks around it
+
+    def settings(self) -> str:
+        keys = self.rng.sample(self.KINDS, self.rng.randint(1, 3))
+        return ", ".join(f"{k}='{self.rng.choice(self.MODES)}'" for k in keys)
+
+    def arr_expr(self, hazard: float = 0.7) -> str:
+        pool = self.HAZARDS if self.rng.random() < hazard else self.SAFE
+        return self.rng.choice(pool).format(u=self.rng.choice(self.arrays), v=self.rng.choice(self.arrays),
+                                            i=self.int_expr(2))
+
+    def break_statement(self, indent: str) -> List[str]:
+        """A statement the translator cannot capture."""
+        u = self.rng.choice(self.arrays)
+        return [indent + self.rng.choice([
+            f"print('at', {self.int_expr(1)})",
+            f"acc.append(float({u}.sum()))",
+            f"acc.append({u}.tolist())",
+            f"acc.append(sorted([{self.int_expr(1)}, {self.int_expr(1)}]))",
+        ])]
+
+    def errstate_block(self, depth: int, indent: str) -> List[str]:
+        header = [f"{indent}with np.errstate({self.settings()}):"]
+        if self.rng.random() < 0.05:
+            # settings from a variable: not a constant, so the with statement runs in Python
+            mode = self.fresh("mode")
+            header = [f"{indent}{mode} = 'raise' if {self.cond()} else 'ignore'",
+                      f"{indent}with np.errstate(divide={mode}, invalid='warn'):"]
+        saved = list(self.arrays)
+        self.in_block += 1
+        body = self.block(depth + 1, indent + "    ")
+        self.in_block -= 1
+        # a name bound in the block is bound after it unless the block can be left early
+        if any(l.lstrip().startswith(("return", "break", "continue")) for l in body):
+            self.arrays = saved
+        return [*header, *body]
+
+    def statement(self, depth: int, indent: str) -> List[str]:
+        r = self.rng.random()
+        if depth < self.max_depth and r < 0.3:
+            return self.errstate_block(depth, indent)
+        if self.in_block and 0.65 <= r < 0.95 and self.rng.random() < 0.6:
+            r = self.rng.random() * 0.65   # most blocks are captured whole: fewer breaks in them
+        if r < 0.5:
+            name = self.fresh("t")
+            line = f"{indent}{name} = {self.arr_expr()}"
+            self.arrays.append(name)
+            return [line, f"{indent}arrs.append({name})"]
+        if r < 0.6:
+            return [f"{indent}arrs.append({self.arr_expr()})"]
+        if r < 0.65:
+            return [f"{indent}{self.rng.choice(self.arrays[:2])} += {self.arr_expr(0.5)}"]
+        if r < 0.72:
+            return self.break_statement(indent)
+        if depth < self.max_depth and r < 0.77:
+            # a branch on array data (a graph break)
+            u = self.rng.choice(self.arrays)
+            saved = list(self.arrays)
+            body = self.block(depth + 1, indent + "    ")
+            self.arrays = list(saved)
+            other = self.block(depth + 1, indent + "    ")
+            self.arrays = saved
+            return [f"{indent}if np.isnan({u}).any() or {u}.sum() > {self.int_expr(1)}:", *body,
+                    f"{indent}else:", *other]
+        if depth < self.max_depth and r < 0.85:
+            var = self.fresh("i")
+            saved = list(self.ints), list(self.arrays)
+            self.ints.append(var)
+            self.in_loop += 1
+            body = self.block(depth + 1, indent + "    ")
+            self.in_loop -= 1
+            self.ints, self.arrays = saved
+            return [f"{indent}for {var} in range({self.rng.randint(0, 4)}):", *body]
+        if r < 0.88 and self.in_loop:
+            return [f"{indent}if {self.cond()}:", f"{indent}    {self.rng.choice(['break', 'continue'])}"]
+        if r < 0.9:
+            return [f"{indent}if {self.cond()}:", f"{indent}    return {self.result()}"]
+        if depth < self.max_depth and r < 0.93:
+            saved = list(self.arrays)
+            body = self.block(depth + 1, indent + "    ")
+            self.arrays = saved
+            return [f"{indent}try:", *body, f"{indent}except FloatingPointError as exc:",
+                    f"{indent}    acc.append(('FPE', str(exc)))"]
+        if r < 0.95:
+            return [f"{indent}acc.append(sorted(np.geterr().items()))"]
+        return [f"{indent}acc.append({self.int_expr()})"]
+
+    def program(self) -> str:
+        body = self.block(0, "    ")
+        if not any("np.errstate" in line for line in body):
+            body += self.errstate_block(0, "    ")
+        if self.rng.random() < 0.2:
+            # what ran before a FloatingPointError stays visible in the result
+            body = ["    try:", *("    " + line for line in body), "    except FloatingPointError as exc:",
+                    "        acc.append(('FPE', str(exc)))"]
+        return "\n".join([
+            "def f(a, b, arr):",
+            "    acc = []",
+            "    arrs = []",
+            "    x = arr * 1.0",
+            "    y = arr - 1.0",
+            *body,
+            f"    return {self.result()}",
+        ]) + "\n"
+
+    def result(self) -> str:
+        # lists of Python floats: compared exactly (their reprs round-trip), NaN equal to NaN
+        return f"{self.int_expr()}, acc, [np.asarray(t).tolist() for t in arrs]"
+
+
+GENERATORS = {"python": ProgramGenerator, "kernel": KernelGenerator, "closure": ClosureGenerator, "errstate": ErrstateGenerator}
 
 
 def family(seed: int) -> str:
     """A quarter of the programs are array code (seed % 4 == 3), a quarter closures around
     graph breaks (seed % 8 in (1, 6): the seeds of earlier findings keep their programs); the
-    rest mix Python constructs."""
+    rest mix Python constructs, except one in eight (seed % 8 == 4): array code under
+    ``with np.errstate(...)`` blocks."""
     if seed % 4 == 3:
         return "kernel"
     if seed % 8 in (1, 6):
         return "closure"
+    if seed % 8 == 4:
+        return "errstate"
     return "python"
 
 

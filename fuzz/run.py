@@ -1,13 +1,15 @@
 """Differential fuzzing: random programs run plainly and through each framehook package.
 
     python fuzz/run.py [--seed S] [--count N] [--modes shadow,profiler,translator]
-                       [--save DIR] [--json OUT]
+                       [--only FAMILY] [--save DIR] [--json OUT] [--stats]
 
 Every program (fuzz/programs.py, determined by its seed) runs plainly, then through the
 runtime's shadow frames (a pass-through callback, twice: misses then cache hits), under the
 profiler, and through the translator (`optimize(backend="eager")`, twice, then with other
 argument types to force a recompilation). Each outcome — return value or exception type and
-message, and what the program printed — must equal the plain one. Functions in the returned
+message, what the program printed, the warnings it issued (category, message, file, line)
+and any change to ``np.geterr()`` — must equal the plain one; the plain run is repeated, and
+must agree with itself. Functions in the returned
 value (closures a program lets escape) are called twice after it returned, in the same mode
 (through the translator in translator mode), and compared by qualified name, defaults, both
 calls' outcomes and the values left in their cells. A mismatch is printed with its program;
@@ -32,12 +34,13 @@ import re
 import sys
 import traceback
 import types
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from programs import family, generate
+from programs import GENERATORS, family, generate
 
 MODES = ("shadow", "profiler", "translator")
 
@@ -81,13 +84,23 @@ def _outcome(thunk: Callable[[], Any], call: Call) -> Tuple[str, str]:
         return ("raised", f"{type(exc).__name__}: {exc}")
 
 
-def outcome(fn: Callable[..., Any], *args: Any, call: Call = plain_call) -> Tuple[str, str, str]:
-    """(status, value or exception, printed text) of ``fn(*args)``; ``call`` calls the
-    functions the value holds."""
+def outcome(fn: Callable[..., Any], *args: Any, call: Call = plain_call) -> Tuple[str, ...]:
+    """(status, value or exception, printed text, warnings, numpy error state change) of
+    ``fn(*args)``; ``call`` calls the functions the value holds. Every warning is recorded
+    (``always``: none hidden by an earlier one) with its category, message, file and line;
+    ``np.geterr()`` must be the same after the call as before it."""
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        status, text = _outcome(lambda: fn(*args), call)
-    return (status, text, printed.getvalue())
+    before = np.geterr()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with contextlib.redirect_stdout(printed):
+            status, text = _outcome(lambda: fn(*args), call)
+    after = np.geterr()
+    if after != before:
+        np.seterr(**before)   # the next run starts from the same settings
+    shown = tuple(f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})" for w in caught)
+    leaked = "" if after == before else f"np.geterr() left changed: {after}"
+    return (status, text, printed.getvalue(), shown, leaked)
 
 
 def inputs(seed: int, variant: int = 0) -> tuple:
@@ -243,6 +256,51 @@ def save_finding(directory: Path, seed: int, source: str, args: tuple) -> List[s
     return written
 
 
+def seeds(first: int, count: int, only: Optional[str] = None) -> List[int]:
+    """``count`` seeds from ``first`` on (of family ``only`` if given)."""
+    found: List[int] = []
+    seed = first
+    while len(found) < count:
+        if only is None or family(seed) == only:
+            found.append(seed)
+        seed += 1
+    return found
+
+
+def check_seed(seed: int, modes: List[str], watcher: "FailedTranslations",
+               stats: "Optional[collections.Counter[str]]" = None,
+               reasons: "Optional[collections.Counter[str]]" = None) -> Tuple[List[Dict[str, Any]], int, List[str]]:
+    """Runs program ``seed`` plainly (twice: the oracle must be deterministic) and in every
+    mode; returns the mismatches, the number of outcomes compared and the translator's
+    failed translations."""
+    source = generate(seed)
+    fn = build(source, f"<fuzz program {seed}>")
+    call_args, other_args = inputs(seed), inputs(seed, 1)
+    expected = outcome(fn, *call_args)
+    expected_other = outcome(build(source, f"<fuzz program {seed}>"), *other_args)
+    findings: List[Dict[str, Any]] = []
+    again = outcome(build(source, f"<fuzz program {seed}>"), *call_args)
+    if again != expected:
+        findings.append({"seed": seed, "mode": "plain, run again", "expected": expected, "got": again,
+                         "source": source})
+    watcher.messages.clear()
+    try:
+        got = run_modes(fn, call_args, other_args, modes)
+        if stats is not None and reasons is not None:
+            explain_stats(build(source, f"<fuzz program {seed}>"), call_args, family(seed), stats, reasons)
+    except Exception:  # noqa: BLE001 - a harness crash is a finding too
+        got = {"harness": [("crashed", traceback.format_exc(limit=3))]}
+    messages = list(dict.fromkeys(watcher.summary(m) for m in watcher.messages))
+    compared = 1
+    for mode, results in got.items():
+        for result in results:
+            compared += 1
+            want = ("other-args", "") + expected_other if result[0] == "other-args" else expected
+            if result != want:
+                findings.append({"seed": seed, "mode": mode, "expected": want, "got": result, "source": source})
+    return findings, compared, messages
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=0, help="first program seed (default 0)")
@@ -250,6 +308,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of %s" % ",".join(MODES))
     parser.add_argument("--save", type=Path, help="directory for findings (.py and .fhrec)")
     parser.add_argument("--json", type=Path, help="write a summary as JSON")
+    parser.add_argument("--only", choices=sorted(GENERATORS),
+                        help="run only programs of this family (the next --count seeds of it from --seed)")
     parser.add_argument("--stats", action="store_true",
                         help="count closures and graph breaks in frames with cells (runs explain() too)")
     args = parser.parse_args(argv)
@@ -267,27 +327,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     compared = 0
     watcher = FailedTranslations()
     logging.getLogger("framehook").addHandler(watcher)
-    for seed in range(args.seed, args.seed + args.count):
-        source = generate(seed)
-        fn = build(source, f"<fuzz program {seed}>")
-        call_args, other_args = inputs(seed), inputs(seed, 1)
-        expected = outcome(fn, *call_args)
-        expected_other = outcome(build(source, f"<fuzz program {seed}>"), *other_args)
-        watcher.messages.clear()
-        try:
-            got = run_modes(fn, call_args, other_args, modes)
-            if args.stats:
-                explain_stats(build(source, f"<fuzz program {seed}>"), call_args, family(seed), stats, reasons)
-        except Exception:  # noqa: BLE001 - a harness crash is a finding too
-            got = {"harness": [("crashed", traceback.format_exc(limit=3))]}
-        if watcher.messages:
-            failed[seed] = list(dict.fromkeys(watcher.summary(m) for m in watcher.messages))
-        for mode, results in got.items():
-            for result in results:
-                compared += 1
-                want = ("other-args", "") + expected_other if result[0] == "other-args" else expected
-                if result != want:
-                    findings.append({"seed": seed, "mode": mode, "expected": want, "got": result, "source": source})
+    for seed in seeds(args.seed, args.count, args.only):
+        found, n, messages = check_seed(seed, modes, watcher, stats if args.stats else None, reasons)
+        compared += n
+        findings += found
+        if messages:
+            failed[seed] = messages
     for finding in findings:
         print(f"MISMATCH seed={finding['seed']} mode={finding['mode']}\n  plain: {finding['expected']}\n"
               f"  {finding['mode']}: {finding['got']}\n" + "".join(f"    | {l}\n" for l in finding["source"].splitlines()))
@@ -302,7 +347,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"stats: {key}: {value}")
         for reason, n in reasons.most_common(8):
             print(f"stats: not resumed in a frame with cells x{n}: {reason}")
-    print(f"fuzz: {args.count} programs (seeds {args.seed}-{args.seed + args.count - 1}) x modes {','.join(modes)} "
+    run = seeds(args.seed, args.count, args.only)
+    print(f"fuzz: {args.count} {args.only + ' ' if args.only else ''}programs (seeds {run[0]}-{run[-1]}) x modes {','.join(modes)} "
           f"on CPython {sys.version.split()[0]}: {compared - len(findings)} outcomes matched, {len(findings)} mismatched; "
           f"{len(failed)} programs with failed translations")
     if args.json:
