@@ -413,3 +413,25 @@ def test_values_folded_at_trace_time_keep_the_block_settings():
     check(folded_ok, [(X,)], 1, [])               # ignored: folded, captured
     with np.errstate(over="ignore"):
         check(folded_overflow, [(X,)], 0, ["FH007"])
+
+
+def folded_sqrt_outside(x):
+    return x + np.sqrt(np.float64(-4.0))
+
+
+def folded_product_outside(x):
+    return x * 2 + np.float32(-5.0) * np.float32(1e38)
+
+
+# graphs when the operation warns (before and after it) and when it raises (before it only)
+@pytest.mark.parametrize("fn, graphs", [(folded_sqrt_outside, (1, 0)), (folded_product_outside, (2, 1))])
+def test_values_folded_outside_a_block_keep_the_callers_settings(fn, graphs):
+    # fuzz (errstate programs): a numpy function or operator on constants was folded at trace
+    # time outside any block, so the graph neither warned nor raised as the caller's settings
+    # ask (the trace's own warning escaped from the translator's file on the first call)
+    # an error the settings report: the operation runs in Python, between graphs
+    for settings, n in [({}, graphs[0]), ({"all": "raise"}, graphs[1]), ({"over": "warn", "invalid": "warn"}, graphs[0])]:
+        with np.errstate(**settings):
+            check(fn, [(X,), (X[:2],)], n, ["FH009"])
+    with np.errstate(all="ignore"):
+        check(fn, [(X,), (X[:2],)], 1, [])                # ignored: folded, one graph

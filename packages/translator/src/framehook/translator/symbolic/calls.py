@@ -392,9 +392,8 @@ def _fold_numpy(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V],
     values = [fr.const_of(a) for a in args]
     kw = {k: fr.const_of(a) for k, a in kwargs.items()}
     try:
-        if fr.tracer.errstate_blocks:
-            with errstate.strict(fr):   # an error the settings would report is not folded away
-                fn(*values, **kw)
+        with errstate.strict(fr):   # an error the settings would report is not folded away
+            fn(*values, **kw)
         result = nps.run_on_proxies(fn, values, kw)
     except Exception as e:
         raise fr.brk("FH009", f"{name} raised {type(e).__name__}: {e}") from None

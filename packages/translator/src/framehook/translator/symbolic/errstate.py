@@ -155,14 +155,13 @@ def convert(fr: "FrameTracer", e: GraphBreak) -> GraphBreak:
 
 @contextlib.contextmanager
 def strict(fr: "FrameTracer") -> Iterator[None]:
-    """Around a value the trace computes now (constant folding) inside an errstate block: a
-    floating-point error that would warn, raise or print when the graph runs raises
-    FloatingPointError here instead, which the caller turns into a break (the with statement
-    then runs in Python) rather than folding the error away."""
+    """Around a value the trace computes now (constant folding): a floating-point error that
+    would warn, raise or print when the code runs raises FloatingPointError here instead,
+    which the caller turns into a break (inside an errstate block the with statement then
+    runs in Python; outside, the operation runs in Python, where it warns at the user's
+    line) rather than folding the error away. Outside a block the settings are the caller's
+    now, which the cache entry's guard on numpy's error state keeps for every call."""
     blocks = fr.tracer.errstate_blocks
-    if not blocks:
-        yield
-        return
-    state = blocks[-1].state
+    state = blocks[-1].state if blocks else np.geterr()
     with np.errstate(**{k: "ignore" if state.get(k) == "ignore" else "raise" for k in _KINDS}):
         yield
