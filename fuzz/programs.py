@@ -685,6 +685,10 @@ class ErrstateGenerator(ProgramGenerator):
         "{u}.astype(np.float32) * np.float32(3e38)", "np.log({u} - {i})", "{u} ** 400.0",
         "np.arccos({u})", "np.divide({i}, {u})", "arr // {u}.astype(arr.dtype)",
         "np.remainder(arr, arr)", "np.float64({i}) / {u}.sum()",
+        # numpy scalars of the int arguments (constants to the translator: folding them must
+        # still warn or raise as the settings ask)
+        "np.float64({i}) / 0.0", "np.log(np.float64({i}))", "np.exp(np.float64({i}) * 300.0)",
+        "np.sqrt(np.float64({i}) - 4.0)", "np.float32({i}) * np.float32(1e38)",
     )
     SAFE = (
         "{u} * 0.5 + {v}", "np.where(np.isfinite({u}), {u}, -1.0)", "np.maximum({u}, {v})",

@@ -6,7 +6,8 @@
 Every program (fuzz/programs.py, determined by its seed) runs plainly, then through the
 runtime's shadow frames (a pass-through callback, twice: misses then cache hits), under the
 profiler, and through the translator (`optimize(backend="eager")`, twice, then with other
-argument types to force a recompilation). Each outcome — return value or exception type and
+argument types to force a recompilation; errstate programs also twice under other numpy
+error settings of the caller's, then once more without). Each outcome — return value or exception type and
 message, what the program printed, the warnings it issued (category, message, file, line)
 and any change to ``np.geterr()`` — must equal the plain one; the plain run is repeated, and
 must agree with itself. Functions in the returned
@@ -127,7 +128,18 @@ class PassThrough:
         return self.rt.GuardedCode(frame.f_code.replace(), lambda f_locals: True)
 
 
-def run_modes(fn: Callable[..., Any], args: tuple, other_args: tuple, modes: List[str]) -> Dict[str, List[Tuple[str, ...]]]:
+def outer_errstate(seed: int) -> Optional[Dict[str, str]]:
+    """The numpy error settings the caller of an errstate program has (its blocks set theirs
+    on top of them): a translated frame must not reuse a graph made under other settings."""
+    if family(seed) != "errstate":
+        return None
+    rng = random.Random(seed * 11 + 5)
+    kinds = rng.sample(["divide", "over", "under", "invalid", "all"], rng.randint(1, 2))
+    return {k: rng.choice(["ignore", "warn", "raise"]) for k in kinds}
+
+
+def run_modes(fn: Callable[..., Any], args: tuple, other_args: tuple, modes: List[str],
+              outer: Optional[Dict[str, str]] = None) -> Dict[str, List[Tuple[str, ...]]]:
     got: Dict[str, List[Tuple[str, ...]]] = {}
     if "shadow" in modes:
         import framehook.runtime as rt
@@ -150,6 +162,11 @@ def run_modes(fn: Callable[..., Any], args: tuple, other_args: tuple, modes: Lis
         got["translator"] = [outcome(optimized, *args, call=translated_call),
                              outcome(optimized, *args, call=translated_call),
                              ("other-args", "") + outcome(optimized, *other_args, call=translated_call)]  # type: ignore[list-item]
+        if outer is not None:
+            with np.errstate(**outer):   # a first call and a cache hit under the caller's settings
+                got["translator"] += [("outer", "") + outcome(optimized, *args, call=translated_call)
+                                      for _ in range(2)]
+            got["translator"].append(outcome(optimized, *args, call=translated_call))
         ft.reset()
     return got
 
@@ -278,6 +295,11 @@ def check_seed(seed: int, modes: List[str], watcher: "FailedTranslations",
     call_args, other_args = inputs(seed), inputs(seed, 1)
     expected = outcome(fn, *call_args)
     expected_other = outcome(build(source, f"<fuzz program {seed}>"), *other_args)
+    outer = outer_errstate(seed)
+    expected_outer: Tuple[str, ...] = ()
+    if outer is not None:
+        with np.errstate(**outer):
+            expected_outer = ("outer", "") + outcome(build(source, f"<fuzz program {seed}>"), *call_args)
     findings: List[Dict[str, Any]] = []
     again = outcome(build(source, f"<fuzz program {seed}>"), *call_args)
     if again != expected:
@@ -285,7 +307,7 @@ def check_seed(seed: int, modes: List[str], watcher: "FailedTranslations",
                          "source": source})
     watcher.messages.clear()
     try:
-        got = run_modes(fn, call_args, other_args, modes)
+        got = run_modes(fn, call_args, other_args, modes, outer)
         if stats is not None and reasons is not None:
             explain_stats(build(source, f"<fuzz program {seed}>"), call_args, family(seed), stats, reasons)
     except Exception:  # noqa: BLE001 - a harness crash is a finding too
@@ -295,7 +317,7 @@ def check_seed(seed: int, modes: List[str], watcher: "FailedTranslations",
     for mode, results in got.items():
         for result in results:
             compared += 1
-            want = ("other-args", "") + expected_other if result[0] == "other-args" else expected
+            want = {"other-args": ("other-args", "") + expected_other, "outer": expected_outer}.get(result[0], expected)
             if result != want:
                 findings.append({"seed": seed, "mode": mode, "expected": want, "got": result, "source": source})
     return findings, compared, messages
