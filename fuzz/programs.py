@@ -689,6 +689,7 @@ class ErrstateGenerator(ProgramGenerator):
         # still warn or raise as the settings ask)
         "np.float64({i}) / 0.0", "np.log(np.float64({i}))", "np.exp(np.float64({i}) * 300.0)",
         "np.sqrt(np.float64({i}) - 4.0)", "np.float32({i}) * np.float32(1e38)",
+        "np.exp(np.float64({i}) * -800.0)",
     )
     SAFE = (
         "{u} * 0.5 + {v}", "np.where(np.isfinite({u}), {u}, -1.0)", "np.maximum({u}, {v})",

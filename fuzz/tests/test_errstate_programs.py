@@ -149,3 +149,33 @@ def test_a_nondeterministic_plain_run_is_reported(watcher, monkeypatch):
     assert "plain, run again" in {f["mode"] for f in findings}
     monkeypatch.setattr(run, "generate", lambda seed: "def f(a, b, arr):\n    return np.log(arr - 1.0)\n")
     assert run.check_seed(4, list(run.MODES), watcher)[0] == []
+
+
+def test_errstate_programs_also_run_under_the_callers_settings(watcher, monkeypatch):
+    assert run.outer_errstate(5) is None and all(run.outer_errstate(s) for s in ERRSTATE_SEEDS)
+    assert len({tuple(sorted(run.outer_errstate(s).items())) for s in ERRSTATE_SEEDS}) > 10
+    got = run.run_modes(run.build(programs.generate(4), "p"), run.inputs(4), run.inputs(4, 1),
+                        ["translator"], {"divide": "raise"})
+    assert [r[0] for r in got["translator"]][3:] == ["outer", "outer", got["translator"][0][0]]
+    # an underflow the default settings ignore is folded at trace time; under the caller's
+    # 'warn' it must warn, so the graph made under the defaults must not be reused
+    monkeypatch.setattr(run, "generate", lambda seed: "def f(a, b, arr):\n"
+                                                      "    return arr + np.exp(np.float64(5) * -800.0)\n")
+    monkeypatch.setattr(run, "outer_errstate", lambda seed: {"under": "warn"})
+    assert run.check_seed(4, ["translator"], watcher)[0] == []
+    from framehook.translator import guard_builder
+
+    real = guard_builder.make_global_state_check
+
+    def unguarded():
+        check = real()
+
+        def always() -> bool:
+            return True
+
+        always.snapshot, always.fast_path = check.snapshot, None
+        return always
+
+    monkeypatch.setattr(guard_builder, "make_global_state_check", unguarded)
+    found = run.check_seed(4, ["translator"], watcher)[0]
+    assert found and {f["got"][0] for f in found} == {"outer"}
