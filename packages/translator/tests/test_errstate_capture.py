@@ -139,6 +139,36 @@ def test_unused_operation_under_raise_still_raises():
     check(unused, [(np.array([-1.0, 4.0]),), (np.array([1.0, 4.0]),)], 1, [])
 
 
+def unused_helper(u, v):
+    with np.errstate(over="warn", under="ignore"):
+        u = u.astype(np.float32) * np.float32(3e38)   # overwritten: its value goes unused
+        u = v * 2.0
+        return u
+
+
+def unused_in_caller(x):
+    with np.errstate(divide="ignore"):
+        np.log(x)          # unused: invalid and over are still the caller's
+        y = x * 3.0
+    return y + unused_helper(x, x)
+
+
+def test_unused_operation_that_warns_still_warns():
+    # fuzz (errstate programs): dead-code elimination dropped an unused operation under 'warn'
+    # in a block (an inlined function's block here), and its warning with it
+    x = np.array([-1.0, 2.0, 0.0])
+    check(unused_in_caller, [(x,), (np.array([1.0, 2.0]),)], 1, [])
+    def unused_ops(out):
+        return sorted(str(n).split("(")[0].split(" = ")[-1] for n in out.graphs[0].operations() if not n.users)
+
+    # the log and the helper's float32 product are kept
+    assert [k[:3] for k in unused_ops(check(unused_in_caller, [(x,)], 1, []))] == ["log", "mul"]
+    with np.errstate(all="ignore"):
+        # the log's block and the caller ignore everything: dropped, as before; the helper's
+        # block warns on overflow whatever the caller's settings
+        assert [k[:3] for k in unused_ops(check(unused_in_caller, [(x,)], 1, []))] == ["mul"]
+
+
 def overflow_warns(x):
     with np.errstate(over="warn", under="ignore"):
         return np.exp(x) * 2
