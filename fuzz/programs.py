@@ -701,6 +701,7 @@ class ErrstateGenerator(ProgramGenerator):
         self.arrays = ["x", "y", "arr"]   # names that hold arrays
         self.in_loop = 0                  # loops around the statement being generated
         self.in_block = 0                 # errstate blocks around it
+        self.helper = False               # a module-level function with a block f calls
 
     def settings(self) -> str:
         keys = self.rng.sample(self.KINDS, self.rng.randint(1, 3))
@@ -708,6 +709,8 @@ class ErrstateGenerator(ProgramGenerator):
 
     def arr_expr(self, hazard: float = 0.7) -> str:
         pool = self.HAZARDS if self.rng.random() < hazard else self.SAFE
+        if "arr" not in self.arrays:   # in the helper
+            pool = tuple(e for e in pool if "arr" not in e)
         return self.rng.choice(pool).format(u=self.rng.choice(self.arrays), v=self.rng.choice(self.arrays),
                                             i=self.int_expr(2))
 
@@ -783,19 +786,44 @@ class ErrstateGenerator(ProgramGenerator):
             self.arrays = saved
             return [f"{indent}try:", *body, f"{indent}except FloatingPointError as exc:",
                     f"{indent}    acc.append(('FPE', str(exc)))"]
+        if r < 0.95 and self.helper and self.rng.random() < 0.6:
+            u, v = self.rng.choice(self.arrays), self.rng.choice(self.arrays)
+            return [f"{indent}arrs.append(helper({u}, {v}))"]
         if r < 0.95:
             return [f"{indent}acc.append(sorted(np.geterr().items()))"]
         return [f"{indent}acc.append({self.int_expr()})"]
 
+    def helper_def(self) -> List[str]:
+        """A function f calls (inlined by the translator): its block, and where its warnings
+        point, are in another frame; it may return from inside the block."""
+        saved = self.arrays, self.ints
+        self.arrays, self.ints = ["u", "v"], []
+        lines = ["def helper(u, v):", f"    with np.errstate({self.settings()}):"]
+        for _ in range(self.rng.randint(1, 2)):
+            lines.append(f"        u = {self.arr_expr(0.8)}")
+        if self.rng.random() < 0.5:
+            lines.append(f"        return u * {self.rng.randint(-3, 9)}")
+        lines.append(f"    return u + {self.arr_expr(0.5)}")
+        self.arrays, self.ints = saved
+        return lines + ["", ""]
+
     def program(self) -> str:
+        helper: List[str] = []
+        if self.rng.random() < 0.3:
+            helper, self.helper = self.helper_def(), True
         body = self.block(0, "    ")
         if not any("np.errstate" in line for line in body):
             body += self.errstate_block(0, "    ")
+        if self.helper and not any("helper(" in line for line in body):
+            call = f"arrs.append(helper({self.rng.choice(self.arrays)}, {self.rng.choice(self.arrays)}))"
+            body += ([f"    with np.errstate({self.settings()}):", f"        {call}"]
+                     if self.rng.random() < 0.5 else [f"    {call}"])
         if self.rng.random() < 0.2:
             # what ran before a FloatingPointError stays visible in the result
             body = ["    try:", *("    " + line for line in body), "    except FloatingPointError as exc:",
                     "        acc.append(('FPE', str(exc)))"]
         return "\n".join([
+            *helper,
             "def f(a, b, arr):",
             "    acc = []",
             "    arrs = []",
