@@ -120,10 +120,11 @@ def print_test_table(versions: list[str]) -> tuple[int, int, int]:
     width = 16
     print("\nTests: passed/failed/skipped per package and CPython")
     print("package".ljust(12) + "".join(v.ljust(width) for v in versions))
-    for pkg in PACKAGES:
+    # the fuzzer's own tests (fuzz/tests: its generators and comparisons) get a row too
+    for pkg, junit in [(p, f"{p}.xml") for p in PACKAGES] + [("fuzz", "fuzz-tests.xml")]:
         row = pkg.ljust(12)
         for version in versions:
-            counts = junit_counts(RESULTS / env_name(version) / f"{pkg}.xml")
+            counts = junit_counts(RESULTS / env_name(version) / junit)
             if counts is None:
                 cell = "-"
             else:
