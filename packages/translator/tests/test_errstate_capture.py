@@ -465,3 +465,19 @@ def test_values_folded_outside_a_block_keep_the_callers_settings(fn, graphs):
             check(fn, [(X,), (X[:2],)], n, ["FH009"])
     with np.errstate(all="ignore"):
         check(fn, [(X,), (X[:2],)], 1, [])                # ignored: folded, one graph
+
+
+def folded_nanmean_of_nans(x):
+    return x + np.nanmean([float("nan")])     # warns "Mean of empty slice", no FP error
+
+
+def folded_mean_of_empty(x):
+    return x + np.mean([])                    # warns, then 0/0 (invalid)
+
+
+@pytest.mark.parametrize("fn", [folded_nanmean_of_nans, folded_mean_of_empty])
+def test_values_folded_at_trace_time_that_warn_run_in_python(fn):
+    # a numpy function on constants that issues a warning of its own (not an FP error) was
+    # called at trace time with the user's filters: the warning came from the translator's
+    # line on the first call (twice when the call then broke) and never on a cache hit
+    check(fn, [(X,), (X[:2],)], 1, ["FH009"])

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List
 
 import numpy as np
 
+from . import numpy_support as nps
 from .breaks import GraphBreak
 from .values import Const, V
 
@@ -160,8 +161,11 @@ def strict(fr: "FrameTracer") -> Iterator[None]:
     which the caller turns into a break (inside an errstate block the with statement then
     runs in Python; outside, the operation runs in Python, where it warns at the user's
     line) rather than folding the error away. Outside a block the settings are the caller's
-    now, which the cache entry's guard on numpy's error state keeps for every call."""
+    now, which the cache entry's guard on numpy's error state keeps for every call. Any other
+    warning raises too (``nps.warnings_raised``): issued now it would come from the
+    translator's line on the first call only."""
     blocks = fr.tracer.errstate_blocks
     state = blocks[-1].state if blocks else np.geterr()
-    with np.errstate(**{k: "ignore" if state.get(k) == "ignore" else "raise" for k in _KINDS}):
+    with np.errstate(**{k: "ignore" if state.get(k) == "ignore" else "raise" for k in _KINDS}), \
+            nps.warnings_raised():
         yield

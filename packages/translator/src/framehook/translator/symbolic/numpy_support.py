@@ -141,9 +141,23 @@ def view_proxy(proxy: Any) -> Any:
 
 
 _IGNORE_ALL = ("ignore", None, Warning, None, 0)
+_RAISE_ALL = ("error", None, Warning, None, 0)
 
 
 @contextlib.contextmanager
+def _in_front(entry: Tuple[Any, ...]) -> Any:
+    """``entry`` as the first warning filter inside, then taken out of the same list."""
+    filters = warnings.filters   # the list in force now (catch_warnings blocks rebind it)
+    filters.insert(0, entry)
+    try:
+        yield
+    finally:
+        for i, found in enumerate(filters):
+            if found is entry:
+                del filters[i]
+                break
+
+
 def warnings_ignored() -> Any:
     """Ignore every warning inside, leaving the warning machinery as it was.
 
@@ -152,15 +166,14 @@ def warnings_ignored() -> Any:
     (a "default" or "once" warning of the user's would be shown again after each
     translation). An ignore filter put in front of the current list and taken out again
     changes nothing an ignored warning could have recorded."""
-    filters = warnings.filters   # the list in force now (catch_warnings blocks rebind it)
-    filters.insert(0, _IGNORE_ALL)
-    try:
-        yield
-    finally:
-        for i, entry in enumerate(filters):
-            if entry is _IGNORE_ALL:
-                del filters[i]
-                break
+    return _in_front(_IGNORE_ALL)
+
+
+def warnings_raised() -> Any:
+    """Every warning inside raises (as ``warnings_ignored``, without touching the machinery's
+    state: an "error" action records nothing). For values computed at trace time: a warning
+    would be shown once, at the translator's line, and never on a cache hit."""
+    return _in_front(_RAISE_ALL)
 
 
 def run_on_proxies(fn: Callable[..., Any], args: Any, kwargs: Any, linalg: bool = False) -> Any:
