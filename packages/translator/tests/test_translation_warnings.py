@@ -1,13 +1,15 @@
 """Translating a frame leaves the user's warning state alone: what a module has already
 shown stays shown ("default" and "once" actions), the filters are the user's, and the
 translator's own numpy calls on proxy values warn nobody."""
+import threading
 import warnings
 
 import numpy as np
+import pytest
 
 import framehook.translator as ft
 from framehook.translator.symbolic import numpy_support
-from framehook.translator.symbolic.numpy_support import warnings_ignored
+from framehook.translator.symbolic.numpy_support import warnings_ignored, warnings_raised
 
 
 def _user_warning():
@@ -77,4 +79,33 @@ def test_warnings_ignored_restores_the_filters_in_force():
             raise KeyError("inside")
     except KeyError:
         pass
-    assert not any(entry is numpy_support._IGNORE_ALL for entry in warnings.filters)
+    assert not any(isinstance(entry[1], numpy_support._ThisThread) for entry in warnings.filters)
+
+
+@pytest.mark.parametrize("quiet", [warnings_ignored, warnings_raised])
+def test_the_translators_filters_leave_other_threads_alone(quiet):
+    # the filter list is shared by every thread: a translation on one thread silenced the
+    # warnings of code another thread ran meanwhile (warnings_raised made them exceptions)
+    seen, errors = [], []
+
+    def other():
+        try:
+            warnings.warn("from another thread", UserWarning)
+        except Exception as e:   # noqa: BLE001 - what the test checks
+            errors.append(e)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with quiet():
+            t = threading.Thread(target=other)
+            t.start()
+            t.join()
+            try:
+                warnings.warn("from this thread", UserWarning)
+            except UserWarning:
+                seen.append("raised")
+        seen += [str(w.message) for w in caught]
+    assert errors == []
+    expected = ["from another thread"] + (["raised"] if quiet is warnings_raised else [])
+    assert sorted(seen) == sorted(expected)
+    assert not any(isinstance(entry[1], numpy_support._ThisThread) for entry in warnings.filters)

@@ -3,6 +3,7 @@ their results' metadata is found (by running them on one-element proxies)."""
 from __future__ import annotations
 
 import contextlib
+import threading
 import warnings
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
@@ -140,13 +141,28 @@ def view_proxy(proxy: Any) -> Any:
                                            strides=(0,) * (proxy.ndim - 1) + (proxy.dtype.itemsize,))
 
 
-_IGNORE_ALL = ("ignore", None, Warning, None, 0)
-_RAISE_ALL = ("error", None, Warning, None, 0)
+class _ThisThread:
+    """A warning filter's message pattern that matches only on the thread that made it: the
+    filter list is shared by every thread, and a translation must not silence (or turn into
+    errors) the warnings of code another thread runs meanwhile."""
+
+    __slots__ = ("ident",)
+
+    def __init__(self) -> None:
+        self.ident = threading.get_ident()
+
+    def match(self, text: str) -> bool:
+        return threading.get_ident() == self.ident
+
+    def __repr__(self) -> str:
+        return f"<framehook translation on thread {self.ident}>"
 
 
 @contextlib.contextmanager
-def _in_front(entry: Tuple[Any, ...]) -> Any:
-    """``entry`` as the first warning filter inside, then taken out of the same list."""
+def _in_front(action: str) -> Any:
+    """A filter with ``action`` for every warning of this thread as the first warning filter
+    inside, then taken out of the same list."""
+    entry = (action, _ThisThread(), Warning, None, 0)
     filters = warnings.filters   # the list in force now (catch_warnings blocks rebind it)
     filters.insert(0, entry)
     try:
@@ -166,14 +182,14 @@ def warnings_ignored() -> Any:
     (a "default" or "once" warning of the user's would be shown again after each
     translation). An ignore filter put in front of the current list and taken out again
     changes nothing an ignored warning could have recorded."""
-    return _in_front(_IGNORE_ALL)
+    return _in_front("ignore")
 
 
 def warnings_raised() -> Any:
     """Every warning inside raises (as ``warnings_ignored``, without touching the machinery's
     state: an "error" action records nothing). For values computed at trace time: a warning
     would be shown once, at the translator's line, and never on a cache hit."""
-    return _in_front(_RAISE_ALL)
+    return _in_front("error")
 
 
 def run_on_proxies(fn: Callable[..., Any], args: Any, kwargs: Any, linalg: bool = False) -> Any:
