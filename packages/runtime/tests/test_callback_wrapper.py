@@ -6,6 +6,7 @@ import functools
 import gc
 import inspect
 import pickle
+import subprocess
 import sys
 import traceback
 import types
@@ -255,3 +256,26 @@ def test_bad_arguments_name_the_argument():
         class Sub(rt.CallbackWrapper):  # final, as function is
             pass
     assert rt.get_eval_frame() is None
+
+
+def test_a_very_deep_chain_of_wrappers_raises_and_frees_without_crashing():
+    # in a child process: before the recursion check and the deferred deallocation, a chain
+    # this deep overflowed the C stack (a segfault) when called and when freed
+    script = (
+        "import framehook.runtime as rt\n"
+        "w = abs\n"
+        "for _ in range(200_000):\n"
+        "    w = rt.CallbackWrapper(None, w)\n"
+        "try:\n"
+        "    w(-1)\n"
+        "except RecursionError as e:\n"
+        "    print('RecursionError', 'CallbackWrapper' in str(e))\n"
+        "del w\n"
+        "short = abs\n"
+        "for _ in range(50):\n"
+        "    short = rt.CallbackWrapper(None, short)\n"
+        "print('freed', short(-3))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    assert out.stdout.split() == ["RecursionError", "True", "freed", "3"], out.stdout

@@ -57,8 +57,15 @@ static PyObject *wrapper_vectorcall(PyObject *self, PyObject *const *args, size_
         PyErr_SetString(PyExc_RuntimeError, "CallbackWrapper called after it was cleared");
         return NULL;
     }
+    /* wrappers of wrappers recurse in C with no Python frame to count: a RecursionError,
+     * not a stack overflow, when a chain is absurdly deep */
+    if (Py_EnterRecursiveCall(" while calling a CallbackWrapper")) {
+        return NULL;
+    }
     /* our caller's PY_VECTORCALL_ARGUMENTS_OFFSET permission passes on unchanged: same array */
-    return fh_call_with(w->callback, w->fn, args, nargsf, kwnames);
+    PyObject *result = fh_call_with(w->callback, w->fn, args, nargsf, kwnames);
+    Py_LeaveRecursiveCall();
+    return result;
 }
 
 static PyObject *wrapper_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
@@ -101,11 +108,15 @@ static int wrapper_clear(fh_CallbackWrapper *self) {
 
 static void wrapper_dealloc(fh_CallbackWrapper *self) {
     PyObject_GC_UnTrack(self);
+    /* freeing a long chain of wrappers of wrappers is deferred in steps, as CPython does
+     * for its containers, instead of recursing once per link */
+    Py_TRASHCAN_BEGIN(self, wrapper_dealloc)
     if (self->weakreflist != NULL) {
         PyObject_ClearWeakRefs((PyObject *)self);
     }
     wrapper_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
+    Py_TRASHCAN_END
 }
 
 /* Binds like a Python function, so a decorated method receives its instance. */
