@@ -232,7 +232,9 @@ def explain_stats(fn: Callable[..., Any], args: tuple, kind: str, stats: "collec
     stats[f"{kind} programs with closures"] += closures
     frames: List[Any] = []
     todo: List[Tuple[Callable[..., Any], tuple]] = [(fn, args)]
-    with contextlib.redirect_stdout(io.StringIO()):
+    # the runs being compared already recorded the warnings; shown here they flood stderr
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
         while todo:
             target, target_args = todo.pop()
             try:

@@ -179,3 +179,19 @@ def test_errstate_programs_also_run_under_the_callers_settings(watcher, monkeypa
     monkeypatch.setattr(guard_builder, "make_global_state_check", unguarded)
     found = run.check_seed(4, ["translator"], watcher)[0]
     assert found and {f["got"][0] for f in found} == {"outer"}
+
+
+def test_stats_run_under_explain_shows_no_warnings(watcher):
+    import collections
+    import warnings
+
+    warning = [s for s in ERRSTATE_SEEDS if run.outcome(run.build(programs.generate(s), "<p>"), *run.inputs(s))[3]]
+    assert warning   # programs that do warn when run
+    stats: "collections.Counter[str]" = collections.Counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for seed in warning[:5]:
+            run.explain_stats(run.build(programs.generate(seed), f"<fuzz program {seed}>"), run.inputs(seed),
+                              "errstate", stats, collections.Counter())
+    assert stats["errstate programs"] == len(warning[:5])
+    assert [str(w.message) for w in caught] == []   # already compared by the runs; not printed again
