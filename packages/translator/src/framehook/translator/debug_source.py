@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
 
 from .bytecode import decode, prefix_length
-from .bytecode._compat import TERMINAL, UNCONDITIONAL
+from .bytecode._compat import UNCONDITIONAL
+from .bytecode.analysis import successors
 from .bytecode.decompile import Decompiled, decompile
 from .bytecode.instructions import Instruction
 from .bytecode.source_match import (SourceRun, exit_chain, flow_signature, module_context, region_source,
@@ -85,23 +86,15 @@ def _first_line(insts: Sequence[Instruction], k: int) -> Optional[int]:
 def _reach(insts: Sequence[Instruction], start: int, stop: Optional[int]) -> Optional[Set[int]]:
     """Instructions reachable from ``start`` without passing ``stop``; None if any is
     before ``start`` or after ``stop``."""
+    insts = list(insts)
     index = {id(x): i for i, x in enumerate(insts)}
     seen = {start}
     todo = [start]
     while todo:
-        k = todo.pop()
-        inst = insts[k]
-        nxt = []
-        if inst.opcode not in TERMINAL and inst.opcode not in UNCONDITIONAL:
-            nxt.append(k + 1)
-        if inst.target is not None:
-            nxt.append(index[id(inst.target)])
-        if inst.exn_tab_entry is not None:
-            nxt.append(index[id(inst.exn_tab_entry.target)])
-        for j in nxt:
+        for j in successors(insts, index, todo.pop()):
             if j == stop:
                 continue
-            if j < start or (stop is not None and j > stop) or j >= len(insts):
+            if j < start or (stop is not None and j > stop):
                 return None
             if j not in seen:
                 seen.add(j)
@@ -110,19 +103,12 @@ def _reach(insts: Sequence[Instruction], start: int, stop: Optional[int]) -> Opt
 
 
 def _reachable(insts: Sequence[Instruction], start: int) -> Set[int]:
+    insts = list(insts)
     index = {id(x): i for i, x in enumerate(insts)}
     seen = {start}
     todo = [start]
     while todo:
-        k = todo.pop()
-        inst = insts[k]
-        nxt = []
-        if inst.opcode not in TERMINAL and inst.opcode not in UNCONDITIONAL and k + 1 < len(insts):
-            nxt.append(k + 1)
-        for other in (inst.target, inst.exn_tab_entry.target if inst.exn_tab_entry is not None else None):
-            if other is not None:
-                nxt.append(index[id(other)])
-        for j in nxt:
+        for j in successors(insts, index, todo.pop()):
             if j not in seen:
                 seen.add(j)
                 todo.append(j)
