@@ -86,30 +86,21 @@ def _first_line(insts: Sequence[Instruction], k: int) -> Optional[int]:
 def _reach(insts: Sequence[Instruction], start: int, stop: Optional[int]) -> Optional[Set[int]]:
     """Instructions reachable from ``start`` without passing ``stop``; None if any is
     before ``start`` or after ``stop``."""
-    insts = list(insts)
-    index = {id(x): i for i, x in enumerate(insts)}
-    seen = {start}
-    todo = [start]
-    while todo:
-        for j in successors(insts, index, todo.pop()):
-            if j == stop:
-                continue
-            if j < start or (stop is not None and j > stop):
-                return None
-            if j not in seen:
-                seen.add(j)
-                todo.append(j)
+    seen = _reachable(insts, start, stop)
+    if any(j < start or (stop is not None and j > stop) for j in seen):
+        return None
     return seen
 
 
-def _reachable(insts: Sequence[Instruction], start: int) -> Set[int]:
+def _reachable(insts: Sequence[Instruction], start: int, stop: Optional[int] = None) -> Set[int]:
+    """Instructions reachable from ``start``, not passing ``stop`` if given."""
     insts = list(insts)
     index = {id(x): i for i, x in enumerate(insts)}
     seen = {start}
     todo = [start]
     while todo:
         for j in successors(insts, index, todo.pop()):
-            if j not in seen:
+            if j != stop and j not in seen:
                 seen.add(j)
                 todo.append(j)
     return seen
