@@ -16,7 +16,10 @@ from framehook.translator.bytecode import (AssembleError, BytecodeDecodeError, C
                                            build_function, create_instruction, decode, encode_exception_table,
                                            moves_values_only, needs_cleaning, parse_exception_table, prefix_length, remove_dead_code,
                                            remove_pointless_jumps, stacksize, transform_code_object)
-from framehook.translator.bytecode._compat import JUMPS, PY310, PY311
+from framehook.translator.bytecode.opcodes import JUMPS
+
+PY310 = sys.version_info >= (3, 10)
+PY311 = sys.version_info >= (3, 11)
 from framehook.translator.bytecode.analysis import StackDepthError, reachable
 from framehook.translator.bytecode.exception_table import RawExnEntry
 from framehook.translator.bytecode.transform import code_options, localsplus_names, rebuild, resolve_args

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from framehook.translator import config
-from framehook.translator import logging as fh_logging
+from framehook.translator import logs as fh_logging
 from framehook.translator.config import Config, ConfigError
 
 
@@ -97,14 +97,14 @@ def test_set_logs_levels():
 
 
 def test_framehook_logs_env_var():
-    code = ("import logging; from framehook.translator import logging as l; "
+    code = ("import logging; from framehook.translator import logs as l; "
             "print(l.get_logger('guards').level, l.get_logger('bytecode').level); "
             "l.get_logger('guards').info('hello-guards')")
     env = dict(os.environ, FRAMEHOOK_LOGS="guards,+bytecode")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == [str(logging.INFO), str(logging.DEBUG)]
     assert "[framehook.translator.guards] INFO: hello-guards" in out.stderr
-    bad = subprocess.run([sys.executable, "-c", "import framehook.translator.logging"],
+    bad = subprocess.run([sys.executable, "-c", "import framehook.translator.logs"],
                          env=dict(os.environ, FRAMEHOOK_LOGS="nonsense"), capture_output=True, text=True)
     assert bad.returncode != 0 and "unknown component 'nonsense'" in bad.stderr
 

@@ -16,7 +16,7 @@ from framehook.translator import config
 from framehook.translator.bytecode import create_instruction, transform_code_object
 from framehook.translator.contexts import CompileContext, register_global_state, unregister_global_state
 from framehook.translator.convert_frame import (ConvertFrame, convert_frame, convert_frame_assert,
-                                                has_array_in_frame, has_started_execution, last_decisions)
+                                                has_array_in_frame, last_decisions)
 from framehook.translator.exc import (BackendCompilerFailed, CacheLimitExceeded, InternalTranslatorError, SkipFrame,
                                       SpeculationRestartAnalysis, Unsupported, UnspecializeRestartAnalysis)
 from framehook.translator.translator import InstructionTranslatorBase, MinimalTranslator, TranslationOutput
@@ -461,8 +461,6 @@ def test_has_array_in_frame_and_started():
     assert has_array_in_frame(View(g, {"np": np.linalg}, {"n": 1}))
     assert not has_array_in_frame(View(g, {"np": collections}, {"n": 1}))
     assert has_array_in_frame(View(g, {"np": np.sum}, {"n": 1}))
-    assert not has_started_execution(-1, code)
-    assert has_started_execution(10, code)
 
 
 def test_compile_lock_with_threads():

@@ -28,7 +28,7 @@ _LAZY = {
     "register_backend": "backends",
     "lookup_backend": "backends",
     "list_backends": "backends",
-    "set_logs": "logging",
+    "set_logs": "logs",
     "CompileId": "contexts",
     "TraceId": "contexts",
     "register_global_state": "contexts",

@@ -13,7 +13,6 @@ import io
 import itertools
 import logging
 import os
-import sys
 import threading
 import traceback
 import types
@@ -21,7 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Set
 
 import numpy as np
 
-from . import logging as fh_logging
+from . import logs as fh_logging
 from ._runtime import runtime
 from .backends import CompilerFn, backend_name
 from .bytecode import needs_cleaning, remove_dead_code, remove_pointless_jumps, transform_code_object
@@ -40,7 +39,7 @@ from .speculation import SpeculationLog
 from .translator import FrameInfo, TranslationOutput
 
 __all__ = ["ConvertFrame", "convert_frame", "convert_frame_assert", "compile_lock", "register_bytecode_hook",
-           "has_array_in_frame", "has_started_execution", "frame_skip_reason", "input_codes", "output_codes",
+           "has_array_in_frame", "frame_skip_reason", "input_codes", "output_codes",
            "last_decisions", "reset_state", "always_translate_code_objects", "BytecodeHook"]
 
 log = fh_logging.get_logger("translator")
@@ -150,24 +149,6 @@ def _innermost(fn: Any) -> Any:
 
 # ------------------------------------------------------------------ skip rules
 
-def _first_real_index(code: types.CodeType) -> int:
-    if sys.version_info < (3, 11):
-        return 0
-    for inst in dis.get_instructions(code):
-        if inst.opname == "RESUME":
-            return inst.offset // 2
-    return 0  # pragma: no cover - every 3.11+ code object has RESUME
-
-
-def has_started_execution(f_lasti: int, code: types.CodeType) -> bool:
-    """True for a frame resumed mid-way (f_lasti past its start): never translate those."""
-    if sys.version_info >= (3, 13):
-        return f_lasti > _first_real_index(code)
-    if sys.version_info >= (3, 11):
-        return f_lasti >= _first_real_index(code) if f_lasti >= 0 else False
-    return f_lasti >= 0
-
-
 def _is_numpy_object(obj: Any) -> bool:
     if isinstance(obj, types.ModuleType):
         return obj is np or obj.__name__.startswith("numpy.")
@@ -215,8 +196,6 @@ def frame_skip_reason(frame: Any) -> Optional[str]:
     code = frame.f_code
     if config.disable:
         return "the translator is disabled (config.disable / FRAMEHOOK_DISABLE=1)"
-    if has_started_execution(frame.f_lasti, code):
-        return "frame already started executing"
     reason = skip_reason(code.co_filename)
     if reason is not None:
         return reason

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
 
 from .bytecode import decode, prefix_length
-from .bytecode._compat import UNCONDITIONAL
+from .bytecode.opcodes import UNCONDITIONAL
 from .bytecode.analysis import successors
 from .bytecode.decompile import Decompiled, decompile
 from .bytecode.instructions import Instruction

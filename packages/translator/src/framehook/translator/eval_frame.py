@@ -17,7 +17,7 @@ import threading
 import types
 from typing import Any, Callable, List, Optional, Union
 
-from . import logging as fh_logging
+from . import logs as fh_logging
 from ._runtime import runtime
 from .backends import CompilerFn, lookup_backend
 from .config import config

@@ -39,33 +39,25 @@ from .sources import (AttrSource, ChainedSource, ClosureCellSource, GlobalSource
                       LengthSource, LocalSource, NdarrayPropertySource, Source, TypeSource, is_literal)
 
 __all__ = ["GuardBuilder", "CodePart", "build_check_fn", "CheckFn", "GuardBuildError", "type_name",
-           "make_global_state_check", "c_checker_available", "c_checker_kinds", "source_path"]
+           "make_global_state_check", "c_checker_kinds", "source_path"]
 
 guards_log = logging.getLogger("framehook.translator.guards")
 
 _CHECK_FN_FILENAME = "<framehook guards>"
 _counter = itertools.count()
 
-#: the runtime's C guard evaluator (None with a runtime that predates it)
-_GuardChecker = getattr(runtime, "GuardChecker", None)
+#: the runtime's C guard evaluator (API 2 guarantees it and its KINDS)
+_GuardChecker = runtime.GuardChecker
 #: build C checkers when every guard of a set is supported (set False to always generate Python)
 USE_C_CHECKER = True
 
-#: the kinds of the first GuardChecker: what a runtime without ``GuardChecker.KINDS`` knows
-_FIRST_C_KINDS = frozenset({
-    "TYPE_MATCH", "ID_MATCH", "EQUALS_MATCH", "CONSTANT_MATCH", "LENGTH_CHECK", "DICT_KEYS", "IS_NONE",
-    "NOT_NONE", "IS_TRUE", "IS_FALSE", "TRUTH", "SAME_AS", "NDARRAY_MATCH", "CONTEXTVAR_IS", "CALL"})
-#: the guard kinds the installed runtime's C checker knows (kinds added later, such as
-#: NOT_SAME_AS, are used only when listed here)
-_C_KINDS = frozenset(getattr(_GuardChecker, "KINDS", _FIRST_C_KINDS)) if _GuardChecker is not None else frozenset()
-
-
-def c_checker_available() -> bool:
-    return _GuardChecker is not None
+#: the guard kinds the installed runtime's C checker knows (a kind missing here is checked
+#: in generated Python)
+_C_KINDS = frozenset(_GuardChecker.KINDS)
 
 
 def c_checker_kinds() -> frozenset:
-    """The C checker's guard kinds with the installed runtime (empty without a C checker)."""
+    """The C checker's guard kinds with the installed runtime."""
     return _C_KINDS
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import types
 from typing import Dict, List, Set, Tuple
 
-from ._compat import JUMPS, TERMINAL, UNCONDITIONAL, stack_effect
+from .opcodes import JUMPS, TERMINAL, UNCONDITIONAL, stack_effect
 from .instructions import Instruction
 
 __all__ = ["stacksize", "stack_depths", "successors", "in_cycle", "loop_heads", "reachable", "remove_dead_code",

@@ -5,7 +5,8 @@ import opcode
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
-from ._compat import EXTENDED_ARG, JABS, JUMPS, PY311, PY312, PY313, cache_entries, flip_direction, has_arg, jump_arg
+from .behaviour import BEHAVIOUR
+from .opcodes import EXTENDED_ARG, JABS, JUMPS, cache_entries, flip_direction, has_arg, jump_arg
 from .analysis import stacksize
 from .exception_table import RawExnEntry, encode_exception_table
 from .instructions import Instruction, Positions
@@ -37,15 +38,15 @@ def _ext_needed(arg: int) -> int:
 
 
 def _check_for_iter_target(inst: Instruction, insts: List[Instruction]) -> None:
-    # 3.12+ FOR_ITER, when exhausted, lands on its target and skips it (END_FOR; on 3.13
-    # also the POP_TOP after it): the target must be exactly that
+    # an exhausted FOR_ITER lands on its target and skips it (END_FOR, and the POP_TOP
+    # after it where there is one): the target must be exactly that
     target = inst.target
     ok = target is not None and target.opname == "END_FOR"
-    if ok and PY313:
+    if ok and BEHAVIOUR.end_for_followed_by_pop_top:
         k = next(i for i, x in enumerate(insts) if x is target)
         ok = k + 1 < len(insts) and insts[k + 1].opname == "POP_TOP"
     if not ok:
-        raise AssembleError("FOR_ITER must jump to END_FOR" + (" followed by POP_TOP" if PY313 else "")
+        raise AssembleError("FOR_ITER must jump to END_FOR" + (" followed by POP_TOP" if BEHAVIOUR.end_for_followed_by_pop_top else "")
                             + f", not {getattr(target, 'opname', None)}")
 
 
@@ -77,7 +78,7 @@ def assemble(insts: List[Instruction], firstlineno: int) -> Assembled:
                 raise AssembleError(f"{inst.opname} has no target")
             if id(inst.target) not in present:
                 raise AssembleError(f"{inst.opname} jumps to an instruction that is not in the list")
-            if PY312 and inst.opname == "FOR_ITER":
+            if BEHAVIOUR.loops_end_with_end_for and inst.opname == "FOR_ITER":
                 _check_for_iter_target(inst, insts)
         elif has_arg(inst.opcode) and inst.arg is None:
             raise AssembleError(f"{inst.opname} has no argument (resolve argvals before assembling)")
@@ -138,6 +139,6 @@ def assemble(insts: List[Instruction], firstlineno: int) -> Assembled:
             else:
                 exn_rows.append(row)
 
-    exceptiontable = encode_exception_table(exn_rows) if PY311 else b""
+    exceptiontable = encode_exception_table(exn_rows) if BEHAVIOUR.exception_table else b""
     return Assembled(bytes(code), encode(units, firstlineno), exceptiontable, stacksize(insts))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List
 
-from ._compat import PY311, PY312, PY313
+from .behaviour import BEHAVIOUR
 from .instructions import Instruction, create_instruction
 
 __all__ = ["Codegen"]
@@ -32,12 +32,11 @@ class Codegen:
 
     def load_closure(self, name: str) -> None:
         """Push the cell object of the cell or free variable ``name`` (to build a closure)."""
-        # 3.13's LOAD_CLOSURE is a pseudo-instruction: the compiler writes LOAD_FAST on the cell's slot
-        self.emit("LOAD_FAST" if PY313 else "LOAD_CLOSURE", argval=name)
+        self.emit("LOAD_FAST" if BEHAVIOUR.closure_loads_are_fast_loads else "LOAD_CLOSURE", argval=name)
 
     def load_global(self, name: str, push_null: bool = False) -> None:
-        if push_null and not PY311:
-            raise ValueError("push_null needs Python 3.11+")
+        if push_null and not BEHAVIOUR.global_loads_push_null:
+            raise ValueError("push_null=True: LOAD_GLOBAL pushes a NULL slot only on CPython 3.11 and later")
         self.emit("LOAD_GLOBAL", argval=name, flags=1 if push_null else 0)
 
     def load_const(self, value: Any) -> None:
@@ -52,22 +51,23 @@ class Codegen:
     def call_builtin(self, fn: Callable[..., Any], emit_args: Callable[[], None], nargs: int = 1) -> None:
         """Call ``fn`` (held as a constant, so user globals cannot shadow it) on the values
         ``emit_args`` pushes."""
-        if PY313:
-            self.load_const(fn)
-            self.emit("PUSH_NULL")
-        elif PY311:
-            self.emit("PUSH_NULL")
-            self.load_const(fn)
-        else:
-            self.load_const(fn)
+        self.push_callable(lambda: self.load_const(fn))
         emit_args()
-        if PY312:
-            self.emit("CALL", arg=nargs)
-        elif PY311:
+        self.call(nargs)
+
+    def push_callable(self, emit_callable: Callable[[], None]) -> None:
+        """The callable of a call and, where calls have one, its NULL slot."""
+        if BEHAVIOUR.calls_push_null and not BEHAVIOUR.null_after_callable:
+            self.emit("PUSH_NULL")
+        emit_callable()
+        if BEHAVIOUR.calls_push_null and BEHAVIOUR.null_after_callable:
+            self.emit("PUSH_NULL")
+
+    def call(self, nargs: int) -> None:
+        """Call the callable under ``nargs`` positional arguments (``push_callable``)."""
+        if BEHAVIOUR.precall_before_call:
             self.emit("PRECALL", arg=nargs)
-            self.emit("CALL", arg=nargs)
-        else:
-            self.emit("CALL_FUNCTION", arg=nargs)
+        self.emit("CALL" if BEHAVIOUR.calls_push_null else "CALL_FUNCTION", arg=nargs)
 
     def return_value(self) -> None:
         self.emit("RETURN_VALUE")

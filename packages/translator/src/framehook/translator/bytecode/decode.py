@@ -6,7 +6,9 @@ import opcode
 import types
 from typing import Dict, List, Optional
 
-from ._compat import EXTENDED_ARG, JUMPS, PY311, cache_entries, has_arg, jump_target_offset
+from .opcodes import EXTENDED_ARG, JUMPS, cache_entries, has_arg, jump_target_offset
+from .arguments import DECODER
+from .behaviour import BEHAVIOUR
 from .exception_table import parse_exception_table
 from .instructions import ExnTabEntry, Instruction
 from .linetable import unit_positions
@@ -47,6 +49,7 @@ def decode(code: types.CodeType) -> List[Instruction]:
         inst = Instruction(op, opcode.opname[op], arg, d.argval if d is not None else None, offset=start,
                            positions=units[start // 2] if start // 2 < len(units) else None,
                            argrepr=d.argrepr if d is not None else "", min_ext=n_ext)
+        DECODER.fill(inst, code.co_consts)
         insts.append(inst)
         by_start[start] = inst
         op_offsets.append(i)
@@ -62,7 +65,7 @@ def decode(code: types.CodeType) -> List[Instruction]:
                 raise BytecodeDecodeError(
                     f"{code.co_name}: {inst.opname} at {op_off} jumps to {t}, which starts no instruction")
             inst.target = target
-    if PY311:
+    if BEHAVIOUR.exception_table:
         for e in parse_exception_table(code.co_exceptiontable):
             handler = by_start.get(e.target)
             if handler is None:

@@ -31,13 +31,10 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
 
+from .behaviour import BEHAVIOUR
 from .instructions import Instruction
 
 __all__ = ["Decompiled", "DecompileError", "decompile", "literal_text"]
-
-PY311 = sys.version_info >= (3, 11)
-PY312 = sys.version_info >= (3, 12)
-PY313 = sys.version_info >= (3, 13)
 
 # operator precedence, loosest first (the Python grammar's levels)
 P_TEST, P_OR, P_AND, P_NOT, P_CMP, P_BOR, P_BXOR, P_BAND, P_SHIFT, P_ARITH, P_TERM, P_UNARY, P_POWER, P_AWAIT, \
@@ -45,15 +42,12 @@ P_TEST, P_OR, P_AND, P_NOT, P_CMP, P_BOR, P_BXOR, P_BAND, P_SHIFT, P_ARITH, P_TE
 
 _BINARY_PREC = {"|": P_BOR, "^": P_BXOR, "&": P_BAND, "<<": P_SHIFT, ">>": P_SHIFT, "+": P_ARITH, "-": P_ARITH,
                 "*": P_TERM, "/": P_TERM, "//": P_TERM, "%": P_TERM, "@": P_TERM, "**": P_POWER}
-_OLD_BINARY = {"ADD": "+", "SUBTRACT": "-", "MULTIPLY": "*", "TRUE_DIVIDE": "/", "FLOOR_DIVIDE": "//",
-               "MODULO": "%", "POWER": "**", "MATRIX_MULTIPLY": "@", "LSHIFT": "<<", "RSHIFT": ">>",
-               "AND": "&", "OR": "|", "XOR": "^"}
 _INPLACE_FUNCS = {"+": operator.iadd, "-": operator.isub, "*": operator.imul, "/": operator.itruediv,
                   "//": operator.ifloordiv, "%": operator.imod, "**": operator.ipow, "@": operator.imatmul,
                   "<<": operator.ilshift, ">>": operator.irshift, "&": operator.iand, "|": operator.ior,
                   "^": operator.ixor}
 _UNARY = {"UNARY_NEGATIVE": "-", "UNARY_POSITIVE": "+", "UNARY_INVERT": "~"}
-_CONVERSIONS = {1: "s", 2: "r", 3: "a"}
+_CONVERSIONS = {"str": "s", "repr": "r", "ascii": "a"}
 _MAX_LINES = 4000
 
 
@@ -467,8 +461,8 @@ class _Walker:
         elif name == "LOAD_GLOBAL":
             self.use("globals", inst.argval)
             g = Expr(inst.argval)
-            if PY311 and arg & 1:
-                stack.extend([g, NULL] if PY313 else [NULL, g])
+            if inst.push_null:
+                stack.extend([g, NULL] if BEHAVIOUR.null_after_callable else [NULL, g])
             else:
                 stack.append(g)
         elif name == "LOAD_DEREF":
@@ -476,7 +470,7 @@ class _Walker:
             stack.append(Expr(inst.argval))
         elif name == "LOAD_ATTR":
             obj = self.pop_expr(stack)
-            if PY312 and arg & 1:
+            if inst.is_method:
                 stack.extend([_MethodHead(self.render(obj), inst.argval), _SelfSlot()])
             else:
                 stack.append(Expr(f"{self.atom(obj)}.{inst.argval}"))
@@ -518,13 +512,8 @@ class _Walker:
         elif name == "BUILD_SLICE":
             parts = [self.render(self.pop_expr(stack)) for _ in range(arg)][::-1]
             stack.append(_Slice(parts))
-        elif name == "BINARY_OP":
-            sym = dis._nb_ops[arg][1]   # type: ignore[attr-defined]
-            self.binary(stack, sym)
-        elif name.startswith("BINARY_") and name[7:] in _OLD_BINARY:
-            self.binary(stack, _OLD_BINARY[name[7:]])
-        elif name.startswith("INPLACE_") and name[8:] in _OLD_BINARY:
-            self.binary(stack, _OLD_BINARY[name[8:]] + "=")
+        elif inst.binary_op is not None:
+            self.binary(stack, inst.binary_op)
         elif name in _UNARY:
             v = self.pop_expr(stack)
             stack.append(Expr(f"{_UNARY[name]}{self.value(v, P_UNARY)}", P_UNARY))
@@ -542,11 +531,11 @@ class _Walker:
             left = self.pop_expr(stack)
             sym = inst.argval if isinstance(inst.argval, str) else dis.cmp_op[arg]
             text = f"{self.value(left, P_CMP + 1)} {sym} {self.value(right, P_CMP + 1)}"
-            stack.append(Expr(text, P_CMP, truth=PY313 and bool(arg & 16)))
+            stack.append(Expr(text, P_CMP, truth=inst.to_bool))
         elif name in ("IS_OP", "CONTAINS_OP"):
             right = self.pop_expr(stack)
             left = self.pop_expr(stack)
-            sym = ("is not" if arg else "is") if name == "IS_OP" else ("not in" if arg else "in")
+            sym = ("is not" if inst.invert else "is") if name == "IS_OP" else ("not in" if inst.invert else "in")
             stack.append(Expr(f"{self.value(left, P_CMP + 1)} {sym} {self.value(right, P_CMP + 1)}", P_CMP))
         elif name in ("BUILD_TUPLE", "BUILD_LIST", "BUILD_SET"):
             items = [self.pop_expr(stack) for _ in range(arg)][::-1]
@@ -573,7 +562,7 @@ class _Walker:
                 raise DecompileError("LIST_TO_TUPLE of something other than a list display")
             stack.append(_Display("tuple", d.items))
         elif name in ("FORMAT_VALUE", "CONVERT_VALUE", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC"):
-            self.format(name, arg, stack)
+            self.format(inst, stack)
         elif name == "BUILD_STRING":
             parts: List[Any] = []
             for v in [stack.pop() for _ in range(arg)][::-1]:
@@ -589,7 +578,7 @@ class _Walker:
         elif name == "KW_NAMES":
             pass   # read by the CALL that follows (pending_kw)
         elif name == "CALL_FUNCTION_EX":
-            self.call_ex(arg, stack)
+            self.call_ex(inst, stack)
         elif name == "PUSH_NULL":
             stack.append(NULL)
         elif name == "POP_TOP":
@@ -706,18 +695,19 @@ class _Walker:
             raise DecompileError(f"{name} into something other than a display being built")
         stack[-arg] = _Display(d.kind, d.items + items)
 
-    def format(self, name: str, arg: int, stack: List[Any]) -> None:
+    def format(self, inst: Instruction, stack: List[Any]) -> None:
+        name = inst.opname
         if name == "CONVERT_VALUE":
             v = self.pop_expr(stack)
-            stack.append(_Formatted(self.render(v), _CONVERSIONS[arg]))
+            stack.append(_Formatted(self.render(v), _CONVERSIONS[inst.conversion or ""]))
             return
         spec = None
-        if name == "FORMAT_WITH_SPEC" or (name == "FORMAT_VALUE" and arg & 4):
+        if inst.format_spec:
             spec = stack.pop()
             if not isinstance(spec, (_FString, _Formatted, Expr)):
                 raise DecompileError("a format spec that is not a string")
         v = stack.pop()
-        conv = _CONVERSIONS.get(arg & 3) if name == "FORMAT_VALUE" else None
+        conv = _CONVERSIONS.get(inst.conversion or "")
         if isinstance(v, _Formatted) and v.spec is None and conv is None:
             stack.append(_Formatted(v.value, v.conv, spec))
         elif isinstance(v, Expr):
@@ -731,12 +721,10 @@ class _Walker:
         while j >= 0 and self.insts[j].opname in ("PRECALL", "CACHE", "EXTENDED_ARG"):
             j -= 1
         if j >= 0 and self.insts[j].opname == "KW_NAMES":
-            names = self.insts[j].argval
-            if not isinstance(names, tuple):   # 3.11's dis leaves it unresolved
-                if self.consts is None:
-                    raise DecompileError("KW_NAMES without the code's constants")
-                names = self.consts[self.insts[j].arg or 0]
-            return tuple(names)
+            names = self.insts[j].kw_names
+            if names is None:
+                raise DecompileError("KW_NAMES without the code's constants")
+            return names
         return None
 
     def call(self, name: str, arg: int, stack: List[Any], pending_kw: Optional[Tuple[str, ...]]) -> None:
@@ -778,11 +766,11 @@ class _Walker:
         self_arg.insert(0, top)
         return self.atom(bottom)
 
-    def call_ex(self, arg: int, stack: List[Any]) -> None:
-        kwargs = stack.pop() if arg & 1 else None
+    def call_ex(self, inst: Instruction, stack: List[Any]) -> None:
+        kwargs = stack.pop() if inst.call_kwargs else None
         args = stack.pop()
         first: List[Any] = []
-        if PY311:
+        if BEHAVIOUR.call_ex_pops_null_slot:
             top = stack.pop()
             callee = self.callee(stack.pop(), top, self_arg=first)
         else:
@@ -812,7 +800,7 @@ class _Walker:
         if inst.opname == "UNPACK_SEQUENCE":
             before, after, star = inst.arg or 0, 0, False
         else:
-            before, after, star = (inst.arg or 0) & 0xFF, (inst.arg or 0) >> 8, True
+            (before, after), star = inst.unpack, True
         n = before + after + int(star)
         # ``a, b = v`` when plain name stores follow, otherwise into temporaries
         follow = self.insts[k + 1:k + 1 + n]

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import opcode
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Optional
+from typing import Any, FrozenSet, NamedTuple, Optional, Tuple
 
-from ._compat import JUMPS, has_arg
+from .opcodes import JUMPS, has_arg
+from .arguments import DECODER
 
 __all__ = ["Instruction", "ExnTabEntry", "Positions", "create_instruction", "create_jump", "inst_str"]
 
@@ -50,9 +51,32 @@ class Instruction:
     # EXTENDED_ARG prefixes the original carried; the assembler never emits fewer, so an
     # untouched code object re-assembles byte for byte
     min_ext: int = field(default=0, repr=False)
-    # low bits or'ed under a name index when ``arg`` is resolved from ``argval``
-    # (LOAD_GLOBAL's push-NULL bit on 3.11+, LOAD_ATTR's method bit on 3.12+)
+    # low bits under a name or comparison index, kept when ``arg`` is resolved from
+    # ``argval`` (the push-NULL, method and to-bool bits); filled on decode
     flags: int = field(default=0, repr=False)
+    # -- the argument's meaning, decoded once (``arguments.py``); defaults for other opcodes
+    #: pushes the call's NULL-or-self slot with the value (global, method or attribute)
+    push_null: bool = field(default=False, repr=False)
+    #: loads a method: the slot holds the object when the attribute is a plain method
+    is_method: bool = field(default=False, repr=False)
+    #: a comparison whose result is converted to bool
+    to_bool: bool = field(default=False, repr=False)
+    #: formatting pops a format spec
+    format_spec: bool = field(default=False, repr=False)
+    #: formatting converts first: "str", "repr" or "ascii" ("" or None: no conversion)
+    conversion: Optional[str] = field(default=None, repr=False)
+    #: CALL_FUNCTION_EX pops a mapping of keyword arguments
+    call_kwargs: bool = field(default=False, repr=False)
+    #: IS_OP / CONTAINS_OP negate ("is not", "not in")
+    invert: bool = field(default=False, repr=False)
+    #: UNPACK_EX: how many values before and after the starred target
+    unpack: Tuple[int, int] = field(default=(0, 0), repr=False)
+    #: MAKE_FUNCTION / SET_FUNCTION_ATTRIBUTE: "closure", "annotations", "kwdefaults", "defaults"
+    function_parts: FrozenSet[str] = field(default=frozenset(), repr=False)
+    #: a binary operator's symbol ("+", "+=", ...)
+    binary_op: Optional[str] = field(default=None, repr=False)
+    #: KW_NAMES: the keyword names of the next call
+    kw_names: Optional[Tuple[str, ...]] = field(default=None, repr=False)
 
     @property
     def lineno(self) -> Optional[int]:
@@ -87,7 +111,9 @@ def create_instruction(name: str, *, arg: Optional[int] = None, argval: Any = No
         raise ValueError(f"{name} takes no argument")
     if target is not None and op not in JUMPS:
         raise ValueError(f"{name} is not a jump; it cannot have a target")
-    return Instruction(op, name, arg, argval, target=target, positions=positions, flags=flags)
+    inst = Instruction(op, name, arg, argval, target=target, positions=positions, flags=flags)
+    DECODER.fill(inst)
+    return inst
 
 
 def create_jump(name: str, target: Instruction) -> Instruction:

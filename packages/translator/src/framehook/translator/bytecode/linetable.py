@@ -7,7 +7,7 @@ import dis
 import types
 from typing import Callable, List, Optional, Sequence, Tuple
 
-from ._compat import PY310, PY311
+from .behaviour import BEHAVIOUR
 from .instructions import Positions
 
 __all__ = ["encode_lnotab", "encode_linetable_310", "encode_location_table", "encode", "runs",
@@ -17,10 +17,10 @@ __all__ = ["encode_lnotab", "encode_linetable_310", "encode_location_table", "en
 def unit_positions(code: types.CodeType) -> List[Optional[Positions]]:
     """One Positions (or None) per 2-byte code unit."""
     n = len(code.co_code) // 2
-    if PY311:
+    if BEHAVIOUR.line_table_has_columns:
         return [Positions(*p) if p[0] is not None else None for p in code.co_positions()]
     units: List[Optional[Positions]] = [None] * n
-    if PY310:
+    if BEHAVIOUR.line_table_is_ranges:
         for start, end, line in code.co_lines():
             if line is not None:
                 for u in range(start // 2, min(end // 2, n)):
@@ -36,9 +36,9 @@ def unit_positions(code: types.CodeType) -> List[Optional[Positions]]:
 
 def encode(units: Sequence[Optional[Positions]], firstlineno: int) -> bytes:
     """The line table of this Python for ``units``."""
-    if PY311:
+    if BEHAVIOUR.line_table_has_columns:
         return encode_location_table(units, firstlineno)
-    if PY310:
+    if BEHAVIOUR.line_table_is_ranges:
         return encode_linetable_310(units, firstlineno)
     return encode_lnotab(units, firstlineno)
 
@@ -61,7 +61,7 @@ def relocate(code: types.CodeType, line_of: Callable[[int], Optional[int]], file
     consts = tuple(relocate(c, line_of, filename, firstlineno) if isinstance(c, types.CodeType) else c
                    for c in code.co_consts)
     table = encode(units, firstlineno)
-    changes = {"co_lnotab": table} if not PY310 else {"co_linetable": table}
+    changes = {"co_lnotab": table} if BEHAVIOUR.line_table_is_lnotab else {"co_linetable": table}
     return code.replace(co_filename=filename, co_firstlineno=firstlineno, co_consts=consts, **changes)
 
 

@@ -25,7 +25,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from ._compat import PY311, PY312, TERMINAL, UNCONDITIONAL, has_arg
+from .opcodes import TERMINAL, UNCONDITIONAL, has_arg
 from .instructions import Instruction
 
 __all__ = ["SourceRun", "exit_chain", "flow_signature", "function_node", "future_flags", "module_context",
@@ -285,12 +285,7 @@ def _label(inst: Instruction, opname: str, argval: Any) -> Tuple[Any, ...]:
     if inst.opcode in _HASCONST:
         return (name, _const_key(argval))
     if inst.opcode in _HASNAME:
-        flags = 0
-        if PY311 and name == "LOAD_GLOBAL" or PY312 and name == "LOAD_ATTR":
-            flags = (inst.arg or 0) & 1
-        elif name == "LOAD_SUPER_ATTR":
-            flags = (inst.arg or 0) & 3
-        return (name, argval, flags)
+        return (name, argval, inst.flags)
     if inst.target is not None:
         return (name,)
     if has_arg(inst.opcode):

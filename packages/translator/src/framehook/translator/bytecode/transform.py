@@ -7,7 +7,9 @@ import opcode
 import types
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from ._compat import JUMPS, PY310, PY311, PY312, PY313, has_arg
+from .arguments import DECODER
+from .behaviour import BEHAVIOUR
+from .opcodes import JUMPS, has_arg
 from .analysis import remove_dead_code, remove_pointless_jumps
 from .assemble import AssembleError, assemble
 from .decode import decode
@@ -22,7 +24,7 @@ CODE_FIELDS = [
     "co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_nlocals", "co_stacksize", "co_flags",
     "co_consts", "co_names", "co_varnames", "co_freevars", "co_cellvars", "co_filename", "co_name",
     "co_firstlineno",
-] + (["co_qualname"] if PY311 else [])
+] + (["co_qualname"] if BEHAVIOUR.code_has_qualname else [])
 
 _HASCONST = frozenset(opcode.hasconst)
 _HASNAME = frozenset(opcode.hasname)
@@ -40,7 +42,7 @@ def code_options(code: types.CodeType) -> Dict[str, Any]:
 
 def localsplus_names(opts: Dict[str, Any]) -> List[str]:
     """Names indexed by LOAD_DEREF & co: cell+free (<3.11) or all locals+cells+frees (3.11+)."""
-    if not PY311:
+    if not BEHAVIOUR.cells_are_locals:
         return list(opts["co_cellvars"]) + list(opts["co_freevars"])
     names = list(opts["co_varnames"])
     names += [c for c in opts["co_cellvars"] if c not in names]
@@ -85,7 +87,7 @@ def relocate_locals(insts: List[Instruction], opts: Dict[str, Any]) -> List[Inst
     re-resolved by name. Their arguments index one array (locals, then cells, then free
     variables), so a local added to ``co_varnames`` moves every cell and free variable.
     A two-local instruction whose new indices no longer fit in 4 bits each is split."""
-    if not PY311 or not _has_cells(opts):
+    if not BEHAVIOUR.cells_are_locals or not _has_cells(opts):
         return insts
     varnames = opts["co_varnames"]
     known = set(localsplus_names(opts))
@@ -128,17 +130,10 @@ def resolve_args(insts: Sequence[Instruction], opts: Dict[str, Any]) -> None:
             inst.arg = _const_index(opts["co_consts"], inst.argval)
         elif op in _HASNAME:
             idx = _index_of(opts["co_names"], inst.argval)
-            shift = 0
-            if PY311 and name == "LOAD_GLOBAL":
-                shift = 1
-            elif PY312 and name == "LOAD_ATTR":
-                shift = 1
-            elif PY312 and name == "LOAD_SUPER_ATTR":
-                shift = 2
-            inst.arg = (idx << shift) | inst.flags
+            inst.arg = DECODER.encode_index(name, idx, inst.flags)
         elif op in _HASLOCAL:
-            if PY311 and _has_cells(opts) and inst.argval not in opts["co_varnames"]:
-                inst.arg = localsplus_names(opts).index(inst.argval)   # 3.13: a cell loaded for a closure
+            if BEHAVIOUR.cells_are_locals and _has_cells(opts) and inst.argval not in opts["co_varnames"]:
+                inst.arg = localsplus_names(opts).index(inst.argval)   # a cell loaded for a closure (LOAD_FAST)
                 continue
             inst.arg = _index_of(opts["co_varnames"], inst.argval)
             opts["co_nlocals"] = len(opts["co_varnames"])
@@ -149,7 +144,7 @@ def resolve_args(insts: Sequence[Instruction], opts: Dict[str, Any]) -> None:
             inst.arg = names.index(inst.argval)
         elif name == "COMPARE_OP":
             idx = dis.cmp_op.index(inst.argval)
-            inst.arg = (idx << (5 if PY313 else 4 if PY312 else 0)) | inst.flags
+            inst.arg = DECODER.encode_index(name, idx, inst.flags)
         else:
             raise AssembleError(f"cannot derive the argument of {name} from {inst.argval!r}; give arg=")
 
@@ -169,13 +164,12 @@ def rebuild(code: types.CodeType, insts: List[Instruction], opts: Dict[str, Any]
     # never below the original: CPython 3.9 sizes the stack before folding constants
     fields["co_stacksize"] = max(out.stacksize, code.co_stacksize)
     fields["co_code"] = out.code
-    if PY311:
-        fields["co_linetable"] = out.linetable
-        fields["co_exceptiontable"] = out.exceptiontable
-    elif PY310:
-        fields["co_linetable"] = out.linetable
-    else:
+    if BEHAVIOUR.line_table_is_lnotab:
         fields["co_lnotab"] = out.linetable
+    else:
+        fields["co_linetable"] = out.linetable
+    if BEHAVIOUR.exception_table:
+        fields["co_exceptiontable"] = out.exceptiontable
     return code.replace(**fields)
 
 

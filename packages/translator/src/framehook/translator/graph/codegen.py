@@ -371,11 +371,8 @@ def python_code(graph: Graph) -> str:
 
 def _never_intercept(code: Any) -> None:
     """The generated function runs numpy directly: the frame hook must leave it alone."""
-    try:
-        from framehook.runtime import skip_code
-    except ImportError:  # pragma: no cover - the runtime is a dependency of the package
-        return
-    skip_code(code)
+    from .._runtime import runtime   # imported when first used: graph/ itself needs no runtime
+    runtime.skip_code(code)
 
 
 def _user_scope(graph: Graph, scope: Dict[str, Any]) -> None:

@@ -19,6 +19,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from ..bytecode import decode
+from ..bytecode.arguments import FUNCTION_PARTS, OLD_BINARY_OPS
+from ..bytecode.behaviour import BEHAVIOUR
 from ..config import config
 from ..exc import RestartAnalysis
 from ..graph import ArrayMeta, Graph, Location, ScalarMeta, SymDim, TupleMeta
@@ -33,11 +35,6 @@ from .values import NULL, Cell, CellContents, CellV, Const, DictV, FuncV, IterV,
 
 __all__ = ["Tracer", "FrameTracer", "ReturnValue", "StopTrace"]
 
-PY310 = sys.version_info >= (3, 10)
-PY311 = sys.version_info >= (3, 11)
-PY312 = sys.version_info >= (3, 12)
-PY313 = sys.version_info >= (3, 13)
-
 _NOT_INLINABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 
 BINARY_NAMES: Dict[str, Callable[[Any, Any], Any]] = {
@@ -48,15 +45,18 @@ BINARY_NAMES: Dict[str, Callable[[Any, Any], Any]] = {
     "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow, "@=": operator.imatmul,
     "&=": operator.iand, "|=": operator.ior, "^=": operator.ixor, "<<=": operator.ilshift, ">>=": operator.irshift,
 }
-_OLD_BINARY = {"ADD": "+", "SUBTRACT": "-", "MULTIPLY": "*", "TRUE_DIVIDE": "/", "FLOOR_DIVIDE": "//",
-               "MODULO": "%", "POWER": "**", "MATRIX_MULTIPLY": "@", "AND": "&", "OR": "|", "XOR": "^",
-               "LSHIFT": "<<", "RSHIFT": ">>"}
-for _k, _v in _OLD_BINARY.items():
-    BINARY_NAMES[f"BINARY_{_k}"] = BINARY_NAMES[_v]
-    BINARY_NAMES[f"INPLACE_{_k}"] = BINARY_NAMES[_v + "="]
-INPLACE_TO_PLAIN = {BINARY_NAMES[k + "="]: BINARY_NAMES[k] for k in _OLD_BINARY.values()}
+INPLACE_TO_PLAIN = {BINARY_NAMES[k]: BINARY_NAMES[k[:-1]] for k in BINARY_NAMES if k.endswith("=")}
 COMPARE: Dict[str, Callable[[Any, Any], Any]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
+
+#: the parts of a function MAKE_FUNCTION pops, in order
+FUNCTION_PARTS_POPPED = tuple(name for _, name in FUNCTION_PARTS)
+_CONVERTERS = {"str": str, "repr": repr, "ascii": ascii}
+
+
+def _convert(value: Any, conversion: Optional[str]) -> Any:
+    return _CONVERTERS[conversion](value) if conversion else value
+
 
 _IMMUTABLE_TYPES = (int, float, complex, bool, str, bytes, type(None), range, slice, np.dtype, np.generic,
                     type(Ellipsis))
@@ -592,7 +592,7 @@ class FrameTracer:
                 tracer.instructions += 1
                 if tracer.instructions > config.max_traced_instructions:
                     raise self.brk("FH015", f"more than {config.max_traced_instructions} instructions traced")
-                if PY311 and inst.exn_tab_entry is not None and inst.exn_tab_entry.target.opname == "PUSH_EXC_INFO" \
+                if inst.exn_tab_entry is not None and inst.exn_tab_entry.target.opname == "PUSH_EXC_INFO" \
                         and not errstate.allowed(self, inst.exn_tab_entry):
                     raise self.brk("FH007", "code inside a try or with block")
                 handler = getattr(self, "op_" + inst.opname, None)
@@ -740,8 +740,8 @@ class FrameTracer:
 
     def op_LOAD_FAST(self, inst: Any) -> None:
         name = inst.argval
-        if PY313 and name in self.cells and name not in self.locals:
-            self.push(CellV(self.cells[name]))   # 3.13 builds closures with LOAD_FAST of the cell
+        if BEHAVIOUR.closure_loads_are_fast_loads and name in self.cells and name not in self.locals:
+            self.push(CellV(self.cells[name]))   # a closure being built loads the cell itself
             return
         self.push(self.load_local(name))
 
@@ -798,12 +798,7 @@ class FrameTracer:
 
     def op_LOAD_GLOBAL(self, inst: Any) -> None:
         v = self.load_global(inst.argval)
-        null = PY311 and (inst.arg & 1)
-        if null and not PY313:
-            self.push(NULL)
-        self.push(v)
-        if null and PY313:
-            self.push(NULL)
+        self.push_with_null(v, inst.push_null)
 
     def op_STORE_GLOBAL(self, inst: Any) -> None:
         self.tracer.side_effects.store_global(self, inst.argval, self.pop())
@@ -849,18 +844,20 @@ class FrameTracer:
     # ------------------------------------------------------------ attributes
     def op_LOAD_ATTR(self, inst: Any) -> None:
         obj = self.pop()
-        method = PY312 and (inst.arg & 1)
-        v = self.getattr(obj, inst.argval)
-        if method and not PY313:
-            self.push(NULL)
-        self.push(v)
-        if method and PY313:
-            self.push(NULL)
+        self.push_with_null(self.getattr(obj, inst.argval), inst.is_method)
 
     def op_LOAD_METHOD(self, inst: Any) -> None:
         obj = self.pop()
-        self.push(NULL)
+        self.push(NULL)     # the slot comes first wherever LOAD_METHOD exists
         self.push(self.getattr(obj, inst.argval))
+
+    def push_with_null(self, v: V, null: bool) -> None:
+        """``v`` and, when ``null``, the call's NULL slot on the side this Python puts it."""
+        if null and not BEHAVIOUR.null_after_callable:
+            self.push(NULL)
+        self.push(v)
+        if null and BEHAVIOUR.null_after_callable:
+            self.push(NULL)
 
     def op_STORE_ATTR(self, inst: Any) -> None:
         obj = self.pop()
@@ -1026,16 +1023,10 @@ class FrameTracer:
     def op_BINARY_OP(self, inst: Any) -> None:
         b = self.pop()
         a = self.pop()
-        self.push(self.binary(BINARY_NAMES[inst.argrepr], a, b))
+        self.push(self.binary(BINARY_NAMES[inst.binary_op], a, b))
 
-    def _old_binary(self, inst: Any) -> None:
-        b = self.pop()
-        a = self.pop()
-        self.push(self.binary(BINARY_NAMES[inst.opname], a, b))
-
-    for _name in _OLD_BINARY:
-        locals()[f"op_BINARY_{_name}"] = _old_binary
-        locals()[f"op_INPLACE_{_name}"] = _old_binary
+    for _name in OLD_BINARY_OPS:
+        locals()[f"op_{_name}"] = op_BINARY_OP
     del _name
 
     def unary(self, op: Callable[[Any], Any], v: V) -> V:
@@ -1080,7 +1071,7 @@ class FrameTracer:
                 isinstance(side, Tensor) and side.is_array for side in (a, b)):
             # ``n > 1`` on a dynamic dimension: a graph bool (a branch on it breaks)
             result = self.binary(op, a, b)
-            self.push(Const(self.truth(result)) if PY313 and inst.arg & 16 else result)
+            self.push(Const(self.truth(result)) if inst.to_bool else result)
             return
         # Python numbers that entered the graph are specialized when compared
         for side in (a, b):
@@ -1092,7 +1083,7 @@ class FrameTracer:
             a2 = a if not isinstance(a, Tensor) else Const(self.const_of(a))
             b2 = b if not isinstance(b, Tensor) else Const(self.const_of(b))
             result = self.binary(op, a2, b2)
-        if PY313 and inst.arg & 16:
+        if inst.to_bool:
             result = Const(self.truth(result))
         self.push(result)
 
@@ -1109,7 +1100,7 @@ class FrameTracer:
             same = False   # a traced value is never one of the known constant objects
         else:
             raise self.brk("FH008", f"`is` between {a.describe()} and {b.describe()}")
-        self.push(Const(same != bool(inst.arg)))
+        self.push(Const(same != inst.invert))
 
     def op_CONTAINS_OP(self, inst: Any) -> None:
         container = self.tracer.as_plain(self.pop())
@@ -1125,7 +1116,7 @@ class FrameTracer:
                 raise self.brk("FH009", f"`in` raised {type(e).__name__}: {e}") from None
         else:
             raise self.brk("FH002", f"`in` on {container.describe()} needs array values")
-        self.push(Const(found != bool(inst.arg)))
+        self.push(Const(found != inst.invert))
 
     # ------------------------------------------------------------ subscripts
     def subscr(self, obj: V, idx: V) -> V:
@@ -1337,7 +1328,7 @@ class FrameTracer:
 
     def op_UNPACK_EX(self, inst: Any) -> None:
         items = self.iterate(self.pop())
-        before, after = inst.arg & 0xFF, inst.arg >> 8
+        before, after = inst.unpack
         if len(items) < before + after:
             raise self.brk("FH009", "not enough values to unpack")
         middle = ListV(items[before:len(items) - after])
@@ -1345,10 +1336,8 @@ class FrameTracer:
         self.stack.extend(reversed(out))
 
     def op_FORMAT_VALUE(self, inst: Any) -> None:
-        spec = self.pop() if (inst.arg & 0x04) else Const("")
-        value = self.const_of(self.pop(), "formatting")
-        conv = inst.arg & 0x03
-        value = {0: value, 1: str(value), 2: repr(value), 3: ascii(value)}[conv]
+        spec = self.pop() if inst.format_spec else Const("")
+        value = _convert(self.const_of(self.pop(), "formatting"), inst.conversion)
         self.push(Const(format(value, self.const_of(spec))))
 
     def op_FORMAT_SIMPLE(self, inst: Any) -> None:
@@ -1360,7 +1349,7 @@ class FrameTracer:
 
     def op_CONVERT_VALUE(self, inst: Any) -> None:
         value = self.const_of(self.pop(), "formatting")
-        self.push(Const({1: str, 2: repr, 3: ascii}[inst.arg](value)))
+        self.push(Const(_convert(value, inst.conversion)))
 
     def op_BUILD_STRING(self, inst: Any) -> None:
         self.push(Const("".join(self.const_of(p) for p in self.popn(inst.arg))))
@@ -1462,8 +1451,8 @@ class FrameTracer:
             capture_loop(self, inst, it)   # on success the iterator is exhausted: the loop exits below
         v = it.next()
         if v is None:
-            if PY312:
-                self.push(NULL)     # END_FOR (and 3.13's POP_TOP) pop it with the iterator
+            if BEHAVIOUR.loops_end_with_end_for:
+                self.push(NULL)     # END_FOR (and the POP_TOP after it) pop it with the iterator
             else:
                 self.pop()
             self.jump(inst)
@@ -1476,7 +1465,7 @@ class FrameTracer:
 
     def op_END_FOR(self, inst: Any) -> None:
         self.pop()
-        if not PY313:
+        if not BEHAVIOUR.end_for_followed_by_pop_top:
             self.pop()
 
     # ------------------------------------------------------------ blocks and raising
@@ -1521,42 +1510,38 @@ class FrameTracer:
 
     # ------------------------------------------------------------ functions
     def op_MAKE_FUNCTION(self, inst: Any) -> None:
-        qualname = None if PY311 else self.pop()
+        qualname = self.pop() if BEHAVIOUR.make_function_pops_qualname else None
         code_v = self.pop()
         code = code_v.value
-        flags = inst.arg or 0
+        parts = inst.function_parts
         fv = FuncV(code, self.f_globals, code.co_name, globals_base=self.globals_base)
         if isinstance(qualname, Const) and isinstance(qualname.value, str):
             fv.qualname = qualname.value
-        if flags & 0x08:
-            fv.closure = [c.cell for c in self.pop().items]
-        if flags & 0x04:
-            self.pop()
-            fv.annotated = True
-        if flags & 0x02:
-            kw = self.pop()
-            fv.kwdefaults = dict(kw.items) if isinstance(kw, DictV) else {
-                k: Const(x) for k, x in self.const_of(kw).items()}
-        if flags & 0x01:
-            fv.defaults = self.iterate(self.pop())
+        for part in FUNCTION_PARTS_POPPED:
+            if part in parts:
+                self.set_function_part(fv, part, self.pop())
         self.push(fv)
 
     def op_SET_FUNCTION_ATTRIBUTE(self, inst: Any) -> None:
         fv = self.pop()
         attr = self.pop()
-        if inst.arg == 0x08:
-            fv.closure = [c.cell for c in attr.items]
-        elif inst.arg == 0x02:
-            fv.kwdefaults = dict(attr.items) if isinstance(attr, DictV) else {
-                k: Const(x) for k, x in self.const_of(attr).items()}
-        elif inst.arg == 0x01:
-            fv.defaults = self.iterate(attr)
-        elif inst.arg == 0x04:
-            fv.annotated = True
+        for part in inst.function_parts:
+            self.set_function_part(fv, part, attr)
         self.push(fv)
 
+    def set_function_part(self, fv: FuncV, part: str, value: V) -> None:
+        if part == "closure":
+            fv.closure = [c.cell for c in value.items]
+        elif part == "annotations":
+            fv.annotated = True
+        elif part == "kwdefaults":
+            fv.kwdefaults = dict(value.items) if isinstance(value, DictV) else {
+                k: Const(x) for k, x in self.const_of(value).items()}
+        else:
+            fv.defaults = self.iterate(value)
+
     def op_KW_NAMES(self, inst: Any) -> None:
-        self.kw_names = inst.argval if isinstance(inst.argval, tuple) else self.code.co_consts[inst.arg]
+        self.kw_names = inst.kw_names
 
     def _call_with(self, nargs: int, kw_names: Tuple[str, ...]) -> None:
         args = self.popn(nargs)
@@ -1598,14 +1583,14 @@ class FrameTracer:
         self.push(self.call(fn, args[:len(args) - len(names)], kwargs))
 
     def op_CALL_FUNCTION_EX(self, inst: Any) -> None:
-        kw = self.pop() if inst.arg & 1 else DictV({})
+        kw = self.pop() if inst.call_kwargs else DictV({})
         args = self.pop()
         x = self.pop()
         if x is NULL:
             fn = self.pop()
         else:
             fn = x
-            if PY311:
+            if BEHAVIOUR.call_ex_pops_null_slot:
                 self.pop()
         if isinstance(kw, Const) and isinstance(kw.value, dict):
             kw = DictV({k: Const(v) for k, v in kw.value.items()})

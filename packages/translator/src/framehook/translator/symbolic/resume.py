@@ -58,7 +58,9 @@ import numpy as np
 
 from ..bytecode import (Codegen, ExnTabEntry, Instruction, Positions, create_instruction, decode, loop_heads,
                         prefix_length, stack_depths, successors)
-from ..bytecode._compat import TERMINAL, UNCONDITIONAL
+from ..bytecode.arguments import OLD_BINARY_OPS
+from ..bytecode.behaviour import BEHAVIOUR
+from ..bytecode.opcodes import TERMINAL, UNCONDITIONAL
 from ..codemap import CodeIdentityMap
 from ..bytecode.transform import code_options, rebuild
 from ..graph import Graph
@@ -67,10 +69,6 @@ from .values import NULL, Const, DictV, FuncV, Lazy, ListV, MethodV, ObjV, Slice
 
 __all__ = ["CannotResume", "BreakSite", "FlowFacts", "break_site", "statement_site", "Rebuilder", "make_resume_code", "emit_break",
            "is_resume_code", "frame_label", "RESUME_PREFIX"]
-
-PY311 = sys.version_info >= (3, 11)
-PY312 = sys.version_info >= (3, 12)
-PY313 = sys.version_info >= (3, 13)
 
 RESUME_PREFIX = "__resume_at_"
 _counter = itertools.count()
@@ -116,10 +114,7 @@ _SIMPLE: Dict[str, Tuple[int, int]] = {
     "STORE_GLOBAL": (1, 0), "DELETE_GLOBAL": (0, 0), "BINARY_SLICE": (3, 1), "STORE_SLICE": (4, 0),
     "LOAD_ASSERTION_ERROR": (0, 1), "IMPORT_NAME": (2, 1), "GET_LEN": (1, 1),
 }
-for _k in ("ADD", "SUBTRACT", "MULTIPLY", "TRUE_DIVIDE", "FLOOR_DIVIDE", "MODULO", "POWER", "MATRIX_MULTIPLY",
-           "AND", "OR", "XOR", "LSHIFT", "RSHIFT"):
-    _SIMPLE[f"BINARY_{_k}"] = (2, 1)
-    _SIMPLE[f"INPLACE_{_k}"] = (2, 1)
+_SIMPLE.update((name, (2, 1)) for name in OLD_BINARY_OPS)
 
 
 class BreakSite:
@@ -159,21 +154,22 @@ def _call_site(insts: Sequence[Instruction], i: int, j: int, pops: int) -> Break
 
 def _method_call_site(insts: Sequence[Instruction], i: int) -> BreakSite:
     """A break at a method load: the load, the arguments and the call run in Python."""
-    from ..bytecode._compat import stack_effect
+    from ..bytecode.opcodes import stack_effect
     depth = 0     # the object is on top before the load; the call's result replaces it
     for j in range(i, len(insts)):
         inst = insts[j]
         if inst.target is not None or inst.opname.startswith(_SEGMENT_REFUSED):
             break
         depth += stack_effect(inst.opcode, inst.arg)
-        if depth == -1 and inst.opname == "CALL_FUNCTION_EX" and PY311 and not PY313:
-            # 3.11/3.12 f(*args): the NULL pushed before the object is consumed too
+        if (depth == -1 and inst.opname == "CALL_FUNCTION_EX" and BEHAVIOUR.call_ex_pops_null_slot
+                and not BEHAVIOUR.null_after_callable):
+            # f(*args): the NULL pushed before the object is consumed too
             return _call_site(insts, i, j, 2)
         if depth < 0:
             break
         if depth == 0 and j > i:
             if inst.opname not in _CALL_NAMES:
-                if insts[i].opname != "LOAD_ATTR" or (PY312 and (insts[i].arg or 0) & 1):
+                if insts[i].opname != "LOAD_ATTR" or insts[i].is_method:
                     break
                 continue   # a plain attribute load is at depth 0 until something consumes it
             return _call_site(insts, i, j, 1)
@@ -183,7 +179,7 @@ def _method_call_site(insts: Sequence[Instruction], i: int) -> BreakSite:
 def _protected(insts: Sequence[Instruction], index: Dict[int, int]) -> List[bool]:
     """Which instructions run inside a try/with block: 3.11+ those with an exception-table
     entry; 3.9/3.10 those between a SETUP_* and its handler."""
-    if PY311:
+    if BEHAVIOUR.exception_table:
         return [inst.exn_tab_entry is not None for inst in insts]
     # the block stack's depth, followed along every path: SETUP_* pushes a block (its
     # handler runs under an except-handler block), POP_BLOCK and POP_EXCEPT pop one
@@ -253,12 +249,12 @@ def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int,
     site: Optional[BreakSite] = None
     if name in ("CALL", "CALL_KW", "CALL_FUNCTION_EX") or name in _CALLS_OLD:
         start = i
-        if name == "CALL" and PY311 and not PY312:
-            start = i - 1   # PRECALL
+        if name == "CALL" and BEHAVIOUR.precall_before_call:
+            start = i - 1
         if start > 0 and insts[start - 1].opname == "KW_NAMES":
             start -= 1
         if name == "CALL_FUNCTION_EX":
-            pops = 2 + (n & 1) + (1 if PY311 else 0)
+            pops = 2 + int(inst.call_kwargs) + int(BEHAVIOUR.call_ex_pops_null_slot)
         elif name in _CALLS_OLD:
             pops = n + _CALLS_OLD[name]
         else:
@@ -275,19 +271,19 @@ def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int,
         site = BreakSite(i, i + 1, 1, [(i + 1, 0), (index[id(inst.target)], 1)])
     elif name == "RAISE_VARARGS":
         site = BreakSite(i, i + 1, n, [])
-    elif name == "LOAD_ATTR" and not (PY312 and n & 1):
+    elif name == "LOAD_ATTR" and not inst.is_method:
         try:   # a method called right away (``y.tolist(*args)``): the call runs in Python too
             site = _method_call_site(insts, i)
         except CannotResume:
             site = BreakSite(i, i + 1, 1, [(i + 1, 1)])
-    elif name == "LOAD_METHOD" or (name == "LOAD_ATTR" and PY312 and n & 1):
+    elif name == "LOAD_METHOD" or (name == "LOAD_ATTR" and inst.is_method):
         site = _method_call_site(insts, i)
     elif name == "UNPACK_SEQUENCE":
         site = BreakSite(i, i + 1, 1, [(i + 1, n)])
     elif name == "BUILD_STRING":
         site = BreakSite(i, i + 1, n, [(i + 1, 1)])
     elif name == "FORMAT_VALUE":
-        site = BreakSite(i, i + 1, 2 if n & 0x04 else 1, [(i + 1, 1)])
+        site = BreakSite(i, i + 1, 2 if inst.format_spec else 1, [(i + 1, 1)])
     elif name in _SIMPLE:
         pops, pushes = _SIMPLE[name]
         site = BreakSite(i, i + 1, pops, [(i + 1, pushes)])
@@ -579,7 +575,7 @@ def make_resume_code(code: types.CodeType, target: int, stack: Sequence[Any], lo
             inst.arg = None
     insts = _split_super(insts)
     shared = closure_names(code)
-    if shared and PY311:
+    if shared and BEHAVIOUR.cells_are_locals:
         # the frame's cells arrive in the closure: no MAKE_CELL, one COPY_FREE_VARS for them all
         keep = prefix_length(insts)
         head = [x for x in insts[:keep] if x.opname not in ("MAKE_CELL", "COPY_FREE_VARS")]
@@ -615,7 +611,7 @@ def make_resume_code(code: types.CodeType, target: int, stack: Sequence[Any], lo
     opts["co_flags"] &= ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
     tag = f"{RESUME_PREFIX}{lineno if lineno is not None else 'x'}_{next(_counter)}"
     opts["co_name"] = code.co_name
-    if PY311:
+    if BEHAVIOUR.code_has_qualname:
         opts["co_qualname"] = f"{code.co_qualname}.{tag}"
     new = rebuild(code, insts, opts)
     _RESUME_PROLOGUES[new] = len(prologue)
@@ -635,7 +631,7 @@ def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSi
     lower = stack[:len(stack) - site.pops]
     first = insts[site.start]
     where = first.positions or Positions(code.co_firstlineno, code.co_firstlineno, None, None)
-    old_call_method = not PY311 and any(insts[k].opname == "CALL_METHOD" for k in range(site.start, site.end))
+    old_call_method = not BEHAVIOUR.calls_push_null and any(insts[k].opname == "CALL_METHOD" for k in range(site.start, site.end))
     # the stack below the instruction's inputs, slot by slot: NULL, a value, or a bound method
     # (passed as its object; the resume function loads the method: LOAD_ATTR, or on 3.9/3.10
     # LOAD_METHOD, which also re-creates the NULL that preceded it)
@@ -643,7 +639,7 @@ def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSi
     k = 0
     while k < len(lower):
         v = lower[k]
-        if v is NULL and not PY311:
+        if v is NULL and not BEHAVIOUR.calls_push_null:
             if k + 1 < len(lower) and isinstance(lower[k + 1], MethodV):
                 slots.append(("method", lower[k + 1]))
                 k += 2
@@ -658,7 +654,7 @@ def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSi
     for name in names:
         rebuilder.collect(locals_[name])
     for k, v in enumerate(inputs):
-        rebuilder.collect(v, null_ok=PY311 or (old_call_method and k == 0))
+        rebuilder.collect(v, null_ok=BEHAVIOUR.calls_push_null or (old_call_method and k == 0))
     # cells the trace assigned (unchanged ones hold a lazy read of the real cell)
     stores = sorted((n, v) for n, v in (cells or {}).items() if v is not None and not unread(v))
     for _, v in stores:
@@ -707,7 +703,7 @@ def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSi
         cg.emit("STORE_DEREF", argval=name)
     # the instruction's inputs, then the instruction(s) with the user's positions
     for k, v in enumerate(inputs):
-        if v is NULL and not PY311:
+        if v is NULL and not BEHAVIOUR.calls_push_null:
             continue   # 3.9/3.10 CALL_METHOD on [NULL, fn, args]: run as CALL_FUNCTION
         rebuilder.emit(cg, v)
     for inst in cg.instructions:
@@ -738,7 +734,7 @@ def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSi
         return _replace_body(code, body)
     for k in range(site.start, site.end):
         orig = insts[k]
-        if orig.opname == "CALL_METHOD" and not PY311 and not site.segment:
+        if orig.opname == "CALL_METHOD" and not site.segment:
             copy = create_instruction("CALL_FUNCTION", arg=orig.arg, positions=orig.positions)
         else:
             copy = Instruction(orig.opcode, orig.opname, orig.arg, orig.argval, positions=orig.positions,

@@ -1,16 +1,12 @@
-"""Per-version facts about CPython bytecode (3.9-3.13), in one place."""
+"""The running CPython's opcode tables: argument and cache sizes, jump kinds and jump
+arithmetic, stack effects (read from ``opcode``/``dis``, shaped by ``behaviour``)."""
 from __future__ import annotations
 
 import dis
 import opcode
-import sys
 from typing import Dict, FrozenSet, Optional
 
-PY = sys.version_info[:2]
-PY310 = PY >= (3, 10)
-PY311 = PY >= (3, 11)
-PY312 = PY >= (3, 12)
-PY313 = PY >= (3, 13)
+from .behaviour import BEHAVIOUR
 
 EXTENDED_ARG = opcode.opmap["EXTENDED_ARG"]
 HAVE_ARGUMENT = opcode.HAVE_ARGUMENT
@@ -21,11 +17,11 @@ def _cache_table() -> Dict[int, int]:
     raw = getattr(opcode, "_inline_cache_entries", None)
     if raw is None:
         return table
-    if isinstance(raw, dict):  # 3.13: by name
+    if isinstance(raw, dict):  # by name (3.13+)
         for name, n in raw.items():
             if name in opcode.opmap and n:
                 table[opcode.opmap[name]] = n
-    else:  # 3.11/3.12: a list indexed by opcode
+    else:  # a list indexed by opcode
         for op, n in enumerate(raw):
             if n:
                 table[op] = n
@@ -40,9 +36,12 @@ def cache_entries(op: int) -> int:
     return _CACHES.get(op, 0)
 
 
+_HASARG: Optional[FrozenSet[int]] = frozenset(opcode.hasarg) if hasattr(opcode, "hasarg") else None
+
+
 def has_arg(op: int) -> bool:
-    if PY313:
-        return op in opcode.hasarg
+    if _HASARG is not None:   # opcode numbers no longer split at HAVE_ARGUMENT everywhere
+        return op in _HASARG
     return op >= HAVE_ARGUMENT
 
 
@@ -64,8 +63,8 @@ def jump_target_offset(op: int, arg: int, op_offset: int) -> int:
     """Byte offset a jump goes to, given the offset of its (last) opcode unit."""
     after = op_offset + 2 + 2 * cache_entries(op)
     if op in JABS:
-        return arg if not PY310 else 2 * arg
-    if not PY310:
+        return 2 * arg if BEHAVIOUR.jumps_count_units else arg
+    if not BEHAVIOUR.jumps_count_units:
         return after + arg
     if op in BACKWARD:
         return after - 2 * arg
@@ -76,8 +75,8 @@ def jump_arg(op: int, target: int, op_offset: int) -> int:
     """Inverse of jump_target_offset; negative when the jump cannot reach (wrong direction)."""
     after = op_offset + 2 + 2 * cache_entries(op)
     if op in JABS:
-        return target if not PY310 else target // 2
-    if not PY310:
+        return target // 2 if BEHAVIOUR.jumps_count_units else target
+    if not BEHAVIOUR.jumps_count_units:
         return target - after
     if op in BACKWARD:
         return (after - target) // 2
@@ -86,7 +85,7 @@ def jump_arg(op: int, target: int, op_offset: int) -> int:
 
 # forward/backward twins, for retargeting a jump across its own position
 _TWINS = {
-    "JUMP_FORWARD": "JUMP_BACKWARD" if PY311 else "JUMP_ABSOLUTE",
+    "JUMP_FORWARD": "JUMP_BACKWARD" if "JUMP_BACKWARD" in opcode.opmap else "JUMP_ABSOLUTE",
     "POP_JUMP_FORWARD_IF_FALSE": "POP_JUMP_BACKWARD_IF_FALSE",
     "POP_JUMP_FORWARD_IF_TRUE": "POP_JUMP_BACKWARD_IF_TRUE",
     "POP_JUMP_FORWARD_IF_NONE": "POP_JUMP_BACKWARD_IF_NONE",

@@ -1,0 +1,161 @@
+"""What an instruction's argument means, decoded once per instruction.
+
+One decoder per CPython version turns the raw argument bits into named fields of the
+``Instruction`` (``push_null``, ``is_method``, ``to_bool``, ``format_spec``, ...) and
+encodes a name or comparison index back with the instruction's ``flags``. Every other
+module reads the fields; only this module and ``behaviour.py`` know how the bits are laid
+out on each version.
+"""
+from __future__ import annotations
+
+import dis
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Optional, Sequence, Tuple, Type
+
+from .behaviour import VERSION
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .instructions import Instruction
+
+__all__ = ["ArgumentDecoder", "DECODER", "decoder_for", "FUNCTION_PARTS", "OLD_BINARY_OPS"]
+
+#: MAKE_FUNCTION / SET_FUNCTION_ATTRIBUTE bits, in the order MAKE_FUNCTION pops them
+FUNCTION_PARTS: Tuple[Tuple[int, str], ...] = (
+    (0x08, "closure"), (0x04, "annotations"), (0x02, "kwdefaults"), (0x01, "defaults"))
+
+#: the operator of each binary opcode that BINARY_OP replaced (3.9/3.10)
+OLD_BINARY_OPS: Dict[str, str] = {}
+for _suffix, _symbol in (("ADD", "+"), ("SUBTRACT", "-"), ("MULTIPLY", "*"), ("TRUE_DIVIDE", "/"),
+                         ("FLOOR_DIVIDE", "//"), ("MODULO", "%"), ("POWER", "**"), ("MATRIX_MULTIPLY", "@"),
+                         ("AND", "&"), ("OR", "|"), ("XOR", "^"), ("LSHIFT", "<<"), ("RSHIFT", ">>")):
+    OLD_BINARY_OPS["BINARY_" + _suffix] = _symbol
+    OLD_BINARY_OPS["INPLACE_" + _suffix] = _symbol + "="
+del _suffix, _symbol
+
+_CONVERSIONS = ("", "str", "repr", "ascii")
+
+
+def _parts(bits: int) -> FrozenSet[str]:
+    return frozenset(name for bit, name in FUNCTION_PARTS if bits & bit)
+
+
+class ArgumentDecoder:
+    """3.9 and 3.10: names, constants and comparisons are plain indices."""
+
+    #: low bits under the name index, by opcode name
+    name_low_bits: Dict[str, int] = {}
+    #: low bits under the comparison index of COMPARE_OP
+    compare_low_bits = 0
+
+    def fill(self, inst: "Instruction", consts: Optional[Sequence[Any]] = None) -> None:
+        """Set ``inst``'s decoded fields from its ``arg`` (or, when the argument is still
+        to be resolved from ``argval``, from its ``flags``)."""
+        name = inst.opname
+        arg = inst.arg
+        low = self.low_bits(name)
+        if low:
+            flags = (arg & ((1 << low) - 1)) if arg is not None else inst.flags
+            inst.flags = flags
+        self.decode(inst, name, arg or 0, inst.flags, consts)
+
+    def low_bits(self, name: str) -> int:
+        if name == "COMPARE_OP":
+            return self.compare_low_bits
+        return self.name_low_bits.get(name, 0)
+
+    def encode_index(self, name: str, index: int, flags: int) -> int:
+        """The argument of ``name`` for a name or comparison ``index`` with ``flags`` below it."""
+        return (index << self.low_bits(name)) | flags
+
+    def decode(self, inst: "Instruction", name: str, arg: int, flags: int,
+               consts: Optional[Sequence[Any]]) -> None:
+        if name == "LOAD_METHOD":
+            inst.is_method = inst.push_null = True
+        elif name == "FORMAT_VALUE":
+            inst.format_spec = bool(arg & 0x04)
+            inst.conversion = _CONVERSIONS[arg & 0x03]
+        elif name == "FORMAT_WITH_SPEC":
+            inst.format_spec = True
+        elif name == "CONVERT_VALUE":
+            inst.conversion = _CONVERSIONS[arg] if 0 < arg < len(_CONVERSIONS) else None
+        elif name == "CALL_FUNCTION_EX":
+            inst.call_kwargs = bool(arg & 0x01)
+        elif name in ("IS_OP", "CONTAINS_OP"):
+            inst.invert = bool(arg)
+        elif name == "UNPACK_EX":
+            inst.unpack = (arg & 0xFF, arg >> 8)
+        elif name == "MAKE_FUNCTION":
+            inst.function_parts = _parts(arg)
+        elif name == "SET_FUNCTION_ATTRIBUTE":
+            inst.function_parts = _parts(arg)
+        elif name == "BINARY_OP":
+            inst.binary_op = dis._nb_ops[arg][1]  # type: ignore[attr-defined]
+        elif name in OLD_BINARY_OPS:
+            inst.binary_op = OLD_BINARY_OPS[name]
+        elif name == "KW_NAMES":
+            value = inst.argval
+            if not isinstance(value, tuple) and consts is not None and inst.arg is not None:
+                value = consts[inst.arg]
+            inst.kw_names = value if isinstance(value, tuple) else None
+
+
+class NullSlotDecoder(ArgumentDecoder):
+    """3.11: LOAD_GLOBAL's lowest bit pushes a NULL (the call's NULL-or-self slot)."""
+
+    name_low_bits = {"LOAD_GLOBAL": 1}
+
+    def decode(self, inst: "Instruction", name: str, arg: int, flags: int,
+               consts: Optional[Sequence[Any]]) -> None:
+        if name == "LOAD_GLOBAL":
+            inst.push_null = bool(flags & 1)
+        else:
+            super().decode(inst, name, arg, flags, consts)
+
+
+class MethodAttrDecoder(NullSlotDecoder):
+    """3.12: LOAD_ATTR's lowest bit loads a method; LOAD_SUPER_ATTR has two low bits;
+    COMPARE_OP's index sits above four bits."""
+
+    name_low_bits = {"LOAD_GLOBAL": 1, "LOAD_ATTR": 1, "LOAD_SUPER_ATTR": 2}
+    compare_low_bits = 4
+
+    def decode(self, inst: "Instruction", name: str, arg: int, flags: int,
+               consts: Optional[Sequence[Any]]) -> None:
+        if name in ("LOAD_ATTR", "LOAD_SUPER_ATTR"):
+            inst.is_method = inst.push_null = bool(flags & 1)
+        else:
+            super().decode(inst, name, arg, flags, consts)
+
+
+class BoolCompareDecoder(MethodAttrDecoder):
+    """3.13: COMPARE_OP's bit 16 converts the result to bool (the index sits above five bits)."""
+
+    compare_low_bits = 5
+
+    def decode(self, inst: "Instruction", name: str, arg: int, flags: int,
+               consts: Optional[Sequence[Any]]) -> None:
+        if name == "COMPARE_OP":
+            inst.to_bool = bool(flags & 16)
+        else:
+            super().decode(inst, name, arg, flags, consts)
+
+
+_DECODERS: Dict[Tuple[int, int], Type[ArgumentDecoder]] = {
+    (3, 9): ArgumentDecoder,
+    (3, 10): ArgumentDecoder,
+    (3, 11): NullSlotDecoder,
+    (3, 12): MethodAttrDecoder,
+    (3, 13): BoolCompareDecoder,
+}
+
+
+def decoder_for(version: Tuple[int, int]) -> ArgumentDecoder:
+    try:
+        return _DECODERS[tuple(version)]()  # type: ignore[index]
+    except KeyError:
+        supported = ", ".join("%d.%d" % v for v in sorted(_DECODERS))
+        raise RuntimeError(f"framehook.translator has no bytecode decoder for CPython "
+                           f"{version[0]}.{version[1]}; supported: {supported}") from None
+
+
+#: the running interpreter's decoder
+DECODER = decoder_for(VERSION)
