@@ -1,4 +1,4 @@
-"""bytecode/decompile.py: straight-line bytecode back to Python, on every version.
+"""decompiler/decompile.py: straight-line bytecode back to Python, on every version.
 
 Each snippet is compiled by this interpreter, decompiled, compiled again from the text and
 run next to the original on fresh inputs: results, printed output, mutated arguments and
@@ -14,7 +14,7 @@ import pytest
 
 from framehook.translator.bytecode import (Codegen, build_function, create_instruction, create_jump, decode,
                                           prefix_length)
-from framehook.translator.bytecode.decompile import decompile, literal_text
+from framehook.translator.decompiler.decompile import decompile, literal_text
 
 COUNTER = 0
 LOG = []

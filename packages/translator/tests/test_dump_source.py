@@ -1,5 +1,5 @@
 """debug.dump writes the generated code of breaking frames and the resume functions as
-Python (debug_source.py): files that say they are exact run like the original function on
+Python (decompiler/render.py): files that say they are exact run like the original function on
 fresh inputs (result, printed output, globals and arguments changed); the others say why
 and list the original lines."""
 import contextlib

@@ -12,7 +12,7 @@ For every cache entry of ``fn`` (most recent first) it writes:
   a debugger and step through ``forward``;
 * ``entry<i>_guards.py``: the guards as readable conditions, and the generated check function;
 * ``entry<i>_generated.py``: the function that replaced ``fn``'s body, as Python
-  (``debug_source.py``): the graph call, the values rebuilt after it, the side effects
+  (``decompiler/render.py``): the graph call, the values rebuilt after it, the side effects
   replayed, the instructions that broke and the call of the resume function decompiled
   from the bytecode; a statement run as in the original (a break inside a loop or a try
   block) as the user's own lines. The header says whether it is exact (then running it
@@ -48,8 +48,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ._runtime import runtime
 from .bytecode import decode, prefix_length
-from .bytecode.decompile import decompile
-from .debug_source import Rendered, render_code, signature_text
+from .decompiler.decompile import decompile
+from .decompiler.render import Rendered, render_code, signature_text
 
 __all__ = ["dump", "load_graph", "load_function", "graph_module_source", "generated_source"]
 

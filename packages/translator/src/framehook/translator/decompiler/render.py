@@ -6,11 +6,11 @@ frame's own code from the break on).
 ``render_code(code, const_name, resume=...)`` returns a ``Rendered``: ``exact`` when the
 text does what the bytecode does, i.e.
 
-* the parts the translator generated are decompiled (``bytecode/decompile.py``: straight
+* the parts the translator generated are decompiled (``decompile.py``: straight
   line, each expression evaluated where the bytecode evaluates it);
 * the parts copied from the user's code (a statement run in Python at a break inside a
   loop or a try block; the rest of the function in a resume function) are the user's own
-  source lines (``bytecode/source_match.py``), kept only when compiling the rendered
+  source lines (``source_match.py``), kept only when compiling the rendered
   function gives those lines the very instructions the code object runs;
 * every name is what it is in the bytecode (a local stays a local, a global a global).
 
@@ -23,13 +23,13 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
 
-from .bytecode import decode, prefix_length
-from .bytecode.opcodes import UNCONDITIONAL
-from .bytecode.analysis import successors
-from .bytecode.decompile import Decompiled, decompile
-from .bytecode.instructions import Instruction
-from .bytecode.source_match import (SourceRun, exit_chain, flow_signature, module_context, region_source,
-                                    remainder_source, same_flow, source_lines, future_flags)
+from ..bytecode import decode, prefix_length
+from ..bytecode.analysis import successors
+from ..bytecode.instructions import Instruction
+from ..bytecode.opcodes import UNCONDITIONAL
+from .decompile import Decompiled, decompile
+from .source_match import (SourceRun, exit_chain, flow_signature, future_flags, module_context, region_source,
+                           remainder_source, same_flow, source_lines)
 
 __all__ = ["Rendered", "render_code", "signature_text"]
 

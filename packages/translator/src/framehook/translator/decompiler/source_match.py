@@ -25,8 +25,8 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from .opcodes import TERMINAL, UNCONDITIONAL, has_arg
-from .instructions import Instruction
+from ..bytecode.opcodes import TERMINAL, UNCONDITIONAL, has_arg
+from ..bytecode.instructions import Instruction
 
 __all__ = ["SourceRun", "exit_chain", "flow_signature", "function_node", "future_flags", "module_context",
            "region_source", "remainder_source", "same_flow", "source_lines"]

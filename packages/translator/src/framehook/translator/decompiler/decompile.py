@@ -31,8 +31,8 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
 
-from .behaviour import BEHAVIOUR
-from .instructions import Instruction
+from ..bytecode.behaviour import BEHAVIOUR
+from ..bytecode.instructions import Instruction
 
 __all__ = ["Decompiled", "DecompileError", "decompile", "literal_text"]
 
