@@ -13,7 +13,7 @@ import pytest
 import framehook.translator as ft
 from framehook.translator.exc import CacheLimitExceeded, InternalTranslatorError
 from framehook.translator.symbolic import GraphBreak
-from framehook.translator.symbolic.interpreter import Tracer
+from framehook.translator.symbolic.tracer import Tracer
 
 HERE = os.path.abspath(__file__)
 TRANSLATOR_DIR = os.path.dirname(os.path.abspath(ft.__file__))

@@ -12,7 +12,7 @@ import numpy as np
 from ..graph import ArrayMeta
 from . import errstate
 from . import numpy_support as nps
-from .values import Const, DictV, FuncV, IterV, ListV, MethodV, ObjV, Tensor, TupleV, V
+from .values import Const, DictV, FuncV, IterV, ListV, MethodV, ObjV, Tensor, TupleV, V, flatten
 
 if TYPE_CHECKING:  # pragma: no cover
     from .interpreter import FrameTracer
@@ -58,14 +58,12 @@ def _wrap_container(fr: "FrameTracer", value: Any) -> V:
 def _has_array(vs: List[V]) -> bool:
     """Any graph value that is an array or numpy scalar, or a named tuple of those (not a
     Python-number input)?"""
-    from .interpreter import _flatten
     return any(isinstance(v, Tensor) and (isinstance(v.meta, ArrayMeta) or v.is_named_tuple)
-               for v in _flatten(list(vs)))
+               for v in flatten(list(vs)))
 
 
 def _has_tensor(vs: List[V]) -> bool:
-    from .interpreter import _flatten
-    return any(isinstance(v, Tensor) for v in _flatten(list(vs)))
+    return any(isinstance(v, Tensor) for v in flatten(list(vs)))
 
 
 @_builtin(len)

@@ -31,7 +31,8 @@ from .breaks import GraphBreak
 from .values import Const, IterV, Tensor, TupleV, V, next_serial
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .interpreter import FrameTracer, Tracer
+    from .interpreter import FrameTracer
+    from .tracer import Tracer
 
 __all__ = ["LoopAbort", "LoopNote", "capture_loop", "lift", "left_body"]
 

@@ -39,7 +39,8 @@ from . import numpy_support as nps
 from .values import Const, DictV, ListV, ObjV, V
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .interpreter import FrameTracer, Tracer
+    from .interpreter import FrameTracer
+    from .tracer import Tracer
     from .resume import Rebuilder
 
 __all__ = ["SideEffects", "is_plain_object", "plain_attribute"]

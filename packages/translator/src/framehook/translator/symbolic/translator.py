@@ -21,7 +21,8 @@ from ..guards import GuardKind
 from ..sources import LocalSource, Source
 from ..translator import InstructionTranslatorBase, MinimalTranslator, TranslationOutput, argument_names, call_backend
 from .breaks import GraphBreak
-from .interpreter import FrameTracer, StopTrace, Tracer
+from .interpreter import FrameTracer, StopTrace
+from .tracer import Tracer
 from .resume import (BreakSite, CannotResume, FlowFacts, Rebuilder, break_site, emit_break, is_resume_code,
                      statement_site)
 from .values import Cell, Const, DictV, Lazy, ListV, ObjV, Tensor, TupleV, V

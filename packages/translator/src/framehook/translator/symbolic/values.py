@@ -24,7 +24,7 @@ from ..graph import ArrayMeta, Node, ScalarMeta, TupleMeta
 from ..sources import Source
 
 __all__ = ["V", "Const", "Tensor", "TupleV", "ListV", "DictV", "IterV", "FuncV", "MethodV", "NullV", "Cell",
-           "CellV", "CellContents", "Lazy", "NULL", "next_serial", "ObjV", "SliceV", "unread"]
+           "CellV", "CellContents", "Lazy", "NULL", "next_serial", "ObjV", "SliceV", "unread", "flatten"]
 
 
 #: creation order of mutable symbolic values: a loop being captured refuses to mutate a
@@ -295,3 +295,16 @@ class Lazy:
     def __init__(self, value: Any, source: Source) -> None:
         self.value = value
         self.source = source
+
+
+def flatten(vs: List[V]) -> List[V]:
+    """The leaves of ``vs``: tuples, lists and dicts opened, recursively."""
+    out: List[V] = []
+    for v in vs:
+        if isinstance(v, (TupleV, ListV)):
+            out += flatten(v.items)
+        elif isinstance(v, DictV):
+            out += flatten(list(v.items.values()))
+        else:
+            out.append(v)
+    return out
