@@ -10,7 +10,7 @@ from typing import Dict, Optional
 
 from ..exc import Unsupported
 
-__all__ = ["BreakKind", "BREAKS", "GraphBreak", "render_markdown"]
+__all__ = ["BreakKind", "BREAKS", "CannotResume", "GraphBreak", "render_markdown"]
 
 
 @dataclass(frozen=True)
@@ -147,3 +147,7 @@ def render_markdown() -> str:
         lines += [f"## {k.code}: {k.title}", "", k.explanation[0].upper() + k.explanation[1:] + ".", "",
                   f"Hint: {k.hint}.", ""]
     return "\n".join(lines)
+
+
+class CannotResume(Exception):
+    """This break cannot resume; the frame runs its original code."""

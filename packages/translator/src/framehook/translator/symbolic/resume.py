@@ -37,7 +37,7 @@ Frames with cells: the frame's cell and free variables become free variables of 
 resume functions, which are made at each call around the frame's own cells
 (``_WithCells``), so closures made before the break share them. Cells the trace assigned
 are stored into the real cells before the broken instructions run, and a function made in
-the frame that is still live is made again around the same cells (``_FunctionMaker``).
+the frame that is still live is made again around the same cells (``rebuild.py``).
 
 What still runs the original code of the frame (``CannotResume``, the break is reported as
 before): breaks in a resume function's prologue, a statement that runs to the end of the
@@ -52,9 +52,8 @@ import inspect
 import itertools
 import sys
 import types
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
-
-import numpy as np
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..bytecode import (Codegen, ExnTabEntry, Instruction, Positions, create_instruction, decode, loop_heads,
                         prefix_length, stack_depths, successors)
@@ -63,11 +62,11 @@ from ..bytecode.behaviour import BEHAVIOUR
 from ..bytecode.opcodes import TERMINAL, UNCONDITIONAL
 from ..codemap import CodeIdentityMap
 from ..bytecode.transform import code_options, rebuild
-from ..graph import Graph
-from ..graph.ir import NodeKind
-from .values import NULL, Const, DictV, FuncV, Lazy, ListV, MethodV, ObjV, SliceV, Tensor, TupleV, V, unread
+from .breaks import CannotResume
+from .rebuild import Rebuilder
+from .values import NULL, MethodV, unread
 
-__all__ = ["CannotResume", "BreakSite", "FlowFacts", "break_site", "statement_site", "Rebuilder", "make_resume_code", "emit_break",
+__all__ = ["BreakSite", "BreakPlan", "FlowFacts", "break_site", "statement_site", "make_resume_code", "emit_break",
            "is_resume_code", "frame_label", "RESUME_PREFIX"]
 
 RESUME_PREFIX = "__resume_at_"
@@ -77,10 +76,6 @@ _counter = itertools.count()
 _RESUME_PROLOGUES: CodeIdentityMap[int] = CodeIdentityMap()
 # code object of a resume function -> the line it resumes at (None: not known)
 _RESUME_LINES: CodeIdentityMap[Optional[int]] = CodeIdentityMap()
-
-
-class CannotResume(Exception):
-    """This break cannot resume; the frame runs its original code."""
 
 
 def is_resume_code(code: types.CodeType) -> bool:
@@ -362,178 +357,6 @@ def _region(insts: List[Instruction], index: Dict[int, int], start: int, end: Op
     return seen
 
 
-# ---------------------------------------------------------------- rebuilding values
-_LOADABLE = (int, float, complex, bool, str, bytes, type(None), range, slice, np.dtype, np.generic,
-             type(Ellipsis), types.ModuleType, types.BuiltinFunctionType, type, np.ufunc, types.FunctionType,
-             type(np.linalg.eigh))   # numpy >= 1.25 functions are dispatcher objects
-
-
-def _loadable(value: Any) -> bool:
-    """Can ``value`` be a constant of the generated code (immutable, or an object looked up by identity)?"""
-    if type(value) in (tuple, frozenset):
-        return all(_loadable(x) for x in value)
-    return isinstance(value, _LOADABLE)
-
-
-class Rebuilder:
-    """Emits code that rebuilds symbolic values at run time (graph outputs, constants,
-    sources, containers built in the frame: each of those once, so aliases stay aliases)."""
-
-    def __init__(self, tracer: Any) -> None:
-        self.tracer = tracer
-        self.outputs: List[Any] = []          # graph nodes the graph must return
-        self._out_index: Dict[Any, int] = {}
-        self.memo: Dict[int, str] = {}        # id(container V) -> temporary holding it
-        self._names = itertools.count()
-        self.graph_out: Optional[str] = None  # local holding the graph's result tuple
-        # id(Cell) -> name, for the cells of the frame the code runs in: a function made in
-        # the frame (a closure over them) can be made again at run time
-        self.cell_names: Dict[int, str] = {}
-
-    def temp(self) -> str:
-        return f"___tmp{next(self._names)}"
-
-    # first pass: which graph values are needed; raises CannotResume for what cannot be rebuilt
-    def collect(self, v: Any, null_ok: bool = False) -> None:
-        if isinstance(v, Lazy):
-            return
-        if v is NULL:
-            if not null_ok:
-                raise CannotResume("a NULL on the stack that cannot be rebuilt")
-            return
-        if isinstance(v, Tensor):
-            if v.node.kind is NodeKind.PLACEHOLDER:
-                return
-            if v.node not in self._out_index:
-                self._out_index[v.node] = len(self.outputs)
-                self.outputs.append(v.node)
-            return
-        if isinstance(v, Const):
-            if v.source is None and not _loadable(v.value):
-                raise CannotResume(f"the live value {v.describe()} cannot be rebuilt")
-            return
-        if isinstance(v, (TupleV, ListV)):
-            if v.source is None:
-                for item in v.items:
-                    self.collect(item)
-            return
-        if isinstance(v, DictV):
-            if v.source is None:
-                for item in v.items.values():
-                    self.collect(item)
-            return
-        if isinstance(v, ObjV):
-            return   # rebuilt from its source
-        if isinstance(v, MethodV):
-            self.collect(v.obj)
-            return
-        if isinstance(v, SliceV):
-            for part in v.parts:
-                self.collect(part)
-            return
-        if isinstance(v, FuncV) and v.fn is not None:
-            return
-        if isinstance(v, FuncV) and v.globals_base is None and not v.annotated:
-            if any(id(c) not in self.cell_names for c in v.closure):
-                raise CannotResume(f"the live {v.describe()} closes over a cell of an inlined call")
-            for d in (*v.defaults, *v.kwdefaults.values()):
-                self.collect(d)
-            return
-        raise CannotResume(f"the live value {v.describe()} cannot be rebuilt")
-
-    # second pass: the code
-    def emit(self, cg: Codegen, v: Any) -> None:
-        if isinstance(v, Lazy):
-            v.source.reconstruct(cg)
-        elif v is NULL:
-            cg.emit("PUSH_NULL")
-        elif isinstance(v, Tensor):
-            if v.node.kind is NodeKind.PLACEHOLDER:
-                self.tracer.inputs[v.node].reconstruct(cg)
-            else:
-                cg.load_fast(self.graph_out)   # type: ignore[arg-type]
-                cg.load_const(self._out_index[v.node])
-                cg.subscr()
-        elif isinstance(v, Const):
-            if v.source is None or _loadable(v.value):
-                cg.load_const(v.value)
-            else:
-                v.source.reconstruct(cg)
-        elif isinstance(v, (TupleV, ListV, DictV, ObjV)) and v.source is not None:
-            v.source.reconstruct(cg)
-        elif isinstance(v, TupleV):
-            for item in v.items:
-                self.emit(cg, item)
-            cg.emit("BUILD_TUPLE", arg=len(v.items))
-        elif isinstance(v, (ListV, DictV)):
-            name = self.memo.get(id(v))
-            if name is None:
-                if isinstance(v, ListV):
-                    for item in v.items:
-                        self.emit(cg, item)
-                    cg.emit("BUILD_LIST", arg=len(v.items))
-                else:
-                    for key, item in v.items.items():
-                        cg.load_const(key)
-                        self.emit(cg, item)
-                    cg.emit("BUILD_MAP", arg=len(v.items))
-                name = self.memo[id(v)] = self.temp()
-                cg.emit("STORE_FAST", argval=name)
-            cg.load_fast(name)
-        elif isinstance(v, MethodV):
-            self.emit(cg, v.obj)
-            cg.load_attr(v.name)
-        elif isinstance(v, SliceV):
-            for part in v.parts:
-                self.emit(cg, part)
-            cg.emit("BUILD_SLICE", arg=len(v.parts))
-        elif isinstance(v, FuncV) and v.fn is not None:
-            cg.load_const(v.fn)
-        else:
-            assert isinstance(v, FuncV)
-            name = self.memo.get(id(v))
-            if name is None:   # made once, so every alias is the same function
-                self._emit_function(cg, v)
-                name = self.memo[id(v)] = self.temp()
-                cg.emit("STORE_FAST", argval=name)
-            cg.load_fast(name)
-
-    def _emit_function(self, cg: Codegen, v: FuncV) -> None:
-        maker = _FunctionMaker(v.code, v.f_globals, v.name, v.qualname, sorted(v.kwdefaults))
-
-        def load_args() -> None:
-            for d in (*v.defaults, *(v.kwdefaults[k] for k in maker.kwnames)):
-                self.emit(cg, d)
-            for c in v.closure:
-                cg.load_closure(self.cell_names[id(c)])
-
-        maker.ndefaults = len(v.defaults)
-        cg.call_builtin(maker, load_args, nargs=len(v.defaults) + len(v.kwdefaults) + len(v.closure))
-
-
-class _FunctionMaker:
-    """Makes again, at run time, a function the traced frame made (``MAKE_FUNCTION``): its
-    defaults, keyword defaults and cells arrive as arguments, in that order."""
-
-    __slots__ = ("code", "f_globals", "name", "qualname", "kwnames", "ndefaults")
-
-    def __init__(self, code: types.CodeType, f_globals: Dict[str, Any], name: str, qualname: Optional[str],
-                 kwnames: List[str]) -> None:
-        self.code, self.f_globals, self.name, self.qualname = code, f_globals, name, qualname
-        self.kwnames = kwnames
-        self.ndefaults = 0
-
-    def __call__(self, *args: Any) -> types.FunctionType:
-        nd, nk = self.ndefaults, len(self.kwnames)
-        fn = types.FunctionType(self.code, self.f_globals, self.name, tuple(args[:nd]) or None,
-                                tuple(args[nd + nk:]) or None)
-        if nk:
-            fn.__kwdefaults__ = dict(zip(self.kwnames, args[nd:nd + nk]))
-        if self.qualname is not None:
-            fn.__qualname__ = self.qualname
-        return fn
-
-
 # ---------------------------------------------------------------- resume functions
 def _split_super(insts: List[Instruction]) -> List[Instruction]:
     """3.13's two-local instructions as two plain ones (the locals are renumbered)."""
@@ -619,14 +442,34 @@ def make_resume_code(code: types.CodeType, target: int, stack: Sequence[Any], lo
     return new, stack_names
 
 
-def emit_break(code: types.CodeType, insts: Sequence[Instruction], site: BreakSite, stack: List[Any],
-               locals_: Dict[str, Any], rebuilder: Rebuilder, compile_graph: Any,
-               f_globals: Dict[str, Any], resume_cache: Dict[Any, Any], side_effects: Any = None,
-               cells: Optional[Dict[str, Any]] = None) -> types.CodeType:
-    """The replacement code for ``code``: run the graph, rebuild the state, replay the side
-    effects traced so far (``side_effects.py``), run the broken instructions, return the
-    resume function's result. ``cells``: the frame's cell variables as traced (name ->
-    value, None when unbound); those the trace assigned are stored into the real cells."""
+@dataclass
+class BreakPlan:
+    """A break to emit: where the root frame broke and the state traced up to there."""
+
+    code: types.CodeType
+    insts: Sequence[Instruction]
+    site: BreakSite
+    stack: List[Any]                      # the root frame's symbolic stack at the break
+    locals_: Dict[str, Any]               # and its locals
+    rebuilder: Rebuilder
+    #: compile_graph(outputs) -> (compiled function, its input sources), or None without a graph
+    compile_graph: Callable[[List[Any]], Any]
+    f_globals: Dict[str, Any]
+    resume_cache: Dict[Any, Any]          # resume functions made for this frame, reused
+    side_effects: Any = None              # ``side_effects.SideEffects`` to replay
+    #: the frame's cell variables as traced (name -> value, None when unbound); those the
+    #: trace assigned are stored into the real cells
+    cells: Optional[Dict[str, Any]] = None
+
+
+def emit_break(plan: BreakPlan) -> types.CodeType:
+    """The replacement code for the plan's code: run the graph, rebuild the state, replay the
+    side effects traced so far (``side_effects.py``), run the broken instructions, return
+    the resume function's result."""
+    code, insts, site, stack, locals_ = plan.code, plan.insts, plan.site, plan.stack, plan.locals_
+    rebuilder, compile_graph, f_globals, resume_cache = (plan.rebuilder, plan.compile_graph, plan.f_globals,
+                                                         plan.resume_cache)
+    side_effects, cells = plan.side_effects, plan.cells
     inputs = stack[len(stack) - site.pops:] if site.pops else []
     lower = stack[:len(stack) - site.pops]
     first = insts[site.start]

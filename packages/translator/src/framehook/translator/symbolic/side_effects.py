@@ -41,7 +41,7 @@ from .values import Const, DictV, ListV, ObjV, V
 if TYPE_CHECKING:  # pragma: no cover
     from .interpreter import FrameTracer
     from .tracer import Tracer
-    from .resume import Rebuilder
+    from .rebuild import Rebuilder
 
 __all__ = ["SideEffects", "is_plain_object", "plain_attribute"]
 

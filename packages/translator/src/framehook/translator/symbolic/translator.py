@@ -20,11 +20,11 @@ from ..graph import Graph
 from ..guards import GuardKind
 from ..sources import LocalSource, Source
 from ..translator import InstructionTranslatorBase, MinimalTranslator, TranslationOutput, argument_names, call_backend
-from .breaks import GraphBreak
+from .breaks import CannotResume, GraphBreak
 from .interpreter import FrameTracer, StopTrace
+from .rebuild import Rebuilder
+from .resume import BreakPlan, BreakSite, FlowFacts, break_site, emit_break, is_resume_code, statement_site
 from .tracer import Tracer
-from .resume import (BreakSite, CannotResume, FlowFacts, Rebuilder, break_site, emit_break, is_resume_code,
-                     statement_site)
 from .values import Cell, Const, DictV, Lazy, ListV, ObjV, Tensor, TupleV, V
 
 __all__ = ["SymbolicTranslator", "FrameReport", "add_observer", "remove_observer", "make_output_code"]
@@ -273,8 +273,8 @@ class SymbolicTranslator(InstructionTranslatorBase):
         own_cells = {name: c.value for name, c in root.cells.items() if not c.external}
         rebuilder = Rebuilder(tracer)
         rebuilder.cell_names = {id(c): name for name, c in root.cells.items()}
-        new_code = emit_break(frame.code, root.insts, site, stack, locals_, rebuilder, compile_graph,
-                              frame.f_globals, cache, effects, own_cells)
+        new_code = emit_break(BreakPlan(frame.code, root.insts, site, stack, locals_, rebuilder, compile_graph,
+                                        frame.f_globals, cache, effects, own_cells))
         return TranslationOutput(code=new_code, graphs=[graph] if compiled else [], compiled_fns=compiled)
 
     def source_dynamic_dims(self, source: Source, value: np.ndarray) -> Any:
