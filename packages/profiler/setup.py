@@ -1,18 +1,21 @@
 """Build script for framehook-profiler's C extension (metadata lives in pyproject.toml)."""
 import sys
 
-if not ((3, 9) <= sys.version_info[:2] <= (3, 13)):
-    sys.exit(
-        "framehook-profiler supports CPython 3.9 to 3.13; this is %d.%d. Its C tracer uses "
-        "each version's profiling hooks and is not built for other versions." % sys.version_info[:2]
-    )
+SUPPORTED = "CPython 3.9 to 3.15 (built with the GIL)"
+
+if not ((3, 9) <= sys.version_info[:2] <= (3, 15)):
+    sys.exit("framehook-profiler supports %s; this is %d.%d. Its C tracer uses each "
+             "version's profiling hooks and is not built for other versions."
+             % ((SUPPORTED,) + tuple(sys.version_info[:2])))
 if sys.implementation.name != "cpython":
-    sys.exit("framehook-profiler needs CPython (its tracer is a C profile function); "
-             "this is %s." % sys.implementation.name)
+    sys.exit("framehook-profiler supports %s; this is %s (its tracer is a C profile "
+             "function)." % (SUPPORTED, sys.implementation.name))
 import sysconfig  # noqa: E402
 
 if sysconfig.get_config_var("Py_GIL_DISABLED"):
-    sys.exit("framehook-profiler needs a CPython built with the GIL; this one is free-threaded.")
+    sys.exit("framehook-profiler supports %s; this is a free-threaded build of %d.%d, whose "
+             "threads run at once: the tracer's per-thread buffers and the thread states it "
+             "writes need the GIL." % ((SUPPORTED,) + tuple(sys.version_info[:2])))
 
 from setuptools import Extension, setup  # noqa: E402
 

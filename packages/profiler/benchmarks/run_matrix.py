@@ -1,10 +1,12 @@
-"""Runs bench_overhead.py on every CPython 3.9-3.13 and writes ../BENCHMARKS.md.
+"""Runs bench_overhead.py on every CPython 3.9-3.15 and writes ../BENCHMARKS.md.new.
 
-    python run_matrix.py [--venvs DIR] [--rounds N] [--no-install]
+    python run_matrix.py [--venvs DIR] [--rounds N] [--no-install] [--versions 3.14,3.15]
+                         [--python 3.14=/path/to/python3.14 ...]
 
 Each version gets a venv in DIR (created when missing) with framehook-profiler built from
 this checkout, yappi and viztracer, and on 3.11 torch==2.13.0 (pinned; any failure to
-install is reported and that column is skipped). Interpreters come from pyenv.
+install is reported and that column is skipped). Interpreters come from --python, else
+pyenv, else python3.X on PATH.
 """
 from __future__ import annotations
 
@@ -13,29 +15,36 @@ import glob
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE = os.path.dirname(HERE)
-VERSIONS = ("3.9", "3.10", "3.11", "3.12", "3.13")
+VERSIONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15")
 TORCH_PIN = "torch==2.13.0"
 
 
-def interpreter(version: str) -> str:
+def interpreter(version: str, given: dict) -> str:
+    if version in given:
+        return given[version]
     root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
     found = sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", f"python{version}")))
-    if not found:
-        raise SystemExit(f"CPython {version} not found under {root}/versions")
-    return found[-1]
+    if found:
+        return found[-1]
+    on_path = shutil.which(f"python{version}")
+    if on_path is None:
+        raise SystemExit(f"CPython {version} not found under {root}/versions nor on PATH; "
+                         f"give it with --python {version}=PATH")
+    return on_path
 
 
-def prepare(version: str, venv: str, install: bool) -> tuple:
+def prepare(version: str, venv: str, install: bool, given: dict) -> tuple:
     py = os.path.join(venv, "bin", "python")
     notes = []
     if not os.path.exists(py):
-        subprocess.check_call([interpreter(version), "-m", "venv", venv])
+        subprocess.check_call([interpreter(version, given), "-m", "venv", venv])
         install = True
     if install:
         pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
@@ -85,10 +94,18 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--no-install", action="store_true", help="reuse the venvs as they are")
     parser.add_argument("--versions", default=",".join(VERSIONS))
+    parser.add_argument("--python", action="append", default=[], metavar="VERSION=PATH",
+                        help="the interpreter to use for VERSION (repeatable)")
     args = parser.parse_args(argv)
+    given = {}
+    for item in args.python:
+        version, sep, path = item.partition("=")
+        if not sep or not path:
+            parser.error(f"--python expects VERSION=PATH, e.g. 3.14=/usr/bin/python3.14; got {item!r}")
+        given[version] = path
     results, notes = {}, []
     for version in args.versions.split(","):
-        py, extra = prepare(version, os.path.join(args.venvs, version), not args.no_install)
+        py, extra = prepare(version, os.path.join(args.venvs, version), not args.no_install, given)
         notes += extra
         out = os.path.join(args.venvs, f"bench-{version}.json")
         print(f"[bench] CPython {version}", flush=True)

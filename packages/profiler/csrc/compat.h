@@ -1,9 +1,19 @@
-/* Version shims: the few frame accessors whose cheapest form differs across 3.9-3.13. */
+/* Version shims: what differs across CPython 3.9-3.15 (profile fields, frame accessors).
+ * 3.14 and 3.15 need nothing of their own: the tracer reads frames only through the
+ * public accessors (PyThreadState_GetFrame, PyFrame_GetBack, PyFrame_GetCode,
+ * PyFrame_GetVar), which hide the tagged stack references of their frames. */
 #ifndef FRAMEHOOK_PROFILER_COMPAT_H
 #define FRAMEHOOK_PROFILER_COMPAT_H
 
 #include <Python.h>
 #include <frameobject.h>
+
+/* Threads of a free-threaded build run at once, while the tracer relies on the GIL to
+ * write other threads' states and to share its list of thread contexts. setup.py refuses
+ * such a build first; this stops any other way of building one. */
+#ifdef Py_GIL_DISABLED
+#error "framehook-profiler needs a CPython built with the GIL (3.9 to 3.15); this one is free-threaded"
+#endif
 
 /* sys.monitoring (PEP 669) exists from 3.12; its backend lives in monitoring.h. */
 #if PY_VERSION_HEX >= 0x030C0000
@@ -14,7 +24,7 @@
 
 /* Sets a profile function on any thread state of this interpreter (the GIL must be
  * held), raising the "sys.setprofile" audit event first. Exported by every CPython
- * 3.9-3.13, but only declared publicly up to 3.12. */
+ * 3.9-3.15, but only declared publicly up to 3.12 (from 3.13 in an internal header). */
 #if PY_VERSION_HEX >= 0x030D0000
 PyAPI_FUNC(int) _PyEval_SetProfile(PyThreadState *tstate, Py_tracefunc func, PyObject *arg);
 #endif

@@ -12,6 +12,10 @@
  *                                      bound to a C function); other callables: nothing
  *   C_RETURN, C_RAISE               -> the end of such a C call (same filter)
  *
+ * The same nine events, under the same names, exist on every version from 3.12 (3.15
+ * included); the others (lines, jumps, BRANCH, or 3.14's BRANCH_LEFT and BRANCH_RIGHT
+ * that replace it) are never turned on, so the changes to them do not concern us.
+ *
  * sys.monitoring callbacks are interpreter-wide, so each callback finds its thread's
  * context through a thread-local pointer, valid while its generation matches fh_gen (which
  * changes at every start and stop). A thread meets a stale generation at its first event

@@ -117,7 +117,7 @@ static int fh_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *a
 static int fh_profile_first(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
 
 /* The C functions that start a thread whose state they create in the calling thread
- * (_thread.start_new_thread and its alias start_new; 3.13's start_joinable_thread, which
+ * (_thread.start_new_thread and its alias start_new; start_joinable_thread, 3.13+, which
  * threading uses), by their C entry point; NULL where absent. Found at module init. */
 static PyCFunction fh_spawn_meth[2] = {NULL, NULL};
 
@@ -482,7 +482,8 @@ static int fh_profile_first(PyObject *obj, PyFrameObject *frame, int what, PyObj
  * the new thread state is in the interpreter's list, has no profile function, and has an
  * id (ids grow) newer than every thread state that existed when the call began: it gets a
  * context and fh_profile_first. Checked against CPython 3.9-3.13 (Modules/_threadmodule.c:
- * thread_PyThread_start_new_thread, ThreadHandle_start in 3.13; Python/pystate.c).
+ * thread_PyThread_start_new_thread, ThreadHandle_start from 3.13; Python/pystate.c), and
+ * on 3.14 and 3.15 by tests/test_threads.py (threads started with _thread are recorded).
  *
  * Every thread state field read here is one the new thread does not write before it
  * holds the GIL (id is set at creation, the profile fields only under the GIL); its

@@ -13,8 +13,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from framehook.profiler import ExportError, Profiler, record_function
+from framehook.profiler import ExportError, Profiler, _tracer, record_function
 from framehook.profiler._export import format_for, render
+from framehook.profiler._flamegraph import merged_tree
 
 
 def fib(n):
@@ -228,3 +229,55 @@ def test_export_formats_by_name_and_errors(profile, tmp_path):
     with pytest.raises(ExportError, match="cannot write the profile to") as info:
         profile.export(tmp_path / "missing-dir" / "x.json")
     assert isinstance(info.value, OSError)
+
+
+def workload_both():
+    fib(6)
+    with record_function("sorting"):
+        helper(range(-4, 4))
+    try:
+        {}.pop(1)
+    except KeyError:
+        pass
+    sorted(gen_items(3), key=lambda v: -v)
+
+
+def gen_items(n):
+    for i in range(n):
+        yield i
+
+
+def exported_calls(backend, folder):
+    """What each format holds about one run of workload_both, times left out."""
+    with Profiler(backend=backend) as prof:
+        workload_both()
+    profile = prof.profile
+    folder.mkdir()
+    chrome = json.loads(open(profile.export(folder / "t.json")).read())
+    speedscope = json.loads(open(profile.export(folder / "t.speedscope.json")).read())
+    stats = pstats.Stats(profile.export(folder / "t.pstats")).stats
+    frames = speedscope["shared"]["frames"]
+
+    def flame(node):
+        return (node.name, node.kind, tuple(flame(c) for c in
+                                            sorted(node.children.values(), key=lambda n: n.name)))
+    return {
+        "chrome": sorted((e["name"], e["tid"]) for e in chrome["traceEvents"] if e["ph"] == "X"),
+        "speedscope": [(p["name"], [(e["type"], frames[e["frame"]]["name"]) for e in p["events"]])
+                       for p in speedscope["profiles"]],
+        "pstats": {k: (cc, nc, {c: v[0] for c, v in callers.items()})
+                   for k, (cc, nc, tt, ct, callers) in stats.items()},
+        "flame graph": flame(merged_tree(profile)),
+    }
+
+
+@pytest.mark.skipif(not _tracer.HAVE_MONITORING,
+                    reason="one backend only before 3.12: sys.monitoring is 3.12+")
+def test_both_backends_export_the_same_calls(tmp_path):
+    by_profile = exported_calls("profile", tmp_path / "profile")
+    by_monitoring = exported_calls("monitoring", tmp_path / "monitoring")
+    for fmt in by_profile:
+        assert by_profile[fmt] == by_monitoring[fmt], fmt
+    here = os.path.abspath(__file__).rstrip("c")
+    # the content compared is the workload's: fib(6) is 25 calls in the pstats of each
+    assert by_profile["pstats"][(here, fib.__code__.co_firstlineno, "fib")][:2] == (1, 25)

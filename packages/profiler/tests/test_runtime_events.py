@@ -1,6 +1,11 @@
 """framehook-runtime's cache-lookup and compiled-region events appear in the trees."""
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
+
 import pytest
 
 from framehook.profiler import Profiler, _tracer
@@ -77,3 +82,100 @@ def test_without_a_listener_the_profiler_records_normally():
         original(1)
     assert len(calls_of(prof.profile, original)) == 1
     assert isinstance(_tracer.runtime_available(), bool)
+
+
+# The profiler alone, and with a stand-in for framehook-runtime's event interface: a
+# capsule of the same name and layout (docs/runtime-api.md, ABI 1), made with ctypes in a
+# child process, so that it runs on every version whether or not the runtime is installed
+# (on 3.14 and 3.15 it is not yet). The child prints what the profile holds as JSON.
+STAND_IN = textwrap.dedent('''
+    import ctypes, json, sys, types
+    import framehook
+    from framehook.profiler import Profiler, _tracer
+
+    how, backend = sys.argv[1], sys.argv[2]
+    if how == "blocked":  # as when framehook-runtime is not installed
+        sys.modules["framehook.runtime"] = None
+    else:
+        REGISTER = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+        LISTENER = ctypes.PYFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.py_object)
+        listeners = []
+
+        @REGISTER
+        def add_listener(fn, userdata):
+            listeners.append((fn, userdata))
+            return 0
+
+        @REGISTER
+        def remove_listener(fn, userdata):
+            listeners.remove((fn, userdata))
+            return 0
+
+        class Api(ctypes.Structure):
+            _fields_ = [("abi_version", ctypes.c_int), ("add_listener", REGISTER),
+                        ("remove_listener", REGISTER)]
+
+        api = Api(1 if how == "abi1" else 2, add_listener, remove_listener)
+        capsule_new = ctypes.pythonapi.PyCapsule_New
+        capsule_new.restype = ctypes.py_object
+        capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        NAME = b"framehook.runtime._C._events_api"
+        runtime = types.ModuleType("framehook.runtime")
+        runtime._C = types.ModuleType("framehook.runtime._C")
+        runtime._C._events_api = capsule_new(ctypes.addressof(api), NAME, None)
+        sys.modules["framehook.runtime"] = framehook.runtime = runtime
+        sys.modules["framehook.runtime._C"] = runtime._C
+
+    def original(x):
+        return x + 1
+
+    def replacement(x):
+        return x + 2
+
+    def program(listening):
+        # what the runtime reports around a call it serves from its cache
+        for fire, userdata in listening:
+            fire(userdata, 1, original.__code__)
+            fire(userdata, 2, original.__code__)
+            fire(userdata, 3, replacement.__code__)
+        replacement(1)
+        for fire, userdata in listening:
+            fire(userdata, 4, replacement.__code__)
+
+    prof = Profiler(backend=backend)
+    prof.start()
+    listening = [(LISTENER(fn), data) for fn, data in listeners] if how != "blocked" else []
+    program(listening)
+    prof.stop()
+    root, = [e for e in prof.profile.events if e.name.endswith("program")]
+    print(json.dumps({
+        "available": _tracer.runtime_available(),
+        "listening": len(listening),
+        "left": len(listeners) if how != "blocked" else 0,
+        "children": [[c.kind, c.name, [[g.kind, g.name] for g in c.children]]
+                     for c in root.children if c.kind != "c"],
+    }))
+''')
+
+
+def run_stand_in(how: str, backend: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", STAND_IN, how, backend], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_runtime_events_from_an_interface_like_the_runtimes_nest_in_the_tree(backend):
+    got = run_stand_in("abi1", backend)
+    assert got["available"] is True
+    assert (got["listening"], got["left"]) == (1, 0)  # one listener while recording
+    assert got["children"] == [
+        ["cache_lookup", "cache lookup: original", []],
+        ["compiled_region", "compiled region: replacement", [["python", "replacement"]]]]
+
+
+@pytest.mark.parametrize("how", ["blocked", "abi2"])
+def test_without_the_runtime_or_with_another_abi_nothing_listens(backend, how):
+    got = run_stand_in(how, backend)
+    assert got["available"] is False and got["listening"] == 0
+    assert got["children"] == [["python", "replacement", []]]

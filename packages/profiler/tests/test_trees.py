@@ -389,3 +389,36 @@ def test_events_and_memory_are_reported():
     assert profile.memory_bytes >= profile.event_count * 16
     assert profile.duration_ns > 0
     assert "events" in repr(profile)
+
+
+DEEP = '''
+import sys
+from framehook.profiler import Profiler
+sys.setrecursionlimit(15000)  # as recursive programs and some test suites raise it
+calls = 0
+def down():
+    global calls
+    calls += 1
+    down()
+with Profiler(backend=sys.argv[1]) as prof:
+    try:
+        down()
+    except RecursionError:
+        pass
+recorded = [e for e in prof.profile.events if e.name == "down"]  # by start time
+nested, event = 0, recorded[-1].parent
+while event is not None and event.name == "down":
+    nested, event = nested + 1, event.parent
+print(calls, len(recorded), nested + 1)
+'''
+
+
+def test_deep_recursion_ends_in_recursion_error_with_every_call_recorded(backend):
+    # in a child: a crash (C stack overflow) must show as a failed run, not end the suite
+    import subprocess
+    out = subprocess.run([sys.executable, "-c", DEEP, backend], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    calls, recorded, nested = out.stdout.split()
+    assert int(calls) > 10000  # the raised limit was reached, not the default one
+    assert recorded == calls and nested == calls  # every call, each inside the one before

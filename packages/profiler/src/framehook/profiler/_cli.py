@@ -18,7 +18,7 @@ import traceback
 import types
 from typing import List, Optional, Tuple
 
-from ._compat import shutdown_error_lines
+from ._compat import no_second_exit_wait, shutdown_error_report
 from ._export import DEFAULT_SUFFIX, FORMATS, ExportError, format_for
 from ._profiler import Profiler
 
@@ -145,14 +145,15 @@ def _print_script_exception(exc: BaseException, filename: str) -> None:
 def _wait_for_threads() -> None:
     """Makes the interpreter's own wait for threads at exit, now, on the main thread.
 
-    threading._shutdown is what the interpreter calls, by name, at exit on 3.9-3.13. It
+    threading._shutdown is what the interpreter calls, by name, at exit on 3.9-3.15. It
     first runs threading's exit callbacks (they tell the workers of a concurrent.futures
     executor left open to finish: joining the threads without them would hang), marks the
     main thread finished, then joins every non-daemon thread, also those started while it
-    waits. Once the main thread is marked, it returns at once: the interpreter's own call
-    after the profile is written does not wait again. Ctrl-C ends the wait as at exit: the
-    exception is reported as the interpreter reports it (3.13 reports one that interrupts
-    joining a thread itself, and returns), and the exit code stays the script's.
+    waits. Once the main thread is marked, the interpreter's own call after the profile is
+    written finds no thread to wait for (3.15 joins any started since). Ctrl-C ends the
+    wait as at exit: the exception is reported as the interpreter reports it (3.13 and
+    3.14 report one that interrupts joining a thread themselves, and return), the exit
+    code stays the script's, and the interpreter does not wait again.
     """
     wait = threading._shutdown  # type: ignore[attr-defined]
     try:
@@ -161,12 +162,8 @@ def _wait_for_threads() -> None:
         # The interpreter waits once: after an exception it goes on to exit without waiting
         # again, which its own call could do if the exception came before the main thread
         # was marked (from an exit callback).
-        threading._shutdown = _no_second_wait  # type: ignore[attr-defined]
+        threading._shutdown = no_second_exit_wait  # type: ignore[attr-defined]
         _report_wait_exception(exc, wait.__code__)
-
-
-def _no_second_wait() -> None:
-    """Stands in for threading._shutdown at exit once the command line's wait was ended."""
 
 
 def _report_wait_exception(exc: BaseException, wait_code: types.CodeType) -> None:
@@ -175,16 +172,7 @@ def _report_wait_exception(exc: BaseException, wait_code: types.CodeType) -> Non
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code is not wait_code:
         tb = tb.tb_next  # from threading's frame down, as the interpreter shows it
-    lines = shutdown_error_lines(tb)
-    cls = type(exc)
-    name = cls.__qualname__ if cls.__module__ in ("builtins", "__main__") else \
-        f"{cls.__module__}.{cls.__qualname__}"
-    try:
-        message = str(exc)
-    except Exception:
-        message = "<exception str() failed>"
-    lines.append(f"{name}: {message}\n")
-    sys.stderr.write("".join(lines))
+    sys.stderr.write(shutdown_error_report(exc, tb))
     sys.stderr.flush()
 
 
