@@ -2,7 +2,9 @@
 
 Each package's tests run in their own pytest process (so test modules of different
 packages never collide) under coverage.py, writing a JUnit XML file per package into
-$FRAMEHOOK_RESULTS, which ci/matrix.py reads to print its tables.
+$FRAMEHOOK_RESULTS, which ci/matrix.py reads to print its tables. Only the packages that
+support this interpreter (their requires-python, see ci/support.py) are installed and
+tested; the conformance suite and the fuzz batch run where the translator is supported.
 
 Usage: python ci/env_job.py [tests] [conformance]
 """
@@ -15,12 +17,24 @@ import tempfile
 import sys
 from pathlib import Path
 
+from support import PACKAGES, cross_package_jobs, current_version, present, supported_packages, why_not
+
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("runtime", "profiler", "translator")
+# fuzz/run.py's mode that needs each package
+FUZZ_MODES = {"runtime": "shadow", "profiler": "profiler", "translator": "translator"}
 
 
 def present_packages() -> list[str]:
-    return [name for name in PACKAGES if (ROOT / "packages" / name / "pyproject.toml").exists()]
+    """The packages this interpreter installs and tests (runtime first)."""
+    return supported_packages(current_version())
+
+
+def report_unsupported() -> None:
+    version = current_version()
+    for name in PACKAGES:
+        if present(name) and name not in present_packages():
+            print(f"[env_job] {name}: not supported on CPython {version}, not installed or tested "
+                  f"({why_not(name, version)})", flush=True)
 
 
 def install_packages() -> bool:
@@ -91,6 +105,9 @@ def run_fuzz(results: Path) -> bool:
         "--seed", "0", "--count", "300", "--json", str(results / "fuzz.json"),
         "--save", str(results / "fuzz-findings"),
     ]
+    installed = present_packages()
+    if len(installed) < len(PACKAGES):
+        cmd += ["--modes", ",".join(FUZZ_MODES[p] for p in installed)]
     print(f"[env_job] fuzz: {' '.join(cmd[3:])}", flush=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "fuzz"), os.environ.get("PYTHONPATH")])))
     ok = subprocess.call(cmd, cwd=str(ROOT), env=env) == 0
@@ -109,15 +126,20 @@ def main(argv: list[str]) -> int:
         return 2
     results = Path(os.environ.get("FRAMEHOOK_RESULTS", ROOT / "ci" / "results" / "local"))
     results.mkdir(parents=True, exist_ok=True)
+    report_unsupported()
     if not install_packages():
         print("[env_job] installing the packages failed")
         return 1
     ok = True
+    cross = cross_package_jobs(current_version())
+    if not cross:
+        print(f"[env_job] conformance and fuzzing: not run on CPython {current_version()}, they need "
+              f"the translator ({why_not('translator', current_version())})", flush=True)
     if "tests" in jobs:
         ok &= run_package_tests(results)
-        if len(present_packages()) == len(PACKAGES):
+        if cross:
             ok &= run_fuzz(results)
-    if "conformance" in jobs:
+    if "conformance" in jobs and cross:
         ok &= run_conformance(results)
     return 0 if ok else 1
 

@@ -3,9 +3,13 @@
     python3 ci/matrix.py conformance   # main job: conformance suite on every CPython, case x version table
     python3 ci/matrix.py test          # all tests: every package on every CPython, coverage, gcov, conformance
 
-Interpreters are found on PATH (python3.X) and in pyenv's versions directory. Every one of
-CPython 3.9-3.13 is required: a missing one is an error, not a skip. tox is bootstrapped
-into ci/.bootstrap if the running Python does not have it.
+Interpreters are found on PATH (python3.X) and in pyenv's versions directory; a version
+found in neither is provisioned from Debian's packages by ci/provision.py (once: it is
+kept in a cache directory). Every one of CPython 3.9-3.15 is required: a missing one that
+cannot be provisioned is an error, not a skip. Each package runs only on the versions its
+metadata (requires-python) admits, the conformance suite and the fuzz batch only where
+the translator does (ci/support.py); the tables show the other cells as n/a. tox is
+bootstrapped into ci/.bootstrap if the running Python does not have it.
 """
 from __future__ import annotations
 
@@ -21,11 +25,12 @@ import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import provision
+from support import PACKAGES, VERSIONS, cross_package_jobs, supports, why_not
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "ci" / "results"
 BOOTSTRAP = ROOT / "ci" / ".bootstrap"
-VERSIONS = ("3.9", "3.10", "3.11", "3.12", "3.13")
-PACKAGES = ("runtime", "profiler", "translator")
 COVERAGE_FLOOR = 90.0
 
 
@@ -45,7 +50,8 @@ def _reported_version(exe: str) -> str | None:
 
 
 def find_interpreters() -> dict[str, str]:
-    """Map each required minor version to an interpreter path (PATH first, then pyenv)."""
+    """Map each required minor version to an interpreter path: PATH first, then pyenv,
+    then an earlier provisioning (ci/provision.py)."""
     pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
     found: dict[str, str] = {}
     for version in VERSIONS:
@@ -59,7 +65,25 @@ def find_interpreters() -> dict[str, str]:
             if _reported_version(exe) == version:
                 found[version] = exe
                 break
+        else:
+            provisioned = provision.existing(version)
+            if provisioned:
+                found[version] = provisioned
     return found
+
+
+def provision_missing(interpreters: dict[str, str], missing: list[str]) -> list[str]:
+    """Provision each missing version into the cache; returns those that failed."""
+    failed = []
+    for version in missing:
+        print(f"[matrix] CPython {version} not found on PATH or in pyenv: provisioning it "
+              f"under {provision.default_root()}", flush=True)
+        try:
+            interpreters[version] = provision.provision(version)
+        except provision.ProvisionError as exc:
+            print(f"[matrix] error: provisioning CPython {version} failed: {exc}", flush=True)
+            failed.append(version)
+    return failed
 
 
 def tox_command() -> list[str]:
@@ -115,17 +139,31 @@ def junit_counts(path: Path) -> tuple[int, int, int] | None:
     return tests - failed - skipped, failed, skipped
 
 
+def _not_applicable(versions: list[str]) -> list[str]:
+    """Footnotes for the n/a cells: one per (package, version) a package does not support."""
+    notes = []
+    for pkg in PACKAGES:
+        for version in versions:
+            if not supports(pkg, version):
+                notes.append(f"  {pkg} on {version}: {why_not(pkg, version)}")
+    return notes
+
+
 def print_test_table(versions: list[str]) -> tuple[int, int, int]:
     totals = [0, 0, 0]
     width = 16
     print("\nTests: passed/failed/skipped per package and CPython")
     print("package".ljust(12) + "".join(v.ljust(width) for v in versions))
     # the fuzzer's own tests (fuzz/tests: its generators and comparisons) get a row too
-    for pkg, junit in [(p, f"{p}.xml") for p in PACKAGES] + [("fuzz", "fuzz-tests.xml")]:
+    rows = [(p, f"{p}.xml", lambda v, p=p: supports(p, v)) for p in PACKAGES]
+    rows.append(("fuzz", "fuzz-tests.xml", cross_package_jobs))
+    for pkg, junit, applies in rows:
         row = pkg.ljust(12)
         for version in versions:
             counts = junit_counts(RESULTS / env_name(version) / junit)
-            if counts is None:
+            if counts is None and not applies(version):
+                cell = "n/a"
+            elif counts is None:
                 cell = "-"
             else:
                 cell = "/".join(map(str, counts))
@@ -133,6 +171,11 @@ def print_test_table(versions: list[str]) -> tuple[int, int, int]:
                     totals[i] += n
             row += cell.ljust(width)
         print(row)
+    notes = _not_applicable(versions)
+    if notes:
+        print("n/a: not run, the package does not support that CPython (yet); the fuzz row"
+              " runs where the translator does:")
+        print("\n".join(notes))
     return totals[0], totals[1], totals[2]
 
 
@@ -151,6 +194,7 @@ def print_conformance_table(versions: list[str], full: bool = True) -> tuple[int
     names = sorted({case for cases in by_version.values() for case in cases})
     if not names:
         print("\nConformance: no results")
+        _print_cross_package_notes(versions)
         return 0, 0, 0
     width = max(14, max(len(n) for n in names) + 2)
     col = 14
@@ -166,7 +210,7 @@ def print_conformance_table(versions: list[str], full: bool = True) -> tuple[int
         for version in versions:
             items = by_version.get(version, {}).get(name)
             if items is None:
-                row += "-".ljust(col)
+                row += ("-" if cross_package_jobs(version) else "n/a").ljust(col)
                 continue
             bad = [i for i in items if i["status"] == "fail"]
             skip = [i for i in items if i["status"] == "skip"]
@@ -199,12 +243,27 @@ def print_conformance_table(versions: list[str], full: bool = True) -> tuple[int
             diffs = json.loads(path.read_text()).get("decision_diffs", [])
             for diff in diffs:
                 print(f"  translator decisions differ on {version}: {diff}")
+    _print_cross_package_notes(versions)
     return passed, failed, skipped
+
+
+def _cross_package_note(version: str) -> str:
+    """Why conformance and fuzzing do not run on `version`."""
+    return f"they run through the translator, and {why_not('translator', version)}"
+
+
+def _print_cross_package_notes(versions: list[str]) -> None:
+    for version in versions:
+        if not cross_package_jobs(version):
+            print(f"  n/a on {version}: {_cross_package_note(version)}")
 
 
 def _conformance_summary(by_version: dict, versions: list[str]) -> tuple[int, int, int]:
     totals = [0, 0, 0]
     for version in versions:
+        if version not in by_version and not cross_package_jobs(version):
+            print(f"  {version:<6} n/a: {_cross_package_note(version)}")
+            continue
         items = [i for case in by_version.get(version, {}).values() for i in case]
         counts = [sum(1 for i in items if i["status"] == s) for s in ("pass", "fail", "skip")]
         skipped_modes = sorted({i["mode"] for i in items if i["status"] == "skip"})
@@ -225,7 +284,7 @@ def print_fuzz_summary(versions: list[str]) -> tuple[int, int]:
     for version in versions:
         path = RESULTS / env_name(version) / "fuzz.json"
         if not path.exists():
-            print(f"  {version:<6} -")
+            print(f"  {version:<6} " + ("-" if cross_package_jobs(version) else f"n/a: {_cross_package_note(version)}"))
             continue
         data = json.loads(path.read_text())
         bad = len(data["mismatches"])
@@ -237,9 +296,13 @@ def print_fuzz_summary(versions: list[str]) -> tuple[int, int]:
     return matched, mismatched
 
 
-def combine_coverage(tox: list[str]) -> bool:
-    """Combine coverage data from every env and hold each package to the floor."""
+def combine_coverage(tox: list[str], versions: list[str]) -> bool:
+    """Combine coverage data from every env and hold each package that ran to the floor."""
     data_dir = RESULTS / "coverage"
+    measured = [pkg for pkg in PACKAGES if any(supports(pkg, v) for v in versions)]
+    if not measured:
+        print(f"\n[matrix] no package supports CPython {', '.join(versions)}: no coverage to combine")
+        return True
     if not any(data_dir.glob(".coverage.*")):
         print("[matrix] no coverage data was recorded")
         return False
@@ -251,7 +314,7 @@ def combine_coverage(tox: list[str]) -> bool:
     subprocess.check_call([py, "-m", "coverage", "combine", "--keep", "-q"], cwd=str(ROOT), env=env)
     ok = True
     print("\nPython line coverage, combined over every CPython (floor %.0f%%):" % COVERAGE_FLOOR)
-    for pkg in PACKAGES:
+    for pkg in measured:
         src = ROOT / "packages" / pkg / "src"
         if not (ROOT / "packages" / pkg / "pyproject.toml").exists() or not any(src.rglob("*.py")):
             continue  # not a package yet: nothing installs or tests it
@@ -282,6 +345,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--versions", default=",".join(VERSIONS),
                         help="comma-separated subset of %s (default: all; a subset is for local use)" % ",".join(VERSIONS))
     parser.add_argument("--no-gcov", action="store_true", help="skip the gcov env of the C extensions")
+    parser.add_argument("--no-provision", action="store_true",
+                        help="fail on a missing interpreter instead of provisioning it (ci/provision.py)")
     args = parser.parse_args(argv)
 
     versions = [v.strip() for v in args.versions.split(",") if v.strip()]
@@ -291,10 +356,13 @@ def main(argv: list[str] | None = None) -> int:
 
     interpreters = find_interpreters()
     missing = [v for v in VERSIONS if v not in interpreters]
+    if missing and not args.no_provision:
+        missing = provision_missing(interpreters, missing)
     for version in VERSIONS:
         print(f"[matrix] CPython {version}: {interpreters.get(version, 'MISSING')}", flush=True)
     if missing:
-        print(f"[matrix] error: CPython {', '.join(missing)} not found (looked on PATH and in pyenv); "
+        how = "looked on PATH and in pyenv" + ("" if args.no_provision else "; provisioning failed")
+        print(f"[matrix] error: CPython {', '.join(missing)} not found ({how}); "
               "the matrix needs every one of " + ", ".join(VERSIONS), flush=True)
         return 2
     if args.job == "interpreters":
@@ -321,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         cp, cf, cs = print_conformance_table(versions, full=False)
         fp, ff = print_fuzz_summary(versions)
         cp, cf = cp + fp, cf + ff
-        ok &= combine_coverage(tox)
+        ok &= combine_coverage(tox, versions)
         gcov_report = RESULTS / "gcov" / "summary.txt"
         if gcov_report.exists():
             print("\nC line coverage (gcov, CPython 3.11):")

@@ -1,0 +1,136 @@
+"""The CPython versions of the matrix and which of them each framehook package supports.
+
+A package's support range is its own metadata (``requires-python`` in its pyproject.toml),
+so a port to a new version shows up in the matrix as soon as the package declares it; a
+package whose in-repository dependency (framehook-runtime for the translator) is not
+supported somewhere is not supported there either. Standard library only: ci/matrix.py
+runs this under whichever python3 is at hand and ci/env_job.py under every version.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VERSIONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15")
+PACKAGES = ("runtime", "profiler", "translator")
+# the conformance suite and the fuzzer replay frames through the translator's records
+CROSS_PACKAGE_JOBS_NEED = "translator"
+
+
+def present(package: str) -> bool:
+    return (ROOT / "packages" / package / "pyproject.toml").exists()
+
+
+def _project_table(package: str) -> dict:
+    text = (ROOT / "packages" / package / "pyproject.toml").read_text()
+    try:
+        import tomllib
+    except ImportError:  # before 3.11: the two keys read here are simple enough to scan
+        return _scan_project(text)
+    return tomllib.loads(text).get("project", {})
+
+
+def _scan_project(text: str) -> dict:
+    """requires-python and dependencies of the [project] table, for Pythons without tomllib."""
+    match = re.search(r"^\[project\]\s*$(.*?)(?=^\[|\Z)", text, re.M | re.S)
+    body = match.group(1) if match else ""
+    table: dict = {}
+    req = re.search(r'^requires-python\s*=\s*["\']([^"\']*)["\']', body, re.M)
+    if req:
+        table["requires-python"] = req.group(1)
+    deps = re.search(r"^dependencies\s*=\s*\[(.*?)\]", body, re.M | re.S)
+    if deps:
+        table["dependencies"] = re.findall(r'["\']([^"\']+)["\']', deps.group(1))
+    return table
+
+
+def requires_python(package: str) -> str:
+    return _project_table(package).get("requires-python", "")
+
+
+def _release(text: str) -> tuple[int, ...]:
+    parts = tuple(int(p) for p in text.split("."))
+    return parts + (0,) * (3 - len(parts))
+
+
+def admits(specifier: str, version: str) -> bool:
+    """Whether a requires-python specifier ("" admits everything) admits CPython X.Y.
+
+    The X.Y release is compared as X.Y.0; wildcards ("==3.9.*", "!=3.14.*") match on
+    the written prefix. Raises ValueError naming the clause it cannot read."""
+    here = _release(version)
+    for clause in filter(None, (c.strip() for c in specifier.split(","))):
+        match = re.fullmatch(r"(~=|==|!=|<=|>=|<|>)\s*(\d+(?:\.\d+)*)(\.\*)?", clause)
+        if not match:
+            raise ValueError(f"requires-python clause {clause!r}: expected an operator and a version like '<3.16'")
+        op, text, wildcard = match.groups()
+        if wildcard:
+            if op not in ("==", "!="):
+                raise ValueError(f"requires-python clause {clause!r}: '.*' only goes with == or !=")
+            prefix = tuple(int(p) for p in text.split("."))
+            same = here[:len(prefix)] == prefix
+            if same != (op == "=="):
+                return False
+            continue
+        bound = _release(text)
+        if op == "~=":
+            # ~=X.Y means >=X.Y,==X.*
+            given = tuple(int(p) for p in text.split("."))
+            if len(given) < 2:
+                raise ValueError(f"requires-python clause {clause!r}: ~= needs at least two parts")
+            ok = here >= bound and here[:len(given) - 1] == given[:-1]
+        else:
+            ok = {"==": here == bound, "!=": here != bound, "<=": here <= bound,
+                  ">=": here >= bound, "<": here < bound, ">": here > bound}[op]
+        if not ok:
+            return False
+    return True
+
+
+def _repo_dependencies(package: str) -> list[str]:
+    """The framehook packages of this repository that `package` depends on."""
+    names = []
+    for dep in _project_table(package).get("dependencies", []):
+        name = re.match(r"[A-Za-z0-9._-]+", dep)
+        if name and name.group(0).lower().startswith("framehook-"):
+            short = name.group(0).lower()[len("framehook-"):]
+            if short in PACKAGES:
+                names.append(short)
+    return names
+
+
+def supports(package: str, version: str) -> bool:
+    if not present(package):
+        return False
+    if not admits(requires_python(package), version):
+        return False
+    return all(supports(dep, version) for dep in _repo_dependencies(package))
+
+
+def supported_packages(version: str) -> list[str]:
+    """The present packages that support CPython `version`, in install order."""
+    return [p for p in PACKAGES if supports(p, version)]
+
+
+def cross_package_jobs(version: str) -> bool:
+    """Whether the conformance suite and the fuzz batch run on `version`."""
+    return supports(CROSS_PACKAGE_JOBS_NEED, version)
+
+
+def why_not(package: str, version: str) -> str:
+    """One line saying why `package` does not run on `version` (for the tables' footnotes)."""
+    if not present(package):
+        return f"packages/{package} has no pyproject.toml"
+    spec = requires_python(package)
+    if not admits(spec, version):
+        return f"framehook-{package} declares requires-python {spec!r}"
+    for dep in _repo_dependencies(package):
+        if not supports(dep, version):
+            return f"it needs framehook-{dep}, which " + why_not(dep, version).split(" ", 1)[1]
+    return "supported"
+
+
+def current_version() -> str:
+    return "%d.%d" % sys.version_info[:2]
