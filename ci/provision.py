@@ -130,8 +130,14 @@ def _require_tools(version: str) -> None:
     if os.geteuid() != 0:
         raise ProvisionError("patchelf is missing: install it (apt-get install patchelf) and run again")
     _log("installing patchelf with the system's apt-get")
-    _run(["apt-get", "install", "-y", "-q", "patchelf"], "apt-get install patchelf",
-         env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    try:
+        _run(["apt-get", "install", "-y", "-q", "patchelf"], "apt-get install patchelf", env=env)
+    except ProvisionError:
+        # a fresh image may have empty or stale package lists: refresh them once and retry
+        _log("apt-get install failed; running apt-get update and trying again")
+        _run(["apt-get", "update", "-q"], "apt-get update", env=env)
+        _run(["apt-get", "install", "-y", "-q", "patchelf"], "apt-get install patchelf", env=env)
     if not shutil.which("patchelf"):
         raise ProvisionError("apt-get installed patchelf but it is not on PATH")
 
