@@ -129,22 +129,6 @@ void fh_discard_frame(PyThreadState *ts, fh_frame *f) {
 
 #else /* 3.11+ */
 
-static void set_first_instruction(fh_frame *f, PyCodeObject *code) {
-#if FH_PY313
-    f->instr_ptr = _PyCode_CODE(code);
-#else
-    f->prev_instr = _PyCode_CODE(code) - 1;
-#endif
-}
-
-static void set_code(fh_frame *f, PyCodeObject *code) {
-#if FH_PY313
-    f->f_executable = (PyObject *)code;
-#else
-    f->f_code = code;
-#endif
-}
-
 /* Re-targets the frame at `code` when its slots fit; returns 0 when they do not. */
 static int retarget(PyThreadState *ts, fh_frame *f, PyCodeObject *code) {
     PyCodeObject *old = fh_frame_code(f);
@@ -161,16 +145,17 @@ static int retarget(PyThreadState *ts, fh_frame *f, PyCodeObject *code) {
     /* Slots past the arguments were NULL for the old layout; past the old locals they
      * were stack space, so clear them for the new one. */
     for (int i = fh_code_nargs(code); i < code->co_nlocalsplus; i++) {
-        f->localsplus[i] = NULL;
+        fh_frame_slot_forget(f, i);
     }
-    set_code(f, (PyCodeObject *)Py_NewRef(code));
-    set_first_instruction(f, code);
-    f->stacktop = code->co_nlocalsplus;
-    Py_DECREF(old);
+    fh_frame_restart_with(f, code);
     return 1;
 }
 
-#if FH_PY312
+#if FH_EVALUATOR_EXPORTS_FRAME_RELEASE
+void fh_discard_frame(PyThreadState *ts, fh_frame *f) {
+    _PyEval_FrameClearAndPop(ts, f); /* what the evaluator does when a frame returns */
+}
+#elif FH_PY312
 void fh_discard_frame(PyThreadState *ts, fh_frame *f) {
     PyObject **base = (PyObject **)f;
     for (int i = 0; i < f->stacktop; i++) {
@@ -216,9 +201,9 @@ static PyObject *call_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *
         goto done;
     }
     int argc = code->co_argcount, kwonly = code->co_kwonlyargcount;
-    PyObject *varargs = (code->co_flags & CO_VARARGS) ? f->localsplus[argc + kwonly] : NULL;
+    PyObject *varargs = (code->co_flags & CO_VARARGS) ? fh_frame_slot(f, argc + kwonly) : NULL;
     PyObject *varkw = (code->co_flags & CO_VARKEYWORDS)
-                          ? f->localsplus[argc + kwonly + ((code->co_flags & CO_VARARGS) ? 1 : 0)]
+                          ? fh_frame_slot(f, argc + kwonly + ((code->co_flags & CO_VARARGS) ? 1 : 0))
                           : NULL;
     Py_ssize_t nvar = varargs ? PyTuple_GET_SIZE(varargs) : 0;
     Py_ssize_t nkw = kwonly + (varkw ? PyDict_GET_SIZE(varkw) : 0);
@@ -232,7 +217,7 @@ static PyObject *call_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *
         goto done;
     }
     for (int i = 0; i < argc; i++) {
-        stack[i] = f->localsplus[i];
+        stack[i] = fh_frame_slot(f, i);
     }
     for (Py_ssize_t i = 0; i < nvar; i++) {
         stack[argc + i] = PyTuple_GET_ITEM(varargs, i);
@@ -240,7 +225,7 @@ static PyObject *call_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *
     Py_ssize_t k = 0;
     for (int i = 0; i < kwonly; i++, k++) {
         PyTuple_SET_ITEM(kwnames, k, Py_NewRef(PyTuple_GET_ITEM(code->co_localsplusnames, argc + i)));
-        stack[npos + k] = f->localsplus[argc + i];
+        stack[npos + k] = fh_frame_slot(f, argc + i);
     }
     if (varkw != NULL) {
         Py_ssize_t pos = 0;
