@@ -19,6 +19,15 @@ static inline PyObject *Py_XNewRef(PyObject *o) { Py_XINCREF(o); return o; }
 #define Py_XNewRef(o) Py_XNewRef((PyObject *)(o))
 #endif
 
+/* Keeps a helper's stack frame out of its caller's (Py_NO_INLINE is missing on 3.9). */
+#if defined(__GNUC__) || defined(__clang__)
+#  define FH_NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#  define FH_NOINLINE __declspec(noinline)
+#else
+#  define FH_NOINLINE
+#endif
+
 #ifdef Py_GIL_DISABLED
 #error "framehook-runtime needs the GIL: free-threaded CPython builds are not supported"
 #endif
@@ -179,6 +188,44 @@ static inline int fh_code_nargs(PyCodeObject *co) {
     return co->co_argcount + co->co_kwonlyargcount + ((co->co_flags & CO_VARARGS) ? 1 : 0) +
            ((co->co_flags & CO_VARKEYWORDS) ? 1 : 0);
 }
+
+/* ---- the thread's C stack ---------------------------------------------------- */
+/* The evaluator itself raises RecursionError before a chain of its own C frames (which
+ * any eval-frame hook makes of Python calls) exhausts the C stack: it compares the stack
+ * pointer with the thread's stack bounds. Before, it counted only Python frames (3.9-3.11)
+ * or C recursion levels against a fixed limit (3.12, 3.13), which a thread with a small
+ * stack can run out before. */
+#define FH_EVALUATOR_MEASURES_C_STACK (PY_VERSION_HEX >= 0x030E0000)
+
+/* Lowest usable address of the calling thread's C stack (stacks grow down on every
+ * platform handled here), or NULL where it cannot be found. */
+#if defined(__linux__) && defined(__GLIBC__)
+#  include <pthread.h>
+static inline char *fh_stack_low(size_t *size) {
+    pthread_attr_t attr;
+    void *addr = NULL;
+    *size = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) {
+        return NULL;
+    }
+    if (pthread_attr_getstack(&attr, &addr, size) != 0) {
+        addr = NULL;
+    }
+    pthread_attr_destroy(&attr);
+    return (char *)addr;
+}
+#elif defined(__APPLE__)
+#  include <pthread.h>
+static inline char *fh_stack_low(size_t *size) {
+    *size = pthread_get_stacksize_np(pthread_self());
+    return (char *)pthread_get_stackaddr_np(pthread_self()) - *size;
+}
+#else
+static inline char *fh_stack_low(size_t *size) {
+    *size = 0;
+    return NULL;
+}
+#endif
 
 /* ---- tracing suspension ------------------------------------------------------ */
 static inline void fh_suspend_tracing(PyThreadState *ts) {

@@ -79,7 +79,8 @@ int fh_check_layout(PyCodeObject *original, PyCodeObject *replacement) {
 #if !FH_PY311
 PyObject *fh_frame_arg_value(PyFrameObject *f, int i);
 
-PyObject *fh_run_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *code) {
+/* The shadow frame: out of line, so its building takes no stack while it runs. */
+static FH_NOINLINE PyFrameObject *shadow_frame(PyThreadState *ts, PyFrameObject *f, PyCodeObject *code) {
     PyFrameObject *sf = PyFrame_New(ts, code, f->f_globals, NULL);
     if (sf == NULL) {
         return NULL;
@@ -115,6 +116,15 @@ PyObject *fh_run_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *code)
     for (Py_ssize_t i = 0; i < nfree; i++) {
         sf->f_localsplus[code->co_nlocals + ncells + i] =
             Py_XNewRef(f->f_localsplus[orig->co_nlocals + orig_cells + i]);
+    }
+    return sf;
+}
+
+PyObject *fh_run_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *code) {
+    PyFrameObject *sf = shadow_frame(ts, f, code);
+    Py_DECREF(code); /* the shadow frame holds its own reference */
+    if (sf == NULL) {
+        return NULL;
     }
     fh_runs_in_frame++;
     PyObject *result = fh_eval_default(ts, sf, 0);
@@ -189,12 +199,13 @@ void fh_discard_frame(PyThreadState *ts, fh_frame *f) {
 #endif
 
 /* Runs `code` as a call with the frame's bound arguments, rebuilt as a call. */
-static PyObject *call_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *code) {
+static FH_NOINLINE PyObject *call_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *code) {
     PyFunctionObject *orig = (PyFunctionObject *)fh_frame_function(f);
     PyObject *result = NULL, *kwnames = NULL, **stack = NULL;
     PyObject *fn = PyFunction_NewWithQualName((PyObject *)code, f->f_globals, orig ? orig->func_qualname : NULL);
     if (fn == NULL) {
         fh_discard_frame(ts, f);
+        Py_DECREF(code);
         return NULL;
     }
     if (orig != NULL && orig->func_closure != NULL && PyFunction_SetClosure(fn, orig->func_closure) < 0) {
@@ -244,13 +255,15 @@ done:
     Py_XDECREF(kwnames);
     Py_DECREF(fn);
     fh_discard_frame(ts, f);
+    Py_DECREF(code);
     return result;
 }
 
 PyObject *fh_run_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *code) {
     if (retarget(ts, f, code)) {
+        Py_DECREF(code); /* the frame holds its own reference now */
         fh_runs_in_frame++;
-        return fh_eval_default(ts, f, 0);
+        return fh_eval_default(ts, f, 0); /* a tail call: the replacement costs no C stack of ours */
     }
     fh_runs_as_call++;
     return call_replacement(ts, f, code);
