@@ -197,6 +197,16 @@ static inline int fh_code_nargs(PyCodeObject *co) {
  * stack can run out before. */
 #define FH_EVALUATOR_MEASURES_C_STACK (PY_VERSION_HEX >= 0x030E0000)
 
+/* An address in the caller's stack frame: how far down the C stack the caller is. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define fh_stack_here() ((uintptr_t)__builtin_frame_address(0))
+#else
+static inline uintptr_t fh_stack_here(void) {
+    char here;
+    return (uintptr_t)&here;
+}
+#endif
+
 /* Lowest usable address of the calling thread's C stack (stacks grow down on every
  * platform handled here), or NULL where it cannot be found. */
 #if defined(__linux__) && defined(__GLIBC__)

@@ -267,7 +267,7 @@ static int stack_exhausted(fh_thread *t) {
     if (t->stack_floor == 0) {
         t->stack_floor = stack_floor();
     }
-    if ((uintptr_t)__builtin_frame_address(0) >= t->stack_floor) {
+    if (fh_stack_here() >= t->stack_floor) {
         return 0;
     }
     PyErr_SetString(PyExc_RecursionError,
