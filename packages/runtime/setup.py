@@ -1,9 +1,9 @@
 """Build script for framehook-runtime's C extension (metadata lives in pyproject.toml)."""
 import sys
 
-if not ((3, 9) <= sys.version_info[:2] <= (3, 13)):
+if not ((3, 9) <= sys.version_info[:2] <= (3, 15)):
     sys.exit(
-        "framehook-runtime supports CPython 3.9 to 3.13; this is %d.%d. "
+        "framehook-runtime supports CPython 3.9 to 3.15; this is %d.%d. "
         "Its C extension reaches into each version's frame layout and cannot be built here."
         % sys.version_info[:2]
     )
@@ -13,7 +13,10 @@ if sys.implementation.name != "cpython":
 import sysconfig  # noqa: E402
 
 if sysconfig.get_config_var("Py_GIL_DISABLED"):
-    sys.exit("framehook-runtime needs the GIL; this is a free-threaded CPython build, which is not supported.")
+    sys.exit(
+        "framehook-runtime supports CPython 3.9 to 3.15 with the GIL; this is a free-threaded build (%d.%dt), "
+        "which is not supported." % sys.version_info[:2]
+    )
 
 from setuptools import Extension, setup  # noqa: E402
 

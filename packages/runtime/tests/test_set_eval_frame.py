@@ -1,6 +1,7 @@
 """set_eval_frame: per-thread callbacks, the None/False/callable modes, installation."""
 from __future__ import annotations
 
+import sys
 import threading
 
 import pytest
@@ -203,3 +204,22 @@ def test_callback_set_during_callback_persists():
     finally:
         rt.set_eval_frame(None)
     rt.reset_code(f.__code__)
+
+
+def test_annotate_functions_are_intercepted_where_they_exist():
+    if sys.version_info < (3, 14):
+        pytest.skip("annotations are evaluated when the function is defined before 3.14 (no __annotate__, PEP 649)")
+    ns: dict = {}
+    # compiled without this module's future import, which would make the annotations strings
+    exec(compile("def f(x: int) -> str:\n    return str(x)\n", "<annotated>", "exec", dont_inherit=True), ns)
+    f = ns["f"]
+    seen = []
+
+    def cb(frame, cache_entry, frame_state):
+        seen.append(frame.f_code)
+        return None
+
+    with rt.enable(cb):
+        annotations = f.__annotations__
+    assert annotations == {"x": int, "return": str}
+    assert f.__annotate__.__code__ in seen

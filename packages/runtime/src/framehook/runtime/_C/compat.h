@@ -1,4 +1,4 @@
-/* Version shims: everything that differs between CPython 3.9 and 3.13 lives here,
+/* Version shims: everything that differs between CPython 3.9 and 3.15 lives here,
  * behind small inline functions, so the rest of the extension reads the same on
  * every version. */
 #ifndef FRAMEHOOK_COMPAT_H
@@ -8,8 +8,8 @@
 #include <Python.h>
 #include <frameobject.h>
 
-#if PY_VERSION_HEX < 0x03090000 || PY_VERSION_HEX >= 0x030E0000
-#error "framehook-runtime supports CPython 3.9 to 3.13"
+#if PY_VERSION_HEX < 0x03090000 || PY_VERSION_HEX >= 0x03100000
+#error "framehook-runtime supports CPython 3.9 to 3.15"
 #endif
 
 #if PY_VERSION_HEX < 0x030A0000
@@ -19,6 +19,15 @@ static inline PyObject *Py_XNewRef(PyObject *o) { Py_XINCREF(o); return o; }
 #define Py_XNewRef(o) Py_XNewRef((PyObject *)(o))
 #endif
 
+/* Keeps a helper's stack frame out of its caller's (Py_NO_INLINE is missing on 3.9). */
+#if defined(__GNUC__) || defined(__clang__)
+#  define FH_NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#  define FH_NOINLINE __declspec(noinline)
+#else
+#  define FH_NOINLINE
+#endif
+
 #ifdef Py_GIL_DISABLED
 #error "framehook-runtime needs the GIL: free-threaded CPython builds are not supported"
 #endif
@@ -26,6 +35,12 @@ static inline PyObject *Py_XNewRef(PyObject *o) { Py_XINCREF(o); return o; }
 #define FH_PY311 (PY_VERSION_HEX >= 0x030B0000)
 #define FH_PY312 (PY_VERSION_HEX >= 0x030C0000)
 #define FH_PY313 (PY_VERSION_HEX >= 0x030D0000)
+/* Frame slots (locals, stack, code and function) hold tagged stack references rather
+ * than object pointers: an empty slot is not all-zero bits, and a slot may borrow its
+ * object (a tag bit says the reference owns no count). */
+#define FH_FRAME_SLOTS_ARE_STACKREFS (PY_VERSION_HEX >= 0x030E0000)
+/* The evaluator's own clear-and-pop of a returning frame is callable by extensions. */
+#define FH_EVALUATOR_EXPORTS_FRAME_RELEASE (PY_VERSION_HEX >= 0x030D0000)
 
 #if FH_PY311
 /* The interpreter frame layout is only published in the internal headers. */
@@ -34,6 +49,13 @@ static inline PyObject *Py_XNewRef(PyObject *o) { Py_XINCREF(o); return o; }
 #  endif
 #  define Py_BUILD_CORE
 #  include <internal/pycore_frame.h>
+#  if FH_FRAME_SLOTS_ARE_STACKREFS
+/* the frame struct and the stack reference helpers moved out of pycore_frame.h */
+#    include <internal/pycore_interpframe.h>
+#  endif
+#  if FH_EVALUATOR_EXPORTS_FRAME_RELEASE
+#    include <internal/pycore_ceval.h>
+#  endif
 #  undef Py_BUILD_CORE
 typedef _PyInterpreterFrame fh_frame;
 #else
@@ -64,7 +86,9 @@ static inline void *fh_code_extra_fast(PyCodeObject *co, Py_ssize_t index) {
 
 /* ---- frame accessors ------------------------------------------------------- */
 static inline PyCodeObject *fh_frame_code(fh_frame *f) {
-#if FH_PY313
+#if FH_FRAME_SLOTS_ARE_STACKREFS
+    return (PyCodeObject *)PyStackRef_AsPyObjectBorrow(f->f_executable);
+#elif FH_PY313
     return (PyCodeObject *)f->f_executable;
 #else
     return f->f_code;
@@ -76,7 +100,9 @@ static inline PyObject *fh_frame_builtins(fh_frame *f) { return f->f_builtins; }
 
 /* The function object being called, or NULL where the frame does not record it. */
 static inline PyObject *fh_frame_function(fh_frame *f) {
-#if FH_PY312
+#if FH_FRAME_SLOTS_ARE_STACKREFS
+    return PyStackRef_IsNull(f->f_funcobj) ? NULL : PyStackRef_AsPyObjectBorrow(f->f_funcobj);
+#elif FH_PY312
     return f->f_funcobj;
 #elif FH_PY311
     return (PyObject *)f->f_func;
@@ -105,6 +131,48 @@ static inline int fh_frame_is_fresh_function(fh_frame *f) {
 }
 
 #if FH_PY311
+/* ---- interpreter frame slots (3.11+) ------------------------------------------ */
+/* The object in local slot i (borrowed), or NULL when the slot is empty. */
+static inline PyObject *fh_frame_slot(fh_frame *f, int i) {
+#if FH_FRAME_SLOTS_ARE_STACKREFS
+    return PyStackRef_IsNull(f->localsplus[i]) ? NULL : PyStackRef_AsPyObjectBorrow(f->localsplus[i]);
+#else
+    return f->localsplus[i];
+#endif
+}
+
+/* Marks slot i empty without releasing anything (it held no reference). */
+static inline void fh_frame_slot_forget(fh_frame *f, int i) {
+#if FH_FRAME_SLOTS_ARE_STACKREFS
+    f->localsplus[i] = PyStackRef_NULL;
+#else
+    f->localsplus[i] = NULL;
+#endif
+}
+
+/* Points a fresh frame at `code` (taking a new reference, releasing the old code),
+ * about to run its first instruction with an empty value stack. */
+static inline void fh_frame_restart_with(fh_frame *f, PyCodeObject *code) {
+#if FH_FRAME_SLOTS_ARE_STACKREFS
+    _PyStackRef old = f->f_executable;
+    f->f_executable = PyStackRef_FromPyObjectNew((PyObject *)code);
+    f->instr_ptr = _PyCode_CODE(code);
+    f->stackpointer = f->localsplus + code->co_nlocalsplus;
+    PyStackRef_CLOSE(old);
+#else
+    PyCodeObject *old = fh_frame_code(f);
+#  if FH_PY313
+    f->f_executable = Py_NewRef(code);
+    f->instr_ptr = _PyCode_CODE(code);
+#  else
+    f->f_code = (PyCodeObject *)Py_NewRef(code);
+    f->prev_instr = _PyCode_CODE(code) - 1;
+#  endif
+    f->stacktop = code->co_nlocalsplus;
+    Py_DECREF(old);
+#endif
+}
+
 /* Data-stack words a frame of this code occupies (3.12 caches it on the code). */
 static inline int fh_code_framesize(PyCodeObject *co) {
 #if FH_PY312
@@ -120,6 +188,54 @@ static inline int fh_code_nargs(PyCodeObject *co) {
     return co->co_argcount + co->co_kwonlyargcount + ((co->co_flags & CO_VARARGS) ? 1 : 0) +
            ((co->co_flags & CO_VARKEYWORDS) ? 1 : 0);
 }
+
+/* ---- the thread's C stack ---------------------------------------------------- */
+/* The evaluator itself raises RecursionError before a chain of its own C frames (which
+ * any eval-frame hook makes of Python calls) exhausts the C stack: it compares the stack
+ * pointer with the thread's stack bounds. Before, it counted only Python frames (3.9-3.11)
+ * or C recursion levels against a fixed limit (3.12, 3.13), which a thread with a small
+ * stack can run out before. */
+#define FH_EVALUATOR_MEASURES_C_STACK (PY_VERSION_HEX >= 0x030E0000)
+
+/* An address in the caller's stack frame: how far down the C stack the caller is. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define fh_stack_here() ((uintptr_t)__builtin_frame_address(0))
+#else
+static inline uintptr_t fh_stack_here(void) {
+    char here;
+    return (uintptr_t)&here;
+}
+#endif
+
+/* Lowest usable address of the calling thread's C stack (stacks grow down on every
+ * platform handled here), or NULL where it cannot be found. */
+#if defined(__linux__) && defined(__GLIBC__)
+#  include <pthread.h>
+static inline char *fh_stack_low(size_t *size) {
+    pthread_attr_t attr;
+    void *addr = NULL;
+    *size = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) {
+        return NULL;
+    }
+    if (pthread_attr_getstack(&attr, &addr, size) != 0) {
+        addr = NULL;
+    }
+    pthread_attr_destroy(&attr);
+    return (char *)addr;
+}
+#elif defined(__APPLE__)
+#  include <pthread.h>
+static inline char *fh_stack_low(size_t *size) {
+    *size = pthread_get_stacksize_np(pthread_self());
+    return (char *)pthread_get_stackaddr_np(pthread_self()) - *size;
+}
+#else
+static inline char *fh_stack_low(size_t *size) {
+    *size = 0;
+    return NULL;
+}
+#endif
 
 /* ---- tracing suspension ------------------------------------------------------ */
 static inline void fh_suspend_tracing(PyThreadState *ts) {

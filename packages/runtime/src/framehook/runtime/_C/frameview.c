@@ -20,7 +20,7 @@ PyObject *fh_entry_locals(fh_frame *f) {
     int nargs = fh_code_nargs(co);
     PyObject *names = co->co_localsplusnames;
     for (int i = 0; i < nargs; i++) {
-        if (set_local(dict, PyTuple_GET_ITEM(names, i), f->localsplus[i]) < 0) {
+        if (set_local(dict, PyTuple_GET_ITEM(names, i), fh_frame_slot(f, i)) < 0) {
             goto fail;
         }
     }

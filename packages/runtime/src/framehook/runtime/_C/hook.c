@@ -10,6 +10,7 @@ typedef struct {
     PyCodeObject *bypass; /* the next frame of this code runs as is (shadow.c's calls) */
     int suspended;        /* > 0 while this thread's guards or callback run */
     int registered;       /* a cleanup capsule sits in the thread's dict */
+    uintptr_t stack_floor; /* below this the C stack is too short to intercept; 0: not known yet */
 } fh_thread;
 
 /* One struct, so the hook computes the thread-local address once per frame. */
@@ -242,10 +243,48 @@ static PyObject *ask_callback(PyThreadState *ts, fh_frame *f, PyCodeObject *co, 
     return code;
 }
 
-static PyObject *intercept(fh_thread *t, PyThreadState *ts, fh_frame *f, PyCodeObject *co, fh_extra *ex,
-                           PyObject *callback) {
+/* Room kept free on the C stack below an intercepted frame: for its lookup, callback and
+ * replacement, and for raising the error when there is no more. */
+#define STACK_RESERVE ((size_t)256 * 1024)
+
+static uintptr_t stack_floor(void) {
+    size_t size;
+    char *low = fh_stack_low(&size);
+    if (low == NULL || size == 0) {
+        return 1; /* unknown: never refuse */
+    }
+    size_t reserve = size / 8 < STACK_RESERVE ? size / 8 : STACK_RESERVE;
+    return (uintptr_t)low + reserve;
+}
+
+/* Shadowed calls nest C frames of the evaluator that not every CPython counts, so deep
+ * recursion at a raised recursion limit could run off the end of the C stack: stop it
+ * with RecursionError while there is room to raise it. */
+static int stack_exhausted(fh_thread *t) {
+    if (FH_EVALUATOR_MEASURES_C_STACK) {
+        return 0; /* CPython checks it itself, with its own margins */
+    }
+    if (t->stack_floor == 0) {
+        t->stack_floor = stack_floor();
+    }
+    if (fh_stack_here() >= t->stack_floor) {
+        return 0;
+    }
+    PyErr_SetString(PyExc_RecursionError,
+                    "maximum recursion depth exceeded: the C stack is nearly exhausted (framehook intercepting a call)");
+    return 1;
+}
+
+/* What runs for a fresh frame: a new reference to replacement code, Py_None to run the
+ * frame unmodified, NULL with an exception. Out of line, so that the frame of the eval
+ * function is gone (tail calls) while the replacement runs. */
+static FH_NOINLINE PyObject *choose(fh_thread *t, PyThreadState *ts, fh_frame *f, PyCodeObject *co, fh_extra *ex,
+                                     PyObject *callback) {
     PyObject *code = NULL;
     fh_entry *hit = NULL;
+    if (stack_exhausted(t)) {
+        return NULL;
+    }
     FH_EMIT(FRAMEHOOK_EV_LOOKUP_BEGIN, co);
     t->suspended++;
     if (!fh_trace_callbacks) {
@@ -269,6 +308,22 @@ static PyObject *intercept(fh_thread *t, PyThreadState *ts, fh_frame *f, PyCodeO
     }
     t->suspended--;
     FH_EMIT(FRAMEHOOK_EV_LOOKUP_END, co);
+    return code;
+}
+
+/* A replacement run with event listeners registered: bracketed by region events. */
+static FH_NOINLINE PyObject *run_observed(PyThreadState *ts, fh_frame *f, PyObject *code) {
+    FH_EMIT(FRAMEHOOK_EV_REGION_BEGIN, code);
+    Py_INCREF(code); /* for REGION_END: the run consumes the other reference */
+    PyObject *result = fh_run_replacement(ts, f, (PyCodeObject *)code);
+    FH_EMIT(FRAMEHOOK_EV_REGION_END, code);
+    Py_DECREF(code);
+    return result;
+}
+
+static PyObject *intercept(fh_thread *t, PyThreadState *ts, fh_frame *f, PyCodeObject *co, fh_extra *ex,
+                           PyObject *callback) {
+    PyObject *code = choose(t, ts, f, co, ex, callback);
     if (code == NULL) {
         fh_discard_frame(ts, f);
         return NULL;
@@ -277,11 +332,10 @@ static PyObject *intercept(fh_thread *t, PyThreadState *ts, fh_frame *f, PyCodeO
         Py_DECREF(code);
         return fh_eval_default(ts, f, 0);
     }
-    FH_EMIT(FRAMEHOOK_EV_REGION_BEGIN, code);
-    PyObject *result = fh_run_replacement(ts, f, (PyCodeObject *)code);
-    FH_EMIT(FRAMEHOOK_EV_REGION_END, code);
-    Py_DECREF(code);
-    return result;
+    if (fh_listener_count) {
+        return run_observed(ts, f, code);
+    }
+    return fh_run_replacement(ts, f, (PyCodeObject *)code); /* a tail call: no frame of ours stays */
 }
 
 static PyObject *framehook_eval(PyThreadState *ts, fh_frame *f, int throw_flag) {

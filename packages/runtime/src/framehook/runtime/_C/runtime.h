@@ -64,6 +64,7 @@ void fh_frameview_release(PyObject *view);                          /* invalidat
 /* Checks once, when a callback returns it, that `code` can take the frame's values. */
 int fh_check_layout(PyCodeObject *original, PyCodeObject *replacement);
 extern Py_ssize_t fh_runs_in_frame, fh_runs_as_call;
+/* Runs `code` (a reference the call consumes) in place of the fresh frame f. */
 PyObject *fh_run_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *code);
 /* On 3.12+ the evaluator frees the frame; when we do not evaluate it we must. */
 void fh_discard_frame(PyThreadState *ts, fh_frame *f);

@@ -79,7 +79,8 @@ int fh_check_layout(PyCodeObject *original, PyCodeObject *replacement) {
 #if !FH_PY311
 PyObject *fh_frame_arg_value(PyFrameObject *f, int i);
 
-PyObject *fh_run_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *code) {
+/* The shadow frame: out of line, so its building takes no stack while it runs. */
+static FH_NOINLINE PyFrameObject *shadow_frame(PyThreadState *ts, PyFrameObject *f, PyCodeObject *code) {
     PyFrameObject *sf = PyFrame_New(ts, code, f->f_globals, NULL);
     if (sf == NULL) {
         return NULL;
@@ -116,6 +117,15 @@ PyObject *fh_run_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *code)
         sf->f_localsplus[code->co_nlocals + ncells + i] =
             Py_XNewRef(f->f_localsplus[orig->co_nlocals + orig_cells + i]);
     }
+    return sf;
+}
+
+PyObject *fh_run_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *code) {
+    PyFrameObject *sf = shadow_frame(ts, f, code);
+    Py_DECREF(code); /* the shadow frame holds its own reference */
+    if (sf == NULL) {
+        return NULL;
+    }
     fh_runs_in_frame++;
     PyObject *result = fh_eval_default(ts, sf, 0);
     Py_DECREF(sf);
@@ -128,22 +138,6 @@ void fh_discard_frame(PyThreadState *ts, fh_frame *f) {
 }
 
 #else /* 3.11+ */
-
-static void set_first_instruction(fh_frame *f, PyCodeObject *code) {
-#if FH_PY313
-    f->instr_ptr = _PyCode_CODE(code);
-#else
-    f->prev_instr = _PyCode_CODE(code) - 1;
-#endif
-}
-
-static void set_code(fh_frame *f, PyCodeObject *code) {
-#if FH_PY313
-    f->f_executable = (PyObject *)code;
-#else
-    f->f_code = code;
-#endif
-}
 
 /* Re-targets the frame at `code` when its slots fit; returns 0 when they do not. */
 static int retarget(PyThreadState *ts, fh_frame *f, PyCodeObject *code) {
@@ -161,16 +155,17 @@ static int retarget(PyThreadState *ts, fh_frame *f, PyCodeObject *code) {
     /* Slots past the arguments were NULL for the old layout; past the old locals they
      * were stack space, so clear them for the new one. */
     for (int i = fh_code_nargs(code); i < code->co_nlocalsplus; i++) {
-        f->localsplus[i] = NULL;
+        fh_frame_slot_forget(f, i);
     }
-    set_code(f, (PyCodeObject *)Py_NewRef(code));
-    set_first_instruction(f, code);
-    f->stacktop = code->co_nlocalsplus;
-    Py_DECREF(old);
+    fh_frame_restart_with(f, code);
     return 1;
 }
 
-#if FH_PY312
+#if FH_EVALUATOR_EXPORTS_FRAME_RELEASE
+void fh_discard_frame(PyThreadState *ts, fh_frame *f) {
+    _PyEval_FrameClearAndPop(ts, f); /* what the evaluator does when a frame returns */
+}
+#elif FH_PY312
 void fh_discard_frame(PyThreadState *ts, fh_frame *f) {
     PyObject **base = (PyObject **)f;
     for (int i = 0; i < f->stacktop; i++) {
@@ -204,21 +199,22 @@ void fh_discard_frame(PyThreadState *ts, fh_frame *f) {
 #endif
 
 /* Runs `code` as a call with the frame's bound arguments, rebuilt as a call. */
-static PyObject *call_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *code) {
+static FH_NOINLINE PyObject *call_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *code) {
     PyFunctionObject *orig = (PyFunctionObject *)fh_frame_function(f);
     PyObject *result = NULL, *kwnames = NULL, **stack = NULL;
     PyObject *fn = PyFunction_NewWithQualName((PyObject *)code, f->f_globals, orig ? orig->func_qualname : NULL);
     if (fn == NULL) {
         fh_discard_frame(ts, f);
+        Py_DECREF(code);
         return NULL;
     }
     if (orig != NULL && orig->func_closure != NULL && PyFunction_SetClosure(fn, orig->func_closure) < 0) {
         goto done;
     }
     int argc = code->co_argcount, kwonly = code->co_kwonlyargcount;
-    PyObject *varargs = (code->co_flags & CO_VARARGS) ? f->localsplus[argc + kwonly] : NULL;
+    PyObject *varargs = (code->co_flags & CO_VARARGS) ? fh_frame_slot(f, argc + kwonly) : NULL;
     PyObject *varkw = (code->co_flags & CO_VARKEYWORDS)
-                          ? f->localsplus[argc + kwonly + ((code->co_flags & CO_VARARGS) ? 1 : 0)]
+                          ? fh_frame_slot(f, argc + kwonly + ((code->co_flags & CO_VARARGS) ? 1 : 0))
                           : NULL;
     Py_ssize_t nvar = varargs ? PyTuple_GET_SIZE(varargs) : 0;
     Py_ssize_t nkw = kwonly + (varkw ? PyDict_GET_SIZE(varkw) : 0);
@@ -232,7 +228,7 @@ static PyObject *call_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *
         goto done;
     }
     for (int i = 0; i < argc; i++) {
-        stack[i] = f->localsplus[i];
+        stack[i] = fh_frame_slot(f, i);
     }
     for (Py_ssize_t i = 0; i < nvar; i++) {
         stack[argc + i] = PyTuple_GET_ITEM(varargs, i);
@@ -240,7 +236,7 @@ static PyObject *call_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *
     Py_ssize_t k = 0;
     for (int i = 0; i < kwonly; i++, k++) {
         PyTuple_SET_ITEM(kwnames, k, Py_NewRef(PyTuple_GET_ITEM(code->co_localsplusnames, argc + i)));
-        stack[npos + k] = f->localsplus[argc + i];
+        stack[npos + k] = fh_frame_slot(f, argc + i);
     }
     if (varkw != NULL) {
         Py_ssize_t pos = 0;
@@ -259,13 +255,15 @@ done:
     Py_XDECREF(kwnames);
     Py_DECREF(fn);
     fh_discard_frame(ts, f);
+    Py_DECREF(code);
     return result;
 }
 
 PyObject *fh_run_replacement(PyThreadState *ts, fh_frame *f, PyCodeObject *code) {
     if (retarget(ts, f, code)) {
+        Py_DECREF(code); /* the frame holds its own reference now */
         fh_runs_in_frame++;
-        return fh_eval_default(ts, f, 0);
+        return fh_eval_default(ts, f, 0); /* a tail call: the replacement costs no C stack of ours */
     }
     fh_runs_as_call++;
     return call_replacement(ts, f, code);
