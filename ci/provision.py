@@ -202,11 +202,13 @@ class PrivateApt:
 
 
 def _interpreter_packages(version: str) -> list[str]:
-    """The interpreter with its headers, venv, test suite and the wheels ensurepip installs."""
+    """The interpreter with its headers, venv, test suite and the wheels ensurepip installs,
+    and the C library's debug symbols: valgrind cannot start a program whose dynamic loader
+    (sid's, stripped, unpacked with the interpreter) it has no symbols for."""
     v = version
     return [f"python{v}", f"python{v}-minimal", f"python{v}-dev", f"python{v}-venv",
             f"libpython{v}-minimal", f"libpython{v}-stdlib", f"libpython{v}", f"libpython{v}-dev",
-            f"libpython{v}-testsuite", "python3-pip-whl", "python3-setuptools-whl"]
+            f"libpython{v}-testsuite", "python3-pip-whl", "python3-setuptools-whl", "libc6-dbg"]
 
 
 def _is_runtime_library(name: str) -> bool:

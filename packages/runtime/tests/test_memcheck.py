@@ -87,9 +87,14 @@ def loader_debuginfo(tmp: Path):
     stripped loader (a newer glibc unpacked next to it) stops valgrind at startup unless
     that loader's symbols are found. CPython packaged that way finds them in the unpacked
     debug package named by FRAMEHOOK_VALGRIND_DEBUGINFO (a usr/lib/debug directory holding
-    .build-id/); valgrind looks beside the loader under --extra-debuginfo-path by the
+    .build-id/), or else in the interpreter's own prefix (lib/debug); valgrind looks beside the loader under --extra-debuginfo-path by the
     loader's debuglink name, so that layout is mirrored with a symlink."""
     root = os.environ.get("FRAMEHOOK_VALGRIND_DEBUGINFO")
+    if not root:
+        # an interpreter unpacked with its C library's debug package (ci/provision.py) has it
+        # under its own prefix
+        beside = Path(sys.base_prefix) / "lib" / "debug"
+        root = str(beside) if (beside / ".build-id").is_dir() else None
     if not root or shutil.which("readelf") is None:
         return []
     loader = readelf_field(["-l"], r"program interpreter: ([^\]]+)\]", os.path.realpath(sys.executable))
