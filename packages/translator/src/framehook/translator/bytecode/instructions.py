@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import opcode
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, FrozenSet, NamedTuple, Optional, Tuple
 
 from .opcodes import JUMPS, has_arg
 from .arguments import DECODER
 
-__all__ = ["Instruction", "ExnTabEntry", "Positions", "create_instruction", "create_jump", "inst_str"]
+__all__ = ["Instruction", "ExnTabEntry", "Positions", "copy_instruction", "create_instruction", "create_jump",
+           "inst_str"]
 
 
 class Positions(NamedTuple):
@@ -114,6 +115,12 @@ def create_instruction(name: str, *, arg: Optional[int] = None, argval: Any = No
     inst = Instruction(op, name, arg, argval, target=target, positions=positions, flags=flags)
     DECODER.fill(inst)
     return inst
+
+
+def copy_instruction(inst: Instruction) -> Instruction:
+    """The same operation with its decoded fields, not yet placed: no offset, jump target
+    or exception handler (the caller points them at copies)."""
+    return replace(inst, offset=None, target=None, exn_tab_entry=None, argrepr="", min_ext=0)
 
 
 def create_jump(name: str, target: Instruction) -> Instruction:
