@@ -56,7 +56,8 @@ class ControlFlow:
     """Control-flow facts of one instruction list (see the module's docstring)."""
 
     def __init__(self, insts: Sequence[Instruction]) -> None:
-        self.insts: List[Instruction] = list(insts)
+        # a list is shared, not copied: the graph describes it as it is
+        self.insts: List[Instruction] = insts if isinstance(insts, list) else list(insts)
         self._index: Dict[int, int] = {id(inst): k for k, inst in enumerate(self.insts)}
 
     def __len__(self) -> int:
@@ -86,15 +87,16 @@ class ControlFlow:
     def successors(self) -> List[List[int]]:
         """For each instruction, where control can go after it: the next instruction, its
         jump target and, when it raises, its exception handler (in that order)."""
+        index, last = self._index, len(self.insts) - 1
         out: List[List[int]] = []
-        for k in range(len(self.insts)):
-            succ = [k + 1] if self.falls_through(k) else []
-            target = self.target(k)
-            if target is not None:
-                succ.append(target)
-            handler = self.handler(k)
-            if handler is not None:
-                succ.append(handler)
+        for k, inst in enumerate(self.insts):   # falls_through, target and handler, inlined
+            op = inst.opcode
+            succ = [k + 1] if op not in UNCONDITIONAL and op not in TERMINAL and k < last else []
+            if inst.target is not None:
+                succ.append(index[id(inst.target)])
+            entry = inst.exn_tab_entry
+            if entry is not None:
+                succ.append(index[id(entry.target)])
             out.append(succ)
         return out
 
@@ -177,7 +179,7 @@ class ControlFlow:
     # ------------------------------------------------------------ stack depth
     @functools.cached_property
     def _depth_walk(self) -> Tuple[Dict[int, int], int]:
-        insts = self.insts
+        insts, index, net = self.insts, self._index, net_effect
         if not insts:
             return {}, 0
         depth_at: Dict[int, int] = {}
@@ -196,18 +198,18 @@ class ControlFlow:
                 if entry is not None:
                     handler_depth = entry.depth + 1 + int(entry.lasti)
                     best = max(best, handler_depth)
-                    work.append((self._index[id(entry.target)], handler_depth))
+                    work.append((index[id(entry.target)], handler_depth))
                 op = inst.opcode
                 if op in JUMPS:
                     if inst.target is not None:
-                        jumped = depth + net_effect(inst, jump=True)
+                        jumped = depth + net(inst, jump=True)
                         best = max(best, jumped)
-                        work.append((self._index[id(inst.target)], jumped))
+                        work.append((index[id(inst.target)], jumped))
                     if op in UNCONDITIONAL:
                         break
-                    depth += net_effect(inst, jump=False)
+                    depth += net(inst, jump=False)
                 else:
-                    depth += net_effect(inst)
+                    depth += net(inst)
                 if depth < 0:
                     raise StackDepthError(f"stack depth {depth} after {inst.opname} (index {i})")
                 best = max(best, depth)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import opcode
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, FrozenSet, NamedTuple, Optional, Tuple
 
 from .opcodes import JUMPS, has_arg
@@ -120,7 +120,12 @@ def create_instruction(name: str, *, arg: Optional[int] = None, argval: Any = No
 def copy_instruction(inst: Instruction) -> Instruction:
     """The same operation with its decoded fields, not yet placed: no offset, jump target
     or exception handler (the caller points them at copies)."""
-    return replace(inst, offset=None, target=None, exn_tab_entry=None, argrepr="", min_ext=0)
+    new = Instruction.__new__(Instruction)   # every field as is (cheaper than dataclasses.replace), then
+    new.__dict__.update(inst.__dict__)       # the placement cleared
+    new.offset = new.target = new.exn_tab_entry = None
+    new.argrepr = ""
+    new.min_ext = 0
+    return new
 
 
 def create_jump(name: str, target: Instruction) -> Instruction:

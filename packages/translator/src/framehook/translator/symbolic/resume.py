@@ -190,7 +190,7 @@ def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int,
     """Where a break at instruction ``i`` of ``code`` (the root frame) resumes, or CannotResume.
     ``flow``: the instructions' control-flow graph, when the caller has one."""
     _check_frame(code, insts, i)
-    flow = flow or ControlFlow(insts)
+    flow = flow if flow is not None else ControlFlow(insts)
     inst = insts[i]
     name = inst.opname
     shape = call_shape(inst)
@@ -255,7 +255,7 @@ def statement_site(code: types.CodeType, insts: Sequence[Instruction], i: int,
     outside every loop and try/with block) and ends at the first one after it; a resume
     function continues from there. Raises CannotResume when nothing would be gained."""
     _check_frame(code, insts, i)
-    flow = flow or ControlFlow(insts)
+    flow = flow if flow is not None else ControlFlow(insts)
     insts = flow.insts
     depths, heads, protected = flow.stack_depths, flow.loop_heads, flow.protected
 
