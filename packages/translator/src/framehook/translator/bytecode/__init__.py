@@ -5,18 +5,20 @@
     f = build_function(body, ["x"])                  # a function from instructions
 """
 from .analysis import (in_cycle, loop_heads, moves_values_only, needs_cleaning, reachable, remove_dead_code,
-                       remove_pointless_jumps, stack_depths, stacksize, successors)
+                       remove_pointless_jumps, stack_depths, stacksize)
+from .cfg import Block, ControlFlow, StackDepthError
 from .assemble import AssembleError, Assembled, assemble
 from .codegen import Codegen
 from .decode import BytecodeDecodeError, decode
 from .exception_table import encode_exception_table, parse_exception_table
-from .instructions import ExnTabEntry, Instruction, Positions, create_instruction, create_jump
+from .instructions import ExnTabEntry, Instruction, Positions, copy_instruction, create_instruction, create_jump
 from .transform import build_function, code_options, prefix_length, rebuild, resolve_args, transform_code_object
 
 __all__ = [
-    "AssembleError", "Assembled", "BytecodeDecodeError", "Codegen", "ExnTabEntry", "Instruction", "Positions",
-    "assemble", "build_function", "code_options", "create_instruction", "create_jump", "decode",
+    "AssembleError", "Assembled", "Block", "BytecodeDecodeError", "Codegen", "ControlFlow", "ExnTabEntry",
+    "Instruction", "Positions",
+    "assemble", "build_function", "code_options", "copy_instruction", "create_instruction", "create_jump", "decode",
     "encode_exception_table", "in_cycle", "loop_heads", "moves_values_only", "needs_cleaning",
     "parse_exception_table", "prefix_length", "reachable", "rebuild", "remove_dead_code", "remove_pointless_jumps",
-    "resolve_args", "stack_depths", "stacksize", "successors", "transform_code_object",
+    "resolve_args", "StackDepthError", "stack_depths", "stacksize", "transform_code_object",
 ]

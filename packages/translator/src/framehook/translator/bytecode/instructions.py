@@ -8,7 +8,8 @@ from typing import Any, FrozenSet, NamedTuple, Optional, Tuple
 from .opcodes import JUMPS, has_arg
 from .arguments import DECODER
 
-__all__ = ["Instruction", "ExnTabEntry", "Positions", "create_instruction", "create_jump", "inst_str"]
+__all__ = ["Instruction", "ExnTabEntry", "Positions", "copy_instruction", "create_instruction", "create_jump",
+           "inst_str"]
 
 
 class Positions(NamedTuple):
@@ -114,6 +115,17 @@ def create_instruction(name: str, *, arg: Optional[int] = None, argval: Any = No
     inst = Instruction(op, name, arg, argval, target=target, positions=positions, flags=flags)
     DECODER.fill(inst)
     return inst
+
+
+def copy_instruction(inst: Instruction) -> Instruction:
+    """The same operation with its decoded fields, not yet placed: no offset, jump target
+    or exception handler (the caller points them at copies)."""
+    new = Instruction.__new__(Instruction)   # every field as is (cheaper than dataclasses.replace), then
+    new.__dict__.update(inst.__dict__)       # the placement cleared
+    new.offset = new.target = new.exn_tab_entry = None
+    new.argrepr = ""
+    new.min_ext = 0
+    return new
 
 
 def create_jump(name: str, target: Instruction) -> Instruction:

@@ -29,9 +29,11 @@ import math
 import operator
 import sys
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Set, Tuple, Union
 
 from ..bytecode.behaviour import BEHAVIOUR
+from ..bytecode.cfg import ControlFlow
+from ..bytecode.effects import call_shape
 from ..bytecode.instructions import Instruction
 
 __all__ = ["Decompiled", "DecompileError", "decompile", "literal_text"]
@@ -195,13 +197,15 @@ def _default_const_name(value: Any) -> str:
     raise DecompileError(f"no name for the constant {value!r:.60}")
 
 
-def decompile(insts: Sequence[Instruction], start: int = 0, stack: Sequence[Any] = (),
+def decompile(insts: Union[Sequence[Instruction], ControlFlow], start: int = 0, stack: Sequence[Any] = (),
               const_name: Optional[Callable[[Any], str]] = None, temp_prefix: str = "___d",
               consts: Optional[Sequence[Any]] = None) -> Decompiled:
     """Decompile ``insts`` from index ``start`` with ``stack`` (Exprs, or texts taken as
     local names) already pushed; ``consts``: the code's ``co_consts`` (3.11's KW_NAMES).
+    ``insts`` may be given as their control-flow graph, to share one between calls.
     Never raises for bytecode it does not know: the result says where it stopped."""
-    walker = _Walker(list(insts), const_name or _default_const_name, temp_prefix)
+    flow = insts if isinstance(insts, ControlFlow) else ControlFlow(insts)
+    walker = _Walker(flow, const_name or _default_const_name, temp_prefix)
     walker.consts = consts
     initial = [Expr(s, local=s) if isinstance(s, str) else s for s in stack]
     walker.run(start, initial)
@@ -209,9 +213,9 @@ def decompile(insts: Sequence[Instruction], start: int = 0, stack: Sequence[Any]
 
 
 class _Walker:
-    def __init__(self, insts: List[Instruction], const_name: Callable[[Any], str], temp_prefix: str) -> None:
-        self.insts = insts
-        self.index = {id(x): k for k, x in enumerate(insts)}
+    def __init__(self, flow: ControlFlow, const_name: Callable[[Any], str], temp_prefix: str) -> None:
+        self.insts = flow.insts
+        self.flow = flow
         self.const_name = const_name
         self.temp_prefix = temp_prefix
         self.temps = 0
@@ -432,7 +436,7 @@ class _Walker:
                     "NOT_TAKEN"):
             return nxt
         if name in ("JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP"):
-            return self.index[id(inst.target)]
+            return self.flow.index_of(inst.target)
         if name == "LOAD_CONST":
             stack.append(self.const(inst.argval))
         elif name == "RETURN_CONST":
@@ -574,7 +578,7 @@ class _Walker:
                     raise DecompileError("BUILD_STRING of a value that is not a string piece")
             stack.append(_FString(parts))
         elif name in ("CALL", "CALL_FUNCTION", "CALL_METHOD", "CALL_KW", "CALL_FUNCTION_KW"):
-            self.call(name, arg, stack, pending_kw=self.pending_kw(k))
+            self.call(inst, stack, pending_kw=self.pending_kw(k))
         elif name == "KW_NAMES":
             pass   # read by the CALL that follows (pending_kw)
         elif name == "CALL_FUNCTION_EX":
@@ -727,17 +731,19 @@ class _Walker:
             return names
         return None
 
-    def call(self, name: str, arg: int, stack: List[Any], pending_kw: Optional[Tuple[str, ...]]) -> None:
+    def call(self, inst: Instruction, stack: List[Any], pending_kw: Optional[Tuple[str, ...]]) -> None:
+        shape = call_shape(inst)
+        assert shape is not None
         kwnames: Tuple[str, ...] = ()
-        if name in ("CALL_KW", "CALL_FUNCTION_KW"):
+        if shape.kw_names_slot:
             names = self.render(stack.pop())
             if not names.is_const:
-                raise DecompileError(f"{name} without constant keyword names")
+                raise DecompileError(f"{inst.opname} without constant keyword names")
             kwnames = tuple(names.const)
-        elif name == "CALL" and pending_kw:
+        elif inst.opname == "CALL" and pending_kw:
             kwnames = pending_kw
-        args = [self.pop_expr(stack) for _ in range(arg)][::-1]
-        if name == "CALL_FUNCTION" or name == "CALL_FUNCTION_KW":
+        args = [self.pop_expr(stack) for _ in range(shape.args)][::-1]
+        if shape.callable_slots == 1:
             callee = self.callee(self.pop_expr(stack), None)
         else:
             top = stack.pop()
@@ -767,10 +773,12 @@ class _Walker:
         return self.atom(bottom)
 
     def call_ex(self, inst: Instruction, stack: List[Any]) -> None:
-        kwargs = stack.pop() if inst.call_kwargs else None
+        shape = call_shape(inst)
+        assert shape is not None
+        kwargs = stack.pop() if shape.kwargs else None
         args = stack.pop()
         first: List[Any] = []
-        if BEHAVIOUR.call_ex_pops_null_slot:
+        if shape.callable_slots == 2:
             top = stack.pop()
             callee = self.callee(stack.pop(), top, self_arg=first)
         else:
@@ -844,7 +852,7 @@ class _Walker:
         else:
             text = self.value(test, P_TEST)
             jump_when_true = jump_if == "true"
-        target = self.index[id(inst.target)]
+        target = self.flow.index_of(inst.target)
         # the ``if`` holds the way taken when the condition is true
         inner, rest = (target, k + 1) if jump_when_true else (k + 1, target)
         inner_stack = list(stack) + ([cond] if keep and inner == target else [])

@@ -23,8 +23,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
 
-from ..bytecode import decode, prefix_length
-from ..bytecode.analysis import successors
+from ..bytecode import ControlFlow, decode, prefix_length
 from ..bytecode.instructions import Instruction
 from ..bytecode.opcodes import UNCONDITIONAL
 from .decompile import Decompiled, decompile
@@ -67,9 +66,9 @@ def signature_text(code: types.CodeType) -> str:
     return ", ".join(params)
 
 
-def _first_line(insts: Sequence[Instruction], k: int) -> Optional[int]:
+def _first_line(flow: ControlFlow, k: int) -> Optional[int]:
     """The line of the first instruction that does something, from ``k`` on."""
-    index = {id(x): i for i, x in enumerate(insts)}
+    insts = flow.insts
     seen = set()
     while k < len(insts) and k not in seen:
         seen.add(k)
@@ -77,32 +76,18 @@ def _first_line(insts: Sequence[Instruction], k: int) -> Optional[int]:
         if inst.opname in ("NOP", "RESUME"):
             k += 1
         elif inst.opcode in UNCONDITIONAL and inst.target is not None:
-            k = index[id(inst.target)]
+            k = flow.index_of(inst.target)
         else:
             return inst.lineno
     return None
 
 
-def _reach(insts: Sequence[Instruction], start: int, stop: Optional[int]) -> Optional[Set[int]]:
+def _reach(flow: ControlFlow, start: int, stop: Optional[int]) -> Optional[Set[int]]:
     """Instructions reachable from ``start`` without passing ``stop``; None if any is
     before ``start`` or after ``stop``."""
-    seen = _reachable(insts, start, stop)
+    seen = flow.reachable_from(start, stop)
     if any(j < start or (stop is not None and j > stop) for j in seen):
         return None
-    return seen
-
-
-def _reachable(insts: Sequence[Instruction], start: int, stop: Optional[int] = None) -> Set[int]:
-    """Instructions reachable from ``start``, not passing ``stop`` if given."""
-    insts = list(insts)
-    index = {id(x): i for i, x in enumerate(insts)}
-    seen = {start}
-    todo = [start]
-    while todo:
-        for j in successors(insts, index, todo.pop()):
-            if j != stop and j not in seen:
-                seen.add(j)
-                todo.append(j)
     return seen
 
 
@@ -135,7 +120,7 @@ class _Text:
 
 
 def _check(text: _Text, code: types.CodeType, parts: Sequence[Tuple[Decompiled, Optional[int]]],
-           insts: Sequence[Instruction], start: Optional[int] = None, exit_at: Optional[int] = None) -> Optional[str]:
+           flow: ControlFlow, start: Optional[int] = None, exit_at: Optional[int] = None) -> Optional[str]:
     """Why the rendered text does not do what ``code`` does, or None. With a source run:
     ``insts[start:exit_at]`` (to the end without ``exit_at``) are the instructions its
     lines must compile to."""
@@ -158,25 +143,25 @@ def _check(text: _Text, code: types.CodeType, parts: Sequence[Tuple[Decompiled, 
     if text.span is None:
         return None
     lo, hi = text.span
-    rendered = decode(fn)
-    first = next((k for k, x in enumerate(rendered) if x.lineno is not None and lo <= x.lineno <= hi), None)
+    rendered = ControlFlow(decode(fn))
+    first = next((k for k, x in enumerate(rendered.insts) if x.lineno is not None and lo <= x.lineno <= hi), None)
     if first is None:
         return "the source lines compile to nothing"
 
     def inside_rendered(k: int) -> bool:
-        line = rendered[k].lineno
+        line = rendered.insts[k].lineno
         return line is None or lo <= line <= hi
 
     assert start is not None
     if exit_at is None:
-        ours = flow_signature(insts, start, lambda k: True)
+        ours = flow_signature(flow, start, lambda k: True)
         theirs = flow_signature(rendered, first, inside_rendered, lambda k: False)
     else:
-        exits = exit_chain(insts, exit_at)
-        ours = flow_signature(insts, start, lambda k: start <= k < exit_at, exits.__contains__)
+        exits = exit_chain(flow, exit_at)
+        ours = flow_signature(flow, start, lambda k: start <= k < exit_at, exits.__contains__)
         # the code after the lines (3.10+ may copy a small return block to each way out)
         theirs = flow_signature(rendered, first, inside_rendered,
-                                lambda k: k >= len(rendered) or (rendered[k].lineno or 0) > hi)
+                                lambda k: k >= len(rendered) or (rendered.insts[k].lineno or 0) > hi)
     if not same_flow(ours, theirs):
         return "the source lines do not compile to the instructions the code runs"
     return None
@@ -188,45 +173,47 @@ def _global_stores(insts: Sequence[Instruction]) -> Set[str]:
 
 def render_code(code: types.CodeType, const_name: Callable[[Any], str], resume: bool) -> Rendered:
     """``code`` (a generated replacement body, or with ``resume`` a resume function) as Python."""
-    insts = decode(code)
+    flow = ControlFlow(decode(code))
+    insts = flow.insts
     start = prefix_length(insts)
-    d = decompile(insts, start, const_name=const_name, consts=code.co_consts)
+    d = decompile(flow, start, const_name=const_name, consts=code.co_consts)
     global_names = sorted(_global_stores(insts) | d.global_stores)
     why: List[str] = []
     if code.co_cellvars or code.co_freevars:
         why.append(f"the frame has cell variables ({', '.join(code.co_cellvars + code.co_freevars)}): the cells "
                    f"it shares with its closures have no Python source form")
     else:
-        attempt = _with_source(code, insts, d, const_name, global_names, resume, why)
+        attempt = _with_source(code, flow, d, const_name, global_names, resume, why)
         if attempt is not None:
             return attempt
         if d.complete:
             text = _Text(code, global_names)
             text.code(d)
-            problem = _check(text, code, [(d, None)], insts)
+            problem = _check(text, code, [(d, None)], flow)
             if problem is None:
                 return Rendered(text.text(), True, "decompiled from the bytecode", future=text.future)
             why.append(problem)
     if not why and d.reason:
         why.append(f"{d.reason}")
-    return _partial(code, insts, d, global_names, why)
+    return _partial(code, flow, d, global_names, why)
 
 
-def _with_source(code: types.CodeType, insts: List[Instruction], d: Decompiled, const_name: Callable[[Any], str],
+def _with_source(code: types.CodeType, flow: ControlFlow, d: Decompiled, const_name: Callable[[Any], str],
                  global_names: Sequence[str], resume: bool, why: List[str]) -> Optional[Rendered]:
     """Decompiled code up to a statement boundary, then the user's lines: to the end of the
     function (a resume function), or for a statement followed by generated code that
     calls the next resume function."""
+    insts = flow.insts
     if resume:
         for b, n in d.boundaries[:_TRIES]:
-            run, reason = remainder_source(code, _first_line(insts, b))
+            run, reason = remainder_source(code, _first_line(flow, b))
             if run is None:
                 why.append(reason)
                 continue
             text = _Text(code, global_names)
             text.code(d, n)
             text.source(run)
-            problem = _check(text, code, [(d, n)], insts, b)
+            problem = _check(text, code, [(d, n)], flow, b)
             if problem is None:
                 return Rendered(text.text(), True, _how(d, n, run, "the rest of the function"),
                                 source_lines(code.co_filename, run.line_numbers()), text.future)
@@ -237,24 +224,24 @@ def _with_source(code: types.CodeType, insts: List[Instruction], d: Decompiled, 
     stuck = d.stopped_at
     tries = 0
     for b, n in reversed([x for x in d.boundaries if x[0] <= stuck]):
-        for j in _exits(insts, b, stuck, const_name, code.co_consts):
+        for j in _exits(flow, b, stuck, const_name, code.co_consts):
             tries += 1
             if tries > _TRIES:
                 return None
-            region = _reach(insts, b, j)
+            region = _reach(flow, b, j)
             if region is None:
                 continue
             run, reason = region_source(code, [insts[k].lineno for k in region])
             if run is None:
                 why.append(reason)
                 continue
-            tail = decompile(insts, j, const_name=const_name, consts=code.co_consts, temp_prefix="___e") \
+            tail = decompile(flow, j, const_name=const_name, consts=code.co_consts, temp_prefix="___e") \
                 if j < len(insts) else Decompiled(complete=True)
             text = _Text(code, global_names)
             text.code(d, n)
             text.source(run)
             text.code(tail)
-            problem = _check(text, code, [(d, n), (tail, None)], insts, b, j if j < len(insts) else None)
+            problem = _check(text, code, [(d, n), (tail, None)], flow, b, j if j < len(insts) else None)
             if problem is None:
                 return Rendered(text.text(), True, _how(d, n, run, "a statement run as in the original"),
                                 source_lines(code.co_filename, run.line_numbers()), text.future)
@@ -262,18 +249,19 @@ def _with_source(code: types.CodeType, insts: List[Instruction], d: Decompiled, 
     return None
 
 
-def _exits(insts: List[Instruction], b: int, stuck: int, const_name: Callable[[Any], str],
+def _exits(flow: ControlFlow, b: int, stuck: int, const_name: Callable[[Any], str],
            consts: Sequence[Any]) -> List[int]:
     """Where the generated code after a statement copied from the user's code may start:
     code that decompiles to its end, which the statement's instructions only jump to."""
+    insts = flow.insts
     out = []
     for j in range(stuck + 1, len(insts) + 1):
         if j < len(insts) and j - stuck > _MAX_EXIT_SEARCH:
             break
-        if j < len(insts) and not decompile(insts, j, const_name=const_name, consts=consts,
-                                            temp_prefix="___e").complete:
+        if j < len(insts) and not decompile(flow, j, const_name=const_name, consts=consts,
+                                           temp_prefix="___e").complete:
             continue
-        if _reach(insts, b, j) is not None:
+        if _reach(flow, b, j) is not None:
             out.append(j)
             if len(out) == 2:
                 break
@@ -288,10 +276,11 @@ def _how(d: Decompiled, n: int, run: SourceRun, what: str) -> str:
     return f"{what}: the source of {where}"
 
 
-def _partial(code: types.CodeType, insts: List[Instruction], d: Decompiled, global_names: Sequence[str],
+def _partial(code: types.CodeType, flow: ControlFlow, d: Decompiled, global_names: Sequence[str],
              why: List[str]) -> Rendered:
     """What decompiles, up to the last statement boundary before the first problem; then
     the reason and the user's lines in comments, and a ``raise``."""
+    insts = flow.insts
     text = _Text(code, global_names)
     stuck = d.stopped_at if d.stopped_at is not None else len(insts)
     marks = [x for x in d.boundaries if x[0] <= stuck] if not d.complete else d.boundaries[:1]
@@ -299,7 +288,7 @@ def _partial(code: types.CodeType, insts: List[Instruction], d: Decompiled, glob
     if code.co_cellvars or code.co_freevars:
         b, n = prefix_length(insts), 0
     text.code(d, n)
-    region = _reachable(insts, b)
+    region = flow.reachable_from(b)
     origin = source_lines(code.co_filename, [insts[k].lineno for k in sorted(region)])
     back = [k for k in region if k < b and insts[k].lineno is not None]
     if back and not (code.co_cellvars or code.co_freevars):

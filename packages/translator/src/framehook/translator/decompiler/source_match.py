@@ -25,6 +25,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
+from ..bytecode.cfg import ControlFlow
 from ..bytecode.opcodes import TERMINAL, UNCONDITIONAL, has_arg
 from ..bytecode.instructions import Instruction
 
@@ -293,14 +294,13 @@ def _label(inst: Instruction, opname: str, argval: Any) -> Tuple[Any, ...]:
     return (name,)
 
 
-def flow_signature(insts: Sequence[Instruction], start: int, inside: Callable[[int], bool],
+def flow_signature(flow: ControlFlow, start: int, inside: Callable[[int], bool],
                    exits: Optional[Callable[[int], bool]] = None) -> Optional[List[Tuple[Any, ...]]]:
     """What the instructions reachable from ``start`` do, node by node in a fixed walk
     order: (label, successors, exception handler). Leaving the region (``inside`` false)
     is "exit" where ``exits`` holds (anywhere, when ``exits`` is None); anywhere else, the
     signature is None."""
-    insts = list(insts)
-    index = {id(x): k for k, x in enumerate(insts)}
+    insts = flow.insts
 
     def transparent(k: int) -> bool:
         inst = insts[k]
@@ -316,16 +316,17 @@ def flow_signature(insts: Sequence[Instruction], start: int, inside: Callable[[i
             if k in seen:
                 return "spin"
             seen.add(k)
-            inst = insts[k]
-            k = index[id(inst.target)] if inst.target is not None else k + 1
+            target = flow.target(k)
+            k = target if target is not None else k + 1
 
     def successors(k: int) -> List[Any]:
         inst = insts[k]
         succ = []
         if inst.opcode not in TERMINAL and inst.opcode not in UNCONDITIONAL:
             succ.append(resolve(k + 1))
-        if inst.target is not None:
-            succ.append(resolve(index[id(inst.target)]))
+        target = flow.target(k)
+        if target is not None:
+            succ.append(resolve(target))
         return succ
 
     first = resolve(start)
@@ -342,9 +343,9 @@ def flow_signature(insts: Sequence[Instruction], start: int, inside: Callable[[i
         numbers[k] = len(visit)
         visit.append(k)
         succ = successors(k)
-        entry = insts[k].exn_tab_entry
-        if entry is not None:
-            succ.append(resolve(index[id(entry.target)]))
+        handler = flow.handler(k)
+        if handler is not None:
+            succ.append(resolve(handler))
         if "outside" in succ:
             return None
         todo.extend(reversed([s for s in succ if isinstance(s, int)]))
@@ -355,7 +356,7 @@ def flow_signature(insts: Sequence[Instruction], start: int, inside: Callable[[i
         exn = None
         if inst.exn_tab_entry is not None:
             e = inst.exn_tab_entry
-            h = resolve(index[id(e.target)])
+            h = resolve(flow.handler(k))  # type: ignore[arg-type]
             exn = (numbers[h] if isinstance(h, int) else h, e.depth, e.lasti)
         pair = _PAIRS.get(inst.opname)
         if pair is not None:
@@ -366,9 +367,9 @@ def flow_signature(insts: Sequence[Instruction], start: int, inside: Callable[[i
     return nodes
 
 
-def exit_chain(insts: Sequence[Instruction], k: int) -> Set[int]:
+def exit_chain(flow: ControlFlow, k: int) -> Set[int]:
     """``k`` and the instructions an unconditional jump or no-op at ``k`` leads on to."""
-    index = {id(x): i for i, x in enumerate(insts)}
+    insts = flow.insts
     out: Set[int] = set()
     while k < len(insts) and k not in out:
         out.add(k)
@@ -376,7 +377,7 @@ def exit_chain(insts: Sequence[Instruction], k: int) -> Set[int]:
         if inst.opname in _TRANSPARENT:
             k += 1
         elif inst.opcode in UNCONDITIONAL and inst.target is not None:
-            k = index[id(inst.target)]
+            k = flow.index_of(inst.target)
         else:
             break
     return out

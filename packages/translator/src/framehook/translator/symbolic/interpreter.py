@@ -18,9 +18,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..bytecode import decode
+from ..bytecode import ControlFlow, decode
 from ..bytecode.arguments import FUNCTION_PARTS, OLD_BINARY_OPS
 from ..bytecode.behaviour import BEHAVIOUR
+from ..bytecode.effects import call_shape
 from ..config import config
 from ..exc import RestartAnalysis
 from ..graph import Location
@@ -113,7 +114,7 @@ class FrameTracer:
         self.cells = cells
         self.depth = depth
         self.insts = decode(code)
-        self.index = {id(inst): i for i, inst in enumerate(self.insts)}
+        self.flow = ControlFlow(self.insts)
         self.stack: List[Any] = []
         self.ip = 0
         self.lineno = code.co_firstlineno
@@ -195,7 +196,7 @@ class FrameTracer:
             tracer.current = outer
 
     def jump(self, inst: Any) -> None:
-        self.ip = self.index[id(inst.target)]
+        self.ip = self.flow.index_of(inst.target)
 
     # ------------------------------------------------------------ stack helpers
     def push(self, v: Any) -> None:
@@ -1169,7 +1170,7 @@ class FrameTracer:
             fn = self.pop()
         else:
             fn = x
-            if BEHAVIOUR.call_ex_pops_null_slot:
+            if call_shape(inst).callable_slots == 2:   # type: ignore[union-attr]
                 self.pop()
         if isinstance(kw, Const) and isinstance(kw.value, dict):
             kw = DictV({k: Const(v) for k, v in kw.value.items()})

@@ -284,8 +284,8 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
     if progression is None:
         raise LoopAbort("it does not iterate over a range of ints")
     start, step, count = progression
-    head = frame.index[id(inst)]
-    end = frame.index[id(inst.target)]
+    head = frame.flow.index_of(inst)
+    end = frame.flow.index_of(inst.target)
     first = frame.insts[head + 1]
     if first.opname not in ("STORE_FAST", "STORE_FAST_LOAD_FAST"):
         raise LoopAbort("the loop variable is not a plain local name")

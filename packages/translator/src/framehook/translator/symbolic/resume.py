@@ -47,7 +47,6 @@ function made in an inlined call or with annotations, a cell, a mutable constant
 from __future__ import annotations
 
 import dis
-import functools
 import inspect
 import itertools
 import sys
@@ -55,10 +54,10 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from ..bytecode import (Codegen, ExnTabEntry, Instruction, Positions, create_instruction, decode, loop_heads,
-                        prefix_length, stack_depths, successors)
-from ..bytecode.arguments import OLD_BINARY_OPS
+from ..bytecode import (Codegen, ControlFlow, ExnTabEntry, Instruction, Positions, copy_instruction, create_instruction,
+                        decode, prefix_length)
 from ..bytecode.behaviour import BEHAVIOUR
+from ..bytecode.effects import call_shape, effect, net_effect
 from ..bytecode.opcodes import TERMINAL, UNCONDITIONAL
 from ..codemap import CodeIdentityMap
 from ..bytecode.transform import code_options, rebuild
@@ -66,7 +65,7 @@ from .breaks import CannotResume
 from .rebuild import Rebuilder
 from .values import NULL, MethodV, unread
 
-__all__ = ["BreakSite", "BreakPlan", "FlowFacts", "break_site", "statement_site", "make_resume_code", "emit_break",
+__all__ = ["BreakSite", "BreakPlan", "break_site", "statement_site", "make_resume_code", "emit_break",
            "is_resume_code", "frame_label", "RESUME_PREFIX"]
 
 RESUME_PREFIX = "__resume_at_"
@@ -95,21 +94,19 @@ def frame_label(code: types.CodeType) -> str:
 
 
 # ---------------------------------------------------------------- where the break is
-_CALLS_OLD = {"CALL_FUNCTION": 1, "CALL_FUNCTION_KW": 2, "CALL_METHOD": 2}
 _COND_JUMPS = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE",
                "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_NONE",
                "POP_JUMP_FORWARD_IF_NOT_NONE"}
 _OR_POP = {"JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP"}
-# instruction -> (values popped, values pushed)
-_SIMPLE: Dict[str, Tuple[int, int]] = {
-    "BINARY_OP": (2, 1), "COMPARE_OP": (2, 1), "CONTAINS_OP": (2, 1), "IS_OP": (2, 1), "BINARY_SUBSCR": (2, 1),
-    "UNARY_NEGATIVE": (1, 1), "UNARY_POSITIVE": (1, 1), "UNARY_INVERT": (1, 1), "UNARY_NOT": (1, 1),
-    "TO_BOOL": (1, 1), "FORMAT_SIMPLE": (1, 1), "FORMAT_WITH_SPEC": (2, 1), "CONVERT_VALUE": (1, 1),
-    "STORE_SUBSCR": (3, 0), "DELETE_SUBSCR": (2, 0), "STORE_ATTR": (2, 0), "DELETE_ATTR": (1, 0),
-    "STORE_GLOBAL": (1, 0), "DELETE_GLOBAL": (0, 0), "BINARY_SLICE": (3, 1), "STORE_SLICE": (4, 0),
-    "LOAD_ASSERTION_ERROR": (0, 1), "IMPORT_NAME": (2, 1), "GET_LEN": (1, 1),
-}
-_SIMPLE.update((name, (2, 1)) for name in OLD_BINARY_OPS)
+# single instructions that resume after a break as they are, their inputs and results
+# counted by the stack-effect table (calls, method loads and jumps are handled apart)
+_RESUMES_ALONE = frozenset({
+    "BINARY_OP", "COMPARE_OP", "CONTAINS_OP", "IS_OP", "BINARY_SUBSCR", "UNARY_NEGATIVE", "UNARY_POSITIVE",
+    "UNARY_INVERT", "UNARY_NOT", "TO_BOOL", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC", "CONVERT_VALUE", "FORMAT_VALUE",
+    "STORE_SUBSCR", "DELETE_SUBSCR", "STORE_ATTR", "DELETE_ATTR", "STORE_GLOBAL", "DELETE_GLOBAL", "BINARY_SLICE",
+    "STORE_SLICE", "LOAD_ASSERTION_ERROR", "IMPORT_NAME", "GET_LEN", "UNPACK_SEQUENCE", "BUILD_STRING",
+    "RAISE_VARARGS",
+})
 
 
 class BreakSite:
@@ -133,9 +130,14 @@ class BreakSite:
         self.region = region
 
 
-_CALL_NAMES = {"CALL", "CALL_KW", "CALL_FUNCTION_EX", "CALL_METHOD", "CALL_FUNCTION", "CALL_FUNCTION_KW"}
 _SEGMENT_REFUSED = ("STORE_", "DELETE_", "RETURN_", "RAISE_", "YIELD_", "LOAD_DEREF", "LOAD_CLOSURE",
                     "MAKE_CELL", "SETUP_", "BEFORE_", "GET_", "FOR_ITER", "END_", "LOAD_FAST_AND_CLEAR")
+
+
+def _alone(inst: Instruction, i: int) -> BreakSite:
+    """The instruction at ``i`` run by itself, its inputs and results as the table counts them."""
+    pops, pushes = effect(inst)   # type: ignore[misc]
+    return BreakSite(i, i + 1, pops, [] if inst.opname == "RAISE_VARARGS" else [(i + 1, pushes)])
 
 
 def _call_site(insts: Sequence[Instruction], i: int, j: int, pops: int) -> BreakSite:
@@ -149,54 +151,26 @@ def _call_site(insts: Sequence[Instruction], i: int, j: int, pops: int) -> Break
 
 def _method_call_site(insts: Sequence[Instruction], i: int) -> BreakSite:
     """A break at a method load: the load, the arguments and the call run in Python."""
-    from ..bytecode.opcodes import stack_effect
     depth = 0     # the object is on top before the load; the call's result replaces it
     for j in range(i, len(insts)):
         inst = insts[j]
         if inst.target is not None or inst.opname.startswith(_SEGMENT_REFUSED):
             break
-        depth += stack_effect(inst.opcode, inst.arg)
-        if (depth == -1 and inst.opname == "CALL_FUNCTION_EX" and BEHAVIOUR.call_ex_pops_null_slot
+        depth += net_effect(inst)
+        shape = call_shape(inst)
+        if (depth == -1 and inst.opname == "CALL_FUNCTION_EX" and shape is not None and shape.callable_slots == 2
                 and not BEHAVIOUR.null_after_callable):
             # f(*args): the NULL pushed before the object is consumed too
             return _call_site(insts, i, j, 2)
         if depth < 0:
             break
         if depth == 0 and j > i:
-            if inst.opname not in _CALL_NAMES:
+            if shape is None:
                 if insts[i].opname != "LOAD_ATTR" or insts[i].is_method:
                     break
                 continue   # a plain attribute load is at depth 0 until something consumes it
             return _call_site(insts, i, j, 1)
     raise CannotResume(f"the method loaded at {insts[i].opname} is not called in straight-line code")
-
-
-def _protected(insts: Sequence[Instruction], index: Dict[int, int]) -> List[bool]:
-    """Which instructions run inside a try/with block: 3.11+ those with an exception-table
-    entry; 3.9/3.10 those between a SETUP_* and its handler."""
-    if BEHAVIOUR.exception_table:
-        return [inst.exn_tab_entry is not None for inst in insts]
-    # the block stack's depth, followed along every path: SETUP_* pushes a block (its
-    # handler runs under an except-handler block), POP_BLOCK and POP_EXCEPT pop one
-    insts = list(insts)
-    blocks: Dict[int, int] = {}
-    work = [(0, 0)] if insts else []
-    while work:
-        k, depth = work.pop()
-        if blocks.get(k, -1) >= depth:
-            continue
-        blocks[k] = depth
-        inst = insts[k]
-        after = depth
-        if inst.opname.startswith("SETUP_"):
-            after = depth + 1
-            work.append((index[id(inst.target)], depth + 1))
-        elif inst.opname in ("POP_BLOCK", "POP_EXCEPT"):
-            after = depth - 1
-        for j in successors(insts, index, k):
-            if inst.target is None or j != index[id(inst.target)] or not inst.opname.startswith("SETUP_"):
-                work.append((j, after))
-    return [blocks.get(k, 0) > 0 for k in range(len(insts))]
 
 
 def _check_frame(code: types.CodeType, insts: Sequence[Instruction], i: int) -> None:
@@ -211,49 +185,23 @@ def _body_start(code: types.CodeType, insts: Sequence[Instruction]) -> int:
     return prefix_length(insts) + (_RESUME_PROLOGUES.get(code) or 0)
 
 
-class FlowFacts:
-    """Control-flow facts of one code object's instructions, each computed when first asked
-    for: a break that ``break_site`` refuses goes on to ``statement_site`` with the same."""
-
-    def __init__(self, insts: Sequence[Instruction]) -> None:
-        self.insts = list(insts)
-        self.index = {id(x): k for k, x in enumerate(self.insts)}
-
-    @functools.cached_property
-    def depths(self) -> Dict[int, int]:
-        return stack_depths(self.insts)
-
-    @functools.cached_property
-    def heads(self) -> List[Set[int]]:
-        return loop_heads(self.insts)
-
-    @functools.cached_property
-    def protected(self) -> List[bool]:
-        return _protected(self.insts, self.index)
-
-
 def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int,
-               facts: Optional[FlowFacts] = None) -> BreakSite:
-    """Where a break at instruction ``i`` of ``code`` (the root frame) resumes, or CannotResume."""
+               flow: Optional[ControlFlow] = None) -> BreakSite:
+    """Where a break at instruction ``i`` of ``code`` (the root frame) resumes, or CannotResume.
+    ``flow``: the instructions' control-flow graph, when the caller has one."""
     _check_frame(code, insts, i)
-    facts = facts or FlowFacts(insts)
-    index = facts.index
+    flow = flow if flow is not None else ControlFlow(insts)
     inst = insts[i]
     name = inst.opname
-    n = inst.arg or 0
+    shape = call_shape(inst)
     site: Optional[BreakSite] = None
-    if name in ("CALL", "CALL_KW", "CALL_FUNCTION_EX") or name in _CALLS_OLD:
+    if shape is not None:
         start = i
         if name == "CALL" and BEHAVIOUR.precall_before_call:
             start = i - 1
         if start > 0 and insts[start - 1].opname == "KW_NAMES":
             start -= 1
-        if name == "CALL_FUNCTION_EX":
-            pops = 2 + int(inst.call_kwargs) + int(BEHAVIOUR.call_ex_pops_null_slot)
-        elif name in _CALLS_OLD:
-            pops = n + _CALLS_OLD[name]
-        else:
-            pops = n + (3 if name == "CALL_KW" else 2)
+        pops = shape.pops
         end = i + 1
         pushes = 1
         if end < len(insts) and insts[end].opname == "POP_TOP":
@@ -261,35 +209,27 @@ def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int,
             pushes = 0
         site = BreakSite(start, end, pops, [(end, pushes)])
     elif name in _COND_JUMPS:
-        site = BreakSite(i, i + 1, 1, [(i + 1, 0), (index[id(inst.target)], 0)])
+        site = BreakSite(i, i + 1, 1, [(i + 1, 0), (flow.index_of(inst.target), 0)])
     elif name in _OR_POP:
-        site = BreakSite(i, i + 1, 1, [(i + 1, 0), (index[id(inst.target)], 1)])
-    elif name == "RAISE_VARARGS":
-        site = BreakSite(i, i + 1, n, [])
+        site = BreakSite(i, i + 1, 1, [(i + 1, 0), (flow.index_of(inst.target), 1)])
     elif name == "LOAD_ATTR" and not inst.is_method:
         try:   # a method called right away (``y.tolist(*args)``): the call runs in Python too
             site = _method_call_site(insts, i)
         except CannotResume:
-            site = BreakSite(i, i + 1, 1, [(i + 1, 1)])
+            site = _alone(inst, i)
     elif name == "LOAD_METHOD" or (name == "LOAD_ATTR" and inst.is_method):
         site = _method_call_site(insts, i)
-    elif name == "UNPACK_SEQUENCE":
-        site = BreakSite(i, i + 1, 1, [(i + 1, n)])
-    elif name == "BUILD_STRING":
-        site = BreakSite(i, i + 1, n, [(i + 1, 1)])
-    elif name == "FORMAT_VALUE":
-        site = BreakSite(i, i + 1, 2 if inst.format_spec else 1, [(i + 1, 1)])
-    elif name in _SIMPLE:
-        pops, pushes = _SIMPLE[name]
-        site = BreakSite(i, i + 1, pops, [(i + 1, pushes)])
+    elif name in _RESUMES_ALONE or inst.binary_op is not None:
+        site = _alone(inst, i)
     if site is None:
         raise CannotResume(f"a break at {name} does not resume")
+    protected, heads = flow.protected, flow.loop_heads
     for k in range(site.start, site.end):
-        if facts.protected[k]:
+        if protected[k]:
             raise CannotResume("the break is inside a try/with block")
-        if facts.heads[k]:
+        if heads[k]:
             raise CannotResume("the break is inside a loop")
-    depths = facts.depths
+    depths = flow.stack_depths
     for target, _ in site.branches:
         k = target
         while k < len(insts) and depths.get(k, 0) != 0:
@@ -308,16 +248,16 @@ _END_CANDIDATES = 8
 
 
 def statement_site(code: types.CodeType, insts: Sequence[Instruction], i: int,
-                   facts: Optional[FlowFacts] = None) -> BreakSite:
+                   flow: Optional[ControlFlow] = None) -> BreakSite:
     """For a break that cannot resume at its own instruction (inside a loop or a try/with
     block, or at an instruction that does not resume): the statement holding it, run in
     Python. The region starts at the last statement boundary before ``i`` (empty stack,
     outside every loop and try/with block) and ends at the first one after it; a resume
     function continues from there. Raises CannotResume when nothing would be gained."""
     _check_frame(code, insts, i)
-    facts = facts or FlowFacts(insts)
-    insts, index = facts.insts, facts.index
-    depths, heads, protected = facts.depths, facts.heads, facts.protected
+    flow = flow if flow is not None else ControlFlow(insts)
+    insts = flow.insts
+    depths, heads, protected = flow.stack_depths, flow.loop_heads, flow.protected
 
     def boundary(k: int, may_head: bool = False) -> bool:
         # the statement may start at the head of a loop (3.9/3.10 test a while loop's
@@ -335,26 +275,14 @@ def statement_site(code: types.CodeType, insts: Sequence[Instruction], i: int,
     best: Optional[Tuple[int, set]] = None
     ends = (k for k in range(i + 1, len(insts)) if boundary(k))
     for end in itertools.islice(ends, _END_CANDIDATES):
-        region = _region(insts, index, start, end)
+        region = flow.reachable_from(start, end)
         if i in region and (best is None or len(region) < len(best[1])):
             best = (end, region)
     if best is not None:
         return BreakSite(start, start, 0, [(best[0], 0)], segment=True, region=sorted(best[1]))
     if start == first:
         raise CannotResume("the block holding the break runs to the end of the frame")
-    return BreakSite(start, start, 0, [], segment=True, region=sorted(_region(insts, index, start, None)))
-
-
-def _region(insts: List[Instruction], index: Dict[int, int], start: int, end: Optional[int]) -> set:
-    """Instructions reachable from ``start`` without passing ``end``."""
-    seen = {start}
-    work = [start]
-    while work:
-        for j in successors(insts, index, work.pop()):
-            if j != end and j not in seen:
-                seen.add(j)
-                work.append(j)
-    return seen
+    return BreakSite(start, start, 0, [], segment=True, region=sorted(flow.reachable_from(start)))
 
 
 # ---------------------------------------------------------------- resume functions
@@ -580,8 +508,7 @@ def emit_break(plan: BreakPlan) -> types.CodeType:
         if orig.opname == "CALL_METHOD" and not site.segment:
             copy = create_instruction("CALL_FUNCTION", arg=orig.arg, positions=orig.positions)
         else:
-            copy = Instruction(orig.opcode, orig.opname, orig.arg, orig.argval, positions=orig.positions,
-                               flags=orig.flags)
+            copy = copy_instruction(orig)
         if orig.target is not None:
             jump = copy
         body.append(copy)
@@ -628,8 +555,7 @@ def _local_effects(inst: Instruction) -> List[Tuple[str, bool]]:
     return [(n, b) for n, b in zip(names, how) if b is not None]
 
 
-def _bound_at_exit(insts: List[Instruction], index: Dict[int, int], region: Sequence[int], start: int,
-                   end: int, bound: Set[str]) -> Set[str]:
+def _bound_at_exit(flow: ControlFlow, region: Sequence[int], start: int, end: int, bound: Set[str]) -> Set[str]:
     """Locals bound on every path from ``start`` (where ``bound`` are) to ``end``."""
     members = set(region)
     state: Dict[int, frozenset] = {start: frozenset(bound)}
@@ -639,13 +565,12 @@ def _bound_at_exit(insts: List[Instruction], index: Dict[int, int], region: Sequ
         k = work.pop()
         before = state[k]
         after = set(before)
-        for name, now_bound in _local_effects(insts[k]):
+        for name, now_bound in _local_effects(flow.insts[k]):
             (after.add if now_bound else after.discard)(name)
-        handler = insts[k].exn_tab_entry
-        for j in successors(insts, index, k):
+        handler = flow.handler(k)
+        for j in flow.successors[k]:
             # an instruction that raises has not done its store: its handler sees the state before
-            incoming = before & frozenset(after) if handler is not None and j == index[id(handler.target)] \
-                else frozenset(after)
+            incoming = before & frozenset(after) if j == handler else frozenset(after)
             if j == end:
                 at_end = incoming if at_end is None else at_end & incoming
             elif j in members:
@@ -657,12 +582,12 @@ def _bound_at_exit(insts: List[Instruction], index: Dict[int, int], region: Sequ
     return set(at_end or ())
 
 
-def _locals_used_from(insts: List[Instruction], index: Dict[int, int], start: int) -> Set[str]:
+def _locals_used_from(flow: ControlFlow, start: int) -> Set[str]:
     """Names of the locals that instructions reachable from ``start`` touch."""
     haslocal = set(dis.haslocal)
     used: Set[str] = set()
-    for k in _region(insts, index, start, None):
-        inst = insts[k]
+    for k in flow.reachable_from(start):
+        inst = flow.insts[k]
         if inst.opcode in haslocal:
             used.update(inst.argval if isinstance(inst.argval, tuple) else (inst.argval,))
     return used
@@ -673,33 +598,32 @@ def _region_code(code: types.CodeType, insts: List[Instruction], site: BreakSite
     """The statement's instructions copied (jumps and exception handlers re-pointed at the
     copies), then, where it ends, ``return resume(<locals>)``."""
     assert site.region is not None
-    index = {id(x): k for k, x in enumerate(insts)}
+    flow = ControlFlow(insts)
     copies: Dict[int, Instruction] = {}
     region = set(site.region)
     for k in site.region:
         orig = insts[k]
-        if orig.target is not None and index[id(orig.target)] not in region and orig.opcode in UNCONDITIONAL:
+        if orig.target is not None and flow.target(k) not in region and orig.opcode in UNCONDITIONAL:
             # the exit code comes after every copy: 3.13's handlers leave a with block
             # by JUMP_BACKWARD_NO_INTERRUPT, which has no forward form (made before any
             # jump is re-pointed: a jump to this one must reach the replacement)
             copies[k] = create_instruction("JUMP_FORWARD", positions=orig.positions)
             continue
-        copies[k] = Instruction(orig.opcode, orig.opname, orig.arg, orig.argval, positions=orig.positions,
-                                flags=orig.flags)
+        copies[k] = copy_instruction(orig)
     exit_code: List[Instruction] = []
     exit_label: Optional[Instruction] = None
     if site.branches:
         end = site.branches[0][0]
-        exit_code = _exit_call(code, insts, index, site, end, bound, f_globals, resume_cache, where)
+        exit_code = _exit_call(code, flow, site, end, bound, f_globals, resume_cache, where)
         exit_label = exit_code[0]
     out: List[Instruction] = []
     for k in site.region:
         orig, copy = insts[k], copies[k]
         if orig.target is not None:
-            copy.target = copies.get(index[id(orig.target)], exit_label)
+            copy.target = copies.get(flow.target(k), exit_label)   # type: ignore[arg-type]
         entry = orig.exn_tab_entry
         if entry is not None:
-            copy.exn_tab_entry = ExnTabEntry(copies[index[id(entry.target)]], entry.depth, entry.lasti)
+            copy.exn_tab_entry = ExnTabEntry(copies[flow.handler(k)], entry.depth, entry.lasti)  # type: ignore[index]
         out.append(copy)
         if orig.opcode not in UNCONDITIONAL and orig.opcode not in TERMINAL and k + 1 not in copies:
             # it falls through to the end of the statement, which is not copied
@@ -707,16 +631,16 @@ def _region_code(code: types.CodeType, insts: List[Instruction], site: BreakSite
     return out + exit_code
 
 
-def _exit_call(code: types.CodeType, insts: List[Instruction], index: Dict[int, int], site: BreakSite, end: int,
-               bound: Sequence[str], f_globals: Dict[str, Any], resume_cache: Dict[Any, Any],
-               where: Positions) -> List[Instruction]:
+def _exit_call(code: types.CodeType, flow: ControlFlow, site: BreakSite, end: int, bound: Sequence[str],
+               f_globals: Dict[str, Any], resume_cache: Dict[Any, Any], where: Positions) -> List[Instruction]:
     """``return resume(<locals>)`` after the statement. Locals it may leave unbound (a loop
     that ran no iteration) are looked up at run time (``_ResumeUnbound``)."""
     assert site.region is not None
+    insts = flow.insts
     assigned = {name for k in site.region for name, _ in _local_effects(insts[k])}
-    live = _locals_used_from(insts, index, end)
+    live = _locals_used_from(flow, end)
     passed = sorted((set(bound) | assigned) & live)
-    sure_set = _bound_at_exit(insts, index, site.region, site.start, end, set(bound))
+    sure_set = _bound_at_exit(flow, site.region, site.start, end, set(bound))
     sure = [n for n in passed if n in sure_set]
     maybe = [n for n in passed if n not in sure_set]
     target: Any

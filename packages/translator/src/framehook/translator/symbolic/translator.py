@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..bytecode import Codegen, Positions, decode, prefix_length, transform_code_object
+from ..bytecode import Codegen, ControlFlow, Positions, decode, prefix_length, transform_code_object
 from ..contexts import CompileContext, TracingContext
 from ..graph import Graph
 from ..guards import GuardKind
@@ -23,7 +23,7 @@ from ..translator import InstructionTranslatorBase, MinimalTranslator, Translati
 from .breaks import CannotResume, GraphBreak
 from .interpreter import FrameTracer, StopTrace
 from .rebuild import Rebuilder
-from .resume import BreakPlan, BreakSite, FlowFacts, break_site, emit_break, is_resume_code, statement_site
+from .resume import BreakPlan, BreakSite, break_site, emit_break, is_resume_code, statement_site
 from .tracer import Tracer
 from .values import Cell, Const, DictV, Lazy, ListV, ObjV, Tensor, TupleV, V
 
@@ -121,13 +121,13 @@ class SymbolicTranslator(InstructionTranslatorBase):
         if e.break_index is None:
             return None
         code = self.frame.code
-        facts = FlowFacts(decode(code))
+        flow = ControlFlow(decode(code))
         try:
             try:
-                site = break_site(code, facts.insts, e.break_index, facts)
+                site = break_site(code, flow.insts, e.break_index, flow)
             except CannotResume:
                 # run the whole statement holding it (a loop, a try/with block) in Python
-                site = statement_site(code, facts.insts, e.break_index, facts)
+                site = statement_site(code, flow.insts, e.break_index, flow)
             return self.capture(report, stop_at=site)
         except (CannotResume, GraphBreak) as why:
             report.resume_failure = str(why)

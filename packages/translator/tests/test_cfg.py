@@ -1,0 +1,332 @@
+"""The control-flow graph (``bytecode/cfg.py``) and the stack-effect table
+(``bytecode/effects.py``), on code the running CPython's compiler wrote: loops, try/except,
+with blocks, generators, and a sample of the standard library."""
+import dis
+import inspect
+import sysconfig
+import types
+from pathlib import Path
+
+import pytest
+
+from framehook.translator.bytecode import ControlFlow, create_instruction, decode
+from framehook.translator.bytecode.behaviour import BEHAVIOUR
+from framehook.translator.bytecode.effects import call_shape, effect, net_effect
+from framehook.translator.bytecode.opcodes import JUMPS, stack_effect
+
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+SAMPLE = ["textwrap.py", "argparse.py", "json/decoder.py", "contextlib.py", "asyncio/tasks.py", "string.py"]
+
+
+def loop_sum(xs):
+    total = 0
+    for x in xs:
+        if x > 0:
+            total += x
+    return total
+
+
+def count_down(n):
+    while n > 0:
+        n -= 1
+    return n
+
+
+def guarded(x):
+    try:
+        y = 1 / x
+    except ZeroDivisionError:
+        y = 0
+    return y
+
+
+def managed(cm, x):
+    with cm:
+        x = x + 1
+    return x
+
+
+def doubles(n):
+    for i in range(n):
+        yield i * 2
+
+
+def calls(f, obj, args, kw):
+    a = f(1, 2, key=3)
+    b = obj.method(a)
+    c = f(*args, **kw)
+    d = f"{a!r:>10}{b}"
+    return [a, b, c, d]
+
+
+FUNCTIONS = [loop_sum, count_down, guarded, managed, doubles, calls]
+
+
+# what a compiler may put on a statement's line besides the statement: the implicit
+# ``return None`` of a generator (3.9), block set-up and clean-up
+_NOT_THE_STATEMENT = ("LOAD_CONST", "RETURN_VALUE", "RETURN_CONST", "POP_BLOCK", "JUMP_FORWARD", "DUP_TOP",
+                      "CALL_FUNCTION", "POP_TOP", "NOP")
+
+
+def lines_of(fn, text):
+    """Indices of the instructions of ``fn`` that do the work of the (first) source line
+    containing ``text``."""
+    source, first = inspect.getsourcelines(fn)
+    line = first + next(k for k, s in enumerate(source) if text in s)
+    flow = ControlFlow(decode(fn.__code__))
+    return flow, [k for k, inst in enumerate(flow.insts)
+                  if inst.lineno == line and inst.opname not in _NOT_THE_STATEMENT]
+
+
+def all_codes(code):
+    yield code
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            yield from all_codes(c)
+
+
+def sample_codes():
+    for fn in FUNCTIONS:
+        yield fn.__code__
+    for rel in SAMPLE:
+        path = STDLIB / rel
+        yield from all_codes(compile(path.read_text(encoding="utf-8"), str(path), "exec"))
+
+
+# ---------------------------------------------------------------- edges and blocks
+@pytest.mark.parametrize("fn", FUNCTIONS, ids=lambda f: f.__name__)
+def test_successors_are_fall_through_target_and_handler(fn):
+    flow = ControlFlow(decode(fn.__code__))
+    for k, inst in enumerate(flow.insts):
+        expected = []
+        if flow.falls_through(k):
+            expected.append(k + 1)
+        if inst.target is not None:
+            expected.append(flow.index_of(inst.target))
+        if inst.exn_tab_entry is not None:
+            expected.append(flow.index_of(inst.exn_tab_entry.target))
+        assert flow.successors[k] == expected
+        for j in flow.successors[k]:
+            assert k in flow.predecessors[j]
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS, ids=lambda f: f.__name__)
+def test_blocks_partition_the_instructions_and_carry_the_edges(fn):
+    flow = ControlFlow(decode(fn.__code__))
+    blocks = flow.blocks
+    assert blocks[0].start == 0 and blocks[-1].end == len(flow)
+    for a, b in zip(blocks, blocks[1:]):
+        assert a.end == b.start > a.start
+    starts = {b.start for b in blocks}
+    for i, b in enumerate(blocks):
+        for k in range(b.start, b.end - 1):
+            # inside a block: straight on, under one handler
+            assert flow.target(k) is None and flow.falls_through(k)
+            assert flow.handler(k) == flow.handler(b.start)
+        edges = {flow.block_of(j) for k in range(b.start, b.end) for j in flow.successors[k]
+                 if not (j == k + 1 and j < b.end)}
+        assert set(b.successors) == edges
+        for s in b.successors:
+            assert blocks[s].start in starts and i in blocks[s].predecessors
+        assert all(flow.block_of(k) == i for k in range(b.start, b.end))
+    for k in range(len(flow)):
+        for j in (flow.target(k), flow.handler(k)):
+            assert j is None or j in starts
+
+
+def test_a_try_body_has_its_handler_as_a_successor():
+    flow, body = lines_of(guarded, "y = 1 / x")
+    _, after = lines_of(guarded, "return y")
+    if BEHAVIOUR.exception_table:
+        for k in body:
+            handler = flow.handler(k)
+            assert handler is not None and handler in flow.successors[k]
+            assert flow.insts[handler].opname == "PUSH_EXC_INFO"
+        assert all(flow.handler(k) is None for k in after)
+    else:
+        setup = next(k for k, inst in enumerate(flow.insts) if inst.opname == "SETUP_FINALLY")
+        assert flow.target(setup) in flow.successors[setup] and setup + 1 in flow.successors[setup]
+        assert all(flow.handler(k) is None for k in range(len(flow)))
+
+
+# ---------------------------------------------------------------- reachability
+def test_reachability_from_the_start_skips_dead_code():
+    ret = create_instruction("RETURN_VALUE")
+    insts = [create_instruction("LOAD_CONST", argval=1), create_instruction("JUMP_FORWARD", target=ret), ret,
+             create_instruction("LOAD_CONST", argval=2), create_instruction("RETURN_VALUE")]
+    flow = ControlFlow(insts)
+    assert flow.live == [True, True, True, False, False]
+    assert flow.reachable_from(3) == {3, 4}
+    assert ControlFlow([]).live == []
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS, ids=lambda f: f.__name__)
+def test_whole_compiled_functions_are_live(fn):
+    flow = ControlFlow(decode(fn.__code__))
+    live = flow.live
+    # every instruction the compiler keeps is reachable, or a pad that never runs
+    assert all(ok or inst.opname in ("NOP", "CACHE") for ok, inst in zip(live, flow.insts))
+    assert flow.reachable_from(0) == {k for k, ok in enumerate(live) if ok}
+
+
+def test_reachability_not_passing_a_stop_keeps_to_the_loop():
+    flow = ControlFlow(decode(loop_sum.__code__))
+    head = next(k for k, inst in enumerate(flow.insts) if inst.opname == "FOR_ITER")
+    exit_ = flow.target(head)
+    region = flow.reachable_from(head, exit_)
+    assert exit_ not in region and head in region
+    assert all(head <= k < exit_ for k in region)
+    back = [k for k in region if flow.target(k) == head]
+    assert back, "the jump back to the loop's head is in the loop"
+    # without the stop, the walk runs on to the return
+    assert exit_ in flow.reachable_from(head)
+
+
+# ---------------------------------------------------------------- loops
+@pytest.mark.parametrize("fn,inside,outside", [
+    (loop_sum, "total += x", "return total"),
+    (count_down, "n -= 1", "return n"),
+    (doubles, "yield i * 2", None),
+])
+def test_loops_cover_their_bodies(fn, inside, outside):
+    flow, body = lines_of(fn, inside)
+    assert body and all(flow.in_cycle[k] for k in body)
+    heads = set.union(*(flow.loop_heads[k] for k in body))
+    for h in heads:
+        # a head is where a jump back lands, and is itself on the loop
+        assert any(flow.target(k) == h and k >= h for k in range(len(flow)))
+        assert h in flow.loop_heads[h]
+    if outside is not None:
+        _, after = lines_of(fn, outside)
+        assert not any(flow.in_cycle[k] for k in after)
+
+
+def test_a_handler_placed_after_the_return_is_no_loop():
+    flow = ControlFlow(decode(guarded.__code__))
+    assert not any(flow.in_cycle)
+    assert not any(flow.loop_heads)
+
+
+# ---------------------------------------------------------------- stack depth
+@pytest.mark.parametrize("fn", FUNCTIONS, ids=lambda f: f.__name__)
+def test_depths_follow_every_edge(fn):
+    flow = ControlFlow(decode(fn.__code__))
+    depths = flow.stack_depths
+    # 3.10's generators start with the sent value pushed, for GEN_START to pop
+    assert depths[0] == (1 if flow.insts[0].opname == "GEN_START" else 0)
+    for k, inst in enumerate(flow.insts):
+        if k not in depths:
+            continue
+        d = depths[k]
+        assert 0 <= d <= flow.stacksize
+        if flow.falls_through(k):
+            assert depths[k + 1] == d + net_effect(inst, jump=False if inst.opcode in JUMPS else None)
+        if inst.target is not None:
+            assert depths[flow.target(k)] == d + net_effect(inst, jump=True)
+        entry = inst.exn_tab_entry
+        if entry is not None:
+            assert depths[flow.handler(k)] == entry.depth + 1 + int(entry.lasti)
+    assert flow.stacksize <= fn.__code__.co_stacksize
+    returns = [k for k, inst in enumerate(flow.insts) if inst.opname == "RETURN_VALUE" and k in depths]
+    assert all(depths[k] == 1 for k in returns)
+
+
+def test_depth_at_a_loop_head_holds_the_iterator():
+    flow = ControlFlow(decode(loop_sum.__code__))
+    head = next(k for k, inst in enumerate(flow.insts) if inst.opname == "FOR_ITER")
+    assert flow.stack_depths[head] == 1
+
+
+def test_a_generator_resumes_with_the_sent_value():
+    flow = ControlFlow(decode(doubles.__code__))
+    first = flow.insts[0].opname
+    if first in ("RETURN_GENERATOR", "GEN_START"):
+        after = 1 if first == "RETURN_GENERATOR" else 0
+        assert flow.stack_depths[after] == 1   # POP_TOP (3.11+) or GEN_START (3.10) pops it
+    _, body = lines_of(doubles, "yield i * 2")
+    assert all(flow.stack_depths[k] >= 1 for k in body)   # the range iterator is under the yield
+
+
+# ---------------------------------------------------------------- exception regions
+@pytest.mark.parametrize("fn,inside,outside", [
+    (guarded, "y = 1 / x", "return y"),
+    (managed, "x = x + 1", "return x"),
+])
+def test_protected_regions(fn, inside, outside):
+    flow, body = lines_of(fn, inside)
+    _, after = lines_of(fn, outside)
+    assert body and all(flow.protected[k] for k in body)
+    assert after and not any(flow.protected[k] for k in after)
+
+
+def test_nothing_is_protected_without_a_try():
+    for fn in (loop_sum, count_down, calls):
+        assert not any(ControlFlow(decode(fn.__code__)).protected)
+
+
+# ---------------------------------------------------------------- the stack-effect table
+def _dis_effect(inst, jump=None):
+    return stack_effect(inst.opcode, inst.arg, jump=jump)
+
+
+def test_the_table_agrees_with_dis_on_real_code():
+    checked = 0
+    for code in sample_codes():
+        insts = decode(code)
+        for k, inst in enumerate(insts):
+            found = effect(inst)
+            if found is None:
+                assert net_effect(inst) == _dis_effect(inst)
+                continue
+            checked += 1
+            if inst.opname == "RETURN_GENERATOR" and BEHAVIOUR.return_generator_effect_omits_sent:
+                assert found.net == _dis_effect(inst) + 1
+            elif BEHAVIOUR.precall_before_call and inst.opname in ("PRECALL", "CALL"):
+                # 3.11's dis counts the arguments at PRECALL; the table pops the whole call at CALL
+                if inst.opname == "CALL":
+                    precall = insts[k - 1]
+                    assert precall.opname == "PRECALL"
+                    assert effect(precall).net + found.net == _dis_effect(precall) + _dis_effect(inst)
+            else:
+                assert found.net == _dis_effect(inst), (code.co_name, inst)
+    assert checked > 1000
+
+
+def test_call_shapes_count_every_slot():
+    seen = set()
+    for code in sample_codes():
+        for inst in decode(code):
+            shape = call_shape(inst)
+            if shape is None:
+                continue
+            seen.add(inst.opname)
+            assert effect(inst) == (shape.pops, 1)
+            n = inst.arg or 0
+            if inst.opname == "CALL_FUNCTION_EX":
+                assert shape.args == 1 and shape.kwargs == inst.call_kwargs
+                assert shape.callable_slots == (2 if BEHAVIOUR.call_ex_pops_null_slot else 1)
+            else:
+                assert shape.args == n
+                assert shape.kw_names_slot == inst.opname.endswith("_KW")
+                assert shape.callable_slots == (1 if inst.opname.startswith("CALL_FUNCTION") else 2)
+    assert "CALL_FUNCTION_EX" in seen
+    assert seen & {"CALL", "CALL_FUNCTION"}
+
+
+def test_loads_count_the_null_slot_they_push():
+    flow = ControlFlow(decode(calls.__code__))
+    for inst in flow.insts:
+        if inst.opname in ("LOAD_GLOBAL", "LOAD_ATTR"):
+            pops = 1 if inst.opname == "LOAD_ATTR" else 0
+            assert effect(inst) == (pops, 1 + int(inst.push_null))
+        if inst.opname == "FORMAT_VALUE":
+            assert effect(inst).pops == 1 + int(inst.format_spec)
+    spec = [inst for inst in flow.insts if inst.opname in ("FORMAT_VALUE", "FORMAT_WITH_SPEC") and inst.format_spec]
+    assert spec, "the f-string with a format spec pops it"
+    if BEHAVIOUR.calls_push_null:
+        assert any(inst.push_null for inst in flow.insts)
+
+
+def test_unknown_opcodes_fall_back_to_dis():
+    inst = create_instruction("POP_TOP")
+    assert effect(inst) is None and net_effect(inst) == dis.stack_effect(inst.opcode) == -1
