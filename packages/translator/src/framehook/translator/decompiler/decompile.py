@@ -33,6 +33,7 @@ from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
 
 from ..bytecode.behaviour import BEHAVIOUR
 from ..bytecode.instructions import Instruction
+from ..bytecode.opcodes import SYNONYMS
 
 __all__ = ["Decompiled", "DecompileError", "decompile", "literal_text"]
 
@@ -425,7 +426,7 @@ class _Walker:
     def step(self, k: int, inst: Instruction, stack: List[Any], out: List[Tuple[int, str]], visited: Set[int],
              main: bool) -> Optional[int]:
         """Simulate ``inst``; the next instruction's index, or None at the path's end."""
-        name = inst.opname
+        name = SYNONYMS.get(inst.opname, inst.opname)
         arg = inst.arg or 0
         nxt = k + 1
         if name in ("NOP", "RESUME", "CACHE", "EXTENDED_ARG", "PRECALL", "COPY_FREE_VARS", "MAKE_CELL",
@@ -485,7 +486,7 @@ class _Walker:
         elif name == "DELETE_ATTR":
             obj = self.pop_expr(stack)
             self.stmt(out, stack, f"del {self.atom(obj)}.{inst.argval}")
-        elif name == "BINARY_SUBSCR":
+        elif name == "BINARY_SUBSCR" or inst.binary_op == "[]":
             key = self.pop_expr(stack)
             obj = self.pop_expr(stack)
             stack.append(Expr(f"{self.atom(obj)}[{self.key(key)}]"))
@@ -605,6 +606,14 @@ class _Walker:
             return None
         elif name == "LOAD_ASSERTION_ERROR":
             stack.append(Expr(self.const_name(AssertionError), stable=True))
+        elif name == "LOAD_SMALL_INT":
+            stack.append(self.const(inst.argval))
+        elif name == "LOAD_COMMON_CONSTANT":
+            value = inst.argval
+            if value is None or type(value) in (bool, int, str):
+                stack.append(self.const(value))
+            else:
+                stack.append(Expr(self.const_name(value), stable=True))
         elif name in ("UNPACK_SEQUENCE", "UNPACK_EX"):
             return self.unpack(k, inst, stack, out)
         elif name in ("DUP_TOP", "DUP_TOP_TWO", "COPY"):
@@ -768,6 +777,8 @@ class _Walker:
 
     def call_ex(self, inst: Instruction, stack: List[Any]) -> None:
         kwargs = stack.pop() if inst.call_kwargs else None
+        if kwargs is NULL:   # the kwargs slot with no keyword arguments
+            kwargs = None
         args = stack.pop()
         first: List[Any] = []
         if BEHAVIOUR.call_ex_pops_null_slot:

@@ -689,7 +689,9 @@ class FrameTracer:
     def op_NOP(self, inst: Any) -> None:
         pass
 
+    # NOT_TAKEN only marks a branch for sys.monitoring
     op_RESUME = op_PRECALL = op_MAKE_CELL = op_COPY_FREE_VARS = op_EXTENDED_ARG = op_CACHE = op_NOP
+    op_NOT_TAKEN = op_NOP
 
     def op_POP_TOP(self, inst: Any) -> None:
         self.pop()
@@ -723,6 +725,15 @@ class FrameTracer:
     def op_LOAD_CONST(self, inst: Any) -> None:
         self.push(Const(inst.argval))
 
+    def op_LOAD_SMALL_INT(self, inst: Any) -> None:
+        self.push(Const(inst.argval))
+
+    def op_LOAD_COMMON_CONSTANT(self, inst: Any) -> None:
+        value = inst.argval
+        if isinstance(value, type) and issubclass(value, BaseException):
+            raise self.brk("FH009", "an explicit raise")   # as LOAD_ASSERTION_ERROR did
+        self.push(self.tracer.wrap(value, None))
+
     def op_RETURN_VALUE(self, inst: Any) -> None:
         raise ReturnValue(self.pop())
 
@@ -745,7 +756,8 @@ class FrameTracer:
             return
         self.push(self.load_local(name))
 
-    op_LOAD_FAST_CHECK = op_LOAD_FAST
+    # a borrowed load is a load: the difference is reference counting
+    op_LOAD_FAST_CHECK = op_LOAD_FAST_BORROW = op_LOAD_FAST
 
     def op_LOAD_FAST_AND_CLEAR(self, inst: Any) -> None:
         self.push(self.locals.pop(inst.argval, NULL))
@@ -753,6 +765,8 @@ class FrameTracer:
     def op_LOAD_FAST_LOAD_FAST(self, inst: Any) -> None:
         for name in inst.argval:
             self.push(self.load_local(name))
+
+    op_LOAD_FAST_BORROW_LOAD_FAST_BORROW = op_LOAD_FAST_LOAD_FAST
 
     def op_STORE_FAST(self, inst: Any) -> None:
         v = self.pop()
@@ -1021,6 +1035,9 @@ class FrameTracer:
         self.tracer.side_effects.mutate_container(self, v)
 
     def op_BINARY_OP(self, inst: Any) -> None:
+        if inst.binary_op == "[]":   # subscripts are binary operators
+            self.op_BINARY_SUBSCR(inst)
+            return
         b = self.pop()
         a = self.pop()
         self.push(self.binary(BINARY_NAMES[inst.binary_op], a, b))
@@ -1351,6 +1368,25 @@ class FrameTracer:
         value = self.const_of(self.pop(), "formatting")
         self.push(Const(_convert(value, inst.conversion)))
 
+    def op_BUILD_INTERPOLATION(self, inst: Any) -> None:
+        # t-strings: built at trace time from known values (an array's value is not known)
+        spec = self.const_of(self.pop(), "a t-string") if inst.format_spec else ""
+        expression = self.const_of(self.pop(), "a t-string")
+        value = self.const_of(self.pop(), "a t-string")
+        from string.templatelib import Interpolation   # 3.14+: only reached there
+        self.push(Const(Interpolation(value, expression, (inst.conversion or "")[:1] or None, spec)))
+
+    def op_BUILD_TEMPLATE(self, inst: Any) -> None:
+        interpolations = self.const_of(self.pop(), "a t-string")
+        strings = self.const_of(self.pop(), "a t-string")
+        from string.templatelib import Template
+        parts: List[Any] = []
+        for k, text in enumerate(strings):
+            parts.append(text)
+            if k < len(interpolations):
+                parts.append(interpolations[k])
+        self.push(Const(Template(*parts)))
+
     def op_BUILD_STRING(self, inst: Any) -> None:
         self.push(Const("".join(self.const_of(p) for p in self.popn(inst.arg))))
 
@@ -1440,9 +1476,15 @@ class FrameTracer:
             self.push(IterV([], range_=v.value))   # unrolled (FH010 past the limit) or captured as a loop
         else:
             self.push(IterV(self.iterate(v)))
+        if BEHAVIOUR.iterators_take_two_slots:
+            self.push(NULL)   # the index slot: the IterV keeps its own position
+
+    def iterator(self) -> Any:
+        """The iterator FOR_ITER advances (under its index slot where there is one)."""
+        return self.stack[-2 if BEHAVIOUR.iterators_take_two_slots else -1]
 
     def op_FOR_ITER(self, inst: Any) -> None:
-        it = self.stack[-1]
+        it = self.iterator()
         if not isinstance(it, IterV):
             raise self.brk("FH008", f"iteration over {it.describe()}")
         self.check_mutable(it)
@@ -1468,6 +1510,11 @@ class FrameTracer:
         if not BEHAVIOUR.end_for_followed_by_pop_top:
             self.pop()
 
+    def op_POP_ITER(self, inst: Any) -> None:
+        self.pop()
+        if BEHAVIOUR.iterators_take_two_slots:
+            self.pop()
+
     # ------------------------------------------------------------ blocks and raising
     def op_SETUP_FINALLY(self, inst: Any) -> None:
         raise self.brk("FH007", "code inside a try block")
@@ -1484,6 +1531,23 @@ class FrameTracer:
         self.push(Const(None))   # what numpy.errstate.__enter__ returns
 
     op_BEFORE_WITH = op_SETUP_WITH
+
+    def op_LOAD_SPECIAL(self, inst: Any) -> None:
+        # a with statement: ``__exit__`` is fetched first, then ``__enter__`` enters
+        cm = self.stack[-1]
+        if not isinstance(cm, errstate.ErrstateV):
+            raise self.brk("FH007", "code inside a try block")
+        self.pop()
+        if inst.argval == "__exit__":
+            self.push(errstate.ErrstateExitV(None, cm))
+            self.push(NULL)
+            return
+        block = errstate.enter(self, cm, inst)
+        for v in self.stack:
+            if isinstance(v, errstate.ErrstateExitV) and v.cm is cm and v.block is None:
+                v.block = block
+        self.push(errstate.ErrstateEnterV())
+        self.push(NULL)
 
     def op_POP_BLOCK(self, inst: Any) -> None:
         # 3.9/3.10: only an errstate block gets this far (every other SETUP_* breaks); its
@@ -1584,6 +1648,8 @@ class FrameTracer:
 
     def op_CALL_FUNCTION_EX(self, inst: Any) -> None:
         kw = self.pop() if inst.call_kwargs else DictV({})
+        if kw is NULL:   # the kwargs slot is always there; NULL when there are none
+            kw = DictV({})
         args = self.pop()
         x = self.pop()
         if x is NULL:

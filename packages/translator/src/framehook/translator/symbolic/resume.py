@@ -60,7 +60,7 @@ from ..bytecode import (Codegen, ExnTabEntry, Instruction, Positions, create_ins
                         prefix_length, stack_depths, successors)
 from ..bytecode.arguments import OLD_BINARY_OPS
 from ..bytecode.behaviour import BEHAVIOUR
-from ..bytecode.opcodes import TERMINAL, UNCONDITIONAL
+from ..bytecode.opcodes import LOCAL_OPS, PAIRED_LOCALS, TERMINAL, UNCONDITIONAL
 from ..codemap import CodeIdentityMap
 from ..bytecode.transform import code_options, rebuild
 from ..graph import Graph
@@ -112,7 +112,7 @@ _SIMPLE: Dict[str, Tuple[int, int]] = {
     "TO_BOOL": (1, 1), "FORMAT_SIMPLE": (1, 1), "FORMAT_WITH_SPEC": (2, 1), "CONVERT_VALUE": (1, 1),
     "STORE_SUBSCR": (3, 0), "DELETE_SUBSCR": (2, 0), "STORE_ATTR": (2, 0), "DELETE_ATTR": (1, 0),
     "STORE_GLOBAL": (1, 0), "DELETE_GLOBAL": (0, 0), "BINARY_SLICE": (3, 1), "STORE_SLICE": (4, 0),
-    "LOAD_ASSERTION_ERROR": (0, 1), "IMPORT_NAME": (2, 1), "GET_LEN": (1, 1),
+    "LOAD_ASSERTION_ERROR": (0, 1), "LOAD_COMMON_CONSTANT": (0, 1), "IMPORT_NAME": (2, 1), "GET_LEN": (1, 1),
 }
 _SIMPLE.update((name, (2, 1)) for name in OLD_BINARY_OPS)
 
@@ -306,7 +306,7 @@ def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int,
     return site
 
 
-_WITH_ENTRIES = ("BEFORE_WITH", "SETUP_WITH", "BEFORE_ASYNC_WITH", "SETUP_ASYNC_WITH")
+_WITH_ENTRIES = ("BEFORE_WITH", "SETUP_WITH", "BEFORE_ASYNC_WITH", "SETUP_ASYNC_WITH", "LOAD_SPECIAL")
 
 
 _END_CANDIDATES = 8
@@ -536,12 +536,10 @@ class _FunctionMaker:
 
 # ---------------------------------------------------------------- resume functions
 def _split_super(insts: List[Instruction]) -> List[Instruction]:
-    """3.13's two-local instructions as two plain ones (the locals are renumbered)."""
+    """Two-local instructions (3.13+) as two plain ones (the locals are renumbered)."""
     out: List[Instruction] = []
-    pairs = {"LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"), "STORE_FAST_LOAD_FAST": ("STORE_FAST", "LOAD_FAST"),
-             "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST")}
     for inst in insts:
-        pair = pairs.get(inst.opname)
+        pair = PAIRED_LOCALS.get(inst.opname)
         if pair is None:
             out.append(inst)
             continue
@@ -816,7 +814,7 @@ def _bound_at_exit(insts: List[Instruction], index: Dict[int, int], region: Sequ
 
 def _locals_used_from(insts: List[Instruction], index: Dict[int, int], start: int) -> Set[str]:
     """Names of the locals that instructions reachable from ``start`` touch."""
-    haslocal = set(dis.haslocal)
+    haslocal = LOCAL_OPS
     used: Set[str] = set()
     for k in _region(insts, index, start, None):
         inst = insts[k]
