@@ -67,22 +67,12 @@ class Behaviour:
         self.loads_may_borrow = v >= (3, 14)
         #: small ints load with LOAD_SMALL_INT (the argument is the value)
         self.small_ints_load_with_load_small_int = v >= (3, 14)
-        #: a function returns a constant with LOAD_CONST + RETURN_VALUE (RETURN_CONST is gone)
+        #: RETURN_CONST returns a constant (elsewhere LOAD_CONST + RETURN_VALUE do)
         self.return_const_instruction = (3, 12) <= v < (3, 14)
         #: BINARY_SUBSCR is BINARY_OP [] (NB_SUBSCR)
         self.subscripts_are_binary_ops = v >= (3, 14)
-        #: with blocks fetch __enter__/__exit__ with LOAD_SPECIAL (BEFORE_WITH is gone)
-        self.with_loads_special_methods = v >= (3, 14)
-        #: conditional jumps are followed by NOT_TAKEN (a no-op for branch monitoring)
-        self.branches_mark_not_taken = v >= (3, 14)
         #: GET_ITER pushes the iterator and an index-or-NULL slot; POP_ITER pops both
         self.iterators_take_two_slots = v >= (3, 15)
-        #: GET_ITER has an argument (what is being iterated: for loop, yield from, ...)
-        self.get_iter_has_argument = v >= (3, 15)
-        #: SEND's receiver sits on an extra NULL slot (await, yield from, async for)
-        self.send_has_null_slot = v >= (3, 15)
-        #: comprehensions call GET_ITER inside the inlined body (after the result is built)
-        self.comprehension_iter_inside = v >= (3, 15)
         # -- comparisons, formatting, loops
         #: COMPARE_OP's argument bit 16 converts the result to bool
         self.comparisons_may_convert_to_bool = v >= (3, 13)

@@ -1,4 +1,4 @@
-"""Straight-line bytecode back to Python source, by simulating the stack (3.9-3.13).
+"""Straight-line bytecode back to Python source, by simulating the stack (3.9-3.15).
 
     out = decompile(decode(code), start, const_name=names.name_for)
     text = "\n".join("    " * (1 + depth) + line for depth, line in out.lines)

@@ -1,13 +1,13 @@
 """``with np.errstate(...):`` blocks captured into the graph.
 
 ``np.errstate(<constant keyword arguments>)`` called right before a with-entry instruction
-(SETUP_WITH on 3.9/3.10, BEFORE_WITH on 3.11-3.13) becomes an ``ErrstateV``. Entering it
-opens a block on the tracer: every node recorded until the block's ``__exit__(None, None,
-None)`` call gets ``meta["errstate"]``, the numpy error settings the block sets on top of
-the caller's (nested blocks combined as numpy nests them), and the graph's code runs those
-nodes inside ``with numpy.errstate(...)`` (``graph/codegen.py``). On 3.11+ the
-instructions covered by the block's own cleanup handler are allowed; any other try/with
-still breaks with FH007.
+(SETUP_WITH on 3.9/3.10, BEFORE_WITH on 3.11-3.13, ``COPY 1`` and LOAD_SPECIAL on 3.14+)
+becomes an ``ErrstateV``. Entering it opens a block on the tracer: every node recorded
+until the block's ``__exit__(None, None, None)`` call gets ``meta["errstate"]``, the numpy
+error settings the block sets on top of the caller's (nested blocks combined as numpy
+nests them), and the graph's code runs those nodes inside ``with numpy.errstate(...)``
+(``graph/codegen.py``). On 3.11+ the instructions covered by the block's own cleanup
+handler are allowed; any other try/with still breaks with FH007.
 
 A graph break inside the block becomes FH007 at the ``np.errstate`` call, as before this
 was captured: the whole with statement runs in Python between the graphs (``convert``).

@@ -1,4 +1,4 @@
-"""The symbolic bytecode interpreter (3.9-3.13).
+"""The symbolic bytecode interpreter (3.9-3.15).
 
 ``Tracer`` owns the graph and the guards; ``FrameTracer`` executes one code object (the
 translated frame, or a user function being inlined) instruction by instruction on
@@ -1672,7 +1672,13 @@ class FrameTracer:
     def inline(self, fv: FuncV, args: List[V], kwargs: Dict[str, V]) -> V:
         code = fv.code
         if code.co_flags & _NOT_INLINABLE:
-            raise self.brk("FH014", f"{fv.name} is a generator or coroutine function")
+            e = self.brk("FH014", f"{fv.name} is a generator or coroutine function")
+            if self.depth == 0 and code.co_name == "<genexpr>":
+                # the generator the call makes would be a resume function's input, which it
+                # cannot take (where GET_ITER runs before the call, its iterator is live on
+                # the stack and cannot be rebuilt either)
+                e.resume_refused = "a generator expression's generator cannot enter a resume function"  # type: ignore[attr-defined]
+            raise e
         if self.depth + 1 > config.max_inline_depth:
             raise self.brk("FH014", f"calls nested deeper than config.max_inline_depth={config.max_inline_depth}")
         if code.co_argcount == 1 and code.co_varnames[:1] == (".0",) and len(args) == 1 and not kwargs:
