@@ -163,3 +163,17 @@ def test_dis_and_the_decoder_agree_on_value_arguments():
     for inst in decode(f.__code__):
         if inst.opname in ("LOAD_SMALL_INT", "LOAD_COMMON_CONSTANT"):
             assert by_offset[inst.offset].argval == inst.argval
+
+
+def test_a_function_made_with_annotations_in_the_frame_is_inlined():
+    # 3.14+ attach an __annotate__ function (SET_FUNCTION_ATTRIBUTE 16), older versions a
+    # dict: neither is the defaults the function is called with
+    def f(x):
+        def inner(a: float, b=2) -> float:
+            return a * b
+        return inner(x)
+
+    x = np.arange(3.0)
+    explained = ft.explain(f)(x)
+    assert explained.graph_count == 1 and explained.graph_break_count == 0, str(explained)
+    assert np.array_equal(ft.optimize("eager")(f)(x), f(x))

@@ -1596,7 +1596,7 @@ class FrameTracer:
     def set_function_part(self, fv: FuncV, part: str, value: V) -> None:
         if part == "closure":
             fv.closure = [c.cell for c in value.items]
-        elif part == "annotations":
+        elif part in ("annotations", "annotate"):   # a dict, or (3.14+) the __annotate__ function
             fv.annotated = True
         elif part == "kwdefaults":
             fv.kwdefaults = dict(value.items) if isinstance(value, DictV) else {
