@@ -600,3 +600,31 @@ def test_needs_cleaning():
         [create_instruction("LOAD_CONST", argval=None), create_instruction("RETURN_VALUE")]))
     assert needs_cleaning(dead_tail)
     assert transform_code_object(dead_tail, clean=True).co_code == straight.__code__.co_code
+
+
+async def _collects(gen):
+    res = []
+    async for i in gen:
+        res.append(i)
+    return res
+
+
+def test_async_for_round_trips_and_its_end_is_not_a_branch():
+    # 3.14+'s END_ASYNC_FOR names its loop's SEND as a backward "target" it never goes to:
+    # followed as a branch, the stack walk went below zero at END_SEND
+    code = _collects.__code__
+    new = transform_code_object(code)
+    assert new.co_code == code.co_code
+    assert stacksize(decode(code)) <= code.co_stacksize == new.co_stacksize
+    live = reachable(decode(code))
+    assert all(live)
+
+    async def agen():
+        for k in range(3):
+            yield k
+
+    fn = types.FunctionType(new, globals())
+    coro = fn(agen())
+    with pytest.raises(StopIteration) as stop:
+        coro.send(None)
+    assert stop.value.value == [0, 1, 2]

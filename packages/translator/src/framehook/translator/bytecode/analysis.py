@@ -4,7 +4,7 @@ from __future__ import annotations
 import types
 from typing import Dict, List, Set, Tuple
 
-from .opcodes import JUMPS, TERMINAL, UNCONDITIONAL, stack_effect
+from .opcodes import BRANCHES, JUMPS, TERMINAL, UNCONDITIONAL, stack_effect
 from .instructions import Instruction
 
 __all__ = ["stacksize", "stack_depths", "successors", "in_cycle", "loop_heads", "reachable", "remove_dead_code",
@@ -43,7 +43,7 @@ def _walk_depths(insts: List[Instruction]) -> Tuple[Dict[int, int], int]:
                 best = max(best, handler_depth)
                 work.append((index[id(entry.target)], handler_depth))
             op = inst.opcode
-            if op in JUMPS:
+            if op in BRANCHES:
                 jumped = depth + stack_effect(op, inst.arg, jump=True)
                 if inst.target is not None:
                     best = max(best, jumped)
@@ -82,7 +82,7 @@ def successors(insts: List[Instruction], index: Dict[int, int], i: int) -> List[
     out: List[int] = []
     if inst.opcode not in UNCONDITIONAL and inst.opcode not in TERMINAL and i + 1 < len(insts):
         out.append(i + 1)
-    if inst.target is not None:
+    if inst.target is not None and inst.opcode in BRANCHES:
         out.append(index[id(inst.target)])
     if inst.exn_tab_entry is not None:
         out.append(index[id(inst.exn_tab_entry.target)])

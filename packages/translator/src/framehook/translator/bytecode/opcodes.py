@@ -131,3 +131,9 @@ CELL_OPS: FrozenSet[int] = frozenset(opcode.hasfree) | frozenset(
     opcode.opmap[n] for n in ("LOAD_DEREF", "LOAD_CLOSURE") if n in opcode.opmap)
 #: opcodes whose argument indexes a plain local
 LOCAL_OPS: FrozenSet[int] = frozenset(opcode.haslocal) - CELL_OPS
+
+#: "jumps" whose target only names where they came from: control never goes there
+#: (3.14+'s END_ASYNC_FOR points back at its loop's SEND, for sys.monitoring)
+NOT_BRANCHES: FrozenSet[int] = frozenset(op for op in JREL if opcode.opname[op] == "END_ASYNC_FOR")
+#: jumps that control can take
+BRANCHES: FrozenSet[int] = JUMPS - NOT_BRANCHES
