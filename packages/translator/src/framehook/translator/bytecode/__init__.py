@@ -1,4 +1,4 @@
-"""Bytecode tooling for CPython 3.9-3.13: decode, transform, re-assemble.
+"""Bytecode tooling for CPython 3.9-3.15: decode, transform, re-assemble.
 
     insts = decode(code)                             # Instructions with targets and locations
     new = transform_code_object(code, fn)            # fn(insts, options) edits in place

@@ -69,10 +69,11 @@ def remove_pointless_jumps(insts: List[Instruction]) -> List[Instruction]:
 
 
 #: opcodes that only move values between locals, cells, constants, globals and the stack:
-#: none calls, jumps, iterates, hashes or looks up an attribute (3.9-3.13 spellings)
+#: none calls, jumps, iterates, hashes or looks up an attribute (3.9-3.15 spellings)
 _MOVES = frozenset({
     "NOP", "EXTENDED_ARG", "CACHE", "RESUME", "COPY_FREE_VARS", "MAKE_CELL",
     "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST", "STORE_FAST", "STORE_FAST_LOAD_FAST",
+    "LOAD_FAST_BORROW", "LOAD_FAST_BORROW_LOAD_FAST_BORROW", "LOAD_SMALL_INT", "LOAD_COMMON_CONSTANT",
     "STORE_FAST_STORE_FAST", "LOAD_CONST", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_GLOBAL",
     "POP_TOP", "DUP_TOP", "ROT_TWO", "ROT_THREE", "COPY", "SWAP", "BUILD_TUPLE", "BUILD_LIST",
     "RETURN_VALUE", "RETURN_CONST",

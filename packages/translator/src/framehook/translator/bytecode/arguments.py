@@ -9,6 +9,7 @@ out on each version.
 from __future__ import annotations
 
 import dis
+import opcode
 from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Optional, Sequence, Tuple, Type
 
 from .behaviour import VERSION
@@ -20,7 +21,7 @@ __all__ = ["ArgumentDecoder", "DECODER", "decoder_for", "FUNCTION_PARTS", "OLD_B
 
 #: MAKE_FUNCTION / SET_FUNCTION_ATTRIBUTE bits, in the order MAKE_FUNCTION pops them
 FUNCTION_PARTS: Tuple[Tuple[int, str], ...] = (
-    (0x08, "closure"), (0x04, "annotations"), (0x02, "kwdefaults"), (0x01, "defaults"))
+    (0x10, "annotate"), (0x08, "closure"), (0x04, "annotations"), (0x02, "kwdefaults"), (0x01, "defaults"))
 
 #: the operator of each binary opcode that BINARY_OP replaced (3.9/3.10)
 OLD_BINARY_OPS: Dict[str, str] = {}
@@ -65,6 +66,27 @@ class ArgumentDecoder:
     def encode_index(self, name: str, index: int, flags: int) -> int:
         """The argument of ``name`` for a name or comparison ``index`` with ``flags`` below it."""
         return (index << self.low_bits(name)) | flags
+
+    def binary_op_arg(self, symbol: str) -> int:
+        """BINARY_OP's argument for the operator ``symbol`` ("+", "+=", "[]", ...)."""
+        for i, (_, sym) in enumerate(getattr(dis, "_nb_ops", ())):
+            if sym == symbol:
+                return i
+        raise ValueError(f"BINARY_OP has no operator {symbol!r} on this Python")
+
+    def encode_value(self, name: str, value: Any) -> Optional[int]:
+        """The argument of ``name`` that stands for ``value`` (LOAD_SMALL_INT, LOAD_SPECIAL,
+        ...), or None when ``name`` takes no such argument or ``value`` has none."""
+        if name == "LOAD_SMALL_INT":
+            return value if type(value) is int and 0 <= value < 256 else None
+        if name == "LOAD_SPECIAL":
+            names = tuple(getattr(opcode, "_special_method_names", ()))
+            return names.index(value) if value in names else None
+        if name == "LOAD_COMMON_CONSTANT":
+            for i, c in enumerate(getattr(opcode, "_common_constants", ())):
+                if c is value:
+                    return i
+        return None
 
     def decode(self, inst: "Instruction", name: str, arg: int, flags: int,
                consts: Optional[Sequence[Any]]) -> None:
@@ -139,12 +161,51 @@ class BoolCompareDecoder(MethodAttrDecoder):
             super().decode(inst, name, arg, flags, consts)
 
 
+class SlotCallDecoder(BoolCompareDecoder):
+    """3.14: CALL_FUNCTION_EX has no argument (its kwargs slot is always there, NULL when
+    empty); LOAD_SMALL_INT's argument is the value; LOAD_SPECIAL's names a special method;
+    SET_FUNCTION_ATTRIBUTE's bit 16 sets ``__annotate__``; BUILD_INTERPOLATION's bit 0 pops
+    a format spec and bits 2-3 are the conversion."""
+
+    def decode(self, inst: "Instruction", name: str, arg: int, flags: int,
+               consts: Optional[Sequence[Any]]) -> None:
+        if name == "CALL_FUNCTION_EX":
+            inst.call_kwargs = True
+        elif name == "BUILD_INTERPOLATION":
+            inst.format_spec = bool(arg & 0x01)
+            inst.conversion = _CONVERSIONS[(arg >> 2) & 0x03]
+        elif name in _VALUE_ARGS and inst.arg is not None:
+            inst.argval = _VALUE_ARGS[name](arg)
+        else:
+            super().decode(inst, name, arg, flags, consts)
+
+
+def _special_method(arg: int) -> Optional[str]:
+    names = getattr(opcode, "_special_method_names", ())
+    return names[arg] if 0 <= arg < len(names) else None
+
+
+def _common_constant(arg: int) -> Any:
+    values = getattr(opcode, "_common_constants", ())
+    return values[arg] if 0 <= arg < len(values) else None
+
+
+#: opcodes whose argument stands for a value: how to read it
+_VALUE_ARGS = {
+    "LOAD_SMALL_INT": lambda arg: arg,
+    "LOAD_SPECIAL": _special_method,
+    "LOAD_COMMON_CONSTANT": _common_constant,
+}
+
+
 _DECODERS: Dict[Tuple[int, int], Type[ArgumentDecoder]] = {
     (3, 9): ArgumentDecoder,
     (3, 10): ArgumentDecoder,
     (3, 11): NullSlotDecoder,
     (3, 12): MethodAttrDecoder,
     (3, 13): BoolCompareDecoder,
+    (3, 14): SlotCallDecoder,
+    (3, 15): SlotCallDecoder,   # GET_ITER's new argument needs no decoding
 }
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 from .behaviour import BEHAVIOUR
-from .opcodes import EXTENDED_ARG, JABS, JUMPS, cache_entries, flip_direction, has_arg, jump_arg
+from .opcodes import BACKWARD, EXTENDED_ARG, JABS, JUMPS, cache_entries, flip_direction, has_arg, jump_arg
 from .analysis import stacksize
 from .exception_table import RawExnEntry, encode_exception_table
 from .instructions import Instruction, Positions
@@ -42,11 +42,12 @@ def _check_for_iter_target(inst: Instruction, insts: List[Instruction]) -> None:
     # after it where there is one): the target must be exactly that
     target = inst.target
     ok = target is not None and target.opname == "END_FOR"
+    pop = BEHAVIOUR.loop_exit_pop
     if ok and BEHAVIOUR.end_for_followed_by_pop_top:
         k = next(i for i, x in enumerate(insts) if x is target)
-        ok = k + 1 < len(insts) and insts[k + 1].opname == "POP_TOP"
+        ok = k + 1 < len(insts) and insts[k + 1].opname == pop
     if not ok:
-        raise AssembleError("FOR_ITER must jump to END_FOR" + (" followed by POP_TOP" if BEHAVIOUR.end_for_followed_by_pop_top else "")
+        raise AssembleError("FOR_ITER must jump to END_FOR" + (f" followed by {pop}" if BEHAVIOUR.end_for_followed_by_pop_top else "")
                             + f", not {getattr(target, 'opname', None)}")
 
 
@@ -57,7 +58,7 @@ def _fix_jump_direction(inst: Instruction, op_offset: int, target: int) -> bool:
         return False
     backward = target <= op_offset
     name = inst.opname
-    is_back = "BACKWARD" in name
+    is_back = op in BACKWARD
     if backward == is_back:
         return False
     twin = flip_direction(op)

@@ -52,6 +52,8 @@ class Behaviour:
         self.kw_names_instruction = (3, 11) <= v < (3, 13)
         #: CALL_FUNCTION_EX also pops the NULL-or-self slot under the callable
         self.call_ex_pops_null_slot = v >= (3, 11)
+        #: CALL_FUNCTION_EX always has a kwargs slot (a NULL when there are none; no argument)
+        self.call_ex_always_has_kwargs_slot = v >= (3, 14)
         #: LOAD_GLOBAL's lowest argument bit pushes a NULL with the global
         self.global_loads_push_null = v >= (3, 11)
         #: LOAD_ATTR's lowest argument bit loads a method (LOAD_METHOD is gone)
@@ -60,6 +62,17 @@ class Behaviour:
         self.make_function_pops_qualname = v < (3, 11)
         #: MAKE_FUNCTION makes a bare function; SET_FUNCTION_ATTRIBUTE adds each part
         self.function_attributes_set_separately = v >= (3, 13)
+        # -- loads and operators
+        #: loads may borrow (LOAD_FAST_BORROW and its paired form are LOAD_FAST's twins)
+        self.loads_may_borrow = v >= (3, 14)
+        #: small ints load with LOAD_SMALL_INT (the argument is the value)
+        self.small_ints_load_with_load_small_int = v >= (3, 14)
+        #: RETURN_CONST returns a constant (elsewhere LOAD_CONST + RETURN_VALUE do)
+        self.return_const_instruction = (3, 12) <= v < (3, 14)
+        #: BINARY_SUBSCR is BINARY_OP [] (NB_SUBSCR)
+        self.subscripts_are_binary_ops = v >= (3, 14)
+        #: GET_ITER pushes the iterator and an index-or-NULL slot; POP_ITER pops both
+        self.iterators_take_two_slots = v >= (3, 15)
         # -- comparisons, formatting, loops
         #: COMPARE_OP's argument bit 16 converts the result to bool
         self.comparisons_may_convert_to_bool = v >= (3, 13)
@@ -71,6 +84,8 @@ class Behaviour:
         self.loops_end_with_end_for = v >= (3, 12)
         #: END_FOR pops only the iterator's last value; a POP_TOP after it pops the iterator
         self.end_for_followed_by_pop_top = v >= (3, 13)
+        #: what pops the iterator after END_FOR: POP_TOP, or POP_ITER where that exists
+        self.loop_exit_pop = "POP_ITER" if v >= (3, 14) else "POP_TOP"
         #: GEN_START begins generator code
         self.gen_start = (3, 10) <= v < (3, 11)
         #: RETURN_GENERATOR's reported stack effect omits the value the frame resumes with

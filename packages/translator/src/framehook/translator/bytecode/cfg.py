@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from .behaviour import BEHAVIOUR
 from .effects import net_effect
 from .instructions import Instruction
-from .opcodes import JUMPS, TERMINAL, UNCONDITIONAL
+from .opcodes import BRANCHES, TERMINAL, UNCONDITIONAL
 
 __all__ = ["ControlFlow", "Block", "StackDepthError"]
 
@@ -69,9 +69,11 @@ class ControlFlow:
         return self._index[id(inst)]
 
     def target(self, k: int) -> Optional[int]:
-        """Where instruction ``k`` jumps to, or None."""
-        target = self.insts[k].target
-        return None if target is None else self._index[id(target)]
+        """Where instruction ``k`` jumps to, or None (also for a jump control never takes)."""
+        inst = self.insts[k]
+        if inst.target is None or inst.opcode not in BRANCHES:
+            return None
+        return self._index[id(inst.target)]
 
     def handler(self, k: int) -> Optional[int]:
         """The exception handler instruction ``k`` goes to when it raises (3.11+), or None."""
@@ -92,7 +94,7 @@ class ControlFlow:
         for k, inst in enumerate(self.insts):   # falls_through, target and handler, inlined
             op = inst.opcode
             succ = [k + 1] if op not in UNCONDITIONAL and op not in TERMINAL and k < last else []
-            if inst.target is not None:
+            if inst.target is not None and op in BRANCHES:
                 succ.append(index[id(inst.target)])
             entry = inst.exn_tab_entry
             if entry is not None:
@@ -115,7 +117,7 @@ class ControlFlow:
         leaders = {0} if n else set()
         for k in range(n):
             leaders.update(j for j in (self.target(k), self.handler(k)) if j is not None)
-            if k + 1 < n and (not self.falls_through(k) or self.insts[k].target is not None
+            if k + 1 < n and (not self.falls_through(k) or self.target(k) is not None
                               or self.handler(k) != self.handler(k + 1)):
                 leaders.add(k + 1)   # after a jump or an end; where the protecting handler changes
         starts = sorted(leaders)
@@ -200,7 +202,7 @@ class ControlFlow:
                     best = max(best, handler_depth)
                     work.append((index[id(entry.target)], handler_depth))
                 op = inst.opcode
-                if op in JUMPS:
+                if op in BRANCHES:
                     if inst.target is not None:
                         jumped = depth + net(inst, jump=True)
                         best = max(best, jumped)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List
 
+from .arguments import DECODER
 from .behaviour import BEHAVIOUR
 from .instructions import Instruction, create_instruction
 
@@ -46,7 +47,10 @@ class Codegen:
         self.emit("LOAD_ATTR", argval=name)
 
     def subscr(self) -> None:
-        self.emit("BINARY_SUBSCR")
+        if BEHAVIOUR.subscripts_are_binary_ops:
+            self.emit("BINARY_OP", arg=DECODER.binary_op_arg("[]"))
+        else:
+            self.emit("BINARY_SUBSCR")
 
     def call_builtin(self, fn: Callable[..., Any], emit_args: Callable[[], None], nargs: int = 1) -> None:
         """Call ``fn`` (held as a constant, so user globals cannot shadow it) on the values

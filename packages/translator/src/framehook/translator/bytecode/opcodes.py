@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dis
 import opcode
-from typing import Dict, FrozenSet, Optional
+from typing import Dict, FrozenSet, Optional, Tuple
 
 from .behaviour import BEHAVIOUR
 
@@ -17,7 +17,7 @@ def _cache_table() -> Dict[int, int]:
     raw = getattr(opcode, "_inline_cache_entries", None)
     if raw is None:
         return table
-    if isinstance(raw, dict):  # by name (3.13+)
+    if hasattr(raw, "items"):  # by name (3.13+; a frozendict on 3.15)
         for name, n in raw.items():
             if name in opcode.opmap and n:
                 table[opcode.opmap[name]] = n
@@ -49,7 +49,9 @@ _names = set(opcode.opmap)
 JREL: FrozenSet[int] = frozenset(opcode.hasjrel)
 JABS: FrozenSet[int] = frozenset(opcode.hasjabs)
 JUMPS: FrozenSet[int] = JREL | JABS
-BACKWARD: FrozenSet[int] = frozenset(op for name, op in opcode.opmap.items() if "JUMP_BACKWARD" in name)
+# END_ASYNC_FOR's "jump" names the SEND its loop came from: it counts backward too
+BACKWARD: FrozenSet[int] = frozenset(op for name, op in opcode.opmap.items()
+                                     if "JUMP_BACKWARD" in name or (name == "END_ASYNC_FOR" and op in JREL))
 UNCONDITIONAL: FrozenSet[int] = frozenset(
     opcode.opmap[n] for n in ("JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
     if n in _names
@@ -108,3 +110,30 @@ def stack_effect(op: int, arg: Optional[int], jump: Optional[bool] = None) -> in
     if has_arg(op):
         return dis.stack_effect(op, arg or 0, jump=jump)
     return dis.stack_effect(op, jump=jump)
+
+
+#: opcodes doing what another one does (they differ in reference counting only): the
+#: name to read them as
+SYNONYMS: Dict[str, str] = {name: plain for name, plain in (
+    ("LOAD_FAST_BORROW", "LOAD_FAST"), ("LOAD_FAST_BORROW_LOAD_FAST_BORROW", "LOAD_FAST_LOAD_FAST"))
+    if name in opcode.opmap}
+
+#: two-local instructions: the two one-local instructions each stands for
+PAIRED_LOCALS: Dict[str, Tuple[str, str]] = {name: pair for name, pair in (
+    ("LOAD_FAST_LOAD_FAST", ("LOAD_FAST", "LOAD_FAST")),
+    ("STORE_FAST_LOAD_FAST", ("STORE_FAST", "LOAD_FAST")),
+    ("STORE_FAST_STORE_FAST", ("STORE_FAST", "STORE_FAST")),
+    ("LOAD_FAST_BORROW_LOAD_FAST_BORROW", ("LOAD_FAST_BORROW", "LOAD_FAST_BORROW"))) if name in opcode.opmap}
+
+#: opcodes whose argument indexes a cell or free variable (3.14's ``opcode.haslocal``
+#: lists LOAD_DEREF and LOAD_CLOSURE among the plain locals)
+CELL_OPS: FrozenSet[int] = frozenset(opcode.hasfree) | frozenset(
+    opcode.opmap[n] for n in ("LOAD_DEREF", "LOAD_CLOSURE") if n in opcode.opmap)
+#: opcodes whose argument indexes a plain local
+LOCAL_OPS: FrozenSet[int] = frozenset(opcode.haslocal) - CELL_OPS
+
+#: "jumps" whose target only names where they came from: control never goes there
+#: (3.14+'s END_ASYNC_FOR points back at its loop's SEND, for sys.monitoring)
+NOT_BRANCHES: FrozenSet[int] = frozenset(op for op in JREL if opcode.opname[op] == "END_ASYNC_FOR")
+#: jumps that control can take
+BRANCHES: FrozenSet[int] = JUMPS - NOT_BRANCHES

@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from .arguments import DECODER
 from .behaviour import BEHAVIOUR
-from .opcodes import JUMPS, has_arg
+from .opcodes import CELL_OPS, JUMPS, LOCAL_OPS, PAIRED_LOCALS, has_arg
 from .analysis import remove_dead_code, remove_pointless_jumps
 from .assemble import AssembleError, assemble
 from .decode import decode
@@ -28,8 +28,8 @@ CODE_FIELDS = [
 
 _HASCONST = frozenset(opcode.hasconst)
 _HASNAME = frozenset(opcode.hasname)
-_HASLOCAL = frozenset(opcode.haslocal)
-_HASFREE = frozenset(opcode.hasfree)
+_HASLOCAL = LOCAL_OPS
+_HASFREE = CELL_OPS
 
 
 def code_options(code: types.CodeType) -> Dict[str, Any]:
@@ -74,8 +74,7 @@ def _index_of(seq: List[str], name: str, add: bool = True) -> int:
     return len(seq) - 1
 
 
-_SUPER_LOCALS = frozenset(opcode.opmap[n] for n in ("LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST",
-                                                     "STORE_FAST_STORE_FAST") if n in opcode.opmap)
+_SUPER_LOCALS = frozenset(opcode.opmap[n] for n in PAIRED_LOCALS)
 
 
 def _has_cells(opts: Dict[str, Any]) -> bool:
@@ -111,10 +110,10 @@ def relocate_locals(insts: List[Instruction], opts: Dict[str, Any]) -> List[Inst
         if first < 16 and second < 16:
             inst.arg = (first << 4) | second
             continue
-        one, two = inst.opname.split("_FAST_")   # "STORE_FAST_LOAD_FAST" -> "STORE", "LOAD_FAST"
+        one, two = PAIRED_LOCALS[inst.opname]
         tail = Instruction(opcode.opmap[two], two, None, inst.argval[1], positions=inst.positions)
         tail.exn_tab_entry = inst.exn_tab_entry
-        inst.opcode, inst.opname, inst.argval = opcode.opmap[f"{one}_FAST"], f"{one}_FAST", inst.argval[0]
+        inst.opcode, inst.opname, inst.argval = opcode.opmap[one], one, inst.argval[0]
         out.append(tail)
     return out
 
@@ -146,7 +145,9 @@ def resolve_args(insts: Sequence[Instruction], opts: Dict[str, Any]) -> None:
             idx = dis.cmp_op.index(inst.argval)
             inst.arg = DECODER.encode_index(name, idx, inst.flags)
         else:
-            raise AssembleError(f"cannot derive the argument of {name} from {inst.argval!r}; give arg=")
+            inst.arg = DECODER.encode_value(name, inst.argval)
+            if inst.arg is None:
+                raise AssembleError(f"cannot derive the argument of {name} from {inst.argval!r}; give arg=")
 
 
 def rebuild(code: types.CodeType, insts: List[Instruction], opts: Dict[str, Any], *,

@@ -1,4 +1,4 @@
-"""Straight-line bytecode back to Python source, by simulating the stack (3.9-3.13).
+"""Straight-line bytecode back to Python source, by simulating the stack (3.9-3.15).
 
     out = decompile(decode(code), start, const_name=names.name_for)
     text = "\n".join("    " * (1 + depth) + line for depth, line in out.lines)
@@ -27,7 +27,6 @@ import ast
 import dis
 import math
 import operator
-import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, List, Optional, Sequence, Set, Tuple, Union
 
@@ -35,6 +34,7 @@ from ..bytecode.behaviour import BEHAVIOUR
 from ..bytecode.cfg import ControlFlow
 from ..bytecode.effects import call_shape
 from ..bytecode.instructions import Instruction
+from ..bytecode.opcodes import SYNONYMS
 
 __all__ = ["Decompiled", "DecompileError", "decompile", "literal_text"]
 
@@ -429,7 +429,7 @@ class _Walker:
     def step(self, k: int, inst: Instruction, stack: List[Any], out: List[Tuple[int, str]], visited: Set[int],
              main: bool) -> Optional[int]:
         """Simulate ``inst``; the next instruction's index, or None at the path's end."""
-        name = inst.opname
+        name = SYNONYMS.get(inst.opname, inst.opname)
         arg = inst.arg or 0
         nxt = k + 1
         if name in ("NOP", "RESUME", "CACHE", "EXTENDED_ARG", "PRECALL", "COPY_FREE_VARS", "MAKE_CELL",
@@ -489,7 +489,7 @@ class _Walker:
         elif name == "DELETE_ATTR":
             obj = self.pop_expr(stack)
             self.stmt(out, stack, f"del {self.atom(obj)}.{inst.argval}")
-        elif name == "BINARY_SUBSCR":
+        elif name == "BINARY_SUBSCR" or inst.binary_op == "[]":
             key = self.pop_expr(stack)
             obj = self.pop_expr(stack)
             stack.append(Expr(f"{self.atom(obj)}[{self.key(key)}]"))
@@ -609,6 +609,14 @@ class _Walker:
             return None
         elif name == "LOAD_ASSERTION_ERROR":
             stack.append(Expr(self.const_name(AssertionError), stable=True))
+        elif name == "LOAD_SMALL_INT":
+            stack.append(self.const(inst.argval))
+        elif name == "LOAD_COMMON_CONSTANT":
+            value = inst.argval
+            if value is None or type(value) in (bool, int, str):
+                stack.append(self.const(value))
+            else:
+                stack.append(Expr(self.const_name(value), stable=True))
         elif name in ("UNPACK_SEQUENCE", "UNPACK_EX"):
             return self.unpack(k, inst, stack, out)
         elif name in ("DUP_TOP", "DUP_TOP_TWO", "COPY"):
@@ -776,6 +784,8 @@ class _Walker:
         shape = call_shape(inst)
         assert shape is not None
         kwargs = stack.pop() if shape.kwargs else None
+        if kwargs is NULL:   # the kwargs slot with no keyword arguments
+            kwargs = None
         args = stack.pop()
         first: List[Any] = []
         if shape.callable_slots == 2:

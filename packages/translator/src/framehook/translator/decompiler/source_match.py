@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..bytecode.cfg import ControlFlow
-from ..bytecode.opcodes import TERMINAL, UNCONDITIONAL, has_arg
+from ..bytecode.opcodes import PAIRED_LOCALS, SYNONYMS, TERMINAL, UNCONDITIONAL, has_arg
 from ..bytecode.instructions import Instruction
 
 __all__ = ["SourceRun", "exit_chain", "flow_signature", "function_node", "future_flags", "module_context",
@@ -35,8 +35,7 @@ __all__ = ["SourceRun", "exit_chain", "flow_signature", "function_node", "future
 _HASCONST = frozenset(dis.hasconst)
 _HASNAME = frozenset(dis.hasname) | frozenset(dis.haslocal) | frozenset(dis.hasfree)
 _TRANSPARENT = frozenset({"NOP", "RESUME", "CACHE", "EXTENDED_ARG", "NOT_TAKEN"})
-_PAIRS = {"LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"), "STORE_FAST_LOAD_FAST": ("STORE_FAST", "LOAD_FAST"),
-          "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST")}
+_PAIRS = PAIRED_LOCALS
 
 
 @dataclass
@@ -277,7 +276,7 @@ def _const_key(value: Any) -> Any:
 
 
 def _label(inst: Instruction, opname: str, argval: Any) -> Tuple[Any, ...]:
-    name = opname
+    name = SYNONYMS.get(opname, opname)
     if name == "LOAD_FAST_CHECK":
         name = "LOAD_FAST"
     for direction in ("_FORWARD", "_BACKWARD"):

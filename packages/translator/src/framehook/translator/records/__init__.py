@@ -1,4 +1,4 @@
-"""Execution records: record a frame once, replay it on any CPython 3.9-3.13.
+"""Execution records: record a frame once, replay it on any CPython 3.9-3.15.
 
     rec = record(fn, *args, path="bug.fhrec", **kwargs)
     result = replay("bug.fhrec")        # ReplayResult; result.ok, result.report()

@@ -489,6 +489,8 @@ def _dict_method(fr: "FrameTracer", obj: DictV, name: str, args: List[V], kwargs
 def call_value(fr: "FrameTracer", fn: V, args: List[V], kwargs: Dict[str, V]) -> V:
     if isinstance(fn, errstate.ErrstateExitV):
         return errstate.exit_call(fr, fn, args, kwargs)
+    if isinstance(fn, errstate.ErrstateEnterV) and not args and not kwargs:
+        return Const(None)   # what numpy.errstate.__enter__ returns
     if isinstance(fn, FuncV):
         return fr.inline(fn, args, kwargs)
     if isinstance(fn, MethodV):

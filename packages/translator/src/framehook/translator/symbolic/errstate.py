@@ -1,13 +1,13 @@
 """``with np.errstate(...):`` blocks captured into the graph.
 
 ``np.errstate(<constant keyword arguments>)`` called right before a with-entry instruction
-(SETUP_WITH on 3.9/3.10, BEFORE_WITH on 3.11-3.13) becomes an ``ErrstateV``. Entering it
-opens a block on the tracer: every node recorded until the block's ``__exit__(None, None,
-None)`` call gets ``meta["errstate"]``, the numpy error settings the block sets on top of
-the caller's (nested blocks combined as numpy nests them), and the graph's code runs those
-nodes inside ``with numpy.errstate(...)`` (``graph/codegen.py``). On 3.11+ the
-instructions covered by the block's own cleanup handler are allowed; any other try/with
-still breaks with FH007.
+(SETUP_WITH on 3.9/3.10, BEFORE_WITH on 3.11-3.13, ``COPY 1`` and LOAD_SPECIAL on 3.14+)
+becomes an ``ErrstateV``. Entering it opens a block on the tracer: every node recorded
+until the block's ``__exit__(None, None, None)`` call gets ``meta["errstate"]``, the numpy
+error settings the block sets on top of the caller's (nested blocks combined as numpy
+nests them), and the graph's code runs those nodes inside ``with numpy.errstate(...)``
+(``graph/codegen.py``). On 3.11+ the instructions covered by the block's own cleanup
+handler are allowed; any other try/with still breaks with FH007.
 
 A graph break inside the block becomes FH007 at the ``np.errstate`` call, as before this
 was captured: the whole with statement runs in Python between the graphs (``convert``).
@@ -15,7 +15,7 @@ was captured: the whole with statement runs in Python between the graphs (``conv
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
 
 import numpy as np
 
@@ -26,13 +26,14 @@ from .values import Const, V
 if TYPE_CHECKING:  # pragma: no cover
     from .interpreter import FrameTracer
 
-__all__ = ["ErrstateV", "ErrstateExitV", "Block", "make", "enter", "exit_call", "convert", "allowed", "strict"]
+__all__ = ["ErrstateV", "ErrstateExitV", "ErrstateEnterV", "Block", "make", "enter", "exit_call", "convert", "allowed", "strict"]
 
 _KINDS = ("divide", "over", "under", "invalid")
 _KEYS = frozenset(_KINDS + ("all",))
 # 'call' and 'log' hand errors to np.seterrcall's object: left to Python
 _MODES = frozenset({"ignore", "warn", "raise", "print"})
-_WITH_ENTRIES = ("SETUP_WITH", "BEFORE_WITH")
+# the with-entry instruction, or where LOAD_SPECIAL fetches the methods, the COPY before it
+_WITH_ENTRIES = ("SETUP_WITH", "BEFORE_WITH", "COPY")
 
 
 class ErrstateV(V):
@@ -50,15 +51,27 @@ class ErrstateV(V):
 
 
 class ErrstateExitV(V):
-    """The entered block's ``__exit__``."""
+    """The entered block's ``__exit__`` (fetched before the block is entered where
+    LOAD_SPECIAL fetches it: ``block`` is set on entry)."""
 
-    __slots__ = ("block",)
+    __slots__ = ("block", "cm")
 
-    def __init__(self, block: "Block") -> None:
+    def __init__(self, block: Optional["Block"], cm: Optional[ErrstateV] = None) -> None:
         self.block = block
+        self.cm = cm
 
     def describe(self) -> str:
         return "numpy.errstate.__exit__"
+
+
+class ErrstateEnterV(V):
+    """The entered block's ``__enter__``, where LOAD_SPECIAL fetches it (the block is
+    open already: calling it returns what numpy.errstate.__enter__ does)."""
+
+    __slots__ = ()
+
+    def describe(self) -> str:
+        return "numpy.errstate.__enter__"
 
 
 class Block:
@@ -85,6 +98,10 @@ def make(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
     """The value of an ``np.errstate(...)`` call; FH007 (the with statement runs in Python)
     unless it has constant, valid keyword arguments and is entered right away."""
     nxt = fr.insts[fr.ip] if fr.ip < len(fr.insts) else None
+    if nxt is not None and nxt.opname == "COPY":
+        after = fr.insts[fr.ip + 1] if fr.ip + 1 < len(fr.insts) else None
+        if nxt.arg != 1 or after is None or after.opname != "LOAD_SPECIAL":
+            nxt = None
     if args or nxt is None or nxt.opname not in _WITH_ENTRIES:
         raise fr.brk("FH007", "a with block (numpy.errstate)")
     settings: Dict[str, str] = {}
@@ -101,7 +118,9 @@ def enter(fr: "FrameTracer", cm: ErrstateV, inst: Any) -> Block:
     if inst.opname == "SETUP_WITH":
         handler = inst.target
     else:
-        first = fr.insts[fr.ip] if fr.ip < len(fr.insts) else None
+        # the first instruction of the block: after BEFORE_WITH, or after LOAD_SPECIAL's CALL
+        k = fr.ip + (1 if inst.opname == "LOAD_SPECIAL" else 0)
+        first = fr.insts[k] if k < len(fr.insts) else None
         entry = getattr(first, "exn_tab_entry", None)
         if entry is None or entry.target.opname != "PUSH_EXC_INFO":
             raise fr.brk("FH007", "a with block (numpy.errstate) without its cleanup handler")  # pragma: no cover

@@ -269,7 +269,9 @@ class FrameTracer:
     def op_NOP(self, inst: Any) -> None:
         pass
 
+    # NOT_TAKEN only marks a branch for sys.monitoring
     op_RESUME = op_PRECALL = op_MAKE_CELL = op_COPY_FREE_VARS = op_EXTENDED_ARG = op_CACHE = op_NOP
+    op_NOT_TAKEN = op_NOP
 
     def op_POP_TOP(self, inst: Any) -> None:
         self.pop()
@@ -303,6 +305,15 @@ class FrameTracer:
     def op_LOAD_CONST(self, inst: Any) -> None:
         self.push(Const(inst.argval))
 
+    def op_LOAD_SMALL_INT(self, inst: Any) -> None:
+        self.push(Const(inst.argval))
+
+    def op_LOAD_COMMON_CONSTANT(self, inst: Any) -> None:
+        value = inst.argval
+        if isinstance(value, type) and issubclass(value, BaseException):
+            raise self.brk("FH009", "an explicit raise")   # as LOAD_ASSERTION_ERROR did
+        self.push(self.tracer.wrap(value, None))
+
     def op_RETURN_VALUE(self, inst: Any) -> None:
         raise ReturnValue(self.pop())
 
@@ -325,7 +336,8 @@ class FrameTracer:
             return
         self.push(self.load_local(name))
 
-    op_LOAD_FAST_CHECK = op_LOAD_FAST
+    # a borrowed load is a load: the difference is reference counting
+    op_LOAD_FAST_CHECK = op_LOAD_FAST_BORROW = op_LOAD_FAST
 
     def op_LOAD_FAST_AND_CLEAR(self, inst: Any) -> None:
         self.push(self.locals.pop(inst.argval, NULL))
@@ -333,6 +345,8 @@ class FrameTracer:
     def op_LOAD_FAST_LOAD_FAST(self, inst: Any) -> None:
         for name in inst.argval:
             self.push(self.load_local(name))
+
+    op_LOAD_FAST_BORROW_LOAD_FAST_BORROW = op_LOAD_FAST_LOAD_FAST
 
     def op_STORE_FAST(self, inst: Any) -> None:
         v = self.pop()
@@ -601,6 +615,9 @@ class FrameTracer:
         self.tracer.side_effects.mutate_container(self, v)
 
     def op_BINARY_OP(self, inst: Any) -> None:
+        if inst.binary_op == "[]":   # subscripts are binary operators
+            self.op_BINARY_SUBSCR(inst)
+            return
         b = self.pop()
         a = self.pop()
         self.push(self.binary(BINARY_NAMES[inst.binary_op], a, b))
@@ -931,6 +948,25 @@ class FrameTracer:
         value = self.const_of(self.pop(), "formatting")
         self.push(Const(_convert(value, inst.conversion)))
 
+    def op_BUILD_INTERPOLATION(self, inst: Any) -> None:
+        # t-strings: built at trace time from known values (an array's value is not known)
+        spec = self.const_of(self.pop(), "a t-string") if inst.format_spec else ""
+        expression = self.const_of(self.pop(), "a t-string")
+        value = self.const_of(self.pop(), "a t-string")
+        from string.templatelib import Interpolation   # 3.14+: only reached there
+        self.push(Const(Interpolation(value, expression, (inst.conversion or "")[:1] or None, spec)))
+
+    def op_BUILD_TEMPLATE(self, inst: Any) -> None:
+        interpolations = self.const_of(self.pop(), "a t-string")
+        strings = self.const_of(self.pop(), "a t-string")
+        from string.templatelib import Template
+        parts: List[Any] = []
+        for k, text in enumerate(strings):
+            parts.append(text)
+            if k < len(interpolations):
+                parts.append(interpolations[k])
+        self.push(Const(Template(*parts)))
+
     def op_BUILD_STRING(self, inst: Any) -> None:
         self.push(Const("".join(self.const_of(p) for p in self.popn(inst.arg))))
 
@@ -1020,9 +1056,15 @@ class FrameTracer:
             self.push(IterV([], range_=v.value))   # unrolled (FH010 past the limit) or captured as a loop
         else:
             self.push(IterV(self.iterate(v)))
+        if BEHAVIOUR.iterators_take_two_slots:
+            self.push(NULL)   # the index slot: the IterV keeps its own position
+
+    def iterator(self) -> Any:
+        """The iterator FOR_ITER advances (under its index slot where there is one)."""
+        return self.stack[-2 if BEHAVIOUR.iterators_take_two_slots else -1]
 
     def op_FOR_ITER(self, inst: Any) -> None:
-        it = self.stack[-1]
+        it = self.iterator()
         if not isinstance(it, IterV):
             raise self.brk("FH008", f"iteration over {it.describe()}")
         self.check_mutable(it)
@@ -1048,6 +1090,11 @@ class FrameTracer:
         if not BEHAVIOUR.end_for_followed_by_pop_top:
             self.pop()
 
+    def op_POP_ITER(self, inst: Any) -> None:
+        self.pop()
+        if BEHAVIOUR.iterators_take_two_slots:
+            self.pop()
+
     # ------------------------------------------------------------ blocks and raising
     def op_SETUP_FINALLY(self, inst: Any) -> None:
         raise self.brk("FH007", "code inside a try block")
@@ -1064,6 +1111,23 @@ class FrameTracer:
         self.push(Const(None))   # what numpy.errstate.__enter__ returns
 
     op_BEFORE_WITH = op_SETUP_WITH
+
+    def op_LOAD_SPECIAL(self, inst: Any) -> None:
+        # a with statement: ``__exit__`` is fetched first, then ``__enter__`` enters
+        cm = self.stack[-1]
+        if not isinstance(cm, errstate.ErrstateV):
+            raise self.brk("FH007", "code inside a try block")
+        self.pop()
+        if inst.argval == "__exit__":
+            self.push(errstate.ErrstateExitV(None, cm))
+            self.push(NULL)
+            return
+        block = errstate.enter(self, cm, inst)
+        for v in self.stack:
+            if isinstance(v, errstate.ErrstateExitV) and v.cm is cm and v.block is None:
+                v.block = block
+        self.push(errstate.ErrstateEnterV())
+        self.push(NULL)
 
     def op_POP_BLOCK(self, inst: Any) -> None:
         # 3.9/3.10: only an errstate block gets this far (every other SETUP_* breaks); its
@@ -1112,7 +1176,7 @@ class FrameTracer:
     def set_function_part(self, fv: FuncV, part: str, value: V) -> None:
         if part == "closure":
             fv.closure = [c.cell for c in value.items]
-        elif part == "annotations":
+        elif part in ("annotations", "annotate"):   # a dict, or (3.14+) the __annotate__ function
             fv.annotated = True
         elif part == "kwdefaults":
             fv.kwdefaults = dict(value.items) if isinstance(value, DictV) else {
@@ -1164,6 +1228,8 @@ class FrameTracer:
 
     def op_CALL_FUNCTION_EX(self, inst: Any) -> None:
         kw = self.pop() if inst.call_kwargs else DictV({})
+        if kw is NULL:   # the kwargs slot is always there; NULL when there are none
+            kw = DictV({})
         args = self.pop()
         x = self.pop()
         if x is NULL:
@@ -1186,7 +1252,13 @@ class FrameTracer:
     def inline(self, fv: FuncV, args: List[V], kwargs: Dict[str, V]) -> V:
         code = fv.code
         if code.co_flags & _NOT_INLINABLE:
-            raise self.brk("FH014", f"{fv.name} is a generator or coroutine function")
+            e = self.brk("FH014", f"{fv.name} is a generator or coroutine function")
+            if self.depth == 0 and code.co_name == "<genexpr>":
+                # the generator the call makes would be a resume function's input, which it
+                # cannot take (where GET_ITER runs before the call, its iterator is live on
+                # the stack and cannot be rebuilt either)
+                e.resume_refused = "a generator expression's generator cannot enter a resume function"  # type: ignore[attr-defined]
+            raise e
         if self.depth + 1 > config.max_inline_depth:
             raise self.brk("FH014", f"calls nested deeper than config.max_inline_depth={config.max_inline_depth}")
         if code.co_argcount == 1 and code.co_varnames[:1] == (".0",) and len(args) == 1 and not kwargs:

@@ -58,7 +58,7 @@ from ..bytecode import (Codegen, ControlFlow, ExnTabEntry, Instruction, Position
                         decode, prefix_length)
 from ..bytecode.behaviour import BEHAVIOUR
 from ..bytecode.effects import call_shape, effect, net_effect
-from ..bytecode.opcodes import TERMINAL, UNCONDITIONAL
+from ..bytecode.opcodes import LOCAL_OPS, PAIRED_LOCALS, TERMINAL, UNCONDITIONAL
 from ..codemap import CodeIdentityMap
 from ..bytecode.transform import code_options, rebuild
 from .breaks import CannotResume
@@ -104,7 +104,7 @@ _RESUMES_ALONE = frozenset({
     "BINARY_OP", "COMPARE_OP", "CONTAINS_OP", "IS_OP", "BINARY_SUBSCR", "UNARY_NEGATIVE", "UNARY_POSITIVE",
     "UNARY_INVERT", "UNARY_NOT", "TO_BOOL", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC", "CONVERT_VALUE", "FORMAT_VALUE",
     "STORE_SUBSCR", "DELETE_SUBSCR", "STORE_ATTR", "DELETE_ATTR", "STORE_GLOBAL", "DELETE_GLOBAL", "BINARY_SLICE",
-    "STORE_SLICE", "LOAD_ASSERTION_ERROR", "IMPORT_NAME", "GET_LEN", "UNPACK_SEQUENCE", "BUILD_STRING",
+    "STORE_SLICE", "LOAD_ASSERTION_ERROR", "LOAD_COMMON_CONSTANT", "IMPORT_NAME", "GET_LEN", "UNPACK_SEQUENCE", "BUILD_STRING",
     "RAISE_VARARGS",
 })
 
@@ -241,7 +241,7 @@ def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int,
     return site
 
 
-_WITH_ENTRIES = ("BEFORE_WITH", "SETUP_WITH", "BEFORE_ASYNC_WITH", "SETUP_ASYNC_WITH")
+_WITH_ENTRIES = ("BEFORE_WITH", "SETUP_WITH", "BEFORE_ASYNC_WITH", "SETUP_ASYNC_WITH", "LOAD_SPECIAL")
 
 
 _END_CANDIDATES = 8
@@ -287,12 +287,10 @@ def statement_site(code: types.CodeType, insts: Sequence[Instruction], i: int,
 
 # ---------------------------------------------------------------- resume functions
 def _split_super(insts: List[Instruction]) -> List[Instruction]:
-    """3.13's two-local instructions as two plain ones (the locals are renumbered)."""
+    """Two-local instructions (3.13+) as two plain ones (the locals are renumbered)."""
     out: List[Instruction] = []
-    pairs = {"LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"), "STORE_FAST_LOAD_FAST": ("STORE_FAST", "LOAD_FAST"),
-             "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST")}
     for inst in insts:
-        pair = pairs.get(inst.opname)
+        pair = PAIRED_LOCALS.get(inst.opname)
         if pair is None:
             out.append(inst)
             continue
@@ -584,7 +582,7 @@ def _bound_at_exit(flow: ControlFlow, region: Sequence[int], start: int, end: in
 
 def _locals_used_from(flow: ControlFlow, start: int) -> Set[str]:
     """Names of the locals that instructions reachable from ``start`` touch."""
-    haslocal = set(dis.haslocal)
+    haslocal = LOCAL_OPS
     used: Set[str] = set()
     for k in flow.reachable_from(start):
         inst = flow.insts[k]

@@ -120,6 +120,10 @@ class SymbolicTranslator(InstructionTranslatorBase):
         instruction and a resume function (``resume.py``); None when the break cannot resume."""
         if e.break_index is None:
             return None
+        refused = getattr(e, "resume_refused", None)
+        if refused is not None:
+            report.resume_failure = refused
+            return None
         code = self.frame.code
         flow = ControlFlow(decode(code))
         try:
