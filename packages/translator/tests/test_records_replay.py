@@ -1,6 +1,7 @@
 """record() / replay(): plain replays, diffs, cross-version source replays, golden records, CLI."""
 from __future__ import annotations
 
+import platform
 import sys
 import threading
 from pathlib import Path
@@ -8,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from framehook.translator.records import (RecordError, SourceUnavailableError, container, dumps, load, loads,
-                                          record, record_call, replay, replay_record, save)
+from framehook.translator.bytecode.arguments import SUPPORTED_VERSIONS
+from framehook.translator.records import (NewerPythonError, RecordError, SourceUnavailableError, container, dumps,
+                                          load, loads, record, record_call, replay, replay_record, save)
 from framehook.translator.records.cli import main as cli_main
 from framehook.translator.records.failures import args_from_locals, record_translation_failure
 from framehook.translator.records.modes import unavailable
@@ -189,13 +191,61 @@ def test_missing_values_are_named(tmp_path):
 
 
 def test_cross_version_source_replay(tmp_path):
+    older = "3.9.1" if sys.version_info[:2] != (3, 9) else "3.10.1"   # another supported version
     rec = record_call(make_closure(2), (5,))
-    rec.python = dict(rec.python, version="3.99.0", magic="00000000")
+    rec.python = dict(rec.python, version=older, magic="00000000")
     path = tmp_path / "other.fhrec"
     save(rec, path)
     result = replay(path, modes=MODES)
-    assert result.code_from == "source" and result.recorded_on == "3.99.0"
+    assert result.code_from == "source" and result.recorded_on == older
     assert result.ok, result.report()
+
+
+def _from_python(tmp_path, fn, args, version, source=True):
+    rec = record_call(fn, args)
+    rec.python = dict(rec.python, version=version, magic="00000000")
+    if not source:
+        rec.code["source"] = None
+    path = tmp_path / f"from-{version}.fhrec"
+    save(rec, path)
+    return path
+
+
+def test_record_newer_than_every_supported_python_is_refused(tmp_path, capsys):
+    path = _from_python(tmp_path, fact, (4,), "3.99.0")
+    for prefer_source in (False, True):
+        with pytest.raises(NewerPythonError) as info:
+            replay(path, modes=MODES, prefer_source=prefer_source)
+        message = str(info.value)
+        assert str(path) in message and "recorded on Python 3.99.0" in message
+        assert f"this reader (Python {platform.python_version()};" in message
+        assert "supports CPython 3.9-%d.%d" % SUPPORTED_VERSIONS[-1] in message
+        assert "supports Python 3.99" in message
+    assert cli_main(["replay", str(path)]) == 2
+    out = capsys.readouterr().out
+    assert "3.99.0" in out and platform.python_version() in out and "Traceback" not in out
+
+
+def test_record_without_source_from_a_newer_python_names_both_versions(tmp_path):
+    newer = "%d.%d.0" % (sys.version_info[0], sys.version_info[1] + 1)
+    path = _from_python(tmp_path, fact, (4,), newer, source=False)
+    with pytest.raises(NewerPythonError) as info:
+        replay(path, modes=MODES)
+    message = str(info.value)
+    assert f"recorded on Python {newer}" in message and f"Python {platform.python_version()}" in message
+    assert "newer than this reader" in message
+
+
+def test_record_from_an_older_or_unparsable_python_is_not_refused(tmp_path):
+    older = "%d.%d.0" % (sys.version_info[0], sys.version_info[1] - 1)
+    for version in (older, "unknown"):
+        result = replay(_from_python(tmp_path, fact, (4,), version), modes=MODES)
+        assert result.code_from == "source" and result.recorded_on == version
+        assert result.ok, result.report()
+    with pytest.raises(SourceUnavailableError) as info:   # older, no source: the plain refusal
+        replay(_from_python(tmp_path, fact, (4,), older, source=False), modes=MODES)
+    assert not isinstance(info.value, NewerPythonError)
+    assert older in str(info.value) and f"this is Python {platform.python_version()}" in str(info.value)
 
 
 def test_cross_version_builtin_message_difference_is_a_note(tmp_path):

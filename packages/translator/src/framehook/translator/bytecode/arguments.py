@@ -17,7 +17,7 @@ from .behaviour import VERSION
 if TYPE_CHECKING:  # pragma: no cover
     from .instructions import Instruction
 
-__all__ = ["ArgumentDecoder", "DECODER", "decoder_for", "FUNCTION_PARTS", "OLD_BINARY_OPS"]
+__all__ = ["ArgumentDecoder", "DECODER", "decoder_for", "FUNCTION_PARTS", "OLD_BINARY_OPS", "SUPPORTED_VERSIONS"]
 
 #: MAKE_FUNCTION / SET_FUNCTION_ATTRIBUTE bits, in the order MAKE_FUNCTION pops them
 FUNCTION_PARTS: Tuple[Tuple[int, str], ...] = (
@@ -208,12 +208,15 @@ _DECODERS: Dict[Tuple[int, int], Type[ArgumentDecoder]] = {
     (3, 15): SlotCallDecoder,   # GET_ITER's new argument needs no decoding
 }
 
+#: the CPython (major, minor) versions whose bytecode this package reads, oldest first
+SUPPORTED_VERSIONS: Tuple[Tuple[int, int], ...] = tuple(sorted(_DECODERS))
+
 
 def decoder_for(version: Tuple[int, int]) -> ArgumentDecoder:
     try:
         return _DECODERS[tuple(version)]()  # type: ignore[index]
     except KeyError:
-        supported = ", ".join("%d.%d" % v for v in sorted(_DECODERS))
+        supported = ", ".join("%d.%d" % v for v in SUPPORTED_VERSIONS)
         raise RuntimeError(f"framehook.translator has no bytecode decoder for CPython "
                            f"{version[0]}.{version[1]}; supported: {supported}") from None
 

@@ -9,7 +9,7 @@ runs the recorded code, by design. See FORMAT.md for the file format.
 from __future__ import annotations
 
 from .codec import Missing, MissingValueError
-from .errors import (RecordError, RecordFormatError, RecordTooLargeError, RecordVersionError,
+from .errors import (NewerPythonError, RecordError, RecordFormatError, RecordTooLargeError, RecordVersionError,
                      SourceUnavailableError, UntrustedRecordError)
 from .model import Record
 from .reader import dumps, load, loads, save
@@ -18,7 +18,7 @@ from .registry import register_codec, registered_codecs, unregister_codec
 from .replay import ModeResult, ReplayResult, replay, replay_record
 
 __all__ = [
-    "Missing", "MissingValueError", "ModeResult", "Record", "RecordError", "RecordFormatError",
+    "Missing", "MissingValueError", "ModeResult", "NewerPythonError", "Record", "RecordError", "RecordFormatError",
     "RecordTooLargeError", "RecordVersionError", "ReplayResult", "SourceUnavailableError",
     "UntrustedRecordError", "dumps", "load", "loads", "record", "record_call", "register_codec",
     "registered_codecs", "replay", "replay_record", "save", "unregister_codec",

@@ -11,11 +11,12 @@ import hashlib
 import importlib.util
 import marshal
 import platform
+import re
 import sys
 import types
 from typing import Iterator
 
-from .errors import SourceUnavailableError
+from .errors import NewerPythonError, SourceUnavailableError
 
 # Comprehensions got their own code objects before 3.12 and are inlined from 3.12 on,
 # which changes the qualified names of functions defined inside them; keys ignore them.
@@ -35,6 +36,36 @@ def current_python() -> dict:
 def same_interpreter(python: dict) -> bool:
     here = current_python()
     return python.get("implementation") == here["implementation"] and python.get("magic") == here["magic"]
+
+
+def _major_minor(version: object) -> tuple[int, int] | None:
+    match = re.match(r"(\d+)\.(\d+)", version) if isinstance(version, str) else None
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def refuse_newer(python: dict, has_source: bool, path: str | None) -> None:
+    """Raise NewerPythonError for a record from another interpreter that this reader cannot
+    rebuild: one newer than every CPython the translator reads, or, without source to
+    recompile, newer than the running one. A version that does not parse is left to the
+    recompilation, which names what fails."""
+    recorded = python.get("version")
+    theirs = _major_minor(recorded)
+    if theirs is None:
+        return
+    from ..bytecode.arguments import SUPPORTED_VERSIONS   # only cross-interpreter replays need it
+    from ..bytecode.behaviour import VERSION
+
+    here = platform.python_version()
+    wanted = "%d.%d" % theirs
+    span = "%d.%d-%d.%d" % (SUPPORTED_VERSIONS[0] + SUPPORTED_VERSIONS[-1])
+    if theirs > SUPPORTED_VERSIONS[-1]:
+        raise NewerPythonError(
+            f"recorded on Python {recorded}, newer than this reader (Python {here}; framehook.translator "
+            f"supports CPython {span}); replay it with a framehook that supports Python {wanted}", path)
+    if not has_source and theirs > VERSION:
+        raise NewerPythonError(
+            f"recorded on Python {recorded} without source, newer than this reader (Python {here}); "
+            f"it can only be replayed on Python {wanted}", path)
 
 
 def qualname_key(qualname: str) -> tuple[str, ...]:

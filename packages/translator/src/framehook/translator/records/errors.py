@@ -33,3 +33,7 @@ class UntrustedRecordError(RecordError):
 
 class SourceUnavailableError(RecordError):
     """The recorded code cannot be rebuilt on this interpreter (no source, or it fails to compile)."""
+
+
+class NewerPythonError(SourceUnavailableError):
+    """The record comes from a Python newer than this reader can rebuild code for."""

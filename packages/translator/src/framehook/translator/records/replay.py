@@ -86,10 +86,12 @@ class Rebuilder:
             self.code = codeloc.load_marshalled(code["marshal"], code["name"], rec.path)
             self.code_from = "marshal"
         else:
+            if not codeloc.same_interpreter(rec.python):
+                codeloc.refuse_newer(rec.python, code["source"] is not None, rec.path)
             if code["source"] is None:
                 raise SourceUnavailableError(
                     f"recorded on {rec.python.get('version')} without source; it can only be replayed "
-                    f"on that Python version", rec.path)
+                    f"on that Python version (this is Python {platform.python_version()})", rec.path)
             self.code = codeloc.locate(self.index(), code["qualname"], code["firstlineno"], code["name"], rec.path)
             if code["flags"]:
                 self.code = self.code.replace(co_flags=self.code.co_flags | code["flags"])
