@@ -44,6 +44,8 @@ MIRROR = "http://deb.debian.org/debian"
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 MARKER = ".framehook-provisioned"   # this directory was made here and may be replaced
 STAMP = ".framehook-stamp"          # written last: the prefix is complete
+# the stamp's first line: a prefix made with another package list is made again
+LAYOUT = "layout 2 (interpreter, tests, headers, C library debug symbols)\n"
 INDEX_MAX_AGE = 24 * 3600           # a refresh reuses a private index younger than this
 # machine -> (Debian architecture, multiarch triplet, dynamic loader)
 ARCHES = {
@@ -84,7 +86,8 @@ def _reports(exe: Path, version: str) -> bool:
 def existing(version: str, root: Path | None = None) -> str | None:
     """The interpreter of a complete earlier provisioning of `version`, if it runs."""
     exe = interpreter_path(version, root)
-    if (exe.parent.parent.parent / STAMP).exists() and _reports(exe, version):
+    stamp = exe.parent.parent.parent / STAMP
+    if stamp.exists() and stamp.read_text().startswith(LAYOUT) and _reports(exe, version):
         return str(exe)
     return None
 
@@ -340,7 +343,7 @@ def provision(version: str, root: Path | None = None, refresh: bool = False) -> 
                                  f"CPython {version}: {_yourself(version)}") from None
         packages = package_set(apt, version)
         debs = _deb_files(apt, packages)
-        stamp = "\n".join([version, str(prefix), *debs]) + "\n"
+        stamp = LAYOUT + "\n".join([version, str(prefix), *debs]) + "\n"
         if found and (prefix / STAMP).read_text() == stamp:
             _log(f"{prefix} already has sid's current packages")
             return found
