@@ -100,20 +100,15 @@ def run_conformance(results: Path) -> bool:
 
 def run_fuzz(results: Path) -> bool:
     """A fixed batch of generated programs, plain vs every package (fuzz/run.py), and fuzz/tests."""
-    # Known bug (3.14+): while coverage monitors line events, a warning raised inside a
-    # captured errstate block or inlined call reports a generated-source line, which the
-    # fuzzer's outcome comparison (warning lines included) reports as a mismatch; the batch
-    # runs unmeasured there until that is fixed.
-    measure = [sys.executable, "-m", "coverage", "run"] if sys.version_info < (3, 14) else [sys.executable]
     cmd = [
-        *measure, str(ROOT / "fuzz" / "run.py"),
+        sys.executable, "-m", "coverage", "run", str(ROOT / "fuzz" / "run.py"),
         "--seed", "0", "--count", "300", "--json", str(results / "fuzz.json"),
         "--save", str(results / "fuzz-findings"),
     ]
     installed = present_packages()
     if len(installed) < len(PACKAGES):
         cmd += ["--modes", ",".join(FUZZ_MODES[p] for p in installed)]
-    print(f"[env_job] fuzz: {' '.join(cmd[len(measure):])}", flush=True)
+    print(f"[env_job] fuzz: {' '.join(cmd[3:])}", flush=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "fuzz"), os.environ.get("PYTHONPATH")])))
     ok = subprocess.call(cmd, cwd=str(ROOT), env=env) == 0
     # the fuzzer's own tests: its generators and the harness's comparisons

@@ -12,15 +12,6 @@ import framehook.translator as ft
 from framehook.translator import config
 from framehook.translator.graph import Interpreter
 
-# Known bug (3.14+): while line events are monitored (coverage.py, a debugger), a warning
-# raised inside a captured ``with np.errstate`` or inlined call of a graph reports a line of
-# the generated source instead of the user's; it reports the right line otherwise.
-LINE_MONITORED_GRAPH_LINES = pytest.mark.xfail(
-    sys.version_info >= (3, 14) and (sys.gettrace() is not None or any(
-        sys.monitoring.get_tool(t) for t in range(6)) if hasattr(sys, "monitoring") else False),
-    reason="3.14+: graph warning lines are wrong while line events are monitored (known bug)", strict=False)
-
-
 try:
     import numexpr  # noqa: F401
     HAVE_NUMEXPR = True
@@ -162,7 +153,6 @@ def unused_in_caller(x):
     return y + unused_helper(x, x)
 
 
-@LINE_MONITORED_GRAPH_LINES
 def test_unused_operation_that_warns_still_warns():
     # fuzz (errstate programs): dead-code elimination dropped an unused operation under 'warn'
     # in a block (an inlined function's block here), and its warning with it

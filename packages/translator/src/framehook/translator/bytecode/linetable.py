@@ -60,6 +60,10 @@ def relocate(code: types.CodeType, line_of: Callable[[int], Optional[int]], file
         units.append(Positions(prev, prev, None, None))
     consts = tuple(relocate(c, line_of, filename, firstlineno) if isinstance(c, types.CodeType) else c
                    for c in code.co_consts)
+    # no line before the first: line monitoring (tracers, coverage) on 3.14+ keeps each
+    # line as an unsigned offset from co_firstlineno, and an inlined function defined above
+    # the frame would come out 256 lines off
+    firstlineno = min([firstlineno] + [p.lineno for p in units if p is not None])
     table = encode(units, firstlineno)
     changes = {"co_lnotab": table} if BEHAVIOUR.line_table_is_lnotab else {"co_linetable": table}
     return code.replace(co_filename=filename, co_firstlineno=firstlineno, co_consts=consts, **changes)
