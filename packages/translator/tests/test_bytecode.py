@@ -628,3 +628,56 @@ def test_async_for_round_trips_and_its_end_is_not_a_branch():
     with pytest.raises(StopIteration) as stop:
         coro.send(None)
     assert stop.value.value == [0, 1, 2]
+
+
+# A name that is both a cell and a free variable of one code object: a class body whose
+# methods use ``__class__`` while the body reads the enclosing method's ``__class__``; and
+# (3.12+) a type parameter rebound by a comprehension inlined into its scope.
+_CELL_AND_FREE = '''
+class Outer:
+    def method(self):
+        class Inner:
+            seen = __class__
+            def f():
+                __class__
+        return Inner.seen
+'''
+_TYPE_PARAM_AND_LOCAL = '''
+def F[T: [lambda: T for T in (T, [1])[1]]]():
+    return [lambda: T for T in T.__name__]
+'''
+
+
+def _code_named(top, name):
+    return next(c for c in all_codes(top) if c.co_name == name)
+
+
+def _clash_cases():
+    yield pytest.param(_CELL_AND_FREE, "Inner", id="class-cell-and-free")
+    yield pytest.param(_TYPE_PARAM_AND_LOCAL, "T", id="type-param-and-local", marks=pytest.mark.skipif(
+        sys.version_info < (3, 12), reason="type parameter syntax is 3.12+"))
+
+
+@pytest.mark.parametrize("source, name", _clash_cases())
+def test_a_name_both_cell_and_free_keeps_its_slot(source, name):
+    code = _code_named(compile(source, "<clash>", "exec"), name)
+    assert (set(code.co_varnames) | set(code.co_cellvars)) & set(code.co_freevars), "the case must clash"
+    assert transform_code_object(code).co_code == code.co_code
+
+    # a new local moves every cell and free slot (3.11+); the free variable must move with
+    # them and the class body must still read the enclosing scope's value
+    def add_local(insts, opts):
+        at = prefix_length(insts)
+        insts[at:at] = [create_instruction("LOAD_CONST", argval=None),
+                        create_instruction("STORE_FAST", argval="added_local")]
+    moved = transform_code_object(code, add_local)
+    def variable_reads(c):
+        return [(i.opname, i.argval) for i in dis.get_instructions(c)
+                if (i.opcode in dis.hasfree or i.opcode in dis.haslocal) and i.argval != "added_local"]
+    assert variable_reads(moved) == variable_reads(code)
+    if name == "Inner":
+        ns = {}
+        exec(compile(source, "<clash>", "exec"), ns)
+        ns["Outer"].method.__code__ = ns["Outer"].method.__code__.replace(
+            co_consts=tuple(moved if c is code else c for c in ns["Outer"].method.__code__.co_consts))
+        assert ns["Outer"]().method() is ns["Outer"]

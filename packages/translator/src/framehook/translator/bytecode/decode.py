@@ -6,7 +6,7 @@ import opcode
 import types
 from typing import Dict, List, Optional
 
-from .opcodes import EXTENDED_ARG, JUMPS, cache_entries, has_arg, jump_target_offset
+from .opcodes import CELL_OPS, EXTENDED_ARG, SINGLE_LOCAL_OPS, JUMPS, cache_entries, has_arg, jump_target_offset
 from .arguments import DECODER
 from .behaviour import BEHAVIOUR
 from .exception_table import parse_exception_table
@@ -20,6 +20,13 @@ class BytecodeDecodeError(ValueError):
     """The code object's bytecode is not something the decoder understands."""
 
 
+def _first_free_index(code: types.CodeType) -> int:
+    """Where the free variables start among the slots cell instructions index."""
+    if not BEHAVIOUR.cells_are_locals:
+        return len(code.co_cellvars)
+    return len(code.co_varnames) + len([c for c in code.co_cellvars if c not in code.co_varnames])
+
+
 def decode(code: types.CodeType) -> List[Instruction]:
     """Decode ``code``; EXTENDED_ARG prefixes and inline caches are folded into instructions."""
     raw = code.co_code
@@ -28,6 +35,7 @@ def decode(code: types.CodeType) -> List[Instruction]:
     insts: List[Instruction] = []
     by_start: Dict[int, Instruction] = {}
     op_offsets: List[int] = []
+    first_free = _first_free_index(code)
     i = 0
     ext = 0
     n_ext = 0
@@ -50,6 +58,9 @@ def decode(code: types.CodeType) -> List[Instruction]:
                            positions=units[start // 2] if start // 2 < len(units) else None,
                            argrepr=d.argrepr if d is not None else "", min_ext=n_ext)
         DECODER.fill(inst, code.co_consts)
+        if arg is not None and arg >= first_free and (
+                op in CELL_OPS or (BEHAVIOUR.cells_are_locals and op in SINGLE_LOCAL_OPS)):
+            inst.free_var = True
         insts.append(inst)
         by_start[start] = inst
         op_offsets.append(i)

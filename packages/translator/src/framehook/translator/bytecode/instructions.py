@@ -78,6 +78,9 @@ class Instruction:
     binary_op: Optional[str] = field(default=None, repr=False)
     #: KW_NAMES: the keyword names of the next call
     kw_names: Optional[Tuple[str, ...]] = field(default=None, repr=False)
+    #: a cell access naming the code's free variable: a name can be both a cell and a free
+    #: variable (``__class__`` of a class body nested in a method), and only this tells them apart
+    free_var: bool = field(default=False, repr=False)
 
     @property
     def lineno(self) -> Optional[int]:

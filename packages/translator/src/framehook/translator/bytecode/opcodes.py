@@ -131,6 +131,8 @@ CELL_OPS: FrozenSet[int] = frozenset(opcode.hasfree) | frozenset(
     opcode.opmap[n] for n in ("LOAD_DEREF", "LOAD_CLOSURE") if n in opcode.opmap)
 #: opcodes whose argument indexes a plain local
 LOCAL_OPS: FrozenSet[int] = frozenset(opcode.haslocal) - CELL_OPS
+#: plain-local opcodes whose argument is one index (the paired ones pack two)
+SINGLE_LOCAL_OPS: FrozenSet[int] = LOCAL_OPS - frozenset(opcode.opmap[n] for n in PAIRED_LOCALS)
 
 #: "jumps" whose target only names where they came from: control never goes there
 #: (3.14+'s END_ASYNC_FOR points back at its loop's SEND, for sys.monitoring)

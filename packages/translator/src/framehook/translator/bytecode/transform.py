@@ -49,6 +49,15 @@ def localsplus_names(opts: Dict[str, Any]) -> List[str]:
     return names + list(opts["co_freevars"])
 
 
+def _cell_index(opts: Dict[str, Any], name: str, free: bool) -> int:
+    """The slot of cell or free variable ``name``; ``free`` picks the free variable when
+    the name is both."""
+    names = localsplus_names(opts)
+    if free and name in opts["co_freevars"]:
+        return len(names) - len(opts["co_freevars"]) + opts["co_freevars"].index(name)
+    return names.index(name)
+
+
 def _const_index(consts: List[Any], value: Any) -> int:
     for i, c in enumerate(consts):
         # 1 == 1.0 == True: match type too; and identity for unhashable/odd values
@@ -131,8 +140,9 @@ def resolve_args(insts: Sequence[Instruction], opts: Dict[str, Any]) -> None:
             idx = _index_of(opts["co_names"], inst.argval)
             inst.arg = DECODER.encode_index(name, idx, inst.flags)
         elif op in _HASLOCAL:
-            if BEHAVIOUR.cells_are_locals and _has_cells(opts) and inst.argval not in opts["co_varnames"]:
-                inst.arg = localsplus_names(opts).index(inst.argval)   # a cell loaded for a closure (LOAD_FAST)
+            if BEHAVIOUR.cells_are_locals and _has_cells(opts) and (
+                    inst.free_var or inst.argval not in opts["co_varnames"]):
+                inst.arg = _cell_index(opts, inst.argval, inst.free_var)   # a cell loaded for a closure (LOAD_FAST)
                 continue
             inst.arg = _index_of(opts["co_varnames"], inst.argval)
             opts["co_nlocals"] = len(opts["co_varnames"])
@@ -140,7 +150,7 @@ def resolve_args(insts: Sequence[Instruction], opts: Dict[str, Any]) -> None:
             names = localsplus_names(opts)
             if inst.argval not in names:
                 raise AssembleError(f"{name}: {inst.argval!r} is not a cell or free variable")
-            inst.arg = names.index(inst.argval)
+            inst.arg = _cell_index(opts, inst.argval, inst.free_var)
         elif name == "COMPARE_OP":
             idx = dis.cmp_op.index(inst.argval)
             inst.arg = DECODER.encode_index(name, idx, inst.flags)
