@@ -353,3 +353,22 @@ def test_literal_text():
     assert literal_text(frozenset()) is None and literal_text([1]) is None and literal_text(np.float64(1)) is None
     for value in (-0.0, 1e-300, 123456789012345678901234567890, (1, -2.5), "é\n", True, None):
         assert repr(eval(literal_text(value))) == repr(value)
+
+
+_TSTRINGS = '''
+def t_strings(a, b):
+    return (t"{a!r:>{b}}-{b:.2f}{{}}", t"plain", t"{a=}", t"{a+1} and {a + 1}", t'it\\'s "{b}"\\n')
+'''
+
+
+@pytest.mark.skipif(sys.version_info < (3, 14), reason="template strings (t-strings) are 3.14+")
+@pytest.mark.parametrize("args", [(1, 5), ("é", 2.5)])
+def test_template_strings_decompile_to_equal_templates(args):
+    ns = {}
+    exec(compile(_TSTRINGS, "<tstrings>", "exec"), ns)
+    fn = ns["t_strings"]
+    again, namespace, text = rebuild(fn)
+    assert run(again, args) == run(fn, args), text
+    # the literal form where the stored expression text allows it, Template(...) where not
+    assert 't"{a=}"'.replace("{a=}", "a={a!r}") in text or "t'a={a!r}'" in text, text
+    assert "t'plain'" in text and "a+1" in text, text

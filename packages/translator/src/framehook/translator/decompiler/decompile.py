@@ -51,6 +51,7 @@ _INPLACE_FUNCS = {"+": operator.iadd, "-": operator.isub, "*": operator.imul, "/
 _UNARY = {"UNARY_NEGATIVE": "-", "UNARY_POSITIVE": "+", "UNARY_INVERT": "~"}
 _CONVERSIONS = {"str": "s", "repr": "r", "ascii": "a"}
 _MAX_LINES = 4000
+_TSTRING_UNSAFE = frozenset("\\\n'\"#{}:!=")
 
 
 class DecompileError(Exception):
@@ -152,6 +153,17 @@ class _Formatted:
 @dataclass
 class _FString:
     parts: List[Any]   # str Exprs (literal text) and _Formatted
+
+
+@dataclass
+class _Interpolation:
+    """One ``{value!conv:spec}`` of a t-string; ``expression`` is the source text the
+    compiler stored for it."""
+
+    value: Expr
+    expression: str
+    conv: Optional[str]
+    spec: Any = None
 
 
 @dataclass
@@ -301,7 +313,7 @@ class _Walker:
                 if i + 1 < len(stack) and isinstance(stack[i + 1], _SelfSlot):
                     stack[i + 1] = NULL
                 continue
-            if isinstance(v, (_Display, _Slice, _FString, _Formatted)):
+            if isinstance(v, (_Display, _Slice, _FString, _Formatted, _Interpolation)):
                 t = self.temp()
                 out.append((0, f"{t} = {self.render(v).text}"))
                 stack[i] = Expr(t, stable=True, local=t)
@@ -312,7 +324,7 @@ class _Walker:
                 stack[i] = Expr(t, stable=True, local=t)
 
     def unstable(self, stack: List[Any]) -> int:
-        return sum(1 for v in stack if isinstance(v, (_Display, _FString, _Formatted, _Slice))
+        return sum(1 for v in stack if isinstance(v, (_Display, _FString, _Formatted, _Slice, _Interpolation))
                    or (isinstance(v, Expr) and not v.stable and v.local is None)
                    or (isinstance(v, _MethodHead) and not (v.obj.stable or v.obj.local)))
 
@@ -336,6 +348,8 @@ class _Walker:
             return Expr(self.fstring(v if isinstance(v, _FString) else _FString([v])))
         if isinstance(v, _MethodHead):
             return Expr(f"{self.atom(v.obj)}.{v.name}")
+        if isinstance(v, _Interpolation):
+            return Expr(self.interpolation_call(v))
         raise DecompileError(f"{v!r} is not a value")
 
     def value(self, v: Any, prec: int = P_TEST) -> str:
@@ -417,6 +431,65 @@ class _Walker:
                     raise DecompileError("a format spec with braces in it")
                 piece += ":" + self.fstring_body(spec)
             out.append(piece + "}")
+        return "".join(out)
+
+    def spec_text(self, spec: Any) -> str:
+        if spec is None:
+            return "''"
+        return self.value(spec if isinstance(spec, Expr) else self.render(spec))
+
+    def interpolation_call(self, v: _Interpolation) -> str:
+        from string.templatelib import Interpolation   # 3.14+: t-strings exist there only
+        conv = "None" if v.conv is None else repr(v.conv)
+        return (f"{self.const_name(Interpolation)}({self.value(v.value)}, {v.expression!r}, {conv}, "
+                f"{self.spec_text(v.spec)})")
+
+    def template(self, strings: Any, interpolations: Any) -> Expr:
+        """A t-string when every value's text is the expression the compiler stored (so
+        the Interpolation objects come out equal), else Template(...) of the parts."""
+        if not (isinstance(strings, Expr) and strings.is_const and type(strings.const) is tuple
+                and all(type(t) is str for t in strings.const)):
+            raise DecompileError("BUILD_TEMPLATE of strings that are not a literal tuple")
+        if isinstance(interpolations, Expr) and interpolations.is_const and interpolations.const == ():
+            interps: List[_Interpolation] = []
+        elif isinstance(interpolations, _Display) and interpolations.kind == "tuple" and all(
+                p == "" and isinstance(v, _Interpolation) for p, v in interpolations.items):
+            interps = [v for _, v in interpolations.items]
+        else:
+            raise DecompileError("BUILD_TEMPLATE of interpolations that are not a tuple display")
+        if len(strings.const) != len(interps) + 1:
+            raise DecompileError("BUILD_TEMPLATE with strings and interpolations that do not alternate")
+        body = self.template_body(strings.const, interps)
+        if body is not None:
+            for quote in ("'", '"', "'''", '"""'):
+                if quote not in body and not body.endswith(quote[0]):
+                    return Expr(f"t{quote}{body}{quote}")
+        from string.templatelib import Template
+        parts = [repr(strings.const[0])]
+        for interp, text in zip(interps, strings.const[1:]):
+            parts += [self.interpolation_call(interp), repr(text)]
+        return Expr(f"{self.const_name(Template)}({', '.join(parts)})")
+
+    def template_body(self, strings: Sequence[str], interps: List[_Interpolation]) -> Optional[str]:
+        def literal(text: str) -> str:
+            return repr(text)[1:-1].replace("{", "{{").replace("}", "}}")
+        out = [literal(strings[0])]
+        for interp, text in zip(interps, strings[1:]):
+            inner = self.value(interp.value)
+            # the text must be the stored expression and must lex as one: no quotes,
+            # escapes, comments, braces or the characters that end an expression
+            if inner != interp.expression or inner != inner.strip() or any(c in inner for c in _TSTRING_UNSAFE):
+                return None
+            piece = "{" + inner
+            if interp.conv:
+                piece += "!" + interp.conv
+            if interp.spec is not None:
+                spec = interp.spec if isinstance(interp.spec, _FString) else _FString([interp.spec])
+                if any(isinstance(p, Expr) and type(p.const) is str and ("{" in p.const or "}" in p.const)
+                       for p in spec.parts):
+                    return None
+                piece += ":" + self.fstring_body(spec)
+            out.append(piece + "}" + literal(text))
         return "".join(out)
 
     def pop_expr(self, stack: List[Any]) -> Any:
@@ -544,8 +617,8 @@ class _Walker:
         elif name in ("BUILD_TUPLE", "BUILD_LIST", "BUILD_SET"):
             items = [self.pop_expr(stack) for _ in range(arg)][::-1]
             kind = name[6:].lower()
-            if kind == "tuple" and any(isinstance(v, _Slice) for v in items):
-                stack.append(_Display("tuple", [("", v) for v in items]))   # a subscript key
+            if kind == "tuple" and any(isinstance(v, (_Slice, _Interpolation)) for v in items):
+                stack.append(_Display("tuple", [("", v) for v in items]))   # a subscript key, a t-string
             else:
                 stack.append(_Display(kind, [("", self.render(v)) for v in items]))
         elif name == "BUILD_MAP":
@@ -577,6 +650,18 @@ class _Walker:
                 else:
                     raise DecompileError("BUILD_STRING of a value that is not a string piece")
             stack.append(_FString(parts))
+        elif name == "BUILD_INTERPOLATION":
+            spec = stack.pop() if inst.format_spec else None
+            if spec is not None and not isinstance(spec, (_FString, _Formatted, Expr)):
+                raise DecompileError("a format spec that is not a string")
+            expression = self.pop_expr(stack)
+            if not (isinstance(expression, Expr) and expression.is_const and type(expression.const) is str):
+                raise DecompileError("BUILD_INTERPOLATION whose expression text is not a str literal")
+            stack.append(_Interpolation(self.render(self.pop_expr(stack)), expression.const,
+                                        _CONVERSIONS.get(inst.conversion or ""), spec))
+        elif name == "BUILD_TEMPLATE":
+            interpolations = stack.pop()
+            stack.append(self.template(stack.pop(), interpolations))
         elif name in ("CALL", "CALL_FUNCTION", "CALL_METHOD", "CALL_KW", "CALL_FUNCTION_KW"):
             self.call(inst, stack, pending_kw=self.pending_kw(k))
         elif name == "KW_NAMES":
