@@ -1,6 +1,7 @@
 """The control-flow graph (``bytecode/cfg.py``) and the stack-effect table
 (``bytecode/effects.py``), on code the running CPython's compiler wrote: loops, try/except,
 with blocks, generators, and a sample of the standard library."""
+import ast
 import dis
 import importlib.util
 import inspect
@@ -289,6 +290,36 @@ def test_the_table_agrees_with_dis_on_real_code():
             else:
                 assert found.net == _dis_effect(inst), (code.co_name, inst)
     assert checked > 1000
+
+
+_MATCHES = """
+def matches(subject):
+    match subject:
+        case [0, *rest] if rest:
+            return rest
+        case {"k": v, **others}:
+            return v, others
+        case complex(real=r, imag=0.0):
+            return r
+        case str() | bytes() as text:
+            return text
+    return None
+"""
+
+
+@pytest.mark.skipif(not hasattr(ast, "Match"), reason="match statements are 3.10+")
+def test_the_table_agrees_with_dis_on_match_statements():
+    # subject-keeping instructions (GET_LEN, MATCH_*) never appear in the other samples
+    ns = {}
+    exec(compile(_MATCHES, "<matches>", "exec"), ns)
+    insts = decode(ns["matches"].__code__)
+    assert any(i.opname == "GET_LEN" for i in insts)
+    for inst in insts:
+        if effect(inst) is not None:
+            assert effect(inst).net == _dis_effect(inst), inst
+        assert net_effect(inst) == _dis_effect(inst), inst
+    assert ControlFlow(insts).stacksize <= ns["matches"].__code__.co_stacksize
+    assert [ns["matches"](v) for v in ([0, 1], {"k": 1}, 2 + 0j, b"x", [1])] == [[1], (1, {}), 2.0, b"x", None]
 
 
 def test_call_shapes_count_every_slot():

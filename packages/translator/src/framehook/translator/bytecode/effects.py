@@ -80,7 +80,8 @@ _EFFECTS: Dict[str, Union[Effect, Callable[[Instruction], Tuple[int, int]]]] = {
     # operators and comparisons
     "BINARY_OP": _2_1, "COMPARE_OP": _2_1, "CONTAINS_OP": _2_1, "IS_OP": _2_1, "BINARY_SUBSCR": _2_1,
     "BINARY_SLICE": Effect(3, 1), "UNARY_NEGATIVE": _1_1, "UNARY_POSITIVE": _1_1, "UNARY_INVERT": _1_1,
-    "UNARY_NOT": _1_1, "TO_BOOL": _1_1, "GET_LEN": _1_1,
+    "UNARY_NOT": _1_1, "TO_BOOL": _1_1,
+    "GET_LEN": Effect(1, 2),   # keeps its operand (a match subject) under the length
     # formatting
     "FORMAT_SIMPLE": _1_1, "FORMAT_WITH_SPEC": _2_1, "CONVERT_VALUE": _1_1,
     "FORMAT_VALUE": lambda inst: (1 + int(inst.format_spec), 1),
