@@ -1,0 +1,85 @@
+"""A workload for valgrind memcheck: the profiler's C paths, briefly, on every backend.
+
+Recording (Python and C calls, generators, coroutines, exceptions, threads started while
+recording, annotations, tagged calls), then every output format."""
+import asyncio
+import os
+import sys
+import threading
+
+from framehook.profiler import Profiler, record_function, tag_calls, untag_calls
+from framehook.profiler import _tracer
+
+out_dir = sys.argv[1]
+
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+def gen(n):
+    for i in range(n):
+        yield abs(-i)
+
+
+async def coro(n):
+    await asyncio.sleep(0)
+    return sum(range(n))
+
+
+def fails(n):
+    raise ValueError(n)
+
+
+class Tagged:
+    def __call__(self, x):
+        return len(str(x))
+
+
+def work():
+    fib(12)
+    list(gen(50))
+    asyncio.run(coro(20))
+    for k in range(20):
+        try:
+            fails(k)
+        except ValueError:
+            pass
+    with record_function("block"):
+        sorted(range(100), key=lambda v: -v)
+    Tagged()(3)
+
+
+backends = ["profile"] + (["monitoring"] if _tracer.HAVE_MONITORING else [])
+tag_calls(Tagged)
+for backend in backends:
+    with Profiler(backend=backend) as prof:
+        work()
+        threads = [threading.Thread(target=work, name=f"worker-{i}") for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    profile = prof.profile
+    assert profile.find("fib"), backend
+    for fmt, ext in (("chrome", "json"), ("speedscope", "speedscope.json"), ("pstats", "prof"),
+                     ("text", "txt"), ("svg", "svg")):
+        profile.export(os.path.join(out_dir, f"{backend}.{ext}"), format=fmt)
+    del prof, profile
+untag_calls(Tagged)
+
+# a profiler refused while another records, and one dropped without stop()
+with Profiler() as outer:
+    inner = Profiler()
+    try:
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            inner.start()
+    finally:
+        inner.stop() if inner.recording else None
+    fib(5)
+left = Profiler().start()
+fib(5)
+left.stop()
+print("workload done")
