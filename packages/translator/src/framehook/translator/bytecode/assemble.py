@@ -129,7 +129,11 @@ def assemble(insts: List[Instruction], firstlineno: int) -> Assembled:
         code += bytes((inst.opcode, arg & 0xFF))
         size = n + 1 + cache_entries(inst.opcode)
         code += bytes(2 * cache_entries(inst.opcode))
-        units.extend([inst.positions] * size)
+        prefix = inst.prefix_positions
+        if n and prefix is not None and prefix[1] is inst.positions:
+            units.extend([prefix[0]] * n + [inst.positions] * (size - n))
+        else:
+            units.extend([inst.positions] * size)
         entry = inst.exn_tab_entry
         if entry is not None:
             start = starts[id(inst)]

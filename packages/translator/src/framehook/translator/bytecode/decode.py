@@ -54,9 +54,11 @@ def decode(code: types.CodeType) -> List[Instruction]:
         # no-argument opcodes may still carry a stray byte: keep it for byte-exact output
         arg = (ext | raw[i + 1]) if has_arg(op) else (raw[i + 1] or None)
         d = info.get(i)
+        where = units[i // 2] if i // 2 < len(units) else None
         inst = Instruction(op, opcode.opname[op], arg, d.argval if d is not None else None, offset=start,
-                           positions=units[start // 2] if start // 2 < len(units) else None,
-                           argrepr=d.argrepr if d is not None else "", min_ext=n_ext)
+                           positions=where, argrepr=d.argrepr if d is not None else "", min_ext=n_ext)
+        if n_ext and units[start // 2] != where:
+            inst.prefix_positions = (units[start // 2], where)
         DECODER.fill(inst, code.co_consts)
         if arg is not None and arg >= first_free and (
                 op in CELL_OPS or (BEHAVIOUR.cells_are_locals and op in SINGLE_LOCAL_OPS)):

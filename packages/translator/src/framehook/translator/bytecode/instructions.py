@@ -81,6 +81,10 @@ class Instruction:
     #: a cell access naming the code's free variable: a name can be both a cell and a free
     #: variable (``__class__`` of a class body nested in a method), and only this tells them apart
     free_var: bool = field(default=False, repr=False)
+    #: the location of the EXTENDED_ARG prefixes when the compiler gave them another one
+    #: than the instruction (3.9 does, rarely), with the instruction's location it goes
+    #: with: a transform that moves the instruction to another line drops it
+    prefix_positions: Optional[Tuple[Optional[Positions], Optional[Positions]]] = field(default=None, repr=False)
 
     @property
     def lineno(self) -> Optional[int]:
