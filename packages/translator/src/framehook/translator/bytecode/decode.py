@@ -4,7 +4,7 @@ from __future__ import annotations
 import dis
 import opcode
 import types
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from .opcodes import CELL_OPS, EXTENDED_ARG, SINGLE_LOCAL_OPS, JUMPS, cache_entries, has_arg, jump_target_offset
 from .arguments import DECODER

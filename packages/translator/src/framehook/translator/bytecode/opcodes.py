@@ -118,6 +118,26 @@ SYNONYMS: Dict[str, str] = {name: plain for name, plain in (
     ("LOAD_FAST_BORROW", "LOAD_FAST"), ("LOAD_FAST_BORROW_LOAD_FAST_BORROW", "LOAD_FAST_LOAD_FAST"))
     if name in opcode.opmap}
 
+#: conditional jumps by when they jump: "false", "true", "none" or "not none" (every
+#: version's spellings, 3.11's FORWARD/BACKWARD ones included)
+JUMP_CONDITIONS: Dict[str, str] = {name: when for name, when in (
+    ("POP_JUMP_IF_FALSE", "false"), ("POP_JUMP_IF_TRUE", "true"), ("POP_JUMP_IF_NONE", "none"),
+    ("POP_JUMP_IF_NOT_NONE", "not none"), ("POP_JUMP_FORWARD_IF_FALSE", "false"),
+    ("POP_JUMP_FORWARD_IF_TRUE", "true"), ("POP_JUMP_FORWARD_IF_NONE", "none"),
+    ("POP_JUMP_FORWARD_IF_NOT_NONE", "not none"), ("POP_JUMP_BACKWARD_IF_FALSE", "false"),
+    ("POP_JUMP_BACKWARD_IF_TRUE", "true"), ("POP_JUMP_BACKWARD_IF_NONE", "none"),
+    ("POP_JUMP_BACKWARD_IF_NOT_NONE", "not none"), ("JUMP_IF_FALSE_OR_POP", "false"),
+    ("JUMP_IF_TRUE_OR_POP", "true")) if name in opcode.opmap}
+#: conditional jumps that leave their operand on the stack when they jump (3.9-3.11)
+KEEPS_OPERAND_ON_JUMP: FrozenSet[str] = frozenset(
+    name for name in ("JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP") if name in opcode.opmap)
+#: instructions that begin entering a with block (3.14+ fetches ``__enter__`` and
+#: ``__exit__`` with LOAD_SPECIAL)
+WITH_ENTRIES: FrozenSet[str] = frozenset(name for name in (
+    "BEFORE_WITH", "SETUP_WITH", "BEFORE_ASYNC_WITH", "SETUP_ASYNC_WITH", "LOAD_SPECIAL") if name in opcode.opmap)
+#: instructions that change nothing the code computes: no stack effect, no value
+NO_OPS: FrozenSet[str] = frozenset({"NOP", "RESUME", "CACHE", "EXTENDED_ARG", "NOT_TAKEN"})
+
 #: two-local instructions: the two one-local instructions each stands for
 PAIRED_LOCALS: Dict[str, Tuple[str, str]] = {name: pair for name, pair in (
     ("LOAD_FAST_LOAD_FAST", ("LOAD_FAST", "LOAD_FAST")),

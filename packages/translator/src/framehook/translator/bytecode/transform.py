@@ -28,8 +28,6 @@ CODE_FIELDS = [
 
 _HASCONST = frozenset(opcode.hasconst)
 _HASNAME = frozenset(opcode.hasname)
-_HASLOCAL = LOCAL_OPS
-_HASFREE = CELL_OPS
 
 
 def code_options(code: types.CodeType) -> Dict[str, Any]:
@@ -100,9 +98,9 @@ def relocate_locals(insts: List[Instruction], opts: Dict[str, Any]) -> List[Inst
     varnames = opts["co_varnames"]
     known = set(localsplus_names(opts))
     for inst in insts:
-        if inst.opcode in _HASLOCAL or inst.opcode in _HASFREE:
+        if inst.opcode in LOCAL_OPS or inst.opcode in CELL_OPS:
             inst.arg = None
-        if inst.opcode in _HASLOCAL:
+        if inst.opcode in LOCAL_OPS:
             # a new local goes into co_varnames before any index is taken
             for name in inst.argval if isinstance(inst.argval, tuple) else (inst.argval,):
                 if name not in known:
@@ -139,14 +137,14 @@ def resolve_args(insts: Sequence[Instruction], opts: Dict[str, Any]) -> None:
         elif op in _HASNAME:
             idx = _index_of(opts["co_names"], inst.argval)
             inst.arg = DECODER.encode_index(name, idx, inst.flags)
-        elif op in _HASLOCAL:
+        elif op in LOCAL_OPS:
             if BEHAVIOUR.cells_are_locals and _has_cells(opts) and (
                     inst.free_var or inst.argval not in opts["co_varnames"]):
                 inst.arg = _cell_index(opts, inst.argval, inst.free_var)   # a cell loaded for a closure (LOAD_FAST)
                 continue
             inst.arg = _index_of(opts["co_varnames"], inst.argval)
             opts["co_nlocals"] = len(opts["co_varnames"])
-        elif op in _HASFREE:
+        elif op in CELL_OPS:
             names = localsplus_names(opts)
             if inst.argval not in names:
                 raise AssembleError(f"{name}: {inst.argval!r} is not a cell or free variable")

@@ -34,7 +34,7 @@ from ..bytecode.behaviour import BEHAVIOUR
 from ..bytecode.cfg import ControlFlow
 from ..bytecode.effects import call_shape
 from ..bytecode.instructions import Instruction
-from ..bytecode.opcodes import SYNONYMS
+from ..bytecode.opcodes import JUMP_CONDITIONS, KEEPS_OPERAND_ON_JUMP, NO_OPS, SYNONYMS
 
 __all__ = ["Decompiled", "DecompileError", "decompile", "literal_text"]
 
@@ -51,6 +51,8 @@ _INPLACE_FUNCS = {"+": operator.iadd, "-": operator.isub, "*": operator.imul, "/
 _UNARY = {"UNARY_NEGATIVE": "-", "UNARY_POSITIVE": "+", "UNARY_INVERT": "~"}
 _CONVERSIONS = {"str": "s", "repr": "r", "ascii": "a"}
 _MAX_LINES = 4000
+# no-ops, and set-up whose work the rendered function does by being a function
+_SKIPPED = NO_OPS | frozenset({"PRECALL", "COPY_FREE_VARS", "MAKE_CELL"})
 _TSTRING_UNSAFE = frozenset("\\\n'\"#{}:!=")
 
 
@@ -505,8 +507,7 @@ class _Walker:
         name = SYNONYMS.get(inst.opname, inst.opname)
         arg = inst.arg or 0
         nxt = k + 1
-        if name in ("NOP", "RESUME", "CACHE", "EXTENDED_ARG", "PRECALL", "COPY_FREE_VARS", "MAKE_CELL",
-                    "NOT_TAKEN"):
+        if name in _SKIPPED:
             return nxt
         if name in ("JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP"):
             return self.flow.index_of(inst.target)
@@ -725,7 +726,7 @@ class _Walker:
                 n = {"ROT_TWO": 2, "ROT_THREE": 3, "ROT_FOUR": 4}.get(name, arg)
                 top = stack.pop()
                 stack.insert(len(stack) - n + 1, top)
-        elif name in _COND:
+        elif name in JUMP_CONDITIONS:
             return self.branch(k, inst, stack, out, visited, main)
         else:
             raise DecompileError(f"{name} is not handled")
@@ -929,7 +930,7 @@ class _Walker:
     def branch(self, k: int, inst: Instruction, stack: List[Any], out: List[Tuple[int, str]], visited: Set[int],
                main: bool) -> Optional[int]:
         name = inst.opname
-        keep = name in ("JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP")
+        keep = name in KEEPS_OPERAND_ON_JUMP
         cond = self.render(self.pop_expr(stack))
         if keep:
             # the value stays on the stack on one way: evaluate it once
@@ -940,7 +941,7 @@ class _Walker:
         else:
             self.spill(out, stack, lambda e: not e.stable and e.local is None)
         test = replace(cond, truth=False)
-        jump_if = _COND[name]
+        jump_if = JUMP_CONDITIONS[name]
         if jump_if in ("none", "not none"):
             text = f"{self.value(test, P_CMP + 1)} is {'' if jump_if == 'none' else 'not '}None"
             jump_when_true = True
@@ -962,10 +963,3 @@ class _Walker:
         stack[:] = rest_stack
         return rest
 
-
-_COND = {"POP_JUMP_IF_FALSE": "false", "POP_JUMP_IF_TRUE": "true", "POP_JUMP_FORWARD_IF_FALSE": "false",
-         "POP_JUMP_FORWARD_IF_TRUE": "true", "POP_JUMP_BACKWARD_IF_FALSE": "false",
-         "POP_JUMP_BACKWARD_IF_TRUE": "true", "POP_JUMP_IF_NONE": "none", "POP_JUMP_IF_NOT_NONE": "not none",
-         "POP_JUMP_FORWARD_IF_NONE": "none", "POP_JUMP_FORWARD_IF_NOT_NONE": "not none",
-         "POP_JUMP_BACKWARD_IF_NONE": "none", "POP_JUMP_BACKWARD_IF_NOT_NONE": "not none",
-         "JUMP_IF_FALSE_OR_POP": "false", "JUMP_IF_TRUE_OR_POP": "true"}

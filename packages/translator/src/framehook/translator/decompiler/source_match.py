@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..bytecode.cfg import ControlFlow
-from ..bytecode.opcodes import PAIRED_LOCALS, SYNONYMS, TERMINAL, UNCONDITIONAL, has_arg
+from ..bytecode.opcodes import NO_OPS, PAIRED_LOCALS, SYNONYMS, TERMINAL, UNCONDITIONAL, has_arg
 from ..bytecode.instructions import Instruction
 
 __all__ = ["SourceRun", "exit_chain", "flow_signature", "function_node", "future_flags", "module_context",
@@ -34,8 +34,6 @@ __all__ = ["SourceRun", "exit_chain", "flow_signature", "function_node", "future
 
 _HASCONST = frozenset(dis.hasconst)
 _HASNAME = frozenset(dis.hasname) | frozenset(dis.haslocal) | frozenset(dis.hasfree)
-_TRANSPARENT = frozenset({"NOP", "RESUME", "CACHE", "EXTENDED_ARG", "NOT_TAKEN"})
-_PAIRS = PAIRED_LOCALS
 
 
 @dataclass
@@ -303,7 +301,7 @@ def flow_signature(flow: ControlFlow, start: int, inside: Callable[[int], bool],
 
     def transparent(k: int) -> bool:
         inst = insts[k]
-        return inst.opname in _TRANSPARENT or (inst.opcode in UNCONDITIONAL and inst.target is not None)
+        return inst.opname in NO_OPS or (inst.opcode in UNCONDITIONAL and inst.target is not None)
 
     def resolve(k: int) -> Any:
         seen = set()
@@ -357,7 +355,7 @@ def flow_signature(flow: ControlFlow, start: int, inside: Callable[[int], bool],
             e = inst.exn_tab_entry
             h = resolve(flow.handler(k))  # type: ignore[arg-type]
             exn = (numbers[h] if isinstance(h, int) else h, e.depth, e.lasti)
-        pair = _PAIRS.get(inst.opname)
+        pair = PAIRED_LOCALS.get(inst.opname)
         if pair is not None:
             a, b = inst.argval
             nodes.append((_label(inst, pair[0], a) + ("+",) + _label(inst, pair[1], b), refs, exn))
@@ -373,7 +371,7 @@ def exit_chain(flow: ControlFlow, k: int) -> Set[int]:
     while k < len(insts) and k not in out:
         out.add(k)
         inst = insts[k]
-        if inst.opname in _TRANSPARENT:
+        if inst.opname in NO_OPS:
             k += 1
         elif inst.opcode in UNCONDITIONAL and inst.target is not None:
             k = flow.index_of(inst.target)

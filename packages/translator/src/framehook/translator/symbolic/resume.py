@@ -46,7 +46,6 @@ function made in an inlined call or with annotations, a cell, a mutable constant
 """
 from __future__ import annotations
 
-import dis
 import inspect
 import itertools
 import sys
@@ -58,7 +57,8 @@ from ..bytecode import (Codegen, ControlFlow, ExnTabEntry, Instruction, Position
                         decode, prefix_length)
 from ..bytecode.behaviour import BEHAVIOUR
 from ..bytecode.effects import call_shape, effect, net_effect
-from ..bytecode.opcodes import LOCAL_OPS, PAIRED_LOCALS, TERMINAL, UNCONDITIONAL
+from ..bytecode.opcodes import (CELL_OPS, JUMP_CONDITIONS, KEEPS_OPERAND_ON_JUMP, LOCAL_OPS, PAIRED_LOCALS, TERMINAL,
+                                UNCONDITIONAL, WITH_ENTRIES)
 from ..codemap import CodeIdentityMap
 from ..bytecode.transform import code_options, rebuild
 from .breaks import CannotResume
@@ -94,10 +94,6 @@ def frame_label(code: types.CodeType) -> str:
 
 
 # ---------------------------------------------------------------- where the break is
-_COND_JUMPS = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE",
-               "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_NONE",
-               "POP_JUMP_FORWARD_IF_NOT_NONE"}
-_OR_POP = {"JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP"}
 # single instructions that resume after a break as they are, their inputs and results
 # counted by the stack-effect table (calls, method loads and jumps are handled apart)
 _RESUMES_ALONE = frozenset({
@@ -208,10 +204,9 @@ def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int,
             end += 1        # 3.12+ specializes list.append's CALL assuming this POP_TOP follows
             pushes = 0
         site = BreakSite(start, end, pops, [(end, pushes)])
-    elif name in _COND_JUMPS:
-        site = BreakSite(i, i + 1, 1, [(i + 1, 0), (flow.index_of(inst.target), 0)])
-    elif name in _OR_POP:
-        site = BreakSite(i, i + 1, 1, [(i + 1, 0), (flow.index_of(inst.target), 1)])
+    elif name in JUMP_CONDITIONS:
+        kept = int(name in KEEPS_OPERAND_ON_JUMP)
+        site = BreakSite(i, i + 1, 1, [(i + 1, 0), (flow.index_of(inst.target), kept)])
     elif name == "LOAD_ATTR" and not inst.is_method:
         try:   # a method called right away (``y.tolist(*args)``): the call runs in Python too
             site = _method_call_site(insts, i)
@@ -233,15 +228,13 @@ def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int,
     for target, _ in site.branches:
         k = target
         while k < len(insts) and depths.get(k, 0) != 0:
-            if insts[k].opname in _WITH_ENTRIES:
+            if insts[k].opname in WITH_ENTRIES:
                 # resuming between the context manager's creation and its entry would leave
                 # the resume function no statement boundary before the block
                 raise CannotResume("the break is in the head of a with statement")
             k += 1
     return site
 
-
-_WITH_ENTRIES = ("BEFORE_WITH", "SETUP_WITH", "BEFORE_ASYNC_WITH", "SETUP_ASYNC_WITH", "LOAD_SPECIAL")
 
 
 _END_CANDIDATES = 8
@@ -318,9 +311,8 @@ def make_resume_code(code: types.CodeType, target: int, stack: Sequence[Any], lo
     Returns the code and the names of its stack arguments."""
     insts = decode(code)
     goal = insts[target]
-    by_name = set(dis.haslocal) | set(dis.hasfree)
     for inst in insts:
-        if inst.opcode in by_name:
+        if inst.opcode in LOCAL_OPS or inst.opcode in CELL_OPS:
             inst.arg = None
     insts = _split_super(insts)
     shared = closure_names(code)
@@ -582,11 +574,10 @@ def _bound_at_exit(flow: ControlFlow, region: Sequence[int], start: int, end: in
 
 def _locals_used_from(flow: ControlFlow, start: int) -> Set[str]:
     """Names of the locals that instructions reachable from ``start`` touch."""
-    haslocal = LOCAL_OPS
     used: Set[str] = set()
     for k in flow.reachable_from(start):
         inst = flow.insts[k]
-        if inst.opcode in haslocal:
+        if inst.opcode in LOCAL_OPS:
             used.update(inst.argval if isinstance(inst.argval, tuple) else (inst.argval,))
     return used
 
