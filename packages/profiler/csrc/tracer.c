@@ -50,6 +50,9 @@ typedef struct {
     PyObject_HEAD
     TracerObject *tracer; /* borrowed; the tracer outlives recording (fh_active owns it) */
     unsigned long thread_id;
+    /* This context's number in its tracer, in creation order: thread ids are reused once
+     * a thread ends, so two recorded threads may share one; their serials differ. */
+    unsigned long long serial;
     PyThreadState *tstate; /* only dereferenced while start() holds the GIL; with
                               sys.monitoring, compared until the thread claims the context */
     int recording;
@@ -93,6 +96,7 @@ struct TracerObject {
     int tool_id;     /* sys.monitoring tool id held while recording, or -1 */
     PyObject *mon;   /* sys.monitoring (owned) while a tool id is held */
     int failed;      /* start() raised: collect() reports no thread */
+    unsigned long long next_serial; /* the serial of the next context made */
 };
 
 static PyTypeObject CtxType;
@@ -147,6 +151,7 @@ static CtxObject *ctx_new(TracerObject *tracer, unsigned long thread_id) {
     }
     ctx->tracer = tracer;
     ctx->thread_id = thread_id;
+    ctx->serial = tracer->next_serial++;
     ctx->tstate = NULL;
     ctx->recording = 0;
     ctx->claimed = 0;
@@ -1283,7 +1288,9 @@ static PyObject *tracer_stop(TracerObject *self, PyObject *Py_UNUSED(ignored)) {
 }
 
 /* Installed with threading.setprofile: runs as a Python-level profile function at the
- * first event of each thread started while recording, and swaps itself for the C one. */
+ * first event of each thread started while recording, and swaps itself for the C one.
+ * Returns the serial of the context recording the calling thread (None: none records
+ * it), by which the caller names the thread. */
 static PyObject *tracer_thread_hook(TracerObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3 || !PyFrame_Check(args[0]) || !PyUnicode_Check(args[1])) {
         PyErr_SetString(PyExc_TypeError, "thread_hook(frame, event, arg)");
@@ -1294,7 +1301,12 @@ static PyObject *tracer_thread_hook(TracerObject *self, PyObject *const *args, P
     if (self->state != FH_RECORDING || fh_active != self || self->monitoring) {
         /* sys.monitoring sees every thread without it: the hook only had to run once */
         PyEval_SetProfile(NULL, NULL);
-        Py_RETURN_NONE;
+        CtxObject *mine = self->state == FH_RECORDING && fh_active == self ? fh_mon_current()
+                                                                         : NULL;
+        if (mine == NULL) {
+            Py_RETURN_NONE;
+        }
+        return PyLong_FromUnsignedLongLong(mine->serial);
     }
     int is_call = PyUnicode_CompareWithASCIIString(event, "call") == 0;
     int is_c_call = PyUnicode_CompareWithASCIIString(event, "c_call") == 0;
@@ -1329,7 +1341,7 @@ static PyObject *tracer_thread_hook(TracerObject *self, PyObject *const *args, P
         if (what >= 0) {
             fh_profile((PyObject *)ctx, frame, what, args[2]);
         }
-        Py_RETURN_NONE;
+        return PyLong_FromUnsignedLongLong(ctx->serial);
     }
     PyFrameObject *outer = is_call ? PyFrame_GetBack(frame) : (Py_INCREF(frame), frame);
     /* this thread's start frames begin now, not when recording started */
@@ -1345,7 +1357,7 @@ static PyObject *tracer_thread_hook(TracerObject *self, PyObject *const *args, P
     } else if (is_c_call && ctx->c_calls) {
         record_c_call(ctx, args[2]);
     }
-    Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(ctx->serial);
 }
 
 /* Replaces the tagged code objects, also for sites already interned (tag_calls and
@@ -1402,8 +1414,9 @@ static PyObject *ctx_collect(CtxObject *ctx) {
         }
         PyList_SET_ITEM(sites, (Py_ssize_t)i, item);
     }
-    return Py_BuildValue("{s:k,s:N,s:N,s:O}", "thread_id", ctx->thread_id, "events", events,
-                         "sites", sites, "broken", ctx->broken ? Py_True : Py_False);
+    return Py_BuildValue("{s:k,s:K,s:N,s:N,s:O}", "thread_id", ctx->thread_id, "serial",
+                         ctx->serial, "events", events, "sites", sites, "broken",
+                         ctx->broken ? Py_True : Py_False);
 }
 
 static PyObject *tracer_collect(TracerObject *self, PyObject *Py_UNUSED(ignored)) {
@@ -1461,6 +1474,35 @@ static PyObject *tracer_get_memory(TracerObject *self, void *closure) {
     return PyLong_FromSize_t(n);
 }
 
+/* (serial, thread id) of each context that recorded a thread, as collect() lists them:
+ * what naming the threads needs, without copying their events. */
+static PyObject *tracer_get_threads(TracerObject *self, void *closure) {
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; self->state != FH_NEW && !self->failed &&
+                           i < PyList_GET_SIZE(self->ctxs); i++) {
+        CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(self->ctxs, i);
+        if (ctx->thread_id == 0) {
+            continue;
+        }
+        PyObject *item = Py_BuildValue("(Kk)", ctx->serial, ctx->thread_id);
+        if (item == NULL || PyList_Append(out, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    return out;
+}
+
+static PyObject *tracer_get_anchors(TracerObject *self, void *closure) {
+    return Py_BuildValue("(KLKL)", (unsigned long long)self->t0_ticks, (long long)self->t0_ns,
+                         (unsigned long long)self->t1_ticks, (long long)self->t1_ns);
+}
+
 static PyObject *tracer_get_runtime_events(TracerObject *self, void *closure) {
     return PyBool_FromLong(self->runtime != NULL);
 }
@@ -1475,6 +1517,11 @@ static PyGetSetDef tracer_getset[] = {
     {"state", (getter)tracer_get_state, NULL, "new, recording, stopped or refused", NULL},
     {"event_count", (getter)tracer_get_event_count, NULL, "events recorded so far", NULL},
     {"memory", (getter)tracer_get_memory, NULL, "bytes held by the recorded data", NULL},
+    {"threads", (getter)tracer_get_threads, NULL,
+     "(serial, thread id) of each recorded thread, in the order collect() gives them", NULL},
+    {"anchors", (getter)tracer_get_anchors, NULL,
+     "clock anchors (start ticks, start ns, stop ticks, stop ns), as collect() gives them",
+     NULL},
     {"runtime_events", (getter)tracer_get_runtime_events, NULL,
      "whether framehook-runtime's events are being (or were) recorded", NULL},
     {NULL},
