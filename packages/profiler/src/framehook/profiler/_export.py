@@ -1,13 +1,17 @@
-"""Writing a profile to a file: format choice by name or extension, and clear I/O errors."""
+"""Writing a profile to a file: format choice by name or extension, clear I/O errors, and
+a file that appears under its name only once complete."""
 from __future__ import annotations
 
+import contextlib
 import json
 import marshal
 import os
-from typing import TYPE_CHECKING, Dict, Optional, Tuple
+import tempfile
+from typing import IO, TYPE_CHECKING, Dict, Iterator, Optional, Tuple
 
 if TYPE_CHECKING:
     from ._profile import Profile
+    from ._progress import Progress
 
 FORMATS: Tuple[str, ...] = ("chrome", "speedscope", "pstats", "text", "svg")
 
@@ -55,14 +59,68 @@ def render(profile: "Profile", format: str) -> bytes:
     raise ValueError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
 
 
-def write(profile: "Profile", path: "os.PathLike[str] | str", format: Optional[str] = None) -> str:
+def write(profile: "Profile", path: "os.PathLike[str] | str", format: Optional[str] = None,
+          progress: "Optional[Progress]" = None) -> str:
     """Writes the profile; returns the absolute path. Raises ExportError on I/O failure."""
     path = os.fspath(path)
-    data = render(profile, format_for(path, format))
+    fmt = format_for(path, format)
+    data = render(profile, fmt)
+    if progress is not None:
+        progress.phase(f"writing the {fmt} file")
     try:
-        with open(path, "wb") as fh:
+        with replacing(path) as fh:
             fh.write(data)
     except OSError as exc:
         raise ExportError(exc.errno, f"cannot write the profile to {path!r}: "
                           f"{exc.strerror or exc}") from exc
     return os.path.abspath(path)
+
+
+def check_writable(path: str) -> None:
+    """Raises OSError unless a file can be written at ``path`` as write() writes it (a
+    temporary file in the same directory, then renamed), leaving nothing behind."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(21, "is a directory")
+    fd, temp = _temporary(path)
+    os.close(fd)
+    os.unlink(temp)
+
+
+@contextlib.contextmanager
+def replacing(path: str) -> Iterator[IO[bytes]]:
+    """A binary file to write ``path``'s new content to: written under a temporary name in
+    the same directory, renamed to ``path`` only if the block completes, deleted otherwise
+    (an exception, Ctrl-C). Killed outright, the process leaves at most the temporary
+    file, never a partial one under ``path``."""
+    fd, temp = _temporary(path)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+        os.chmod(temp, _mode_for(path))
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def _temporary(path: str) -> Tuple[int, str]:
+    directory, name = os.path.split(os.path.abspath(path))
+    return tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=directory)
+
+
+def _mode_for(path: str) -> int:
+    """The mode a plain open() would leave: the file's own if it exists, else 0666 less
+    the umask (mkstemp makes the temporary file 0600)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        pass
+    global _UMASK
+    if _UMASK is None:
+        _UMASK = os.umask(0o22)  # (read by setting it: put straight back)
+        os.umask(_UMASK)
+    return 0o666 & ~_UMASK
+
+
+_UMASK: Optional[int] = None

@@ -5,6 +5,7 @@ import os
 import threading
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from ._progress import Progress
 from ._recording import Recording
 from ._trees import Event, ThreadTree
 
@@ -109,10 +110,20 @@ class Profile:
         from ._summary import summary
         return summary(self, limit)
 
-    def export(self, path: "os.PathLike[str] | str", format: Optional[str] = None) -> str:
-        """Write in ``format`` (default: from the extension); returns the absolute path."""
+    def export(self, path: "os.PathLike[str] | str", format: Optional[str] = None, *,
+               progress: Optional[Progress] = None) -> str:
+        """Write in ``format`` (default: from the extension); returns the absolute path.
+
+        The file appears under its name only once complete (it is written next to it under
+        a temporary name, then renamed), so an interrupted export leaves no partial file.
+        ``progress`` (a :class:`~framehook.profiler._progress.Progress`) is told of the
+        events processed meanwhile."""
         from ._export import write
-        return write(self, path, format)
+        self._recording.progress = progress
+        try:
+            return write(self, path, format, progress)
+        finally:
+            self._recording.progress = None
 
     def __repr__(self) -> str:
         return (f"Profile({self.event_count} raw events in {len(self._recording.threads)} "

@@ -6,6 +6,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 from . import _tracer
 from ._names import PathShortener
+from ._progress import Progress
 from ._trees import Event, ThreadTree, _Clock, build
 
 
@@ -31,10 +32,17 @@ class Recording:
         self.clock: str = _tracer.clock_name()
         self.memory_bytes: int = tracer.memory if recorded else 0
         self.event_count: int = tracer.event_count if self.threads else 0
+        # told of the events done by whatever processes them now (an export from the
+        # command line, on a terminal), or None
+        self.progress: Optional[Progress] = None
 
     def build(self) -> Tuple[List[ThreadTree], List[Event], _Clock]:
         """The call trees (a new set on every call): the one costly step, O(events)."""
         if not self.threads:
             return [], [], _Clock(self.anchors)
         raw = self.tracer.collect()
-        return build(raw, self.thread_names, self.internal, self.shorten, self.muted)
+        progress = self.progress
+        if progress is not None:
+            progress.phase("building the call trees")
+        return build(raw, self.thread_names, self.internal, self.shorten, self.muted,
+                     progress)
