@@ -82,9 +82,10 @@ class Profiler:
                                       describe=_tagging.describe,
                                       runtime_events=self.runtime_events,
                                       monitoring=self.backend == "monitoring")
-        self._thread_names.note_start()
         self._prev_thread_hook = thread_profile_hook()
         threading.setprofile(self._thread_hook)
+        # (after the hook is set: a thread starting meanwhile is named one way or the other)
+        self._thread_names.note_start()
         self._exit_hook = _ExitHook(self)
         atexit.register(self._exit_hook)
         try:
