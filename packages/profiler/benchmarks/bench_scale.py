@@ -13,8 +13,8 @@ run in a child process and timed from its start to its exit, after the output is
 Medians over the repetitions, which run interleaved (every command once per round).
 Post-processing is the time from the end of the script's code (it prints a monotonic
 timestamp there) to the command's exit; its throughput is given in events per second,
-events being what framehook-profile says it recorded (about two per call), or two per
-call for the other tools.
+counting two events per call (its entry and its exit) for every tool and version, so
+that figures before and after a change compare.
 
 viztracer keeps a ring of its newest ``tracer_entries`` events (default 1,000,000). Up to
 ``--limit-from`` calls it is given room for every event, so both traces hold everything;
@@ -53,8 +53,6 @@ SCRIPT = textwrap.dedent("""
     fib({n})
     print("BENCH_END", time.monotonic(), flush=True)
 """)
-
-FRAMEHOOK_WROTE = re.compile(r"\((\d[\d,]*) events(?: recorded)?,")
 
 
 def fib_calls(n: int) -> int:
@@ -113,9 +111,6 @@ def run_child(command: List[str], cwd: str, output: Optional[str], timeout: floa
     found = re.search(r"BENCH_END ([\d.]+)", stdout)
     post = end - float(found.group(1)) if found else None
     events = default_events
-    wrote = FRAMEHOOK_WROTE.search(stderr)
-    if wrote:
-        events = int(wrote.group(1).replace(",", ""))
     error = ""
     if timed_out.is_set():
         error = f"timeout after {timeout:.0f} s"
@@ -188,14 +183,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--mem-limit", type=float, default=8.0, help="GB of address space per run")
     parser.add_argument("--python", default=sys.executable,
                         help="interpreter with framehook-profiler installed (default: this one)")
+    parser.add_argument("--viztracer", help="the viztracer command (default: next to "
+                        "--python's interpreter, else on PATH)")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args(argv)
     if args.reps < 1 or args.max_events < 1:
         parser.error("--reps and --max-events must be positive")
     sizes = [25] if args.quick else [int(s) for s in args.sizes.split(",")]
     formats = args.formats.split(",")
-    viztracer = shutil.which("viztracer", path=os.path.dirname(args.python)) or \
-        shutil.which("viztracer")
+    viztracer = args.viztracer or shutil.which("viztracer", path=os.path.dirname(args.python)) \
+        or shutil.which("viztracer")
     workdir = tempfile.mkdtemp(prefix="fh-bench-scale-")
     version = subprocess.run([args.python, "-c", "import sys; print(sys.version.split()[0])"],
                              capture_output=True, text=True).stdout.strip()
