@@ -100,6 +100,32 @@ static fh_event *fh_buffer_grow(fh_buffer *b) {
     return blk->ev;
 }
 
+/* The ring's step: the head block (already read) becomes the empty tail; returns its first
+ * slot. The buffer must hold at least one block. */
+static fh_event *fh_buffer_rotate(fh_buffer *b) {
+    fh_block *blk = b->head;
+    if (blk != b->tail) {
+        b->head = blk->next;
+        blk->next = NULL;
+        b->tail->next = blk;
+        b->tail = blk;
+    }
+    b->cur = blk->ev + 1;
+    b->end = blk->ev + FH_BLOCK_EVENTS;
+    return blk->ev;
+}
+
+/* Drops the head block (given back to the pool); the buffer keeps at least its tail. */
+static void fh_buffer_drop_head(fh_buffer *b) {
+    fh_block *blk = b->head;
+    if (blk == NULL || blk == b->tail) {
+        return;
+    }
+    b->head = blk->next;
+    b->nblocks--;
+    fh_block_give(blk);
+}
+
 static inline fh_event *fh_buffer_slot(fh_buffer *b) {
     if (b->cur != b->end) {
         return b->cur++;

@@ -2,9 +2,14 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 from ._trees import Event, ThreadTree
+
+if TYPE_CHECKING:
+    from ._aggregate import Aggregates
+
+TreesBuilder = Callable[[], Tuple[List[ThreadTree], List[Event]]]
 
 
 class Profile:
@@ -12,17 +17,47 @@ class Profile:
 
     ``events`` holds every event of every thread sorted by start time; each has an ``id``
     (1-based, in that order), a ``parent`` (None at the top of a thread) and a
-    ``thread_id``.
+    ``thread_id``. Given a builder instead of the trees, they are built on first access;
+    pstats, the summary and the flame graph never need them (they use ``aggregates``).
     """
 
-    def __init__(self, threads: List[ThreadTree], events: List[Event], start_ns: int,
-                 end_ns: int, clock: str, memory_bytes: int) -> None:
-        self.threads = threads
-        self.events = events
+    def __init__(self, threads: Union[List[ThreadTree], TreesBuilder],
+                 events: Optional[List[Event]], start_ns: int, end_ns: int, clock: str,
+                 memory_bytes: int,
+                 aggregates: Optional[Callable[[], "Aggregates"]] = None) -> None:
+        self._trees = None if callable(threads) else (threads, events or [])
+        self._build_trees = threads if callable(threads) else None
+        self._make_aggregates = aggregates
+        self._aggregates: Optional["Aggregates"] = None
         self.start_ns = start_ns
         self.end_ns = end_ns
         self.clock = clock
         self.memory_bytes = memory_bytes
+
+    def _built(self) -> Tuple[List[ThreadTree], List[Event]]:
+        if self._trees is None:
+            assert self._build_trees is not None
+            self._trees = self._build_trees()
+        return self._trees
+
+    @property
+    def threads(self) -> List[ThreadTree]:
+        return self._built()[0]
+
+    @property
+    def events(self) -> List[Event]:
+        return self._built()[1]
+
+    def aggregates(self) -> "Aggregates":
+        """Calls per function, caller/callee pair and call path (exact, also when
+        max_events dropped events), computed by the tracer without the trees."""
+        if self._aggregates is None:
+            from ._aggregate import Aggregates
+            if self._make_aggregates is None:  # nothing was recorded
+                self._aggregates = Aggregates([], {}, {}, [])
+            else:
+                self._aggregates = self._make_aggregates()
+        return self._aggregates
 
     @property
     def event_count(self) -> int:

@@ -10,7 +10,9 @@ import weakref
 from typing import Any, Callable, Dict, FrozenSet, Optional
 
 from . import _tagging, _tracer
+from ._aggregate import aggregate
 from ._compat import thread_profile_hook
+from ._names import PathShortener
 from ._profile import Profile
 from ._trees import build
 
@@ -39,10 +41,16 @@ class Profiler:
         thread (every version); ``"auto"`` (the default): the faster one for this
         interpreter, which is ``"monitoring"`` on 3.12+ (see BENCHMARKS.md). The trees are
         the same either way.
+    max_events: keep only the newest ``max_events`` events of each thread (None: all).
+        Older events are folded into the aggregates as they are dropped, so pstats, the
+        summary and the flame graph stay exact; the trees and the event outputs (Chrome
+        trace, speedscope) show the newest events, and every output says how many were
+        dropped.
     """
 
     def __init__(self, *, c_calls: bool = True, runtime_events: bool = True,
-                 backend: str = "auto") -> None:
+                 backend: str = "auto", max_events: Optional[int] = None) -> None:
+        self.max_events = check_max_events(max_events)
         self.c_calls = c_calls
         self.runtime_events = runtime_events
         self.backend = resolve_backend(backend)
@@ -76,7 +84,10 @@ class Profiler:
         self._tracer = _tracer.Tracer(c_calls=self.c_calls, tagged=_tagging.tagged_codes(),
                                       describe=_tagging.describe,
                                       runtime_events=self.runtime_events,
-                                      monitoring=self.backend == "monitoring")
+                                      monitoring=self.backend == "monitoring",
+                                      hidden=tuple(_internal_codes() | self._launcher_codes),
+                                      muted=tuple(self._muted_codes),
+                                      max_events=self.max_events)
         self._note_thread_names()
         self._prev_thread_hook = thread_profile_hook()
         threading.setprofile(self._thread_hook)
@@ -204,14 +215,27 @@ class Profiler:
 
     def _build(self) -> Profile:
         assert self._tracer is not None
-        if self._tracer.state == "new":  # refused before it ever recorded
+        tracer = self._tracer
+        if tracer.state == "new":  # refused before it ever recorded
             return Profile([], [], 0, 0, _tracer.clock_name(), 0)
-        raw = self._tracer.collect()
-        memory = self._tracer.memory
-        threads, events, clock = build(raw, self._thread_names,
-                                       _internal_codes() | self._launcher_codes,
-                                       muted=self._muted_codes)
-        return Profile(threads, events, clock.ns0, clock.end_ns, raw["clock"], memory)
+        names = dict(self._thread_names)
+        shorten = PathShortener()  # sys.path as it is now, for every output
+        internal = _internal_codes() | self._launcher_codes
+        muted = self._muted_codes
+
+        def trees() -> tuple:
+            threads, events, _ = build(tracer.collect(), names, internal, shorten, muted)
+            return threads, events
+
+        def thread_name(thread: dict) -> str:
+            return names.get(thread["thread_id"], f"Thread-{thread['thread_id']}")
+
+        def aggregates() -> Any:
+            return aggregate(tracer, thread_name, shorten)
+
+        t0, ns0, t1, ns1 = tracer.anchors
+        return Profile(trees, None, ns0, ns1, _tracer.clock_name(), tracer.memory,
+                       aggregates=aggregates)
 
 
 class _ExitHook:
@@ -231,6 +255,14 @@ class _ExitHook:
 
 
 BACKENDS = ("auto", "monitoring", "profile")
+
+
+def check_max_events(max_events: Optional[int]) -> Optional[int]:
+    if max_events is None:
+        return None
+    if isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 1:
+        raise ValueError(f"max_events must be an int >= 1 or None; got {max_events!r}")
+    return max_events
 
 
 def default_backend() -> str:

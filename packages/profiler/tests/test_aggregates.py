@@ -1,0 +1,186 @@
+"""The C tracer's aggregates (pstats, summary, flame graph without a Python object per call):
+the same results as walking the call trees, exact call counts against sys.setprofile, and
+exact counts also when max_events drops events."""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections import Counter
+
+import pytest
+
+from framehook.profiler import Profiler, record_function
+from framehook.profiler._flamegraph import merged_tree
+
+from tree_reference import (flame_from_trees, flame_shape, pstats_from_trees,
+                            summary_from_trees)
+
+HERE = os.path.abspath(__file__).rstrip("c")
+
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+def even(n):
+    return True if n == 0 else odd(n - 1)
+
+
+def odd(n):
+    return False if n == 0 else even(n - 1)
+
+
+def numbers(n):
+    for i in range(n):
+        yield abs(-i)
+
+
+def fails(depth):
+    if depth == 0:
+        raise ValueError("deep")
+    fails(depth - 1)
+
+
+async def leaf(x):
+    return x * 2
+
+
+async def chain(n):
+    total = 0
+    for i in range(n):
+        total += await leaf(i)
+    return total
+
+
+def drive(coro):
+    try:
+        while True:
+            coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+
+
+def part(n):
+    fib(n)
+    even(n)
+    sum(numbers(n))
+    for _ in range(3):
+        try:
+            fails(3)
+        except ValueError:
+            pass
+    drive(chain(n))
+    with record_function("block"):
+        sorted(numbers(n), key=lambda v: -v)
+
+
+def workload(n=9, nthreads=2):
+    part(n)
+    threads = [threading.Thread(target=part, args=(n - 2,), name=f"w{i}")
+               for i in range(nthreads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def recorded(n=9, **options):
+    with Profiler(**options) as prof:
+        workload(n)
+    return prof.profile
+
+
+def test_aggregates_match_the_trees(backend):
+    profile = recorded()
+    assert profile.to_pstats() == pstats_from_trees(profile)
+    assert profile.summary(limit=1000) == summary_from_trees(profile, limit=1000)
+    assert profile.summary() == summary_from_trees(profile)
+    assert flame_shape(merged_tree(profile)) == flame_shape(flame_from_trees(profile))
+    # the comparison has content: recursion, pairs and paths of every kind of call
+    stats = profile.to_pstats()
+    fib_key = (HERE, fib.__code__.co_firstlineno, "fib")
+    assert stats[fib_key][:2] == (3, 109 + 2 * 41)
+    assert len(stats[fib_key][4]) == 2  # called by part and by itself
+    assert ("~", 0, "<record_function block>") in stats
+
+
+def setprofile_counts(func) -> Counter:
+    """Calls of this module's functions, as sys.setprofile sees them, on every thread."""
+    counts: Counter = Counter()
+    lock = threading.Lock()
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename == HERE:
+            code = frame.f_code
+            with lock:
+                counts[(code.co_filename, code.co_firstlineno, code.co_name)] += 1
+
+    threading.setprofile(hook)
+    sys.setprofile(hook)
+    try:
+        func()
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)
+    return counts
+
+
+WORKLOAD = {"fib", "even", "odd", "numbers", "fails", "leaf", "chain", "drive", "part",
+            "<lambda>", "<listcomp>", "workload"}
+
+
+def our_counts(stats) -> Counter:
+    return Counter({k: v[1] for k, v in stats.items() if k[0] == HERE and k[2] in WORKLOAD})
+
+
+@pytest.mark.parametrize("max_events", [None, 1, 500])
+def test_call_counts_match_setprofile(backend, max_events):
+    reference = setprofile_counts(workload)
+    reference.pop((HERE, workload.__code__.co_firstlineno, "workload"))
+    profile = recorded(max_events=max_events)
+    ours = our_counts(profile.to_pstats())
+    # the test's own frame is a start frame in ours; workload is called once
+    assert ours.pop((HERE, workload.__code__.co_firstlineno, "workload")) == 1
+    assert ours == reference
+    dropped = profile.aggregates().dropped
+    if max_events is None:
+        assert dropped == 0
+    else:
+        assert dropped > 0
+        assert all(t.events <= max_events for t in profile.aggregates().threads)
+        assert f"note: {dropped} events dropped" in profile.summary()
+
+
+def test_dropping_keeps_every_aggregate_exact(backend):
+    """Counts (calls, primitive calls, per pair and per path) do not depend on max_events."""
+    def counts(profile):
+        agg = profile.aggregates()
+        mine = lambda f: f.path == HERE and f.name.split(".")[-1] in WORKLOAD  # noqa: E731
+        per_function = {f.pstats_key: s[:2] for f, s in agg.functions.items() if mine(f)}
+        per_pair = {(a.pstats_key, b.pstats_key): s[:2] for (a, b), s in agg.pairs.items()
+                    if mine(a) and mine(b)}
+        per_path = Counter()
+        for paths in agg.paths:
+            names = []
+            for entry in paths:
+                prefix = names[entry.parent] if entry.parent >= 0 else ()
+                names.append(prefix + (entry.function.name,))
+                if "part" in names[-1]:
+                    per_path[names[-1][names[-1].index("part"):]] += entry.count
+        return per_function, per_pair, per_path
+
+    # enough events on each thread for the ring to fold blocks while recording
+    ring_profile = recorded(16, max_events=2048)
+    threads = ring_profile.aggregates().threads
+    assert threads[0].dropped > 2048 and all(t.dropped > 0 for t in threads)
+    full, ring = counts(recorded(16)), counts(ring_profile)
+    assert full == ring
+    # fib(16) on the main thread, fib(14) on each worker: (calls, primitive calls)
+    assert full[0][(HERE, fib.__code__.co_firstlineno, "fib")] == [3193 + 2 * 1219, 3]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "10", True])
+def test_max_events_is_checked(bad):
+    with pytest.raises(ValueError, match="max_events"):
+        Profiler(max_events=bad)
