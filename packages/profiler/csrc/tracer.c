@@ -22,6 +22,7 @@
 #include "framehook_events.h"
 #include "replay.h"
 #include "sites.h"
+#include "writer.h"
 
 #define FH_MAX_START_DEPTH 128
 #define FH_SHADOW_DEPTH 512
@@ -106,7 +107,7 @@ static PyTypeObject AnnotatedType;
 /* The tracer that is recording (owned), or NULL: only one records at a time. */
 static TracerObject *fh_active = NULL;
 
-#define FH_N_METHODS 17
+#define FH_N_METHODS 19
 static PyMethodDef fh_methods[FH_N_METHODS]; /* every method of this module: fh_is_internal */
 
 /* Calls into this module (stopping, annotation enter/exit) are the profiler's own work,
@@ -1795,6 +1796,338 @@ static PyObject *tracer_aggregate(TracerObject *self, PyObject *Py_UNUSED(ignore
     return tracer_recording(self, ctx_aggregate);
 }
 
+/* ------------------------------------------------------------------------------------ */
+/* Event outputs, streamed from the buffers (writer.h).                                 */
+
+typedef struct fh_wctx fh_wctx;
+
+typedef struct {
+    fh_wctx *w;
+    CtxObject *ctx;
+    Py_ssize_t index;  /* the thread's position among the finished contexts */
+    fh_cursor cur;
+    fh_replay st;
+    Py_ssize_t pending; /* Chrome: the stack index of a call not written yet, or -1 */
+    int done;
+    PyObject *names;    /* borrowed: per function id, (name, args) JSON fragments (Chrome)
+                           or the speedscope frame index */
+    int64_t tid;
+    int64_t last;       /* speedscope: the last time written */
+    int first;          /* speedscope: no event written yet */
+} fh_wthread;
+
+struct fh_wctx {
+    fh_out out;
+    fh_clockmap clock;
+    int64_t origin;
+    int64_t end_ns;
+    int64_t pid;
+    uint64_t next_id;
+    PyObject *tag; /* callable(thread index, site key) -> bytes (Chrome), or NULL */
+};
+
+static int chrome_open(void *arg, fh_replay *r, fh_frame *f) {
+    ((fh_wthread *)arg)->pending = f - r->frames;
+    return 0;
+}
+
+static int chrome_close(void *arg, fh_replay *r, fh_frame *f, int64_t end_ns) {
+    fh_wthread *wt = (fh_wthread *)arg;
+    fh_out *o = &wt->w->out;
+    if (fh_out_str(o, ",\n{\"ph\":\"E\",\"ts\":") < 0 || fh_out_us(o, end_ns - wt->w->origin) < 0 ||
+        fh_out_str(o, ",\"pid\":") < 0 || fh_out_i64(o, wt->w->pid) < 0 ||
+        fh_out_str(o, ",\"tid\":") < 0 || fh_out_i64(o, wt->tid) < 0) {
+        return -1;
+    }
+    return fh_out_str(o, f->exception ? ",\"args\":{\"exception\":true}}" : "}");
+}
+
+static const fh_sink chrome_sink = {chrome_open, chrome_close};
+
+static int speedscope_event(fh_wthread *wt, const char *type, uint32_t fid, int64_t ns) {
+    fh_out *o = &wt->w->out;
+    int64_t at = ns - wt->w->origin;
+    at = at < wt->last ? wt->last : at; /* speedscope needs time never to go back */
+    wt->last = at;
+    PyObject *frame = PyList_GET_ITEM(wt->names, fid);
+    int rc = fh_out_str(o, wt->first ? "\n{\"type\":\"" : ",\n{\"type\":\"");
+    wt->first = 0;
+    if (rc < 0 || fh_out_str(o, type) < 0 || fh_out_str(o, "\",\"frame\":") < 0 ||
+        fh_out_i64(o, PyLong_AsLongLong(frame)) < 0 || fh_out_str(o, ",\"at\":") < 0 ||
+        fh_out_i64(o, at) < 0 || fh_out_str(o, "}") < 0) {
+        return -1;
+    }
+    wt->w->out.written_events += type[0] == 'O';
+    return 0;
+}
+
+static int speedscope_open(void *arg, fh_replay *r, fh_frame *f) {
+    return speedscope_event((fh_wthread *)arg, "O", f->fid, f->start_ns);
+}
+
+static int speedscope_close(void *arg, fh_replay *r, fh_frame *f, int64_t end_ns) {
+    return speedscope_event((fh_wthread *)arg, "C", f->fid, end_ns);
+}
+
+static const fh_sink speedscope_sink = {speedscope_open, speedscope_close};
+
+/* Plays a thread's events until a call is pending (Chrome) or its events end. */
+static int wthread_advance(fh_wthread *wt, const fh_sink *sink) {
+    while (wt->pending < 0 && !wt->done) {
+        const fh_event *ev = fh_cursor_next(&wt->cur, wt->ctx->skip);
+        int rc;
+        if (ev == NULL) {
+            wt->done = 1;
+            rc = fh_replay_finish(&wt->st, wt->w->end_ns, sink, wt);
+        } else {
+            rc = fh_replay_event(&wt->st, ev, &wt->ctx->sites, &wt->w->clock, sink, wt);
+        }
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Writes the begin event of a thread's pending call, numbered next. */
+static int chrome_begin(fh_wthread *wt) {
+    fh_wctx *w = wt->w;
+    fh_out *o = &w->out;
+    /* a tagged call's instance is the event right after it */
+    const fh_event *next = fh_cursor_peek(&wt->cur, wt->ctx->skip);
+    if (next != NULL && next->kind == FH_EV_TAG) {
+        fh_cursor_next(&wt->cur, wt->ctx->skip);
+        if (fh_replay_event(&wt->st, next, &wt->ctx->sites, &w->clock, &chrome_sink, wt) < 0) {
+            return -1;
+        }
+    }
+    fh_frame *f = &wt->st.frames[wt->pending];
+    wt->pending = -1;
+    f->id = ++w->next_id;
+    PyObject *names = PyList_GET_ITEM(wt->names, f->fid);
+    if (fh_out_str(o, ",\n{\"ph\":\"B\",") < 0 || fh_out_obj(o, PyTuple_GET_ITEM(names, 0)) < 0 ||
+        fh_out_str(o, ",\"ts\":") < 0 || fh_out_us(o, f->start_ns - w->origin) < 0 ||
+        fh_out_str(o, ",\"pid\":") < 0 || fh_out_i64(o, w->pid) < 0 ||
+        fh_out_str(o, ",\"tid\":") < 0 || fh_out_i64(o, wt->tid) < 0 ||
+        fh_out_str(o, ",\"args\":{\"id\":") < 0 || fh_out_i64(o, (int64_t)f->id) < 0) {
+        return -1;
+    }
+    if (f->vparent >= 0 && (fh_out_str(o, ",\"parent\":") < 0 ||
+                            fh_out_i64(o, (int64_t)wt->st.frames[f->vparent].id) < 0)) {
+        return -1;
+    }
+    if (fh_out_obj(o, PyTuple_GET_ITEM(names, 1)) < 0 ||
+        (f->start_frame && fh_out_str(o, ",\"start_frame\":true") < 0)) {
+        return -1;
+    }
+    if (f->tag != 0 && w->tag != NULL) {
+        PyObject *desc = PyObject_CallFunction(w->tag, "nI", wt->index, f->tag - 1);
+        if (desc == NULL) {
+            return -1;
+        }
+        int rc = PyBytes_Check(desc) ? 0 : -1;
+        if (rc < 0) {
+            PyErr_SetString(PyExc_TypeError, "tag() must return bytes");
+        } else {
+            rc = fh_out_str(o, ",\"instance\":") < 0 || fh_out_obj(o, desc) < 0 ? -1 : 0;
+        }
+        Py_DECREF(desc);
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    o->written_events++;
+    return fh_out_str(o, "}}");
+}
+
+/* Checks what Python passed for one thread: per function id, a (bytes, bytes) pair
+ * (Chrome) or an int (speedscope). */
+static int check_names(CtxObject *ctx, PyObject *names, int chrome) {
+    if (!PyList_Check(names) || PyList_GET_SIZE(names) < (Py_ssize_t)ctx->funcs.nsites) {
+        PyErr_SetString(PyExc_TypeError, "names: a list with an entry per function of the thread");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(names); i++) {
+        PyObject *item = PyList_GET_ITEM(names, i);
+        int ok = chrome ? PyTuple_Check(item) && PyTuple_GET_SIZE(item) == 2 &&
+                              PyBytes_Check(PyTuple_GET_ITEM(item, 0)) &&
+                              PyBytes_Check(PyTuple_GET_ITEM(item, 1))
+                        : PyLong_Check(item);
+        if (!ok) {
+            PyErr_SetString(PyExc_TypeError, chrome ? "names: (bytes, bytes) per function"
+                                                    : "names: an int per function");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Sets up a writer over the finished contexts; `threads` (one entry per context) gives
+ * each its track id and names. Returns the contexts list (new) or NULL. */
+static PyObject *writer_setup(TracerObject *self, fh_wctx *w, PyObject *write, PyObject *threads,
+                              fh_wthread **out_wts, int chrome) {
+    PyObject *ctxs = tracer_finished_contexts(self);
+    if (ctxs == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(ctxs);
+    if (!PyList_Check(threads) || PyList_GET_SIZE(threads) != n) {
+        PyErr_Format(PyExc_ValueError, "threads: a list of %zd entries, one per recorded thread", n);
+        Py_DECREF(ctxs);
+        return NULL;
+    }
+    fh_wthread *wts = (fh_wthread *)PyMem_Calloc((size_t)n + 1, sizeof(fh_wthread));
+    w->out.buf = (char *)PyMem_Malloc(FH_OUT_CHUNK);
+    if (wts == NULL || w->out.buf == NULL) {
+        PyMem_Free(wts);
+        PyMem_Free(w->out.buf);
+        w->out.buf = NULL;
+        Py_DECREF(ctxs);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    w->out.write = write;
+    w->out.len = 0;
+    w->out.written_events = 0;
+    fh_clockmap_set(&w->clock, self->t0_ticks, self->t0_ns, self->t1_ticks, self->t1_ns);
+    w->origin = self->t0_ns;
+    w->end_ns = self->t1_ns;
+    w->next_id = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        fh_wthread *wt = &wts[i];
+        CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(ctxs, i);
+        PyObject *entry = PyList_GET_ITEM(threads, i);
+        wt->w = w;
+        wt->ctx = ctx;
+        wt->index = i;
+        wt->pending = -1;
+        wt->first = 1;
+        fh_replay_init(&wt->st);
+        fh_cursor_init(&wt->cur, ctx->prefix, ctx->nprefix, &ctx->buf, ctx->skip);
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2) {
+            PyErr_SetString(PyExc_TypeError, "threads: (track, names) per thread");
+            goto error;
+        }
+        PyObject *track = PyTuple_GET_ITEM(entry, 0);
+        wt->names = PyTuple_GET_ITEM(entry, 1);
+        if (chrome) {
+            wt->tid = PyLong_AsLongLong(track);
+            if (wt->tid == -1 && PyErr_Occurred()) {
+                goto error;
+            }
+        } else if (!PyBytes_Check(track)) {
+            PyErr_SetString(PyExc_TypeError, "threads: (header bytes, names) per thread");
+            goto error;
+        }
+        if (check_names(ctx, wt->names, chrome) < 0) {
+            goto error;
+        }
+    }
+    *out_wts = wts;
+    return ctxs;
+
+error:
+    PyMem_Free(wts);
+    PyMem_Free(w->out.buf);
+    w->out.buf = NULL;
+    Py_DECREF(ctxs);
+    return NULL;
+}
+
+static void writer_teardown(fh_wctx *w, fh_wthread *wts, PyObject *ctxs) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ctxs); i++) {
+        fh_replay_free(&wts[i].st);
+    }
+    PyMem_Free(wts);
+    PyMem_Free(w->out.buf);
+    Py_DECREF(ctxs);
+}
+
+/* write_chrome(write, pid, threads, tag): the events of a Chrome trace, each preceded by
+ * a comma (the caller writes the document around them). Returns the calls written. */
+static PyObject *tracer_write_chrome(TracerObject *self, PyObject *args) {
+    PyObject *write, *threads, *tag;
+    long long pid;
+    if (!PyArg_ParseTuple(args, "OLOO:write_chrome", &write, &pid, &threads, &tag)) {
+        return NULL;
+    }
+    fh_wctx w;
+    memset(&w, 0, sizeof(w));
+    w.pid = pid;
+    w.tag = tag == Py_None ? NULL : tag;
+    fh_wthread *wts = NULL;
+    PyObject *ctxs = writer_setup(self, &w, write, threads, &wts, 1);
+    if (ctxs == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(ctxs);
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+        rc = wthread_advance(&wts[i], &chrome_sink);
+    }
+    while (rc == 0) {
+        fh_wthread *best = NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            fh_wthread *wt = &wts[i];
+            if (wt->pending >= 0 &&
+                (best == NULL ||
+                 wt->st.frames[wt->pending].start_ns < best->st.frames[best->pending].start_ns)) {
+                best = wt;
+            }
+        }
+        if (best == NULL) {
+            break;
+        }
+        rc = chrome_begin(best);
+        if (rc == 0) {
+            rc = wthread_advance(best, &chrome_sink);
+        }
+    }
+    if (rc == 0) {
+        rc = fh_out_flush(&w.out);
+    }
+    uint64_t written = w.out.written_events;
+    writer_teardown(&w, wts, ctxs);
+    return rc < 0 ? NULL : PyLong_FromUnsignedLongLong(written);
+}
+
+/* write_speedscope(write, threads): per thread, its header (bytes, up to the events
+ * list) and frame indices; writes the profiles, comma-separated. Returns the calls
+ * written. */
+static PyObject *tracer_write_speedscope(TracerObject *self, PyObject *args) {
+    PyObject *write, *threads;
+    if (!PyArg_ParseTuple(args, "OO:write_speedscope", &write, &threads)) {
+        return NULL;
+    }
+    fh_wctx w;
+    memset(&w, 0, sizeof(w));
+    fh_wthread *wts = NULL;
+    PyObject *ctxs = writer_setup(self, &w, write, threads, &wts, 0);
+    if (ctxs == NULL) {
+        return NULL;
+    }
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ctxs) && rc == 0; i++) {
+        fh_wthread *wt = &wts[i];
+        fh_out *o = &w.out;
+        if ((i > 0 && fh_out_str(o, ",\n") < 0) ||
+            fh_out_obj(o, PyTuple_GET_ITEM(PyList_GET_ITEM(threads, i), 0)) < 0 ||
+            wthread_advance(wt, &speedscope_sink) < 0) {
+            rc = -1;
+            break;
+        }
+        int64_t end = w.end_ns - w.origin;
+        rc = fh_out_str(o, "],\"endValue\":") < 0 || fh_out_i64(o, end > wt->last ? end : wt->last) < 0 ||
+             fh_out_str(o, "}") < 0 ? -1 : 0;
+    }
+    if (rc == 0) {
+        rc = fh_out_flush(&w.out);
+    }
+    uint64_t written = w.out.written_events;
+    writer_teardown(&w, wts, ctxs);
+    return rc < 0 ? NULL : PyLong_FromUnsignedLongLong(written);
+}
+
 static PyObject *tracer_collect(TracerObject *self, PyObject *Py_UNUSED(ignored)) {
     return tracer_recording(self, ctx_collect);
 }
@@ -2057,14 +2390,18 @@ static PyMethodDef fh_methods[FH_N_METHODS] = {
      "The raw recording: clock anchors and, per thread, events (bytes) and sites."},
     {"aggregate", (PyCFunction)tracer_aggregate, METH_NOARGS,
      "Per thread, the calls aggregated per function, caller/callee pair and call path."},
+    {"write_chrome", (PyCFunction)tracer_write_chrome, METH_VARARGS,
+     "write_chrome(write, pid, threads, tag): writes the Chrome trace events."},
+    {"write_speedscope", (PyCFunction)tracer_write_speedscope, METH_VARARGS,
+     "write_speedscope(write, threads): writes the speedscope profiles."},
     {"retag", (PyCFunction)tracer_retag, METH_O,
      "Replace the tagged code objects (takes effect at once, also while recording)."},
     {NULL, NULL, 0, NULL},
-    /* 7: record_function */
+    /* 9: record_function */
     {"__enter__", (PyCFunction)recfn_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)(void (*)(void))recfn_exit, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
-    /* 10: module */
+    /* 12: module */
     {"clock_name", fh_get_clock_name, METH_NOARGS, "Name of the recording clock."},
     {"active", fh_get_active, METH_NOARGS, "The tracer that is recording, or None."},
     {"is_recording_thread", fh_is_recording_thread, METH_NOARGS,
@@ -2079,8 +2416,8 @@ static PyMethodDef fh_methods[FH_N_METHODS] = {
     {NULL, NULL, 0, NULL},
 };
 #define FH_TRACER_METHODS (fh_methods + 0)
-#define FH_RECFN_METHODS (fh_methods + 7)
-#define FH_MODULE_METHODS (fh_methods + 10)
+#define FH_RECFN_METHODS (fh_methods + 9)
+#define FH_MODULE_METHODS (fh_methods + 12)
 
 static PyTypeObject TracerType = {
     PyVarObject_HEAD_INIT(NULL, 0)

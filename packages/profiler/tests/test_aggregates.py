@@ -13,8 +13,9 @@ import pytest
 from framehook.profiler import Profiler, record_function
 from framehook.profiler._flamegraph import merged_tree
 
-from tree_reference import (flame_from_trees, flame_shape, pstats_from_trees,
-                            summary_from_trees)
+from fhprof_helpers import chrome_spans
+from tree_reference import (chrome_from_trees, flame_from_trees, flame_shape,
+                            pstats_from_trees, speedscope_from_trees, summary_from_trees)
 
 HERE = os.path.abspath(__file__).rstrip("c")
 
@@ -184,3 +185,54 @@ def test_dropping_keeps_every_aggregate_exact(backend):
 def test_max_events_is_checked(bad):
     with pytest.raises(ValueError, match="max_events"):
         Profiler(max_events=bad)
+
+
+def test_event_outputs_match_the_tree_writers(backend):
+    """The Chrome trace and speedscope documents streamed from the buffers hold what the
+    tree walk wrote (Chrome: begin/end pairs instead of complete events)."""
+    profile = recorded()
+    ours = chrome_spans(profile.to_chrome())
+    theirs = [e for e in chrome_from_trees(profile)["traceEvents"] if e["ph"] == "X"]
+    for span in ours + theirs:
+        span.pop("ph")
+    key = lambda e: e["args"]["id"]  # noqa: E731
+    assert sorted(ours, key=key) == sorted(theirs, key=key)
+    assert len(ours) == len(profile.events) > 100
+
+    doc = profile.to_speedscope()
+    ref = speedscope_from_trees(profile)
+
+    def resolved(d):
+        frames = d["shared"]["frames"]
+        return [(p["name"], p["endValue"],
+                 [(e["type"], frames[e["frame"]]["name"], frames[e["frame"]].get("line"), e["at"])
+                  for e in p["events"]]) for p in d["profiles"]]
+    assert resolved(doc) == resolved(ref)
+    assert doc["droppedEvents"] == 0 and doc["name"] == ref["name"]
+
+
+def test_event_outputs_of_a_ring_are_valid(backend, tmp_path):
+    """With events dropped (max_events), the files stay valid: balanced, per-thread
+    monotone, and they say how many events were dropped."""
+    import json
+    profile = recorded(16, max_events=3000)
+    dropped = profile.aggregates().dropped
+    assert dropped > 0
+    doc = json.loads(open(profile.export(tmp_path / "ring.json")).read())
+    spans = chrome_spans(doc)  # checks balance and monotone timestamps
+    assert doc["otherData"]["dropped_events"] == dropped
+    per_thread = Counter(s["tid"] for s in spans)
+    assert len(per_thread) == 3 and all(n <= 3000 for n in per_thread.values())
+    ss = json.loads(open(profile.export(tmp_path / "ring.speedscope.json")).read())
+    assert f"{dropped} events dropped" in ss["name"] and ss["droppedEvents"] == dropped
+    for prof in ss["profiles"]:
+        stack, last = [], 0
+        for ev in prof["events"]:
+            assert ev["at"] >= last
+            last = ev["at"]
+            if ev["type"] == "O":
+                stack.append(ev["frame"])
+            else:
+                assert stack.pop() == ev["frame"]
+        assert stack == []
+    assert "events dropped" in profile.summary()

@@ -6,7 +6,8 @@ seconds per call, whose last bits depend on the order of the walk)."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Dict, List, Tuple
+import os
+from typing import Any, Dict, List, Tuple
 
 from framehook.profiler import Profile
 from framehook.profiler._flamegraph import _Node
@@ -114,3 +115,114 @@ def flame_from_trees(profile: Profile) -> _Node:
 def flame_shape(node: _Node) -> tuple:
     return (node.name, node.kind, node.ns,
             tuple(flame_shape(c) for c in sorted(node.children.values(), key=lambda n: n.name)))
+
+
+# Chrome trace and speedscope documents as the tree walk wrote them -----------------
+
+def _args(event: Any) -> Dict[str, Any]:
+    args: Dict[str, Any] = {"id": event.id}
+    if event.parent is not None:
+        args["parent"] = event.parent.id
+    func = event.function
+    if func.filename:
+        args["file"] = func.filename
+        args["line"] = func.lineno
+    if event.exception:
+        args["exception"] = True
+    if event.start_frame:
+        args["start_frame"] = True
+    if event.tag is not None:
+        args["instance"] = event.tag.as_dict()
+    return args
+
+
+def chrome_from_trees(profile: Profile) -> Dict[str, Any]:
+    pid = os.getpid()
+    origin = profile.start_ns
+    trace: List[Dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+         "args": {"name": "framehook-profiler"}},
+    ]
+    for thread in profile.threads:
+        tid = thread.index + 1
+        trace.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                      "args": {"name": f"{thread.name} ({thread.thread_id})"}})
+        trace.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
+                      "args": {"sort_index": thread.index}})
+        for event in thread.walk():
+            trace.append({
+                "ph": "X",
+                "name": event.name,
+                "cat": event.kind,
+                "ts": round((event.start_ns - origin) / 1000.0, 3),
+                "dur": round(event.duration_ns / 1000.0, 3),
+                "pid": pid,
+                "tid": tid,
+                "args": _args(event),
+            })
+    return {
+        "traceEvents": trace,
+        "displayTimeUnit": "ns",
+        "otherData": {"exporter": "framehook-profiler", "clock": profile.clock,
+                      "dropped_threads": [t.name for t in profile.threads if t.broken]},
+    }
+
+
+def speedscope_from_trees(profile: Profile, name: str = "framehook-profiler") -> Dict[str, Any]:
+    frames: List[Dict[str, Any]] = []
+    index: Dict[int, int] = {}
+
+    def frame_of(func: Any) -> int:
+        key = id(func)
+        found = index.get(key)
+        if found is None:
+            found = len(frames)
+            entry: Dict[str, Any] = {"name": func.name}
+            if func.filename:
+                entry["file"] = func.path or func.filename
+                entry["line"] = func.lineno
+            frames.append(entry)
+            index[key] = found
+        return found
+
+    origin = profile.start_ns
+    end = profile.end_ns - origin
+    profiles = []
+    for thread in profile.threads:
+        events: List[Dict[str, Any]] = []
+        last = 0
+
+        def emit(kind: str, frame: int, at: int) -> None:
+            nonlocal last
+            at = max(at, last)  # keep time monotonic even for zero-length calls
+            last = at
+            events.append({"type": kind, "frame": frame, "at": at})
+
+        for root in thread.roots:
+            # iterative depth-first walk emitting open/close pairs
+            stack: List[Tuple[Any, bool]] = [(root, False)]
+            while stack:
+                event, closing = stack.pop()
+                frame = frame_of(event.function)
+                if closing:
+                    emit("C", frame, event.end_ns - origin)
+                    continue
+                emit("O", frame, event.start_ns - origin)
+                stack.append((event, True))
+                stack.extend((child, False) for child in reversed(event.children))
+        profiles.append({
+            "type": "evented",
+            "name": f"{thread.name} ({thread.thread_id})",
+            "unit": "nanoseconds",
+            "startValue": 0,
+            "endValue": max(end, last),
+            "events": events,
+        })
+    return {
+        "$schema": "https://www.speedscope.app/file-format-schema.json",
+        "shared": {"frames": frames},
+        "profiles": profiles,
+        "name": name,
+        "activeProfileIndex": 0,
+        "exporter": "framehook-profiler",
+    }

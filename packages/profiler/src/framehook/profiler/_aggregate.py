@@ -38,11 +38,17 @@ class Aggregates:
 
     def __init__(self, threads: List[ThreadInfo], functions: Dict[Function, Stat],
                  pairs: Dict[Tuple[Function, Function], Stat],
-                 paths: List[List[PathEntry]]) -> None:
+                 paths: List[List[PathEntry]],
+                 thread_functions: Optional[List[List[Function]]] = None,
+                 thread_sites: Optional[List[list]] = None) -> None:
         self.threads = threads
         self.functions = functions  # per Function, in order of first call
         self.pairs = pairs          # per (caller, callee)
         self.paths = paths          # per thread, parents before children
+        # per thread: the Function of each of its function ids, and its site tuples (what
+        # the event writers name things by)
+        self.thread_functions = thread_functions or [[] for _ in threads]
+        self.thread_sites = thread_sites or [[] for _ in threads]
 
     @property
     def dropped(self) -> int:
@@ -76,11 +82,15 @@ def aggregate(tracer: Any, thread_name: Callable[[Dict[str, Any]], str],
     functions: Dict[Function, Stat] = {}
     pairs: Dict[Tuple[Function, Function], Stat] = {}
     paths: List[List[PathEntry]] = []
+    thread_functions: List[List[Function]] = []
+    thread_sites: List[list] = []
     for index, thread in enumerate(raw["threads"]):
         threads.append(ThreadInfo(thread["thread_id"], thread_name(thread), index,
                                   bool(thread["broken"]), thread["events"], thread["dropped"]))
         sites = thread["sites"]
         funcs = [_function(sites[key], cls, namer) for key, cls in thread["function_sites"]]
+        thread_functions.append(funcs)
+        thread_sites.append(sites)
         for fid, stat in enumerate(thread["functions"]):
             if stat[0]:  # (functions only ever called hidden have no calls)
                 _add(functions.setdefault(funcs[fid], [0, 0, 0, 0]), stat)
@@ -88,4 +98,4 @@ def aggregate(tracer: Any, thread_name: Callable[[Dict[str, Any]], str],
             _add(pairs.setdefault((funcs[caller], funcs[callee]), [0, 0, 0, 0]), stat)
         paths.append([PathEntry(parent - 1, funcs[fid], count, own, total)
                       for parent, fid, count, own, total in thread["paths"]])
-    return Aggregates(threads, functions, pairs, paths)
+    return Aggregates(threads, functions, pairs, paths, thread_functions, thread_sites)

@@ -1,10 +1,10 @@
 """Writing a profile to a file: format choice by name or extension, and clear I/O errors."""
 from __future__ import annotations
 
-import json
+import io
 import marshal
 import os
-from typing import TYPE_CHECKING, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, BinaryIO, Dict, Optional, Tuple
 
 if TYPE_CHECKING:
     from ._profile import Profile
@@ -42,26 +42,46 @@ def format_for(path: str, format: Optional[str] = None) -> str:
 
 
 def render(profile: "Profile", format: str) -> bytes:
+    out = io.BytesIO()
+    _write_to(profile, format, out)
+    return out.getvalue()
+
+
+def _write_to(profile: "Profile", format: str, out: BinaryIO) -> None:
     if format == "chrome":
-        return json.dumps(profile.to_chrome(), separators=(",", ":")).encode()
-    if format == "speedscope":
-        return json.dumps(profile.to_speedscope(), separators=(",", ":")).encode()
-    if format == "pstats":
-        return marshal.dumps(profile.to_pstats())
-    if format == "text":
-        return profile.summary().encode()
-    if format == "svg":
-        return profile.to_svg().encode()
-    raise ValueError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
+        from ._chrome import write_chrome
+        write_chrome(profile, out)
+    elif format == "speedscope":
+        from ._speedscope import write_speedscope
+        write_speedscope(profile, out)
+    elif format == "pstats":
+        out.write(marshal.dumps(profile.to_pstats()))
+    elif format == "text":
+        out.write(profile.summary().encode())
+    elif format == "svg":
+        out.write(profile.to_svg().encode())
+    else:
+        raise ValueError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
 
 
 def write(profile: "Profile", path: "os.PathLike[str] | str", format: Optional[str] = None) -> str:
-    """Writes the profile; returns the absolute path. Raises ExportError on I/O failure."""
+    """Writes the profile; returns the absolute path. Raises ExportError on I/O failure.
+
+    The file is written under a temporary name next to ``path`` and renamed at the end,
+    so an interrupted export never leaves a partial file under the final name."""
     path = os.fspath(path)
-    data = render(profile, format_for(path, format))
+    fmt = format_for(path, format)
+    folder, base = os.path.split(os.path.abspath(path))
+    tmp = os.path.join(folder, f".{base}.{os.getpid()}.partial")
     try:
-        with open(path, "wb") as fh:
-            fh.write(data)
+        try:
+            with open(tmp, "wb") as fh:
+                _write_to(profile, fmt, fh)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
     except OSError as exc:
         raise ExportError(exc.errno, f"cannot write the profile to {path!r}: "
                           f"{exc.strerror or exc}") from exc

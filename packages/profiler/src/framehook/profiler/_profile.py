@@ -24,7 +24,9 @@ class Profile:
     def __init__(self, threads: Union[List[ThreadTree], TreesBuilder],
                  events: Optional[List[Event]], start_ns: int, end_ns: int, clock: str,
                  memory_bytes: int,
-                 aggregates: Optional[Callable[[], "Aggregates"]] = None) -> None:
+                 aggregates: Optional[Callable[[], "Aggregates"]] = None,
+                 tracer: Optional[Any] = None) -> None:
+        self._tracer = tracer  # the stopped C tracer: its buffers feed the event outputs
         self._trees = None if callable(threads) else (threads, events or [])
         self._build_trees = threads if callable(threads) else None
         self._make_aggregates = aggregates

@@ -235,7 +235,7 @@ class Profiler:
 
         t0, ns0, t1, ns1 = tracer.anchors
         return Profile(trees, None, ns0, ns1, _tracer.clock_name(), tracer.memory,
-                       aggregates=aggregates)
+                       aggregates=aggregates, tracer=tracer)
 
 
 class _ExitHook:
