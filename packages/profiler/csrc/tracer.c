@@ -1849,11 +1849,14 @@ static int speedscope_event(fh_wthread *wt, const char *type, uint32_t fid, int6
     int64_t at = ns - wt->w->origin;
     at = at < wt->last ? wt->last : at; /* speedscope needs time never to go back */
     wt->last = at;
-    PyObject *frame = PyList_GET_ITEM(wt->names, fid);
+    long long frame = PyLong_AsLongLong(PyList_GET_ITEM(wt->names, fid));
+    if (frame == -1 && PyErr_Occurred()) {
+        return -1;
+    }
     int rc = fh_out_str(o, wt->first ? "\n{\"type\":\"" : ",\n{\"type\":\"");
     wt->first = 0;
     if (rc < 0 || fh_out_str(o, type) < 0 || fh_out_str(o, "\",\"frame\":") < 0 ||
-        fh_out_i64(o, PyLong_AsLongLong(frame)) < 0 || fh_out_str(o, ",\"at\":") < 0 ||
+        fh_out_i64(o, frame) < 0 || fh_out_str(o, ",\"at\":") < 0 ||
         fh_out_i64(o, at) < 0 || fh_out_str(o, "}") < 0) {
         return -1;
     }

@@ -236,3 +236,38 @@ def test_event_outputs_of_a_ring_are_valid(backend, tmp_path):
                 assert stack.pop() == ev["frame"]
         assert stack == []
     assert "events dropped" in profile.summary()
+
+
+MEMORY_CHILD = r"""
+import json, pstats, resource, sys
+from framehook.profiler import Profiler
+
+def tick():
+    pass
+
+def run(n):
+    for _ in range(n):
+        tick()
+
+with Profiler(max_events=100_000) as prof:
+    run(10_000_000)
+path = prof.profile.export(sys.argv[1])
+stats = pstats.Stats(path).stats
+calls = [v[1] for k, v in stats.items() if k[2] == "tick"]
+print(json.dumps({"calls": calls, "dropped": prof.profile.aggregates().dropped,
+                  "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+"""
+
+
+def test_ten_million_calls_in_bounded_memory(tmp_path):
+    """10 million calls kept to the newest 100,000 events: the pstats file has every call
+    and the process stays far below what keeping every event takes (20 million events of
+    16 bytes: 320 MB)."""
+    import json
+    import subprocess
+    out = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(tmp_path / "ten.pstats")],
+                         capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout)
+    assert result["calls"] == [10_000_000]
+    assert result["dropped"] > 19_000_000
+    assert result["maxrss_kb"] < 120 * 1024, result
