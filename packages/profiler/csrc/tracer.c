@@ -2046,6 +2046,47 @@ static void writer_teardown(fh_wctx *w, fh_wthread *wts, PyObject *ctxs) {
     Py_DECREF(ctxs);
 }
 
+/* Whether thread a's pending call goes before thread b's: earlier start, then the thread
+ * listed first (the trees' numbering sorts stably by start). */
+static inline int pending_before(const fh_wthread *wts, Py_ssize_t a, Py_ssize_t b) {
+    int64_t ta = wts[a].st.frames[wts[a].pending].start_ns;
+    int64_t tb = wts[b].st.frames[wts[b].pending].start_ns;
+    return ta < tb || (ta == tb && a < b);
+}
+
+static void heap_push(const fh_wthread *wts, Py_ssize_t *heap, Py_ssize_t *size, Py_ssize_t i) {
+    Py_ssize_t at = (*size)++;
+    while (at > 0 && pending_before(wts, i, heap[(at - 1) / 2])) {
+        heap[at] = heap[(at - 1) / 2];
+        at = (at - 1) / 2;
+    }
+    heap[at] = i;
+}
+
+static Py_ssize_t heap_pop(const fh_wthread *wts, Py_ssize_t *heap, Py_ssize_t *size) {
+    Py_ssize_t top = heap[0];
+    Py_ssize_t last = heap[--(*size)];
+    Py_ssize_t at = 0;
+    for (;;) {
+        Py_ssize_t child = 2 * at + 1;
+        if (child >= *size) {
+            break;
+        }
+        if (child + 1 < *size && pending_before(wts, heap[child + 1], heap[child])) {
+            child++;
+        }
+        if (!pending_before(wts, heap[child], last)) {
+            break;
+        }
+        heap[at] = heap[child];
+        at = child;
+    }
+    if (*size > 0) {
+        heap[at] = last;
+    }
+    return top;
+}
+
 /* write_chrome(write, pid, threads, tag): the events of a Chrome trace, each preceded by
  * a comma (the caller writes the document around them). Returns the calls written. */
 static PyObject *tracer_write_chrome(TracerObject *self, PyObject *args) {
@@ -2064,28 +2105,27 @@ static PyObject *tracer_write_chrome(TracerObject *self, PyObject *args) {
         return NULL;
     }
     Py_ssize_t n = PyList_GET_SIZE(ctxs);
-    int rc = 0;
+    /* the threads with a pending call, in a min-heap by (start, thread index) */
+    Py_ssize_t *heap = (Py_ssize_t *)PyMem_Malloc(((size_t)n + 1) * sizeof(Py_ssize_t));
+    int rc = heap == NULL ? (PyErr_NoMemory(), -1) : 0;
+    Py_ssize_t size = 0;
     for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
         rc = wthread_advance(&wts[i], &chrome_sink);
+        if (rc == 0 && wts[i].pending >= 0) {
+            heap_push(wts, heap, &size, i);
+        }
     }
-    while (rc == 0) {
-        fh_wthread *best = NULL;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            fh_wthread *wt = &wts[i];
-            if (wt->pending >= 0 &&
-                (best == NULL ||
-                 wt->st.frames[wt->pending].start_ns < best->st.frames[best->pending].start_ns)) {
-                best = wt;
-            }
-        }
-        if (best == NULL) {
-            break;
-        }
-        rc = chrome_begin(best);
+    while (rc == 0 && size > 0) {
+        Py_ssize_t i = heap_pop(wts, heap, &size);
+        rc = chrome_begin(&wts[i]);
         if (rc == 0) {
-            rc = wthread_advance(best, &chrome_sink);
+            rc = wthread_advance(&wts[i], &chrome_sink);
+        }
+        if (rc == 0 && wts[i].pending >= 0) {
+            heap_push(wts, heap, &size, i);
         }
     }
+    PyMem_Free(heap);
     if (rc == 0) {
         rc = fh_out_flush(&w.out);
     }

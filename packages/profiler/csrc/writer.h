@@ -11,8 +11,6 @@
 #define FRAMEHOOK_PROFILER_WRITER_H
 
 #include <Python.h>
-#include <inttypes.h>
-#include <stdio.h>
 
 #include "replay.h"
 
@@ -70,29 +68,49 @@ static inline int fh_out_obj(fh_out *o, PyObject *bytes) {
     return fh_out_bytes(o, PyBytes_AS_STRING(bytes), (size_t)PyBytes_GET_SIZE(bytes));
 }
 
+/* Decimal digits of v, written backwards ending at `end`; returns the first. */
+static inline char *fh_digits(char *end, uint64_t v) {
+    do {
+        *--end = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    return end;
+}
+
 static int fh_out_i64(fh_out *o, int64_t v) {
-    char tmp[32];
-    int n = snprintf(tmp, sizeof(tmp), "%" PRId64, v);
-    return fh_out_bytes(o, tmp, (size_t)n);
+    char tmp[24];
+    char *end = tmp + sizeof(tmp);
+    char *p = fh_digits(end, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
+    if (v < 0) {
+        *--p = '-';
+    }
+    return fh_out_bytes(o, p, (size_t)(end - p));
 }
 
 /* Nanoseconds as microseconds, exactly (at most three decimals, no trailing zeros). */
 static int fh_out_us(fh_out *o, int64_t ns) {
-    char tmp[40];
-    const char *sign = ns < 0 ? "-" : "";
+    char tmp[32];
+    char *end = tmp + sizeof(tmp);
+    char *p = end;
     uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-    uint64_t whole = a / 1000, frac = a % 1000;
-    int n;
-    if (frac == 0) {
-        n = snprintf(tmp, sizeof(tmp), "%s%" PRIu64, sign, whole);
-    } else if (frac % 100 == 0) {
-        n = snprintf(tmp, sizeof(tmp), "%s%" PRIu64 ".%" PRIu64, sign, whole, frac / 100);
-    } else if (frac % 10 == 0) {
-        n = snprintf(tmp, sizeof(tmp), "%s%" PRIu64 ".%02" PRIu64, sign, whole, frac / 10);
-    } else {
-        n = snprintf(tmp, sizeof(tmp), "%s%" PRIu64 ".%03" PRIu64, sign, whole, frac);
+    uint64_t frac = a % 1000;
+    if (frac != 0) {
+        int width = 3;
+        while (frac % 10 == 0) {
+            frac /= 10;
+            width--;
+        }
+        for (int i = 0; i < width; i++) {
+            *--p = (char)('0' + frac % 10);
+            frac /= 10;
+        }
+        *--p = '.';
     }
-    return fh_out_bytes(o, tmp, (size_t)n);
+    p = fh_digits(p, a / 1000);
+    if (ns < 0) {
+        *--p = '-';
+    }
+    return fh_out_bytes(o, p, (size_t)(end - p));
 }
 
 /* A cursor over the events a finished thread keeps: its prefix, then its buffer. */

@@ -86,9 +86,9 @@ def workload(n=9, nthreads=2):
         t.join()
 
 
-def recorded(n=9, **options):
+def recorded(n=9, nthreads=2, **options):
     with Profiler(**options) as prof:
-        workload(n)
+        workload(n, nthreads)
     return prof.profile
 
 
@@ -187,10 +187,12 @@ def test_max_events_is_checked(bad):
         Profiler(max_events=bad)
 
 
-def test_event_outputs_match_the_tree_writers(backend):
+@pytest.mark.parametrize("nthreads", [2, 12])
+def test_event_outputs_match_the_tree_writers(backend, nthreads):
     """The Chrome trace and speedscope documents streamed from the buffers hold what the
-    tree walk wrote (Chrome: begin/end pairs instead of complete events)."""
-    profile = recorded()
+    tree walk wrote (Chrome: begin/end pairs instead of complete events; ids by start
+    time across threads, however many)."""
+    profile = recorded(nthreads=nthreads)
     ours = chrome_spans(profile.to_chrome())
     theirs = [e for e in chrome_from_trees(profile)["traceEvents"] if e["ph"] == "X"]
     for span in ours + theirs:
