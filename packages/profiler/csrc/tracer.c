@@ -2466,8 +2466,11 @@ static PyTypeObject TracerType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "framehook.profiler._tracer.Tracer",
     .tp_doc = "Tracer(c_calls=True, tagged=(), describe=None, runtime_events=True, "
-              "monitoring=False)\n\n"
-              "Records Python and C calls of every thread between start() and stop().",
+              "monitoring=False, hidden=(), muted=(), max_events=None)\n\n"
+              "Records Python and C calls of every thread between start() and stop().\n"
+              "hidden: code whose calls the outputs leave out (their callees stay); muted:\n"
+              "code whose calls are left out with all they call; max_events: the newest\n"
+              "events kept per thread, older ones folded into the aggregates.",
     .tp_basicsize = sizeof(TracerObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_new = tracer_new,

@@ -274,3 +274,24 @@ def test_both_backends_export_the_same_calls(tmp_path):
     here = os.path.abspath(__file__).rstrip("c")
     # the content compared is the workload's: fib(6) is 25 calls in the pstats of each
     assert by_profile["pstats"][(here, fib.__code__.co_firstlineno, "fib")][:2] == (1, 25)
+
+
+def test_an_interrupted_export_leaves_no_file(profile, tmp_path, monkeypatch):
+    """The file is written under a temporary name and renamed once complete: an export
+    that fails half-way (here a KeyboardInterrupt after the first chunk) leaves nothing
+    under the final name, and no temporary file either."""
+    from framehook.profiler import _chrome
+
+    real = _chrome.write_chrome
+
+    def interrupted(prof, out):
+        out.write(b'{"traceEvents":[')
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_chrome, "write_chrome", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        profile.export(tmp_path / "t.json")
+    assert os.listdir(tmp_path) == []
+    monkeypatch.setattr(_chrome, "write_chrome", real)
+    written = profile.export(tmp_path / "t.json")
+    assert os.listdir(tmp_path) == ["t.json"] and json.load(open(written))["traceEvents"]
