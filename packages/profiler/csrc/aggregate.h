@@ -185,40 +185,53 @@ static int fh_agg_open(void *arg, fh_replay *r, fh_frame *f) {
     f->outer = s->active == 0;
     s->cc += f->outer;
     s->active++;
-    uint32_t parent_path = 0;
-    if (f->vparent >= 0) {
-        const fh_frame *caller = &r->frames[f->vparent];
-        parent_path = caller->path;
+    fh_frame *caller = f->vparent >= 0 ? &r->frames[f->vparent] : NULL;
+    uint32_t p, node;
+    if (caller != NULL && caller->last_fid == f->fid) {
+        p = caller->last_pair;
+        node = caller->last_path;
+    } else {
+        p = FH_NONE;
+        if (caller != NULL) {
+            int added;
+            uint32_t next = (uint32_t)a->pairs.n;
+            p = fh_map_get(&a->pair_index, ((uint64_t)caller->fid << 32) | f->fid, next, &added);
+            if (p == FH_NONE || (added && fh_vec_reserve(&a->pairs, next) < 0)) {
+                return -1;
+            }
+            if (added) {
+                fh_pair *pair = (fh_pair *)fh_vec_at(&a->pairs, p);
+                pair->caller = caller->fid;
+                pair->callee = f->fid;
+            }
+        }
+        uint32_t parent_path = caller != NULL ? caller->path : 0;
         int added;
-        uint32_t next = (uint32_t)a->pairs.n;
-        uint32_t p = fh_map_get(&a->pair_index, ((uint64_t)caller->fid << 32) | f->fid, next,
-                                &added);
-        if (p == FH_NONE || (added && fh_vec_reserve(&a->pairs, next) < 0)) {
+        uint32_t next = (uint32_t)a->paths.n;
+        node = fh_map_get(&a->path_index, ((uint64_t)parent_path << 32) | f->fid, next, &added);
+        if (node == FH_NONE || (added && fh_vec_reserve(&a->paths, next) < 0)) {
             return -1;
         }
-        fh_pair *pair = (fh_pair *)fh_vec_at(&a->pairs, p);
         if (added) {
-            pair->caller = caller->fid;
-            pair->callee = f->fid;
+            fh_path *path = (fh_path *)fh_vec_at(&a->paths, node);
+            path->parent = parent_path;
+            path->fid = f->fid;
         }
+        if (caller != NULL) {
+            caller->last_fid = f->fid;
+            caller->last_pair = p;
+            caller->last_path = node;
+        }
+    }
+    if (p != FH_NONE) {
+        fh_pair *pair = (fh_pair *)fh_vec_at(&a->pairs, p);
         pair->s.nc++;
         f->pair = p;
         f->pair_outer = pair->s.active == 0;
         pair->s.cc += f->pair_outer;
         pair->s.active++;
     }
-    int added;
-    uint32_t next = (uint32_t)a->paths.n;
-    uint32_t node = fh_map_get(&a->path_index, ((uint64_t)parent_path << 32) | f->fid, next,
-                               &added);
-    if (node == FH_NONE || (added && fh_vec_reserve(&a->paths, next) < 0)) {
-        return -1;
-    }
     fh_path *path = (fh_path *)fh_vec_at(&a->paths, node);
-    if (added) {
-        path->parent = parent_path;
-        path->fid = f->fid;
-    }
     path->count++;
     f->path = node;
     return 0;

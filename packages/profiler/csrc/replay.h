@@ -64,6 +64,9 @@ typedef struct {
     uint32_t pair;    /* aggregates: caller/callee pair, or FH_NONE */
     uint32_t path;    /* aggregates: call path node */
     uint32_t tag;     /* writers: the instance site + 1, or 0 */
+    /* aggregates: the last callee opened under this frame, its pair and path (callers
+     * mostly call the same function again: a loop, a recursion) */
+    uint32_t last_fid, last_pair, last_path;
     uint64_t id;      /* writers: the event's number */
     int32_t vparent;  /* index of the nearest visible frame below, or -1 */
     uint8_t cls;
@@ -103,22 +106,6 @@ static inline void fh_replay_free(fh_replay *r) {
     fh_replay_init(r);
 }
 
-/* A copy of `src`'s stack (the sinks' fields included); 0 or -1 with MemoryError. */
-static int fh_replay_copy(fh_replay *dst, const fh_replay *src) {
-    fh_replay_init(dst);
-    if (src->depth > 0) {
-        dst->frames = (fh_frame *)PyMem_RawMalloc(src->depth * sizeof(fh_frame));
-        if (dst->frames == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        memcpy(dst->frames, src->frames, src->depth * sizeof(fh_frame));
-    }
-    dst->depth = dst->cap = src->depth;
-    dst->muted_depth = src->muted_depth;
-    return 0;
-}
-
 static int fh_replay_push(fh_replay *r, const fh_event *ev, int cls, uint32_t fid, int hidden,
                           int start_frame, int64_t ns, const fh_sink *sink, void *arg) {
     if (r->depth == r->cap) {
@@ -139,6 +126,7 @@ static int fh_replay_push(fh_replay *r, const fh_event *ev, int cls, uint32_t fi
     f->kind = ev->kind;
     f->fid = fid;
     f->pair = FH_NONE;
+    f->last_fid = FH_NONE;
     f->cls = (uint8_t)cls;
     f->hidden = (uint8_t)(hidden || r->muted_depth >= 0 || fid == FH_NONE);
     f->start_frame = (uint8_t)start_frame;
