@@ -3,7 +3,9 @@ the same results as walking the call trees, exact call counts against sys.setpro
 exact counts also when max_events drops events."""
 from __future__ import annotations
 
+import io
 import os
+import pstats
 import sys
 import threading
 from collections import Counter
@@ -12,6 +14,7 @@ import pytest
 
 from framehook.profiler import Profiler, record_function
 from framehook.profiler._flamegraph import merged_tree
+from framehook.profiler._pstats import dropped_key
 
 from fhprof_helpers import chrome_spans
 from tree_reference import (chrome_from_trees, flame_from_trees, flame_shape,
@@ -238,6 +241,13 @@ def test_event_outputs_of_a_ring_are_valid(backend, tmp_path):
                 assert stack.pop() == ev["frame"]
         assert stack == []
     assert "events dropped" in profile.summary()
+    assert f"{dropped} events dropped" in profile.to_svg()
+    stats = pstats.Stats(profile.export(tmp_path / "ring.pstats"))
+    assert stats.stats[dropped_key(dropped)][:2] == (0, 0)
+    listing = io.StringIO()
+    stats.stream = listing
+    stats.sort_stats("cumulative").print_stats()
+    assert f"{dropped} events dropped" in listing.getvalue()
 
 
 MEMORY_CHILD = r"""

@@ -81,6 +81,9 @@ def to_svg(profile: "Profile", title: Optional[str] = None) -> str:
             offset += child.ns * scale
     height = (depth + 1) * ROW + 3 * PAD + FONT * 2
     title = title or "framehook-profiler flame graph"
+    dropped = profile.aggregates().dropped
+    if dropped:  # (the widths include them: the aggregates are exact)
+        title += f" ({dropped} events dropped by max_events, included here)"
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{WIDTH}" '
         f'height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="monospace" '

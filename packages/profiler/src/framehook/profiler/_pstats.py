@@ -33,7 +33,16 @@ def to_pstats(profile: "Profile") -> Stats:
         edge[1] += cc
         edge[2] += tt
         edge[3] += ct
-    return {key: (cc, nc, tt / 1e9, ct / 1e9,
-                  {caller: (e[0], e[1], e[2] / 1e9, e[3] / 1e9)
-                   for caller, e in callers[key].items()})
-            for key, (cc, nc, tt, ct) in entries.items()}
+    stats: Stats = {key: (cc, nc, tt / 1e9, ct / 1e9,
+                          {caller: (e[0], e[1], e[2] / 1e9, e[3] / 1e9)
+                           for caller, e in callers[key].items()})
+                    for key, (cc, nc, tt, ct) in entries.items()}
+    if agg.dropped:
+        # pstats has no header: the count is a line of its own, a function never called
+        stats[dropped_key(agg.dropped)] = (0, 0, 0.0, 0.0, {})
+    return stats
+
+
+def dropped_key(count: int) -> Key:
+    return ("~", 0, f"<framehook-profiler: {count} events dropped by max_events; "
+                    "the counts and times here include them>")
