@@ -65,6 +65,7 @@ typedef struct {
      * kept events begin (their stack, replayed first), and how many events of the head
      * block were folded. The aggregates are then complete. */
     int finalized;
+    int agg_broken; /* memory ran out while folding: aggregate() refuses */
     fh_event *prefix;
     size_t nprefix;
     size_t skip;
@@ -169,6 +170,7 @@ static CtxObject *ctx_new(TracerObject *tracer, unsigned long thread_id) {
     ctx->agg = NULL;
     ctx->dropped = 0;
     ctx->finalized = 0;
+    ctx->agg_broken = 0;
     ctx->prefix = NULL;
     ctx->nprefix = 0;
     ctx->skip = 0;
@@ -270,6 +272,7 @@ static fh_event *ctx_grow(CtxObject *ctx) {
     fh_clockmap clock;
     fh_clockmap_set(&clock, ctx->tracer->t0_ticks, ctx->tracer->t0_ns, now_ticks, now_ns);
     if (fh_agg_fold(ctx->agg, b->head->ev, FH_BLOCK_EVENTS, &ctx->sites, &clock) < 0) {
+        ctx->agg_broken = 1; /* part of the block is folded: the aggregates are not exact */
         return NULL;
     }
     ctx->dropped += FH_BLOCK_EVENTS;
@@ -1589,8 +1592,12 @@ static int fold_run(void *arg, const fh_event *ev, size_t n) {
  * 0, or -1 with an exception set. */
 static int ctx_finalize(CtxObject *ctx, TracerObject *tracer) {
     if (ctx->finalized) {
-        return ctx->finalized > 0 ? 0 : (PyErr_SetString(PyExc_MemoryError,
-                                          "the profile's aggregates could not be made"), -1);
+        if (ctx->finalized > 0) {
+            return 0;
+        }
+        PyErr_SetString(PyExc_MemoryError, "memory ran out while the profile's aggregates "
+                                           "were made: they are not available");
+        return -1;
     }
     ctx->finalized = -1; /* until it succeeds */
     fh_clockmap clock;
@@ -1724,6 +1731,11 @@ static PyObject *ctx_collect(CtxObject *ctx) {
 /* One thread's aggregates, with what names them: its sites, and per function id the
  * (first site, class) it was made from. */
 static PyObject *ctx_aggregate(CtxObject *ctx) {
+    if (ctx->agg_broken) {
+        PyErr_SetString(PyExc_MemoryError, "memory ran out while a thread's events were "
+                                           "aggregated: its aggregates are not exact");
+        return NULL;
+    }
     PyObject *tables = fh_agg_tables(ctx->agg);
     if (tables == NULL) {
         return NULL;
