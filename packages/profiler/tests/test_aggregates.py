@@ -283,3 +283,40 @@ def test_ten_million_calls_in_bounded_memory(tmp_path):
     assert result["calls"] == [10_000_000]
     assert result["dropped"] > 19_000_000
     assert result["maxrss_kb"] < 120 * 1024, result
+
+
+class Tagged:
+    def __init__(self, n):
+        self.data = list(range(n))
+
+    def __call__(self):
+        return len(self.data)
+
+
+def test_chrome_instances_of_tagged_calls_match_the_trees(backend):
+    """Tagged calls (tag_calls) carry their instance, numbered per class by start time
+    across threads, as in the trees."""
+    from framehook.profiler import tag_calls, untag_calls
+    objs = [Tagged(i) for i in range(4)]
+
+    def use(order):
+        for i in order:
+            objs[i]()
+
+    tag_calls(Tagged)
+    try:
+        with Profiler() as prof:
+            use([2, 0, 2])
+            t = threading.Thread(target=use, args=([1, 3, 0],))
+            t.start()
+            t.join()
+            use([1])
+    finally:
+        untag_calls(Tagged)
+    profile = prof.profile
+    ours = {s["args"]["id"]: s["args"].get("instance") for s in chrome_spans(profile.to_chrome())}
+    theirs = {e["args"]["id"]: e["args"].get("instance")
+              for e in chrome_from_trees(profile)["traceEvents"] if e["ph"] == "X"}
+    assert ours == theirs
+    numbers = [v["instance"] for k, v in sorted(ours.items()) if v is not None]
+    assert numbers == [0, 1, 0, 2, 3, 1, 2]
