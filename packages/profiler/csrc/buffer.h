@@ -126,13 +126,6 @@ static void fh_buffer_drop_head(fh_buffer *b) {
     fh_block_give(blk);
 }
 
-static inline fh_event *fh_buffer_slot(fh_buffer *b) {
-    if (b->cur != b->end) {
-        return b->cur++;
-    }
-    return fh_buffer_grow(b);
-}
-
 static inline size_t fh_block_used(const fh_buffer *b, const fh_block *blk) {
     return blk == b->tail ? (size_t)(b->cur - blk->ev) : FH_BLOCK_EVENTS;
 }
