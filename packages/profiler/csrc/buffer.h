@@ -1,7 +1,7 @@
 /* Per-thread append-only event storage: a chain of fixed-size blocks.
  *
  * Appending is a compare and a store; nothing is ever moved, so a full block costs one
- * allocation and no copy. Blocks come from the raw allocator because they are plain
+ * allocation and no copy (or, as a ring, the reuse of the oldest block: fh_buffer_rotate). Blocks come from the raw allocator because they are plain
  * memory that never holds object references. */
 #ifndef FRAMEHOOK_PROFILER_BUFFER_H
 #define FRAMEHOOK_PROFILER_BUFFER_H

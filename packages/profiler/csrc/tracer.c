@@ -4,8 +4,12 @@
  * started while recording: by the thread starting them, at the C return of the _thread
  * function that starts them (adopt_new_threads), or through a threading.setprofile hook.
  * Each thread records into its own context object: an append-only block buffer of
- * 16-byte events and a table interning call sites into small keys. Nothing is decoded while recording; collect()
- * hands the raw events and the site table to Python, which builds the call trees.
+ * 16-byte events and a table interning call sites into small keys. Nothing is decoded
+ * while recording, unless max_events bounds the buffer: then its oldest block is folded
+ * into running aggregates (aggregate.h) before it is reused. After stop, aggregate()
+ * gives the per-function, per-pair and per-path tables, write_chrome() and
+ * write_speedscope() stream the events to a file (writer.h), and collect() hands the
+ * raw events and the site table to Python, which builds the call trees on demand.
  *
  * Layout follows Modules/_lsprof.c: types first (thread context, tracer, annotations),
  * then the profile function, then the methods, then module init. */
