@@ -13,6 +13,8 @@ import pytest
 
 from framehook.profiler._cli import main
 
+from fhprof_helpers import chrome_spans
+
 SCRIPT = textwrap.dedent("""
     import sys
 
@@ -46,7 +48,7 @@ def script(tmp_path):
 
 def chrome_names(path):
     doc = json.loads(open(path).read())
-    return [e["name"] for e in doc["traceEvents"] if e["ph"] == "X"]
+    return [e["name"] for e in chrome_spans(doc)]
 
 
 def test_default_output_is_a_chrome_trace_named_after_the_script(script, tmp_path, capsys, monkeypatch):
@@ -152,7 +154,7 @@ def test_output_gone_by_the_end_falls_back_to_a_temporary_file(tmp_path, capsys,
     fallback = err.split("the profile was written to ")[1].split(" instead")[0]
     try:
         doc = json.loads(open(fallback).read())
-        assert any(e["name"] == "rmtree" for e in doc["traceEvents"] if e["ph"] == "X")
+        assert any(e["name"] == "rmtree" for e in chrome_spans(doc))
     finally:
         os.unlink(fallback)
     assert not out.exists()
@@ -185,7 +187,7 @@ def test_module_mode_and_summary(tmp_path, capsys, monkeypatch):
     captured = capsys.readouterr()
     assert "['x']" in captured.out and "Top" in captured.err
     doc = json.loads(out.read_text())
-    cats = {e["cat"] for e in doc["traceEvents"] if e["ph"] == "X"}
+    cats = {e["cat"] for e in chrome_spans(doc)}
     assert cats == {"python"}
 
 

@@ -245,7 +245,7 @@ def test_cli_progress_when_stderr_is_a_terminal(script, tmp_path, monkeypatch, c
     monkeypatch.setattr(sys, "stderr", terminal)
     assert main(["-o", str(out), str(script)]) == 0
     err = terminal.getvalue()
-    assert "\rbuilding the call trees: " in err and " events/s" in err
+    assert "\rwriting the chrome file: " in err and " events/s" in err
     assert f"wrote chrome profile to {out}" in err.splitlines()[-1]
 
 
@@ -280,7 +280,7 @@ def test_cli_progress_on_a_real_terminal(script, tmp_path):
     finally:
         os.close(master)
     shown = b"".join(chunks).decode()
-    assert "building the call trees: " in shown and " events/s" in shown
+    assert "writing the chrome file: " in shown and " events/s" in shown
     piped = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert piped.returncode == 0 and "events/s" not in piped.stderr
     assert "wrote chrome profile" in piped.stderr

@@ -26,6 +26,8 @@ import pytest
 from framehook.profiler import _tracer
 from framehook.profiler._cli import main
 
+from fhprof_helpers import chrome_spans as spans_of
+
 BACKENDS = [
     "profile",
     pytest.param("monitoring", marks=pytest.mark.skipif(
@@ -180,7 +182,7 @@ class Case:
 
 
 def chrome_spans(path):
-    return [e for e in json.loads(path.read_text())["traceEvents"] if e["ph"] == "X"]
+    return spans_of(json.loads(path.read_text()))
 
 
 def script_calls(path, name):

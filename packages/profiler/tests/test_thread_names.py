@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from framehook.profiler import Profiler
+from fhprof_helpers import chrome_spans
 
 pytestmark = pytest.mark.usefixtures("backend")
 
@@ -112,8 +113,8 @@ def test_threads_that_reuse_an_id_keep_their_own_names(tmp_path):
     track_names = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"]
                    if e["ph"] == "M" and e["name"] == "thread_name"}
     tracks = {}
-    for e in doc["traceEvents"]:
-        if e["ph"] == "X" and e["name"] in ("first_work", "raw_work", "pool_work"):
+    for e in chrome_spans(doc):
+        if e["name"] in ("first_work", "raw_work", "pool_work"):
             tracks[e["name"]] = e["tid"]  # (module-level functions: plain names)
     assert len(set(tracks.values())) == 3
     assert track_names[tracks["first_work"]] == f"first ({ident})"

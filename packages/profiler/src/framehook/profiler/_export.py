@@ -3,11 +3,11 @@ a file that appears under its name only once complete."""
 from __future__ import annotations
 
 import contextlib
-import json
+import io
 import marshal
 import os
 import tempfile
-from typing import IO, TYPE_CHECKING, Dict, Iterator, Optional, Tuple
+from typing import IO, TYPE_CHECKING, BinaryIO, Dict, Iterator, Optional, Tuple
 
 if TYPE_CHECKING:
     from ._profile import Profile
@@ -28,6 +28,10 @@ DEFAULT_SUFFIX = {"chrome": ".trace.json", "speedscope": ".speedscope.json",
                   "pstats": ".pstats", "text": ".txt", "svg": ".svg"}
 
 
+# what begins each event in the formats that list them (for progress, counted in the text)
+_EVENT_MARKERS: Dict[str, bytes] = {"chrome": b'{"ph":"', "speedscope": b'{"type":"'}
+
+
 class ExportError(OSError):
     """The profile could not be written where asked."""
 
@@ -46,30 +50,47 @@ def format_for(path: str, format: Optional[str] = None) -> str:
 
 
 def render(profile: "Profile", format: str) -> bytes:
+    out = io.BytesIO()
+    _write_to(profile, format, out)
+    return out.getvalue()
+
+
+def _write_to(profile: "Profile", format: str, out: BinaryIO) -> None:
     if format == "chrome":
-        return json.dumps(profile.to_chrome(), separators=(",", ":")).encode()
-    if format == "speedscope":
-        return json.dumps(profile.to_speedscope(), separators=(",", ":")).encode()
-    if format == "pstats":
-        return marshal.dumps(profile.to_pstats())
-    if format == "text":
-        return profile.summary().encode()
-    if format == "svg":
-        return profile.to_svg().encode()
-    raise ValueError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
+        from ._chrome import write_chrome
+        write_chrome(profile, out)
+    elif format == "speedscope":
+        from ._speedscope import write_speedscope
+        write_speedscope(profile, out)
+    elif format == "pstats":
+        out.write(marshal.dumps(profile.to_pstats()))
+    elif format == "text":
+        out.write(profile.summary().encode())
+    elif format == "svg":
+        out.write(profile.to_svg().encode())
+    else:
+        raise ValueError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
 
 
 def write(profile: "Profile", path: "os.PathLike[str] | str", format: Optional[str] = None,
           progress: "Optional[Progress]" = None) -> str:
-    """Writes the profile; returns the absolute path. Raises ExportError on I/O failure."""
+    """Writes the profile; returns the absolute path. Raises ExportError on I/O failure.
+
+    The file is written under a temporary name next to ``path`` and renamed at the end
+    (replacing()), so an interrupted export never leaves a partial file under the final
+    name."""
     path = os.fspath(path)
     fmt = format_for(path, format)
-    data = render(profile, fmt)
     if progress is not None:
         progress.phase(f"writing the {fmt} file")
     try:
         with replacing(path) as fh:
-            fh.write(data)
+            marker = _EVENT_MARKERS.get(fmt)
+            if progress is not None and marker is not None:
+                from ._progress import CountingWriter
+                _write_to(profile, fmt, CountingWriter(fh, progress, marker))  # type: ignore
+            else:
+                _write_to(profile, fmt, fh)
     except OSError as exc:
         raise ExportError(exc.errno, f"cannot write the profile to {path!r}: "
                           f"{exc.strerror or exc}") from exc

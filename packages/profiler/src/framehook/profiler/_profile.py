@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 
 from ._progress import Progress
 from ._recording import Recording
 from ._trees import Event, ThreadTree
+
+if TYPE_CHECKING:
+    from ._aggregate import Aggregates
 
 
 class Profile:
@@ -16,13 +19,15 @@ class Profile:
     ``events`` holds every event of every thread sorted by start time; each has an ``id``
     (1-based, in that order), a ``parent`` (None at the top of a thread) and a
     ``thread_id``. The trees are built from the raw recording on first access to
-    ``threads`` or ``events`` (or anything that walks them), not before: a profile that is
-    only exported or summarised never holds a Python object per call.
+    ``threads`` or ``events`` (or anything that walks them), not before; pstats, the
+    summary and the flame graph never need them (they use ``aggregates``), and the Chrome
+    trace and speedscope are written from the buffers.
     """
 
     def __init__(self, recording: Recording) -> None:
         self._recording = recording
         self._trees: Optional[Tuple[List[ThreadTree], List[Event]]] = None
+        self._aggregates: Optional["Aggregates"] = None
         self._build_lock = threading.Lock()
         self.start_ns, self.end_ns = recording.anchors[1], recording.anchors[3]
         self.clock = recording.clock
@@ -46,6 +51,23 @@ class Profile:
     @property
     def events(self) -> List[Event]:
         return self._built()[1]
+
+    def aggregates(self) -> "Aggregates":
+        """Calls per function, caller/callee pair and call path (exact, also when
+        max_events dropped events), computed by the tracer without the trees."""
+        aggregates = self._aggregates
+        if aggregates is None:
+            with self._build_lock:
+                aggregates = self._aggregates
+                if aggregates is None:
+                    aggregates = self._aggregates = self._recording.aggregates()
+        return aggregates
+
+    @property
+    def _tracer(self) -> Optional[Any]:
+        """The stopped C tracer (None if nothing was recorded): its buffers feed the event
+        outputs."""
+        return self._recording.tracer if self._recording.threads else None
 
     @property
     def event_count(self) -> int:

@@ -41,10 +41,16 @@ class Profiler:
         thread (every version); ``"auto"`` (the default): the faster one for this
         interpreter, which is ``"monitoring"`` on 3.12+ (see BENCHMARKS.md). The trees are
         the same either way.
+    max_events: keep only the newest ``max_events`` events of each thread (None: all).
+        Older events are folded into the aggregates as they are dropped, so pstats, the
+        summary and the flame graph stay exact; the trees and the event outputs (Chrome
+        trace, speedscope) show the newest events, and every output says how many were
+        dropped.
     """
 
     def __init__(self, *, c_calls: bool = True, runtime_events: bool = True,
-                 backend: str = "auto") -> None:
+                 backend: str = "auto", max_events: Optional[int] = None) -> None:
+        self.max_events = check_max_events(max_events)
         self.c_calls = c_calls
         self.runtime_events = runtime_events
         self.backend = resolve_backend(backend)
@@ -81,7 +87,10 @@ class Profiler:
         self._tracer = _tracer.Tracer(c_calls=self.c_calls, tagged=_tagging.tagged_codes(),
                                       describe=_tagging.describe,
                                       runtime_events=self.runtime_events,
-                                      monitoring=self.backend == "monitoring")
+                                      monitoring=self.backend == "monitoring",
+                                      hidden=tuple(_internal_codes() | self._launcher_codes),
+                                      muted=tuple(self._muted_codes),
+                                      max_events=self.max_events)
         self._prev_thread_hook = thread_profile_hook()
         threading.setprofile(self._thread_hook)
         # (after the hook is set: a thread starting meanwhile is named one way or the other)
@@ -230,6 +239,14 @@ class _ExitHook:
 
 
 BACKENDS = ("auto", "monitoring", "profile")
+
+
+def check_max_events(max_events: Optional[int]) -> Optional[int]:
+    if max_events is None:
+        return None
+    if isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 1:
+        raise ValueError(f"max_events must be an int >= 1 or None; got {max_events!r}")
+    return max_events
 
 
 def default_backend() -> str:

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import types
-from typing import Any, Dict, FrozenSet, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Optional, Tuple
 
 from . import _tracer
 from ._names import PathShortener
 from ._progress import Progress
 from ._trees import Event, ThreadTree, _Clock, build
+
+if TYPE_CHECKING:
+    from ._aggregate import Aggregates
 
 
 class Recording:
@@ -35,6 +38,14 @@ class Recording:
         # told of the events done by whatever processes them now (an export from the
         # command line, on a terminal), or None
         self.progress: Optional[Progress] = None
+
+    def aggregates(self) -> "Aggregates":
+        """The tracer's exact aggregates, named (no Python object per call)."""
+        from ._aggregate import Aggregates, aggregate
+        if not self.threads:
+            return Aggregates([], {}, {}, [])
+        names = self.thread_names
+        return aggregate(self.tracer, lambda thread: names[thread["serial"]], self.shorten)
 
     def build(self) -> Tuple[List[ThreadTree], List[Event], _Clock]:
         """The call trees (a new set on every call): the one costly step, O(events)."""
