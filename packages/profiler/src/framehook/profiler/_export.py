@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 import marshal
 import os
-from typing import TYPE_CHECKING, BinaryIO, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, BinaryIO, Callable, Dict, Optional, Tuple
 
 if TYPE_CHECKING:
     from ._profile import Profile
@@ -47,13 +47,16 @@ def render(profile: "Profile", format: str) -> bytes:
     return out.getvalue()
 
 
-def _write_to(profile: "Profile", format: str, out: BinaryIO) -> None:
+Progress = Optional[Callable[[int], None]]
+
+
+def _write_to(profile: "Profile", format: str, out: BinaryIO, progress: Progress = None) -> None:
     if format == "chrome":
         from ._chrome import write_chrome
-        write_chrome(profile, out)
+        write_chrome(profile, out, progress)
     elif format == "speedscope":
         from ._speedscope import write_speedscope
-        write_speedscope(profile, out)
+        write_speedscope(profile, out, progress=progress)
     elif format == "pstats":
         out.write(marshal.dumps(profile.to_pstats()))
     elif format == "text":
@@ -64,8 +67,11 @@ def _write_to(profile: "Profile", format: str, out: BinaryIO) -> None:
         raise ValueError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
 
 
-def write(profile: "Profile", path: "os.PathLike[str] | str", format: Optional[str] = None) -> str:
+def write(profile: "Profile", path: "os.PathLike[str] | str", format: Optional[str] = None,
+          progress: Progress = None) -> str:
     """Writes the profile; returns the absolute path. Raises ExportError on I/O failure.
+    ``progress`` (event outputs only) is called with the calls written so far after each
+    1 MiB.
 
     The file is written under a temporary name next to ``path`` and renamed at the end,
     so an interrupted export never leaves a partial file under the final name."""
@@ -76,7 +82,7 @@ def write(profile: "Profile", path: "os.PathLike[str] | str", format: Optional[s
     try:
         try:
             with open(tmp, "wb") as fh:
-                _write_to(profile, fmt, fh)
+                _write_to(profile, fmt, fh, progress)
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
