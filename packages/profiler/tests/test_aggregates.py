@@ -349,10 +349,9 @@ def test_tracer_methods_check_their_input():
 def test_event_writers_report_progress(tmp_path):
     """The event outputs call progress(calls written so far) after each 1 MiB, in order,
     ending with every call (what a command line shows while a long export runs)."""
-    from framehook.profiler._export import write
     profile = recorded(19)  # a few MB of each
     for name in ("p.json", "p.speedscope.json"):
         seen = []
-        write(profile, tmp_path / name, progress=seen.append)
+        profile.export(tmp_path / name, progress=seen.append)
         assert len(seen) >= 2 and seen == sorted(seen)
         assert seen[-1] == len(profile.events)

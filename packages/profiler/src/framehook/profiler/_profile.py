@@ -105,10 +105,13 @@ class Profile:
         from ._summary import summary
         return summary(self, limit)
 
-    def export(self, path: "os.PathLike[str] | str", format: Optional[str] = None) -> str:
-        """Write in ``format`` (default: from the extension); returns the absolute path."""
+    def export(self, path: "os.PathLike[str] | str", format: Optional[str] = None,
+               progress: Optional[Callable[[int], None]] = None) -> str:
+        """Write in ``format`` (default: from the extension); returns the absolute path.
+        ``progress``: called with the calls written so far after each MiB of a Chrome
+        trace or speedscope file."""
         from ._export import write
-        return write(self, path, format)
+        return write(self, path, format, progress)
 
     def __repr__(self) -> str:
         return (f"Profile({len(self.events)} events in {len(self.threads)} threads, "
