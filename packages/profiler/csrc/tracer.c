@@ -2020,7 +2020,7 @@ static PyObject *writer_setup(TracerObject *self, fh_wctx *w, PyObject *write, P
         return NULL;
     }
     w->out.write = write;
-    w->out.len = 0;
+    w->out.len = 0; /* (out.progress is the caller's) */
     w->out.written_events = 0;
     fh_clockmap_set(&w->clock, self->t0_ticks, self->t0_ns, self->t1_ticks, self->t1_ns);
     w->origin = self->t0_ns;
@@ -2117,16 +2117,19 @@ static Py_ssize_t heap_pop(const fh_wthread *wts, Py_ssize_t *heap, Py_ssize_t *
     return top;
 }
 
-/* write_chrome(write, pid, threads, tag): the events of a Chrome trace, each preceded by
- * a comma (the caller writes the document around them). Returns the calls written. */
+/* write_chrome(write, pid, threads, tag, progress=None): the events of a Chrome trace,
+ * each preceded by a comma (the caller writes the document around them). Returns the
+ * calls written. */
 static PyObject *tracer_write_chrome(TracerObject *self, PyObject *args) {
-    PyObject *write, *threads, *tag;
+    PyObject *write, *threads, *tag, *progress = Py_None;
     long long pid;
-    if (!PyArg_ParseTuple(args, "OLOO:write_chrome", &write, &pid, &threads, &tag)) {
+    if (!PyArg_ParseTuple(args, "OLOO|O:write_chrome", &write, &pid, &threads, &tag,
+                          &progress)) {
         return NULL;
     }
     fh_wctx w;
     memset(&w, 0, sizeof(w));
+    w.out.progress = progress == Py_None ? NULL : progress;
     w.pid = pid;
     w.tag = tag == Py_None ? NULL : tag;
     fh_wthread *wts = NULL;
@@ -2164,16 +2167,17 @@ static PyObject *tracer_write_chrome(TracerObject *self, PyObject *args) {
     return rc < 0 ? NULL : PyLong_FromUnsignedLongLong(written);
 }
 
-/* write_speedscope(write, threads): per thread, its header (bytes, up to the events
- * list) and frame indices; writes the profiles, comma-separated. Returns the calls
- * written. */
+/* write_speedscope(write, threads, progress=None): per thread, its header (bytes, up to
+ * the events list) and frame indices; writes the profiles, comma-separated. Returns the
+ * calls written. */
 static PyObject *tracer_write_speedscope(TracerObject *self, PyObject *args) {
-    PyObject *write, *threads;
-    if (!PyArg_ParseTuple(args, "OO:write_speedscope", &write, &threads)) {
+    PyObject *write, *threads, *progress = Py_None;
+    if (!PyArg_ParseTuple(args, "OO|O:write_speedscope", &write, &threads, &progress)) {
         return NULL;
     }
     fh_wctx w;
     memset(&w, 0, sizeof(w));
+    w.out.progress = progress == Py_None ? NULL : progress;
     fh_wthread *wts = NULL;
     PyObject *ctxs = writer_setup(self, &w, write, threads, &wts, 0);
     if (ctxs == NULL) {
@@ -2490,9 +2494,11 @@ static PyMethodDef fh_methods[FH_N_METHODS] = {
     {"aggregate", (PyCFunction)tracer_aggregate, METH_NOARGS,
      "Per thread, the calls aggregated per function, caller/callee pair and call path."},
     {"write_chrome", (PyCFunction)tracer_write_chrome, METH_VARARGS,
-     "write_chrome(write, pid, threads, tag): writes the Chrome trace events."},
+     "write_chrome(write, pid, threads, tag, progress=None): writes the Chrome trace "
+     "events; progress(calls written) after each chunk."},
     {"write_speedscope", (PyCFunction)tracer_write_speedscope, METH_VARARGS,
-     "write_speedscope(write, threads): writes the speedscope profiles."},
+     "write_speedscope(write, threads, progress=None): writes the speedscope profiles; "
+     "progress(calls written) after each chunk."},
     {"retag", (PyCFunction)tracer_retag, METH_O,
      "Replace the tagged code objects (takes effect at once, also while recording)."},
     {NULL, NULL, 0, NULL},

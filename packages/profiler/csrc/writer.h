@@ -18,7 +18,8 @@
 
 /* Text output buffered in chunks handed to a Python write callable. */
 typedef struct {
-    PyObject *write; /* borrowed */
+    PyObject *write;    /* borrowed */
+    PyObject *progress; /* borrowed, or NULL: called with the calls written so far */
     char *buf;
     size_t len;
     uint64_t written_events;
@@ -39,6 +40,13 @@ static int fh_out_flush(fh_out *o) {
     }
     Py_DECREF(res);
     o->len = 0;
+    if (o->progress != NULL) {
+        res = PyObject_CallFunction(o->progress, "K", (unsigned long long)o->written_events);
+        if (res == NULL) {
+            return -1;
+        }
+        Py_DECREF(res);
+    }
     return 0;
 }
 

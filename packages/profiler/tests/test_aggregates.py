@@ -320,3 +320,38 @@ def test_chrome_instances_of_tagged_calls_match_the_trees(backend):
     assert ours == theirs
     numbers = [v["instance"] for k, v in sorted(ours.items()) if v is not None]
     assert numbers == [0, 1, 0, 2, 3, 1, 2]
+
+
+def test_tracer_methods_check_their_input():
+    from framehook.profiler import _tracer
+    for bad in (0, -5, 2.0, "1"):
+        with pytest.raises(ValueError, match="max_events"):
+            _tracer.Tracer(max_events=bad)
+    with pytest.raises(TypeError, match="code objects"):
+        _tracer.Tracer(hidden=[1])
+    fresh = _tracer.Tracer()
+    with pytest.raises(RuntimeError, match="never started"):
+        fresh.aggregate()
+    with Profiler() as prof:
+        fib(3)
+    tracer = prof._tracer
+    sink = io.BytesIO()
+    threads = len(tracer.aggregate()["threads"])
+    with pytest.raises(ValueError, match="one per recorded thread"):
+        tracer.write_chrome(sink.write, 1, [], None)
+    with pytest.raises(TypeError, match="per function"):
+        tracer.write_chrome(sink.write, 1, [(1, [])] * threads, None)
+    with pytest.raises(TypeError, match="per function"):
+        tracer.write_speedscope(sink.write, [(b"{", ["x"] * 1000)] * threads)
+    assert sink.getvalue() == b""
+
+
+def test_event_writers_report_progress(tmp_path):
+    """The event outputs call progress(calls written so far) after each 1 MiB, in order,
+    ending with every call (what a command line shows while a long export runs)."""
+    profile = recorded(19)  # a few MB of each
+    for name in ("p.json", "p.speedscope.json"):
+        seen = []
+        profile.export(tmp_path / name, progress=seen.append)
+        assert len(seen) >= 2 and seen == sorted(seen)
+        assert seen[-1] == len(profile.events)

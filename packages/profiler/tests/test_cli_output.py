@@ -214,8 +214,7 @@ class Clock:
 def test_progress_shows_events_and_rate_on_a_terminal_only():
     clock = Clock()
     shown = Terminal()
-    progress = Progress(shown, 4_000_000, after=1.0, interval=0.5, clock=clock)
-    progress.phase("building")
+    progress = Progress(shown, 4_000_000, "building", after=1.0, interval=0.5, clock=clock)
     progress(1000)
     assert shown.getvalue() == ""  # not a long run yet
     clock.now += 2.0
@@ -229,7 +228,7 @@ def test_progress_shows_events_and_rate_on_a_terminal_only():
     assert shown.getvalue().endswith("\rbuilding: 3,100,000 of 4,000,000 events, "
                                      "775.0 k events/s\x1b[K\n")
     plain = io.StringIO()  # not a terminal
-    quiet = Progress(plain, 10, after=0, interval=0, clock=clock)
+    quiet = Progress(plain, 10, "x", after=0, interval=0, clock=clock)
     clock.now += 5
     quiet(5)
     quiet.finish()

@@ -284,7 +284,7 @@ def test_an_interrupted_export_leaves_no_file(profile, tmp_path, monkeypatch):
 
     real = _chrome.write_chrome
 
-    def interrupted(prof, out):
+    def interrupted(prof, out, progress=None):
         out.write(b'{"traceEvents":[')
         raise KeyboardInterrupt
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
-from typing import TYPE_CHECKING, Any, BinaryIO, Dict, List
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Dict, List, Optional
 
 if TYPE_CHECKING:
     from ._names import Function
@@ -48,8 +48,10 @@ class _Tags:
         }).encode()
 
 
-def write_chrome(profile: "Profile", out: BinaryIO) -> int:
-    """Writes the trace to a binary file; returns the number of calls written."""
+def write_chrome(profile: "Profile", out: BinaryIO,
+                 progress: Optional[Callable[[int], None]] = None) -> int:
+    """Writes the trace to a binary file; returns the number of calls written.
+    ``progress`` is called with the calls written so far after each 1 MiB written."""
     agg = profile.aggregates()
     pid = os.getpid()
     meta: List[Dict[str, Any]] = [
@@ -68,7 +70,8 @@ def write_chrome(profile: "Profile", out: BinaryIO) -> int:
     if tracer is not None and agg.threads:
         threads = [(thread.index + 1, [_names(f) for f in agg.thread_functions[thread.index]])
                    for thread in agg.threads]
-        written = tracer.write_chrome(out.write, pid, threads, _Tags(agg.thread_sites))
+        written = tracer.write_chrome(out.write, pid, threads, _Tags(agg.thread_sites),
+                                      progress)
     other = {"exporter": "framehook-profiler", "clock": profile.clock,
              "dropped_threads": [t.name for t in agg.threads if t.broken],
              "dropped_events": agg.dropped}

@@ -304,16 +304,20 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
 def _write(profile: Profile, output: str, fmt: str, stem: str) -> Optional[str]:
     """Writes the profile to ``output`` or, failing that, to a temporary file; returns the
     path written, None for the temporary file. On a terminal, shows progress meanwhile."""
-    progress = Progress(sys.stderr, profile.event_count, after=PROGRESS_AFTER)
+    progress = Progress(sys.stderr, 0, f"writing the {fmt} file", after=PROGRESS_AFTER)
+
+    def calls_written(calls: int) -> None:
+        progress(2 * calls)  # a begin and an end event per call, in both event formats
+
     try:
-        written = profile.export(output, fmt, progress=progress)
+        written = profile.export(output, fmt, progress=calls_written)
     except ExportError as err:
         progress.finish()
         _error(str(err))
         fd, fallback = tempfile.mkstemp(prefix=f"{stem}-", suffix=DEFAULT_SUFFIX[fmt])
         os.close(fd)
         try:
-            written = profile.export(fallback, fmt, progress=progress)
+            written = profile.export(fallback, fmt, progress=calls_written)
         finally:
             progress.finish()
         print(f"{PROG}: the profile was written to {written} instead", file=sys.stderr)

@@ -7,11 +7,10 @@ import io
 import marshal
 import os
 import tempfile
-from typing import IO, TYPE_CHECKING, BinaryIO, Dict, Iterator, Optional, Tuple
+from typing import IO, TYPE_CHECKING, BinaryIO, Callable, Dict, Iterator, Optional, Tuple
 
 if TYPE_CHECKING:
     from ._profile import Profile
-    from ._progress import Progress
 
 FORMATS: Tuple[str, ...] = ("chrome", "speedscope", "pstats", "text", "svg")
 
@@ -26,10 +25,6 @@ _EXTENSIONS: Dict[str, str] = {
 
 DEFAULT_SUFFIX = {"chrome": ".trace.json", "speedscope": ".speedscope.json",
                   "pstats": ".pstats", "text": ".txt", "svg": ".svg"}
-
-
-# what begins each event in the formats that list them (for progress, counted in the text)
-_EVENT_MARKERS: Dict[str, bytes] = {"chrome": b'{"ph":"', "speedscope": b'{"type":"'}
 
 
 class ExportError(OSError):
@@ -55,13 +50,16 @@ def render(profile: "Profile", format: str) -> bytes:
     return out.getvalue()
 
 
-def _write_to(profile: "Profile", format: str, out: BinaryIO) -> None:
+Progress = Optional[Callable[[int], None]]
+
+
+def _write_to(profile: "Profile", format: str, out: BinaryIO, progress: Progress = None) -> None:
     if format == "chrome":
         from ._chrome import write_chrome
-        write_chrome(profile, out)
+        write_chrome(profile, out, progress)
     elif format == "speedscope":
         from ._speedscope import write_speedscope
-        write_speedscope(profile, out)
+        write_speedscope(profile, out, progress=progress)
     elif format == "pstats":
         out.write(marshal.dumps(profile.to_pstats()))
     elif format == "text":
@@ -73,24 +71,19 @@ def _write_to(profile: "Profile", format: str, out: BinaryIO) -> None:
 
 
 def write(profile: "Profile", path: "os.PathLike[str] | str", format: Optional[str] = None,
-          progress: "Optional[Progress]" = None) -> str:
+          progress: Progress = None) -> str:
     """Writes the profile; returns the absolute path. Raises ExportError on I/O failure.
+    ``progress`` (event outputs only) is called with the calls written so far after each
+    1 MiB.
 
     The file is written under a temporary name next to ``path`` and renamed at the end
     (replacing()), so an interrupted export never leaves a partial file under the final
     name."""
     path = os.fspath(path)
     fmt = format_for(path, format)
-    if progress is not None:
-        progress.phase(f"writing the {fmt} file")
     try:
         with replacing(path) as fh:
-            marker = _EVENT_MARKERS.get(fmt)
-            if progress is not None and marker is not None:
-                from ._progress import CountingWriter
-                _write_to(profile, fmt, CountingWriter(fh, progress, marker))  # type: ignore
-            else:
-                _write_to(profile, fmt, fh)
+            _write_to(profile, fmt, fh, progress)
     except OSError as exc:
         raise ExportError(exc.errno, f"cannot write the profile to {path!r}: "
                           f"{exc.strerror or exc}") from exc

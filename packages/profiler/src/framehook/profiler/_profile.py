@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
 
-from ._progress import Progress
 from ._recording import Recording
 from ._trees import Event, ThreadTree
 
@@ -132,20 +131,14 @@ class Profile:
         from ._summary import summary
         return summary(self, limit)
 
-    def export(self, path: "os.PathLike[str] | str", format: Optional[str] = None, *,
-               progress: Optional[Progress] = None) -> str:
+    def export(self, path: "os.PathLike[str] | str", format: Optional[str] = None,
+               progress: Optional[Callable[[int], None]] = None) -> str:
         """Write in ``format`` (default: from the extension); returns the absolute path.
-
-        The file appears under its name only once complete (it is written next to it under
-        a temporary name, then renamed), so an interrupted export leaves no partial file.
-        ``progress`` (a :class:`~framehook.profiler._progress.Progress`) is told of the
-        events processed meanwhile."""
+        ``progress``: called with the calls written so far after each MiB of a Chrome
+        trace or speedscope file. The file appears under its name only once complete (it
+        is written next to it under a temporary name, then renamed)."""
         from ._export import write
-        self._recording.progress = progress
-        try:
-            return write(self, path, format, progress)
-        finally:
-            self._recording.progress = None
+        return write(self, path, format, progress)
 
     def __repr__(self) -> str:
         return (f"Profile({self.event_count} raw events in {len(self._recording.threads)} "

@@ -1,18 +1,18 @@
 """Progress of long post-processing, shown on a terminal: events done, events per second.
 
-Whoever processes the raw events (the tree builder, a writer) calls the Progress with the
-number of events it has done so far, as often as it likes: the line is redrawn at most every
+Whoever processes the events (a writer) calls the Progress with the number of events it
+has done so far, as often as it likes: the line is redrawn at most every
 ``interval`` seconds, and only once the work has taken longer than ``after`` seconds, so a
 short run prints nothing. Nothing at all is printed unless the stream is a terminal.
 """
 from __future__ import annotations
 
 import time
-from typing import BinaryIO, Callable, Optional, TextIO
+from typing import Callable, Optional, TextIO
 
 
 class Progress:
-    """A progress line on ``stream`` for ``total`` events (the profile's raw events)."""
+    """A progress line on ``stream``, for ``total`` events if known (else 0)."""
 
     def __init__(self, stream: TextIO, total: int, label: str = "", *,
                  enabled: Optional[bool] = None, after: float = 1.0, interval: float = 0.25,
@@ -28,13 +28,6 @@ class Progress:
         self._next = self._start + after
         self._done = 0
         self._shown = False
-
-    def phase(self, label: str) -> None:
-        """A new pass over the events (building the trees, then writing): counts restart."""
-        self.label = label
-        self._done = 0
-        self._start = self._clock()
-        self._next = self._start + self._after
 
     def __call__(self, done: int) -> None:
         self._done = done
@@ -77,20 +70,3 @@ def _si(rate: float) -> str:
             return f"{rate / factor:.1f} {suffix}"
     return f"{rate:.0f}"
 
-
-class CountingWriter:
-    """A binary file that tells ``progress`` how many events have gone through it so far,
-    counting them by the bytes that begin each (``marker``) in what is written: writers
-    that stream from C hand over whole chunks and keep no Python object per event."""
-
-    def __init__(self, raw: BinaryIO, progress: Progress, marker: bytes) -> None:
-        self._raw = raw
-        self._progress = progress
-        self._marker = marker
-        self._events = 0
-
-    def write(self, data: bytes) -> int:
-        written = self._raw.write(data)
-        self._events += bytes(data).count(self._marker)
-        self._progress(self._events)
-        return written

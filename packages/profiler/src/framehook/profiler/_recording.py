@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Optional, Tuple
 
 from . import _tracer
 from ._names import PathShortener
-from ._progress import Progress
 from ._trees import Event, ThreadTree, _Clock, build
 
 if TYPE_CHECKING:
@@ -35,9 +34,6 @@ class Recording:
         self.clock: str = _tracer.clock_name()
         self.memory_bytes: int = tracer.memory if recorded else 0
         self.event_count: int = tracer.event_count if self.threads else 0
-        # told of the events done by whatever processes them now (an export from the
-        # command line, on a terminal), or None
-        self.progress: Optional[Progress] = None
 
     def aggregates(self) -> "Aggregates":
         """The tracer's exact aggregates, named (no Python object per call)."""
@@ -52,8 +48,4 @@ class Recording:
         if not self.threads:
             return [], [], _Clock(self.anchors)
         raw = self.tracer.collect()
-        progress = self.progress
-        if progress is not None:
-            progress.phase("building the call trees")
-        return build(raw, self.thread_names, self.internal, self.shorten, self.muted,
-                     progress)
+        return build(raw, self.thread_names, self.internal, self.shorten, self.muted)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import json
-from typing import TYPE_CHECKING, Any, BinaryIO, Dict, List
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Dict, List, Optional
 
 if TYPE_CHECKING:
     from ._names import Function
@@ -18,8 +18,10 @@ if TYPE_CHECKING:
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
 
-def write_speedscope(profile: "Profile", out: BinaryIO, name: str = "framehook-profiler") -> int:
-    """Writes the document to a binary file; returns the number of calls written."""
+def write_speedscope(profile: "Profile", out: BinaryIO, name: str = "framehook-profiler",
+                     progress: Optional[Callable[[int], None]] = None) -> int:
+    """Writes the document to a binary file; returns the number of calls written.
+    ``progress`` is called with the calls written so far after each 1 MiB written."""
     agg = profile.aggregates()
     frames: List[Dict[str, Any]] = []
     index: Dict[int, int] = {}
@@ -49,7 +51,7 @@ def write_speedscope(profile: "Profile", out: BinaryIO, name: str = "framehook-p
                                  "unit": "nanoseconds", "startValue": 0})
             threads.append((header[:-1].encode() + b',"events":[',
                             [frame_of(f) if f in agg.functions else 0 for f in funcs]))
-        written = tracer.write_speedscope(out.write, threads)
+        written = tracer.write_speedscope(out.write, threads, progress)
     tail = {"shared": {"frames": frames}, "name": name, "activeProfileIndex": 0,
             "exporter": "framehook-profiler", "droppedEvents": agg.dropped}
     out.write(b"\n]," + json.dumps(tail).encode()[1:])

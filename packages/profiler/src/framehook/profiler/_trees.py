@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import struct
 import types
-from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 from . import _tracer
 from ._names import (ANNOTATION, C, CACHE_LOOKUP, COMPILED_REGION, PYTHON, Function, Namer,
                      PathShortener)
 
 _EVENT = struct.Struct("=QII")
-_CHUNK = 1 << 16  # events replayed between two progress reports
-
-Progress = Optional[Callable[[int], None]]  # told the number of events done so far
 
 _RUNTIME_BEGIN = {1: CACHE_LOOKUP, 3: COMPILED_REGION}
 _RUNTIME_END = {2: CACHE_LOOKUP, 4: COMPILED_REGION}
@@ -152,13 +149,11 @@ def _site_functions(sites: list, namer: Namer) -> list:
 
 def build_thread(raw: dict, index: int, name: str, clock: _Clock, namer: Namer,
                  internal: FrozenSet[types.CodeType],
-                 muted: FrozenSet[types.CodeType] = frozenset(), progress: Progress = None,
-                 done_before: int = 0) -> Tuple[ThreadTree, List[Event]]:
+                 muted: FrozenSet[types.CodeType] = frozenset()) -> Tuple[ThreadTree, List[Event]]:
     """Replays one thread's events into trees; returns the tree and its events in order.
 
     Calls of ``internal`` code are hidden (their callees go to the nearest visible caller);
-    calls of ``muted`` code are hidden with everything below them. ``progress`` is told
-    the events done (``done_before`` plus this thread's so far) every _CHUNK events."""
+    calls of ``muted`` code are hidden with everything below them."""
     tid = raw["thread_id"]
     events_bytes: bytes = raw["events"]
     tree = ThreadTree(tid, name, index, bool(raw["broken"]), len(events_bytes) // _EVENT.size)
@@ -207,7 +202,7 @@ def build_thread(raw: dict, index: int, name: str, clock: _Clock, namer: Namer,
     ev_runtime = _tracer.EV_RUNTIME
     python_kinds = (PYTHON,)
 
-    for ticks, key, kind in _unpack(events_bytes, progress, done_before):
+    for ticks, key, kind in _EVENT.iter_unpack(events_bytes):
         t = clock(ticks)
         if len(stack) <= muted_depth:  # the muted call has returned
             muted_depth = -1
@@ -252,18 +247,6 @@ def build_thread(raw: dict, index: int, name: str, clock: _Clock, namer: Namer,
     return tree, out
 
 
-def _unpack(events: bytes, progress: Progress, done_before: int) -> Iterator[Tuple[int, int, int]]:
-    """The (ticks, key, kind) of each event, telling ``progress`` between chunks."""
-    if progress is None:
-        yield from _EVENT.iter_unpack(events)
-        return
-    view = memoryview(events)
-    step = _CHUNK * _EVENT.size
-    for offset in range(0, len(view), step):
-        progress(done_before + offset // _EVENT.size)
-        yield from _EVENT.iter_unpack(view[offset:offset + step])
-
-
 def number_tags(events: Sequence[Event]) -> None:
     """Instance numbers per class, in order of first appearance (events sorted by start)."""
     seen: Dict[int, Dict[int, int]] = {}
@@ -276,24 +259,19 @@ def number_tags(events: Sequence[Event]) -> None:
 
 def build(raw: dict, thread_names: Dict[int, str], internal: FrozenSet[types.CodeType],
           shorten: Optional[PathShortener] = None,
-          muted: FrozenSet[types.CodeType] = frozenset(), progress: Progress = None
+          muted: FrozenSet[types.CodeType] = frozenset()
           ) -> Tuple[List[ThreadTree], List[Event], _Clock]:
     """The trees of a raw recording (the tracer's collect()); ``thread_names`` maps the
-    serial of each recorded thread to its name; ``progress`` is told the events done."""
+    serial of each recorded thread to its name."""
     clock = _Clock(raw["anchors"])
     namer = Namer(shorten or PathShortener())
     trees: List[ThreadTree] = []
     everything: List[Event] = []
-    done = 0
     for index, thread in enumerate(raw["threads"]):
         name = thread_names.get(thread["serial"], f"Thread-{thread['thread_id']}")
-        tree, events = build_thread(thread, index, name, clock, namer, internal, muted,
-                                    progress, done)
-        done += tree.event_count
+        tree, events = build_thread(thread, index, name, clock, namer, internal, muted)
         trees.append(tree)
         everything.extend(events)
-    if progress is not None:
-        progress(done)
     everything.sort(key=lambda e: e.start_ns)  # stable: call order within a thread holds
     for number, event in enumerate(everything, 1):
         event.id = number
