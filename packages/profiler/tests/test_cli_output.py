@@ -5,6 +5,8 @@ import errno
 import io
 import json
 import os
+import pstats
+import re
 import select
 import signal
 import subprocess
@@ -16,6 +18,7 @@ import pytest
 from framehook.profiler import ExportError, Profiler, _cli, _export
 from framehook.profiler._cli import main
 from framehook.profiler._progress import Progress
+from fhprof_helpers import chrome_spans
 
 SCRIPT = textwrap.dedent("""
     def fib(n):
@@ -48,6 +51,27 @@ def test_max_events_must_be_a_positive_number(script, tmp_path, capsys, value):
         assert len(lines) == 1 and lines[0].startswith("framehook-profile: error: --max-events:")
         assert repr(value) in lines[0]
         assert not (tmp_path / "t.json").exists()
+
+
+@pytest.mark.parametrize("fmt", ["chrome", "pstats"])
+def test_max_events_limits_what_is_kept(script, tmp_path, capsys, fmt):
+    out = tmp_path / ("t.json" if fmt == "chrome" else "t.pstats")
+    assert main(["--max-events", "100", "-o", str(out), str(script)]) == 0
+    err = capsys.readouterr().err
+    recorded = int(re.search(r"\((\d+) events recorded", err).group(1))
+    dropped = int(re.search(r"the oldest (\d+) events were left out \(--max-events\)",
+                            err).group(1))
+    assert recorded > 2 * 465 and 0 < dropped < recorded  # fib(12): 465 calls
+    if fmt == "chrome":
+        doc = json.loads(out.read_text())
+        assert doc["otherData"]["dropped_events"] == dropped
+        assert 0 < len(chrome_spans(doc)) < 465
+    else:  # aggregates stay exact
+        stats = pstats.Stats(str(out)).stats
+        assert [v[1] for (f, _, name), v in stats.items()
+                if name == "fib" and f.endswith("prog.py")] == [465]
+    assert main(["-o", str(out), str(script)]) == 0
+    assert "left out" not in capsys.readouterr().err
 
 
 def test_max_events_reaches_the_profiler(script, tmp_path, capsys, monkeypatch):

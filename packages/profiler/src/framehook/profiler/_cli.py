@@ -324,9 +324,12 @@ def _write(profile: Profile, output: str, fmt: str, stem: str) -> Optional[str]:
         return None
     finally:
         progress.finish()
-    # (counts known without building the trees, which some formats never need)
+    # (counts known without building the trees, which no format needs)
+    dropped = profile.aggregates().dropped
     print(f"{PROG}: wrote {fmt} profile to {written} ({profile.event_count} events recorded, "
-          f"{len(profile.thread_names)} thread(s))", file=sys.stderr)
+          f"{len(profile.thread_names)} thread(s))"
+          + (f"; the oldest {dropped} events were left out (--max-events)" if dropped else ""),
+          file=sys.stderr)
     return written
 
 
