@@ -15,7 +15,7 @@ import textwrap
 
 import pytest
 
-from framehook.profiler import ExportError, Profiler, _cli, _export
+from framehook.profiler import ExportError, Profiler, _cli
 from framehook.profiler._cli import main
 from framehook.profiler._progress import Progress
 from fhprof_helpers import chrome_spans
