@@ -86,8 +86,29 @@ def test_max_events_reaches_the_profiler(script, tmp_path, capsys, monkeypatch):
     out = tmp_path / "t.json"
     assert main(["--max-events", "1000", "-o", str(out), str(script)]) == 0
     assert main(["-o", str(out), str(script)]) == 0
-    assert given == [1000, None]
+    assert main(["-o", str(tmp_path / "t.pstats"), str(script)]) == 0
+    assert main(["--max-events", "7", "-o", str(tmp_path / "t.pstats"), str(script)]) == 0
+    # only aggregated outputs: a ring of its own, so memory need not follow the run
+    assert given == [1000, None, _cli.AGGREGATE_RING, 7]
     assert "ran" in capsys.readouterr().out and out.exists()
+
+
+@pytest.mark.parametrize("fmt", ["pstats", "text", "svg"])
+def test_aggregated_outputs_are_exact_with_the_commands_own_ring(script, tmp_path, capsys,
+                                                                  monkeypatch, fmt):
+    monkeypatch.setattr(_cli, "AGGREGATE_RING", 100)  # far fewer than the script's events
+    out = tmp_path / "out"
+    assert main(["-o", str(out), "--format", fmt, str(script)]) == 0
+    assert "left out" not in capsys.readouterr().err  # nothing the user asked to leave out
+    if fmt == "pstats":
+        stats = pstats.Stats(str(out)).stats
+        assert [v[1] for (f, _, name), v in stats.items()
+                if name == "fib" and f.endswith("prog.py")] == [465]  # fib(12): 465 calls
+    elif fmt == "text":
+        rows = [line.split() for line in out.read_text().splitlines()]
+        assert [r[0] for r in rows if len(r) > 3 and r[3] == "fib"] == ["465", "465"]
+    else:
+        assert "fib" in out.read_text()
 
 
 def test_max_events_without_a_profiler_that_takes_it(script, tmp_path, capsys, monkeypatch):

@@ -30,6 +30,10 @@ from ._progress import Progress
 
 PROG = "framehook-profile"
 PROGRESS_AFTER = 1.0  # seconds of post-processing before progress is shown (on a terminal)
+# Events kept per thread when only aggregated outputs are written (pstats, text, svg): they
+# stay exact with older events folded as recording goes, so memory need not follow the run.
+AGGREGATE_RING = 1 << 16
+AGGREGATED_FORMATS = ("pstats", "text", "svg")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -107,10 +111,14 @@ def _max_events(value: Optional[str]) -> Optional[int]:
     if number <= 0:
         raise ValueError(f"--max-events: expected a positive whole number of events, "
                          f"got {value!r}")
-    if "max_events" not in inspect.signature(Profiler).parameters:
+    if not _takes_max_events():
         raise ValueError("--max-events: this version of framehook-profiler cannot limit "
                          "the events it keeps")
     return number
+
+
+def _takes_max_events() -> bool:
+    return "max_events" in inspect.signature(Profiler).parameters
 
 
 def _check_output(output: str, given: bool) -> None:
@@ -283,6 +291,8 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
     options: dict = {"c_calls": not args.no_c_calls}
     if max_events is not None:
         options["max_events"] = max_events
+    elif fmt in AGGREGATED_FORMATS and _takes_max_events():
+        options["max_events"] = AGGREGATE_RING
     prof = Profiler(**options)
     try:
         status = _run(code, main_module.__dict__, filename, prof, exiting)
@@ -293,7 +303,7 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
 
     profile = prof.profile
     with _ended_by_signals():
-        written = _write(profile, output, fmt, stem)
+        written = _write(profile, output, fmt, stem, max_events is not None)
         if written is None:
             status = status or 1
         if args.summary:
@@ -301,9 +311,10 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
     return status
 
 
-def _write(profile: Profile, output: str, fmt: str, stem: str) -> Optional[str]:
+def _write(profile: Profile, output: str, fmt: str, stem: str, limited: bool) -> Optional[str]:
     """Writes the profile to ``output`` or, failing that, to a temporary file; returns the
-    path written, None for the temporary file. On a terminal, shows progress meanwhile."""
+    path written, None for the temporary file. On a terminal, shows progress meanwhile.
+    ``limited``: --max-events was given (what it left out is said)."""
     progress = Progress(sys.stderr, 0, f"writing the {fmt} file", after=PROGRESS_AFTER)
 
     def calls_written(calls: int) -> None:
@@ -325,7 +336,7 @@ def _write(profile: Profile, output: str, fmt: str, stem: str) -> Optional[str]:
     finally:
         progress.finish()
     # (counts known without building the trees, which no format needs)
-    dropped = profile.aggregates().dropped
+    dropped = profile.aggregates().dropped if limited else 0
     print(f"{PROG}: wrote {fmt} profile to {written} ({profile.event_count} events recorded, "
           f"{len(profile.thread_names)} thread(s))"
           + (f"; the oldest {dropped} events were left out (--max-events)" if dropped else ""),
