@@ -14,7 +14,8 @@ Medians over the repetitions, which run interleaved (every command once per roun
 Post-processing is the time from the end of the script's code (it prints a monotonic
 timestamp there) to the command's exit; its throughput is given in events per second,
 counting two events per call (its entry and its exit) for every tool and version, so
-that figures before and after a change compare.
+that figures before and after a change compare; a limited Chrome run counts the events it
+keeps (``--max-events``), which is what it writes.
 
 viztracer keeps a ring of its newest ``tracer_entries`` events (default 1,000,000). Up to
 ``--limit-from`` calls it is given room for every event, so both traces hold everything;
@@ -210,10 +211,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                 cmds = commands(args.python, viztracer, n, fmt, workdir, n >= args.limit_from,
                                 args.max_events, fh_limit)
                 runs: Dict[str, List[Run]] = {tool: [] for tool in cmds}
+                limited = fmt == "chrome" and n >= args.limit_from
+                events = min(2 * calls, args.max_events) if limited else 2 * calls
                 for _ in range(args.reps):
                     for tool, (command, output, _) in cmds.items():
                         run = run_child(command, workdir, output, args.timeout, args.mem_limit,
-                                        2 * calls)
+                                        events)
                         runs[tool].append(run)
                         if run.error:
                             print(f"  fib({n}) {fmt} {tool}: {run.error}", flush=True)
