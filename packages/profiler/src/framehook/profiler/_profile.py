@@ -56,7 +56,7 @@ class Profile:
         if self._aggregates is None:
             from ._aggregate import Aggregates
             if self._make_aggregates is None:  # nothing was recorded
-                self._aggregates = Aggregates([], {}, {}, [])
+                self._aggregates = Aggregates([], {}, {}, {}, [])
             else:
                 self._aggregates = self._make_aggregates()
         return self._aggregates

@@ -1,0 +1,106 @@
+"""Random call shapes (hypothesis): the C aggregates and event writers agree with the tree
+walk, and a ring (max_events) leaves every count as it was."""
+from __future__ import annotations
+
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from framehook.profiler import Profiler, record_function  # noqa: E402
+from framehook.profiler._flamegraph import merged_tree  # noqa: E402
+
+from fhprof_helpers import chrome_spans  # noqa: E402
+from tree_reference import (chrome_from_trees, flame_from_trees, flame_shape,  # noqa: E402
+                            pstats_from_trees, summary_from_trees)
+
+KINDS = ("a", "b", "raise", "gen", "annot", "sort")
+
+
+class Boom(Exception):
+    pass
+
+
+def run(node):
+    kind, children = node
+    if kind == "a":
+        return step_a(children)
+    if kind == "b":
+        return step_b(children)
+    if kind == "raise":
+        try:
+            failing(children)
+        except Boom:
+            pass
+        return 0
+    if kind == "gen":
+        return sum(walk(children))
+    if kind == "annot":
+        with record_function("region"):
+            return step_a(children)
+    return len(sorted(children, key=run))  # Python called from C
+
+
+def step_a(children):
+    return sum(run(c) for c in children) + 1
+
+
+def step_b(children):
+    total = 0
+    for child in children:
+        total += run(child)
+    return total
+
+
+def failing(children):
+    step_b(children)
+    raise Boom
+
+
+def walk(children):
+    for child in children:
+        yield run(child)
+
+
+nodes = st.recursive(st.tuples(st.sampled_from(KINDS), st.just(())),
+                     lambda inner: st.tuples(st.sampled_from(KINDS),
+                                             st.lists(inner, max_size=4).map(tuple)),
+                     max_leaves=40)
+
+
+def recorded(plan, **options):
+    with Profiler(**options) as prof:
+        run(plan)
+    return prof.profile
+
+
+# the backend fixture only picks the backend: the same for every example
+CHECKS = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=CHECKS)
+@given(plan=nodes)
+def test_random_shapes_match_the_trees(backend, plan):
+    profile = recorded(plan)
+    assert profile.to_pstats() == pstats_from_trees(profile)
+    assert profile.summary(limit=1000) == summary_from_trees(profile, limit=1000)
+    assert flame_shape(merged_tree(profile)) == flame_shape(flame_from_trees(profile))
+    ours = chrome_spans(profile.to_chrome())
+    theirs = [e for e in chrome_from_trees(profile)["traceEvents"] if e["ph"] == "X"]
+    for span in ours + theirs:
+        span.pop("ph")
+    key = lambda e: e["args"]["id"]  # noqa: E731
+    assert sorted(ours, key=key) == sorted(theirs, key=key)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=CHECKS)
+@given(plan=nodes, keep=st.integers(min_value=1, max_value=300))
+def test_random_shapes_count_the_same_through_a_ring(backend, plan, keep):
+    def counts(profile):
+        return {k: v[:2] for k, v in profile.to_pstats().items() if k[2] in
+                ("run", "step_a", "step_b", "failing", "walk", "<genexpr>",
+                 "<record_function region>")}
+    full = recorded(plan)
+    ring = recorded(plan, max_events=keep)
+    assert counts(ring) == counts(full)
+    chrome_spans(ring.to_chrome())  # balanced and monotone however it was cut
