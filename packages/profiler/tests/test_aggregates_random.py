@@ -17,6 +17,17 @@ from tree_reference import (chrome_from_trees, flame_from_trees, flame_shape,  #
 KINDS = ("a", "b", "raise", "gen", "annot", "sort")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def no_gc_callbacks_left_behind():
+    """hypothesis adds a gc callback (timing collections) the first time it runs a test:
+    a Python function that later recordings would show wherever a collection happens,
+    and which sys.setprofile references taken elsewhere would not. Taken out again here."""
+    import gc
+    before = list(gc.callbacks)
+    yield
+    gc.callbacks[:] = before
+
+
 class Boom(Exception):
     pass
 
