@@ -12,7 +12,7 @@ from framehook.profiler._flamegraph import merged_tree  # noqa: E402
 
 from fhprof_helpers import chrome_spans  # noqa: E402
 from tree_reference import (chrome_from_trees, flame_from_trees, flame_shape,  # noqa: E402
-                            pstats_from_trees, summary_from_trees)
+                            pstats_from_trees, speedscope_from_trees, summary_from_trees)
 
 KINDS = ("a", "b", "raise", "gen", "annot", "sort")
 
@@ -97,6 +97,8 @@ def test_random_shapes_match_the_trees(backend, plan):
     assert profile.summary(limit=1000) == summary_from_trees(profile, limit=1000)
     assert flame_shape(merged_tree(profile)) == flame_shape(flame_from_trees(profile))
     assert spans(profile.to_chrome()) == spans(chrome_from_trees(profile))
+    assert opens_and_closes(profile.to_speedscope()) == opens_and_closes(
+        speedscope_from_trees(profile))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=CHECKS)
@@ -112,6 +114,12 @@ def test_random_shapes_count_the_same_through_a_ring(backend, plan, keep):
     # what is kept is written as the trees of the kept events show it, balanced and
     # monotone however the ring cut it
     assert spans(ring.to_chrome()) == spans(chrome_from_trees(ring))
+
+
+def opens_and_closes(doc):
+    frames = doc["shared"]["frames"]
+    return [(p["name"], p["endValue"], [(e["type"], frames[e["frame"]]["name"], e["at"])
+                                       for e in p["events"]]) for p in doc["profiles"]]
 
 
 def spans(doc):
