@@ -1827,8 +1827,7 @@ static PyObject *ctx_collect(CtxObject *ctx) {
         return NULL;
     }
     char *out = PyBytes_AS_STRING(events);
-    ctx_each_run(ctx, copy_run, &out);
-    PyObject *sites = sites_list(&ctx->sites);
+    PyObject *sites = ctx_each_run(ctx, copy_run, &out) == 0 ? sites_list(&ctx->sites) : NULL;
     if (sites == NULL) {
         Py_DECREF(events);
         return NULL;
@@ -2033,7 +2032,7 @@ static int chrome_begin(fh_wthread *wt) {
     /* a tagged call's instance is the event right after it */
     const fh_event *next = fh_cursor_peek(&wt->cur, wt->ctx->skip);
     if (next != NULL && next->kind == FH_EV_TAG) {
-        fh_cursor_next(&wt->cur, wt->ctx->skip);
+        next = fh_cursor_next(&wt->cur, wt->ctx->skip); /* (the event peeked) */
         if (fh_replay_event(&wt->st, next, &wt->ctx->sites, &w->clock, &chrome_sink, wt) < 0) {
             return -1;
         }
