@@ -1945,7 +1945,7 @@ typedef struct {
     PyObject *names;    /* borrowed: per function id, (name, args) JSON fragments (Chrome)
                            or the speedscope frame index */
     int64_t tid;
-    int64_t last;       /* speedscope: the last time written */
+    int64_t last;       /* the last time written on the thread's track */
     int first;          /* speedscope: no event written yet */
 } fh_wthread;
 
@@ -1959,6 +1959,16 @@ struct fh_wctx {
     PyObject *tag; /* callable(thread index, site key) -> bytes (Chrome), or NULL */
 };
 
+/* A time on a thread's track: from the start of recording, and never before the last one
+ * written there (viewers need each track in order; a clock read on another core could in
+ * principle be a few ticks behind). */
+static inline int64_t track_time(fh_wthread *wt, int64_t ns) {
+    int64_t at = ns - wt->w->origin;
+    at = at < wt->last ? wt->last : at;
+    wt->last = at;
+    return at;
+}
+
 static int chrome_open(void *arg, fh_replay *r, fh_frame *f) {
     ((fh_wthread *)arg)->pending = f - r->frames;
     return 0;
@@ -1967,7 +1977,7 @@ static int chrome_open(void *arg, fh_replay *r, fh_frame *f) {
 static int chrome_close(void *arg, fh_replay *r, fh_frame *f, int64_t end_ns) {
     fh_wthread *wt = (fh_wthread *)arg;
     fh_out *o = &wt->w->out;
-    if (fh_out_str(o, ",\n{\"ph\":\"E\",\"ts\":") < 0 || fh_out_us(o, end_ns - wt->w->origin) < 0 ||
+    if (fh_out_str(o, ",\n{\"ph\":\"E\",\"ts\":") < 0 || fh_out_us(o, track_time(wt, end_ns)) < 0 ||
         fh_out_str(o, ",\"pid\":") < 0 || fh_out_i64(o, wt->w->pid) < 0 ||
         fh_out_str(o, ",\"tid\":") < 0 || fh_out_i64(o, wt->tid) < 0) {
         return -1;
@@ -2042,7 +2052,7 @@ static int chrome_begin(fh_wthread *wt) {
     f->id = ++w->next_id;
     PyObject *names = PyList_GET_ITEM(wt->names, f->fid);
     if (fh_out_str(o, ",\n{\"ph\":\"B\",") < 0 || fh_out_obj(o, PyTuple_GET_ITEM(names, 0)) < 0 ||
-        fh_out_str(o, ",\"ts\":") < 0 || fh_out_us(o, f->start_ns - w->origin) < 0 ||
+        fh_out_str(o, ",\"ts\":") < 0 || fh_out_us(o, track_time(wt, f->start_ns)) < 0 ||
         fh_out_str(o, ",\"pid\":") < 0 || fh_out_i64(o, w->pid) < 0 ||
         fh_out_str(o, ",\"tid\":") < 0 || fh_out_i64(o, wt->tid) < 0 ||
         fh_out_str(o, ",\"args\":{\"id\":") < 0 || fh_out_i64(o, (int64_t)f->id) < 0) {
