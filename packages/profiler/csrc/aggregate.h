@@ -1,5 +1,7 @@
-/* Running aggregates of one thread's calls: per function, per caller/callee pair and per
- * call path, fed by the replay (replay.h). Memory grows with the distinct functions, pairs
+/* Running aggregates of one thread's calls: per function, per pstats label, per
+ * caller/callee pair (of labels) and per call path, fed by the replay (replay.h). A label
+ * (file, line, name) may cover several functions (code objects made alike): pstats counts
+ * recursion by label, the summary by function, hence both tables. Memory grows with the distinct functions, pairs
  * and paths, never with the number of calls, so a recording can be folded into them block
  * by block (the ring of max_events) and still give exact counts.
  *
@@ -137,6 +139,7 @@ static int fh_vec_reserve(fh_vec *v, size_t i) {
 
 typedef struct {
     fh_vec funcs; /* fh_stat by function id */
+    fh_vec keys;  /* fh_stat by pstats label id */
     fh_vec pairs; /* fh_pair */
     fh_vec paths; /* fh_path; [0] is the thread's root */
     fh_map pair_index;
@@ -147,6 +150,7 @@ typedef struct {
 static int fh_agg_init(fh_agg *a) {
     memset(a, 0, sizeof(*a));
     a->funcs.size = sizeof(fh_stat);
+    a->keys.size = sizeof(fh_stat);
     a->pairs.size = sizeof(fh_pair);
     a->paths.size = sizeof(fh_path);
     fh_replay_init(&a->stack);
@@ -161,6 +165,7 @@ static int fh_agg_init(fh_agg *a) {
 
 static void fh_agg_free(fh_agg *a) {
     PyMem_RawFree(a->funcs.items);
+    PyMem_RawFree(a->keys.items);
     PyMem_RawFree(a->pairs.items);
     PyMem_RawFree(a->paths.items);
     fh_map_free(&a->pair_index);
@@ -170,7 +175,7 @@ static void fh_agg_free(fh_agg *a) {
 }
 
 static size_t fh_agg_memory(const fh_agg *a) {
-    return a->funcs.cap * a->funcs.size + a->pairs.cap * a->pairs.size +
+    return a->funcs.cap * a->funcs.size + a->keys.cap * a->keys.size + a->pairs.cap * a->pairs.size +
            a->paths.cap * a->paths.size + (a->pair_index.mask + 1) * 12 +
            (a->path_index.mask + 1) * 12 + a->stack.cap * sizeof(fh_frame);
 }
@@ -185,6 +190,14 @@ static int fh_agg_open(void *arg, fh_replay *r, fh_frame *f) {
     f->outer = s->active == 0;
     s->cc += f->outer;
     s->active++;
+    if (fh_vec_reserve(&a->keys, f->kid) < 0) {
+        return -1;
+    }
+    fh_stat *k = (fh_stat *)fh_vec_at(&a->keys, f->kid);
+    k->nc++;
+    f->key_outer = k->active == 0;
+    k->cc += f->key_outer;
+    k->active++;
     fh_frame *caller = f->vparent >= 0 ? &r->frames[f->vparent] : NULL;
     uint32_t p, node;
     if (caller != NULL && caller->last_fid == f->fid) {
@@ -195,14 +208,14 @@ static int fh_agg_open(void *arg, fh_replay *r, fh_frame *f) {
         if (caller != NULL) {
             int added;
             uint32_t next = (uint32_t)a->pairs.n;
-            p = fh_map_get(&a->pair_index, ((uint64_t)caller->fid << 32) | f->fid, next, &added);
+            p = fh_map_get(&a->pair_index, ((uint64_t)caller->kid << 32) | f->kid, next, &added);
             if (p == FH_NONE || (added && fh_vec_reserve(&a->pairs, next) < 0)) {
                 return -1;
             }
             if (added) {
                 fh_pair *pair = (fh_pair *)fh_vec_at(&a->pairs, p);
-                pair->caller = caller->fid;
-                pair->callee = f->fid;
+                pair->caller = caller->kid;
+                pair->callee = f->kid;
             }
         }
         uint32_t parent_path = caller != NULL ? caller->path : 0;
@@ -250,6 +263,12 @@ static int fh_agg_close(void *arg, fh_replay *r, fh_frame *f, int64_t end_ns) {
         s->ct += dur;
     }
     s->active--;
+    fh_stat *k = (fh_stat *)fh_vec_at(&a->keys, f->kid);
+    k->tt += own;
+    if (f->key_outer) {
+        k->ct += dur;
+    }
+    k->active--;
     if (f->pair != FH_NONE) {
         fh_pair *pair = (fh_pair *)fh_vec_at(&a->pairs, f->pair);
         pair->s.tt += own;
@@ -282,22 +301,31 @@ static PyObject *fh_stat_tuple(const fh_stat *s) {
                          (long long)s->tt, (long long)s->ct);
 }
 
-/* The tables as Python lists: functions [(nc, cc, tt, ct) by id], pairs [(caller, callee,
- * nc, cc, tt, ct)], paths [(parent, fid, count, self, total)] (path 0, the thread, left
- * out: parents index the full list, so the first path listed is 1). */
+/* A table of fh_stat as a list of (nc, cc, tt, ct). */
+static PyObject *fh_stats_list(const fh_vec *v) {
+    PyObject *out = PyList_New((Py_ssize_t)v->n);
+    for (size_t i = 0; out != NULL && i < v->n; i++) {
+        PyObject *item = fh_stat_tuple((const fh_stat *)fh_vec_at(v, i));
+        if (item == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)i, item);
+    }
+    return out;
+}
+
+/* The tables as Python lists: functions and keys [(nc, cc, tt, ct) by id], pairs
+ * [(caller key, callee key, nc, cc, tt, ct)], paths [(parent, fid, count, self, total)]
+ * (path 0, the thread, left out: parents index the full list, so the first path listed
+ * is 1). */
 static PyObject *fh_agg_tables(const fh_agg *a) {
-    PyObject *funcs = PyList_New((Py_ssize_t)a->funcs.n);
+    PyObject *funcs = fh_stats_list(&a->funcs);
+    PyObject *keys = funcs != NULL ? fh_stats_list(&a->keys) : NULL;
     PyObject *pairs = PyList_New((Py_ssize_t)a->pairs.n);
     PyObject *paths = PyList_New(a->paths.n > 0 ? (Py_ssize_t)a->paths.n - 1 : 0);
-    if (funcs == NULL || pairs == NULL || paths == NULL) {
+    if (funcs == NULL || keys == NULL || pairs == NULL || paths == NULL) {
         goto error;
-    }
-    for (size_t i = 0; i < a->funcs.n; i++) {
-        PyObject *item = fh_stat_tuple((const fh_stat *)fh_vec_at(&a->funcs, i));
-        if (item == NULL) {
-            goto error;
-        }
-        PyList_SET_ITEM(funcs, (Py_ssize_t)i, item);
     }
     for (size_t i = 0; i < a->pairs.n; i++) {
         const fh_pair *p = (const fh_pair *)fh_vec_at(&a->pairs, i);
@@ -318,10 +346,12 @@ static PyObject *fh_agg_tables(const fh_agg *a) {
         }
         PyList_SET_ITEM(paths, (Py_ssize_t)i - 1, item);
     }
-    return Py_BuildValue("{s:N,s:N,s:N}", "functions", funcs, "pairs", pairs, "paths", paths);
+    return Py_BuildValue("{s:N,s:N,s:N,s:N}", "functions", funcs, "keys", keys, "pairs", pairs,
+                         "paths", paths);
 
 error:
     Py_XDECREF(funcs);
+    Py_XDECREF(keys);
     Py_XDECREF(pairs);
     Py_XDECREF(paths);
     return NULL;

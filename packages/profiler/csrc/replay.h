@@ -61,7 +61,8 @@ typedef struct {
     uint32_t key;
     uint32_t kind;
     uint32_t fid;
-    uint32_t pair;    /* aggregates: caller/callee pair, or FH_NONE */
+    uint32_t kid;     /* the function's pstats label (see fh_site.kid) */
+    uint32_t pair;    /* aggregates: caller/callee pair (by label), or FH_NONE */
     uint32_t path;    /* aggregates: call path node */
     uint32_t tag;     /* writers: the instance site + 1, or 0 */
     /* aggregates: the last callee opened under this frame, its pair and path (callers
@@ -72,6 +73,7 @@ typedef struct {
     uint8_t cls;
     uint8_t hidden;
     uint8_t outer;      /* aggregates: no open frame of the same function below */
+    uint8_t key_outer;  /* aggregates: no open frame of the same pstats label below */
     uint8_t pair_outer; /* aggregates: no open frame of the same pair below */
     uint8_t exception;
     uint8_t start_frame;
@@ -106,8 +108,9 @@ static inline void fh_replay_free(fh_replay *r) {
     fh_replay_init(r);
 }
 
-static int fh_replay_push(fh_replay *r, const fh_event *ev, int cls, uint32_t fid, int hidden,
-                          int start_frame, int64_t ns, const fh_sink *sink, void *arg) {
+static int fh_replay_push(fh_replay *r, const fh_event *ev, int cls, uint32_t fid, uint32_t kid,
+                          int hidden, int start_frame, int64_t ns, const fh_sink *sink,
+                          void *arg) {
     if (r->depth == r->cap) {
         size_t ncap = r->cap ? r->cap * 2 : 64;
         fh_frame *grown = (fh_frame *)PyMem_RawRealloc(r->frames, ncap * sizeof(fh_frame));
@@ -125,10 +128,11 @@ static int fh_replay_push(fh_replay *r, const fh_event *ev, int cls, uint32_t fi
     f->key = ev->key;
     f->kind = ev->kind;
     f->fid = fid;
+    f->kid = kid;
     f->pair = FH_NONE;
     f->last_fid = FH_NONE;
     f->cls = (uint8_t)cls;
-    f->hidden = (uint8_t)(hidden || r->muted_depth >= 0 || fid == FH_NONE);
+    f->hidden = (uint8_t)(hidden || r->muted_depth >= 0 || fid == FH_NONE || kid == FH_NONE);
     f->start_frame = (uint8_t)start_frame;
     if (r->depth == 0) {
         f->vparent = -1;
@@ -192,14 +196,17 @@ static int fh_replay_event(fh_replay *r, const fh_event *ev, const fh_sites *sit
         if (kind == FH_EV_PY_CALL && (site->flags & FH_FLAG_MUTED) && r->muted_depth < 0) {
             r->muted_depth = (Py_ssize_t)r->depth;
         }
-        return fh_replay_push(r, ev, FH_CLS_PY, site->fid, (site->flags & FH_FLAG_HIDDEN) != 0,
-                              kind == FH_EV_START_FRAME, ns, sink, arg);
+        return fh_replay_push(r, ev, FH_CLS_PY, site->fid, site->kid,
+                              (site->flags & FH_FLAG_HIDDEN) != 0, kind == FH_EV_START_FRAME, ns,
+                              sink, arg);
     }
     case FH_EV_PY_RETURN:
     case FH_EV_PY_UNWIND:
         return fh_replay_pop_until(r, FH_CLS_PY, ns, kind == FH_EV_PY_UNWIND, sink, arg);
     case FH_EV_C_CALL:
-        return site == NULL ? 0 : fh_replay_push(r, ev, FH_CLS_C, site->fid, 0, 0, ns, sink, arg);
+        return site == NULL ? 0
+                            : fh_replay_push(r, ev, FH_CLS_C, site->fid, site->kid, 0, 0, ns,
+                                             sink, arg);
     case FH_EV_C_RETURN:
     case FH_EV_C_RAISE:
         if (r->depth > 0 && r->frames[r->depth - 1].cls == FH_CLS_C) {
@@ -214,7 +221,8 @@ static int fh_replay_event(fh_replay *r, const fh_event *ev, const fh_sites *sit
         return 0;
     case FH_EV_ANNOT_BEGIN:
         return site == NULL ? 0
-                            : fh_replay_push(r, ev, FH_CLS_ANNOT, site->fid, 0, 0, ns, sink, arg);
+                            : fh_replay_push(r, ev, FH_CLS_ANNOT, site->fid, site->kid, 0, 0, ns,
+                                             sink, arg);
     case FH_EV_ANNOT_END:
         return fh_replay_pop_until(r, FH_CLS_ANNOT, ns, 0, sink, arg);
     case FH_EV_RUNTIME + 1:
@@ -223,7 +231,8 @@ static int fh_replay_event(fh_replay *r, const fh_event *ev, const fh_sites *sit
             return 0;
         }
         return fh_replay_push(r, ev, kind == FH_EV_RUNTIME + 1 ? FH_CLS_LOOKUP : FH_CLS_REGION,
-                              kind == FH_EV_RUNTIME + 1 ? site->fid : site->fid2, 0, 0, ns,
+                              kind == FH_EV_RUNTIME + 1 ? site->fid : site->fid2,
+                              kind == FH_EV_RUNTIME + 1 ? site->kid : site->kid2, 0, 0, ns,
                               sink, arg);
     case FH_EV_RUNTIME + 2:
         return fh_replay_pop_until(r, FH_CLS_LOOKUP, ns, 0, sink, arg);

@@ -45,6 +45,11 @@ typedef struct {
      * key of the first site of the function instead. */
     uint32_t fid;
     uint32_t fid2;
+    /* The same for the function's pstats label (kid2: the compiled region's), by which
+     * pstats merges functions and counts their recursion. In a table of functions, fid2
+     * holds the function's kid. */
+    uint32_t kid;
+    uint32_t kid2;
 } fh_site;
 
 typedef struct {
@@ -155,6 +160,8 @@ static fh_slot *fh_sites_add(fh_sites *t, const void *a, const void *b, uint32_t
     site->flags = flags;
     site->fid = FH_NO_FID;
     site->fid2 = FH_NO_FID;
+    site->kid = FH_NO_FID;
+    site->kid2 = FH_NO_FID;
     fh_slot slot = {a, b, (uint32_t)(t->nsites + 1), (uint16_t)kind, (uint16_t)flags};
     t->nsites++;
     t->used++;

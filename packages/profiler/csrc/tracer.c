@@ -63,6 +63,10 @@ typedef struct {
     fh_buffer buf;
     fh_sites sites;
     fh_sites funcs; /* the functions its sites call (see fh_site.fid) */
+    PyObject *fid_index; /* dict: a function's value -> its number (see function_value) */
+    PyObject *kid_index; /* dict: a pstats label -> its number */
+    uint32_t *kid_fid;   /* per pstats number, the first function that has it */
+    size_t nkids, kid_cap;
     /* Bounded recording (max_events): past max_blocks blocks, the oldest block is folded
      * into `agg` and reused, so the aggregates stay exact while the events are dropped. */
     size_t max_blocks; /* 0: unlimited */
@@ -176,6 +180,11 @@ static CtxObject *ctx_new(TracerObject *tracer, unsigned long thread_id) {
     ctx->max_blocks = tracer->max_events > 0
                           ? ((size_t)tracer->max_events + FH_BLOCK_EVENTS - 1) / FH_BLOCK_EVENTS + 1
                           : 0;
+    ctx->fid_index = NULL;
+    ctx->kid_index = NULL;
+    ctx->kid_fid = NULL;
+    ctx->nkids = 0;
+    ctx->kid_cap = 0;
     ctx->agg = NULL;
     ctx->dropped = 0;
     ctx->finalized = 0;
@@ -198,13 +207,20 @@ static int ctx_traverse(CtxObject *self, visitproc visit, void *arg) {
     if (rc == 0) {
         rc = fh_sites_traverse(&self->sites, visit, arg);
     }
-    return rc != 0 ? rc : fh_sites_traverse(&self->funcs, visit, arg);
+    if (rc != 0) {
+        return rc;
+    }
+    Py_VISIT(self->fid_index);
+    Py_VISIT(self->kid_index);
+    return fh_sites_traverse(&self->funcs, visit, arg);
 }
 
 static int ctx_clear(CtxObject *self) {
     fh_stage_release(&self->prev); /* (stop releases it first: this is only a fallback) */
     fh_sites_clear(&self->sites);
     fh_sites_clear(&self->funcs);
+    Py_CLEAR(self->fid_index);
+    Py_CLEAR(self->kid_index);
     return 0;
 }
 
@@ -213,6 +229,9 @@ static void ctx_dealloc(CtxObject *self) {
     fh_stage_release(&self->prev);
     fh_sites_free(&self->sites);
     fh_sites_free(&self->funcs);
+    Py_CLEAR(self->fid_index);
+    Py_CLEAR(self->kid_index);
+    PyMem_Free(self->kid_fid);
     fh_buffer_free(&self->buf);
     if (self->agg != NULL) {
         fh_agg_free(self->agg);
@@ -331,56 +350,143 @@ static int code_in(PyObject *codes, PyCodeObject *code) {
     return 0;
 }
 
-/* The number of the function (class `cls`, identified by a and b) on this thread, made at
- * its first site (`site_key`). Annotations are one function per name, whichever string
- * object carries it. FH_NO_FID with an exception set. */
+/* What two functions share when the outputs merge them, as a new tuple (or NULL with an
+ * exception set). pstats merges by (file, first line, name) as cProfile labels code; the
+ * summary by the function itself: its code object, or the description of a C function,
+ * or an annotation's name. `by_key` picks the first; NULL is returned with no exception
+ * when the function's pointer identity is its only identity (its code object). */
+static PyObject *function_value(uint32_t cls, PyObject *obj, PyObject *info, int by_key) {
+    static const char *tags[FH_N_CLS] = {"py", "c", "annotation", "lookup", "region"};
+    if (cls == FH_CLS_C) {
+        return Py_BuildValue("(sO)", tags[cls], info != NULL ? info : Py_None);
+    }
+    if (cls == FH_CLS_ANNOT) {
+        return Py_BuildValue("(sO)", tags[cls], obj);
+    }
+    if (!by_key) {
+        return NULL;
+    }
+    PyObject *file = PyObject_GetAttrString(obj, "co_filename");
+    PyObject *line = file != NULL ? PyObject_GetAttrString(obj, "co_firstlineno") : NULL;
+    PyObject *name = line != NULL ? PyObject_GetAttrString(obj, "co_name") : NULL;
+    PyObject *value = name != NULL ? Py_BuildValue("(sOOO)", tags[cls], file, line, name) : NULL;
+    Py_XDECREF(file);
+    Py_XDECREF(line);
+    Py_XDECREF(name);
+    return value;
+}
+
+/* The number `value` has in `index` (a dict made on first use), given `next` if it has
+ * none yet (*added set). FH_NO_FID with an exception set. */
+static uint32_t index_of(PyObject **index, PyObject *value, uint32_t next, int *added) {
+    *added = 0;
+    if (*index == NULL && (*index = PyDict_New()) == NULL) {
+        return FH_NO_FID;
+    }
+    PyObject *found = PyDict_GetItemWithError(*index, value);
+    if (found != NULL) {
+        return (uint32_t)PyLong_AsUnsignedLong(found);
+    }
+    if (PyErr_Occurred()) {
+        return FH_NO_FID;
+    }
+    PyObject *number = PyLong_FromUnsignedLong(next);
+    if (number == NULL || PyDict_SetItem(*index, value, number) < 0) {
+        Py_XDECREF(number);
+        return FH_NO_FID;
+    }
+    Py_DECREF(number);
+    *added = 1;
+    return next;
+}
+
+/* The pstats number of function `fid` (made with it). FH_NO_FID with an exception set. */
+static uint32_t intern_kid(CtxObject *ctx, uint32_t cls, PyObject *obj, PyObject *info,
+                           uint32_t fid) {
+    PyObject *value = function_value(cls, obj, info, 1);
+    if (value == NULL) {
+        return FH_NO_FID;
+    }
+    int added;
+    uint32_t kid = index_of(&ctx->kid_index, value, (uint32_t)ctx->nkids, &added);
+    Py_DECREF(value);
+    if (kid == FH_NO_FID || !added) {
+        return kid;
+    }
+    if (ctx->nkids == ctx->kid_cap) {
+        size_t ncap = ctx->kid_cap ? ctx->kid_cap * 2 : 64;
+        uint32_t *grown = (uint32_t *)PyMem_Realloc(ctx->kid_fid, ncap * sizeof(uint32_t));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return FH_NO_FID;
+        }
+        ctx->kid_fid = grown;
+        ctx->kid_cap = ncap;
+    }
+    ctx->kid_fid[ctx->nkids++] = fid;
+    return kid;
+}
+
+/* The number of the function (class `cls`; `a` and `b` its pointers, `obj` its object,
+ * `info` a C function's description) on this thread, made at its first site (`site_key`)
+ * with its pstats number (in the function's fid2). FH_NO_FID with an exception set. */
 static uint32_t intern_fid(CtxObject *ctx, uint32_t cls, const void *a, const void *b,
-                           PyObject *a_obj, uint32_t site_key) {
+                           PyObject *obj, PyObject *info, uint32_t site_key) {
     uint32_t kind = cls + 1;
     fh_slot *slot = fh_sites_find(&ctx->funcs, a, b, kind);
     if (slot != NULL) {
         return slot->key1 - 1;
     }
-    if (cls == FH_CLS_ANNOT) {
-        for (size_t i = 0; i < ctx->funcs.nsites; i++) {
-            fh_site *f = &ctx->funcs.sites[i];
-            if (f->kind == kind && PyUnicode_Check(f->a) && PyUnicode_Check(a_obj)) {
-                int cmp = PyUnicode_Compare(f->a, a_obj);
-                if (cmp == -1 && PyErr_Occurred()) {
-                    return FH_NO_FID;
-                }
-                if (cmp == 0) {
-                    return (uint32_t)i;
-                }
-            }
+    /* other pointers, the same function (a C function bound elsewhere, a name) */
+    PyObject *value = function_value(cls, obj, info, 0);
+    if (value == NULL && PyErr_Occurred()) {
+        return FH_NO_FID;
+    }
+    int added = 1;
+    uint32_t fid = (uint32_t)ctx->funcs.nsites;
+    if (value != NULL) {
+        fid = index_of(&ctx->fid_index, value, fid, &added);
+        Py_DECREF(value);
+        if (fid == FH_NO_FID || !added) {
+            return fid;
         }
     }
-    slot = fh_sites_add(&ctx->funcs, a, b, kind, 0, a_obj, NULL, NULL);
+    uint32_t kid = intern_kid(ctx, cls, obj, info, fid);
+    if (kid == FH_NO_FID) {
+        return FH_NO_FID;
+    }
+    slot = fh_sites_add(&ctx->funcs, a, b, kind, 0, obj, NULL, NULL);
     if (slot == NULL) {
         return FH_NO_FID;
     }
     ctx->funcs.sites[slot->key1 - 1].fid = site_key;
+    ctx->funcs.sites[slot->key1 - 1].fid2 = kid;
     return slot->key1 - 1;
 }
 
 /* Gives the site just added (`slot`) its function; NULL (exception set) on failure. */
 static fh_slot *site_function(CtxObject *ctx, fh_slot *slot, uint32_t cls, const void *a,
-                              const void *b, PyObject *a_obj) {
+                              const void *b, PyObject *obj) {
     if (slot == NULL) {
         return NULL;
     }
     uint32_t key = slot->key1 - 1;
-    uint32_t fid = intern_fid(ctx, cls, a, b, a_obj, key);
+    fh_site *site = &ctx->sites.sites[key];
+    uint32_t fid = intern_fid(ctx, cls, a, b, obj, site->info, key);
     if (fid == FH_NO_FID) {
         return NULL;
     }
-    ctx->sites.sites[key].fid = fid;
+    site = &ctx->sites.sites[key]; /* (interning ran Python code: nothing moved, but) */
+    site->fid = fid;
+    site->kid = ctx->funcs.sites[fid].fid2;
     if (cls == FH_CLS_LOOKUP) {
-        fid = intern_fid(ctx, FH_CLS_REGION, a, b, a_obj, key);
+        fid = intern_fid(ctx, FH_CLS_REGION, a, b, obj, NULL, key);
         if (fid == FH_NO_FID) {
             return NULL;
         }
-        ctx->sites.sites[key].fid2 = fid;
+        site = &ctx->sites.sites[key];
+        site->fid2 = fid;
+        site->kid2 = ctx->funcs.sites[fid].fid2;
     }
     return slot;
 }
@@ -1733,8 +1839,7 @@ static PyObject *ctx_collect(CtxObject *ctx) {
         return NULL;
     }
     char *out = PyBytes_AS_STRING(events);
-    ctx_each_run(ctx, copy_run, &out);
-    PyObject *sites = sites_list(&ctx->sites);
+    PyObject *sites = ctx_each_run(ctx, copy_run, &out) == 0 ? sites_list(&ctx->sites) : NULL;
     if (sites == NULL) {
         Py_DECREF(events);
         return NULL;
@@ -1772,15 +1877,27 @@ static PyObject *ctx_aggregate(CtxObject *ctx) {
         }
         PyList_SET_ITEM(funcs, (Py_ssize_t)i, item);
     }
-    PyObject *sites = sites_list(&ctx->sites);
+    PyObject *key_funcs = PyList_New((Py_ssize_t)ctx->nkids);
+    for (size_t i = 0; key_funcs != NULL && i < ctx->nkids; i++) {
+        PyObject *fid = PyLong_FromUnsignedLong(ctx->kid_fid[i]);
+        if (fid == NULL) {
+            Py_CLEAR(key_funcs);
+            break;
+        }
+        PyList_SET_ITEM(key_funcs, (Py_ssize_t)i, fid);
+    }
+    PyObject *sites = key_funcs != NULL ? sites_list(&ctx->sites) : NULL;
     if (sites == NULL || PyDict_SetItemString(tables, "sites", sites) < 0 ||
-        PyDict_SetItemString(tables, "function_sites", funcs) < 0) {
+        PyDict_SetItemString(tables, "function_sites", funcs) < 0 ||
+        PyDict_SetItemString(tables, "key_functions", key_funcs) < 0) {
         Py_XDECREF(sites);
+        Py_XDECREF(key_funcs);
         Py_DECREF(funcs);
         Py_DECREF(tables);
         return NULL;
     }
     Py_DECREF(sites);
+    Py_DECREF(key_funcs);
     Py_DECREF(funcs);
     PyObject *extra = Py_BuildValue("{s:k,s:K,s:O,s:K,s:K}", "thread_id", ctx->thread_id,
                                     "serial", ctx->serial, "broken",
@@ -1842,7 +1959,7 @@ typedef struct {
     PyObject *names;    /* borrowed: per function id, (name, args) JSON fragments (Chrome)
                            or the speedscope frame index */
     int64_t tid;
-    int64_t last;       /* speedscope: the last time written */
+    int64_t last;       /* the last time written on the thread's track */
     int first;          /* speedscope: no event written yet */
 } fh_wthread;
 
@@ -1856,6 +1973,16 @@ struct fh_wctx {
     PyObject *tag; /* callable(thread index, site key) -> bytes (Chrome), or NULL */
 };
 
+/* A time on a thread's track: from the start of recording, and never before the last one
+ * written there (viewers need each track in order; a clock read on another core could in
+ * principle be a few ticks behind). */
+static inline int64_t track_time(fh_wthread *wt, int64_t ns) {
+    int64_t at = ns - wt->w->origin;
+    at = at < wt->last ? wt->last : at;
+    wt->last = at;
+    return at;
+}
+
 static int chrome_open(void *arg, fh_replay *r, fh_frame *f) {
     ((fh_wthread *)arg)->pending = f - r->frames;
     return 0;
@@ -1864,7 +1991,7 @@ static int chrome_open(void *arg, fh_replay *r, fh_frame *f) {
 static int chrome_close(void *arg, fh_replay *r, fh_frame *f, int64_t end_ns) {
     fh_wthread *wt = (fh_wthread *)arg;
     fh_out *o = &wt->w->out;
-    if (fh_out_str(o, ",\n{\"ph\":\"E\",\"ts\":") < 0 || fh_out_us(o, end_ns - wt->w->origin) < 0 ||
+    if (fh_out_str(o, ",\n{\"ph\":\"E\",\"ts\":") < 0 || fh_out_us(o, track_time(wt, end_ns)) < 0 ||
         fh_out_str(o, ",\"pid\":") < 0 || fh_out_i64(o, wt->w->pid) < 0 ||
         fh_out_str(o, ",\"tid\":") < 0 || fh_out_i64(o, wt->tid) < 0) {
         return -1;
@@ -1929,7 +2056,7 @@ static int chrome_begin(fh_wthread *wt) {
     /* a tagged call's instance is the event right after it */
     const fh_event *next = fh_cursor_peek(&wt->cur, wt->ctx->skip);
     if (next != NULL && next->kind == FH_EV_TAG) {
-        fh_cursor_next(&wt->cur, wt->ctx->skip);
+        next = fh_cursor_next(&wt->cur, wt->ctx->skip); /* (the event peeked) */
         if (fh_replay_event(&wt->st, next, &wt->ctx->sites, &w->clock, &chrome_sink, wt) < 0) {
             return -1;
         }
@@ -1939,7 +2066,7 @@ static int chrome_begin(fh_wthread *wt) {
     f->id = ++w->next_id;
     PyObject *names = PyList_GET_ITEM(wt->names, f->fid);
     if (fh_out_str(o, ",\n{\"ph\":\"B\",") < 0 || fh_out_obj(o, PyTuple_GET_ITEM(names, 0)) < 0 ||
-        fh_out_str(o, ",\"ts\":") < 0 || fh_out_us(o, f->start_ns - w->origin) < 0 ||
+        fh_out_str(o, ",\"ts\":") < 0 || fh_out_us(o, track_time(wt, f->start_ns)) < 0 ||
         fh_out_str(o, ",\"pid\":") < 0 || fh_out_i64(o, w->pid) < 0 ||
         fh_out_str(o, ",\"tid\":") < 0 || fh_out_i64(o, wt->tid) < 0 ||
         fh_out_str(o, ",\"args\":{\"id\":") < 0 || fh_out_i64(o, (int64_t)f->id) < 0) {

@@ -31,7 +31,12 @@ with Profiler(**options) as prof:
 t1 = time.perf_counter()
 prof.profile.export(path, fmt)
 t2 = time.perf_counter()
+try:
+    events = sum(t.events + t.dropped for t in prof.profile.aggregates().threads)
+except AttributeError:  # a build from before the aggregates (--src)
+    events = 0
 print(json.dumps({"record_s": t1 - t0, "post_s": t2 - t1, "size": os.path.getsize(path),
+                  "events": events,
                   "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -54,9 +59,11 @@ def main() -> None:
                                       args.max_events], env=env, capture_output=True,
                                      text=True, check=True)
                 row = json.loads(out.stdout)
+                rate = row["events"] / row["post_s"] / 1e6 if row.get("events") else 0.0
                 print(f"fib({n}) {fmt:10} record {row['record_s']:7.2f} s  post "
-                      f"{row['post_s']:7.2f} s  file {row['size'] / 1e6:8.1f} MB  "
-                      f"peak RSS {row['maxrss_mb']:7.0f} MB", flush=True)
+                      f"{row['post_s']:7.2f} s ({rate:6.1f} M events/s)  file "
+                      f"{row['size'] / 1e6:8.1f} MB  peak RSS {row['maxrss_mb']:7.0f} MB",
+                      flush=True)
 
 
 if __name__ == "__main__":

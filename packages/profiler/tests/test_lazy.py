@@ -140,3 +140,19 @@ def test_trees_built_later_are_the_same(monkeypatch, tmp_path):
     finally:
         threading.main_thread().name = main_name
     assert len(early) > 50
+
+
+@pytest.mark.parametrize("fmt", ["chrome", "speedscope", "pstats", "text", "svg"])
+def test_a_profile_that_recorded_nothing_exports_empty(tmp_path, fmt):
+    first = Profiler()
+    first.start()
+    second = Profiler()
+    with pytest.warns(Warning, match="already recording"):
+        second.start()
+    empty = second.stop()
+    first.stop()
+    assert empty.event_count == 0 and empty.thread_names == [] and empty._tracer is None
+    out = tmp_path / "empty"
+    empty.export(out, fmt)
+    assert out.stat().st_size > 0
+    assert empty.aggregates().threads == [] and empty.threads == []

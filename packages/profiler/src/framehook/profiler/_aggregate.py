@@ -37,13 +37,17 @@ class Aggregates:
     """Exact call counts and times, also of events dropped by ``max_events``."""
 
     def __init__(self, threads: List[ThreadInfo], functions: Dict[Function, Stat],
+                 labels: Dict[Function, Stat],
                  pairs: Dict[Tuple[Function, Function], Stat],
                  paths: List[List[PathEntry]],
                  thread_functions: Optional[List[List[Function]]] = None,
                  thread_sites: Optional[List[list]] = None) -> None:
         self.threads = threads
         self.functions = functions  # per Function, in order of first call
-        self.pairs = pairs          # per (caller, callee)
+        # per pstats label (file, line, name), under the first Function with it: counted
+        # like cProfile, recursion included, when distinct code shares a label
+        self.labels = labels
+        self.pairs = pairs          # per (caller, callee) label, under their first Functions
         self.paths = paths          # per thread, parents before children
         # per thread: the Function of each of its function ids, and its site tuples (what
         # the event writers name things by)
@@ -80,6 +84,7 @@ def aggregate(tracer: Any, thread_name: Callable[[Dict[str, Any]], str],
     namer = Namer(shorten or PathShortener())
     threads: List[ThreadInfo] = []
     functions: Dict[Function, Stat] = {}
+    labels: Dict[Function, Stat] = {}
     pairs: Dict[Tuple[Function, Function], Stat] = {}
     paths: List[List[PathEntry]] = []
     thread_functions: List[List[Function]] = []
@@ -94,8 +99,12 @@ def aggregate(tracer: Any, thread_name: Callable[[Dict[str, Any]], str],
         for fid, stat in enumerate(thread["functions"]):
             if stat[0]:  # (functions only ever called hidden have no calls)
                 _add(functions.setdefault(funcs[fid], [0, 0, 0, 0]), stat)
+        by_label = [funcs[fid] for fid in thread["key_functions"]]
+        for kid, stat in enumerate(thread["keys"]):
+            if stat[0]:
+                _add(labels.setdefault(by_label[kid], [0, 0, 0, 0]), stat)
         for caller, callee, *stat in thread["pairs"]:
-            _add(pairs.setdefault((funcs[caller], funcs[callee]), [0, 0, 0, 0]), stat)
+            _add(pairs.setdefault((by_label[caller], by_label[callee]), [0, 0, 0, 0]), stat)
         paths.append([PathEntry(parent - 1, funcs[fid], count, own, total)
                       for parent, fid, count, own, total in thread["paths"]])
-    return Aggregates(threads, functions, pairs, paths, thread_functions, thread_sites)
+    return Aggregates(threads, functions, labels, pairs, paths, thread_functions, thread_sites)

@@ -20,7 +20,7 @@ def to_pstats(profile: "Profile") -> Stats:
     agg = profile.aggregates()
     # functions that share a pstats key (file, line, name) are one entry, as in cProfile
     entries: Dict[Key, List[int]] = {}
-    for func, (nc, cc, tt, ct) in agg.functions.items():
+    for func, (nc, cc, tt, ct) in agg.labels.items():
         entry = entries.setdefault(func.pstats_key, [0, 0, 0, 0])
         entry[0] += cc
         entry[1] += nc

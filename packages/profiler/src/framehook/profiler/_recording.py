@@ -39,7 +39,7 @@ class Recording:
         """The tracer's exact aggregates, named (no Python object per call)."""
         from ._aggregate import Aggregates, aggregate
         if not self.threads:
-            return Aggregates([], {}, {}, [])
+            return Aggregates([], {}, {}, {}, [])
         names = self.thread_names
         return aggregate(self.tracer, lambda thread: names[thread["serial"]], self.shorten)
 
