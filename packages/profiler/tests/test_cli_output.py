@@ -111,17 +111,6 @@ def test_aggregated_outputs_are_exact_with_the_commands_own_ring(script, tmp_pat
         assert "fib" in out.read_text()
 
 
-def test_max_events_without_a_profiler_that_takes_it(script, tmp_path, capsys, monkeypatch):
-    class Unlimited(Profiler):
-        def __init__(self, *, c_calls=True):
-            super().__init__(c_calls=c_calls)
-
-    monkeypatch.setattr(_cli, "Profiler", Unlimited)
-    assert main(["--max-events", "10", "-o", str(tmp_path / "t.json"), str(script)]) == 2
-    err = capsys.readouterr().err
-    assert len(err.splitlines()) == 1 and "--max-events" in err and "cannot limit" in err
-
-
 # files written whole or not at all -------------------------------------------------------
 def recorded():
     def fib(n):

@@ -12,11 +12,9 @@ from __future__ import annotations
 import argparse
 import builtins
 import contextlib
-import inspect
 import os
 import signal
 import sys
-import tempfile
 import threading
 import traceback
 import types
@@ -111,14 +109,7 @@ def _max_events(value: Optional[str]) -> Optional[int]:
     if number <= 0:
         raise ValueError(f"--max-events: expected a positive whole number of events, "
                          f"got {value!r}")
-    if not _takes_max_events():
-        raise ValueError("--max-events: this version of framehook-profiler cannot limit "
-                         "the events it keeps")
     return number
-
-
-def _takes_max_events() -> bool:
-    return "max_events" in inspect.signature(Profiler).parameters
 
 
 def _check_output(output: str, given: bool) -> None:
@@ -291,7 +282,7 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
     options: dict = {"c_calls": not args.no_c_calls}
     if max_events is not None:
         options["max_events"] = max_events
-    elif fmt in AGGREGATED_FORMATS and _takes_max_events():
+    elif fmt in AGGREGATED_FORMATS:
         options["max_events"] = AGGREGATE_RING
     prof = Profiler(**options)
     try:
@@ -325,6 +316,7 @@ def _write(profile: Profile, output: str, fmt: str, stem: str, limited: bool) ->
     except ExportError as err:
         progress.finish()
         _error(str(err))
+        import tempfile  # (only here: it takes a while to import)
         fd, fallback = tempfile.mkstemp(prefix=f"{stem}-", suffix=DEFAULT_SUFFIX[fmt])
         os.close(fd)
         try:
