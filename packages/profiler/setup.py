@@ -19,8 +19,8 @@ if sysconfig.get_config_var("Py_GIL_DISABLED"):
 
 from setuptools import Extension, setup  # noqa: E402
 
-HEADERS = ["buffer.h", "clock.h", "compat.h", "framehook_events.h", "monitoring.h",
-           "sites.h"]
+HEADERS = ["aggregate.h", "buffer.h", "clock.h", "compat.h", "framehook_events.h",
+           "monitoring.h", "replay.h", "sites.h", "writer.h"]
 
 setup(
     ext_modules=[

@@ -1,7 +1,7 @@
 /* Per-thread append-only event storage: a chain of fixed-size blocks.
  *
  * Appending is a compare and a store; nothing is ever moved, so a full block costs one
- * allocation and no copy. Blocks come from the raw allocator because they are plain
+ * allocation and no copy (or, as a ring, the reuse of the oldest block: fh_buffer_rotate). Blocks come from the raw allocator because they are plain
  * memory that never holds object references. */
 #ifndef FRAMEHOOK_PROFILER_BUFFER_H
 #define FRAMEHOOK_PROFILER_BUFFER_H
@@ -100,11 +100,30 @@ static fh_event *fh_buffer_grow(fh_buffer *b) {
     return blk->ev;
 }
 
-static inline fh_event *fh_buffer_slot(fh_buffer *b) {
-    if (b->cur != b->end) {
-        return b->cur++;
+/* The ring's step: the head block (already read) becomes the empty tail; returns its first
+ * slot. The buffer must hold at least one block. */
+static fh_event *fh_buffer_rotate(fh_buffer *b) {
+    fh_block *blk = b->head;
+    if (blk != b->tail) {
+        b->head = blk->next;
+        blk->next = NULL;
+        b->tail->next = blk;
+        b->tail = blk;
     }
-    return fh_buffer_grow(b);
+    b->cur = blk->ev + 1;
+    b->end = blk->ev + FH_BLOCK_EVENTS;
+    return blk->ev;
+}
+
+/* Drops the head block (given back to the pool); the buffer keeps at least its tail. */
+static void fh_buffer_drop_head(fh_buffer *b) {
+    fh_block *blk = b->head;
+    if (blk == NULL || blk == b->tail) {
+        return;
+    }
+    b->head = blk->next;
+    b->nblocks--;
+    fh_block_give(blk);
 }
 
 static inline size_t fh_block_used(const fh_buffer *b, const fh_block *blk) {

@@ -20,6 +20,10 @@ enum {
 
 #define FH_FLAG_TAGGED 1u /* a Python site whose code is registered with tag_calls */
 #define FH_FLAG_SPAWN 2u  /* a C site of a function that starts a thread (_thread) */
+#define FH_FLAG_HIDDEN 4u /* a Python site of the profiler's own code: left out of outputs */
+#define FH_FLAG_MUTED 8u  /* a Python site whose calls are left out with all they call */
+
+#define FH_NO_FID UINT32_MAX
 
 typedef struct {
     const void *a;
@@ -35,6 +39,17 @@ typedef struct {
     PyObject *info; /* owned or NULL: names computed once, at intern time */
     uint32_t kind;
     uint32_t flags;
+    /* The function called, numbered per thread (replay.h aggregates by it): many sites
+     * (one per caller) share one. fid2 is a runtime code site's compiled-region function
+     * (fid its cache-lookup one). In a table of functions rather than sites, fid holds the
+     * key of the first site of the function instead. */
+    uint32_t fid;
+    uint32_t fid2;
+    /* The same for the function's pstats label (kid2: the compiled region's), by which
+     * pstats merges functions and counts their recursion. In a table of functions, fid2
+     * holds the function's kid. */
+    uint32_t kid;
+    uint32_t kid2;
 } fh_site;
 
 typedef struct {
@@ -143,6 +158,10 @@ static fh_slot *fh_sites_add(fh_sites *t, const void *a, const void *b, uint32_t
     Py_XINCREF(info);
     site->kind = kind;
     site->flags = flags;
+    site->fid = FH_NO_FID;
+    site->fid2 = FH_NO_FID;
+    site->kid = FH_NO_FID;
+    site->kid2 = FH_NO_FID;
     fh_slot slot = {a, b, (uint32_t)(t->nsites + 1), (uint16_t)kind, (uint16_t)flags};
     t->nsites++;
     t->used++;

@@ -4,8 +4,12 @@
  * started while recording: by the thread starting them, at the C return of the _thread
  * function that starts them (adopt_new_threads), or through a threading.setprofile hook.
  * Each thread records into its own context object: an append-only block buffer of
- * 16-byte events and a table interning call sites into small keys. Nothing is decoded while recording; collect()
- * hands the raw events and the site table to Python, which builds the call trees.
+ * 16-byte events and a table interning call sites into small keys. Nothing is decoded
+ * while recording, unless max_events bounds the buffer: then its oldest block is folded
+ * into running aggregates (aggregate.h) before it is reused. After stop, aggregate()
+ * gives the per-function, per-pair and per-path tables, write_chrome() and
+ * write_speedscope() stream the events to a file (writer.h), and collect() hands the
+ * raw events and the site table to Python, which builds the call trees on demand.
  *
  * Layout follows Modules/_lsprof.c: types first (thread context, tracer, annotations),
  * then the profile function, then the methods, then module init. */
@@ -15,26 +19,14 @@
 #include <string.h>
 #include <structmember.h>
 
+#include "aggregate.h"
 #include "buffer.h"
 #include "clock.h"
 #include "compat.h"
 #include "framehook_events.h"
+#include "replay.h"
 #include "sites.h"
-
-/* Event kinds, as stored in fh_event.kind (exported to Python under the same names). */
-enum {
-    FH_EV_PY_CALL = 1,
-    FH_EV_PY_RETURN = 2,
-    FH_EV_PY_UNWIND = 3, /* a Python frame left by an exception */
-    FH_EV_C_CALL = 4,
-    FH_EV_C_RETURN = 5,
-    FH_EV_C_RAISE = 6,
-    FH_EV_START_FRAME = 7, /* a frame already running when recording started */
-    FH_EV_TAG = 8,         /* the instance of the tagged call just entered */
-    FH_EV_ANNOT_BEGIN = 9,
-    FH_EV_ANNOT_END = 10,
-    FH_EV_RUNTIME = 16 /* + the runtime's event number (1..4) */
-};
+#include "writer.h"
 
 #define FH_MAX_START_DEPTH 128
 #define FH_SHADOW_DEPTH 512
@@ -50,6 +42,9 @@ typedef struct {
     PyObject_HEAD
     TracerObject *tracer; /* borrowed; the tracer outlives recording (fh_active owns it) */
     unsigned long thread_id;
+    /* This context's number in its tracer, in creation order: thread ids are reused once
+     * a thread ends, so two recorded threads may share one; their serials differ. */
+    unsigned long long serial;
     PyThreadState *tstate; /* only dereferenced while start() holds the GIL; with
                               sys.monitoring, compared until the thread claims the context */
     int recording;
@@ -67,6 +62,24 @@ typedef struct {
     uint64_t spawn_floor; /* the newest thread state id when the outermost one began */
     fh_buffer buf;
     fh_sites sites;
+    fh_sites funcs; /* the functions its sites call (see fh_site.fid) */
+    PyObject *fid_index; /* dict: a function's value -> its number (see function_value) */
+    PyObject *kid_index; /* dict: a pstats label -> its number */
+    uint32_t *kid_fid;   /* per pstats number, the first function that has it */
+    size_t nkids, kid_cap;
+    /* Bounded recording (max_events): past max_blocks blocks, the oldest block is folded
+     * into `agg` and reused, so the aggregates stay exact while the events are dropped. */
+    size_t max_blocks; /* 0: unlimited */
+    fh_agg *agg;       /* NULL until the first fold */
+    uint64_t dropped;  /* events folded and no longer kept */
+    /* Set once after stop (ctx_finalize): the push events of the frames open where the
+     * kept events begin (their stack, replayed first), and how many events of the head
+     * block were folded. The aggregates are then complete. */
+    int finalized;
+    int agg_broken; /* memory ran out while folding: aggregate() refuses */
+    fh_event *prefix;
+    size_t nprefix;
+    size_t skip;
     fh_stage prev; /* what the thread had before us (a function of its own), swapped back
                       at stop: kept as it was, so no audit hook decides whether it returns */
     /* Code objects of the Python frames this thread is in, innermost last: gives the
@@ -85,6 +98,9 @@ struct TracerObject {
     PyObject *ctxs;     /* list of CtxObject */
     PyObject *tagged;   /* tuple of code objects whose calls are tagged */
     PyObject *describe; /* callable(instance) -> description, or NULL */
+    PyObject *hidden;   /* tuple of code objects left out of the outputs (FH_FLAG_HIDDEN) */
+    PyObject *muted;    /* tuple of code objects left out with all they call */
+    Py_ssize_t max_events; /* newest events kept per thread; 0: all */
     uint64_t t0_ticks, t1_ticks;
     int64_t t0_ns, t1_ns;
     const fh_runtime_events_api *runtime;
@@ -93,6 +109,7 @@ struct TracerObject {
     int tool_id;     /* sys.monitoring tool id held while recording, or -1 */
     PyObject *mon;   /* sys.monitoring (owned) while a tool id is held */
     int failed;      /* start() raised: collect() reports no thread */
+    unsigned long long next_serial; /* the serial of the next context made */
 };
 
 static PyTypeObject CtxType;
@@ -103,7 +120,7 @@ static PyTypeObject AnnotatedType;
 /* The tracer that is recording (owned), or NULL: only one records at a time. */
 static TracerObject *fh_active = NULL;
 
-#define FH_N_METHODS 16
+#define FH_N_METHODS 19
 static PyMethodDef fh_methods[FH_N_METHODS]; /* every method of this module: fh_is_internal */
 
 /* Calls into this module (stopping, annotation enter/exit) are the profiler's own work,
@@ -147,6 +164,7 @@ static CtxObject *ctx_new(TracerObject *tracer, unsigned long thread_id) {
     }
     ctx->tracer = tracer;
     ctx->thread_id = thread_id;
+    ctx->serial = tracer->next_serial++;
     ctx->tstate = NULL;
     ctx->recording = 0;
     ctx->claimed = 0;
@@ -159,10 +177,24 @@ static CtxObject *ctx_new(TracerObject *tracer, unsigned long thread_id) {
     memset(&ctx->prev, 0, sizeof(ctx->prev));
     ctx->depth = 0;
     fh_buffer_init(&ctx->buf);
-    if (fh_sites_init(&ctx->sites) < 0) {
-        ctx->sites.slots = NULL;
-        ctx->sites.sites = NULL;
-        ctx->sites.nsites = 0;
+    ctx->max_blocks = tracer->max_events > 0
+                          ? ((size_t)tracer->max_events + FH_BLOCK_EVENTS - 1) / FH_BLOCK_EVENTS + 1
+                          : 0;
+    ctx->fid_index = NULL;
+    ctx->kid_index = NULL;
+    ctx->kid_fid = NULL;
+    ctx->nkids = 0;
+    ctx->kid_cap = 0;
+    ctx->agg = NULL;
+    ctx->dropped = 0;
+    ctx->finalized = 0;
+    ctx->agg_broken = 0;
+    ctx->prefix = NULL;
+    ctx->nprefix = 0;
+    ctx->skip = 0;
+    memset(&ctx->sites, 0, sizeof(ctx->sites));
+    memset(&ctx->funcs, 0, sizeof(ctx->funcs));
+    if (fh_sites_init(&ctx->sites) < 0 || fh_sites_init(&ctx->funcs) < 0) {
         Py_DECREF(ctx);
         return NULL;
     }
@@ -172,12 +204,23 @@ static CtxObject *ctx_new(TracerObject *tracer, unsigned long thread_id) {
 
 static int ctx_traverse(CtxObject *self, visitproc visit, void *arg) {
     int rc = fh_stage_traverse(&self->prev, visit, arg);
-    return rc != 0 ? rc : fh_sites_traverse(&self->sites, visit, arg);
+    if (rc == 0) {
+        rc = fh_sites_traverse(&self->sites, visit, arg);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    Py_VISIT(self->fid_index);
+    Py_VISIT(self->kid_index);
+    return fh_sites_traverse(&self->funcs, visit, arg);
 }
 
 static int ctx_clear(CtxObject *self) {
     fh_stage_release(&self->prev); /* (stop releases it first: this is only a fallback) */
     fh_sites_clear(&self->sites);
+    fh_sites_clear(&self->funcs);
+    Py_CLEAR(self->fid_index);
+    Py_CLEAR(self->kid_index);
     return 0;
 }
 
@@ -185,7 +228,16 @@ static void ctx_dealloc(CtxObject *self) {
     PyObject_GC_UnTrack(self);
     fh_stage_release(&self->prev);
     fh_sites_free(&self->sites);
+    fh_sites_free(&self->funcs);
+    Py_CLEAR(self->fid_index);
+    Py_CLEAR(self->kid_index);
+    PyMem_Free(self->kid_fid);
     fh_buffer_free(&self->buf);
+    if (self->agg != NULL) {
+        fh_agg_free(self->agg);
+        PyMem_RawFree(self->agg);
+    }
+    PyMem_RawFree(self->prefix);
     PyObject_GC_Del(self);
 }
 
@@ -208,8 +260,11 @@ static void ctx_break(CtxObject *ctx) {
     ctx->recording = 0;
 }
 
+static fh_event *ctx_grow(CtxObject *ctx);
+
 static inline void ctx_push(CtxObject *ctx, uint32_t kind, uint32_t key, uint64_t t) {
-    fh_event *ev = fh_buffer_slot(&ctx->buf);
+    fh_buffer *b = &ctx->buf;
+    fh_event *ev = b->cur != b->end ? b->cur++ : ctx_grow(ctx);
     if (ev == NULL) {
         ctx_break(ctx);
         return;
@@ -217,6 +272,39 @@ static inline void ctx_push(CtxObject *ctx, uint32_t kind, uint32_t key, uint64_
     ev->t = t;
     ev->key = key;
     ev->kind = kind;
+}
+
+/* The ring of max_events: a full buffer of max_blocks blocks folds its oldest block into
+ * the aggregates and reuses it. While recording, ticks map to nanoseconds by the line
+ * through the start anchor and one taken now (the stop anchor is not known yet). Runs in
+ * the profile callback: NULL (no exception kept) when memory runs out. */
+static fh_event *ctx_grow(CtxObject *ctx) {
+    fh_buffer *b = &ctx->buf;
+    if (ctx->max_blocks == 0 || b->nblocks < ctx->max_blocks || ctx->tracer == NULL) {
+        return fh_buffer_grow(b);
+    }
+    if (ctx->agg == NULL) {
+        fh_agg *agg = (fh_agg *)PyMem_RawMalloc(sizeof(fh_agg));
+        if (agg == NULL) {
+            return NULL;
+        }
+        if (fh_agg_init(agg) < 0) {
+            PyMem_RawFree(agg);
+            return NULL;
+        }
+        ctx->agg = agg;
+    }
+    uint64_t now_ticks;
+    int64_t now_ns;
+    fh_tick_anchor(&now_ticks, &now_ns);
+    fh_clockmap clock;
+    fh_clockmap_set(&clock, ctx->tracer->t0_ticks, ctx->tracer->t0_ns, now_ticks, now_ns);
+    if (fh_agg_fold(ctx->agg, b->head->ev, FH_BLOCK_EVENTS, &ctx->sites, &clock) < 0) {
+        ctx->agg_broken = 1; /* part of the block is folded: the aggregates are not exact */
+        return NULL;
+    }
+    ctx->dropped += FH_BLOCK_EVENTS;
+    return fh_buffer_rotate(b);
 }
 
 static CtxObject *fh_mon_current(void);
@@ -253,14 +341,173 @@ static int code_is_tagged(TracerObject *tracer, PyCodeObject *code) {
     return 0;
 }
 
+static int code_in(PyObject *codes, PyCodeObject *code) {
+    for (Py_ssize_t i = 0; codes != NULL && i < PyTuple_GET_SIZE(codes); i++) {
+        if (PyTuple_GET_ITEM(codes, i) == (PyObject *)code) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* What two functions share when the outputs merge them, as a new tuple (or NULL with an
+ * exception set). pstats merges by (file, first line, name) as cProfile labels code; the
+ * summary by the function itself: its code object, or the description of a C function,
+ * or an annotation's name. `by_key` picks the first; NULL is returned with no exception
+ * when the function's pointer identity is its only identity (its code object). */
+static PyObject *function_value(uint32_t cls, PyObject *obj, PyObject *info, int by_key) {
+    static const char *tags[FH_N_CLS] = {"py", "c", "annotation", "lookup", "region"};
+    if (cls == FH_CLS_C) {
+        return Py_BuildValue("(sO)", tags[cls], info != NULL ? info : Py_None);
+    }
+    if (cls == FH_CLS_ANNOT) {
+        return Py_BuildValue("(sO)", tags[cls], obj);
+    }
+    if (!by_key) {
+        return NULL;
+    }
+    PyObject *file = PyObject_GetAttrString(obj, "co_filename");
+    PyObject *line = file != NULL ? PyObject_GetAttrString(obj, "co_firstlineno") : NULL;
+    PyObject *name = line != NULL ? PyObject_GetAttrString(obj, "co_name") : NULL;
+    PyObject *value = name != NULL ? Py_BuildValue("(sOOO)", tags[cls], file, line, name) : NULL;
+    Py_XDECREF(file);
+    Py_XDECREF(line);
+    Py_XDECREF(name);
+    return value;
+}
+
+/* The number `value` has in `index` (a dict made on first use), given `next` if it has
+ * none yet (*added set). FH_NO_FID with an exception set. */
+static uint32_t index_of(PyObject **index, PyObject *value, uint32_t next, int *added) {
+    *added = 0;
+    if (*index == NULL && (*index = PyDict_New()) == NULL) {
+        return FH_NO_FID;
+    }
+    PyObject *found = PyDict_GetItemWithError(*index, value);
+    if (found != NULL) {
+        return (uint32_t)PyLong_AsUnsignedLong(found);
+    }
+    if (PyErr_Occurred()) {
+        return FH_NO_FID;
+    }
+    PyObject *number = PyLong_FromUnsignedLong(next);
+    if (number == NULL || PyDict_SetItem(*index, value, number) < 0) {
+        Py_XDECREF(number);
+        return FH_NO_FID;
+    }
+    Py_DECREF(number);
+    *added = 1;
+    return next;
+}
+
+/* The pstats number of function `fid` (made with it). FH_NO_FID with an exception set. */
+static uint32_t intern_kid(CtxObject *ctx, uint32_t cls, PyObject *obj, PyObject *info,
+                           uint32_t fid) {
+    PyObject *value = function_value(cls, obj, info, 1);
+    if (value == NULL) {
+        return FH_NO_FID;
+    }
+    int added;
+    uint32_t kid = index_of(&ctx->kid_index, value, (uint32_t)ctx->nkids, &added);
+    Py_DECREF(value);
+    if (kid == FH_NO_FID || !added) {
+        return kid;
+    }
+    if (ctx->nkids == ctx->kid_cap) {
+        size_t ncap = ctx->kid_cap ? ctx->kid_cap * 2 : 64;
+        uint32_t *grown = (uint32_t *)PyMem_Realloc(ctx->kid_fid, ncap * sizeof(uint32_t));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return FH_NO_FID;
+        }
+        ctx->kid_fid = grown;
+        ctx->kid_cap = ncap;
+    }
+    ctx->kid_fid[ctx->nkids++] = fid;
+    return kid;
+}
+
+/* The number of the function (class `cls`; `a` and `b` its pointers, `obj` its object,
+ * `info` a C function's description) on this thread, made at its first site (`site_key`)
+ * with its pstats number (in the function's fid2). FH_NO_FID with an exception set. */
+static uint32_t intern_fid(CtxObject *ctx, uint32_t cls, const void *a, const void *b,
+                           PyObject *obj, PyObject *info, uint32_t site_key) {
+    uint32_t kind = cls + 1;
+    fh_slot *slot = fh_sites_find(&ctx->funcs, a, b, kind);
+    if (slot != NULL) {
+        return slot->key1 - 1;
+    }
+    /* other pointers, the same function (a C function bound elsewhere, a name) */
+    PyObject *value = function_value(cls, obj, info, 0);
+    if (value == NULL && PyErr_Occurred()) {
+        return FH_NO_FID;
+    }
+    int added = 1;
+    uint32_t fid = (uint32_t)ctx->funcs.nsites;
+    if (value != NULL) {
+        fid = index_of(&ctx->fid_index, value, fid, &added);
+        Py_DECREF(value);
+        if (fid == FH_NO_FID || !added) {
+            return fid;
+        }
+    }
+    uint32_t kid = intern_kid(ctx, cls, obj, info, fid);
+    if (kid == FH_NO_FID) {
+        return FH_NO_FID;
+    }
+    slot = fh_sites_add(&ctx->funcs, a, b, kind, 0, obj, NULL, NULL);
+    if (slot == NULL) {
+        return FH_NO_FID;
+    }
+    ctx->funcs.sites[slot->key1 - 1].fid = site_key;
+    ctx->funcs.sites[slot->key1 - 1].fid2 = kid;
+    return slot->key1 - 1;
+}
+
+/* Gives the site just added (`slot`) its function; NULL (exception set) on failure. */
+static fh_slot *site_function(CtxObject *ctx, fh_slot *slot, uint32_t cls, const void *a,
+                              const void *b, PyObject *obj) {
+    if (slot == NULL) {
+        return NULL;
+    }
+    uint32_t key = slot->key1 - 1;
+    fh_site *site = &ctx->sites.sites[key];
+    uint32_t fid = intern_fid(ctx, cls, a, b, obj, site->info, key);
+    if (fid == FH_NO_FID) {
+        return NULL;
+    }
+    site = &ctx->sites.sites[key]; /* (interning ran Python code: nothing moved, but) */
+    site->fid = fid;
+    site->kid = ctx->funcs.sites[fid].fid2;
+    if (cls == FH_CLS_LOOKUP) {
+        fid = intern_fid(ctx, FH_CLS_REGION, a, b, obj, NULL, key);
+        if (fid == FH_NO_FID) {
+            return NULL;
+        }
+        site = &ctx->sites.sites[key];
+        site->fid2 = fid;
+        site->kid2 = ctx->funcs.sites[fid].fid2;
+    }
+    return slot;
+}
+
+static uint32_t py_site_flags(TracerObject *tracer, PyCodeObject *code) {
+    if (tracer == NULL) {
+        return 0;
+    }
+    return (code_is_tagged(tracer, code) ? FH_FLAG_TAGGED : 0) |
+           (code_in(tracer->hidden, code) ? FH_FLAG_HIDDEN : 0) |
+           (code_in(tracer->muted, code) ? FH_FLAG_MUTED : 0);
+}
+
 static fh_slot *intern_py(CtxObject *ctx, PyCodeObject *code, PyCodeObject *caller) {
     fh_slot *slot = fh_sites_find(&ctx->sites, code, caller, FH_SITE_PY);
     if (slot != NULL) {
         return slot;
     }
-    uint32_t flags = code_is_tagged(ctx->tracer, code) ? FH_FLAG_TAGGED : 0;
-    return fh_sites_add(&ctx->sites, code, caller, FH_SITE_PY, flags, (PyObject *)code,
-                        (PyObject *)caller, NULL);
+    slot = fh_sites_add(&ctx->sites, code, caller, FH_SITE_PY, py_site_flags(ctx->tracer, code),
+                        (PyObject *)code, (PyObject *)caller, NULL);
+    return site_function(ctx, slot, FH_CLS_PY, code, NULL, (PyObject *)code);
 }
 
 /* Names a C callable once: (owner name or None, function name, how it is bound), where
@@ -299,7 +546,7 @@ static fh_slot *intern_c_slow(CtxObject *ctx, PyObject *fn, const void *ident,
                                  fh_is_spawn(fn) ? FH_FLAG_SPAWN : 0, owner,
                                  (PyObject *)caller, info);
     Py_DECREF(info);
-    return slot;
+    return site_function(ctx, slot, FH_CLS_C, ident, owner, owner);
 }
 
 /* A site keyed by one object (runtime code objects, annotation names). */
@@ -308,7 +555,9 @@ static fh_slot *intern_object(CtxObject *ctx, PyObject *obj, uint32_t kind) {
     if (slot != NULL) {
         return slot;
     }
-    return fh_sites_add(&ctx->sites, obj, NULL, kind, 0, obj, NULL, NULL);
+    slot = fh_sites_add(&ctx->sites, obj, NULL, kind, 0, obj, NULL, NULL);
+    return site_function(ctx, slot, kind == FH_SITE_NAME ? FH_CLS_ANNOT : FH_CLS_LOOKUP, obj,
+                         NULL, obj);
 }
 
 /* Records which instance a tagged call went through. The description (class name, array
@@ -732,7 +981,7 @@ static PyObject *tagged_tuple(PyObject *tagged) {
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(codes); i++) {
         if (!PyCode_Check(PyTuple_GET_ITEM(codes, i))) {
             Py_DECREF(codes);
-            PyErr_SetString(PyExc_TypeError, "tagged must hold code objects");
+            PyErr_SetString(PyExc_TypeError, "tagged, hidden and muted must hold code objects");
             return NULL;
         }
     }
@@ -741,12 +990,35 @@ static PyObject *tagged_tuple(PyObject *tagged) {
 
 static int tracer_init(TracerObject *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"c_calls", "tagged", "describe", "runtime_events", "monitoring",
-                             NULL};
+                             "hidden", "muted", "max_events", NULL};
     int c_calls = 1, runtime_events = 1, monitoring = 0;
-    PyObject *tagged = NULL, *describe = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|pOOpp", kwlist, &c_calls, &tagged, &describe,
-                                     &runtime_events, &monitoring)) {
+    PyObject *tagged = NULL, *describe = Py_None, *hidden = NULL, *muted = NULL;
+    PyObject *max_events = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|pOOppOOO", kwlist, &c_calls, &tagged,
+                                     &describe, &runtime_events, &monitoring, &hidden, &muted,
+                                     &max_events)) {
         return -1;
+    }
+    Py_ssize_t limit = 0;
+    if (max_events != Py_None) {
+        if (!PyLong_Check(max_events) || PyBool_Check(max_events)) {
+            PyErr_Format(PyExc_ValueError, "max_events must be an int >= 1 or None, not %.100s",
+                         Py_TYPE(max_events)->tp_name);
+            return -1;
+        }
+        limit = PyLong_AsSsize_t(max_events);
+        if (limit == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            limit = PY_SSIZE_T_MAX; /* more than memory can hold: no limit in effect */
+        }
+        if (limit < 1) {
+            PyErr_Format(PyExc_ValueError, "max_events must be an int >= 1 or None, not %zd",
+                         limit);
+            return -1;
+        }
+        if ((size_t)limit > (size_t)PY_SSIZE_T_MAX / 2) {
+            limit = PY_SSIZE_T_MAX / 2;
+        }
     }
     if (monitoring && !FH_HAVE_MONITORING) {
         PyErr_SetString(PyExc_ValueError, "the sys.monitoring backend needs CPython 3.12+");
@@ -760,6 +1032,20 @@ static int tracer_init(TracerObject *self, PyObject *args, PyObject *kwds) {
     if (codes == NULL) {
         return -1;
     }
+    PyObject *hidden_codes = tagged_tuple(hidden);
+    if (hidden_codes == NULL) {
+        Py_DECREF(codes);
+        return -1;
+    }
+    PyObject *muted_codes = tagged_tuple(muted);
+    if (muted_codes == NULL) {
+        Py_DECREF(codes);
+        Py_DECREF(hidden_codes);
+        return -1;
+    }
+    Py_XSETREF(self->hidden, hidden_codes);
+    Py_XSETREF(self->muted, muted_codes);
+    self->max_events = limit;
     if (describe != Py_None && !PyCallable_Check(describe)) {
         Py_DECREF(codes);
         PyErr_SetString(PyExc_TypeError, "describe must be callable or None");
@@ -795,6 +1081,8 @@ static int tracer_traverse(TracerObject *self, visitproc visit, void *arg) {
     Py_VISIT(self->ctxs);
     Py_VISIT(self->tagged);
     Py_VISIT(self->describe);
+    Py_VISIT(self->hidden);
+    Py_VISIT(self->muted);
     return 0;
 }
 
@@ -814,6 +1102,8 @@ static int tracer_clear(TracerObject *self) {
     Py_CLEAR(self->ctxs);
     Py_CLEAR(self->tagged);
     Py_CLEAR(self->describe);
+    Py_CLEAR(self->hidden);
+    Py_CLEAR(self->muted);
     Py_CLEAR(self->mon);
     return 0;
 }
@@ -1283,7 +1573,9 @@ static PyObject *tracer_stop(TracerObject *self, PyObject *Py_UNUSED(ignored)) {
 }
 
 /* Installed with threading.setprofile: runs as a Python-level profile function at the
- * first event of each thread started while recording, and swaps itself for the C one. */
+ * first event of each thread started while recording, and swaps itself for the C one.
+ * Returns the serial of the context recording the calling thread (None: none records
+ * it), by which the caller names the thread. */
 static PyObject *tracer_thread_hook(TracerObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3 || !PyFrame_Check(args[0]) || !PyUnicode_Check(args[1])) {
         PyErr_SetString(PyExc_TypeError, "thread_hook(frame, event, arg)");
@@ -1294,7 +1586,12 @@ static PyObject *tracer_thread_hook(TracerObject *self, PyObject *const *args, P
     if (self->state != FH_RECORDING || fh_active != self || self->monitoring) {
         /* sys.monitoring sees every thread without it: the hook only had to run once */
         PyEval_SetProfile(NULL, NULL);
-        Py_RETURN_NONE;
+        CtxObject *mine = self->state == FH_RECORDING && fh_active == self ? fh_mon_current()
+                                                                         : NULL;
+        if (mine == NULL) {
+            Py_RETURN_NONE;
+        }
+        return PyLong_FromUnsignedLongLong(mine->serial);
     }
     int is_call = PyUnicode_CompareWithASCIIString(event, "call") == 0;
     int is_c_call = PyUnicode_CompareWithASCIIString(event, "c_call") == 0;
@@ -1329,7 +1626,7 @@ static PyObject *tracer_thread_hook(TracerObject *self, PyObject *const *args, P
         if (what >= 0) {
             fh_profile((PyObject *)ctx, frame, what, args[2]);
         }
-        Py_RETURN_NONE;
+        return PyLong_FromUnsignedLongLong(ctx->serial);
     }
     PyFrameObject *outer = is_call ? PyFrame_GetBack(frame) : (Py_INCREF(frame), frame);
     /* this thread's start frames begin now, not when recording started */
@@ -1345,7 +1642,7 @@ static PyObject *tracer_thread_hook(TracerObject *self, PyObject *const *args, P
     } else if (is_c_call && ctx->c_calls) {
         record_c_call(ctx, args[2]);
     }
-    Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(ctx->serial);
 }
 
 /* Replaces the tagged code objects, also for sites already interned (tag_calls and
@@ -1361,7 +1658,8 @@ static PyObject *tracer_retag(TracerObject *self, PyObject *tagged) {
         for (size_t j = 0; t->slots != NULL && j <= t->mask; j++) {
             fh_slot *slot = &t->slots[j];
             if (slot->key1 != 0 && slot->kind == FH_SITE_PY) {
-                uint16_t flags = code_is_tagged(self, (PyCodeObject *)slot->a) ? FH_FLAG_TAGGED : 0;
+                uint16_t flags = (uint16_t)((slot->flags & ~FH_FLAG_TAGGED) |
+                    (code_is_tagged(self, (PyCodeObject *)slot->a) ? FH_FLAG_TAGGED : 0));
                 slot->flags = flags;
                 t->sites[slot->key1 - 1].flags = flags;
             }
@@ -1376,37 +1674,115 @@ static PyObject *site_tuple(const fh_site *site) {
                          site->info != NULL ? site->info : Py_None, site->flags);
 }
 
-static PyObject *ctx_collect(CtxObject *ctx) {
-    size_t n = fh_buffer_count(&ctx->buf);
-    PyObject *events = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * sizeof(fh_event)));
-    if (events == NULL) {
-        return NULL;
+/* Runs fn over the events a finished context keeps, in order: the prefix (the frames open
+ * where they begin), then the buffer from the head block's first unfolded event. */
+typedef int (*fh_events_fn)(void *arg, const fh_event *ev, size_t n);
+
+static int ctx_each_run(CtxObject *ctx, fh_events_fn fn, void *arg) {
+    if (ctx->nprefix > 0 && fn(arg, ctx->prefix, ctx->nprefix) < 0) {
+        return -1;
     }
-    char *out = PyBytes_AS_STRING(events);
     for (fh_block *blk = ctx->buf.head; blk != NULL; blk = blk->next) {
+        size_t from = blk == ctx->buf.head ? ctx->skip : 0;
         size_t used = fh_block_used(&ctx->buf, blk);
-        memcpy(out, blk->ev, used * sizeof(fh_event));
-        out += used * sizeof(fh_event);
-    }
-    PyObject *sites = PyList_New((Py_ssize_t)ctx->sites.nsites);
-    if (sites == NULL) {
-        Py_DECREF(events);
-        return NULL;
-    }
-    for (size_t i = 0; i < ctx->sites.nsites; i++) {
-        PyObject *item = site_tuple(&ctx->sites.sites[i]);
-        if (item == NULL) {
-            Py_DECREF(events);
-            Py_DECREF(sites);
-            return NULL;
+        if (used > from && fn(arg, blk->ev + from, used - from) < 0) {
+            return -1;
         }
-        PyList_SET_ITEM(sites, (Py_ssize_t)i, item);
     }
-    return Py_BuildValue("{s:k,s:N,s:N,s:O}", "thread_id", ctx->thread_id, "events", events,
-                         "sites", sites, "broken", ctx->broken ? Py_True : Py_False);
+    return 0;
 }
 
-static PyObject *tracer_collect(TracerObject *self, PyObject *Py_UNUSED(ignored)) {
+/* Events a finished context keeps (its prefix included). */
+static size_t ctx_kept(CtxObject *ctx) {
+    return ctx->nprefix + fh_buffer_count(&ctx->buf) - ctx->skip;
+}
+
+typedef struct {
+    fh_agg *agg;
+    const fh_sites *sites;
+    const fh_clockmap *clock;
+} fh_fold_args;
+
+static int fold_run(void *arg, const fh_event *ev, size_t n) {
+    fh_fold_args *f = (fh_fold_args *)arg;
+    return fh_agg_fold(f->agg, ev, n, f->sites, f->clock);
+}
+
+/* After stop, once per context: folds what exceeds max_events (the oldest events), keeps
+ * the stack where the kept events begin as their prefix, then folds the kept events too
+ * and closes what is still open at the stop time, which completes the aggregates.
+ * 0, or -1 with an exception set. */
+static int ctx_finalize(CtxObject *ctx, TracerObject *tracer) {
+    if (ctx->finalized) {
+        if (ctx->finalized > 0) {
+            return 0;
+        }
+        PyErr_SetString(PyExc_MemoryError, "memory ran out while the profile's aggregates "
+                                           "were made: they are not available");
+        return -1;
+    }
+    ctx->finalized = -1; /* until it succeeds */
+    fh_clockmap clock;
+    fh_clockmap_set(&clock, tracer->t0_ticks, tracer->t0_ns, tracer->t1_ticks, tracer->t1_ns);
+    if (ctx->agg == NULL) {
+        fh_agg *agg = (fh_agg *)PyMem_RawMalloc(sizeof(fh_agg));
+        if (agg == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (fh_agg_init(agg) < 0) {
+            PyMem_RawFree(agg);
+            return -1;
+        }
+        ctx->agg = agg;
+    }
+    fh_buffer *b = &ctx->buf;
+    size_t count = fh_buffer_count(b);
+    size_t limit = (size_t)tracer->max_events;
+    size_t excess = limit > 0 && count > limit ? count - limit : 0;
+    while (excess > 0 && b->head != NULL) {
+        size_t used = fh_block_used(b, b->head);
+        size_t n = used - ctx->skip < excess ? used - ctx->skip : excess;
+        if (fh_agg_fold(ctx->agg, b->head->ev + ctx->skip, n, &ctx->sites, &clock) < 0) {
+            return -1;
+        }
+        ctx->skip += n;
+        ctx->dropped += n;
+        excess -= n;
+        if (ctx->skip == used && b->head != b->tail) {
+            fh_buffer_drop_head(b);
+            ctx->skip = 0;
+        }
+    }
+    const fh_replay *st = &ctx->agg->stack;
+    if (st->depth > 0) {
+        ctx->prefix = (fh_event *)PyMem_RawMalloc(st->depth * sizeof(fh_event));
+        if (ctx->prefix == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (size_t i = 0; i < st->depth; i++) {
+            ctx->prefix[i].t = st->frames[i].t;
+            ctx->prefix[i].key = st->frames[i].key;
+            ctx->prefix[i].kind = st->frames[i].kind;
+        }
+        ctx->nprefix = st->depth;
+    }
+    /* the prefix is already on the aggregates' stack: only the buffer is folded */
+    size_t nprefix = ctx->nprefix;
+    ctx->nprefix = 0;
+    fh_fold_args args = {ctx->agg, &ctx->sites, &clock};
+    int rc = ctx_each_run(ctx, fold_run, &args);
+    ctx->nprefix = nprefix;
+    if (rc < 0 || fh_replay_finish(&ctx->agg->stack, tracer->t1_ns, &fh_agg_sink, ctx->agg) < 0) {
+        return -1;
+    }
+    ctx->finalized = 1;
+    return 0;
+}
+
+/* The contexts of a stopped tracer that recorded a thread, finalized; a new list. */
+static PyObject *tracer_finished_contexts(TracerObject *self) {
     if (self->state == FH_RECORDING) {
         PyErr_SetString(PyExc_RuntimeError, "stop the profiler before collecting its events");
         return NULL;
@@ -1415,27 +1791,549 @@ static PyObject *tracer_collect(TracerObject *self, PyObject *Py_UNUSED(ignored)
         PyErr_SetString(PyExc_RuntimeError, "the profiler was never started");
         return NULL;
     }
-    PyObject *threads = PyList_New(0);
-    if (threads == NULL) {
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
         return NULL;
     }
-    for (Py_ssize_t i = 0; !self->failed && i < PyList_GET_SIZE(self->ctxs); i++) {
+    for (Py_ssize_t i = 0; !self->failed && self->ctxs != NULL && i < PyList_GET_SIZE(self->ctxs);
+         i++) {
         CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(self->ctxs, i);
         if (ctx->thread_id == 0) {
             continue; /* made for a thread that had not run, and did not while recording */
         }
-        PyObject *item = ctx_collect(ctx);
-        if (item == NULL || PyList_Append(threads, item) < 0) {
-            Py_XDECREF(item);
+        if (ctx_finalize(ctx, self) < 0 || PyList_Append(out, (PyObject *)ctx) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+static PyObject *sites_list(const fh_sites *t) {
+    PyObject *sites = PyList_New((Py_ssize_t)t->nsites);
+    if (sites == NULL) {
+        return NULL;
+    }
+    for (size_t i = 0; i < t->nsites; i++) {
+        PyObject *item = site_tuple(&t->sites[i]);
+        if (item == NULL) {
+            Py_DECREF(sites);
+            return NULL;
+        }
+        PyList_SET_ITEM(sites, (Py_ssize_t)i, item);
+    }
+    return sites;
+}
+
+static int copy_run(void *arg, const fh_event *ev, size_t n) {
+    char **out = (char **)arg;
+    memcpy(*out, ev, n * sizeof(fh_event));
+    *out += n * sizeof(fh_event);
+    return 0;
+}
+
+static PyObject *ctx_collect(CtxObject *ctx) {
+    size_t n = ctx_kept(ctx);
+    PyObject *events = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * sizeof(fh_event)));
+    if (events == NULL) {
+        return NULL;
+    }
+    char *out = PyBytes_AS_STRING(events);
+    PyObject *sites = ctx_each_run(ctx, copy_run, &out) == 0 ? sites_list(&ctx->sites) : NULL;
+    if (sites == NULL) {
+        Py_DECREF(events);
+        return NULL;
+    }
+    return Py_BuildValue("{s:k,s:K,s:N,s:N,s:O,s:K}", "thread_id", ctx->thread_id, "serial",
+                         ctx->serial, "events", events, "sites", sites, "broken",
+                         ctx->broken ? Py_True : Py_False, "dropped",
+                         (unsigned long long)ctx->dropped);
+}
+
+/* One thread's aggregates, with what names them: its sites, and per function id the
+ * (first site, class) it was made from. */
+static PyObject *ctx_aggregate(CtxObject *ctx) {
+    if (ctx->agg_broken) {
+        PyErr_SetString(PyExc_MemoryError, "memory ran out while a thread's events were "
+                                           "aggregated: its aggregates are not exact");
+        return NULL;
+    }
+    PyObject *tables = fh_agg_tables(ctx->agg);
+    if (tables == NULL) {
+        return NULL;
+    }
+    PyObject *funcs = PyList_New((Py_ssize_t)ctx->funcs.nsites);
+    if (funcs == NULL) {
+        Py_DECREF(tables);
+        return NULL;
+    }
+    for (size_t i = 0; i < ctx->funcs.nsites; i++) {
+        const fh_site *f = &ctx->funcs.sites[i];
+        PyObject *item = Py_BuildValue("(II)", f->fid, f->kind - 1);
+        if (item == NULL) {
+            Py_DECREF(tables);
+            Py_DECREF(funcs);
+            return NULL;
+        }
+        PyList_SET_ITEM(funcs, (Py_ssize_t)i, item);
+    }
+    PyObject *key_funcs = PyList_New((Py_ssize_t)ctx->nkids);
+    for (size_t i = 0; key_funcs != NULL && i < ctx->nkids; i++) {
+        PyObject *fid = PyLong_FromUnsignedLong(ctx->kid_fid[i]);
+        if (fid == NULL) {
+            Py_CLEAR(key_funcs);
+            break;
+        }
+        PyList_SET_ITEM(key_funcs, (Py_ssize_t)i, fid);
+    }
+    PyObject *sites = key_funcs != NULL ? sites_list(&ctx->sites) : NULL;
+    if (sites == NULL || PyDict_SetItemString(tables, "sites", sites) < 0 ||
+        PyDict_SetItemString(tables, "function_sites", funcs) < 0 ||
+        PyDict_SetItemString(tables, "key_functions", key_funcs) < 0) {
+        Py_XDECREF(sites);
+        Py_XDECREF(key_funcs);
+        Py_DECREF(funcs);
+        Py_DECREF(tables);
+        return NULL;
+    }
+    Py_DECREF(sites);
+    Py_DECREF(key_funcs);
+    Py_DECREF(funcs);
+    PyObject *extra = Py_BuildValue("{s:k,s:K,s:O,s:K,s:K}", "thread_id", ctx->thread_id,
+                                    "serial", ctx->serial, "broken",
+                                    ctx->broken ? Py_True : Py_False, "events",
+                                    (unsigned long long)(ctx_kept(ctx) - ctx->nprefix), "dropped",
+                                    (unsigned long long)ctx->dropped);
+    if (extra == NULL || PyDict_Update(tables, extra) < 0) {
+        Py_XDECREF(extra);
+        Py_DECREF(tables);
+        return NULL;
+    }
+    Py_DECREF(extra);
+    return tables;
+}
+
+static PyObject *tracer_recording(TracerObject *self, PyObject *(*per_thread)(CtxObject *)) {
+    PyObject *ctxs = tracer_finished_contexts(self);
+    if (ctxs == NULL) {
+        return NULL;
+    }
+    PyObject *threads = PyList_New(PyList_GET_SIZE(ctxs));
+    if (threads == NULL) {
+        Py_DECREF(ctxs);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ctxs); i++) {
+        PyObject *item = per_thread((CtxObject *)PyList_GET_ITEM(ctxs, i));
+        if (item == NULL) {
+            Py_DECREF(ctxs);
             Py_DECREF(threads);
             return NULL;
         }
-        Py_DECREF(item);
+        PyList_SET_ITEM(threads, i, item);
     }
+    Py_DECREF(ctxs);
     return Py_BuildValue("{s:s,s:(KLKL),s:N}", "clock", FH_CLOCK_NAME,
                          "anchors", (unsigned long long)self->t0_ticks, (long long)self->t0_ns,
                          (unsigned long long)self->t1_ticks, (long long)self->t1_ns,
                          "threads", threads);
+}
+
+static PyObject *tracer_aggregate(TracerObject *self, PyObject *Py_UNUSED(ignored)) {
+    return tracer_recording(self, ctx_aggregate);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Event outputs, streamed from the buffers (writer.h).                                 */
+
+typedef struct fh_wctx fh_wctx;
+
+typedef struct {
+    fh_wctx *w;
+    CtxObject *ctx;
+    Py_ssize_t index;  /* the thread's position among the finished contexts */
+    fh_cursor cur;
+    fh_replay st;
+    Py_ssize_t pending; /* Chrome: the stack index of a call not written yet, or -1 */
+    int done;
+    PyObject *names;    /* borrowed: per function id, (name, args) JSON fragments (Chrome)
+                           or the speedscope frame index */
+    int64_t tid;
+    int64_t last;       /* the last time written on the thread's track */
+    int first;          /* speedscope: no event written yet */
+} fh_wthread;
+
+struct fh_wctx {
+    fh_out out;
+    fh_clockmap clock;
+    int64_t origin;
+    int64_t end_ns;
+    int64_t pid;
+    uint64_t next_id;
+    PyObject *tag; /* callable(thread index, site key) -> bytes (Chrome), or NULL */
+};
+
+/* A time on a thread's track: from the start of recording, and never before the last one
+ * written there (viewers need each track in order; a clock read on another core could in
+ * principle be a few ticks behind). */
+static inline int64_t track_time(fh_wthread *wt, int64_t ns) {
+    int64_t at = ns - wt->w->origin;
+    at = at < wt->last ? wt->last : at;
+    wt->last = at;
+    return at;
+}
+
+static int chrome_open(void *arg, fh_replay *r, fh_frame *f) {
+    ((fh_wthread *)arg)->pending = f - r->frames;
+    return 0;
+}
+
+static int chrome_close(void *arg, fh_replay *r, fh_frame *f, int64_t end_ns) {
+    fh_wthread *wt = (fh_wthread *)arg;
+    fh_out *o = &wt->w->out;
+    if (fh_out_str(o, ",\n{\"ph\":\"E\",\"ts\":") < 0 || fh_out_us(o, track_time(wt, end_ns)) < 0 ||
+        fh_out_str(o, ",\"pid\":") < 0 || fh_out_i64(o, wt->w->pid) < 0 ||
+        fh_out_str(o, ",\"tid\":") < 0 || fh_out_i64(o, wt->tid) < 0) {
+        return -1;
+    }
+    return fh_out_str(o, f->exception ? ",\"args\":{\"exception\":true}}" : "}");
+}
+
+static const fh_sink chrome_sink = {chrome_open, chrome_close};
+
+static int speedscope_event(fh_wthread *wt, const char *type, uint32_t fid, int64_t ns) {
+    fh_out *o = &wt->w->out;
+    int64_t at = ns - wt->w->origin;
+    at = at < wt->last ? wt->last : at; /* speedscope needs time never to go back */
+    wt->last = at;
+    long long frame = PyLong_AsLongLong(PyList_GET_ITEM(wt->names, fid));
+    if (frame == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    int rc = fh_out_str(o, wt->first ? "\n{\"type\":\"" : ",\n{\"type\":\"");
+    wt->first = 0;
+    if (rc < 0 || fh_out_str(o, type) < 0 || fh_out_str(o, "\",\"frame\":") < 0 ||
+        fh_out_i64(o, frame) < 0 || fh_out_str(o, ",\"at\":") < 0 ||
+        fh_out_i64(o, at) < 0 || fh_out_str(o, "}") < 0) {
+        return -1;
+    }
+    wt->w->out.written_events += type[0] == 'O';
+    return 0;
+}
+
+static int speedscope_open(void *arg, fh_replay *r, fh_frame *f) {
+    return speedscope_event((fh_wthread *)arg, "O", f->fid, f->start_ns);
+}
+
+static int speedscope_close(void *arg, fh_replay *r, fh_frame *f, int64_t end_ns) {
+    return speedscope_event((fh_wthread *)arg, "C", f->fid, end_ns);
+}
+
+static const fh_sink speedscope_sink = {speedscope_open, speedscope_close};
+
+/* Plays a thread's events until a call is pending (Chrome) or its events end. */
+static int wthread_advance(fh_wthread *wt, const fh_sink *sink) {
+    while (wt->pending < 0 && !wt->done) {
+        const fh_event *ev = fh_cursor_next(&wt->cur, wt->ctx->skip);
+        int rc;
+        if (ev == NULL) {
+            wt->done = 1;
+            rc = fh_replay_finish(&wt->st, wt->w->end_ns, sink, wt);
+        } else {
+            rc = fh_replay_event(&wt->st, ev, &wt->ctx->sites, &wt->w->clock, sink, wt);
+        }
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Writes the begin event of a thread's pending call, numbered next. */
+static int chrome_begin(fh_wthread *wt) {
+    fh_wctx *w = wt->w;
+    fh_out *o = &w->out;
+    /* a tagged call's instance is the event right after it */
+    const fh_event *next = fh_cursor_peek(&wt->cur, wt->ctx->skip);
+    if (next != NULL && next->kind == FH_EV_TAG) {
+        next = fh_cursor_next(&wt->cur, wt->ctx->skip); /* (the event peeked) */
+        if (fh_replay_event(&wt->st, next, &wt->ctx->sites, &w->clock, &chrome_sink, wt) < 0) {
+            return -1;
+        }
+    }
+    fh_frame *f = &wt->st.frames[wt->pending];
+    wt->pending = -1;
+    f->id = ++w->next_id;
+    PyObject *names = PyList_GET_ITEM(wt->names, f->fid);
+    if (fh_out_str(o, ",\n{\"ph\":\"B\",") < 0 || fh_out_obj(o, PyTuple_GET_ITEM(names, 0)) < 0 ||
+        fh_out_str(o, ",\"ts\":") < 0 || fh_out_us(o, track_time(wt, f->start_ns)) < 0 ||
+        fh_out_str(o, ",\"pid\":") < 0 || fh_out_i64(o, w->pid) < 0 ||
+        fh_out_str(o, ",\"tid\":") < 0 || fh_out_i64(o, wt->tid) < 0 ||
+        fh_out_str(o, ",\"args\":{\"id\":") < 0 || fh_out_i64(o, (int64_t)f->id) < 0) {
+        return -1;
+    }
+    if (f->vparent >= 0 && (fh_out_str(o, ",\"parent\":") < 0 ||
+                            fh_out_i64(o, (int64_t)wt->st.frames[f->vparent].id) < 0)) {
+        return -1;
+    }
+    if (fh_out_obj(o, PyTuple_GET_ITEM(names, 1)) < 0 ||
+        (f->start_frame && fh_out_str(o, ",\"start_frame\":true") < 0)) {
+        return -1;
+    }
+    if (f->tag != 0 && w->tag != NULL) {
+        PyObject *desc = PyObject_CallFunction(w->tag, "nI", wt->index, f->tag - 1);
+        if (desc == NULL) {
+            return -1;
+        }
+        int rc = PyBytes_Check(desc) ? 0 : -1;
+        if (rc < 0) {
+            PyErr_SetString(PyExc_TypeError, "tag() must return bytes");
+        } else {
+            rc = fh_out_str(o, ",\"instance\":") < 0 || fh_out_obj(o, desc) < 0 ? -1 : 0;
+        }
+        Py_DECREF(desc);
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    o->written_events++;
+    return fh_out_str(o, "}}");
+}
+
+/* Checks what Python passed for one thread: per function id, a (bytes, bytes) pair
+ * (Chrome) or an int (speedscope). */
+static int check_names(CtxObject *ctx, PyObject *names, int chrome) {
+    if (!PyList_Check(names) || PyList_GET_SIZE(names) < (Py_ssize_t)ctx->funcs.nsites) {
+        PyErr_SetString(PyExc_TypeError, "names: a list with an entry per function of the thread");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(names); i++) {
+        PyObject *item = PyList_GET_ITEM(names, i);
+        int ok = chrome ? PyTuple_Check(item) && PyTuple_GET_SIZE(item) == 2 &&
+                              PyBytes_Check(PyTuple_GET_ITEM(item, 0)) &&
+                              PyBytes_Check(PyTuple_GET_ITEM(item, 1))
+                        : PyLong_Check(item);
+        if (!ok) {
+            PyErr_SetString(PyExc_TypeError, chrome ? "names: (bytes, bytes) per function"
+                                                    : "names: an int per function");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Sets up a writer over the finished contexts; `threads` (one entry per context) gives
+ * each its track id and names. Returns the contexts list (new) or NULL. */
+static PyObject *writer_setup(TracerObject *self, fh_wctx *w, PyObject *write, PyObject *threads,
+                              fh_wthread **out_wts, int chrome) {
+    PyObject *ctxs = tracer_finished_contexts(self);
+    if (ctxs == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(ctxs);
+    if (!PyList_Check(threads) || PyList_GET_SIZE(threads) != n) {
+        PyErr_Format(PyExc_ValueError, "threads: a list of %zd entries, one per recorded thread", n);
+        Py_DECREF(ctxs);
+        return NULL;
+    }
+    fh_wthread *wts = (fh_wthread *)PyMem_Calloc((size_t)n + 1, sizeof(fh_wthread));
+    w->out.buf = (char *)PyMem_Malloc(FH_OUT_CHUNK);
+    if (wts == NULL || w->out.buf == NULL) {
+        PyMem_Free(wts);
+        PyMem_Free(w->out.buf);
+        w->out.buf = NULL;
+        Py_DECREF(ctxs);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    w->out.write = write;
+    w->out.len = 0; /* (out.progress is the caller's) */
+    w->out.written_events = 0;
+    fh_clockmap_set(&w->clock, self->t0_ticks, self->t0_ns, self->t1_ticks, self->t1_ns);
+    w->origin = self->t0_ns;
+    w->end_ns = self->t1_ns;
+    w->next_id = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        fh_wthread *wt = &wts[i];
+        CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(ctxs, i);
+        PyObject *entry = PyList_GET_ITEM(threads, i);
+        wt->w = w;
+        wt->ctx = ctx;
+        wt->index = i;
+        wt->pending = -1;
+        wt->first = 1;
+        fh_replay_init(&wt->st);
+        fh_cursor_init(&wt->cur, ctx->prefix, ctx->nprefix, &ctx->buf, ctx->skip);
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2) {
+            PyErr_SetString(PyExc_TypeError, "threads: (track, names) per thread");
+            goto error;
+        }
+        PyObject *track = PyTuple_GET_ITEM(entry, 0);
+        wt->names = PyTuple_GET_ITEM(entry, 1);
+        if (chrome) {
+            wt->tid = PyLong_AsLongLong(track);
+            if (wt->tid == -1 && PyErr_Occurred()) {
+                goto error;
+            }
+        } else if (!PyBytes_Check(track)) {
+            PyErr_SetString(PyExc_TypeError, "threads: (header bytes, names) per thread");
+            goto error;
+        }
+        if (check_names(ctx, wt->names, chrome) < 0) {
+            goto error;
+        }
+    }
+    *out_wts = wts;
+    return ctxs;
+
+error:
+    PyMem_Free(wts);
+    PyMem_Free(w->out.buf);
+    w->out.buf = NULL;
+    Py_DECREF(ctxs);
+    return NULL;
+}
+
+static void writer_teardown(fh_wctx *w, fh_wthread *wts, PyObject *ctxs) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ctxs); i++) {
+        fh_replay_free(&wts[i].st);
+    }
+    PyMem_Free(wts);
+    PyMem_Free(w->out.buf);
+    Py_DECREF(ctxs);
+}
+
+/* Whether thread a's pending call goes before thread b's: earlier start, then the thread
+ * listed first (the trees' numbering sorts stably by start). */
+static inline int pending_before(const fh_wthread *wts, Py_ssize_t a, Py_ssize_t b) {
+    int64_t ta = wts[a].st.frames[wts[a].pending].start_ns;
+    int64_t tb = wts[b].st.frames[wts[b].pending].start_ns;
+    return ta < tb || (ta == tb && a < b);
+}
+
+static void heap_push(const fh_wthread *wts, Py_ssize_t *heap, Py_ssize_t *size, Py_ssize_t i) {
+    Py_ssize_t at = (*size)++;
+    while (at > 0 && pending_before(wts, i, heap[(at - 1) / 2])) {
+        heap[at] = heap[(at - 1) / 2];
+        at = (at - 1) / 2;
+    }
+    heap[at] = i;
+}
+
+static Py_ssize_t heap_pop(const fh_wthread *wts, Py_ssize_t *heap, Py_ssize_t *size) {
+    Py_ssize_t top = heap[0];
+    Py_ssize_t last = heap[--(*size)];
+    Py_ssize_t at = 0;
+    for (;;) {
+        Py_ssize_t child = 2 * at + 1;
+        if (child >= *size) {
+            break;
+        }
+        if (child + 1 < *size && pending_before(wts, heap[child + 1], heap[child])) {
+            child++;
+        }
+        if (!pending_before(wts, heap[child], last)) {
+            break;
+        }
+        heap[at] = heap[child];
+        at = child;
+    }
+    if (*size > 0) {
+        heap[at] = last;
+    }
+    return top;
+}
+
+/* write_chrome(write, pid, threads, tag, progress=None): the events of a Chrome trace,
+ * each preceded by a comma (the caller writes the document around them). Returns the
+ * calls written. */
+static PyObject *tracer_write_chrome(TracerObject *self, PyObject *args) {
+    PyObject *write, *threads, *tag, *progress = Py_None;
+    long long pid;
+    if (!PyArg_ParseTuple(args, "OLOO|O:write_chrome", &write, &pid, &threads, &tag,
+                          &progress)) {
+        return NULL;
+    }
+    fh_wctx w;
+    memset(&w, 0, sizeof(w));
+    w.out.progress = progress == Py_None ? NULL : progress;
+    w.pid = pid;
+    w.tag = tag == Py_None ? NULL : tag;
+    fh_wthread *wts = NULL;
+    PyObject *ctxs = writer_setup(self, &w, write, threads, &wts, 1);
+    if (ctxs == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(ctxs);
+    /* the threads with a pending call, in a min-heap by (start, thread index) */
+    Py_ssize_t *heap = (Py_ssize_t *)PyMem_Malloc(((size_t)n + 1) * sizeof(Py_ssize_t));
+    int rc = heap == NULL ? (PyErr_NoMemory(), -1) : 0;
+    Py_ssize_t size = 0;
+    for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+        rc = wthread_advance(&wts[i], &chrome_sink);
+        if (rc == 0 && wts[i].pending >= 0) {
+            heap_push(wts, heap, &size, i);
+        }
+    }
+    while (rc == 0 && size > 0) {
+        Py_ssize_t i = heap_pop(wts, heap, &size);
+        rc = chrome_begin(&wts[i]);
+        if (rc == 0) {
+            rc = wthread_advance(&wts[i], &chrome_sink);
+        }
+        if (rc == 0 && wts[i].pending >= 0) {
+            heap_push(wts, heap, &size, i);
+        }
+    }
+    PyMem_Free(heap);
+    if (rc == 0) {
+        rc = fh_out_flush(&w.out);
+    }
+    uint64_t written = w.out.written_events;
+    writer_teardown(&w, wts, ctxs);
+    return rc < 0 ? NULL : PyLong_FromUnsignedLongLong(written);
+}
+
+/* write_speedscope(write, threads, progress=None): per thread, its header (bytes, up to
+ * the events list) and frame indices; writes the profiles, comma-separated. Returns the
+ * calls written. */
+static PyObject *tracer_write_speedscope(TracerObject *self, PyObject *args) {
+    PyObject *write, *threads, *progress = Py_None;
+    if (!PyArg_ParseTuple(args, "OO|O:write_speedscope", &write, &threads, &progress)) {
+        return NULL;
+    }
+    fh_wctx w;
+    memset(&w, 0, sizeof(w));
+    w.out.progress = progress == Py_None ? NULL : progress;
+    fh_wthread *wts = NULL;
+    PyObject *ctxs = writer_setup(self, &w, write, threads, &wts, 0);
+    if (ctxs == NULL) {
+        return NULL;
+    }
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ctxs) && rc == 0; i++) {
+        fh_wthread *wt = &wts[i];
+        fh_out *o = &w.out;
+        if ((i > 0 && fh_out_str(o, ",\n") < 0) ||
+            fh_out_obj(o, PyTuple_GET_ITEM(PyList_GET_ITEM(threads, i), 0)) < 0 ||
+            wthread_advance(wt, &speedscope_sink) < 0) {
+            rc = -1;
+            break;
+        }
+        int64_t end = w.end_ns - w.origin;
+        rc = fh_out_str(o, "],\"endValue\":") < 0 || fh_out_i64(o, end > wt->last ? end : wt->last) < 0 ||
+             fh_out_str(o, "}") < 0 ? -1 : 0;
+    }
+    if (rc == 0) {
+        rc = fh_out_flush(&w.out);
+    }
+    uint64_t written = w.out.written_events;
+    writer_teardown(&w, wts, ctxs);
+    return rc < 0 ? NULL : PyLong_FromUnsignedLongLong(written);
+}
+
+static PyObject *tracer_collect(TracerObject *self, PyObject *Py_UNUSED(ignored)) {
+    return tracer_recording(self, ctx_collect);
 }
 
 static PyObject *tracer_get_state(TracerObject *self, void *closure) {
@@ -1446,7 +2344,8 @@ static PyObject *tracer_get_state(TracerObject *self, void *closure) {
 static PyObject *tracer_get_event_count(TracerObject *self, void *closure) {
     size_t n = 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
-        n += fh_buffer_count(&((CtxObject *)PyList_GET_ITEM(self->ctxs, i))->buf);
+        CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(self->ctxs, i);
+        n += ctx->finalized > 0 ? ctx_kept(ctx) : fh_buffer_count(&ctx->buf);
     }
     return PyLong_FromSize_t(n);
 }
@@ -1456,9 +2355,39 @@ static PyObject *tracer_get_memory(TracerObject *self, void *closure) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
         CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(self->ctxs, i);
         n += sizeof(CtxObject) + ctx->buf.nblocks * sizeof(fh_block) +
-             fh_sites_memory(&ctx->sites);
+             fh_sites_memory(&ctx->sites) + fh_sites_memory(&ctx->funcs) +
+             (ctx->agg != NULL ? fh_agg_memory(ctx->agg) : 0) + ctx->nprefix * sizeof(fh_event);
     }
     return PyLong_FromSize_t(n);
+}
+
+/* (serial, thread id) of each context that recorded a thread, as collect() and
+ * aggregate() list them: what naming the threads needs, without touching their events. */
+static PyObject *tracer_get_threads(TracerObject *self, void *closure) {
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; self->state != FH_NEW && !self->failed && self->ctxs != NULL &&
+                           i < PyList_GET_SIZE(self->ctxs); i++) {
+        CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(self->ctxs, i);
+        if (ctx->thread_id == 0) {
+            continue;
+        }
+        PyObject *item = Py_BuildValue("(Kk)", ctx->serial, ctx->thread_id);
+        if (item == NULL || PyList_Append(out, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    return out;
+}
+
+static PyObject *tracer_get_anchors(TracerObject *self, void *closure) {
+    return Py_BuildValue("(KLKL)", (unsigned long long)self->t0_ticks, (long long)self->t0_ns,
+                         (unsigned long long)self->t1_ticks, (long long)self->t1_ns);
 }
 
 static PyObject *tracer_get_runtime_events(TracerObject *self, void *closure) {
@@ -1475,6 +2404,10 @@ static PyGetSetDef tracer_getset[] = {
     {"state", (getter)tracer_get_state, NULL, "new, recording, stopped or refused", NULL},
     {"event_count", (getter)tracer_get_event_count, NULL, "events recorded so far", NULL},
     {"memory", (getter)tracer_get_memory, NULL, "bytes held by the recorded data", NULL},
+    {"threads", (getter)tracer_get_threads, NULL,
+     "(serial, thread id) of each recorded thread, in the order collect() gives them", NULL},
+    {"anchors", (getter)tracer_get_anchors, NULL,
+     "(ticks, ns) at start and at stop: the clock's mapping", NULL},
     {"runtime_events", (getter)tracer_get_runtime_events, NULL,
      "whether framehook-runtime's events are being (or were) recorded", NULL},
     {NULL},
@@ -1685,14 +2618,22 @@ static PyMethodDef fh_methods[FH_N_METHODS] = {
      "threading.setprofile hook that moves a new thread onto the C profile function."},
     {"collect", (PyCFunction)tracer_collect, METH_NOARGS,
      "The raw recording: clock anchors and, per thread, events (bytes) and sites."},
+    {"aggregate", (PyCFunction)tracer_aggregate, METH_NOARGS,
+     "Per thread, the calls aggregated per function, caller/callee pair and call path."},
+    {"write_chrome", (PyCFunction)tracer_write_chrome, METH_VARARGS,
+     "write_chrome(write, pid, threads, tag, progress=None): writes the Chrome trace "
+     "events; progress(calls written) after each chunk."},
+    {"write_speedscope", (PyCFunction)tracer_write_speedscope, METH_VARARGS,
+     "write_speedscope(write, threads, progress=None): writes the speedscope profiles; "
+     "progress(calls written) after each chunk."},
     {"retag", (PyCFunction)tracer_retag, METH_O,
      "Replace the tagged code objects (takes effect at once, also while recording)."},
     {NULL, NULL, 0, NULL},
-    /* 6: record_function */
+    /* 9: record_function */
     {"__enter__", (PyCFunction)recfn_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)(void (*)(void))recfn_exit, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
-    /* 9: module */
+    /* 12: module */
     {"clock_name", fh_get_clock_name, METH_NOARGS, "Name of the recording clock."},
     {"active", fh_get_active, METH_NOARGS, "The tracer that is recording, or None."},
     {"is_recording_thread", fh_is_recording_thread, METH_NOARGS,
@@ -1707,15 +2648,18 @@ static PyMethodDef fh_methods[FH_N_METHODS] = {
     {NULL, NULL, 0, NULL},
 };
 #define FH_TRACER_METHODS (fh_methods + 0)
-#define FH_RECFN_METHODS (fh_methods + 6)
-#define FH_MODULE_METHODS (fh_methods + 9)
+#define FH_RECFN_METHODS (fh_methods + 9)
+#define FH_MODULE_METHODS (fh_methods + 12)
 
 static PyTypeObject TracerType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "framehook.profiler._tracer.Tracer",
     .tp_doc = "Tracer(c_calls=True, tagged=(), describe=None, runtime_events=True, "
-              "monitoring=False)\n\n"
-              "Records Python and C calls of every thread between start() and stop().",
+              "monitoring=False, hidden=(), muted=(), max_events=None)\n\n"
+              "Records Python and C calls of every thread between start() and stop().\n"
+              "hidden: code whose calls the outputs leave out (their callees stay); muted:\n"
+              "code whose calls are left out with all they call; max_events: the newest\n"
+              "events kept per thread, older ones folded into the aggregates.",
     .tp_basicsize = sizeof(TracerObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_new = tracer_new,
@@ -1837,6 +2781,13 @@ PyMODINIT_FUNC PyInit__tracer(void) {
         add_int(m, "SITE_INSTANCE", FH_SITE_INSTANCE) < 0 ||
         add_int(m, "SITE_CODE", FH_SITE_CODE) < 0 || add_int(m, "SITE_NAME", FH_SITE_NAME) < 0 ||
         add_int(m, "FLAG_TAGGED", FH_FLAG_TAGGED) < 0 ||
+        add_int(m, "FLAG_HIDDEN", FH_FLAG_HIDDEN) < 0 ||
+        add_int(m, "FLAG_MUTED", FH_FLAG_MUTED) < 0 ||
+        add_int(m, "CLS_PY", FH_CLS_PY) < 0 || add_int(m, "CLS_C", FH_CLS_C) < 0 ||
+        add_int(m, "CLS_ANNOT", FH_CLS_ANNOT) < 0 ||
+        add_int(m, "CLS_LOOKUP", FH_CLS_LOOKUP) < 0 ||
+        add_int(m, "CLS_REGION", FH_CLS_REGION) < 0 ||
+        add_int(m, "BLOCK_EVENTS", FH_BLOCK_EVENTS) < 0 ||
         add_int(m, "MAX_START_DEPTH", FH_MAX_START_DEPTH) < 0 ||
         add_int(m, "EVENT_SIZE", (long)sizeof(fh_event)) < 0 ||
         add_int(m, "HAVE_MONITORING", FH_HAVE_MONITORING) < 0) {

@@ -47,3 +47,35 @@ def calls_of(profile: Profile, func) -> List[Event]:
     code = getattr(func, "__func__", func).__code__
     return [e for e in profile.events if e.kind == "python"
             and e.function.path == code.co_filename and e.function.lineno == code.co_firstlineno]
+
+
+def chrome_spans(doc: dict) -> List[dict]:
+    """The calls of a Chrome trace document: its begin/end ("B"/"E") events paired into
+    complete-event-like dicts (ph "X", with dur, and the end's args merged), grouped by
+    track in call order. Checks on the way that each track's events are balanced and its
+    timestamps never go back."""
+    open_by_track: dict = {}
+    last_ts: dict = {}
+    spans: List[dict] = []
+    for ev in doc["traceEvents"]:
+        if ev["ph"] not in ("B", "E"):
+            continue
+        track = (ev["pid"], ev["tid"])
+        assert ev["ts"] >= last_ts.get(track, 0), ev
+        last_ts[track] = ev["ts"]
+        stack = open_by_track.setdefault(track, [])
+        if ev["ph"] == "B":
+            span = {"ph": "X", "name": ev["name"], "cat": ev.get("cat", ""), "ts": ev["ts"],
+                    "pid": ev["pid"], "tid": ev["tid"], "args": dict(ev.get("args", {}))}
+            stack.append(span)
+            spans.append(span)
+        else:
+            assert stack, f"an end event with no open call: {ev}"
+            span = stack.pop()
+            span["dur"] = round(ev["ts"] - span["ts"], 3)
+            span["args"].update(ev.get("args", {}))
+    assert all(not stack for stack in open_by_track.values()), "calls left open"
+    order = {}
+    for span in spans:
+        order.setdefault(span["tid"], len(order))
+    return sorted(spans, key=lambda s: order[s["tid"]])

@@ -13,6 +13,8 @@ import pytest
 
 from framehook.profiler._cli import main
 
+from fhprof_helpers import chrome_spans
+
 SCRIPT = textwrap.dedent("""
     import sys
 
@@ -46,7 +48,7 @@ def script(tmp_path):
 
 def chrome_names(path):
     doc = json.loads(open(path).read())
-    return [e["name"] for e in doc["traceEvents"] if e["ph"] == "X"]
+    return [e["name"] for e in chrome_spans(doc)]
 
 
 def test_default_output_is_a_chrome_trace_named_after_the_script(script, tmp_path, capsys, monkeypatch):
@@ -109,19 +111,53 @@ def test_exit_codes_are_passed_through(script, tmp_path, capsys, mode, code, mes
     assert out.exists()
 
 
-def test_unwritable_output_falls_back_to_a_temporary_file(script, tmp_path, capsys):
-    out = tmp_path / "no-such-dir" / "t.json"
-    assert main(["-o", str(out), str(script), "exit"]) == 7  # the script's code still wins
+@pytest.mark.parametrize("where", ["missing-dir", "a-directory", "under-a-file"])
+def test_an_output_that_cannot_be_written_is_refused_before_the_script_runs(
+        script, tmp_path, capsys, where):
+    out = {"missing-dir": tmp_path / "no-such-dir" / "t.json",
+           "a-directory": tmp_path,
+           "under-a-file": script / "t.json"}[where]
+    before = sorted(os.listdir(tmp_path))
+    assert main(["-o", str(out), "--format", "chrome", str(script), "exit"]) == 2
+    captured = capsys.readouterr()
+    assert "args" not in captured.out  # the script did not run
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"framehook-profile: error: -o {out}: ")
+    assert sorted(os.listdir(tmp_path)) == before  # nothing left behind by the check
+
+
+def test_default_output_that_cannot_be_written_names_the_option(script, tmp_path, capsys,
+                                                                monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    os.mkdir(tmp_path / "prog.trace.json")  # where the default output would go
+    assert main([str(script)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "prog.trace.json" in err and "with -o" in err
+
+
+FALLBACK = "import shutil, sys\nshutil.rmtree(sys.argv[1])\nsys.exit(int(sys.argv[2]))\n"
+
+
+@pytest.mark.parametrize("code,expected", [(7, 7), (0, 1)])
+def test_output_gone_by_the_end_falls_back_to_a_temporary_file(tmp_path, capsys, code,
+                                                               expected):
+    # writable when the run starts; the script removes the directory meanwhile
+    remover = tmp_path / "remover.py"
+    remover.write_text(FALLBACK)
+    folder = tmp_path / "gone"
+    folder.mkdir()
+    out = folder / "t.json"
+    # the script's own code wins; else 1: automation sees the requested file is missing
+    assert main(["-o", str(out), str(remover), str(folder), str(code)]) == expected
     err = capsys.readouterr().err
     assert "cannot write the profile to" in err
     fallback = err.split("the profile was written to ")[1].split(" instead")[0]
     try:
-        assert chrome_names(fallback).count("fib") == 177
+        doc = json.loads(open(fallback).read())
+        assert any(e["name"] == "rmtree" for e in chrome_spans(doc))
     finally:
         os.unlink(fallback)
-    assert main(["-o", str(out), str(script)]) == 1  # success of the script, failure to write
-    fallback = capsys.readouterr().err.split("the profile was written to ")[1].split(" instead")[0]
-    os.unlink(fallback)
+    assert not out.exists()
 
 
 def test_bad_input(tmp_path, capsys):
@@ -151,7 +187,7 @@ def test_module_mode_and_summary(tmp_path, capsys, monkeypatch):
     captured = capsys.readouterr()
     assert "['x']" in captured.out and "Top" in captured.err
     doc = json.loads(out.read_text())
-    cats = {e["cat"] for e in doc["traceEvents"] if e["ph"] == "X"}
+    cats = {e["cat"] for e in chrome_spans(doc)}
     assert cats == {"python"}
 
 

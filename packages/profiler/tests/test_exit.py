@@ -19,6 +19,8 @@ import pytest
 
 from framehook.profiler import _tracer
 
+from fhprof_helpers import chrome_spans
+
 BACKENDS = [
     "profile",
     pytest.param("monitoring", marks=pytest.mark.skipif(
@@ -236,7 +238,7 @@ CLI_SCRIPT = PROGRAM + textwrap.dedent('''
     end(sys.argv[1])
 ''')
 
-WROTE = re.compile(r"framehook-profile: wrote chrome profile to (.+) \((\d+) events, "
+WROTE = re.compile(r"framehook-profile: wrote chrome profile to (.+) \((\d+) events recorded, "
                    r"(\d+) thread\(s\)\)\n")
 
 
@@ -257,8 +259,8 @@ def test_command_line_writes_the_profile_however_the_script_exits(tmp_path, mode
     assert wrote is not None, proc.stderr
     assert wrote.group(1) == str(out) and int(wrote.group(3)) == (3 if threads else 1)
     doc = json.loads(out.read_text())
-    spans = [e for e in doc["traceEvents"] if e["ph"] == "X"]
-    assert len(spans) == int(wrote.group(2))
+    spans = chrome_spans(doc)
+    assert 0 < len(spans) <= int(wrote.group(2))  # each begins with a recorded event
     assert len({e["tid"] for e in spans if e["name"] == "work"}) == (3 if threads else 1)
 
 

@@ -17,6 +17,8 @@ from framehook.profiler import ExportError, Profiler, _tracer, record_function
 from framehook.profiler._export import format_for, render
 from framehook.profiler._flamegraph import merged_tree
 
+from fhprof_helpers import chrome_spans
+
 
 def fib(n):
     return n if n < 2 else fib(n - 1) + fib(n - 2)
@@ -50,38 +52,28 @@ def profile():
 
 
 def validate_chrome_trace(doc):
-    """Checks a document against the trace event format's JSON object form."""
+    """Checks a document against the trace event format's JSON object form; returns the
+    calls (begin/end pairs, see chrome_spans) per track."""
     assert isinstance(doc, dict) and isinstance(doc["traceEvents"], list)
     assert doc.get("displayTimeUnit", "ms") in ("ms", "ns")
-    tracks = {}
     for ev in doc["traceEvents"]:
         assert isinstance(ev, dict)
-        assert ev["ph"] in ("X", "M", "B", "E", "i", "C")
-        assert isinstance(ev["name"], str) and ev["name"]
+        assert ev["ph"] in ("M", "B", "E")
         assert isinstance(ev["pid"], int) and isinstance(ev["tid"], int)
+        assert isinstance(ev.get("args", {}), dict)
         if ev["ph"] == "M":
             assert ev["name"] in ("process_name", "thread_name", "thread_sort_index",
                                   "process_sort_index", "process_labels")
             assert isinstance(ev["args"], dict)
             continue
-        assert ev["ph"] == "X"
         assert isinstance(ev["ts"], (int, float)) and ev["ts"] >= 0
-        assert isinstance(ev["dur"], (int, float)) and ev["dur"] >= 0
-        assert isinstance(ev.get("cat", ""), str)
-        assert isinstance(ev.get("args", {}), dict)
-        tracks.setdefault((ev["pid"], ev["tid"]), []).append(ev)
-    for events in tracks.values():
-        # complete events on one track must nest: no partial overlaps
-        events.sort(key=lambda e: (e["ts"], -e["dur"]))
-        open_ends = []
-        for ev in events:
-            end = ev["ts"] + ev["dur"]
-            while open_ends and open_ends[-1] <= ev["ts"] + 1e-9 and not (
-                    open_ends[-1] >= end and open_ends[-1] > ev["ts"]):
-                open_ends.pop()
-            if open_ends:
-                assert end <= open_ends[-1] + 1e-3, ev
-            open_ends.append(end)
+        if ev["ph"] == "B":
+            assert isinstance(ev["name"], str) and ev["name"]
+            assert isinstance(ev.get("cat", ""), str)
+    tracks = {}
+    for span in chrome_spans(doc):  # balanced, and monotone per track
+        assert span["dur"] >= 0
+        tracks.setdefault((span["pid"], span["tid"]), []).append(span)
     return tracks
 
 
@@ -89,10 +81,11 @@ def test_chrome_trace_is_valid_and_complete(profile, tmp_path):
     path = profile.export(tmp_path / "trace.json")
     doc = json.loads(open(path).read())
     tracks = validate_chrome_trace(doc)
-    xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    xs = chrome_spans(doc)
     assert len(xs) == len(profile.events)
     assert len(tracks) == len(profile.threads)
-    names = {e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "thread_name"}
+    names = {e["args"]["name"] for e in doc["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
     assert any(n.startswith("worker") for n in names)
     by_id = {e["args"]["id"]: e for e in xs}
     for event in profile.events:
@@ -262,7 +255,7 @@ def exported_calls(backend, folder):
         return (node.name, node.kind, tuple(flame(c) for c in
                                             sorted(node.children.values(), key=lambda n: n.name)))
     return {
-        "chrome": sorted((e["name"], e["tid"]) for e in chrome["traceEvents"] if e["ph"] == "X"),
+        "chrome": sorted((e["name"], e["tid"]) for e in chrome_spans(chrome)),
         "speedscope": [(p["name"], [(e["type"], frames[e["frame"]]["name"]) for e in p["events"]])
                        for p in speedscope["profiles"]],
         "pstats": {k: (cc, nc, {c: v[0] for c, v in callers.items()})
@@ -281,3 +274,24 @@ def test_both_backends_export_the_same_calls(tmp_path):
     here = os.path.abspath(__file__).rstrip("c")
     # the content compared is the workload's: fib(6) is 25 calls in the pstats of each
     assert by_profile["pstats"][(here, fib.__code__.co_firstlineno, "fib")][:2] == (1, 25)
+
+
+def test_an_interrupted_export_leaves_no_file(profile, tmp_path, monkeypatch):
+    """The file is written under a temporary name and renamed once complete: an export
+    that fails half-way (here a KeyboardInterrupt after the first chunk) leaves nothing
+    under the final name, and no temporary file either."""
+    from framehook.profiler import _chrome
+
+    real = _chrome.write_chrome
+
+    def interrupted(prof, out, progress=None):
+        out.write(b'{"traceEvents":[')
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_chrome, "write_chrome", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        profile.export(tmp_path / "t.json")
+    assert os.listdir(tmp_path) == []
+    monkeypatch.setattr(_chrome, "write_chrome", real)
+    written = profile.export(tmp_path / "t.json")
+    assert os.listdir(tmp_path) == ["t.json"] and json.load(open(written))["traceEvents"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -94,6 +95,7 @@ STAND_IN = textwrap.dedent('''
     from framehook.profiler import Profiler, _tracer
 
     how, backend = sys.argv[1], sys.argv[2]
+    sys.path.insert(0, sys.argv[3])  # the tests' folder: the tree walk's outputs
     if how == "blocked":  # as when framehook-runtime is not installed
         sys.modules["framehook.runtime"] = None
     else:
@@ -148,7 +150,22 @@ STAND_IN = textwrap.dedent('''
     program(listening)
     prof.stop()
     root, = [e for e in prof.profile.events if e.name.endswith("program")]
+    from fhprof_helpers import chrome_spans
+    from framehook.profiler._flamegraph import merged_tree
+    from tree_reference import (chrome_from_trees, flame_from_trees, flame_shape,
+                                pstats_from_trees, summary_from_trees)
+    profile = prof.profile
+    spans = lambda calls: sorted(({k: v for k, v in e.items() if k != "ph"} for e in calls),
+                                 key=lambda e: e["args"]["id"])
+    same = {
+        "pstats": profile.to_pstats() == pstats_from_trees(profile),
+        "summary": profile.summary() == summary_from_trees(profile),
+        "flame graph": flame_shape(merged_tree(profile)) == flame_shape(flame_from_trees(profile)),
+        "chrome": spans(chrome_spans(profile.to_chrome())) == spans(
+            e for e in chrome_from_trees(profile)["traceEvents"] if e["ph"] == "X"),
+    }
     print(json.dumps({
+        "same_as_trees": same,
         "available": _tracer.runtime_available(),
         "listening": len(listening),
         "left": len(listeners) if how != "blocked" else 0,
@@ -159,8 +176,9 @@ STAND_IN = textwrap.dedent('''
 
 
 def run_stand_in(how: str, backend: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", STAND_IN, how, backend], capture_output=True,
-                         text=True, timeout=120)
+    tests = os.path.dirname(os.path.abspath(__file__))
+    out = subprocess.run([sys.executable, "-c", STAND_IN, how, backend, tests],
+                         capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -172,6 +190,10 @@ def test_runtime_events_from_an_interface_like_the_runtimes_nest_in_the_tree(bac
     assert got["children"] == [
         ["cache_lookup", "cache lookup: original", []],
         ["compiled_region", "compiled region: replacement", [["python", "replacement"]]]]
+    # the outputs made by the tracer (aggregates, Chrome writer) hold the runtime's events
+    # as the tree walk does
+    assert got["same_as_trees"] == dict.fromkeys(("pstats", "summary", "flame graph", "chrome"),
+                                                 True)
 
 
 @pytest.mark.parametrize("how", ["blocked", "abi2"])

@@ -53,7 +53,7 @@ def test__thread_thread_started_while_recording():
         assert finished.wait(WAIT)
     profile = prof.profile
     tree = profile.thread(ident)
-    assert tree.name == f"Thread-{ident}"
+    assert tree.name == f"Thread-{ident}-1"
     assert len([t for t in profile.threads if t.thread_id == ident]) == 1
     w = only(profile, "raw_worker")
     assert w.thread_id == ident and not w.start_frame
@@ -90,7 +90,7 @@ def test__thread_thread_started_before_recording():
         go.set()
         assert finished.wait(WAIT)
     profile = prof.profile
-    assert profile.thread(ident).name == f"Thread-{ident}"
+    assert profile.thread(ident).name == f"Thread-{ident}-1"
     assert len([t for t in profile.threads if t.thread_id == ident]) == 1
     w, = [e for e in profile.events if e.name.endswith("waiting_worker")]
     assert w.thread_id == ident and w.start_frame

@@ -4,32 +4,41 @@ Runs a Python script (or module) under the profiler and writes the profile. The 
 own exit code is passed through, and an exception it raises is printed as Python would
 print it (exit code 1). As the interpreter does at exit, the command line then waits for
 the non-daemon threads still running, still recording; the profile is written after that,
-in every case, to a temporary file if the requested path cannot be written.
+in every case, to a temporary file if the requested path cannot be written by then (a
+path that cannot be written before the script runs is refused at once).
 """
 from __future__ import annotations
 
 import argparse
 import builtins
+import contextlib
 import os
+import signal
 import sys
-import tempfile
 import threading
 import traceback
 import types
-from typing import List, Optional, Tuple
+from typing import Any, Iterator, List, Optional, Tuple
 
 from ._compat import no_second_exit_wait, shutdown_error_report
-from ._export import DEFAULT_SUFFIX, FORMATS, ExportError, format_for
+from ._export import DEFAULT_SUFFIX, FORMATS, ExportError, check_writable, format_for
+from ._profile import Profile
 from ._profiler import Profiler
+from ._progress import Progress
 
 PROG = "framehook-profile"
+PROGRESS_AFTER = 1.0  # seconds of post-processing before progress is shown (on a terminal)
+# Events kept per thread when only aggregated outputs are written (pstats, text, svg): they
+# stay exact with older events folded as recording goes, so memory need not follow the run.
+AGGREGATE_RING = 1 << 16
+AGGREGATED_FORMATS = ("pstats", "text", "svg")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="Profile a Python script with framehook-profiler.",
-        usage=f"{PROG} [-o FILE] [--format FORMAT] [--no-c-calls] [--summary] "
-              "(script.py | -m module) [args...]",
+        usage=f"{PROG} [-o FILE] [--format FORMAT] [--no-c-calls] [--max-events N] "
+              "[--summary] (script.py | -m module) [args...]",
         epilog="Options end at the script or at -m MODULE, as with python: "
                "everything after them is the script's own argv.",
         allow_abbrev=False)  # _split_argv must know every option that takes a value
@@ -41,12 +50,16 @@ def _parser() -> argparse.ArgumentParser:
                         help="do not record calls of C functions")
     parser.add_argument("--summary", action="store_true",
                         help="also print the text summary to stderr")
+    parser.add_argument("--max-events", metavar="N",
+                        help="keep at most N events per output that lists every call "
+                             "(Chrome trace, speedscope); the counts and times of pstats, "
+                             "the summary and the flame graph stay exact")
     parser.add_argument("-m", dest="module", metavar="MODULE",
                         help="run a library module as a script (like python -m)")
     return parser
 
 
-_TAKES_VALUE = ("-o", "--output", "--format")
+_TAKES_VALUE = ("-o", "--output", "--format", "--max-events")
 
 
 def _split_argv(argv: List[str]) -> Tuple[List[str], Optional[str], List[str]]:
@@ -83,6 +96,32 @@ def _resolve_output(args: argparse.Namespace, stem: str) -> Tuple[str, str]:
         return args.output, fmt
     fmt = args.format or "chrome"
     return stem + DEFAULT_SUFFIX[fmt], fmt
+
+
+def _max_events(value: Optional[str]) -> Optional[int]:
+    """--max-events as a number, or ValueError saying what was expected."""
+    if value is None:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number <= 0:
+        raise ValueError(f"--max-events: expected a positive whole number of events, "
+                         f"got {value!r}")
+    return number
+
+
+def _check_output(output: str, given: bool) -> None:
+    """ValueError, naming -o, if the profile could not be written at ``output``."""
+    try:
+        check_writable(output)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if given:
+            raise ValueError(f"-o {output}: cannot write the profile there ({reason})") from exc
+        raise ValueError(f"cannot write the profile to {output} ({reason}); choose where "
+                         "with -o") from exc
 
 
 def _has_known_suffix(path: str) -> bool:
@@ -225,7 +264,9 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
     stem = args.module.rpartition(".")[2] if args.module else \
         os.path.splitext(os.path.basename(args.target[0]))[0]
     try:
+        max_events = _max_events(args.max_events)
         output, fmt = _resolve_output(args, stem)
+        _check_output(output, bool(args.output))
         code, main_globals, filename, script_argv = _load(args)
     except (ValueError, FileNotFoundError, SyntaxError, ImportError) as exc:
         _error(str(exc))
@@ -238,7 +279,12 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
     if not args.module:
         sys.path.insert(0, os.path.dirname(filename))
     sys.modules["__main__"] = main_module
-    prof = Profiler(c_calls=not args.no_c_calls)
+    options: dict = {"c_calls": not args.no_c_calls}
+    if max_events is not None:
+        options["max_events"] = max_events
+    elif fmt in AGGREGATED_FORMATS:
+        options["max_events"] = AGGREGATE_RING
+    prof = Profiler(**options)
     try:
         status = _run(code, main_module.__dict__, filename, prof, exiting)
     finally:
@@ -247,21 +293,92 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
             sys.modules["__main__"] = saved[2]
 
     profile = prof.profile
+    with _ended_by_signals():
+        written = _write(profile, output, fmt, stem, max_events is not None)
+        if written is None:
+            status = status or 1
+        if args.summary:
+            print(profile.summary(), file=sys.stderr)
+    return status
+
+
+def _write(profile: Profile, output: str, fmt: str, stem: str, limited: bool) -> Optional[str]:
+    """Writes the profile to ``output`` or, failing that, to a temporary file; returns the
+    path written, None for the temporary file. On a terminal, shows progress meanwhile.
+    ``limited``: --max-events was given (what it left out is said)."""
+    progress = Progress(sys.stderr, 0, f"writing the {fmt} file", after=PROGRESS_AFTER)
+
+    def calls_written(calls: int) -> None:
+        progress(2 * calls)  # a begin and an end event per call, in both event formats
+
     try:
-        written = profile.export(output, fmt)
+        written = profile.export(output, fmt, progress=calls_written)
     except ExportError as err:
+        progress.finish()
         _error(str(err))
+        import tempfile  # (only here: it takes a while to import)
         fd, fallback = tempfile.mkstemp(prefix=f"{stem}-", suffix=DEFAULT_SUFFIX[fmt])
         os.close(fd)
-        written = profile.export(fallback, fmt)
+        try:
+            written = profile.export(fallback, fmt, progress=calls_written)
+        finally:
+            progress.finish()
         print(f"{PROG}: the profile was written to {written} instead", file=sys.stderr)
-        status = status or 1
-    else:
-        print(f"{PROG}: wrote {fmt} profile to {written} ({len(profile.events)} events, "
-              f"{len(profile.threads)} thread(s))", file=sys.stderr)
-    if args.summary:
-        print(profile.summary(), file=sys.stderr)
-    return status
+        return None
+    finally:
+        progress.finish()
+    # (counts known without building the trees, which no format needs)
+    dropped = profile.aggregates().dropped if limited else 0
+    print(f"{PROG}: wrote {fmt} profile to {written} ({profile.event_count} events recorded, "
+          f"{len(profile.thread_names)} thread(s))"
+          + (f"; the oldest {dropped} events were left out (--max-events)" if dropped else ""),
+          file=sys.stderr)
+    return written
+
+
+class _Ended(BaseException):
+    """A signal that ends the process arrived while the profile was being written."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+_ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
+                        if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def _ended_by_signals() -> Iterator[None]:
+    """While the profile is written, SIGTERM and SIGHUP, where they would end the process
+    without running any code (their default), first unwind the write, which deletes its
+    temporary file; then the process ends by the signal as it would have. (Ctrl-C unwinds
+    the same way, as KeyboardInterrupt.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # (handlers can only be set from the main thread)
+        return
+    ours: List[int] = []
+
+    def ended(signum: int, frame: Any) -> None:
+        raise _Ended(signum)
+
+    try:
+        for signum in _ENDING_SIGNALS:
+            if signal.getsignal(signum) is signal.SIG_DFL:
+                signal.signal(signum, ended)
+                ours.append(signum)
+        yield
+    except _Ended as exc:
+        _restore(ours)
+        signal.raise_signal(exc.signum)  # ends the process (the default handler)
+        raise SystemExit(128 + exc.signum)  # (in case it did not)
+    finally:
+        _restore(ours)
+
+
+def _restore(signals: List[int]) -> None:
+    while signals:
+        signal.signal(signals.pop(), signal.SIG_DFL)
 
 
 if __name__ == "__main__":  # pragma: no cover

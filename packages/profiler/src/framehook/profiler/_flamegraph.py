@@ -1,7 +1,8 @@
 """SVG flame graph: stacks merged by function path, widths proportional to time.
 
 Each thread is a frame under a common root; within a thread, calls with the same function
-under the same parent path are merged, so widths show total time per call path.
+under the same parent path are merged, so widths show total time per call path (the
+tracer's per-path aggregates: no Python object per call).
 """
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from xml.sax.saxutils import escape
 
 if TYPE_CHECKING:
     from ._profile import Profile
-    from ._trees import Event
 
 WIDTH = 1200
 ROW = 17
@@ -37,16 +37,6 @@ class _Node:
         return node
 
 
-def _merge(into: _Node, event: "Event") -> None:
-    stack = [(into, event)]
-    while stack:
-        parent, ev = stack.pop()
-        label = ev.name + (f" ({ev.function.location})" if ev.function.location else "")
-        node = parent.child(label, ev.kind)
-        node.ns += ev.duration_ns
-        stack.extend((node, child) for child in ev.children)
-
-
 def _color(kind: str, name: str) -> str:
     hue, spread = _HUES.get(kind, (0, 0))
     jitter = zlib.crc32(name.encode()) % 1000 / 1000.0
@@ -54,12 +44,20 @@ def _color(kind: str, name: str) -> str:
 
 
 def merged_tree(profile: "Profile") -> _Node:
+    """The call paths of the tracer's aggregates, merged by label (name and location)."""
+    agg = profile.aggregates()
     root = _Node("all", "root")
-    for thread in profile.threads:
-        node = root.child(f"{thread.name} ({thread.thread_id})", "thread")
-        for event in thread.roots:
-            _merge(node, event)
-        node.ns = sum(child.ns for child in node.children.values())
+    for thread, paths in zip(agg.threads, agg.paths):
+        top = root.child(f"{thread.name} ({thread.thread_id})", "thread")
+        nodes: List[_Node] = []
+        for entry in paths:
+            func = entry.function
+            label = func.name + (f" ({func.location})" if func.location else "")
+            parent = top if entry.parent < 0 else nodes[entry.parent]
+            node = parent.child(label, func.kind)
+            node.ns += entry.total_ns
+            nodes.append(node)
+        top.ns = sum(child.ns for child in top.children.values())
     root.ns = sum(child.ns for child in root.children.values())
     return root
 
@@ -83,6 +81,9 @@ def to_svg(profile: "Profile", title: Optional[str] = None) -> str:
             offset += child.ns * scale
     height = (depth + 1) * ROW + 3 * PAD + FONT * 2
     title = title or "framehook-profiler flame graph"
+    dropped = profile.aggregates().dropped
+    if dropped:  # (the widths include them: the aggregates are exact)
+        title += f" ({dropped} events dropped by max_events, included here)"
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{WIDTH}" '
         f'height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="monospace" '

@@ -1,4 +1,4 @@
-"""Profiler: starts and stops the C tracer and turns its recording into a Profile."""
+"""Profiler: starts and stops the C tracer and hands its recording to a Profile."""
 from __future__ import annotations
 
 import atexit
@@ -7,12 +7,14 @@ import threading
 import types
 import warnings
 import weakref
-from typing import Any, Callable, Dict, FrozenSet, Optional
+from typing import Any, Callable, FrozenSet, Optional
 
 from . import _tagging, _tracer
 from ._compat import thread_profile_hook
+from ._names import PathShortener
 from ._profile import Profile
-from ._trees import build
+from ._recording import Recording
+from ._threadnames import ThreadNames
 
 
 class ProfilerWarning(RuntimeWarning):
@@ -39,23 +41,32 @@ class Profiler:
         thread (every version); ``"auto"`` (the default): the faster one for this
         interpreter, which is ``"monitoring"`` on 3.12+ (see BENCHMARKS.md). The trees are
         the same either way.
+    max_events: keep only the newest ``max_events`` events of each thread (None: all).
+        Older events are folded into the aggregates as they are dropped, so pstats, the
+        summary and the flame graph stay exact; the trees and the event outputs (Chrome
+        trace, speedscope) show the newest events, and every output says how many were
+        dropped.
     """
 
     def __init__(self, *, c_calls: bool = True, runtime_events: bool = True,
-                 backend: str = "auto") -> None:
+                 backend: str = "auto", max_events: Optional[int] = None) -> None:
+        self.max_events = check_max_events(max_events)
         self.c_calls = c_calls
         self.runtime_events = runtime_events
         self.backend = resolve_backend(backend)
         self._tracer: Optional[Any] = None
         self._state = "new"
         self._profile: Optional[Profile] = None
-        self._thread_names: Dict[int, str] = {}
+        self._thread_names = ThreadNames()
         # code of frames that launched the profiled program (the command line's own), hidden
         # like the profiler's internals
         self._launcher_codes: FrozenSet[types.CodeType] = frozenset()
         # code whose calls are left out with everything they call (the command line's own
         # work after the script's code ended, on the main thread)
         self._muted_codes: FrozenSet[types.CodeType] = frozenset()
+        # sys.path as recording stops, by which file names are shortened when the trees
+        # are built (later: the program may have changed it by then)
+        self._shorten: Optional[PathShortener] = None
         self._prev_thread_hook: Optional[Callable[..., Any]] = None
         self._exit_hook: Optional[_ExitHook] = None
         self._stopped_at_exit = False
@@ -76,10 +87,14 @@ class Profiler:
         self._tracer = _tracer.Tracer(c_calls=self.c_calls, tagged=_tagging.tagged_codes(),
                                       describe=_tagging.describe,
                                       runtime_events=self.runtime_events,
-                                      monitoring=self.backend == "monitoring")
-        self._note_thread_names()
+                                      monitoring=self.backend == "monitoring",
+                                      hidden=tuple(_internal_codes() | self._launcher_codes),
+                                      muted=tuple(self._muted_codes),
+                                      max_events=self.max_events)
         self._prev_thread_hook = thread_profile_hook()
         threading.setprofile(self._thread_hook)
+        # (after the hook is set: a thread starting meanwhile is named one way or the other)
+        self._thread_names.note_start()
         self._exit_hook = _ExitHook(self)
         atexit.register(self._exit_hook)
         try:
@@ -114,7 +129,7 @@ class Profiler:
 
     @property
     def profile(self) -> Profile:
-        """The recorded profile (built on first access). Only after stop()."""
+        """The recorded profile (its trees are built on first access). Only after stop()."""
         if self._state != "stopped":
             raise RuntimeError(f"the profile is available after stop(); the profiler is {self._state}")
         if self._profile is None:
@@ -162,7 +177,8 @@ class Profiler:
             self._tracer.stop()  # first: the rest is not the program's time
         self._state = "stopped"
         self._undo_start()
-        self._note_thread_names()
+        self._thread_names.note_stop()
+        self._shorten = PathShortener()
 
     def _undo_start(self) -> None:
         threading.setprofile(self._prev_thread_hook)
@@ -188,30 +204,22 @@ class Profiler:
         """Leaves calls of these functions out of the trees, with everything they call."""
         self._muted_codes = frozenset(f.__code__ for f in funcs)
 
-    def _note_thread_names(self) -> None:
-        for thread in threading.enumerate():
-            if thread.ident is not None:
-                self._thread_names[thread.ident] = thread.name
-
     def _thread_hook(self, frame: types.FrameType, event: str, arg: Any) -> None:
-        # Runs as the Python-level profile function of a thread started while recording,
-        # once: the tracer replaces it with the C profile function.
-        current = threading.current_thread()
-        if current.ident is not None:
-            self._thread_names[current.ident] = current.name
+        # Runs as the Python-level profile function of a thread threading started while
+        # recording, once: the tracer replaces it with the C profile function, and says
+        # which of its contexts records the thread, which is named after it.
         if self._tracer is not None:
-            self._tracer.thread_hook(frame, event, arg)
+            self._thread_names.note_thread_started(self._tracer.thread_hook(frame, event, arg))
 
     def _build(self) -> Profile:
+        """The profile, its trees not built: as cheap as the number of threads."""
         assert self._tracer is not None
         if self._tracer.state == "new":  # refused before it ever recorded
-            return Profile([], [], 0, 0, _tracer.clock_name(), 0)
-        raw = self._tracer.collect()
-        memory = self._tracer.memory
-        threads, events, clock = build(raw, self._thread_names,
-                                       _internal_codes() | self._launcher_codes,
-                                       muted=self._muted_codes)
-        return Profile(threads, events, clock.ns0, clock.end_ns, raw["clock"], memory)
+            return Profile(Recording(None, {}))
+        recording = Recording(self._tracer, self._thread_names.names(self._tracer.threads),
+                              _internal_codes() | self._launcher_codes, self._muted_codes,
+                              self._shorten)
+        return Profile(recording)
 
 
 class _ExitHook:
@@ -231,6 +239,14 @@ class _ExitHook:
 
 
 BACKENDS = ("auto", "monitoring", "profile")
+
+
+def check_max_events(max_events: Optional[int]) -> Optional[int]:
+    if max_events is None:
+        return None
+    if isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 1:
+        raise ValueError(f"max_events must be an int >= 1 or None; got {max_events!r}")
+    return max_events
 
 
 def default_backend() -> str:
@@ -254,5 +270,5 @@ def _internal_codes() -> FrozenSet[types.CodeType]:
     """Code of the profiler's own start/stop path, hidden from the trees."""
     funcs = (Profiler.start, Profiler.stop, Profiler.__enter__, Profiler.__exit__,
              Profiler.__del__, Profiler._halt, Profiler._stop_at_exit, _ExitHook.__call__,
-             Profiler._thread_hook, Profiler._note_thread_names)
+             Profiler._thread_hook, ThreadNames.note_thread_started)
     return frozenset(f.__code__ for f in funcs)

@@ -2,62 +2,47 @@
 
 The layout mirrors cProfile's create_stats: per function (cc, nc, tt, ct, callers), where
 cc counts non-recursive calls, ct only accrues at the outermost activation, and each
-callers entry holds (nc, cc, tt, ct) for that caller.
+callers entry holds (nc, cc, tt, ct) for that caller. Computed from the tracer's
+aggregates (_aggregate), so its size follows the distinct functions, not the calls.
 """
 from __future__ import annotations
 
-from collections import Counter
 from typing import TYPE_CHECKING, Dict, List, Tuple
 
 if TYPE_CHECKING:
     from ._profile import Profile
-    from ._trees import Event
 
 Key = Tuple[str, int, str]
 Stats = Dict[Key, Tuple[int, int, float, float, Dict[Key, Tuple[int, int, float, float]]]]
 
 
 def to_pstats(profile: "Profile") -> Stats:
-    entries: Dict[Key, List] = {}
-    edges: Dict[Tuple[Key, Key], List] = {}
-    for thread in profile.threads:
-        active: Counter = Counter()
-        active_edges: Counter = Counter()
-        for root in thread.roots:
-            # depth-first with explicit exit markers, so recursion counters stay exact
-            stack: List[Tuple["Event", bool]] = [(root, False)]
-            while stack:
-                event, leaving = stack.pop()
-                key = event.function.pstats_key
-                caller = event.parent.function.pstats_key if event.parent is not None else None
-                if leaving:
-                    active[key] -= 1
-                    if caller is not None:
-                        active_edges[(caller, key)] -= 1
-                    continue
-                total = event.duration_ns / 1e9
-                own = event.self_ns / 1e9
-                entry = entries.setdefault(key, [0, 0, 0.0, 0.0])
-                entry[1] += 1
-                entry[2] += own
-                if active[key] == 0:
-                    entry[0] += 1
-                    entry[3] += total
-                if caller is not None:
-                    edge = edges.setdefault((caller, key), [0, 0, 0.0, 0.0])
-                    edge[0] += 1
-                    edge[2] += own
-                    if active_edges[(caller, key)] == 0:
-                        edge[1] += 1
-                        edge[3] += total
-                    active_edges[(caller, key)] += 1
-                active[key] += 1
-                stack.append((event, True))
-                stack.extend((child, False) for child in reversed(event.children))
-    stats: Stats = {}
-    callers: Dict[Key, Dict[Key, Tuple[int, int, float, float]]] = {key: {} for key in entries}
-    for (caller, callee), (nc, cc, tt, ct) in edges.items():
-        callers[callee][caller] = (nc, cc, tt, ct)
-    for key, (cc, nc, tt, ct) in entries.items():
-        stats[key] = (cc, nc, tt, ct, callers[key])
+    agg = profile.aggregates()
+    # functions that share a pstats key (file, line, name) are one entry, as in cProfile
+    entries: Dict[Key, List[int]] = {}
+    for func, (nc, cc, tt, ct) in agg.labels.items():
+        entry = entries.setdefault(func.pstats_key, [0, 0, 0, 0])
+        entry[0] += cc
+        entry[1] += nc
+        entry[2] += tt
+        entry[3] += ct
+    callers: Dict[Key, Dict[Key, List[int]]] = {key: {} for key in entries}
+    for (caller, callee), (nc, cc, tt, ct) in agg.pairs.items():
+        edge = callers[callee.pstats_key].setdefault(caller.pstats_key, [0, 0, 0, 0])
+        edge[0] += nc
+        edge[1] += cc
+        edge[2] += tt
+        edge[3] += ct
+    stats: Stats = {key: (cc, nc, tt / 1e9, ct / 1e9,
+                          {caller: (e[0], e[1], e[2] / 1e9, e[3] / 1e9)
+                           for caller, e in callers[key].items()})
+                    for key, (cc, nc, tt, ct) in entries.items()}
+    if agg.dropped:
+        # pstats has no header: the count is a line of its own, a function never called
+        stats[dropped_key(agg.dropped)] = (0, 0, 0.0, 0.0, {})
     return stats
+
+
+def dropped_key(count: int) -> Key:
+    return ("~", 0, f"<framehook-profiler: {count} events dropped by max_events; "
+                    "the counts and times here include them>")

@@ -1,11 +1,15 @@
 """speedscope file format: one "evented" profile per thread, frames shared across them.
 
 Spec: https://www.speedscope.app/file-format-schema.json. Open and close events must nest
-and never go back in time, which holds because the trees are built from one clock.
+and never go back in time, which holds because each thread's events come from one clock
+(and are clamped to the last time written). The events are written by the tracer from
+its buffers (Tracer.write_speedscope); frames are named here once per function.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Tuple
+import io
+import json
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Dict, List, Optional
 
 if TYPE_CHECKING:
     from ._names import Function
@@ -14,61 +18,47 @@ if TYPE_CHECKING:
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
 
-def to_speedscope(profile: "Profile", name: str = "framehook-profiler") -> Dict[str, Any]:
+def write_speedscope(profile: "Profile", out: BinaryIO, name: str = "framehook-profiler",
+                     progress: Optional[Callable[[int], None]] = None) -> int:
+    """Writes the document to a binary file; returns the number of calls written.
+    ``progress`` is called with the calls written so far after each 1 MiB written."""
+    agg = profile.aggregates()
     frames: List[Dict[str, Any]] = []
-    index: Dict[Tuple[int], int] = {}
+    index: Dict[int, int] = {}
 
     def frame_of(func: "Function") -> int:
-        key = id(func)
-        found = index.get(key)  # type: ignore[call-overload]
+        found = index.get(id(func))
         if found is None:
-            found = len(frames)
+            found = index[id(func)] = len(frames)
             entry: Dict[str, Any] = {"name": func.name}
             if func.filename:
                 entry["file"] = func.path or func.filename
                 entry["line"] = func.lineno
             frames.append(entry)
-            index[key] = found  # type: ignore[index]
         return found
 
-    origin = profile.start_ns
-    end = profile.end_ns - origin
-    profiles = []
-    for thread in profile.threads:
-        events: List[Dict[str, Any]] = []
-        last = 0
+    if agg.dropped:
+        name = f"{name} ({agg.dropped} events dropped: max_events)"
+    out.write(b'{"$schema":' + json.dumps(SCHEMA).encode() + b',"profiles":[\n')
+    written = 0
+    tracer = profile._tracer
+    if tracer is not None and agg.threads:
+        threads = []
+        for thread in agg.threads:
+            # frames in order of first call, per thread (the tracer numbered them so)
+            funcs = agg.thread_functions[thread.index]
+            header = json.dumps({"type": "evented", "name": f"{thread.name} ({thread.thread_id})",
+                                 "unit": "nanoseconds", "startValue": 0})
+            threads.append((header[:-1].encode() + b',"events":[',
+                            [frame_of(f) if f in agg.functions else 0 for f in funcs]))
+        written = tracer.write_speedscope(out.write, threads, progress)
+    tail = {"shared": {"frames": frames}, "name": name, "activeProfileIndex": 0,
+            "exporter": "framehook-profiler", "droppedEvents": agg.dropped}
+    out.write(b"\n]," + json.dumps(tail).encode()[1:])
+    return written
 
-        def emit(kind: str, frame: int, at: int) -> None:
-            nonlocal last
-            at = max(at, last)  # keep time monotonic even for zero-length calls
-            last = at
-            events.append({"type": kind, "frame": frame, "at": at})
 
-        for root in thread.roots:
-            # iterative depth-first walk emitting open/close pairs
-            stack: List[Tuple[Any, bool]] = [(root, False)]
-            while stack:
-                event, closing = stack.pop()
-                frame = frame_of(event.function)
-                if closing:
-                    emit("C", frame, event.end_ns - origin)
-                    continue
-                emit("O", frame, event.start_ns - origin)
-                stack.append((event, True))
-                stack.extend((child, False) for child in reversed(event.children))
-        profiles.append({
-            "type": "evented",
-            "name": f"{thread.name} ({thread.thread_id})",
-            "unit": "nanoseconds",
-            "startValue": 0,
-            "endValue": max(end, last),
-            "events": events,
-        })
-    return {
-        "$schema": SCHEMA,
-        "shared": {"frames": frames},
-        "profiles": profiles,
-        "name": name,
-        "activeProfileIndex": 0,
-        "exporter": "framehook-profiler",
-    }
+def to_speedscope(profile: "Profile", name: str = "framehook-profiler") -> Dict[str, Any]:
+    buffer = io.BytesIO()
+    write_speedscope(profile, buffer, name)
+    return json.loads(buffer.getvalue())

@@ -261,12 +261,14 @@ def build(raw: dict, thread_names: Dict[int, str], internal: FrozenSet[types.Cod
           shorten: Optional[PathShortener] = None,
           muted: FrozenSet[types.CodeType] = frozenset()
           ) -> Tuple[List[ThreadTree], List[Event], _Clock]:
+    """The trees of a raw recording (the tracer's collect()); ``thread_names`` maps the
+    serial of each recorded thread to its name."""
     clock = _Clock(raw["anchors"])
     namer = Namer(shorten or PathShortener())
     trees: List[ThreadTree] = []
     everything: List[Event] = []
     for index, thread in enumerate(raw["threads"]):
-        name = thread_names.get(thread["thread_id"], f"Thread-{thread['thread_id']}")
+        name = thread_names.get(thread["serial"], f"Thread-{thread['thread_id']}")
         tree, events = build_thread(thread, index, name, clock, namer, internal, muted)
         trees.append(tree)
         everything.extend(events)
