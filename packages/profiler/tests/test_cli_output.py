@@ -74,6 +74,21 @@ def test_max_events_limits_what_is_kept(script, tmp_path, capsys, fmt):
     assert "left out" not in capsys.readouterr().err
 
 
+def test_events_counted_past_the_ring_of_aggregated_outputs(tmp_path, capsys):
+    # pstats keeps only a ring of events (folded into exact aggregates): the count said
+    # is still every event recorded, and nothing is said to be left out
+    prog = tmp_path / "deep.py"
+    prog.write_text("def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nfib(22)\n")
+    out = tmp_path / "t.pstats"
+    assert main(["-o", str(out), str(prog)]) == 0
+    err = capsys.readouterr().err
+    recorded = int(re.search(r"\((\d+) events recorded", err).group(1))
+    assert recorded >= 2 * 57313   # fib(22): 57313 calls, more than the ring holds
+    assert "left out" not in err
+    stats = pstats.Stats(str(out)).stats
+    assert [v[1] for (f, _, name), v in stats.items() if name == "fib" and f.endswith("deep.py")] == [57313]
+
+
 def test_max_events_reaches_the_profiler(script, tmp_path, capsys, monkeypatch):
     given = []
 

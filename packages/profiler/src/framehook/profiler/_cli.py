@@ -327,11 +327,12 @@ def _write(profile: Profile, output: str, fmt: str, stem: str, limited: bool) ->
         return None
     finally:
         progress.finish()
-    # (counts known without building the trees, which no format needs)
-    dropped = profile.aggregates().dropped if limited else 0
-    print(f"{PROG}: wrote {fmt} profile to {written} ({profile.event_count} events recorded, "
+    # (counts known without building the trees, which no format needs); events the ring
+    # dropped were recorded too: the aggregated formats count them
+    dropped = profile.aggregates().dropped if limited or fmt in AGGREGATED_FORMATS else 0
+    print(f"{PROG}: wrote {fmt} profile to {written} ({profile.event_count + dropped} events recorded, "
           f"{len(profile.thread_names)} thread(s))"
-          + (f"; the oldest {dropped} events were left out (--max-events)" if dropped else ""),
+          + (f"; the oldest {dropped} events were left out (--max-events)" if dropped and limited else ""),
           file=sys.stderr)
     return written
 
