@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from framehook.translator.records import replay
-from framehook.translator.records.modes import unavailable
+from framehook.records import replay
+from framehook.records.modes import available
 
 pytest_plugins = ["pytester"]
 
@@ -32,17 +32,22 @@ def test_fails_always():
 '''
 
 
+def unavailable(mode: str):
+    """Why the package behind ``mode`` is absent here, or None."""
+    return available()[1].get(mode)
+
+
 def _plugin_args() -> list[str]:
     """Load the plugin explicitly unless its entry point is installed (loading it twice fails)."""
     from importlib import metadata
     try:
         eps = metadata.entry_points()
         group = eps.select(group="pytest11") if hasattr(eps, "select") else eps.get("pytest11", [])
-        if any(ep.value == "framehook.translator.records.pytest_plugin" for ep in group):
+        if any(ep.value == "framehook.records.pytest_plugin" for ep in group):
             return []
     except Exception:
         pass
-    return ["-p", "framehook.translator.records.pytest_plugin"]
+    return ["-p", "framehook.records.pytest_plugin"]
 
 
 @pytest.fixture
@@ -91,9 +96,9 @@ def test_shadow_option(project):
     if reason is None:
         result.assert_outcomes(passed=2, failed=1)
         result.stdout.fnmatch_lines(["*framehook shadow: * frames intercepted*", "*framehook: 0 tests diverged*"])
-    else:   # until framehook.runtime is built: a clear usage error, not a crash
+    else:   # without framehook-runtime: a clear usage error, not a crash
         assert result.ret != 0
-        result.stderr.fnmatch_lines(["*--framehook-shadow needs framehook.runtime*"])
+        result.stderr.fnmatch_lines(["*--framehook-shadow needs framehook-runtime*"])
 
 
 def test_optimize_option(project):
@@ -103,4 +108,4 @@ def test_optimize_option(project):
         result.stdout.fnmatch_lines(["*framehook optimize[[]eager[]]: 3 tests run under the translator*"])
     else:
         assert result.ret != 0
-        result.stderr.fnmatch_lines(["*--framehook-optimize needs framehook.translator.optimize*"])
+        result.stderr.fnmatch_lines(["*--framehook-optimize needs framehook-translator*"])

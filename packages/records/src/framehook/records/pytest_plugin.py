@@ -16,7 +16,6 @@ import importlib
 import inspect
 import os
 import re
-import types
 from typing import Any
 
 import pytest
@@ -39,43 +38,29 @@ class _Session:
         self.shadow = bool(config.getoption("framehook_shadow"))
         self.backend = config.getoption("framehook_optimize")
         self.record_dir = config.getoption("framehook_record_dir")
-        self.callbacks = 0
-        self.codes: dict[int, types.CodeType] = {}
+        self.pass_through: Any = None
         self.tests = 0
         self.diverged: list[str] = []
         self.records: list[str] = []
         self.restore: list[tuple[Any, str, Any]] = []
-        self.runtime: Any = None
+        self.enable: Any = None
         self.optimize: Any = None
         if self.shadow:
             try:
-                self.runtime = importlib.import_module("framehook.runtime")
+                from framehook.runtime import enable
+                from framehook.runtime.passthrough import PassThrough
             except ImportError as exc:
-                raise pytest.UsageError(f"--framehook-shadow needs framehook.runtime: {exc}") from None
+                raise pytest.UsageError(f"--framehook-shadow needs framehook-runtime: {exc}") from None
+            self.enable = enable
+            self.pass_through = PassThrough()
         if self.backend:
             try:
-                tr = importlib.import_module("framehook.translator")
-                self.optimize = tr.optimize
-            except (ImportError, AttributeError) as exc:
-                raise pytest.UsageError(
-                    f"--framehook-optimize needs framehook.translator.optimize, not available: {exc}") from None
+                from framehook.translator import optimize
+            except ImportError as exc:
+                raise pytest.UsageError(f"--framehook-optimize needs framehook-translator: {exc}") from None
+            self.optimize = optimize
         for spec in config.getoption("framehook_record"):
             self._install_recorder(spec)
-
-    # -- shadow ------------------------------------------------------------------------
-    def pass_through(self, frame: Any, cache_entry: Any, frame_state: Any) -> Any:
-        self.callbacks += 1
-        self.codes[id(frame.f_code)] = frame.f_code
-        return self.runtime.GuardedCode(frame.f_code.replace(), _always)
-
-    def frames_seen(self) -> int:
-        hits = 0
-        for code in self.codes.values():
-            try:
-                hits += sum(getattr(e, "hits", 0) for e in self.runtime.cache_entries(code))
-            except Exception:
-                pass
-        return self.callbacks + hits
 
     # -- recording ---------------------------------------------------------------------
     def _install_recorder(self, spec: str) -> None:
@@ -116,13 +101,8 @@ class _Session:
     def close(self) -> None:
         for owner, name, original in reversed(self.restore):
             setattr(owner, name, original)
-        if self.runtime is not None:
-            for code in self.codes.values():
-                self.runtime.reset_code(code)
-
-
-def _always(f_locals: dict) -> bool:
-    return True
+        if self.pass_through is not None:
+            self.pass_through.reset()
 
 
 _KEY = "framehook_session"
@@ -174,7 +154,7 @@ def _run_under(session: _Session, fn: Any, kwargs: dict) -> Any:
     else:
         target = fn
     if session.shadow:
-        with session.runtime.enable(session.pass_through):
+        with session.enable(session.pass_through):
             return target(**kwargs)
     return target(**kwargs)
 
@@ -186,8 +166,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
     tr = terminalreporter
     tr.section("framehook")
     if session.shadow:
-        tr.write_line(f"framehook shadow: {session.frames_seen()} frames intercepted "
-                      f"({len(session.codes)} code objects) in {session.tests} tests")
+        tr.write_line(f"framehook shadow: {session.pass_through.frames_seen()} frames intercepted "
+                      f"({len(session.pass_through.codes)} code objects) in {session.tests} tests")
     if session.backend:
         tr.write_line(f"framehook optimize[{session.backend}]: {session.tests} tests run under the translator")
     if session.shadow or session.backend:
