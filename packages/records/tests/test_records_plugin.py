@@ -10,6 +10,11 @@ from framehook.records.modes import available
 
 pytest_plugins = ["pytester"]
 
+try:   # imported here, not first inside a pytester run, which would unload numpy afterwards
+    from framehook.translator import optimize, reset  # noqa: F401
+except ImportError:
+    pass
+
 SAMPLE_LIB = '''
 def area(w, h):
     return w * h
@@ -109,3 +114,27 @@ def test_optimize_option(project):
     else:
         assert result.ret != 0
         result.stderr.fnmatch_lines(["*--framehook-optimize needs framehook-translator*"])
+
+
+def _intercepted(result) -> int:
+    line = next(x for x in result.stdout.lines if x.startswith("framehook shadow: "))
+    return int(line.split()[2])
+
+
+PASSING_TESTS = SAMPLE_TESTS.split("def test_fails_always")[0]
+
+
+def test_shadow_and_optimize_together_intercept_what_each_does_alone(pytester):
+    if unavailable("shadow") or unavailable("translator"):
+        pytest.skip("needs framehook-runtime and framehook-translator")
+    # passing tests only: a failing assert runs pytest's own reporting code under the callback
+    pytester.makepyfile(samplelib=SAMPLE_LIB, test_sample=PASSING_TESTS)
+    args = [*_plugin_args(), "-p", "no:cacheprovider", "--framehook-shadow"]
+    shadow = pytester.runpytest_subprocess(*args)
+    both = pytester.runpytest_subprocess(*args, "--framehook-optimize=eager")
+    both.assert_outcomes(passed=2)
+    # the test functions, area three times, scaled (and its comprehension before 3.12)
+    assert _intercepted(shadow) >= 6
+    assert _intercepted(both) == _intercepted(shadow)
+    both.stdout.fnmatch_lines(["*framehook optimize[[]eager[]]: 2 tests run under the translator*",
+                               "*framehook: 0 tests diverged*"])

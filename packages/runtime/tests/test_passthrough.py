@@ -116,21 +116,51 @@ def _square(x):
     return x * x
 
 
+@pytest.fixture
+def traced_callbacks():
+    """Let trace functions (coverage.py) see the callback's own lines."""
+    previous = rt.set_trace_callbacks(True)
+    yield
+    rt.set_trace_callbacks(previous)
+
+
 def _counting(n):
     yield from range(n)
 
 
-def test_helper_counts_frames_and_resets_its_entries():
+def test_helper_counts_frames_and_resets_its_entries(traced_callbacks):
     hook = PassThrough()
     with rt.enable(hook):
         assert [_square(0), _square(1), _square(2)] == [0, 1, 4]   # no comprehension frame
     assert hook.calls == 1 and hook.codes == {id(_square.__code__): _square.__code__}
     assert hook.frames_seen() == 3   # one miss, then two cache hits
     hook.reset()
-    assert hook.codes == {} and rt.cache_entries(_square.__code__) == []
+    assert rt.cache_entries(_square.__code__) == [] and hook.frames_seen() == 3
+    with rt.enable(hook):
+        _square(3)
+    assert hook.calls == 2 and hook.frames_seen() == 4
+    hook.reset()
 
 
-def test_shadow_replay_reports_the_outcome_and_the_interception():
+def test_helper_counts_only_its_own_cache_hits(traced_callbacks):
+    rt.reset_code(_square.__code__)
+    hook = PassThrough()
+    with rt.enable(hook):
+        _square(1)
+    other = _square.__code__.replace()
+
+    def other_callback(frame, cache_entry, frame_state):
+        return rt.GuardedCode(other, lambda f_locals: True)
+
+    rt.reset_code(_square.__code__)
+    with rt.enable(other_callback):
+        _square(1), _square(2)   # a miss, then a hit of the other callback's entry
+    assert rt.cache_entries(_square.__code__)[0].hits == 1
+    assert hook.frames_seen() == 1
+    rt.reset_code(_square.__code__)
+
+
+def test_shadow_replay_reports_the_outcome_and_the_interception(traced_callbacks):
     from framehook.runtime.passthrough import shadow_replay
 
     calls = []
@@ -145,7 +175,7 @@ def test_shadow_replay_reports_the_outcome_and_the_interception():
     assert rt.cache_entries(_square.__code__) == []   # the replay leaves no entries behind
 
 
-def test_shadow_replay_names_a_frame_it_did_not_see():
+def test_shadow_replay_names_a_frame_it_did_not_see(traced_callbacks):
     from framehook.runtime.passthrough import shadow_replay
 
     report = shadow_replay(_square, lambda fn: 0)   # run never calls the function

@@ -7,6 +7,7 @@ from typing import Sequence
 
 from .errors import RecordError
 from .modes import describe_modes
+from .text import printable
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,11 +44,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             result = replay(name, modes=args.mode, trusted=args.trusted, prefer_source=args.source)
         except RecordError as exc:
-            print(f"ERROR    {exc}")
+            print(f"ERROR    {printable(str(exc))}")
             worst = max(worst, 2)
             continue
         except Exception as exc:   # never a raw traceback for one bad record
-            print(f"ERROR    {name}: replay failed: {type(exc).__name__}: {exc}")
+            print(f"ERROR    {printable(name)}: replay failed: {type(exc).__name__}: {printable(str(exc))}")
             worst = max(worst, 2)
             continue
         print(result.report() if args.verbose or not result.ok else result.summary())

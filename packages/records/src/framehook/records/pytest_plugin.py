@@ -7,6 +7,11 @@
 
 At the end it reports how many frames were intercepted and which tests diverged: a test
 diverges when it fails under framehook but passes when re-run plainly.
+With both --framehook-shadow and --framehook-optimize each test function runs twice with
+the same fixture values, first under the pass-through callback, then under the translator:
+one callback per thread means the two cannot intercept the same run, and run in turn each
+intercepts what it does alone (after each run its cache entries are dropped, so that the
+other callback is not bypassed by a cache hit of the first one's code).
 Without these options the plugin does nothing.
 """
 from __future__ import annotations
@@ -55,10 +60,11 @@ class _Session:
             self.pass_through = PassThrough()
         if self.backend:
             try:
-                from framehook.translator import optimize
+                from framehook.translator import optimize, reset
             except ImportError as exc:
                 raise pytest.UsageError(f"--framehook-optimize needs framehook-translator: {exc}") from None
             self.optimize = optimize
+            self.reset_translator = reset
         for spec in config.getoption("framehook_record"):
             self._install_recorder(spec)
 
@@ -148,15 +154,21 @@ def pytest_pyfunc_call(pyfuncitem: Any) -> Any:
     return True
 
 
-def _run_under(session: _Session, fn: Any, kwargs: dict) -> Any:
-    if session.backend:
-        target = session.optimize(backend=session.backend)(fn)
-    else:
-        target = fn
+def _run_under(session: _Session, fn: Any, kwargs: dict) -> None:
+    both = session.shadow and session.backend
     if session.shadow:
-        with session.enable(session.pass_through):
-            return target(**kwargs)
-    return target(**kwargs)
+        try:
+            with session.enable(session.pass_through):
+                fn(**kwargs)
+        finally:
+            if both:
+                session.pass_through.reset()
+    if session.backend:
+        try:
+            session.optimize(backend=session.backend)(fn)(**kwargs)
+        finally:
+            if both:
+                session.reset_translator()
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:

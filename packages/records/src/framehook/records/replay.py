@@ -15,6 +15,7 @@ from .errors import RecordError, SourceUnavailableError
 from .model import Record
 from .modes import STANDARD, registered, run_mode
 from .reader import load
+from .text import printable
 from .recorder import encode_outcome
 
 
@@ -51,25 +52,27 @@ class ReplayResult:
         return next((m for m in self.modes if m.mode == name), None)
 
     def summary(self) -> str:
+        """One line; every text that comes from the record is escaped (see text.printable)."""
         verdict = "MATCH" if self.ok else "MISMATCH"
-        parts = ", ".join(f"{m.mode} {m.status}" for m in self.modes)
-        where = self.path or self.label
-        line = (f"{verdict:8} {where} [{self.label}; recorded on {self.recorded_on}, "
+        parts = ", ".join(f"{printable(m.mode)} {m.status}" for m in self.modes)
+        where = printable(self.path or self.label)
+        line = (f"{verdict:8} {where} [{printable(self.label)}; recorded on {printable(self.recorded_on)}, "
                 f"{self.code_from} code on {self.replayed_on}] {parts}")
         if self.missing:
-            line += f"; missing values: {', '.join(self.missing[:5])}"
+            line += f"; missing values: {printable(', '.join(self.missing[:5]))}"
         return line
 
     def report(self) -> str:
-        """The summary line followed by every difference and skip reason."""
+        """The summary line followed by every difference and skip reason, one per line."""
         lines = [self.summary()]
         for m in self.modes:
+            mode = printable(m.mode)
             if m.status in ("mismatch", "error"):
-                lines.append(f"  {m.mode}: {m.reason}")
-                lines.extend(f"    {d}" for d in m.diffs)
+                lines.append(f"  {mode}: {printable(m.reason)}")
+                lines.extend(f"    {printable(d)}" for d in m.diffs)
             elif m.status == "skip":
-                lines.append(f"  {m.mode}: skipped: {m.reason}")
-            lines.extend(f"    note: {n}" for n in m.notes)
+                lines.append(f"  {mode}: skipped: {printable(m.reason)}")
+            lines.extend(f"    note: {printable(n)}" for n in m.notes)
         return "\n".join(lines)
 
 

@@ -38,22 +38,33 @@ class PassThrough:
     def __init__(self) -> None:
         self.calls = 0
         self.codes: Dict[int, types.CodeType] = {}
+        self._copies: Dict[int, types.CodeType] = {}   # the code run in place of each, by id
+        self._earlier_hits = 0                          # hits of entries reset() dropped
 
     def __call__(self, frame: Any, cache_entry: Any, frame_state: Any) -> GuardedCode:
         self.calls += 1
         code = frame.f_code
         self.codes[id(code)] = code
-        return GuardedCode(code.replace(), always)
+        copy = code.replace()
+        self._copies[id(copy)] = copy
+        return GuardedCode(copy, always)
+
+    def _hits(self) -> int:
+        # only this callback's entries: another callback may cache entries on the same code
+        return sum(entry.hits for code in self.codes.values() for entry in cache_entries(code)
+                   if id(entry.code) in self._copies)
 
     def frames_seen(self) -> int:
-        """Frames intercepted so far: callback invocations plus cache hits of their entries."""
-        return self.calls + sum(entry.hits for code in self.codes.values() for entry in cache_entries(code))
+        """Frames intercepted so far: callback invocations plus cache hits of its entries."""
+        return self.calls + self._earlier_hits + self._hits()
 
     def reset(self) -> None:
-        """Drop the cache entries of every intercepted code object."""
+        """Drop the cache entries of every intercepted code object (their hits stay counted
+        in ``frames_seen()``; ``codes`` keeps listing the code objects)."""
+        self._earlier_hits += self._hits()
         for code in self.codes.values():
             reset_code(code)
-        self.codes.clear()
+        self._copies.clear()
 
 
 def shadow_replay(fn: Callable[..., Any], run: Callable[[Callable[..., Any]], Any]) -> Dict[str, Any]:
