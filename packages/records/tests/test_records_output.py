@@ -80,7 +80,9 @@ def test_small_ints_are_still_shown_in_decimal():
 
 
 def test_an_unexpected_failure_is_one_escaped_line(tmp_path, capsys, monkeypatch):
-    import framehook.records.replay as replay_module
+    import sys
+
+    replay_module = sys.modules["framehook.records.replay"]   # the attribute is the function
 
     def broken(name, **options):
         raise OSError("disk\x1b[2J gone\n")
