@@ -253,12 +253,15 @@ def explain_stats(fn: Callable[..., Any], args: tuple, kind: str, stats: "collec
 def save_finding(directory: Path, seed: int, source: str, args: tuple) -> List[str]:
     directory.mkdir(parents=True, exist_ok=True)
     py = directory / f"fuzz_{seed}.py"
-    py.write_text(f"# framehook fuzz finding, seed {seed}, args {args!r}\nimport numpy as np\n\n{source}")
+    text = f"# framehook fuzz finding, seed {seed}, args {args!r}\nimport numpy as np\n\n{source}"
+    py.write_text(text)
     written = [str(py)]
     try:
         from framehook.records import record
 
-        fn = build(source, str(py))
+        # compiled from the file's own text: the record's source and line numbers must agree,
+        # or another CPython, recompiling the source, does not find the function
+        fn = build(text, str(py))
         path = directory / f"fuzz_{seed}.fhrec"
         record(fn, *args, path=str(path))
         written.append(str(path))
