@@ -199,7 +199,7 @@ def print_conformance_table(versions: list[str], full: bool = True) -> tuple[int
     width = max(14, max(len(n) for n in names) + 2)
     col = 14
     print(f"\nConformance: {len(names)} cases x {len(versions)} CPython versions "
-          "(ok = plain, shadow, translator and profiler replays all match the golden record)")
+          "(ok = plain, shadow, translator and profiled replays all match the golden record)")
     if not full:
         return _conformance_summary(by_version, versions)
     print("case".ljust(width) + "".join(v.ljust(col) for v in versions))

@@ -14,8 +14,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSIONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15")
-PACKAGES = ("runtime", "profiler", "translator")
-# the conformance suite and the fuzzer replay frames through the translator's records
+# install order: each package after the ones it depends on (records depends on none)
+PACKAGES = ("runtime", "records", "profiler", "translator")
+# the conformance suite and the fuzzer replay frames through every package, the translator
+# (which needs the runtime) included; records supports every version the translator does
 CROSS_PACKAGE_JOBS_NEED = "translator"
 
 

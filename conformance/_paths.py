@@ -10,10 +10,10 @@ GOLDEN = HERE / "golden"
 
 
 def setup() -> None:
-    """Make the case package importable, and framehook.translator when it is not installed."""
+    """Make the case package importable, and framehook.records when it is not installed."""
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
     try:
-        import framehook.translator.records  # noqa: F401
+        import framehook.records  # noqa: F401
     except ImportError:
-        sys.path.insert(0, str(ROOT / "packages" / "translator" / "src"))
+        sys.path.insert(0, str(ROOT / "packages" / "records" / "src"))

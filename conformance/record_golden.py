@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     _paths.setup()
     import fhcases
     from decisions import translate
-    from framehook.translator.records import record_call
+    from framehook.records import record_call
     _paths.GOLDEN.mkdir(exist_ok=True)
     cases = fhcases.load_all()
     names = set()

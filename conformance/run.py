@@ -18,6 +18,8 @@ from pathlib import Path
 import _paths
 
 STATUS = {"match": "pass", "mismatch": "fail", "error": "fail", "skip": "skip"}
+# the standard replay modes (framehook.records.modes.STANDARD), one per framehook package
+MODES = ("plain", "shadow", "translator", "profiled")
 
 
 def _min_version(notes: list) -> tuple:
@@ -44,8 +46,8 @@ def _decision_diff(name: str, recorded: dict | None, replayed: dict | None) -> s
 
 def run(modes: tuple, select: str | None, verbose: bool) -> dict:
     _paths.setup()
-    from framehook.translator.records import load, replay_record
-    from framehook.translator.records.errors import RecordError, SourceUnavailableError
+    from framehook.records import load, replay_record
+    from framehook.records.errors import RecordError, SourceUnavailableError
     results: list[dict] = []
     decision_diffs: list[str] = []
     here = sys.version_info[:2]
@@ -131,11 +133,11 @@ def print_table(data: dict, modes: tuple, verbose: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", metavar="OUT", help="write results as JSON (the schema ci/matrix.py reads)")
-    parser.add_argument("--mode", action="append", choices=("plain", "shadow", "translator", "profiler"))
+    parser.add_argument("--mode", action="append", choices=MODES)
     parser.add_argument("-k", dest="select", help="only cases whose name contains this")
     parser.add_argument("-v", "--verbose", action="store_true", help="a row for every case")
     args = parser.parse_args(argv)
-    modes = tuple(args.mode or ("plain", "shadow", "translator", "profiler"))
+    modes = tuple(args.mode or MODES)
     start = time.monotonic()
     data = run(modes, args.select, args.verbose)
     print_table(data, modes, args.verbose)

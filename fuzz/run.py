@@ -118,16 +118,6 @@ def build(source: str, name: str) -> Callable[..., Any]:
     return namespace["f"]
 
 
-class PassThrough:
-    """Intercepts every frame and runs a distinct copy of its code behind a true guard."""
-
-    def __init__(self, runtime: Any) -> None:
-        self.rt = runtime
-
-    def __call__(self, frame: Any, cache_entry: Any, frame_state: Any) -> Any:
-        return self.rt.GuardedCode(frame.f_code.replace(), lambda f_locals: True)
-
-
 def outer_errstate(seed: int) -> Optional[Dict[str, str]]:
     """The numpy error settings the caller of an errstate program has (its blocks set theirs
     on top of them): a translated frame must not reuse a graph made under other settings."""
@@ -143,10 +133,12 @@ def run_modes(fn: Callable[..., Any], args: tuple, other_args: tuple, modes: Lis
     got: Dict[str, List[Tuple[str, ...]]] = {}
     if "shadow" in modes:
         import framehook.runtime as rt
+        from framehook.runtime.passthrough import PassThrough
 
-        with rt.enable(PassThrough(rt)):
+        callback = PassThrough()
+        with rt.enable(callback):
             got["shadow"] = [outcome(fn, *args), outcome(fn, *args)]
-        rt.reset_code(fn.__code__)
+        callback.reset()
     if "profiler" in modes:
         from framehook.profiler import Profiler
 
@@ -261,14 +253,17 @@ def explain_stats(fn: Callable[..., Any], args: tuple, kind: str, stats: "collec
 def save_finding(directory: Path, seed: int, source: str, args: tuple) -> List[str]:
     directory.mkdir(parents=True, exist_ok=True)
     py = directory / f"fuzz_{seed}.py"
-    py.write_text(f"# framehook fuzz finding, seed {seed}, args {args!r}\nimport numpy as np\n\n{source}")
+    text = f"# framehook fuzz finding, seed {seed}, args {args!r}\nimport numpy as np\n\n{source}"
+    py.write_text(text)
     written = [str(py)]
     try:
-        import framehook.translator as ft
+        from framehook.records import record
 
-        fn = build(source, str(py))
+        # compiled from the file's own text: the record's source and line numbers must agree,
+        # or another CPython, recompiling the source, does not find the function
+        fn = build(text, str(py))
         path = directory / f"fuzz_{seed}.fhrec"
-        ft.record(fn, *args, path=str(path))
+        record(fn, *args, path=str(path))
         written.append(str(path))
     except Exception as exc:  # noqa: BLE001 - the .py file is still there
         written.append(f"(no record: {type(exc).__name__}: {exc})")

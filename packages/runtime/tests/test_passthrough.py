@@ -27,7 +27,7 @@ def test_corpus_case_unchanged(name):
         again = fn()  # second run: cache hits instead of callbacks
     assert got == expected
     assert again == expected
-    assert fn.__code__ in hook.codes
+    assert hook.codes[id(fn.__code__)] is fn.__code__
     assert rt.cache_entries(fn.__code__)[0].hits >= 1
 
 
@@ -110,3 +110,76 @@ def test_larger_replacement_with_closure_and_cells():
 
     with rt.enable(targeting(leaf, lambda *a: rt.GuardedCode(replacement, lambda L: True))):
         assert {down(k) for k in range(0, 500, 7)} == {(0 + 2 + 100) * 2}
+
+
+def _square(x):
+    return x * x
+
+
+@pytest.fixture
+def traced_callbacks():
+    """Let trace functions (coverage.py) see the callback's own lines."""
+    previous = rt.set_trace_callbacks(True)
+    yield
+    rt.set_trace_callbacks(previous)
+
+
+def _counting(n):
+    yield from range(n)
+
+
+def test_helper_counts_frames_and_resets_its_entries(traced_callbacks):
+    hook = PassThrough()
+    with rt.enable(hook):
+        assert [_square(0), _square(1), _square(2)] == [0, 1, 4]   # no comprehension frame
+    assert hook.calls == 1 and hook.codes == {id(_square.__code__): _square.__code__}
+    assert hook.frames_seen() == 3   # one miss, then two cache hits
+    hook.reset()
+    assert rt.cache_entries(_square.__code__) == [] and hook.frames_seen() == 3
+    with rt.enable(hook):
+        _square(3)
+    assert hook.calls == 2 and hook.frames_seen() == 4
+    hook.reset()
+
+
+def test_helper_counts_only_its_own_cache_hits(traced_callbacks):
+    rt.reset_code(_square.__code__)
+    hook = PassThrough()
+    with rt.enable(hook):
+        _square(1)
+    other = _square.__code__.replace()
+
+    def other_callback(frame, cache_entry, frame_state):
+        return rt.GuardedCode(other, lambda f_locals: True)
+
+    rt.reset_code(_square.__code__)
+    with rt.enable(other_callback):
+        _square(1), _square(2)   # a miss, then a hit of the other callback's entry
+    assert rt.cache_entries(_square.__code__)[0].hits == 1
+    assert hook.frames_seen() == 1
+    rt.reset_code(_square.__code__)
+
+
+def test_shadow_replay_reports_the_outcome_and_the_interception(traced_callbacks):
+    from framehook.runtime.passthrough import shadow_replay
+
+    calls = []
+
+    def run(fn):
+        calls.append(fn)
+        return fn(7)
+
+    report = shadow_replay(_square, run)
+    assert calls == [_square] and report["outcome"] == 49
+    assert report["intercepted"] == 2 and report["problems"] == []   # run's frame and _square's
+    assert rt.cache_entries(_square.__code__) == []   # the replay leaves no entries behind
+
+
+def test_shadow_replay_names_a_frame_it_did_not_see(traced_callbacks):
+    from framehook.runtime.passthrough import shadow_replay
+
+    report = shadow_replay(_square, lambda fn: 0)   # run never calls the function
+    assert report["problems"] == ["the recorded frame was not intercepted by the runtime"]
+    # a generator's frame runs when it is first resumed, not at the call: not a problem
+    report = shadow_replay(_counting, lambda fn: 0)
+    assert report["problems"] == [] and report["intercepted"] == 1   # the lambda's frame only

@@ -39,8 +39,6 @@ _LAZY = {
     "Exported": "exporting",
     "ExportError": "exporting",
     "ExportGuardError": "exporting",
-    "record": "records",
-    "replay": "records",
 }
 
 # submodules reachable as attributes (``framehook.translator.debug.dump``)

@@ -513,10 +513,7 @@ def _user_facing(e: Exception) -> Exception:
 
 
 def _record_failure(frame: FrameInfo, e: Exception) -> Optional[str]:
-    try:
-        from .records.failures import record_translation_failure
-    except Exception:  # pragma: no cover - records not installed
-        return None
+    from .failure_records import record_translation_failure
     with runtime.run_only():
         return record_translation_failure(frame.function, frame.f_locals, e, directory=config.record_dir,
                                           decisions=None)

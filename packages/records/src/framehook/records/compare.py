@@ -17,7 +17,7 @@ def describe(tree: Any) -> str:
         return "str " + (text if len(text) <= 60 else text[:57] + "...")
     tag = tree.get("t")
     if tag == "int":
-        return f"int {int(tree['v'], 16)}"
+        return _describe_int(tree["v"])
     if tag == "float":
         return f"float {float.fromhex(tree['v'])!r}"
     if tag == "complex":
@@ -39,6 +39,20 @@ def describe(tree: Any) -> str:
     if tag == "ext":
         return f"{tree['codec']} {describe(tree['v'])}"
     return tag or "?"
+
+
+# Hex digits up to which an int is shown in decimal: far below the interpreter's limit on
+# int-to-decimal conversion (4300 digits by default from 3.11 on), which larger ints raise at.
+_DECIMAL_UP_TO = 256
+
+
+def _describe_int(hex_text: str) -> str:
+    digits = hex_text.lstrip("-")
+    if len(digits) <= _DECIMAL_UP_TO:
+        return f"int {int(hex_text, 16)}"
+    sign = "-" if hex_text.startswith("-") else ""
+    bits = int(digits, 16).bit_length()
+    return f"int of {bits} bits {sign}0x{digits[:12]}...{digits[-12:]}"
 
 
 def _array(text: str) -> Any:

@@ -6,16 +6,19 @@ import sys
 from typing import Sequence
 
 from .errors import RecordError
-from .modes import MODES
+from .modes import describe_modes
+from .text import printable
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="framehook", description="framehook command-line tools")
     sub = parser.add_subparsers(dest="command")
     rp = sub.add_parser("replay", help="replay execution records and compare their outcomes")
-    rp.add_argument("files", nargs="+", metavar="FILE")
-    rp.add_argument("--mode", action="append", choices=MODES,
-                    help="replay only through this mode (repeatable; default: every mode)")
+    rp.add_argument("files", nargs="*", metavar="FILE")
+    rp.add_argument("--mode", action="append",
+                    help="replay only through this mode (repeatable; default: every mode; see --list-modes)")
+    rp.add_argument("--list-modes", action="store_true",
+                    help="list the modes available here and those skipped because their package is absent")
     rp.add_argument("--trusted", action="store_true",
                     help="allow pickle payloads in the records (runs code from the file!)")
     rp.add_argument("--source", action="store_true",
@@ -30,17 +33,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command != "replay":
         parser.print_help()
         return 2
+    if args.list_modes:
+        describe_modes()
+        return 0
+    if not args.files:
+        parser.error("replay: give at least one FILE (or --list-modes)")
     from .replay import replay
     worst = 0
     for name in args.files:
         try:
-            result = replay(name, modes=args.mode or MODES, trusted=args.trusted, prefer_source=args.source)
+            result = replay(name, modes=args.mode, trusted=args.trusted, prefer_source=args.source)
         except RecordError as exc:
-            print(f"ERROR    {exc}")
+            print(f"ERROR    {printable(str(exc))}")
             worst = max(worst, 2)
             continue
         except Exception as exc:   # never a raw traceback for one bad record
-            print(f"ERROR    {name}: replay failed: {type(exc).__name__}: {exc}")
+            print(f"ERROR    {printable(name)}: replay failed: {type(exc).__name__}: {printable(str(exc))}")
             worst = max(worst, 2)
             continue
         print(result.report() if args.verbose or not result.ok else result.summary())

@@ -1,8 +1,8 @@
 """Regenerate the hostile record corpus in ./hostile (checked in; run when the format changes).
 
-    PYTHONPATH=packages/translator/src python packages/translator/tests/records_data/make_hostile.py
+    PYTHONPATH=packages/records/src python packages/records/tests/records_data/make_hostile.py
 
-Every file must be rejected by ``framehook.translator.records.load`` with a RecordError
+Every file must be rejected by ``framehook.records.load`` with a RecordError
 whose message contains the fragment listed in hostile/MANIFEST.json, executing nothing.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import struct
 import zlib
 from pathlib import Path
 
-from framehook.translator.records import container, record_call
+from framehook.records import container, record_call
 
 OUT = Path(__file__).resolve().parent / "hostile"
 

@@ -22,6 +22,9 @@ from .errors import NewerPythonError, SourceUnavailableError
 # which changes the qualified names of functions defined inside them; keys ignore them.
 _TRANSPARENT = {"<listcomp>", "<dictcomp>", "<setcomp>", "<locals>"}
 _CO_OPTIMIZED = 0x1
+# The CPython versions whose records this package rebuilds (its requires-python).
+OLDEST_PYTHON = (3, 9)
+NEWEST_PYTHON = (3, 15)
 
 
 def current_python() -> dict:
@@ -45,24 +48,21 @@ def _major_minor(version: object) -> tuple[int, int] | None:
 
 def refuse_newer(python: dict, has_source: bool, path: str | None) -> None:
     """Raise NewerPythonError for a record from another interpreter that this reader cannot
-    rebuild: one newer than every CPython the translator reads, or, without source to
+    rebuild: one newer than every CPython this package supports, or, without source to
     recompile, newer than the running one. A version that does not parse is left to the
     recompilation, which names what fails."""
     recorded = python.get("version")
     theirs = _major_minor(recorded)
     if theirs is None:
         return
-    from ..bytecode.arguments import SUPPORTED_VERSIONS   # only cross-interpreter replays need it
-    from ..bytecode.behaviour import VERSION
-
     here = platform.python_version()
     wanted = "%d.%d" % theirs
-    span = "%d.%d-%d.%d" % (SUPPORTED_VERSIONS[0] + SUPPORTED_VERSIONS[-1])
-    if theirs > SUPPORTED_VERSIONS[-1]:
+    span = "%d.%d-%d.%d" % (OLDEST_PYTHON + NEWEST_PYTHON)
+    if theirs > NEWEST_PYTHON:
         raise NewerPythonError(
-            f"recorded on Python {recorded}, newer than this reader (Python {here}; framehook.translator "
+            f"recorded on Python {recorded}, newer than this reader (Python {here}; framehook.records "
             f"supports CPython {span}); replay it with a framehook that supports Python {wanted}", path)
-    if not has_source and theirs > VERSION:
+    if not has_source and theirs > sys.version_info[:2]:
         raise NewerPythonError(
             f"recorded on Python {recorded} without source, newer than this reader (Python {here}); "
             f"it can only be replayed on Python {wanted}", path)

@@ -18,28 +18,21 @@ from .codeloc import current_python
 from .model import Record
 
 
+# the framehook packages whose versions a record notes: import name -> distribution
+_PACKAGES = {"framehook.records": "framehook-records", "framehook.runtime": "framehook-runtime",
+             "framehook.translator": "framehook-translator", "framehook.profiler": "framehook-profiler"}
+
+
 def package_versions() -> dict:
-    """Versions of the framehook packages present (None when absent)."""
+    """Versions of the installed framehook packages (None when absent), read from their
+    metadata: recording imports none of them."""
+    from importlib import metadata
     out: dict = {}
-    for name in ("framehook.runtime", "framehook.translator", "framehook.profiler"):
-        mod = sys.modules.get(name)
-        if mod is None:
-            try:
-                import importlib.util
-                if importlib.util.find_spec(name) is None:
-                    out[name] = None
-                    continue
-            except (ImportError, ValueError):
-                out[name] = None
-                continue
-            try:
-                import importlib
-                mod = importlib.import_module(name)
-            except Exception:
-                out[name] = None
-                continue
-        version = getattr(mod, "__version__", None)
-        out[name] = version if isinstance(version, str) else None
+    for name, dist in _PACKAGES.items():
+        try:
+            out[name] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[name] = None
     return out
 
 

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from framehook.translator.records import (Missing, MissingValueError, RecordFormatError, register_codec,
+from framehook.records import (Missing, MissingValueError, RecordFormatError, register_codec,
                                           registered_codecs, unregister_codec)
-from framehook.translator.records.codec import MAX_DEPTH, Decoder, Encoder, validate
+from framehook.records.codec import MAX_DEPTH, Decoder, Encoder, validate
 
 
 class Shade(enum.Enum):

@@ -7,6 +7,11 @@
 
 At the end it reports how many frames were intercepted and which tests diverged: a test
 diverges when it fails under framehook but passes when re-run plainly.
+With both --framehook-shadow and --framehook-optimize each test function runs twice with
+the same fixture values, first under the pass-through callback, then under the translator:
+one callback per thread means the two cannot intercept the same run, and run in turn each
+intercepts what it does alone (after each run its cache entries are dropped, so that the
+other callback is not bypassed by a cache hit of the first one's code).
 Without these options the plugin does nothing.
 """
 from __future__ import annotations
@@ -16,7 +21,6 @@ import importlib
 import inspect
 import os
 import re
-import types
 from typing import Any
 
 import pytest
@@ -39,43 +43,30 @@ class _Session:
         self.shadow = bool(config.getoption("framehook_shadow"))
         self.backend = config.getoption("framehook_optimize")
         self.record_dir = config.getoption("framehook_record_dir")
-        self.callbacks = 0
-        self.codes: dict[int, types.CodeType] = {}
+        self.pass_through: Any = None
         self.tests = 0
         self.diverged: list[str] = []
         self.records: list[str] = []
         self.restore: list[tuple[Any, str, Any]] = []
-        self.runtime: Any = None
+        self.enable: Any = None
         self.optimize: Any = None
         if self.shadow:
             try:
-                self.runtime = importlib.import_module("framehook.runtime")
+                from framehook.runtime import enable
+                from framehook.runtime.passthrough import PassThrough
             except ImportError as exc:
-                raise pytest.UsageError(f"--framehook-shadow needs framehook.runtime: {exc}") from None
+                raise pytest.UsageError(f"--framehook-shadow needs framehook-runtime: {exc}") from None
+            self.enable = enable
+            self.pass_through = PassThrough()
         if self.backend:
             try:
-                tr = importlib.import_module("framehook.translator")
-                self.optimize = tr.optimize
-            except (ImportError, AttributeError) as exc:
-                raise pytest.UsageError(
-                    f"--framehook-optimize needs framehook.translator.optimize, not available: {exc}") from None
+                from framehook.translator import optimize, reset
+            except ImportError as exc:
+                raise pytest.UsageError(f"--framehook-optimize needs framehook-translator: {exc}") from None
+            self.optimize = optimize
+            self.reset_translator = reset
         for spec in config.getoption("framehook_record"):
             self._install_recorder(spec)
-
-    # -- shadow ------------------------------------------------------------------------
-    def pass_through(self, frame: Any, cache_entry: Any, frame_state: Any) -> Any:
-        self.callbacks += 1
-        self.codes[id(frame.f_code)] = frame.f_code
-        return self.runtime.GuardedCode(frame.f_code.replace(), _always)
-
-    def frames_seen(self) -> int:
-        hits = 0
-        for code in self.codes.values():
-            try:
-                hits += sum(getattr(e, "hits", 0) for e in self.runtime.cache_entries(code))
-            except Exception:
-                pass
-        return self.callbacks + hits
 
     # -- recording ---------------------------------------------------------------------
     def _install_recorder(self, spec: str) -> None:
@@ -116,13 +107,8 @@ class _Session:
     def close(self) -> None:
         for owner, name, original in reversed(self.restore):
             setattr(owner, name, original)
-        if self.runtime is not None:
-            for code in self.codes.values():
-                self.runtime.reset_code(code)
-
-
-def _always(f_locals: dict) -> bool:
-    return True
+        if self.pass_through is not None:
+            self.pass_through.reset()
 
 
 _KEY = "framehook_session"
@@ -168,15 +154,21 @@ def pytest_pyfunc_call(pyfuncitem: Any) -> Any:
     return True
 
 
-def _run_under(session: _Session, fn: Any, kwargs: dict) -> Any:
-    if session.backend:
-        target = session.optimize(backend=session.backend)(fn)
-    else:
-        target = fn
+def _run_under(session: _Session, fn: Any, kwargs: dict) -> None:
+    both = session.shadow and session.backend
     if session.shadow:
-        with session.runtime.enable(session.pass_through):
-            return target(**kwargs)
-    return target(**kwargs)
+        try:
+            with session.enable(session.pass_through):
+                fn(**kwargs)
+        finally:
+            if both:
+                session.pass_through.reset()
+    if session.backend:
+        try:
+            session.optimize(backend=session.backend)(fn)(**kwargs)
+        finally:
+            if both:
+                session.reset_translator()
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
@@ -186,8 +178,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
     tr = terminalreporter
     tr.section("framehook")
     if session.shadow:
-        tr.write_line(f"framehook shadow: {session.frames_seen()} frames intercepted "
-                      f"({len(session.codes)} code objects) in {session.tests} tests")
+        tr.write_line(f"framehook shadow: {session.pass_through.frames_seen()} frames intercepted "
+                      f"({len(session.pass_through.codes)} code objects) in {session.tests} tests")
     if session.backend:
         tr.write_line(f"framehook optimize[{session.backend}]: {session.tests} tests run under the translator")
     if session.shadow or session.backend:

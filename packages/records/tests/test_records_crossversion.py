@@ -1,8 +1,8 @@
 """Records crossing CPython versions for real: made here and replayed by every other
 interpreter of the matrix found on this machine, and made there and replayed here.
 
-The other interpreter runs the translator's sources with nothing installed, so it replays
-in plain mode (the other modes need the runtime or profiler and would only be skipped).
+The other interpreter runs the records package with nothing else imported, so it replays
+in plain mode (the other modes need their packages built for it and would only be skipped).
 """
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-import framehook.translator.records as records_pkg
-from framehook.translator.records import load, record_call, replay
+import framehook.records as records_pkg
+from framehook.records import load, record_call, replay
 
 DATA = Path(__file__).resolve().parent / "records_data"
-SRC = Path(records_pkg.__file__).resolve().parents[3]   # the directory holding framehook/
+SRC = Path(records_pkg.__file__).resolve().parents[2]   # the directory holding framehook/
 VERSIONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15")
 HERE = "%d.%d" % sys.version_info[:2]
 MODES = ("plain",)
@@ -31,7 +31,7 @@ import json, os, sys
 cases_dir, out_dir = sys.argv[1], sys.argv[2]
 sys.path.insert(0, cases_dir)
 import cross_cases
-from framehook.translator.records import record_call, replay
+from framehook.records import record_call, replay
 done = {"version": "%d.%d" % sys.version_info[:2], "replays": [], "recorded": []}
 for path in sys.argv[3:]:
     result = replay(path, modes=("plain",))

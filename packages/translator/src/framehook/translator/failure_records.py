@@ -1,10 +1,12 @@
-"""Recording a frame whose translation failed, for the translator's conversion loop.
+"""Recording a frame whose translation failed, for the conversion loop.
 
 The loop calls ``record_translation_failure(frame.function, frame.f_locals, exc)`` when
 converting a frame fails internally and the ``FRAMEHOOK_RECORD_DIR`` environment variable
-(or the ``directory`` argument, e.g. from the translator's config) names a directory; the
-returned path goes into the error message. The function is then called once, plainly, to
-capture its outcome: the loop must call this with interception disabled (run-only).
+(or the ``directory`` argument, from ``config.record_dir``) names a directory; the returned
+path goes into the error message. The record is written through framehook-records' public
+``record_call``, which calls the function once, plainly, to capture its outcome: the loop
+calls this with interception disabled (run-only). framehook-records is optional (the
+``records`` extra): without it no record is written and this returns None.
 """
 from __future__ import annotations
 
@@ -45,7 +47,10 @@ def record_translation_failure(function: Any, f_locals: dict, error: BaseExcepti
     if folder is None or not isinstance(function, types.FunctionType):
         return None
     try:
-        from .recorder import record_call
+        from framehook.records import record_call
+    except ImportError:   # framehook-records is not installed: no records
+        return None
+    try:
         args, kwargs = args_from_locals(function.__code__, f_locals)
         safe = re.sub(r"[^A-Za-z0-9_.]+", "_", function.__qualname__)
         path = os.path.join(folder, f"{safe}.{os.getpid()}.{time.time_ns()}.fhrec")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from framehook.translator.records import RecordError, load, loads, record_call, save
-from framehook.translator.records.cli import main as cli_main
-from framehook.translator.records.errors import RecordTooLargeError, RecordVersionError
+from framehook.records import RecordError, load, loads, record_call, save
+from framehook.records.cli import main as cli_main
+from framehook.records.errors import RecordTooLargeError, RecordVersionError
 
 HERE = Path(__file__).resolve().parent
 HOSTILE = HERE / "records_data" / "hostile"
@@ -82,7 +82,7 @@ def test_pickle_payload_needs_trusted(tmp_path):
     with pytest.raises(RecordError, match="trusted=True"):
         load(path)
     assert load(path, trusted=True).call["args"]["items"][0]["t"] == "pickle"
-    from framehook.translator.records import replay
+    from framehook.records import replay
     result = replay(path, modes=("plain",), trusted=True)
     assert result.ok, result.report()
 
@@ -114,7 +114,7 @@ def test_missing_file_and_directory(tmp_path):
 
 
 def test_newer_minor_version_ignores_unknown_fields(tmp_path):
-    from framehook.translator.records import container
+    from framehook.records import container
     rec = record_call(_sample, (5,))
     doc = rec.to_document()
     doc["format"] = [1, container.FORMAT_MINOR + 1]
@@ -133,7 +133,7 @@ def test_newer_major_version_message(tmp_path):
 
 
 def test_uncompressed_roundtrip_and_length_mismatch(tmp_path):
-    from framehook.translator.records import container
+    from framehook.records import container
     rec = record_call(_sample, (5,))
     path = tmp_path / "plain.fhrec"
     save(rec, path, compress=False)

@@ -6,8 +6,8 @@ import fractions
 
 import numpy as np
 
-from framehook.translator.records.codec import Encoder
-from framehook.translator.records.compare import describe, diff_outcomes
+from framehook.records.codec import Encoder
+from framehook.records.compare import describe, diff_outcomes
 
 
 def outcome(value, kind="return", events=()):

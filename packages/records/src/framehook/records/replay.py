@@ -13,8 +13,9 @@ from .codec import EMPTY_CELL, Decoder, Encoder
 from .compare import diff_outcomes
 from .errors import RecordError, SourceUnavailableError
 from .model import Record
-from .modes import MODES, run_mode
+from .modes import STANDARD, registered, run_mode
 from .reader import load
+from .text import printable
 from .recorder import encode_outcome
 
 
@@ -51,25 +52,27 @@ class ReplayResult:
         return next((m for m in self.modes if m.mode == name), None)
 
     def summary(self) -> str:
+        """One line; every text that comes from the record is escaped (see text.printable)."""
         verdict = "MATCH" if self.ok else "MISMATCH"
-        parts = ", ".join(f"{m.mode} {m.status}" for m in self.modes)
-        where = self.path or self.label
-        line = (f"{verdict:8} {where} [{self.label}; recorded on {self.recorded_on}, "
+        parts = ", ".join(f"{printable(m.mode)} {m.status}" for m in self.modes)
+        where = printable(self.path or self.label)
+        line = (f"{verdict:8} {where} [{printable(self.label)}; recorded on {printable(self.recorded_on)}, "
                 f"{self.code_from} code on {self.replayed_on}] {parts}")
         if self.missing:
-            line += f"; missing values: {', '.join(self.missing[:5])}"
+            line += f"; missing values: {printable(', '.join(self.missing[:5]))}"
         return line
 
     def report(self) -> str:
-        """The summary line followed by every difference and skip reason."""
+        """The summary line followed by every difference and skip reason, one per line."""
         lines = [self.summary()]
         for m in self.modes:
+            mode = printable(m.mode)
             if m.status in ("mismatch", "error"):
-                lines.append(f"  {m.mode}: {m.reason}")
-                lines.extend(f"    {d}" for d in m.diffs)
+                lines.append(f"  {mode}: {printable(m.reason)}")
+                lines.extend(f"    {printable(d)}" for d in m.diffs)
             elif m.status == "skip":
-                lines.append(f"  {m.mode}: skipped: {m.reason}")
-            lines.extend(f"    note: {n}" for n in m.notes)
+                lines.append(f"  {mode}: skipped: {printable(m.reason)}")
+            lines.extend(f"    note: {printable(n)}" for n in m.notes)
         return "\n".join(lines)
 
 
@@ -170,18 +173,23 @@ def _encode_outcome(rec: Record, fn: Any, outcome: Any, args: tuple, kwargs: dic
     return encode_outcome(outcome, args, kwargs, trees)
 
 
-def replay_record(rec: Record, *, modes: Iterable[str] = MODES, trusted: bool = False,
+def replay_record(rec: Record, *, modes: Iterable[str] | None = None, trusted: bool = False,
                   prefer_source: bool = False) -> ReplayResult:
     """Replay an already loaded record through each mode; mismatches are reported, not raised.
 
+    ``modes`` defaults to the standard ones (a mode whose package is absent is reported as
+    skipped, naming the package) and every other mode an installed package registers.
     Raises SourceUnavailableError when the code cannot be rebuilt on this interpreter.
     """
+    entry_points = registered()
+    if modes is None:
+        modes = list(STANDARD) + sorted(m for m in entry_points if m not in STANDARD)
     builder = Rebuilder(rec, trusted=trusted, prefer_source=prefer_source)
     result = ReplayResult(path=rec.path, label=rec.name, code_from=builder.code_from,
                           recorded_on=str(rec.python.get("version")), replayed_on=platform.python_version())
     cross = builder.code_from == "source" and not codeloc.same_interpreter(rec.python)
     for mode in modes:
-        if mode not in MODES:
+        if mode not in STANDARD and mode not in entry_points:
             result.modes.append(ModeResult(mode, "error", f"unknown mode {mode!r}"))
             continue
         try:
@@ -193,7 +201,7 @@ def replay_record(rec: Record, *, modes: Iterable[str] = MODES, trusted: bool = 
             if item not in result.missing:
                 result.missing.append(item)
         try:
-            run = run_mode(mode, fn, args, kwargs, rec.code["kind"], builder.code)
+            run = run_mode(mode, fn, args, kwargs, rec.code["kind"], entry_points)
         except Exception as exc:   # a broken mode (not the replayed code) is an error
             result.modes.append(ModeResult(mode, "error", f"{mode} mode failed: {type(exc).__name__}: {exc}"))
             continue
@@ -213,7 +221,7 @@ def replay_record(rec: Record, *, modes: Iterable[str] = MODES, trusted: bool = 
     return result
 
 
-def replay(filename: "str | os.PathLike", *, modes: Iterable[str] = MODES, trusted: bool = False,
+def replay(filename: "str | os.PathLike", *, modes: Iterable[str] | None = None, trusted: bool = False,
            prefer_source: bool = False) -> ReplayResult:
     """Load ``filename`` strictly and replay it through every mode (see replay_record).
 

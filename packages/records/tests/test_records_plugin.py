@@ -5,10 +5,15 @@ import sys
 
 import pytest
 
-from framehook.translator.records import replay
-from framehook.translator.records.modes import unavailable
+from framehook.records import replay
+from framehook.records.modes import available
 
 pytest_plugins = ["pytester"]
+
+try:   # imported here, not first inside a pytester run, which would unload numpy afterwards
+    from framehook.translator import optimize, reset  # noqa: F401
+except ImportError:
+    pass
 
 SAMPLE_LIB = '''
 def area(w, h):
@@ -32,17 +37,22 @@ def test_fails_always():
 '''
 
 
+def unavailable(mode: str):
+    """Why the package behind ``mode`` is absent here, or None."""
+    return available()[1].get(mode)
+
+
 def _plugin_args() -> list[str]:
     """Load the plugin explicitly unless its entry point is installed (loading it twice fails)."""
     from importlib import metadata
     try:
         eps = metadata.entry_points()
         group = eps.select(group="pytest11") if hasattr(eps, "select") else eps.get("pytest11", [])
-        if any(ep.value == "framehook.translator.records.pytest_plugin" for ep in group):
+        if any(ep.value == "framehook.records.pytest_plugin" for ep in group):
             return []
     except Exception:
         pass
-    return ["-p", "framehook.translator.records.pytest_plugin"]
+    return ["-p", "framehook.records.pytest_plugin"]
 
 
 @pytest.fixture
@@ -91,9 +101,9 @@ def test_shadow_option(project):
     if reason is None:
         result.assert_outcomes(passed=2, failed=1)
         result.stdout.fnmatch_lines(["*framehook shadow: * frames intercepted*", "*framehook: 0 tests diverged*"])
-    else:   # until framehook.runtime is built: a clear usage error, not a crash
+    else:   # without framehook-runtime: a clear usage error, not a crash
         assert result.ret != 0
-        result.stderr.fnmatch_lines(["*--framehook-shadow needs framehook.runtime*"])
+        result.stderr.fnmatch_lines(["*--framehook-shadow needs framehook-runtime*"])
 
 
 def test_optimize_option(project):
@@ -103,4 +113,28 @@ def test_optimize_option(project):
         result.stdout.fnmatch_lines(["*framehook optimize[[]eager[]]: 3 tests run under the translator*"])
     else:
         assert result.ret != 0
-        result.stderr.fnmatch_lines(["*--framehook-optimize needs framehook.translator.optimize*"])
+        result.stderr.fnmatch_lines(["*--framehook-optimize needs framehook-translator*"])
+
+
+def _intercepted(result) -> int:
+    line = next(x for x in result.stdout.lines if x.startswith("framehook shadow: "))
+    return int(line.split()[2])
+
+
+PASSING_TESTS = SAMPLE_TESTS.split("def test_fails_always")[0]
+
+
+def test_shadow_and_optimize_together_intercept_what_each_does_alone(pytester):
+    if unavailable("shadow") or unavailable("translator"):
+        pytest.skip("needs framehook-runtime and framehook-translator")
+    # passing tests only: a failing assert runs pytest's own reporting code under the callback
+    pytester.makepyfile(samplelib=SAMPLE_LIB, test_sample=PASSING_TESTS)
+    args = [*_plugin_args(), "-p", "no:cacheprovider", "--framehook-shadow"]
+    shadow = pytester.runpytest_subprocess(*args)
+    both = pytester.runpytest_subprocess(*args, "--framehook-optimize=eager")
+    both.assert_outcomes(passed=2)
+    # the test functions, area three times, scaled (and its comprehension before 3.12)
+    assert _intercepted(shadow) >= 6
+    assert _intercepted(both) == _intercepted(shadow)
+    both.stdout.fnmatch_lines(["*framehook optimize[[]eager[]]: 2 tests run under the translator*",
+                               "*framehook: 0 tests diverged*"])
