@@ -45,13 +45,9 @@ def _wait_gone(count_before):
     time.sleep(0.005)
 
 
-def _three_threads_in_a_row():
-    """threading.Thread(name="first"), then a _thread thread, then a pool thread, each
-    started once the one before has ended; returns the three thread ids."""
-    first = threading.Thread(target=first_work, name="first")
-    first.start()
-    first.join()
-    time.sleep(0.005)
+def _raw_thread():
+    """Runs raw_work on a thread started with _thread (unknown to threading), waits until
+    it is gone; returns its id."""
     count = _thread._count()
     done = threading.Event()
     idents = []
@@ -66,9 +62,20 @@ def _three_threads_in_a_row():
     _thread.start_new_thread(run, ())
     assert done.wait(WAIT)
     _wait_gone(count)
+    return idents[0]
+
+
+def _three_threads_in_a_row():
+    """threading.Thread(name="first"), then a _thread thread, then a pool thread, each
+    started once the one before has ended; returns the three thread ids."""
+    first = threading.Thread(target=first_work, name="first")
+    first.start()
+    first.join()
+    time.sleep(0.005)
+    raw_ident = _raw_thread()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pool") as pool:
         pool_ident = pool.submit(pool_work).result(WAIT)
-    return first.ident, idents[0], pool_ident
+    return first.ident, raw_ident, pool_ident
 
 
 def _record_with_reuse():
@@ -136,22 +143,9 @@ def test_a_thread_running_at_start_lends_its_name_to_no_later_thread():
             go.set()
             before.join()
             time.sleep(0.005)
-            count = _thread._count()
-            done = threading.Event()
-            idents = []
-
-            def run():
-                try:
-                    idents.append(threading.get_ident())
-                    raw_work()
-                finally:
-                    done.set()
-
-            _thread.start_new_thread(run, ())
-            assert done.wait(WAIT)
-            _wait_gone(count)
+            raw_ident = _raw_thread()
         go.clear()
-        if idents[0] == before.ident:
+        if raw_ident == before.ident:
             break
     else:
         pytest.skip(f"the OS reused no thread id in {TRIES} tries")
