@@ -9,8 +9,10 @@ runs the recorded code, by design. See FORMAT.md for the file format.
 from __future__ import annotations
 
 from .codec import Missing, MissingValueError
-from .errors import (NewerPythonError, RecordError, RecordFormatError, RecordTooLargeError, RecordVersionError,
+from .errors import (NewerPythonError, RecordError, RecordFormatError, RecordLimitError,
+                     RecordTooLargeError, RecordVersionError,
                      SourceUnavailableError, UntrustedRecordError)
+from .limits import Limits
 from .model import Record
 from .reader import dumps, load, loads, save
 from .recorder import record, record_call
@@ -18,8 +20,8 @@ from .registry import register_codec, registered_codecs, unregister_codec
 from .replay import ModeResult, ReplayResult, replay, replay_record
 
 __all__ = [
-    "Missing", "MissingValueError", "ModeResult", "NewerPythonError", "Record", "RecordError", "RecordFormatError",
-    "RecordTooLargeError", "RecordVersionError", "ReplayResult", "SourceUnavailableError",
+    "Limits", "Missing", "MissingValueError", "ModeResult", "NewerPythonError", "Record", "RecordError", "RecordFormatError",
+    "RecordLimitError",    "RecordTooLargeError", "RecordVersionError", "ReplayResult", "SourceUnavailableError",
     "UntrustedRecordError", "dumps", "load", "loads", "record", "record_call", "register_codec",
     "registered_codecs", "replay", "replay_record", "save", "unregister_codec",
 ]

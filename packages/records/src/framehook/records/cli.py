@@ -6,6 +6,7 @@ import sys
 from typing import Sequence
 
 from .errors import RecordError
+from .limits import DEFAULT, Limits, parse_assignment
 from .modes import describe_modes
 from .text import printable
 
@@ -23,6 +24,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="allow pickle payloads in the records (runs code from the file!)")
     rp.add_argument("--source", action="store_true",
                     help="recompile the recorded source even on the recording Python version")
+    rp.add_argument("--limit", action="append", default=[], metavar="NAME=N",
+                    help="raise or lower a decoding limit (repeatable); NAME is one of "
+                         + ", ".join(f"{n} (default {getattr(DEFAULT, n)})" for n in Limits.names()))
     rp.add_argument("-v", "--verbose", action="store_true", help="print every difference and skip reason")
     return parser
 
@@ -38,11 +42,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not args.files:
         parser.error("replay: give at least one FILE (or --list-modes)")
+    changes = {}
+    for text in args.limit:
+        try:
+            name, value = parse_assignment(text)
+        except ValueError as exc:
+            parser.error(f"replay: {exc}")
+        changes[name] = value
+    limits = DEFAULT.replace(**changes)
     from .replay import replay
     worst = 0
     for name in args.files:
         try:
-            result = replay(name, modes=args.mode, trusted=args.trusted, prefer_source=args.source)
+            result = replay(name, modes=args.mode, trusted=args.trusted, prefer_source=args.source,
+                            limits=limits)
         except RecordError as exc:
             print(f"ERROR    {printable(str(exc))}")
             worst = max(worst, 2)

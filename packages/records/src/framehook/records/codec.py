@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from . import registry
 from .errors import RecordFormatError, UntrustedRecordError
+from .limits import DEFAULT, Limits
 
 MAX_DEPTH = 100            # encoder and validator both stop here
 MAX_INT_HEX_DIGITS = 100_000
@@ -33,6 +34,11 @@ _IDENT_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _QUALNAME = re.compile(r"^[A-Za-z_<][A-Za-z0-9_<>.]*$")
 _HEX_INT = re.compile(r"^-?[0-9a-f]+$")
 _NPY_MAGIC = b"\x93NUMPY"
+# The .npy header is a Python dict literal; these read it without evaluating anything.
+_NPY_DESCR = re.compile(r"'descr'\s*:\s*(?:'([^']*)'|(\[.*\]))\s*,")
+_NPY_SHAPE = re.compile(r"'shape'\s*:\s*\(([0-9,\s]*)\)")
+_NPY_SIMPLE = re.compile(r"^[<>|=]?([a-zA-Z])([0-9]+)?(?:\[[A-Za-z0-9]+\])?$")
+_NPY_OBJECT_FIELD = re.compile(r"'[<>|=]?O'")
 # Code flags that decorators set after compilation (types.coroutine sets this one).
 CO_SET_AFTER_COMPILE = 0x100  # CO_ITERABLE_COROUTINE
 
@@ -322,9 +328,10 @@ _HASHABLE = {"int", "float", "complex", "bytes", "tuple", "frozenset", "module",
 class Validator:
     """Checks value trees without running anything they name."""
 
-    def __init__(self, *, path: str | None = None, trusted: bool = False) -> None:
+    def __init__(self, *, path: str | None = None, trusted: bool = False, limits: Limits = DEFAULT) -> None:
         self.path = path
         self.trusted = trusted
+        self.limits = limits
         self.next_id = 0
         self.nodes = 0
         self.pickles = 0
@@ -430,8 +437,52 @@ class Validator:
             self.check(pair[1], f"{where}[{i}]", depth + 1)
 
     def _check_npy(self, tree: dict, where: str, depth: int) -> None:
-        if not self._b64(tree["npy"], where).startswith(_NPY_MAGIC):
+        data = self._b64(tree["npy"], where)
+        if not data.startswith(_NPY_MAGIC) or len(data) < 10:
             raise self.fail(where, "numpy data is not in .npy format")
+        # numpy.load allocates from the header's shape: check it against the limits and the
+        # data actually present before replay ever calls numpy.
+        major = data[6]
+        if major == 1:
+            start, size = 10, int.from_bytes(data[8:10], "little")
+        elif major in (2, 3) and len(data) >= 12:
+            start, size = 12, int.from_bytes(data[8:12], "little")
+        else:
+            raise self.fail(where, f"unsupported .npy version {major}")
+        header = data[start:start + size].decode("latin-1")
+        if len(header) != size:
+            raise self.fail(where, "truncated .npy header")
+        descr = _NPY_DESCR.search(header)
+        shape = _NPY_SHAPE.search(header)
+        if descr is None or shape is None:
+            raise self.fail(where, "malformed .npy header")
+        try:
+            dims = [int(d) for d in shape.group(1).split(",") if d.strip()]
+        except ValueError:
+            raise self.fail(where, "malformed .npy shape") from None
+        elements = 1
+        for d in dims:
+            elements *= d
+        self.limits.check("array_elements", elements, self.path)
+        payload = len(data) - start - size
+        if descr.group(1) is not None:
+            simple = _NPY_SIMPLE.match(descr.group(1))
+            if simple is None:
+                raise self.fail(where, f"unsupported numpy dtype {descr.group(1)[:30]!r}")
+            kind, digits = simple.group(1), simple.group(2)
+            if kind == "O":
+                raise self.fail(where, "numpy object dtype refused (loading it needs pickle)")
+            if digits is None:
+                raise self.fail(where, f"unsupported numpy dtype {descr.group(1)[:30]!r}")
+            itemsize = int(digits) * (4 if kind == "U" else 1)
+        else:
+            if _NPY_OBJECT_FIELD.search(descr.group(2)):
+                raise self.fail(where, "numpy object dtype refused (loading it needs pickle)")
+            itemsize = payload // elements if elements else 0
+        self.limits.check("array_bytes", elements * itemsize, self.path)
+        if payload != elements * itemsize:
+            raise self.fail(where, f"numpy data of {payload} bytes disagrees with its header "
+                                   f"({elements} x {itemsize} bytes)")
 
     _check_ndarray = _check_npscalar = _check_npy
 
@@ -483,9 +534,9 @@ class Validator:
 
 
 def validate(tree: Any, where: str, *, path: str | None = None, trusted: bool = False,
-             allow_empty_cell: bool = False) -> None:
+             allow_empty_cell: bool = False, limits: Limits = DEFAULT) -> None:
     """Validate one independent value tree (ids start at 0)."""
-    Validator(path=path, trusted=trusted).check(tree, where, allow_empty_cell=allow_empty_cell)
+    Validator(path=path, trusted=trusted, limits=limits).check(tree, where, allow_empty_cell=allow_empty_cell)
 
 
 # -- decoding ------------------------------------------------------------------------------

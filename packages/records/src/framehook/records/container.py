@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import struct
 import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import RecordFormatError, RecordTooLargeError, RecordVersionError
+from .errors import RecordFormatError, RecordLimitError, RecordVersionError
+from .limits import DEFAULT, Limits
 
 MAGIC = b"\x89FHREC\r\n"
 FORMAT_MAJOR = 1
@@ -34,9 +36,12 @@ _KNOWN_FLAGS = FLAG_ZLIB
 _HEADER = struct.Struct(">8sHHIQQ32s")
 HEADER_SIZE = _HEADER.size  # 64
 
-# Defaults; the reader takes overrides for unusual records.
-MAX_FILE_BYTES = 64 * 1024 * 1024
-MAX_BODY_BYTES = 128 * 1024 * 1024
+MAX_FILE_BYTES = DEFAULT.file_bytes
+MAX_BODY_BYTES = DEFAULT.body_bytes
+_INFLATE_CHUNK = 1 << 16
+# A JSON string (skipped: its brackets and commas are data), an opening bracket, a closing
+# one, or a separator; every value and key but the first follows one of "[ { , :".
+_TOKEN = re.compile(rb'("[^"\\]*(?:\\.[^"\\]*)*")|([\[{])|([\]}])|([,:])')
 
 
 @dataclass(frozen=True)
@@ -71,7 +76,59 @@ def _no_duplicates(pairs: list) -> dict:
     return out
 
 
-def unpack(data: bytes, *, path: str | None = None, max_body: int = MAX_BODY_BYTES) -> Envelope:
+def _inflate(stored: memoryview, body_len: int, path: str | None) -> bytearray:
+    """Decompress input slice by slice; the output may never pass the declared length."""
+    inflater = zlib.decompressobj()
+    body = bytearray()
+    fed = 0
+    try:
+        for at in range(0, len(stored), _INFLATE_CHUNK):
+            fed = at + _INFLATE_CHUNK
+            # max_length caps the allocation: a zip bomb stops at body_len + 1 bytes.
+            body += inflater.decompress(stored[at:at + _INFLATE_CHUNK], body_len + 1 - len(body))
+            if inflater.unconsumed_tail or len(body) > body_len or inflater.eof:
+                break
+    except zlib.error as exc:
+        raise RecordFormatError(f"corrupt compressed body ({exc})", path) from None
+    if (len(body) != body_len or not inflater.eof or inflater.unconsumed_tail or inflater.unused_data
+            or fed < len(stored)):
+        raise RecordFormatError("compressed body does not match its declared length", path)
+    return body
+
+
+def check_shape(body: "bytes | bytearray", limits: Limits, path: str | None) -> None:
+    """Count JSON nodes and nesting depth before json builds any object.
+
+    Nodes are values and object keys (an empty array or object counts one). A first
+    C-speed count that includes string contents bounds both from above; only when that
+    bound passes a limit does the exact scan run, and it stops at the first limit
+    passed, so a hostile body costs work in proportion to the limit, not its size.
+    """
+    rough_opening = body.count(b"[") + body.count(b"{")
+    if rough_opening <= limits.depth and 1 + rough_opening + body.count(b",") + body.count(b":") <= limits.nodes:
+        return
+    nodes, depth = 1, 0
+    max_nodes, max_depth = limits.nodes, limits.depth
+    for token in _TOKEN.finditer(body):
+        kind = token.lastindex
+        if kind == 2:
+            nodes += 1
+            depth += 1
+            if depth > max_depth:
+                raise RecordLimitError("depth", depth, max_depth, path, partial=True)
+        elif kind == 3:
+            depth -= 1
+            if depth < 0:
+                raise RecordFormatError("body is not valid JSON (a closing bracket without its opening one)", path)
+        elif kind == 4:
+            nodes += 1
+        else:
+            continue
+        if nodes > max_nodes:
+            raise RecordLimitError("nodes", nodes, max_nodes, path, partial=True)
+
+
+def unpack(data: bytes, *, path: str | None = None, limits: Limits = DEFAULT) -> Envelope:
     """Check the envelope and parse the body; raise RecordFormatError on anything odd."""
     if len(data) < HEADER_SIZE:
         if not data.startswith(MAGIC[: len(data)]) or not data:
@@ -88,30 +145,23 @@ def unpack(data: bytes, *, path: str | None = None, max_body: int = MAX_BODY_BYT
         raise RecordVersionError(f"unknown record format version {major}.{minor}", path)
     if flags & ~_KNOWN_FLAGS:
         raise RecordFormatError(f"unknown header flags 0x{flags:x}", path)
-    if body_len > max_body:
-        raise RecordTooLargeError(f"declared body of {body_len} bytes exceeds the limit of {max_body}", path)
+    limits.check("body_bytes", body_len, path)
     actual = len(data) - HEADER_SIZE
     if stored_len != actual:
         what = "truncated" if stored_len > actual else "trailing data after"
         raise RecordFormatError(f"{what} body: header declares {stored_len} bytes, file has {actual}", path)
-    stored = data[HEADER_SIZE:]
+    stored = memoryview(data)[HEADER_SIZE:]
     if flags & FLAG_ZLIB:
-        inflater = zlib.decompressobj()
-        try:
-            # max_length bounds the allocation: a zip bomb stops at body_len + 1 bytes.
-            body = inflater.decompress(stored, body_len + 1)
-        except zlib.error as exc:
-            raise RecordFormatError(f"corrupt compressed body ({exc})", path) from None
-        if len(body) != body_len or not inflater.eof or inflater.unconsumed_tail or inflater.unused_data:
-            raise RecordFormatError("compressed body does not match its declared length", path)
+        body: "bytes | bytearray" = _inflate(stored, body_len, path)
     else:
         if stored_len != body_len:
             raise RecordFormatError("uncompressed body length mismatch", path)
-        body = stored
+        body = bytes(stored)
     if hashlib.sha256(body).digest() != digest:
         raise RecordFormatError("checksum mismatch (file corrupted or edited)", path)
+    check_shape(body, limits, path)
     try:
-        text = body.decode("utf-8")
+        text = str(body, "utf-8")
         document = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
     except RecursionError:
         raise RecordFormatError("body nests too deeply", path) from None

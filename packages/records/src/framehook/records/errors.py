@@ -27,6 +27,20 @@ class RecordTooLargeError(RecordFormatError):
     """A declared or actual size is above the reader's limits."""
 
 
+class RecordLimitError(RecordTooLargeError):
+    """A resource limit (see framehook.records.Limits) was exceeded while decoding."""
+
+    def __init__(self, limit: str, value: int, maximum: int, path: str | None = None, *,
+                 partial: bool = False) -> None:
+        # partial: counting stopped at the first value past the limit (the real total is larger).
+        self.limit = limit
+        self.value = value
+        self.maximum = maximum
+        head = f"{limit} exceeds the limit of {maximum} (counting stopped at {value})" if partial \
+            else f"{limit} {value} exceeds the limit of {maximum}"
+        super().__init__(f"{head}; raise it with limits= or --limit {limit}=N", path)
+
+
 class UntrustedRecordError(RecordError):
     """The record holds a pickle payload and the caller did not pass trusted=True."""
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from .codec import CO_SET_AFTER_COMPILE, Validator
 from .errors import RecordFormatError
+from .limits import DEFAULT, Limits
 
 KIND = "framehook-record"
 CODE_KINDS = ("function", "generator", "coroutine", "async_generator")
@@ -85,7 +86,8 @@ def _named_trees(mapping: Any, check: Validator, path: str | None, where: str) -
         check.check(tree, f"{where}[{name!r}]")
 
 
-def from_document(doc: dict, *, path: str | None = None, trusted: bool = False) -> Record:
+def from_document(doc: dict, *, path: str | None = None, trusted: bool = False,
+                  limits: Limits = DEFAULT) -> Record:
     """Check every field of a parsed body; raise RecordFormatError naming the first problem."""
     extra = set(doc) - _TOP
     _need(not extra, path, "record", f"unknown fields {sorted(extra)}")
@@ -114,7 +116,7 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False) 
 
     # One validator per independent value tree: ids restart at 0 in each.
     def tree(value: Any, where: str, **kw: Any) -> None:
-        Validator(path=path, trusted=trusted).check(value, where, **kw)
+        Validator(path=path, trusted=trusted, limits=limits).check(value, where, **kw)
 
     function = _obj(doc, "function", {"defaults", "kwdefaults", "closure"}, path, "function")
     tree(function["defaults"], "function.defaults")

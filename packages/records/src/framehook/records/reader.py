@@ -5,7 +5,8 @@ import os
 import stat
 
 from . import container
-from .errors import RecordError, RecordFormatError, RecordTooLargeError
+from .errors import RecordError, RecordFormatError
+from .limits import DEFAULT, Limits
 from .model import Record, from_document
 
 
@@ -27,12 +28,24 @@ def save(rec: Record, path: "str | os.PathLike", *, compress: bool = True) -> st
     return path
 
 
+def _limits(limits: Limits | None, max_bytes: int | None) -> Limits:
+    if limits is None:
+        limits = DEFAULT
+    elif not isinstance(limits, Limits):
+        raise TypeError(f"limits: expected a framehook.records.Limits, got {type(limits).__name__}")
+    return limits if max_bytes is None else limits.replace(file_bytes=max_bytes)
+
+
 def loads(data: bytes, *, path: str | None = None, trusted: bool = False,
-          max_bytes: int = container.MAX_FILE_BYTES) -> Record:
-    """Parse and validate record bytes. Never imports, unpickles, unmarshals or compiles."""
-    if len(data) > max_bytes:
-        raise RecordTooLargeError(f"file of {len(data)} bytes exceeds the limit of {max_bytes}", path)
-    env = container.unpack(data, path=path, max_body=max(max_bytes * 4, container.MAX_BODY_BYTES))
+          max_bytes: int | None = None, limits: Limits | None = None) -> Record:
+    """Parse and validate record bytes. Never imports, unpickles, unmarshals or compiles.
+
+    ``limits`` bounds sizes, node count and depth (see Limits); ``max_bytes`` is a
+    shorthand for ``limits.file_bytes``.
+    """
+    limits = _limits(limits, max_bytes)
+    limits.check("file_bytes", len(data), path)
+    env = container.unpack(data, path=path, limits=limits)
     doc = env.body
     fmt = doc.get("format")
     if fmt != [env.major, env.minor]:
@@ -41,11 +54,11 @@ def loads(data: bytes, *, path: str | None = None, trusted: bool = False,
         # Minor versions only add optional top-level fields: ignore the ones we do not know.
         from .model import _TOP
         doc = {k: v for k, v in doc.items() if k in _TOP}
-    return from_document(doc, path=path, trusted=trusted)
+    return from_document(doc, path=path, trusted=trusted, limits=limits)
 
 
 def load(path: "str | os.PathLike", *, trusted: bool = False,
-         max_bytes: int = container.MAX_FILE_BYTES) -> Record:
+         max_bytes: int | None = None, limits: Limits | None = None) -> Record:
     """Read a record file strictly; raise a RecordError subclass naming the file on any problem."""
     name = os.fspath(path)
     try:
@@ -58,11 +71,11 @@ def load(path: "str | os.PathLike", *, trusted: bool = False,
         raise RecordError("is a directory, not a record file", name)
     if not stat.S_ISREG(st.st_mode):
         raise RecordError("not a regular file", name)
-    if st.st_size > max_bytes:
-        raise RecordTooLargeError(f"file of {st.st_size} bytes exceeds the limit of {max_bytes}", name)
+    limits = _limits(limits, max_bytes)
+    limits.check("file_bytes", st.st_size, name)
     try:
         with open(name, "rb") as fh:
-            data = fh.read(max_bytes + 1)   # the file may have grown since stat
+            data = fh.read(limits.file_bytes + 1)   # the file may have grown since stat
     except OSError as exc:
         raise RecordError(f"cannot read: {exc.strerror or exc}", name) from None
-    return loads(data, path=name, trusted=trusted, max_bytes=max_bytes)
+    return loads(data, path=name, trusted=trusted, limits=limits)

@@ -12,6 +12,7 @@ from . import codeloc
 from .codec import EMPTY_CELL, Decoder, Encoder
 from .compare import diff_outcomes
 from .errors import RecordError, SourceUnavailableError
+from .limits import Limits
 from .model import Record
 from .modes import STANDARD, registered, run_mode
 from .reader import load
@@ -222,11 +223,13 @@ def replay_record(rec: Record, *, modes: Iterable[str] | None = None, trusted: b
 
 
 def replay(filename: "str | os.PathLike", *, modes: Iterable[str] | None = None, trusted: bool = False,
-           prefer_source: bool = False) -> ReplayResult:
+           prefer_source: bool = False, limits: Limits | None = None) -> ReplayResult:
     """Load ``filename`` strictly and replay it through every mode (see replay_record).
+
+    ``limits`` raises or lowers the decoding limits (see Limits and FORMAT.md).
 
     Raises RecordError (with the file name) when the file cannot be read or its code
     cannot be rebuilt here; never raises because an outcome differs.
     """
-    rec = load(filename, trusted=trusted)
+    rec = load(filename, trusted=trusted, limits=limits)
     return replay_record(rec, modes=modes, trusted=trusted, prefer_source=prefer_source)

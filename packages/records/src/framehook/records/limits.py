@@ -1,0 +1,64 @@
+"""Resource limits applied while a record is decoded, each checked before the memory is taken."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from .errors import RecordLimitError
+
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Upper bounds for one record; the defaults are far above every record the project makes.
+
+    file_bytes: size of the file; body_bytes: size of the decompressed JSON body;
+    nodes: JSON values and object keys in the body (an empty array or object counts one);
+    depth: nesting of JSON arrays and objects; array_elements / array_bytes: one numpy
+    payload's element count and data size, taken from its .npy header.
+    """
+
+    file_bytes: int = 64 * _MIB
+    body_bytes: int = 64 * _MIB
+    nodes: int = 1_000_000
+    depth: int = 400
+    array_elements: int = 1 << 24
+    array_bytes: int = 64 * _MIB
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if type(value) is not int or value < 1:
+                raise TypeError(f"Limits.{field.name}: expected a positive int, got {value!r}")
+
+    def check(self, name: str, value: int, path: str | None = None) -> None:
+        """Raise RecordLimitError if ``value`` is above the limit called ``name``."""
+        limit = getattr(self, name)
+        if value > limit:
+            raise RecordLimitError(name, value, limit, path)
+
+    def replace(self, **changes: int) -> "Limits":
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+
+DEFAULT = Limits()
+
+
+def parse_assignment(text: str) -> tuple[str, int]:
+    """``"nodes=5000000"`` -> ("nodes", 5000000); ValueError naming what was expected."""
+    name, sep, value = text.partition("=")
+    name = name.strip().replace("-", "_")
+    if not sep or name not in Limits.names():
+        raise ValueError(f"--limit {text!r}: expected NAME=VALUE with NAME one of {', '.join(Limits.names())}")
+    try:
+        number = int(value.strip().replace("_", ""))
+    except ValueError:
+        raise ValueError(f"--limit {text!r}: expected a positive integer value") from None
+    if number < 1:
+        raise ValueError(f"--limit {text!r}: expected a positive integer value")
+    return name, number
