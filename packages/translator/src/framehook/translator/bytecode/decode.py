@@ -4,7 +4,7 @@ from __future__ import annotations
 import dis
 import opcode
 import types
-from typing import Dict, List
+from typing import Dict, List, Mapping, Sequence
 
 from .opcodes import CELL_OPS, EXTENDED_ARG, SINGLE_LOCAL_OPS, JUMPS, cache_entries, has_arg, jump_target_offset
 from .arguments import DECODER
@@ -13,18 +13,21 @@ from .exception_table import parse_exception_table
 from .instructions import ExnTabEntry, Instruction
 from .linetable import unit_positions
 
-__all__ = ["decode", "BytecodeDecodeError"]
+__all__ = ["decode", "BytecodeDecodeError", "localsplus_names"]
 
 
 class BytecodeDecodeError(ValueError):
     """The code object's bytecode is not something the decoder understands."""
 
 
-def _first_free_index(code: types.CodeType) -> int:
-    """Where the free variables start among the slots cell instructions index."""
+def localsplus_names(fields: Mapping[str, Sequence[str]]) -> List[str]:
+    """Names indexed by LOAD_DEREF & co, from a code's (or code options') name fields:
+    cell+free (<3.11) or all locals+cells+frees (3.11+)."""
     if not BEHAVIOUR.cells_are_locals:
-        return len(code.co_cellvars)
-    return len(code.co_varnames) + len([c for c in code.co_cellvars if c not in code.co_varnames])
+        return list(fields["co_cellvars"]) + list(fields["co_freevars"])
+    names = list(fields["co_varnames"])
+    names += [c for c in fields["co_cellvars"] if c not in names]
+    return names + list(fields["co_freevars"])
 
 
 def decode(code: types.CodeType) -> List[Instruction]:
@@ -35,7 +38,8 @@ def decode(code: types.CodeType) -> List[Instruction]:
     insts: List[Instruction] = []
     by_start: Dict[int, Instruction] = {}
     op_offsets: List[int] = []
-    first_free = _first_free_index(code)
+    names = {f: getattr(code, f) for f in ("co_varnames", "co_cellvars", "co_freevars")}
+    first_free = len(localsplus_names(names)) - len(code.co_freevars)
     i = 0
     ext = 0
     n_ext = 0

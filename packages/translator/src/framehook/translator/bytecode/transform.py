@@ -12,7 +12,7 @@ from .behaviour import BEHAVIOUR
 from .opcodes import CELL_OPS, JUMPS, LOCAL_OPS, PAIRED_LOCALS, has_arg
 from .analysis import remove_dead_code, remove_pointless_jumps
 from .assemble import AssembleError, assemble
-from .decode import decode
+from .decode import decode, localsplus_names
 from .instructions import Instruction
 
 __all__ = ["code_options", "transform_code_object", "resolve_args", "relocate_locals", "rebuild", "Transform",
@@ -36,15 +36,6 @@ def code_options(code: types.CodeType) -> Dict[str, Any]:
     for name in ("co_consts", "co_names", "co_varnames", "co_freevars", "co_cellvars"):
         opts[name] = list(opts[name])
     return opts
-
-
-def localsplus_names(opts: Dict[str, Any]) -> List[str]:
-    """Names indexed by LOAD_DEREF & co: cell+free (<3.11) or all locals+cells+frees (3.11+)."""
-    if not BEHAVIOUR.cells_are_locals:
-        return list(opts["co_cellvars"]) + list(opts["co_freevars"])
-    names = list(opts["co_varnames"])
-    names += [c for c in opts["co_cellvars"] if c not in names]
-    return names + list(opts["co_freevars"])
 
 
 def _cell_index(opts: Dict[str, Any], name: str, free: bool) -> int:
