@@ -411,6 +411,15 @@ class _Walker:
                 return f"f{quote}{body}{quote}"
         raise DecompileError("an f-string with every kind of quote in it")
 
+    def spec_body(self, spec: Any) -> Optional[str]:
+        """A format spec's text inside a replacement field, or None when its literal text
+        has braces (which no field can hold)."""
+        spec = spec if isinstance(spec, _FString) else _FString([spec])
+        if any(isinstance(p, Expr) and type(p.const) is str and ("{" in p.const or "}" in p.const)
+               for p in spec.parts):
+            return None
+        return self.fstring_body(spec)
+
     def fstring_body(self, f: _FString) -> str:
         out = []
         for part in f.parts:
@@ -427,11 +436,10 @@ class _Walker:
             if part.conv:
                 piece += "!" + part.conv
             if part.spec is not None:
-                spec = part.spec if isinstance(part.spec, _FString) else _FString([part.spec])
-                if any(isinstance(p, Expr) and ("{" in p.const or "}" in p.const) for p in spec.parts
-                       if isinstance(p, Expr) and type(p.const) is str):
+                spec = self.spec_body(part.spec)
+                if spec is None:
                     raise DecompileError("a format spec with braces in it")
-                piece += ":" + self.fstring_body(spec)
+                piece += ":" + spec
             out.append(piece + "}")
         return "".join(out)
 
@@ -486,11 +494,10 @@ class _Walker:
             if interp.conv:
                 piece += "!" + interp.conv
             if interp.spec is not None:
-                spec = interp.spec if isinstance(interp.spec, _FString) else _FString([interp.spec])
-                if any(isinstance(p, Expr) and type(p.const) is str and ("{" in p.const or "}" in p.const)
-                       for p in spec.parts):
+                spec = self.spec_body(interp.spec)
+                if spec is None:
                     return None
-                piece += ":" + self.fstring_body(spec)
+                piece += ":" + spec
             out.append(piece + "}" + literal(text))
         return "".join(out)
 
