@@ -296,6 +296,43 @@ def live_in(frame: "FrameTracer") -> List[FrozenSet[str]]:
     return live
 
 
+_heads_cache: "weakref.WeakKeyDictionary[Any, List[FrozenSet[int]]]" = weakref.WeakKeyDictionary()
+
+
+def _walk(edges: List[List[int]], start: int, stop: int) -> set:
+    seen = {start}
+    todo = [start]
+    while todo:
+        k = todo.pop()
+        if k == stop:
+            continue
+        for j in edges[k]:
+            if j not in seen:
+                seen.add(j)
+                todo.append(j)
+    return seen
+
+
+def loop_heads(frame: "FrameTracer") -> List[FrozenSet[int]]:
+    """For each instruction, the heads of the natural loops holding it: for a jump back from
+    ``u`` to ``v``, what ``v`` reaches that reaches ``u`` without passing ``v`` again (so an
+    inner loop does not hold the rest of its outer loop, unlike ``ControlFlow.loop_heads``)."""
+    cached = _heads_cache.get(frame.flow)
+    if cached is not None:
+        return cached
+    flow = frame.flow
+    heads: List[set] = [set() for _ in frame.insts]
+    for u, outs in enumerate(flow.successors):
+        for v in outs:
+            if v <= u:
+                body = _walk(flow.successors, v, -1) & _walk(flow.predecessors, u, v)
+                if u in body:
+                    for k in body:
+                        heads[k].add(v)
+    cached = _heads_cache[flow] = [frozenset(h) for h in heads]
+    return cached
+
+
 # ---------------------------------------------------------------- ranges with graph bounds
 class SymRange(V):
     """``range()`` of graph ints inside a loop body being captured (``range(i)``,
@@ -677,7 +714,7 @@ class _WhileRegion:
     __slots__ = ("cycles", "heads", "entry", "exit", "jump", "repeat_when", "entered", "outer")
 
     def __init__(self, frame: "FrameTracer", jump: int, entry: int, exit_: int, repeat_when: bool) -> None:
-        self.heads = frame.flow.loop_heads
+        self.heads = loop_heads(frame)
         self.cycles = self.heads[entry] - self.heads[exit_]
         self.jump = jump
         self.entry = entry
@@ -736,14 +773,10 @@ def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -
         again = region.repeat_sense(frame, k)
         if again is not None:
             raise _WhileDone(cond, again)
-    while region is not None:   # a nested attempt at a loop already being captured: no
-        if isinstance(region, _WhileRegion) and region.jump == k:
-            return False
-        region = region.outer
     sides = _sides(frame, k)
     if sides is None:
         return False
-    heads = frame.flow.loop_heads
+    heads = loop_heads(frame)
     # the side that enters a cycle the other is not on (a for loop's cycle: a break out of it)
     shapes = [(go, when, other) for (go, when), (other, _) in (sides, sides[::-1])
               if heads[go] - heads[other] and not any(frame.insts[h].opname == "FOR_ITER"
@@ -751,6 +784,10 @@ def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -
     if len(shapes) != 1:
         return False   # an if, not a loop
     entry, repeat_when, exit_ = shapes[0]
+    while region is not None:   # a second exit of a while loop being captured: not a loop of its own
+        if isinstance(region, _WhileRegion) and (region.jump == k or (heads[entry] - heads[exit_]) & region.cycles):
+            return False
+        region = region.outer
     note = LoopNote(frame.code.co_filename, frame.lineno, None, False, kind="while")
     try:
         try:
@@ -761,6 +798,9 @@ def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -
             _capture_while(frame, _WhileRegion(frame, k, entry, exit_, repeat_when), cond, note, e.promotable)
     except LoopAbort as e:
         note.reason = str(e)
+        # the break says why the loop runs in Python (a resumed trace keeps no loop notes)
+        error.reason = f"{error.reason} (a while loop not captured: {note.reason})"
+        error.args = (error._message(),)
     frame.tracer.loop_notes.append(note)
     return note.captured
 
