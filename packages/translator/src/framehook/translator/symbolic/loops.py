@@ -485,7 +485,7 @@ class _State:
         self.locals = dict(frame.locals)
         self.stack = list(frame.stack)
         self.counts = dict(frame.loop_counts)
-        self.frame_bits = (frame.ip, frame.lineno, frame.kw_names, frame.body_range)
+        self.frame_bits = (frame.ip, frame.cur_index, frame.lineno, frame.kw_names, frame.body_range)
         self.tracer_bits = (tracer.mutation_floor, tracer.graph)
         self.errstate = (list(tracer.errstate_blocks), tracer.graph.errstate)
 
@@ -493,7 +493,7 @@ class _State:
         """Back in the graph around the body (the body trace ended, however it ended)."""
         tracer = frame.tracer
         tracer.loop_scopes.pop()
-        frame.ip, frame.lineno, frame.kw_names, frame.body_range = self.frame_bits
+        frame.ip, frame.cur_index, frame.lineno, frame.kw_names, frame.body_range = self.frame_bits
         tracer.mutation_floor, tracer.graph = self.tracer_bits
         # the errstate blocks open at the loop head (the body may have aborted inside one)
         tracer.errstate_blocks[:] = self.errstate[0]
