@@ -5,8 +5,9 @@ translator sources side by side.
         --before /work/main/packages/translator/src [--after packages/translator/src] [--repeat N]
 
 Each source runs in its own worker process (``PYTHONPATH=<src>``, the same interpreter and
-runtime): for each kernel and size, the first call (``explain(fn)(*args)`` after
-``reset()``: trace, compile, run; median of ``--first`` runs), the graph's operation count
+runtime): for each kernel and size, the compile time (``explain()``'s ``compile_time``: the
+translation of every frame) and the first call (``explain(fn)(*args)`` after ``reset()``:
+trace, compile, run), medians of ``--first`` runs, the graph's operation count
 (a loop node's body counts once), graphs and breaks, then the steady state of the
 optimized function against plain numpy (alternating, median of N timeit repeats). The
 parent prints one markdown table: before | after. ``--worker`` is the worker's entry point.
@@ -96,12 +97,13 @@ def _worker(repeat: int, first: int) -> None:
     rows = []
     ft.explain(cholesky)(np.eye(6) * 2)   # first-use imports, outside every measurement
     for label, fn, args in _cases():
-        times = []
+        times, compiles = [], []
         for _ in range(first):
             ft.reset()
             start = time.perf_counter()
             out = ft.explain(fn)(*args)
             times.append(time.perf_counter() - start)
+            compiles.append(out.compile_time)
         ops = sum(sum(g.values()) for g in out.ops_per_graph)
         ft.reset()
         opt = ft.optimize("eager")(fn)
@@ -111,7 +113,7 @@ def _worker(repeat: int, first: int) -> None:
         for _ in range(repeat):   # alternate so that machine noise hits both alike
             plain.append(timeit.timeit(lambda: fn(*args), number=number) / number)
             optimized.append(timeit.timeit(lambda: opt(*args), number=number) / number)
-        rows.append({"label": label, "first": statistics.median(times), "ops": ops, "graphs": out.graph_count,
+        rows.append({"label": label, "first": statistics.median(times), "compile": statistics.median(compiles), "ops": ops, "graphs": out.graph_count,
                      "breaks": out.graph_break_count, "plain": statistics.median(plain),
                      "optimized": statistics.median(optimized)})
         ft.reset()
@@ -142,15 +144,15 @@ def main() -> None:
     after = _run(opts.after, opts.repeat, opts.first)
     print(f"CPython {platform.python_version()}, numpy {np.__version__}, {sys.platform}")
     print()
-    print("| kernel | before: first call ms | ops | graphs/breaks | after: first call ms | ops | graphs/breaks "
-          "| first call before/after | translation before/after | plain us | before us | after us | after/plain |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| kernel | before: compile ms | first call ms | ops | graphs/breaks | after: compile ms | first call ms "
+          "| ops | graphs/breaks | compile before/after | first call before/after | plain us | before us | after us "
+          "| after/plain |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for b, a in zip(before, after):
-        # translation: the first call less one steady-state call of the same code
-        tb, ta = b["first"] - b["optimized"], a["first"] - a["optimized"]
-        print(f"| {a['label']} | {b['first'] * 1e3:.1f} | {b['ops']} | {b['graphs']}/{b['breaks']} "
-              f"| {a['first'] * 1e3:.1f} | {a['ops']} | {a['graphs']}/{a['breaks']} | {b['first'] / a['first']:.1f}x "
-              f"| {tb / ta:.1f}x | {a['plain'] * 1e6:.1f} | {b['optimized'] * 1e6:.1f} | {a['optimized'] * 1e6:.1f} "
+        print(f"| {a['label']} | {b['compile'] * 1e3:.1f} | {b['first'] * 1e3:.1f} | {b['ops']} | {b['graphs']}/{b['breaks']} "
+              f"| {a['compile'] * 1e3:.1f} | {a['first'] * 1e3:.1f} | {a['ops']} | {a['graphs']}/{a['breaks']} "
+              f"| {b['compile'] / a['compile']:.1f}x | {b['first'] / a['first']:.1f}x "
+              f"| {a['plain'] * 1e6:.1f} | {b['optimized'] * 1e6:.1f} | {a['optimized'] * 1e6:.1f} "
               f"| {a['optimized'] / a['plain']:.3f} |")
     geo = math.exp(sum(math.log(a["optimized"] / a["plain"]) for a in after) / len(after))
     print()
