@@ -164,3 +164,15 @@ def test_budget_settings_are_validated():
     with config.patch(max_trace_seconds=None, max_traced_ops=1, max_traced_instructions=1):
         assert config.max_trace_seconds is None
     assert "max_traced_ops" in config.describe() and "FH015" in config.describe()
+
+
+def test_the_unroll_limit_is_a_give_up_too():
+    a = np.random.default_rng(3).normal(size=(6, 2))
+    opt = ft.optimize("eager")(index_nest)
+    with config.patch(max_unrolled_iterations=8, max_traced_ops=10 ** 6, max_traced_instructions=10 ** 6):
+        with Reports() as first:
+            check_agrees(index_nest, (a, np.zeros_like(a)), optimized=opt)
+        assert [r.graph_break.code for r in first if r.code is index_nest.__code__] == ["FH010"]
+        with Reports() as later:
+            check_agrees(index_nest, (a[:5], np.zeros_like(a[:5])), optimized=opt)
+        assert [r for r in later if r.code is index_nest.__code__] == []

@@ -119,14 +119,14 @@ def _settings() -> Dict[str, Setting]:
                 (int,), lambda v: v >= 1, "must be >= 1"),
         # the trace budget: one trace stops (FH015, naming the budget) past any of these, so
         # that a trace that cannot finish costs little; a graph bigger than this is split
-        Setting("max_traced_instructions", 10_000,
+        Setting("max_traced_instructions", 5_000,
                 "instructions one trace executes before it stops with a graph break (FH015)",
                 (int,), lambda v: v >= 1, "must be >= 1"),
         Setting("max_traced_ops", 500,
                 "graph operations one trace records (unrolled loop iterations and loop-capture attempts "
                 "included) before it stops with a graph break (FH015)",
                 (int,), lambda v: v >= 1, "must be >= 1"),
-        Setting("max_trace_seconds", 2.0,
+        Setting("max_trace_seconds", 1.0,
                 "wall time one trace may take before it stops with a graph break (FH015); None: no limit",
                 (float, int, type(None)), lambda v: v is None or v > 0, "must be > 0 or None"),
         Setting("max_inline_depth", 16,

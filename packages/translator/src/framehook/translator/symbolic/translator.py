@@ -34,7 +34,8 @@ __all__ = ["SymbolicTranslator", "FrameReport", "add_observer", "remove_observer
 
 _local = threading.local()
 _breaks_log = fh_logging.get_logger("graph_breaks")
-_BUDGET = "FH015"             # the trace budget's break (tracer.py)
+# the trace budget (tracer.py) and the unroll limit: the trace ran out of work it may do
+_GIVE_UP_CODES = ("FH015", "FH010")
 _GAVE_UP = "trace_gave_up"    # frame_state key: why a trace of this code ran out of budget
 
 
@@ -119,7 +120,7 @@ class SymbolicTranslator(InstructionTranslatorBase):
                 tctx.guards_context.restore_graphstate(before)
                 out = self.fallback()
                 out.notes.append(str(e))
-            if e.code == _BUDGET and (out.code is None or self.whole_statement):
+            if e.code in _GIVE_UP_CODES and (out.code is None or self.whole_statement):
                 self.frame_state[_GAVE_UP] = e.reason
             _log_break(report, e)
         report.compile_time = time.perf_counter() - start
