@@ -176,3 +176,19 @@ def test_the_unroll_limit_is_a_give_up_too():
         with Reports() as later:
             check_agrees(index_nest, (a[:5], np.zeros_like(a[:5])), optimized=opt)
         assert [r for r in later if r.code is index_nest.__code__] == []
+
+
+def test_explain_and_nopython_still_trace_a_frame_that_gave_up():
+    a = np.random.default_rng(4).normal(size=(8, 3))
+    with config.patch(max_traced_ops=10):
+        ft.optimize("eager")(index_nest)(a, np.zeros_like(a))
+        ft.optimize("eager")(index_nest)(a[:5], np.zeros_like(a[:5]))
+        assert rt.is_skipped(index_nest.__code__)
+        out = ft.explain(index_nest)(a, np.zeros_like(a))
+        assert [b.code for b in out.break_reasons][:1] == ["FH015"]
+        assert rt.is_skipped(index_nest.__code__)   # explain() gives the skip mark back
+        ft.reset()
+        ft.optimize("eager")(index_nest)(a, np.zeros_like(a))
+        strict = ft.optimize("eager", nopython=True, dynamic=False)(index_nest)
+        with pytest.raises(TranslatorError, match="FH015"):
+            strict(a[:6], np.zeros_like(a[:6]))

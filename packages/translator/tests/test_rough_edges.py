@@ -64,6 +64,21 @@ def test_graph_breaks_are_logged_with_code_and_location(caplog, capsys):
     assert msg.endswith("the rest resumes after it")
 
 
+def test_a_break_that_cannot_resume_is_logged_as_such(caplog):
+    def in_try(x):
+        try:
+            y = x.tolist()       # FH012 inside a try block, which runs in Python
+        except ValueError:
+            y = None
+        return x * 2.0, y
+
+    with caplog.at_level(logging.INFO, logger="framehook.translator.graph_breaks"):
+        check_agrees(in_try, (np.arange(3.0),))
+    msgs = [r.getMessage() for r in caplog.records if r.name == "framehook.translator.graph_breaks"]
+    assert msgs and all(m.startswith("graph break FH0") for m in msgs)
+    assert all(m.endswith(("the rest resumes after it", ")")) for m in msgs)
+
+
 def test_graph_breaks_are_not_logged_unless_asked(caplog, capsys):
     with caplog.at_level(logging.WARNING, logger="framehook.translator"):
         ft.optimize()(prints)(np.arange(3.0))

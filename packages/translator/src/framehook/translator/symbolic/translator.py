@@ -97,7 +97,7 @@ class SymbolicTranslator(InstructionTranslatorBase):
 
     def run(self) -> TranslationOutput:
         gave_up = self.frame_state.get(_GAVE_UP)
-        if gave_up is not None:
+        if gave_up is not None and not self.one_graph:   # nopython=True still traces and raises
             # a trace of this code already ran out of budget with nothing to show: no retrace
             raise SkipFrame(f"an earlier translation gave up: {gave_up}")
         tctx = TracingContext.get()
