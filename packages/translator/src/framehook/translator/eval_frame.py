@@ -78,7 +78,6 @@ class _Context:
         wrapper._framehook_context = self
         return wrapper
 
-
     def _misuse(self, args: tuple, kwargs: dict) -> str:
         if len(args) == 1 and not kwargs:
             got = f"got {type(args[0]).__name__}: {args[0]!r:.80}"
@@ -90,18 +89,18 @@ class _Context:
 class OptimizeContext(_Context):
     _kind = "optimize"
 
+    def __init__(self, callback: ConvertFrame) -> None:
+        super().__init__(callback)
+
     def _misuse(self, args: tuple, kwargs: dict) -> str:
         backend = getattr(self.callback, "compiler_fn", None)
         if backend is None or getattr(backend, "compiler_name", None) is not None:
             return super()._misuse(args, kwargs)
-        # optimize(fn) where fn takes (graph, example_inputs)-like arguments: a bare
-        # ``@optimize`` took the decorated function for the backend
+        # an unregistered backend that was perhaps the function under a bare ``@optimize``
+        # (one of two positional arguments cannot be told from a backend)
         return (super()._misuse(args, kwargs) + f"; this is optimize({backend_name(backend)}), with "
                 f"{backend_name(backend)} taken as the backend: if it is the function to optimize (a bare "
                 "`@optimize` over a function of two positional arguments), write `@optimize()`")
-
-    def __init__(self, callback: ConvertFrame) -> None:
-        super().__init__(callback)
 
     def __enter__(self) -> "OptimizeContext":
         if config.raise_on_ctx_manager_usage:

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
 from ._runtime import runtime
-from .set_aside import set_aside
 from .graph import Graph
+from .set_aside import set_aside
 from .symbolic import BREAKS, FrameReport, add_observer, remove_observer
 from .symbolic.resume import frame_label
 

@@ -15,8 +15,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..bytecode import Codegen, ControlFlow, Positions, decode, prefix_length, transform_code_object
 from .. import logs as fh_logging
+from ..bytecode import Codegen, ControlFlow, Positions, decode, prefix_length, transform_code_object
 from ..contexts import CompileContext, TracingContext
 from ..exc import SkipFrame
 from ..graph import Graph
@@ -36,7 +36,7 @@ _local = threading.local()
 _breaks_log = fh_logging.get_logger("graph_breaks")
 # the trace budget (tracer.py) and the unroll limit: the trace ran out of work it may do
 _GIVE_UP_CODES = ("FH015", "FH010")
-_GAVE_UP = "trace_gave_up"    # frame_state key: why a trace of this code ran out of budget
+_GAVE_UP = "trace_gave_up"    # frame_state key: the reason a trace of this code gave up
 
 
 @dataclass
@@ -122,7 +122,7 @@ class SymbolicTranslator(InstructionTranslatorBase):
                 out.notes.append(str(e))
             if e.code in _GIVE_UP_CODES and (out.code is None or self.whole_statement):
                 self.frame_state[_GAVE_UP] = e.reason
-            _log_break(report, e)
+            _log_break(report, e, self.whole_statement)
         report.compile_time = time.perf_counter() - start
         report.guards = [g.describe() for g in tctx.guards_context.guards.sorted()]
         for fn in list(_observers()):
@@ -344,12 +344,18 @@ class SymbolicTranslator(InstructionTranslatorBase):
         return TranslationOutput(code=None)
 
 
-def _log_break(report: FrameReport, e: GraphBreak) -> None:
+def _log_break(report: FrameReport, e: GraphBreak, whole_statement: bool) -> None:
+    """One line per break under FRAMEHOOK_LOGS=graph_breaks: code, frame, location, reason
+    and what runs instead."""
     if not _breaks_log.isEnabledFor(logging.INFO):
         return
     where = f"{e.filename}:{e.lineno}" if e.filename else "an unknown location"
-    then = (f"the frame runs unmodified ({report.resume_failure})" if report.resume_failure
-            else "the rest resumes after it")
+    if report.resume_failure:
+        then = f"the frame runs unmodified ({report.resume_failure})"
+    elif whole_statement:
+        then = "the statement holding it runs in Python, then the rest resumes"
+    else:
+        then = "the rest resumes after it"
     _breaks_log.info("graph break %s (%s) in %s at %s: %s; %s", e.code, e.kind.title,
                      frame_label(report.code), where, e.reason, then)
 
