@@ -126,7 +126,7 @@ def _settings() -> Dict[str, Setting]:
                 "graph operations one trace records (unrolled loop iterations and loop-capture attempts "
                 "included) before it stops with a graph break (FH015)",
                 (int,), lambda v: v >= 1, "must be >= 1"),
-        Setting("max_trace_seconds", 1.0,
+        Setting("max_trace_seconds", 2.0,
                 "wall time one trace may take before it stops with a graph break (FH015); None: no limit",
                 (float, int, type(None)), lambda v: v is None or v > 0, "must be > 0 or None"),
         Setting("max_inline_depth", 16,
