@@ -192,3 +192,23 @@ def test_explain_and_nopython_still_trace_a_frame_that_gave_up():
         strict = ft.optimize("eager", nopython=True, dynamic=False)(index_nest)
         with pytest.raises(TranslatorError, match="FH015"):
             strict(a[:6], np.zeros_like(a[:6]))
+
+
+def rows_in_python(a):
+    b = a * 2.0
+    out = []
+    for row in b:               # more rows than the unroll limit: refused at once (FH010)
+        out.append(float(row.sum()))
+    return np.array(out) + 1.0
+
+
+def test_a_loop_refused_before_it_runs_is_not_a_give_up():
+    opt = ft.optimize("eager")(rows_in_python)
+    with config.patch(max_unrolled_iterations=4):
+        with Reports() as first:
+            check_agrees(rows_in_python, (np.ones((6, 2)),), optimized=opt)
+        assert [r.graph_break.code for r in first if r.code is rows_in_python.__code__] == ["FH010"]
+        with Reports() as later:
+            check_agrees(rows_in_python, (np.ones((7, 3)),), optimized=opt)   # traced again
+        assert [r for r in later if r.code is rows_in_python.__code__]
+    assert not rt.is_skipped(rows_in_python.__code__)

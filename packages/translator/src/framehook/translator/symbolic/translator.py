@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import logs as fh_logging
 from ..bytecode import Codegen, ControlFlow, Positions, decode, prefix_length, transform_code_object
+from ..config import config
 from ..contexts import CompileContext, TracingContext
 from ..exc import SkipFrame
 from ..graph import Graph
@@ -34,8 +35,6 @@ __all__ = ["SymbolicTranslator", "FrameReport", "add_observer", "remove_observer
 
 _local = threading.local()
 _breaks_log = fh_logging.get_logger("graph_breaks")
-# the trace budget (tracer.py) and the unroll limit: the trace ran out of work it may do
-_GIVE_UP_CODES = ("FH015", "FH010")
 _GAVE_UP = "trace_gave_up"    # frame_state key: the reason a trace of this code gave up
 
 
@@ -120,7 +119,7 @@ class SymbolicTranslator(InstructionTranslatorBase):
                 tctx.guards_context.restore_graphstate(before)
                 out = self.fallback()
                 out.notes.append(str(e))
-            if e.code in _GIVE_UP_CODES and (out.code is None or self.whole_statement):
+            if _gave_up(e) and (out.code is None or self.whole_statement):
                 self.frame_state[_GAVE_UP] = e.reason
             _log_break(report, e, self.whole_statement)
         report.compile_time = time.perf_counter() - start
@@ -190,7 +189,11 @@ class SymbolicTranslator(InstructionTranslatorBase):
             except StopTrace:
                 return self.output_at_break(tracer, root, stop_at, report)
             raise CannotResume("the trace did not reach the break again")   # pragma: no cover - deterministic
-        result = root.run()
+        try:
+            result = root.run()
+        except GraphBreak as e:
+            e.unrolled = sum(root.loop_counts.values())   # loop iterations traced before it (a give-up?)
+            raise
         if tracer.side_effects:
             tracer.current = root   # errors name the frame's return line
             try:
@@ -342,6 +345,15 @@ class SymbolicTranslator(InstructionTranslatorBase):
             else:
                 self.add_guard(source.make_guard(GuardKind.TYPE_MATCH))
         return TranslationOutput(code=None)
+
+
+def _gave_up(e: GraphBreak) -> bool:
+    """Did the trace spend its work for nothing: the trace budget ran out (FH015), or a loop
+    was unrolled up to config.max_unrolled_iterations (FH010 after unrolling, not the FH010
+    of a loop refused before its first iteration, which costs nothing to find again)?"""
+    if e.code == "FH015":
+        return True
+    return e.code == "FH010" and getattr(e, "unrolled", 0) >= config.max_unrolled_iterations
 
 
 def _log_break(report: FrameReport, e: GraphBreak, whole_statement: bool) -> None:
