@@ -4,12 +4,14 @@ Each package's tests run in their own pytest process (so test modules of differe
 packages never collide) under coverage.py, writing a JUnit XML file per package into
 $FRAMEHOOK_RESULTS, which ci/matrix.py reads to print its tables. Only the packages that
 support this interpreter (their requires-python, see ci/support.py) are installed and
-tested; the conformance suite and the fuzz batch run where the translator is supported.
+tested; the conformance suite and the fuzz batch run where the translator is supported, and the
+conformance suite once more in a venv without the translator (runtime, records, profiler).
 
 Usage: python ci/env_job.py [tests] [conformance]
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -37,28 +39,42 @@ def report_unsupported() -> None:
                   f"({why_not(name, version)})", flush=True)
 
 
-def install_packages() -> bool:
-    """Build and install every package from source for this interpreter (runtime first).
+def build_wheels(scratch: Path) -> list[Path] | None:
+    """Build a wheel of every package this interpreter supports, from a copy of its source.
 
     pip builds in the source tree (build/, *.egg-info), which the envs running in parallel
-    would share: each env builds from its own copy instead."""
+    would share: each env builds from its own copy instead. The wheels are installed into
+    the tox env and, for the conformance run without the translator, into a second venv."""
     names = present_packages()
-    if not names:
+    paths = []
+    for name in names:
+        dest = scratch / "src" / name
+        shutil.copytree(ROOT / "packages" / name, dest,
+                        ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.so"))
+        paths.append(str(dest))
+    wheels = scratch / "wheels"
+    if paths:
+        cmd = [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--quiet",
+               "--wheel-dir", str(wheels), *paths]
+        print(f"[env_job] building {', '.join(names)}", flush=True)
+        if subprocess.call(cmd, cwd=str(scratch)) != 0:
+            return None
+    return sorted(wheels.glob("*.whl")) if paths else []
+
+
+def wheel_of(wheels: list[Path], package: str) -> Path:
+    prefix = f"framehook_{package}-"
+    return next(w for w in wheels if w.name.startswith(prefix))
+
+
+def install_packages(wheels: list[Path]) -> bool:
+    """Install every built package into this interpreter's env."""
+    if not wheels:
         return True
-    scratch = Path(tempfile.mkdtemp(prefix="framehook-build-"))
-    try:
-        paths = []
-        for name in names:
-            dest = scratch / name
-            shutil.copytree(ROOT / "packages" / name, dest,
-                            ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.so"))
-            paths.append(str(dest))
-        cmd = [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
-               "--force-reinstall", "--quiet", *paths]
-        print(f"[env_job] installing {', '.join(names)}", flush=True)
-        return subprocess.call(cmd, cwd=str(scratch)) == 0
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--force-reinstall", "--quiet",
+           *map(str, wheels)]
+    print(f"[env_job] installing {', '.join(w.name for w in wheels)}", flush=True)
+    return subprocess.call(cmd) == 0
 
 
 def run_package_tests(results: Path) -> bool:
@@ -82,20 +98,74 @@ def run_package_tests(results: Path) -> bool:
     return ok
 
 
+def _conformance_command(python: str, out: Path) -> list[str]:
+    return [python, "-m", "coverage", "run", str(ROOT / "conformance" / "run.py"), "--json", str(out)]
+
+
+def _suite_env() -> dict:
+    # coverage.py does not put a script's directory on sys.path on every version: the
+    # suite imports its helpers from there
+    suite_dir = str(ROOT / "conformance")
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [suite_dir, os.environ.get("PYTHONPATH")])))
+
+
 def run_conformance(results: Path) -> bool:
     if not (ROOT / "conformance" / "run.py").exists():
         print("[env_job] conformance: suite not present yet", flush=True)
         return True
-    cmd = [
-        sys.executable, "-m", "coverage", "run", str(ROOT / "conformance" / "run.py"),
-        "--json", str(results / "conformance.json"),
-    ]
+    cmd = _conformance_command(sys.executable, results / "conformance.json")
     print(f"[env_job] conformance: {' '.join(cmd[3:])}", flush=True)
-    # coverage.py does not put a script's directory on sys.path on every version: the
-    # suite imports its helpers from there
-    suite_dir = str(ROOT / "conformance")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [suite_dir, os.environ.get("PYTHONPATH")])))
-    return subprocess.call(cmd, cwd=str(ROOT), env=env) == 0
+    return subprocess.call(cmd, cwd=str(ROOT), env=_suite_env()) == 0
+
+
+# The profiler's path through the suite must not depend on the translator being installed.
+WITHOUT_TRANSLATOR = ("runtime", "records", "profiler")
+
+
+def run_conformance_without_translator(results: Path, wheels: list[Path], scratch: Path) -> bool:
+    """The conformance suite in a fresh venv holding only the runtime, records and profiler.
+
+    Plain, shadow and profiled replays must match the golden records there, and the
+    translator mode must be reported as skipped because its package is absent."""
+    if not all(name in present_packages() for name in WITHOUT_TRANSLATOR):
+        return True
+    venv = scratch / "without-translator"
+    python = str(venv / "bin" / "python")
+    steps = [
+        [sys.executable, "-m", "venv", str(venv)],
+        [python, "-m", "pip", "install", "--quiet", "numpy", "coverage>=7.2"],
+        [python, "-m", "pip", "install", "--quiet", "--no-deps",
+         *(str(wheel_of(wheels, name)) for name in WITHOUT_TRANSLATOR)],
+    ]
+    print(f"[env_job] conformance without the translator: venv with {', '.join(WITHOUT_TRANSLATOR)}",
+          flush=True)
+    for step in steps:
+        if subprocess.call(step, cwd=str(scratch)) != 0:
+            print(f"[env_job] conformance without the translator: {' '.join(step[1:4])} failed", flush=True)
+            return False
+    probe = subprocess.run([python, "-c", "import importlib.util as u; "
+                            "print(u.find_spec('framehook.translator') is None)"],
+                           capture_output=True, text=True, cwd=str(scratch))
+    if probe.stdout.strip() != "True":
+        print("[env_job] conformance without the translator: framehook.translator is importable "
+              f"in the venv ({probe.stdout.strip() or probe.stderr.strip()})", flush=True)
+        return False
+    out = results / "conformance-without-translator.json"
+    cmd = _conformance_command(python, out)
+    print(f"[env_job] conformance without the translator: {' '.join(cmd[3:])}", flush=True)
+    # run from the scratch directory, so that nothing of the repository's packages is on sys.path
+    ok = subprocess.call(cmd, cwd=str(scratch), env=_suite_env()) == 0
+    return ok and _translator_skipped_as_absent(out)
+
+
+def _translator_skipped_as_absent(out: Path) -> bool:
+    data = json.loads(out.read_text())
+    wrong = [i for i in data["results"] if i["mode"] == "translator"
+             and not (i["status"] == "skip" and "framehook-translator is not installed" in i["reason"])]
+    for item in wrong[:3]:
+        print(f"[env_job] conformance without the translator: {item['case']} translator mode was "
+              f"{item['status']} ({item['reason']}), expected a skip naming the absent package", flush=True)
+    return not wrong
 
 
 def run_fuzz(results: Path) -> bool:
@@ -127,9 +197,18 @@ def main(argv: list[str]) -> int:
     results = Path(os.environ.get("FRAMEHOOK_RESULTS", ROOT / "ci" / "results" / "local"))
     results.mkdir(parents=True, exist_ok=True)
     report_unsupported()
-    if not install_packages():
-        print("[env_job] installing the packages failed")
-        return 1
+    scratch = Path(tempfile.mkdtemp(prefix="framehook-build-"))
+    try:
+        return 0 if _run_jobs(jobs, results, scratch) else 1
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_jobs(jobs: list[str], results: Path, scratch: Path) -> bool:
+    wheels = build_wheels(scratch)
+    if wheels is None or not install_packages(wheels):
+        print("[env_job] building or installing the packages failed")
+        return False
     ok = True
     cross = cross_package_jobs(current_version())
     if not cross:
@@ -141,7 +220,9 @@ def main(argv: list[str]) -> int:
             ok &= run_fuzz(results)
     if "conformance" in jobs and cross:
         ok &= run_conformance(results)
-    return 0 if ok else 1
+    if "conformance" in jobs:
+        ok &= run_conformance_without_translator(results, wheels, scratch)
+    return ok
 
 
 if __name__ == "__main__":

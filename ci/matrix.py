@@ -244,7 +244,28 @@ def print_conformance_table(versions: list[str], full: bool = True) -> tuple[int
             for diff in diffs:
                 print(f"  translator decisions differ on {version}: {diff}")
     _print_cross_package_notes(versions)
-    return passed, failed, skipped
+    p, f, s = print_without_translator(versions)
+    return passed + p, failed + f, skipped + s
+
+
+def print_without_translator(versions: list[str]) -> tuple[int, int, int]:
+    """The suite's run in a venv holding only the runtime, records and profiler."""
+    print("\nConformance without the translator (only runtime, records and profiler installed;"
+          " translator mode skipped):")
+    totals = [0, 0, 0]
+    for version in versions:
+        path = RESULTS / env_name(version) / "conformance-without-translator.json"
+        if not path.exists():
+            print(f"  {version:<6} -")
+            continue
+        items = json.loads(path.read_text()).get("results", [])
+        counts = [sum(1 for i in items if i["status"] == s) for s in ("pass", "fail", "skip")]
+        print(f"  {version:<6} {counts[0]} passed, {counts[1]} failed, {counts[2]} skipped")
+        for i in items:
+            if i["status"] == "fail":
+                print(f"    FAIL {i['case']} [{i['mode']}]: {i.get('reason', '')}")
+        totals = [a + b for a, b in zip(totals, counts)]
+    return totals[0], totals[1], totals[2]
 
 
 def _cross_package_note(version: str) -> str:
@@ -274,7 +295,8 @@ def _conformance_summary(by_version: dict, versions: list[str]) -> tuple[int, in
                 print(f"    FAIL {i['case']} [{i['mode']}]: {i.get('reason', '')}")
         totals = [a + b for a, b in zip(totals, counts)]
     print("  (python3 ci/matrix.py conformance prints the case x version table)")
-    return totals[0], totals[1], totals[2]
+    p, f, s = print_without_translator(versions)
+    return totals[0] + p, totals[1] + f, totals[2] + s
 
 
 def print_fuzz_summary(versions: list[str]) -> tuple[int, int]:

@@ -1,4 +1,4 @@
-"""Conformance frame cases: small functions exercising what differs between CPython 3.9-3.13."""
+"""Conformance frame cases: small functions exercising what differs between CPython versions (3.9-3.15)."""
 from __future__ import annotations
 
 import importlib

@@ -12,8 +12,9 @@ pytest_plugins = ["pytester"]
 
 try:   # imported here, not first inside a pytester run, which would unload numpy afterwards
     from framehook.translator import optimize, reset  # noqa: F401
+    HAS_TRANSLATOR = True
 except ImportError:
-    pass
+    HAS_TRANSLATOR = False   # what --framehook-optimize needs (not the replay-mode entry point)
 
 SAMPLE_LIB = '''
 def area(w, h):
@@ -108,12 +109,44 @@ def test_shadow_option(project):
 
 def test_optimize_option(project):
     result = project.runpytest(*_plugin_args(), "-p", "no:cacheprovider", "--framehook-optimize=eager")
-    if unavailable("translator") is None:
+    if HAS_TRANSLATOR:
         result.assert_outcomes(passed=2, failed=1)
         result.stdout.fnmatch_lines(["*framehook optimize[[]eager[]]: 3 tests run under the translator*"])
     else:
         assert result.ret != 0
         result.stderr.fnmatch_lines(["*--framehook-optimize needs framehook-translator*"])
+
+
+def test_optimize_option_rejects_an_unknown_backend_at_configure_time(project):
+    if not HAS_TRANSLATOR:
+        pytest.skip("needs framehook-translator (without it the option is a usage error of its own)")
+    from framehook.translator import list_backends
+    for value in ("nosuch", ""):
+        result = project.runpytest(*_plugin_args(), "-p", "no:cacheprovider", f"--framehook-optimize={value}")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"*--framehook-optimize={value!r}: unknown backend; available: "
+                                     f"{', '.join(list_backends())}*"])
+        text = result.stdout.str() + result.stderr.str()
+        assert "Traceback" not in text and "test_area" not in text   # no test ran
+
+
+def test_optimize_option_reports_a_backend_that_cannot_run_here(project, monkeypatch):
+    if not HAS_TRANSLATOR:
+        pytest.skip("needs framehook-translator")
+    from framehook.translator.backends import _registry   # registered for this test only
+
+    def needs_extra(graph, example_inputs):
+        return graph.forward
+
+    def check_available():
+        raise RuntimeError("the needs_extra backend needs the 'extra' package: pip install extra")
+
+    needs_extra.check_available = check_available
+    monkeypatch.setitem(_registry, "needs_extra", needs_extra)
+    result = project.runpytest_inprocess(*_plugin_args(), "-p", "no:cacheprovider",
+                                         "--framehook-optimize=needs_extra")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--framehook-optimize='needs_extra': the needs_extra backend needs*"])
 
 
 def _intercepted(result) -> int:

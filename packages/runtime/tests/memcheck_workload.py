@@ -112,6 +112,38 @@ for bad in ([((("local", "v"),), "NOT_SAME_AS", (("local", "v"),))], [((("local"
         raise AssertionError("a bad spec was accepted")
 del checker
 
+
+# the same checker kinds read from the fresh frame on hits: arguments, a cell argument, a
+# free variable, an unbound local, and a guard error reported with a locals dict built late
+def framed(z):
+    def g(a, *rest, c=1, **kw):
+        tmp = z
+        return lambda: a + tmp
+    return g
+
+
+g = framed(5)
+
+
+def interrupt():
+    raise KeyboardInterrupt
+
+
+on_frame = rt.GuardChecker([((("local", n),), "NOT_NONE") for n in ("a", "rest", "c", "kw", "z")]
+                           + [((("local", "a"),), "TYPE_MATCH", int)])
+rt.set_guard_error_hook(lambda *a: None)
+for checker in (on_frame, rt.GuardChecker([((("local", "tmp"),), "IS_NONE")]),
+                rt.GuardChecker([((("local", "a"),), "EQUALS_MATCH", 9), ((), "CALL", interrupt)])):
+    with rt.enable(lambda f, e, s: rt.GuardedCode(f.f_code.replace(), checker) if f.f_code is g.__code__ else None):
+        for a in (1, 2.0, 9, 1, 9):
+            try:
+                g(a, 3, c=4, k=5)
+            except KeyboardInterrupt:
+                pass
+    rt.reset_code(g.__code__)
+rt.set_guard_error_hook(None)
+del on_frame, checker
+
 # CallbackWrapper: calls (positional, keyword, bound, raising), attributes, a freed cycle
 import functools  # noqa: E402
 import gc  # noqa: E402

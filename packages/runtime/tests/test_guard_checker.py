@@ -571,6 +571,106 @@ def test_used_as_the_runtime_check_fn():
     rt.reset_code(f.__code__)
 
 
+
+_FRAME_SRC = """
+def factory(z):
+    def f(a, b=2, *rest, c, d=4, **kw):
+        tmp = z - 7
+        inner = lambda: a   # a is a cell as well as an argument
+        return {result}
+    return f
+"""
+
+
+def _frame_variant(result):
+    ns = {}
+    exec(_FRAME_SRC.format(result=result), ns)
+    return ns["factory"]
+
+
+def test_reads_the_fresh_frame_like_its_entry_locals():
+    """On a hit the runtime reads ("local", name) from the frame instead of a locals
+    dict: arguments of every kind, an argument that is also a cell, a free variable, and
+    a plain local (unbound at entry, so its guard fails) decide as the dict would."""
+    f = _frame_variant("'plain'")(z=7)
+    replacement = _frame_variant("'replaced'")(z=7).__code__
+    names = ["a", "b", "rest", "c", "d", "kw", "z"]
+    expected = {"a": 1, "b": 2, "rest": (), "c": 3, "d": 4, "kw": {}, "z": 7}
+    checker = GC([(local(n), "EQUALS_MATCH", expected[n]) for n in names])
+    misses = []
+
+    def cb(frame, entry, state):
+        misses.append(dict(frame.f_locals))
+        return rt.GuardedCode(replacement, checker) if not rt.cache_entries(f.__code__) else None
+
+    calls = [
+        ((1,), {"c": 3}), ((1, 2), {"c": 3, "d": 4}), ((5,), {"c": 3}), ((1, 9), {"c": 3}),
+        ((1, 2, 0), {"c": 3}), ((1,), {"c": 0}), ((1,), {"c": 3, "d": 0}), ((1,), {"c": 3, "e": 0}),
+    ]
+    try:
+        with rt.enable(targeting(f, cb)):
+            f(1, c=3)   # the miss that adds the entry
+            got = [f(*args, **kwargs) for args, kwargs in calls]
+    finally:
+        rt.reset_code(f.__code__)
+    seen = dict(misses[0])
+    assert set(seen) == set(names)
+    verdicts = []
+    for args, kwargs in calls:
+        bound = {"b": 2, "d": 4, "rest": (), "kw": {}, "z": 7, "a": args[0]}
+        if len(args) > 1:
+            bound["b"] = args[1]
+        bound["rest"] = tuple(args[2:])
+        bound.update({k: v for k, v in kwargs.items() if k in ("c", "d")})
+        bound["kw"] = {k: v for k, v in kwargs.items() if k not in ("c", "d")}
+        verdicts.append(checker(bound))
+    assert verdicts == [True, True, False, False, False, False, False, False]
+    assert got == ["replaced" if v else "plain" for v in verdicts]
+
+    # a guard on a local that is not bound at entry never holds, on the frame as in a dict
+    unbound = GC([(local("a"), "EQUALS_MATCH", 1), (local("tmp"), "EQUALS_MATCH", 0)])
+    assert unbound(dict(seen, tmp=0))   # it would hold if tmp were bound
+    entries = []
+
+    def cb2(frame, entry, state):
+        entries.append(1)
+        return rt.GuardedCode(replacement, unbound)
+
+    try:
+        with rt.enable(targeting(f, cb2)):
+            # each call misses, so the callback's code runs it: no entry ever hits
+            assert [f(1, c=3) for _ in range(3)] == ["replaced"] * 3
+    finally:
+        rt.reset_code(f.__code__)
+    assert len(entries) == 3   # every call missed: the frame has no 'tmp' yet
+
+
+def test_frame_read_guard_error_reaches_the_hook_with_the_entry_locals():
+    def f(x, y):
+        return x + y
+
+    def interrupt():
+        raise KeyboardInterrupt
+
+    checker = GC([(local("x"), "EQUALS_MATCH", 1), ((), "CALL", interrupt)])
+    hooked = []
+    added = []
+
+    def cb(frame, entry, state):
+        added.append(1)
+        return rt.GuardedCode(f.__code__.replace(), checker)
+
+    previous = rt.set_guard_error_hook(lambda fn, code, L, index, last: hooked.append((fn, dict(L), index)))
+    try:
+        with rt.enable(targeting(f, cb)):
+            assert f(2, 3) == 5          # miss: the entry is added
+            with pytest.raises(KeyboardInterrupt):
+                f(1, 3)
+    finally:
+        rt.set_guard_error_hook(previous)
+        rt.reset_code(f.__code__)
+    assert hooked == [(checker, {"x": 1, "y": 3}, 0)]
+
 # ---- leaks (in the style of test_leaks.py) -------------------------------------------
 
 def _traced_growth(fn):

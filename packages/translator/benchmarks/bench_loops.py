@@ -55,7 +55,8 @@ def leapfrog(p, q, dt, steps):
 
 def first_call(fn, args, capture):
     ft.reset()
-    with config.patch(capture_loops=capture, max_unrolled_iterations=100_000, max_traced_instructions=10_000_000):
+    with config.patch(capture_loops=capture, max_unrolled_iterations=100_000, max_traced_instructions=10_000_000,
+                      max_traced_ops=10 ** 9, max_trace_seconds=None):
         start = time.perf_counter()
         out = ft.explain(fn)(*args)
         elapsed = time.perf_counter() - start

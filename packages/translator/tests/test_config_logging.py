@@ -106,7 +106,8 @@ def test_framehook_logs_env_var():
     assert "[framehook.translator.guards] INFO: hello-guards" in out.stderr
     bad = subprocess.run([sys.executable, "-c", "import framehook.translator.logs"],
                          env=dict(os.environ, FRAMEHOOK_LOGS="nonsense"), capture_output=True, text=True)
-    assert bad.returncode != 0 and "unknown component 'nonsense'" in bad.stderr
+    # not an import failure: the entry is skipped with one line naming it (test_rough_edges.py)
+    assert bad.returncode == 0 and "ignoring 'nonsense' in FRAMEHOOK_LOGS" in bad.stderr
 
 
 def test_warn_once(caplog):

@@ -1,7 +1,8 @@
 """pytest plugin (entry point ``framehook``) for running a project's tests under framehook.
 
     --framehook-shadow              every frame intercepted by a pass-through callback
-    --framehook-optimize=BACKEND    every test function run under the translator
+    --framehook-optimize=BACKEND    every test function run under the translator (a backend name
+                                    it does not know, or cannot use here, is a usage error)
     --framehook-record=MOD:QUALNAME record each call of that function (repeatable)
     --framehook-record-dir=DIR      where those records go (default: framehook-records)
 
@@ -58,11 +59,12 @@ class _Session:
                 raise pytest.UsageError(f"--framehook-shadow needs framehook-runtime: {exc}") from None
             self.enable = enable
             self.pass_through = PassThrough()
-        if self.backend:
+        if self.backend is not None:
             try:
                 from framehook.translator import optimize, reset
             except ImportError as exc:
                 raise pytest.UsageError(f"--framehook-optimize needs framehook-translator: {exc}") from None
+            _check_backend(self.backend)
             self.optimize = optimize
             self.reset_translator = reset
         for spec in config.getoption("framehook_record"):
@@ -111,11 +113,26 @@ class _Session:
             self.pass_through.reset()
 
 
+def _check_backend(name: str) -> None:
+    """A usage error now, rather than a failure of every test: the name must be one the
+    translator's public registry knows (``list_backends``) and can use (``lookup_backend``
+    runs the backend's availability check, e.g. a missing optional dependency)."""
+    from framehook.translator import list_backends, lookup_backend
+    known = list_backends()
+    if name not in known:
+        raise pytest.UsageError(f"--framehook-optimize={name!r}: unknown backend; available: "
+                                f"{', '.join(known) or 'none'}")
+    try:
+        lookup_backend(name)
+    except Exception as exc:   # registered but unusable here: say why
+        raise pytest.UsageError(f"--framehook-optimize={name!r}: {exc}") from None
+
+
 _KEY = "framehook_session"
 
 
 def pytest_configure(config: Any) -> None:
-    opts = (config.getoption("framehook_shadow", False), config.getoption("framehook_optimize", None),
+    opts = (config.getoption("framehook_shadow", False), config.getoption("framehook_optimize", None) is not None,
             config.getoption("framehook_record", []))
     if any(opts):
         setattr(config, _KEY, _Session(config))
@@ -130,7 +147,7 @@ def pytest_unconfigure(config: Any) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: Any) -> Any:
     session: _Session | None = getattr(pyfuncitem.config, _KEY, None)
-    if session is None or not (session.shadow or session.backend):
+    if session is None or not (session.shadow or session.backend is not None):
         return None
     fn = pyfuncitem.obj
     if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):

@@ -1,4 +1,4 @@
-"""framehook.runtime: a PEP 523 frame-evaluation hook for CPython 3.9-3.13.
+"""framehook.runtime: a PEP 523 frame-evaluation hook for CPython 3.9-3.15.
 
 Each thread may set a callback. When a thread with a callback calls a plain Python
 function, the callback decides what runs instead: it returns ``None`` (never intercept

@@ -16,11 +16,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
-__all__ = ["Config", "ConfigError", "config", "Setting"]
+__all__ = ["Config", "ConfigError", "config", "Setting", "env_flag"]
 
 
 class ConfigError(ValueError):
@@ -53,14 +54,29 @@ class Setting:
         return names + (f" ({self.requirement})" if self.requirement else "")
 
 
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "") == "1"
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
+_warned_env: set = set()
+
+
+def env_flag(name: str) -> bool:
+    """A boolean environment variable: 1/true/yes/on (any case) is on, 0/false/no/off or
+    unset/empty is off; anything else is off with a one-line warning on stderr (once per value)."""
+    raw = os.environ.get(name, "")
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value not in _FALSE and (name, raw) not in _warned_env:
+        _warned_env.add((name, raw))
+        sys.stderr.write(f"framehook: ignoring {name}={raw!r}: expected one of 1, true, yes, on (on) or "
+                         f"0, false, no, off, empty (off)\n")
+    return False
 
 
 def _settings() -> Dict[str, Setting]:
     items = [
-        Setting("disable", _env_flag("FRAMEHOOK_DISABLE"),
-                "turn the translator off everywhere (FRAMEHOOK_DISABLE=1 sets it)", (bool,)),
+        Setting("disable", env_flag("FRAMEHOOK_DISABLE"),
+                "turn the translator off everywhere (FRAMEHOOK_DISABLE=1, true, yes or on sets it)", (bool,)),
         Setting("cache_size_limit", 8,
                 "cache entries per code object before the frame is left to run unmodified",
                 (int,), lambda v: v >= 1, "must be >= 1"),
@@ -101,9 +117,18 @@ def _settings() -> Dict[str, Setting]:
         Setting("min_captured_loop_iterations", 4,
                 "loops with fewer iterations left after the first are unrolled rather than captured",
                 (int,), lambda v: v >= 1, "must be >= 1"),
-        Setting("max_traced_instructions", 100_000,
-                "instructions traced for one frame before breaking the graph (FH015)",
+        # the trace budget: one trace stops (FH015, naming the budget) past any of these, so
+        # that a trace that cannot finish costs little; a graph bigger than this is split
+        Setting("max_traced_instructions", 5_000,
+                "instructions one trace executes before it stops with a graph break (FH015)",
                 (int,), lambda v: v >= 1, "must be >= 1"),
+        Setting("max_traced_ops", 500,
+                "graph operations one trace records (unrolled loop iterations and loop-capture attempts "
+                "included) before it stops with a graph break (FH015)",
+                (int,), lambda v: v >= 1, "must be >= 1"),
+        Setting("max_trace_seconds", 2.0,
+                "wall time one trace may take before it stops with a graph break (FH015); None: no limit",
+                (float, int, type(None)), lambda v: v is None or v > 0, "must be > 0 or None"),
         Setting("max_inline_depth", 16,
                 "nesting of inlined user-function calls before breaking the graph (FH014)",
                 (int,), lambda v: v >= 0, "must be >= 0"),

@@ -34,6 +34,7 @@ from .exc import (CacheLimitExceeded, InternalTranslatorError, RestartAnalysis, 
 from .guard_builder import build_check_fn
 from .guards import GlobalStateSource, GuardKind
 from .hooks import GuardFail, Hooks
+from .set_aside import set_aside
 from .skipfiles import skip_reason
 from .speculation import SpeculationLog
 from .translator import FrameInfo, TranslationOutput
@@ -122,6 +123,7 @@ def reset_state() -> None:
     _compile_counts.clear()
     _frame_counter = itertools.count()
     _decisions.clear()
+    set_aside.clear()
     fh_logging.reset_once()
 
 
@@ -273,6 +275,9 @@ class ConvertFrame:
     def _convert(self, frame: FrameInfo, frame_state: Dict[str, Any], caller: Any = None) -> Any:
         code = frame.code
         input_codes.add(code)
+        restored = set_aside.take(code, frame.f_locals, frame_state)   # kept while explain() ran
+        if restored is not None:
+            return restored
         entries = runtime.cache_entries(code)
         reasons: List[str] = []
         if entries:

@@ -2,6 +2,8 @@
 
     @optimize(backend="eager")          # decorator (functions, methods, callable objects, classes)
     def f(x): ...
+    @optimize                           # bare: the defaults (backend "eager")
+    def f2(x): ...
     with optimize("eager"):             # or context manager: every call inside is translated
         g(x)
     @disable                            # never translate inside
@@ -12,17 +14,17 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import os
 import threading
 import types
 from typing import Any, Callable, List, Optional, Union
 
 from . import logs as fh_logging
 from ._runtime import runtime
-from .backends import CompilerFn, lookup_backend
-from .config import config
+from .backends import CompilerFn, backend_name, lookup_backend
+from .config import config, env_flag
 from .convert_frame import ConvertFrame, reset_state
 from .hooks import Hooks
+from .set_aside import set_aside
 
 __all__ = ["optimize", "optimize_assert", "disable", "run", "innermost_fn", "remove_from_cache", "reset",
            "OptimizeContext", "DisableContext", "RunOnlyContext"]
@@ -60,11 +62,10 @@ class _Context:
     def __exit__(self, *exc: Any) -> None:
         runtime.set_eval_frame(self._saved.stack.pop())
 
-    def __call__(self, fn: Any) -> Any:
-        if not callable(fn):
-            raise TypeError(f"{self._kind}(...) expects a function, method, class or callable object, "
-                            f"got {type(fn).__name__}: {fn!r:.80}")
-        fn = innermost_fn(fn)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) != 1 or kwargs or not callable(args[0]):
+            raise TypeError(self._misuse(args, kwargs))
+        fn = innermost_fn(args[0])
         if inspect.isclass(fn):
             # wrap the class in place: construction and calls of its instances
             for name in ("__init__", "__call__"):
@@ -77,12 +78,29 @@ class _Context:
         wrapper._framehook_context = self
         return wrapper
 
+    def _misuse(self, args: tuple, kwargs: dict) -> str:
+        if len(args) == 1 and not kwargs:
+            got = f"got {type(args[0]).__name__}: {args[0]!r:.80}"
+        else:
+            got = f"got {len(args)} positional and {len(kwargs)} keyword arguments"
+        return f"{self._kind}(...) expects a function, method, class or callable object, {got}"
+
 
 class OptimizeContext(_Context):
     _kind = "optimize"
 
     def __init__(self, callback: ConvertFrame) -> None:
         super().__init__(callback)
+
+    def _misuse(self, args: tuple, kwargs: dict) -> str:
+        backend = getattr(self.callback, "compiler_fn", None)
+        if backend is None or getattr(backend, "compiler_name", None) is not None:
+            return super()._misuse(args, kwargs)
+        # an unregistered backend that was perhaps the function under a bare ``@optimize``
+        # (one of two positional arguments cannot be told from a backend)
+        return (super()._misuse(args, kwargs) + f"; this is optimize({backend_name(backend)}), with "
+                f"{backend_name(backend)} taken as the backend: if it is the function to optimize (a bare "
+                "`@optimize` over a function of two positional arguments), write `@optimize()`")
 
     def __enter__(self) -> "OptimizeContext":
         if config.raise_on_ctx_manager_usage:
@@ -127,7 +145,24 @@ def _check_optional_callable(name: str, value: Any) -> None:
 
 
 def _disabled_by_env() -> bool:
-    return config.disable or os.environ.get("FRAMEHOOK_DISABLE", "") == "1"
+    return config.disable or env_flag("FRAMEHOOK_DISABLE")
+
+
+def _is_target_not_backend(value: Any) -> bool:
+    """Was ``value``, given as the backend, the function to optimize (bare ``@optimize``)?"""
+    if isinstance(value, str) or not callable(value) or getattr(value, "compiler_name", None) is not None:
+        return False   # a name, bad input (reported by lookup_backend) or a registered backend
+    if inspect.isclass(value) or hasattr(value, "_framehook_orig_callable"):
+        return True
+    try:
+        signature = inspect.signature(value)
+    except (TypeError, ValueError):
+        return False   # no signature to tell by (a C callable): a backend, as documented
+    try:
+        signature.bind(None, None)
+    except TypeError:
+        return True    # cannot be called as backend(graph, example_inputs)
+    return False
 
 
 def optimize(backend: Union[str, CompilerFn] = "eager", *, nopython: bool = False, dynamic: Optional[bool] = None,
@@ -144,8 +179,17 @@ def optimize(backend: Union[str, CompilerFn] = "eager", *, nopython: bool = Fals
     guard_filter_fn: called with the guards of each compiled entry (a list of Guard: .name,
         .kind, .describe()); returns one bool per guard, False dropping a guard the user
         vouches for (``lambda gs: [g.kind.name != "GLOBAL_STATE" for g in gs]``).
-    disable: return a no-op decorator (also when FRAMEHOOK_DISABLE=1 or config.disable).
+    disable: return a no-op decorator (also when config.disable is set or FRAMEHOOK_DISABLE is
+        1, true, yes or on, in any case).
+
+    Bare ``@optimize`` (no parentheses) decorates with these defaults, as does ``optimize(fn,
+    nopython=...)``: a class, an optimize/disable wrapper, or a callable that cannot be called
+    with two positional arguments is what to optimize, not a backend (a backend is called as
+    ``backend(graph, example_inputs)``).
     """
+    if _is_target_not_backend(backend):
+        return optimize(nopython=nopython, dynamic=dynamic, guard_export_fn=guard_export_fn,
+                        guard_fail_fn=guard_fail_fn, guard_filter_fn=guard_filter_fn, disable=disable)(backend)
     for name, value in (("nopython", nopython), ("disable", disable)):
         if not isinstance(value, bool):
             raise TypeError(f"optimize(): {name} must be True or False, got {value!r}")
@@ -201,6 +245,7 @@ def remove_from_cache(f: Any) -> None:
         reset()
         return
     runtime.reset_code(code)
+    set_aside.discard(code)   # entries explain() kept aside would come back otherwise
 
 
 def reset() -> None:

@@ -6,9 +6,11 @@
     out.guards[0], .frame, .guard   # "TYPE_MATCH(L['k']): type(L['k']) is int", in frame "step"
     print(out)                      # graphs, breaks with hints, op counts, guards, compile times
 
-The call runs once under ``optimize("eager")`` after ``reset()`` (as Dynamo's explain does),
-so every frame it reaches is translated and reported; the entries it made are dropped afterwards. When the call raises,
-the exception propagates with the report attached as ``exc.explain_output``.
+The call runs once under ``optimize("eager")`` with every cache entry set aside, so every
+frame it reaches is translated afresh and reported; afterwards the entries it made are dropped
+and those set aside come back (on each function's next call, with no retranslation), so
+functions compiled before keep their cache. When the call raises, the exception propagates
+with the report attached as ``exc.explain_output``.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ._runtime import runtime
 from .graph import Graph
+from .set_aside import set_aside
 from .symbolic import BREAKS, FrameReport, add_observer, remove_observer
 from .symbolic.resume import frame_label
 
@@ -125,25 +128,25 @@ def explain(fn: Callable[..., Any]) -> Callable[..., ExplainOutput]:
     return value)."""
     if not callable(fn):
         raise TypeError(f"explain() expects a callable, got {type(fn).__name__}")
-    from .eval_frame import innermost_fn, optimize, reset
+    from .eval_frame import innermost_fn, optimize
 
     def run(*args: Any, **kwargs: Any) -> ExplainOutput:
         reports: List[FrameReport] = []
-        reset()   # as Dynamo's explain: every frame the call reaches is translated afresh
+        kept = _set_aside_caches()   # every frame the call reaches is translated afresh
         add_observer(reports.append)
         error: Optional[BaseException] = None
         result = None
+        check_fns: Dict[str, Any] = {}
         try:
             result = optimize("eager")(innermost_fn(fn))(*args, **kwargs)
         except Exception as e:
             error = e
         finally:
             remove_observer(reports.append)
-            check_fns: Dict[str, Any] = {}
             for seen in {id(r.code): r.code for r in reports}.values():
                 for entry in runtime.cache_entries(seen):
                     check_fns[getattr(entry.check_fn, "compile_id", "")] = entry.check_fn
-                runtime.reset_code(seen)
+            _restore_caches(kept, [r.code for r in reports])
         out = _summarize(reports, result, check_fns)
         if error is not None:
             error.explain_output = out  # type: ignore[attr-defined]
@@ -151,6 +154,48 @@ def explain(fn: Callable[..., Any]) -> Callable[..., ExplainOutput]:
         return out
 
     return run
+
+
+def _known_codes() -> List[Any]:
+    from .convert_frame import input_codes, skipped_codes
+    return list({id(c): c for c in input_codes.live() + skipped_codes.live()}.values())
+
+
+def _set_aside_caches() -> Dict[int, Any]:
+    """Drop every cache entry, frame_state and skip mark the translator made, keeping them
+    (``set_aside``) to be given back when explain() is done."""
+    from .convert_frame import compile_lock
+    kept: Dict[int, Any] = {}
+    with compile_lock:
+        earlier = set_aside.drain()   # still kept from an earlier explain(): not given back during this one
+        for code in _known_codes():
+            entries = [(e.code, e.check_fn) for e in runtime.cache_entries(code)]
+            state = runtime.frame_state(code)
+            if id(code) in earlier:
+                _, old_entries, old_state = earlier.pop(id(code))
+                entries += old_entries
+                state = {**(old_state or {}), **(state or {})}
+            kept[id(code)] = (code, entries, state, runtime.is_skipped(code))
+            runtime.reset_code(code)
+        for key, (code, old_entries, old_state) in earlier.items():
+            kept[key] = (code, old_entries, old_state, False)
+    return kept
+
+
+def _restore_caches(kept: Dict[int, Any], reached: List[Any]) -> None:
+    """Drop what explain() made (entries, skip marks) and give back what was there before:
+    skip marks at once, cache entries on each code's next cache miss."""
+    from .convert_frame import compile_lock
+    with compile_lock:
+        for code in list({id(c): c for c in _known_codes() + reached}.values()):
+            if id(code) not in kept:
+                runtime.reset_code(code)
+        for code, entries, state, skipped in kept.values():
+            runtime.reset_code(code)
+            if skipped:
+                runtime.skip_code(code)
+            else:
+                set_aside.put(code, entries, state)
 
 
 def _summarize(reports: List[FrameReport], result: Any, check_fns: Optional[Dict[str, Any]] = None) -> ExplainOutput:

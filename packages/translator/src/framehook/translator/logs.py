@@ -8,6 +8,9 @@ Every component logs through the standard ``logging`` module under
     FRAMEHOOK_LOGS="+bytecode"             # DEBUG
     FRAMEHOOK_LOGS="-translator"           # only errors
     FRAMEHOOK_LOGS="all"                   # every component at INFO ("+all" for DEBUG)
+
+An unknown component in FRAMEHOOK_LOGS is skipped with a one-line message on stderr;
+``set_logs`` raises LogSpecError for it.
 """
 from __future__ import annotations
 
@@ -117,9 +120,23 @@ def reset_once() -> None:
 
 
 def _init_from_env() -> None:
+    """Apply FRAMEHOOK_LOGS; unknown entries are skipped with one line on stderr (an
+    environment variable must not make the import fail)."""
     spec = os.environ.get("FRAMEHOOK_LOGS", "")
-    if spec:
-        set_logs(spec)
+    if not spec:
+        return
+    good, bad = [], []
+    for item in spec.split(","):
+        try:
+            parse_log_spec(item)
+            good.append(item)
+        except LogSpecError:
+            bad.append(item.strip())
+    if bad:
+        sys.stderr.write(f"framehook: ignoring {', '.join(map(repr, bad))} in FRAMEHOOK_LOGS={spec!r}; valid: "
+                         f"all, {', '.join(COMPONENTS)} (prefix + for debug, - for errors only)\n")
+    if any(item.strip() for item in good):
+        set_logs(",".join(good))
 
 
 _init_from_env()

@@ -73,7 +73,7 @@ typedef PyFrameObject fh_frame;
 
 /* Reading a code's extra slot sits on the hot path of every call, so it reads the
  * slot array directly rather than through the checked API. The layout (a size, then
- * the slots) is the same in 3.9-3.13; writes still go through the API. */
+ * the slots) is the same in 3.9-3.15 (Objects/codeobject.c); writes still go through the API. */
 typedef struct {
     Py_ssize_t ce_size;
     void *ce_extras[1];

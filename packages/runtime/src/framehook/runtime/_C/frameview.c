@@ -10,6 +10,33 @@ static int set_local(PyObject *dict, PyObject *name, PyObject *value) {
     return PyDict_SetItem(dict, name, value);
 }
 
+/* Index of `name` among names[lo:hi]: identity first (names are usually interned on
+ * both sides), then equality. -1 when absent, -2 with an exception set. */
+static Py_ssize_t find_name(PyObject *names, PyObject *name, Py_ssize_t lo, Py_ssize_t hi) {
+    for (Py_ssize_t i = lo; i < hi; i++) {
+        if (PyTuple_GET_ITEM(names, i) == name) {
+            return i;
+        }
+    }
+    for (Py_ssize_t i = lo; i < hi; i++) {
+        int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(names, i), name, Py_EQ);
+        if (eq != 0) {
+            return eq < 0 ? -2 : i;
+        }
+    }
+    return -1;
+}
+
+/* What fh_entry_locals(f)[name] would be, without building the dict: a new reference,
+ * or NULL with KeyError when the name is not bound at entry. */
+static PyObject *entry_value(PyObject *value, PyObject *name) {
+    if (value == NULL) {
+        PyErr_SetObject(PyExc_KeyError, name);
+        return NULL;
+    }
+    return Py_NewRef(value);
+}
+
 #if FH_PY311
 PyObject *fh_entry_locals(fh_frame *f) {
     PyCodeObject *co = fh_frame_code(f);
@@ -43,6 +70,27 @@ PyObject *fh_entry_locals(fh_frame *f) {
 fail:
     Py_DECREF(dict);
     return NULL;
+}
+PyObject *fh_entry_local(fh_frame *f, PyObject *name) {
+    PyCodeObject *co = fh_frame_code(f);
+    PyObject *names = co->co_localsplusnames;
+    Py_ssize_t i = find_name(names, name, 0, fh_code_nargs(co));
+    if (i >= 0) {
+        return entry_value(fh_frame_slot(f, (int)i), name);
+    }
+    int base = co->co_nlocalsplus - co->co_nfreevars;
+    if (i == -1 && co->co_nfreevars > 0) {
+        i = find_name(names, name, base, co->co_nlocalsplus);
+        if (i >= 0) {
+            PyFunctionObject *fn = (PyFunctionObject *)fh_frame_function(f);
+            PyObject *closure = fn ? fn->func_closure : NULL;
+            if (closure == NULL || !PyTuple_Check(closure) || PyTuple_GET_SIZE(closure) != co->co_nfreevars) {
+                return entry_value(NULL, name); /* as fh_entry_locals: not in the dict */
+            }
+            return entry_value(PyCell_GET(PyTuple_GET_ITEM(closure, i - base)), name);
+        }
+    }
+    return i == -2 ? NULL : entry_value(NULL, name);
 }
 #else
 /* 3.9/3.10: an argument that is also a cell variable was moved into its cell (and its
@@ -86,6 +134,22 @@ PyObject *fh_entry_locals(fh_frame *f) {
 fail:
     Py_DECREF(dict);
     return NULL;
+}
+PyObject *fh_entry_local(fh_frame *f, PyObject *name) {
+    PyCodeObject *co = f->f_code;
+    Py_ssize_t i = find_name(co->co_varnames, name, 0, fh_code_nargs(co));
+    if (i >= 0) {
+        return entry_value(fh_frame_arg_value(f, (int)i), name);
+    }
+    Py_ssize_t nfree = PyTuple_GET_SIZE(co->co_freevars);
+    if (i == -1 && nfree > 0) {
+        i = find_name(co->co_freevars, name, 0, nfree);
+        if (i >= 0) {
+            PyObject *cell = f->f_localsplus[co->co_nlocals + PyTuple_GET_SIZE(co->co_cellvars) + i];
+            return entry_value(cell ? PyCell_GET(cell) : NULL, name);
+        }
+    }
+    return i == -2 ? NULL : entry_value(NULL, name);
 }
 #endif
 

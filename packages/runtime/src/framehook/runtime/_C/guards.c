@@ -119,6 +119,14 @@ typedef struct {
 
 #define STACK_VALUES 64
 
+/* Where ("local", name) steps read: the mapping a caller passed (checker(f_locals)) or,
+ * on the runtime's cache-hit path, the fresh frame itself, so that no locals dict is
+ * built per call. */
+typedef struct {
+    PyObject *mapping; /* borrowed; NULL: read the frame */
+    fh_frame *frame;
+} fh_locals_src;
+
 /* ---- evaluation -------------------------------------------------------------------- */
 /* A guard's failure to evaluate: Exceptions make the guard fail (returns 0), anything
  * else propagates (returns -1). */
@@ -148,7 +156,7 @@ static PyObject *get_item(PyObject *mapping, PyObject *key) {
     return Py_NewRef(v);
 }
 
-static int eval_node(fh_GuardChecker *self, PyObject *locals, PyObject **vals, int i) {
+static int eval_node(fh_GuardChecker *self, const fh_locals_src *locals, PyObject **vals, int i) {
     if (vals[i] != NULL) {
         return 0;
     }
@@ -162,10 +170,11 @@ static int eval_node(fh_GuardChecker *self, PyObject *locals, PyObject **vals, i
     }
     switch (nd->op) {
     case OP_LOCAL:
-    case OP_GLOBAL: {
-        v = get_item(nd->op == OP_LOCAL ? locals : self->globals, nd->arg);
+        v = locals->mapping ? get_item(locals->mapping, nd->arg) : fh_entry_local(locals->frame, nd->arg);
         break;
-    }
+    case OP_GLOBAL:
+        v = get_item(self->globals, nd->arg);
+        break;
     case OP_ATTR:
         v = PyObject_GetAttr(base, nd->arg);
         break;
@@ -284,7 +293,7 @@ static int check_ndarray(fh_guard *g, PyObject *v) {
 }
 
 /* 1 pass, 0 fail, -1 error (exception set). */
-static int check_guard(fh_GuardChecker *self, fh_guard *g, PyObject *locals, PyObject **vals) {
+static int check_guard(fh_GuardChecker *self, fh_guard *g, const fh_locals_src *locals, PyObject **vals) {
     PyObject *v = NULL;
     if (g->node >= 0) {
         if (eval_node(self, locals, vals, g->node) < 0) {
@@ -353,7 +362,7 @@ static int check_guard(fh_GuardChecker *self, fh_guard *g, PyObject *locals, PyO
 }
 
 /* Index of the first failing guard, n_guards when all pass, -1 with an exception set. */
-static Py_ssize_t run(fh_GuardChecker *self, PyObject *locals) {
+static Py_ssize_t run(fh_GuardChecker *self, const fh_locals_src *locals) {
     if (self->cleared) {
         PyErr_SetString(PyExc_RuntimeError, "GuardChecker: called after it was cleared by the garbage collector");
         return -1;
@@ -400,15 +409,24 @@ static PyObject *checker_vectorcall(PyObject *callable, PyObject *const *args, s
         return NULL;
     }
     fh_GuardChecker *self = (fh_GuardChecker *)callable;
-    Py_ssize_t i = run(self, args[0]);
+    fh_locals_src src = {args[0], NULL};
+    Py_ssize_t i = run(self, &src);
     if (i < 0) {
         return NULL;
     }
     return Py_NewRef(i == self->n_guards ? Py_True : Py_False);
 }
 
+int fh_guard_checker_check_frame(PyObject *checker, fh_frame *f) {
+    fh_GuardChecker *self = (fh_GuardChecker *)checker;
+    fh_locals_src src = {NULL, f};
+    Py_ssize_t i = run(self, &src);
+    return i < 0 ? -1 : i == self->n_guards;
+}
+
 static PyObject *checker_first_failure(fh_GuardChecker *self, PyObject *locals) {
-    Py_ssize_t i = run(self, locals);
+    fh_locals_src src = {locals, NULL};
+    Py_ssize_t i = run(self, &src);
     if (i < 0) {
         return NULL;
     }

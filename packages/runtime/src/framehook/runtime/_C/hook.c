@@ -141,14 +141,27 @@ PyObject *fh_get_callback(void) {
 }
 
 /* ---- lookup ---------------------------------------------------------------- */
-static void report_guard_error(PyObject *check_fn, PyCodeObject *co, PyObject *locals, int index, int last) {
+/* The entry locals dict, built on first need: GuardCheckers read the frame directly, so a
+ * hit through them builds none. Borrowed from *locals, NULL with an exception. */
+static PyObject *entry_locals(fh_frame *f, PyObject **locals) {
+    if (*locals == NULL) {
+        *locals = fh_entry_locals(f);
+    }
+    return *locals;
+}
+
+static void report_guard_error(PyObject *check_fn, PyCodeObject *co, fh_frame *f, PyObject **locals, int index,
+                               int last) {
     if (fh_guard_error_hook == NULL) {
         return;
     }
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
-    PyObject *r = PyObject_CallFunction(fh_guard_error_hook, "OOOiO", check_fn, (PyObject *)co, locals, index,
-                                        last ? Py_True : Py_False);
+    PyObject *r = NULL;
+    if (entry_locals(f, locals) != NULL) {
+        r = PyObject_CallFunction(fh_guard_error_hook, "OOOiO", check_fn, (PyObject *)co, *locals, index,
+                                  last ? Py_True : Py_False);
+    }
     if (r == NULL) {
         PyErr_WriteUnraisable(fh_guard_error_hook);
     }
@@ -156,8 +169,23 @@ static void report_guard_error(PyObject *check_fn, PyCodeObject *co, PyObject *l
     PyErr_Restore(type, value, tb);
 }
 
-/* Finds the first entry whose guard accepts `locals`. Returns -1 if a guard raised. */
-static int lookup(fh_extra *ex, PyCodeObject *co, PyObject *locals, fh_entry **hit) {
+/* check_fn(entry locals) as a truth value: 1, 0, or -1 with an exception set. */
+static int check(PyObject *check_fn, fh_frame *f, PyObject **locals) {
+    if (Py_IS_TYPE(check_fn, &fh_GuardChecker_Type)) {
+        return fh_guard_checker_check_frame(check_fn, f);
+    }
+    if (entry_locals(f, locals) == NULL) {
+        return -1;
+    }
+    PyObject *r = PyObject_CallOneArg(check_fn, *locals);
+    int truth = r ? PyObject_IsTrue(r) : -1;
+    Py_XDECREF(r);
+    return truth;
+}
+
+/* Finds the first entry whose guard accepts the frame's entry locals (*locals is the
+ * dict if one was needed, for the caller to release). Returns -1 if a guard raised. */
+static int lookup(fh_extra *ex, PyCodeObject *co, fh_frame *f, PyObject **locals, fh_entry **hit) {
     *hit = NULL;
     if (ex == NULL) {
         return 0;
@@ -168,11 +196,9 @@ static int lookup(fh_extra *ex, PyCodeObject *co, PyObject *locals, fh_entry **h
         unsigned long epoch = ex->epoch;
         int last = e->next == NULL;
         PyObject *check_fn = Py_NewRef(e->check_fn);
-        PyObject *r = PyObject_CallOneArg(check_fn, locals);
-        int truth = r ? PyObject_IsTrue(r) : -1;
-        Py_XDECREF(r);
+        int truth = check(check_fn, f, locals);
         if (truth < 0) {
-            report_guard_error(check_fn, co, locals, index, last);
+            report_guard_error(check_fn, co, f, locals, index, last);
             Py_DECREF(check_fn);
             return -1;
         }
@@ -290,13 +316,15 @@ static FH_NOINLINE PyObject *choose(fh_thread *t, PyThreadState *ts, fh_frame *f
     if (!fh_trace_callbacks) {
         fh_suspend_tracing(ts);
     }
-    PyObject *locals = fh_entry_locals(f);
-    if (locals != NULL && lookup(ex, co, locals, &hit) == 0) {
+    PyObject *locals = NULL;
+    if (lookup(ex, co, f, &locals, &hit) == 0) {
         if (hit != NULL) {
             code = Py_NewRef(hit->code);
         }
         else if (callback != Py_False) {
-            code = ask_callback(ts, f, co, callback, locals);
+            if (entry_locals(f, &locals) != NULL) {
+                code = ask_callback(ts, f, co, callback, locals);
+            }
         }
         else {
             code = Py_NewRef(Py_None); /* run-only miss */

@@ -53,10 +53,14 @@ int fh_types_init(PyObject *module);
 PyObject *fh_entry_info(fh_entry *entry); /* new CacheEntryInfo */
 extern PyTypeObject fh_GuardChecker_Type;  /* guards.c */
 int fh_guard_checker_ready(void);          /* PyType_Ready with its KINDS attribute */
+/* checker(fh_entry_locals(f)) read from the frame itself: 1 pass, 0 fail, -1 error */
+int fh_guard_checker_check_frame(PyObject *checker, fh_frame *f);
 
 /* ---- frame view and entry locals (frameview.c) ----------------------------- */
 extern PyTypeObject fh_FrameView_Type;
 PyObject *fh_entry_locals(fh_frame *f);                            /* new dict */
+/* fh_entry_locals(f)[name] without the dict: new ref, or NULL with KeyError/another error */
+PyObject *fh_entry_local(fh_frame *f, PyObject *name);
 PyObject *fh_frameview_new(PyThreadState *ts, fh_frame *f, PyObject *locals);
 void fh_frameview_release(PyObject *view);                          /* invalidates it */
 

@@ -96,9 +96,16 @@ _TABLE = [
               "a user function could not be inlined (a generator or coroutine function, recursion deeper "
               "than the inlining limit, arguments that do not bind)",
               "call it outside the optimized function, or decorate it separately"),
-    BreakKind("FH015", "instruction budget exhausted",
-              "tracing executed more instructions than config.max_traced_instructions (a long `while` loop)",
-              "raise config.max_traced_instructions or vectorize the loop"),
+    BreakKind("FH015", "trace budget exhausted",
+              "one trace did more work than its budget allows, so that a trace that cannot finish (a loop "
+              "nest unrolled until a limit, a long `while` loop) costs little: more instructions than "
+              "config.max_traced_instructions, more graph operations than config.max_traced_ops (unrolled "
+              "iterations and loop-capture attempts count), or more wall time than config.max_trace_seconds; "
+              "the reason names the budget. In straight-line code the graph so far runs and the rest resumes "
+              "in a new graph; inside a loop the loop runs in Python, and the function is not traced again "
+              "(a later call that misses the cache runs it unmodified)",
+              "vectorize the loop, move it into a function of its own, or raise the budget the reason names "
+              "(`config.patch(max_traced_ops=...)`)"),
 ]
 
 BREAKS: Dict[str, BreakKind] = {k.code: k for k in _TABLE}

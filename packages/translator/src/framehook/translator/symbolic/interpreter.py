@@ -169,9 +169,7 @@ class FrameTracer:
                 self.ip += 1
                 if inst.lineno is not None:
                     self.lineno = inst.lineno
-                tracer.instructions += 1
-                if tracer.instructions > config.max_traced_instructions:
-                    raise self.brk("FH015", f"more than {config.max_traced_instructions} instructions traced")
+                tracer.count_instruction()   # the trace budget (FH015)
                 if inst.exn_tab_entry is not None and inst.exn_tab_entry.target.opname == "PUSH_EXC_INFO" \
                         and not errstate.allowed(self, inst.exn_tab_entry):
                     raise self.brk("FH007", "code inside a try or with block")

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import operator
 import sys
+import time
 import types
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..config import config
 from ..graph import ArrayMeta, Graph, ScalarMeta, SymDim, TupleMeta
 from ..guards import GuardKind
 from ..sources import AttrSource, ClosureCellSource, IndexSource, ItemSource, Source
@@ -52,7 +54,13 @@ class Tracer:
         self.by_source: Dict[Source, V] = {}
         self.inputs: Dict[Any, Source] = {}        # placeholder node -> source
         self.first_source_of: Dict[int, Tuple[Source, V]] = {}
+        # the trace budget (config.max_traced_*, max_trace_seconds), read once per trace
         self.instructions = 0
+        self.ops = 0
+        self.max_instructions = config.max_traced_instructions
+        self.max_ops = config.max_traced_ops
+        self.max_seconds = config.max_trace_seconds
+        self.deadline = None if self.max_seconds is None else time.perf_counter() + self.max_seconds
         self.current: Optional[FrameTracer] = None
         self.keepalive: List[Any] = []
         self.dynamic_dims: Callable[[Source, np.ndarray], Tuple[int, ...]] = lambda source, value: ()
@@ -318,6 +326,31 @@ class Tracer:
             todo.extend(n.inputs())
         return sorted(set(found))
 
+    # ------------------------------------------------------------ the budget
+    # A trace that cannot finish (a loop nest that unrolls until a limit, say) should cost
+    # little: past any budget it stops with FH015, whose reason names the setting. Counts are
+    # never reset within a trace, so a budget break swallowed by a loop-capture attempt
+    # recurs at the next instruction.
+    def count_instruction(self) -> None:
+        self.instructions += 1
+        if self.instructions > self.max_instructions:
+            raise self.brk("FH015", f"config.max_traced_instructions exhausted: more than {self.max_instructions} "
+                                    "instructions traced")
+        if not self.instructions & 63:   # the clock costs more than an instruction count
+            self.check_deadline()
+
+    def count_op(self) -> None:
+        self.ops += 1
+        if self.ops > self.max_ops:
+            raise self.brk("FH015", f"config.max_traced_ops exhausted: more than {self.max_ops} graph operations "
+                                    "traced")
+        self.check_deadline()
+
+    def check_deadline(self) -> None:
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise self.brk("FH015", f"config.max_trace_seconds exhausted: tracing took more than "
+                                    f"{self.max_seconds} s")
+
     # ------------------------------------------------------------ errors
     def brk(self, code: str, reason: str) -> GraphBreak:
         e = GraphBreak(code, reason)
@@ -373,6 +406,7 @@ class Tracer:
         """Add a call (or method call) node; its metadata comes from running it on proxies.
         ``sized``: a graph int decides the result's shape (a size argument, a slice bound),
         so its dimensions are symbolic."""
+        self.count_op()
         kwargs = {k: self.as_plain(a, True) for k, a in (kwargs or {}).items()}
         args = [self.as_plain(a, True) for a in args]
         label = name or (f".{method}" if method else nps.numpy_name(target))

@@ -6,6 +6,7 @@ function (``resume.py``); when that is not possible the frame keeps its original
 guarded on the types of its arguments. The break is reported either way."""
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import types
@@ -14,8 +15,11 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from .. import logs as fh_logging
 from ..bytecode import Codegen, ControlFlow, Positions, decode, prefix_length, transform_code_object
+from ..config import config
 from ..contexts import CompileContext, TracingContext
+from ..exc import SkipFrame
 from ..graph import Graph
 from ..guards import GuardKind
 from ..sources import LocalSource, Source
@@ -23,13 +27,15 @@ from ..translator import InstructionTranslatorBase, MinimalTranslator, Translati
 from .breaks import CannotResume, GraphBreak
 from .interpreter import FrameTracer, StopTrace
 from .rebuild import Rebuilder
-from .resume import BreakPlan, BreakSite, break_site, emit_break, is_resume_code, statement_site
+from .resume import BreakPlan, BreakSite, break_site, emit_break, frame_label, is_resume_code, statement_site
 from .tracer import Tracer
 from .values import Cell, Const, DictV, Lazy, ListV, ObjV, Tensor, TupleV, V
 
 __all__ = ["SymbolicTranslator", "FrameReport", "add_observer", "remove_observer", "make_output_code"]
 
 _local = threading.local()
+_breaks_log = fh_logging.get_logger("graph_breaks")
+_GAVE_UP = "trace_gave_up"    # frame_state key: the reason a trace of this code gave up
 
 
 @dataclass
@@ -89,11 +95,16 @@ class SymbolicTranslator(InstructionTranslatorBase):
     """Captures the whole frame into one graph, or falls back to the original code."""
 
     def run(self) -> TranslationOutput:
+        gave_up = self.frame_state.get(_GAVE_UP)
+        if gave_up is not None and not self.one_graph:   # nopython=True still traces and raises
+            # a trace of this code already ran out of budget with nothing to show: no retrace
+            raise SkipFrame(f"an earlier translation gave up: {gave_up}")
         tctx = TracingContext.get()
         before = tctx.guards_context.copy_graphstate()
         start = time.perf_counter()
         compile_id = CompileContext.current_compile_id()
         report = FrameReport(self.frame.code, compile_id=str(compile_id) if compile_id is not None else None)
+        self.whole_statement = False
         try:
             out = self.capture(report)
         except GraphBreak as e:
@@ -108,6 +119,9 @@ class SymbolicTranslator(InstructionTranslatorBase):
                 tctx.guards_context.restore_graphstate(before)
                 out = self.fallback()
                 out.notes.append(str(e))
+            if _gave_up(e) and (out.code is None or self.whole_statement):
+                self.frame_state[_GAVE_UP] = e.reason
+            _log_break(report, e, self.whole_statement)
         report.compile_time = time.perf_counter() - start
         report.guards = [g.describe() for g in tctx.guards_context.guards.sorted()]
         for fn in list(_observers()):
@@ -132,6 +146,7 @@ class SymbolicTranslator(InstructionTranslatorBase):
             except CannotResume:
                 # run the whole statement holding it (a loop, a try/with block) in Python
                 site = statement_site(code, flow.insts, e.break_index, flow)
+                self.whole_statement = True
             return self.capture(report, stop_at=site)
         except (CannotResume, GraphBreak) as why:
             report.resume_failure = str(why)
@@ -174,7 +189,11 @@ class SymbolicTranslator(InstructionTranslatorBase):
             except StopTrace:
                 return self.output_at_break(tracer, root, stop_at, report)
             raise CannotResume("the trace did not reach the break again")   # pragma: no cover - deterministic
-        result = root.run()
+        try:
+            result = root.run()
+        except GraphBreak as e:
+            e.unrolled = sum(root.loop_counts.values())   # loop iterations traced before it (a give-up?)
+            raise
         if tracer.side_effects:
             tracer.current = root   # errors name the frame's return line
             try:
@@ -326,6 +345,31 @@ class SymbolicTranslator(InstructionTranslatorBase):
             else:
                 self.add_guard(source.make_guard(GuardKind.TYPE_MATCH))
         return TranslationOutput(code=None)
+
+
+def _gave_up(e: GraphBreak) -> bool:
+    """Did the trace spend its work for nothing: the trace budget ran out (FH015), or a loop
+    was unrolled up to config.max_unrolled_iterations (FH010 after unrolling, not the FH010
+    of a loop refused before its first iteration, which costs nothing to find again)?"""
+    if e.code == "FH015":
+        return True
+    return e.code == "FH010" and getattr(e, "unrolled", 0) >= config.max_unrolled_iterations
+
+
+def _log_break(report: FrameReport, e: GraphBreak, whole_statement: bool) -> None:
+    """One line per break under FRAMEHOOK_LOGS=graph_breaks: code, frame, location, reason
+    and what runs instead."""
+    if not _breaks_log.isEnabledFor(logging.INFO):
+        return
+    where = f"{e.filename}:{e.lineno}" if e.filename else "an unknown location"
+    if report.resume_failure:
+        then = f"the frame runs unmodified ({report.resume_failure})"
+    elif whole_statement:
+        then = "the statement holding it runs in Python, then the rest resumes"
+    else:
+        then = "the rest resumes after it"
+    _breaks_log.info("graph break %s (%s) in %s at %s: %s; %s", e.code, e.kind.title,
+                     frame_label(report.code), where, e.reason, then)
 
 
 def _value_of(source: Source, f_locals: Dict[str, Any], f_globals: Dict[str, Any]) -> Any:
