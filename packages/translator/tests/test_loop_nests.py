@@ -152,6 +152,19 @@ def test_graph_size_does_not_grow_with_the_matrix():
     assert sum(unrolled.ops_per_graph[0].values()) > 3 * sum(small.ops_per_graph[0].values())
 
 
+def test_large_nests_stay_inside_the_trace_budget():
+    # unrolled, a 100x100 nest records thousands of operations and gives up (FH015);
+    # captured, it is the same few dozen operations as a small one
+    m = RNG.standard_normal((100, 100))
+    a = m @ m.T + 100 * np.eye(100)
+    for fn, args in ((cholesky, (a,)), (gram_schmidt, (m,))):
+        out = ft.explain(fn)(*args)
+        assert out.graph_count == 1 and out.graph_break_count == 0, str(out)
+        assert sum(out.ops_per_graph[0].values()) < config.max_traced_ops / 5, str(out)
+        assert graph_bounded(out.graphs[0])
+        assert_same(out.result, fn(*args))
+
+
 def test_generated_code_is_a_nest_with_variable_bounds():
     out = ft.explain(lower_sums)(V)
     code = out.graphs[0].python_code()
