@@ -253,7 +253,7 @@ def grows(x):
 
 
 @pytest.mark.parametrize("fn,args,why", [
-    (breaks_on_count, (np.arange(40.0), 1.0), "FH002 in the body"),
+    (breaks_on_count, (np.arange(40.0), 1.0), "a second exit from the loop"),
     (prints, (np.arange(5.0),), "FH005"),
     (grows, (np.ones(3),), "changes from"),
 ], ids=["break", "body_breaks", "grows"])

@@ -785,8 +785,10 @@ def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -
         return False   # an if, not a loop
     entry, repeat_when, exit_ = shapes[0]
     while region is not None:   # a second exit of a while loop being captured: not a loop of its own
-        if isinstance(region, _WhileRegion) and (region.jump == k or (heads[entry] - heads[exit_]) & region.cycles):
+        if isinstance(region, _WhileRegion) and region.jump == k:
             return False
+        if isinstance(region, _WhileRegion) and (heads[entry] - heads[exit_]) & region.cycles:
+            raise LoopAbort("a second exit from the loop on a graph value (a break, or `and`/`or` in its condition)")
         region = region.outer
     note = LoopNote(frame.code.co_filename, frame.lineno, None, False, kind="while")
     try:
