@@ -665,8 +665,9 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
 # the same place (the same jump, or the compiler's copy at the bottom): each iteration runs
 # the body and computes the next condition, so the loop node carries the condition with the
 # values, and the generated code tests it each time round (``while c: ...``).
-_TRIVIAL = frozenset({"NOP", "NOT_TAKEN", "JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD",
-                      "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_NO_INTERRUPT"})
+_NO_OPS = frozenset({"NOP", "NOT_TAKEN"})
+_JUMPS = frozenset({"JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP",
+                    "JUMP_NO_INTERRUPT"})
 
 
 class _WhileDone(Exception):
@@ -688,12 +689,14 @@ def _jump_sense(inst: Any) -> Optional[bool]:
 
 def _settle(frame: "FrameTracer", k: int) -> int:
     """Where control really goes from ``k``: past no-ops and unconditional jumps."""
-    for _ in range(8):
+    for _ in range(8):   # a chain of jumps is short; a cycle of them is not followed for ever
         inst = frame.insts[k]
-        if inst.opname not in _TRIVIAL:
+        if inst.opname in _NO_OPS:
+            k += 1
+        elif inst.opname in _JUMPS and inst.target is not None:
+            k = frame.flow.index_of(inst.target)
+        else:
             return k
-        k = frame.flow.index_of(inst.target) if inst.target is not None and inst.opname != "NOP" \
-            and inst.opname != "NOT_TAKEN" else k + 1
     return k
 
 
