@@ -10,10 +10,10 @@
     Interpreter(g).run(np.ones(3))   # node by node
 """
 from .ir import Graph, Location, Node, NodeKind
-from .loop import Loop, is_loop
+from .loop import Loop, WhileLoop, is_loop
 from .meta import ArrayMeta, ScalarMeta, SymDim, TupleMeta, format_shape
 from .codegen import GraphCodegenError, python_code, compile_graph
 from .interpreter import Interpreter
 
-__all__ = ["Graph", "Location", "Node", "NodeKind", "Loop", "is_loop", "ArrayMeta", "ScalarMeta", "TupleMeta", "SymDim",
+__all__ = ["Graph", "Location", "Node", "NodeKind", "Loop", "WhileLoop", "is_loop", "ArrayMeta", "ScalarMeta", "TupleMeta", "SymDim",
            "format_shape", "GraphCodegenError", "python_code", "compile_graph", "Interpreter"]

@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..bytecode.linetable import relocate
 from .ir import Graph, Node, NodeKind, target_name
-from .loop import is_loop
+from .loop import WhileLoop, is_loop
 
 __all__ = ["GraphCodegenError", "python_code", "compile_graph", "render_arg", "BINARY_OPS", "UNARY_OPS",
            "INPLACE_OPS"]
@@ -194,13 +194,33 @@ def _loop_statements(node: Node, names: _Names, where: _Where) -> _Lines:
     start, stop, step, carried, invariants = node.args
     lines = [(f"{names.var(ph)} = {render_arg(arg, names)}", line)
              for ph, arg in zip(loop.carried + loop.invariants, list(carried) + list(invariants))]
-    lines.append((f"for {names.var(loop.index)} in range({start!r}, {stop!r}, {step!r}):", line))
+    bounds = ", ".join(render_arg(b, names) for b in (start, stop, step))
+    lines.append((f"for {names.var(loop.index)} in range({bounds}):", line))
     body = _body_lines(loop.body, names, where)
     out = loop.body.output_node.args[0]
     if loop.carried:
         targets = ", ".join(names.var(ph) for ph in loop.carried)
         body.append((f"{targets}, = {render_arg(out, names)}", None))
     lines += [(f"    {text}", at) for text, at in body or [("pass", None)]]
+    result = ", ".join(names.var(ph) for ph in loop.carried)
+    lines.append((f"{names.var(node)} = ({result}{',' if loop.carried else ''})", line))
+    return lines
+
+
+def _while_statements(node: Node, names: _Names, where: _Where) -> _Lines:
+    """A while-loop node as a Python ``while`` loop testing the carried condition."""
+    loop = node.target
+    line = where(node)
+    cond, carried, invariants = node.args
+    heads = [loop.condition] + loop.carried + loop.invariants
+    lines = [(f"{names.var(ph)} = {render_arg(arg, names)}", line)
+             for ph, arg in zip(heads, [cond] + list(carried) + list(invariants))]
+    test = names.var(loop.condition)
+    lines.append((f"while {test if loop.repeat_when else 'not ' + test}:", line))
+    body = _body_lines(loop.body, names, where)
+    targets = ", ".join(names.var(ph) for ph in loop.carried + [loop.condition])
+    body.append((f"{targets}, = {render_arg(loop.body.output_node.args[0], names)}", None))
+    lines += [(f"    {text}", at) for text, at in body]
     result = ", ".join(names.var(ph) for ph in loop.carried)
     lines.append((f"{names.var(node)} = ({result}{',' if loop.carried else ''})", line))
     return lines
@@ -236,6 +256,8 @@ def _statement(node: Node, names: _Names, where: _Where, line: Optional[int]) ->
     var = names.var(node)
     target = node.target
     if node.kind is NodeKind.CALL and not node.kwargs:
+        if type(target) is WhileLoop and len(a) == 3:
+            return _while_statements(node, names, where)
         if is_loop(target) and len(a) == 5:
             return _loop_statements(node, names, where)
         params = [render_arg(x, names) for x in a]

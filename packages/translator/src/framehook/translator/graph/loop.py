@@ -5,9 +5,16 @@ value of ``range(start, stop, step)``. The body's placeholders are, in order, th
 index, the loop-carried values and the loop invariants; its output is the tuple of the
 carried values for the next iteration. The node's arguments are
 ``(start, stop, step, carried_in, invariants)`` and its value is the tuple of carried
-values after the last iteration. Code generation writes the body inline as a Python
-``for`` loop, so a captured 100-step loop is one loop in the generated code, not 100
-copies of its body.
+values after the last iteration. ``start`` and ``stop`` are ints or graph ints (nodes: a
+bound computed from an enclosing loop's index, ``range(i + 1, n)``); ``step`` is an int.
+Code generation writes the body inline as a Python ``for`` loop, so a captured 100-step
+loop is one loop in the generated code, not 100 copies of its body.
+
+A while-loop node's target is a ``WhileLoop``: its body's placeholders are the condition
+(unused by the body), the carried values and the invariants; its output is the carried
+values then the next condition. The node's arguments are ``(cond_in, carried_in,
+invariants)``: the body runs while ``bool(cond)`` is ``repeat_when``, testing each new
+condition as the user's ``while`` does (code generation writes ``while c:``).
 """
 from __future__ import annotations
 
@@ -15,7 +22,7 @@ from typing import Any, List, Tuple
 
 from .ir import Graph, Node, NodeKind, may_raise
 
-__all__ = ["Loop", "is_loop"]
+__all__ = ["Loop", "WhileLoop", "is_loop"]
 
 
 class Loop:
@@ -66,6 +73,59 @@ class Loop:
         return f"<loop over {self.body!r}>"
 
 
+class WhileLoop:
+    """The target of a while-loop node (callable, like ``Loop``)."""
+
+    graph_target_name = "while_loop"
+    __name__ = "while_loop"
+
+    def __init__(self, body: Graph, n_carried: int, repeat_when: bool = True) -> None:
+        if body.output_node is None:
+            raise ValueError("a while-loop body needs its output node")
+        if len(body.placeholders) < 1 + n_carried:
+            raise ValueError(f"a while-loop body needs a condition and {n_carried} carried inputs, "
+                             f"it has {len(body.placeholders)} placeholders")
+        out = body.output_node.args[0]
+        if type(out) is not tuple or len(out) != n_carried + 1:
+            raise ValueError(f"a while-loop body must output a tuple of its {n_carried} carried values "
+                             "and the next condition")
+        if type(repeat_when) is not bool:
+            raise TypeError(f"repeat_when must be a bool, got {type(repeat_when).__name__}")
+        self.body = body
+        self.n_carried = n_carried
+        self.repeat_when = repeat_when
+
+    @property
+    def condition(self) -> Node:
+        return self.body.placeholders[0]
+
+    @property
+    def carried(self) -> List[Node]:
+        return self.body.placeholders[1:1 + self.n_carried]
+
+    @property
+    def invariants(self) -> List[Node]:
+        return self.body.placeholders[1 + self.n_carried:]
+
+    @property
+    def impure(self) -> bool:
+        """Always: testing the condition may raise, and the loop may never end."""
+        return True
+
+    def __call__(self, cond: Any, carried: Tuple[Any, ...], invariants: Tuple[Any, ...]) -> Tuple[Any, ...]:
+        forward = self.body.forward
+        values = tuple(carried)
+        when = self.repeat_when
+        while (True if cond else False) is when:
+            *head, cond = forward(cond, *values, *invariants)
+            values = tuple(head)
+        return values
+
+    def __repr__(self) -> str:
+        return f"<while loop over {self.body!r}>"
+
+
 def is_loop(target: Any) -> bool:
-    return type(target) is Loop
+    """A for-loop or while-loop node's target."""
+    return type(target) is Loop or type(target) is WhileLoop
 

@@ -27,7 +27,9 @@ _TABLE = [
               "move the construct (e.g. a generator, an async construct, `del` of a global) out of the "
               "optimized function"),
     BreakKind("FH002", "data-dependent control flow",
-              "a branch (`if`, `while`, `and`/`or`, an assert) depends on the contents of an array",
+              "a branch (`if`, `while`, `and`/`or`, an assert) depends on the contents of an array; a `while` "
+              "loop whose condition is a 0-d array, a numpy scalar or a graph number is captured as a "
+              "while-loop node instead, and breaks here (saying why) only when its body cannot be captured",
               "compute both sides and select with `np.where`, or move the decision out of the function"),
     BreakKind("FH003", "call to an unsupported callable",
               "the function calls something the translator cannot look into (a C function outside numpy, "

@@ -12,6 +12,7 @@ import numpy as np
 from ..graph import ArrayMeta
 from . import errstate
 from . import numpy_support as nps
+from .loops import symbolic_range
 from .values import Const, DictV, FuncV, IterV, ListV, MethodV, ObjV, Tensor, TupleV, V, flatten
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -136,6 +137,12 @@ def _make_pure(fn: Any) -> Handler:
 
 for _fn in (range, slice, str, repr, round, divmod, pow, hash, chr, ord, bin, hex, oct, callable, any, all, format):
     _BUILTINS[_fn] = _make_pure(_fn)
+
+
+@_builtin(range)
+def _range(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+    sym = symbolic_range(fr, args, kwargs)   # bounds from a loop index: a loop node's bounds
+    return sym if sym is not None else _fold(fr, range, args, kwargs)
 
 
 def _make_convert(fn: type) -> Handler:

@@ -30,7 +30,7 @@ from ..sources import AttrSource, GlobalSource, ItemSource, Source
 from . import errstate
 from . import numpy_support as nps
 from .breaks import GraphBreak
-from .loops import LoopAbort, capture_loop, left_body
+from .loops import LoopAbort, SymIter, SymRange, capture_loop, capture_while, left_body
 from .side_effects import plain_attribute
 from .tracer import Tracer
 from .values import NULL, Cell, CellContents, CellV, Const, DictV, FuncV, IterV, Lazy, ListV, MethodV, ObjV, SliceV, Tensor, TupleV, V, flatten
@@ -121,7 +121,7 @@ class FrameTracer:
         self.kw_names: Optional[Tuple[str, ...]] = None
         self.loop_counts: Dict[int, int] = {}
         self.loop_failed: set = set()     # FOR_ITER instructions whose loop could not be captured
-        self.body_range: Optional[Tuple[int, int]] = None   # (FOR_ITER index, exit index) while capturing
+        self.body_range: Any = None   # the instructions of the loop body being captured (loops.py)
         self.cur_index = 0
         self.parent: Optional[FrameTracer] = None   # the frame whose call is being inlined here
 
@@ -162,7 +162,7 @@ class FrameTracer:
             while True:
                 if self.depth == 0 and self.ip == tracer.stop_at:
                     raise StopTrace(self)
-                if self.body_range is not None and not self.body_range[0] < self.ip < self.body_range[1]:
+                if self.body_range is not None and not self.body_range.admits(self.ip):
                     raise left_body(self)
                 self.cur_index = self.ip
                 inst = self.insts[self.ip]
@@ -648,7 +648,9 @@ class FrameTracer:
         self.push(Const(not self.truth(self.pop())))
 
     def op_TO_BOOL(self, inst: Any) -> None:
-        self.push(Const(self.truth(self.pop())))
+        v = self.jump_truth(self.pop())
+        if v is not NULL:
+            self.push(v)
 
     def op_CALL_INTRINSIC_1(self, inst: Any) -> None:
         if inst.argrepr == "INTRINSIC_UNARY_POSITIVE":
@@ -666,7 +668,9 @@ class FrameTracer:
                 isinstance(side, Tensor) and side.is_array for side in (a, b)):
             # ``n > 1`` on a dynamic dimension: a graph bool (a branch on it breaks)
             result = self.binary(op, a, b)
-            self.push(Const(self.truth(result)) if inst.to_bool else result)
+            result = self.jump_truth(result) if inst.to_bool else result
+            if result is not NULL:
+                self.push(result)
             return
         # Python numbers that entered the graph are specialized when compared
         for side in (a, b):
@@ -679,8 +683,9 @@ class FrameTracer:
             b2 = b if not isinstance(b, Tensor) else Const(self.const_of(b))
             result = self.binary(op, a2, b2)
         if inst.to_bool:
-            result = Const(self.truth(result))
-        self.push(result)
+            result = self.jump_truth(result)
+        if result is not NULL:
+            self.push(result)
 
     def op_IS_OP(self, inst: Any) -> None:
         b = self.pop()
@@ -975,8 +980,26 @@ class FrameTracer:
     op_JUMP_ABSOLUTE = op_JUMP_BACKWARD = op_JUMP_BACKWARD_NO_INTERRUPT = op_JUMP = op_JUMP_FORWARD
 
     def _pop_jump(self, inst: Any, when: bool) -> None:
-        if self.truth(self.pop()) == when:
+        v = self.pop()
+        try:
+            taken = self.truth(v) == when
+        except GraphBreak as e:
+            if capture_while(self, inst, v, e):   # the condition of a while loop: captured whole
+                return
+            raise
+        if taken:
             self.jump(inst)
+
+    def jump_truth(self, v: V) -> V:
+        """``bool(v)`` for the conditional jump that follows (TO_BOOL, COMPARE_OP's bool()):
+        a graph value there may be a while loop's condition (``loops.capture_while``)."""
+        try:
+            return Const(self.truth(v))
+        except GraphBreak as e:
+            jump = self.insts[self.ip] if self.ip < len(self.insts) else None
+            if jump is not None and jump.opname.startswith("POP_JUMP") and capture_while(self, jump, v, e):
+                return NULL   # captured: the frame continues after the loop, past the jump
+            raise
 
     def op_POP_JUMP_IF_FALSE(self, inst: Any) -> None:
         self._pop_jump(inst, False)
@@ -1050,6 +1073,8 @@ class FrameTracer:
             self.push(v)
         elif isinstance(v, ListV):
             self.push(IterV([], live=v))
+        elif isinstance(v, SymRange):
+            self.push(SymIter(v))   # captured as a loop node with graph bounds (loops.py)
         elif isinstance(v, Const) and type(v.value) is range:
             self.push(IterV([], range_=v.value))   # unrolled (FH010 past the limit) or captured as a loop
         else:
@@ -1066,7 +1091,9 @@ class FrameTracer:
         if not isinstance(it, IterV):
             raise self.brk("FH008", f"iteration over {it.describe()}")
         self.check_mutable(it)
-        if (config.capture_loops and it.live is None and id(inst) not in self.loop_failed
+        if isinstance(it, SymIter):
+            capture_loop(self, inst, it)   # captured, or LoopAbort: the enclosing loop unrolls
+        elif (config.capture_loops and it.live is None and id(inst) not in self.loop_failed
                 and id(inst) in self.loop_counts):
             capture_loop(self, inst, it)   # on success the iterator is exhausted: the loop exits below
         v = it.next()

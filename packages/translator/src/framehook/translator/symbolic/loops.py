@@ -1,4 +1,4 @@
-"""Capturing a ``for`` loop over a range as one loop in the graph.
+"""Capturing ``for`` loops over ranges and ``while`` loops as loops in the graph.
 
 Unrolling a 100-step time-stepping loop gives a graph 100 times its body and costs 100
 body traces. Instead, after the first iteration has been traced as straight-line code,
@@ -17,16 +17,31 @@ invariants: ``lift`` adds a body placeholder for an outer node the first time th
 uses it. Python numbers the body changes (``t += dt``) make a second attempt carry them as
 graph numbers (``_Promoted``); one updated by a single operation with a constant gets its
 final value computed at trace time (``_folded``), so it is a Python number after the loop.
+Only names whose value at the loop head is read (by the body before it stores them, or after
+the loop: ``live_in``) are carried; a temporary of one iteration is not a value of the loop.
+
+Inside a body being captured, ``range()`` of a bound computed from a loop index
+(``for j in range(i)``, ``range(i + 1, n)``) is a ``SymRange``: its loop cannot unroll, so
+it is captured at once (with no first iteration traced as straight-line code) as a loop
+node whose bounds are graph ints; when that fails, the enclosing loop unrolls instead and
+the inner bounds are constants again. A triangular nest is then one loop node holding
+another, not hundreds of unrolled copies.
+
+A ``while`` loop whose condition the graph computes (``while err > tol:``) is captured the
+same way from its condition's jump (``capture_while``): the body is traced once, to the
+next test of the condition, and becomes a ``WhileLoop`` node that carries the condition
+with the values. When the body cannot be captured, the branch breaks (FH002) as before.
 """
 from __future__ import annotations
 
 import operator
 import re
+import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 from ..config import config
-from ..graph import ArrayMeta, Graph, Loop, ScalarMeta, TupleMeta
+from ..graph import ArrayMeta, Graph, Loop, ScalarMeta, TupleMeta, WhileLoop
 from .breaks import GraphBreak
 from .values import Const, IterV, Tensor, TupleV, V, next_serial
 
@@ -34,7 +49,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .interpreter import FrameTracer
     from .tracer import Tracer
 
-__all__ = ["LoopAbort", "LoopNote", "capture_loop", "lift", "left_body"]
+__all__ = ["LoopAbort", "LoopNote", "SymRange", "SymIter", "capture_loop", "capture_while", "symbolic_range",
+           "lift", "left_body", "live_in"]
 
 _STORES = frozenset({"STORE_FAST", "DELETE_FAST", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST",
                      "LOAD_FAST_AND_CLEAR"})
@@ -78,14 +94,20 @@ class LoopNote:
 
     filename: str
     lineno: int
-    iterations: int
+    iterations: Optional[int]   # None: bounds or condition computed in the graph
     captured: bool
     reason: str = ""
+    kind: str = "for"           # or "while"
 
     def __str__(self) -> str:
         where = f"{self.filename}:{self.lineno}"
+        if self.kind == "while":
+            if self.captured:
+                return f"while loop at {where}: captured as one loop (condition computed in the graph)"
+            return f"while loop at {where}: not captured, runs in Python ({self.reason})"
         if self.captured:
-            return f"loop at {where}: captured as one loop ({self.iterations} iterations)"
+            count = "bounds computed in the graph" if self.iterations is None else f"{self.iterations} iterations"
+            return f"loop at {where}: captured as one loop ({count})"
         return f"loop at {where}: unrolled ({self.reason})"
 
 
@@ -121,14 +143,6 @@ def lift(tracer: "Tracer", node: Any, level: int) -> Any:
 def _base(name: str) -> str:
     """``add_3`` -> ``add``: the graph numbers the name again."""
     return re.sub(r"_[0-9]+$", "", name)
-
-
-def left_body(frame: "FrameTracer") -> Exception:
-    """What to raise when the body trace reaches an instruction outside the body."""
-    head, _ = frame.body_range  # type: ignore[misc]
-    if frame.ip == head:
-        return _BodyDone()
-    return LoopAbort("control leaves the loop body (a break, or a jump out of the loop)")
 
 
 # ---------------------------------------------------------------- loop-carried values
@@ -231,6 +245,154 @@ def _match(template: Any, v: Optional[V], out: Dict[int, V]) -> str:
     return "" if _same_value(template[1], v) else f"{template[1].describe()} becomes {v.describe()}"
 
 
+# ---------------------------------------------------------------- liveness
+# A name the body stores is carried only when its value at the loop head can be read:
+# by the body before the body stores it, or after the loop. The others (temporaries of one
+# iteration) are not values of the loop at all, and need not exist before it.
+_READS = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_BORROW", "LOAD_FAST_AND_CLEAR", "DELETE_FAST",
+                    "LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW_LOAD_FAST_BORROW"})
+_live_cache: "weakref.WeakKeyDictionary[Any, List[FrozenSet[str]]]" = weakref.WeakKeyDictionary()
+
+
+def _names_of(inst: Any) -> Tuple[str, ...]:
+    return inst.argval if isinstance(inst.argval, tuple) else (inst.argval,)
+
+
+def live_in(frame: "FrameTracer") -> List[FrozenSet[str]]:
+    """For each instruction of the frame, the local names some path from it reads before
+    storing them."""
+    cached = _live_cache.get(frame.flow)
+    if cached is not None:
+        return cached
+    uses: List[FrozenSet[str]] = []
+    kills: List[FrozenSet[str]] = []
+    for inst in frame.insts:
+        op = inst.opname
+        if op in _READS:
+            uses.append(frozenset(_names_of(inst)))
+            kills.append(frozenset())
+        elif op == "STORE_FAST_LOAD_FAST":
+            stored, loaded = inst.argval
+            uses.append(frozenset() if loaded == stored else frozenset({loaded}))
+            kills.append(frozenset({stored}))
+        elif op in _STORES:
+            uses.append(frozenset())
+            kills.append(frozenset(_names_of(inst)))
+        else:
+            uses.append(frozenset())
+            kills.append(frozenset())
+    successors = frame.flow.successors
+    live: List[FrozenSet[str]] = [frozenset()] * len(uses)
+    changed = True
+    while changed:
+        changed = False
+        for k in range(len(uses) - 1, -1, -1):
+            out: FrozenSet[str] = frozenset().union(*(live[j] for j in successors[k]))
+            new = (out - kills[k]) | uses[k]
+            if new != live[k]:
+                live[k] = new
+                changed = True
+    _live_cache[frame.flow] = live
+    return live
+
+
+_heads_cache: "weakref.WeakKeyDictionary[Any, List[FrozenSet[int]]]" = weakref.WeakKeyDictionary()
+
+
+def _walk(edges: List[List[int]], start: int, stop: int) -> set:
+    seen = {start}
+    todo = [start]
+    while todo:
+        k = todo.pop()
+        if k == stop:
+            continue
+        for j in edges[k]:
+            if j not in seen:
+                seen.add(j)
+                todo.append(j)
+    return seen
+
+
+def loop_heads(frame: "FrameTracer") -> List[FrozenSet[int]]:
+    """For each instruction, the heads of the natural loops holding it: for a jump back from
+    ``u`` to ``v``, what ``v`` reaches that reaches ``u`` without passing ``v`` again (so an
+    inner loop does not hold the rest of its outer loop, unlike ``ControlFlow.loop_heads``)."""
+    cached = _heads_cache.get(frame.flow)
+    if cached is not None:
+        return cached
+    flow = frame.flow
+    heads: List[set] = [set() for _ in frame.insts]
+    for u, outs in enumerate(flow.successors):
+        for v in outs:
+            if v <= u:
+                body = _walk(flow.successors, v, -1) & _walk(flow.predecessors, u, v)
+                if u in body:
+                    for k in body:
+                        heads[k].add(v)
+    cached = _heads_cache[flow] = [frozenset(h) for h in heads]
+    return cached
+
+
+# ---------------------------------------------------------------- ranges with graph bounds
+class SymRange(V):
+    """``range()`` of graph ints inside a loop body being captured (``range(i)``,
+    ``range(j, i)`` on a loop index): only a ``for`` loop over it can use it, and that loop
+    becomes a loop node with these bounds (or the enclosing loop unrolls)."""
+
+    __slots__ = ("start", "stop", "step")
+
+    def __init__(self, start: V, stop: V, step: int) -> None:
+        self.start = start
+        self.stop = stop
+        self.step = step
+
+    def describe(self) -> str:
+        return "a range with bounds computed in the graph"
+
+
+class SymIter(IterV):
+    """The iterator of a ``SymRange``: its loop is captured whole, never unrolled."""
+
+    __slots__ = ("bounds",)
+
+    def __init__(self, r: SymRange) -> None:
+        super().__init__([])
+        self.bounds = r
+
+    def remaining(self) -> int:
+        return 0
+
+    def next(self) -> Optional[V]:
+        return None   # after the capture: the loop exits
+
+    def rest(self) -> List[V]:
+        raise LoopAbort("a range with bounds computed in the graph is iterated other than by a for loop")
+
+    def describe(self) -> str:
+        return "an iterator over a range with bounds computed in the graph"
+
+
+def symbolic_range(frame: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> Optional[SymRange]:
+    """``range(*args)`` with a bound that is a graph int only known when the graph runs (a
+    loop index), inside a loop body being captured; None: the range is built now."""
+    tracer = frame.tracer
+    if kwargs or not tracer.loop_scopes or not 1 <= len(args) <= 3 or not any(map(tracer.is_symint, args)):
+        return None
+    parts: List[V] = []
+    for a in args:
+        if tracer.is_symint(a):
+            parts.append(a)
+        elif isinstance(a, Const) and type(a.value) is int:
+            parts.append(a)
+        else:
+            return None
+    start, stop, step = (Const(0), parts[0], Const(1)) if len(parts) == 1 else (
+        parts[0], parts[1], parts[2] if len(parts) == 3 else Const(1))
+    if not isinstance(step, Const) or step.value == 0:
+        return None   # range() raises, or the direction is unknown: built now (and breaks)
+    return SymRange(start, stop, step.value)
+
+
 # ---------------------------------------------------------------- the capture
 def _progression(it: IterV) -> Optional[Tuple[int, int, int]]:
     """(start, step, count) of the items ``it`` has left, when they are the ints of a range."""
@@ -247,24 +409,53 @@ def _progression(it: IterV) -> Optional[Tuple[int, int, int]]:
     return start, step, len(values)
 
 
-def _stored_names(frame: "FrameTracer", head: int, end: int) -> List[str]:
+def _stored_names(frame: "FrameTracer", indices: Iterable[int]) -> List[str]:
     names: Dict[str, None] = {}
-    for inst in frame.insts[head + 1:end]:
+    for k in indices:
+        inst = frame.insts[k]
         if inst.opname in _STORES:
-            for name in (inst.argval if isinstance(inst.argval, tuple) else (inst.argval,)):
+            for name in _names_of(inst):
                 names[name] = None
     return list(names)
+
+
+class _ForRegion:
+    """The instructions of a ``for`` body: strictly between its FOR_ITER and its exit."""
+
+    __slots__ = ("head", "end", "outer")
+
+    def __init__(self, head: int, end: int, outer: Any) -> None:
+        self.head = head
+        self.end = end
+        self.outer = outer
+
+    def admits(self, k: int) -> bool:
+        return self.head < k < self.end
+
+    def left(self, k: int) -> Exception:
+        if k == self.head:
+            return _BodyDone()
+        return LoopAbort("control leaves the loop body (a break, or a jump out of the loop)")
+
+
+def left_body(frame: "FrameTracer") -> Exception:
+    """What to raise when the body trace reaches an instruction outside the body."""
+    return frame.body_range.left(frame.ip)   # type: ignore[union-attr]
 
 
 def capture_loop(frame: "FrameTracer", inst: Any, it: IterV) -> bool:
     """Capture the rest of the loop whose FOR_ITER is ``inst`` (called before it advances
     ``it``). True: the loop node is recorded, the locals hold its results and ``it`` is
-    exhausted. False: nothing changed, the loop unrolls."""
-    if it.remaining() < config.min_captured_loop_iterations:
+    exhausted. False: nothing changed, the loop unrolls. Over a ``SymRange`` the loop cannot
+    unroll: a failure raises ``LoopAbort`` and the enclosing loop unrolls instead."""
+    symbolic = isinstance(it, SymIter)
+    if not symbolic and it.remaining() < config.min_captured_loop_iterations:
         return False
     tracer = frame.tracer
-    note = LoopNote(frame.code.co_filename, frame.lineno, it.remaining(), False)
+    note = LoopNote(frame.code.co_filename, frame.lineno, None if symbolic else it.remaining(), False)
     try:
+        if symbolic and id(inst) in frame.loop_failed:
+            raise LoopAbort("its body could not be captured with constant bounds either")
         try:
             _capture(frame, inst, it, note)
         except LoopAbort as e:
@@ -273,50 +464,162 @@ def capture_loop(frame: "FrameTracer", inst: Any, it: IterV) -> bool:
             _capture(frame, inst, it, note, promote=e.promotable)
     except LoopAbort as e:
         note.reason = str(e)
-        frame.loop_failed.add(id(inst))
+        if not symbolic:
+            frame.loop_failed.add(id(inst))
     tracer.loop_notes.append(note)
+    if symbolic and not note.captured:
+        raise LoopAbort(f"the loop at line {note.lineno} over a range computed from a loop index cannot be "
+                        f"captured ({note.reason})")
     return note.captured
+
+
+class _State:
+    """The frame's state at a loop head, and how to rebuild it after a failed attempt."""
+
+    def __init__(self, frame: "FrameTracer", names: List[str], promote: Tuple[str, ...]) -> None:
+        tracer = frame.tracer
+        self.leaves: List[Any] = []    # Tensor, or _Promoted for a Python number made a graph number
+        index: Dict[Any, int] = {}
+        self.templates = {n: _flatten(frame.load_local(n) if n in frame.locals else None, self.leaves, index,
+                                      n if n in promote else None) for n in names}
+        self.locals = dict(frame.locals)
+        self.stack = list(frame.stack)
+        self.counts = dict(frame.loop_counts)
+        self.frame_bits = (frame.ip, frame.cur_index, frame.lineno, frame.kw_names, frame.body_range)
+        self.tracer_bits = (tracer.mutation_floor, tracer.graph)
+        self.errstate = (list(tracer.errstate_blocks), tracer.graph.errstate)
+
+    def leave_scope(self, frame: "FrameTracer") -> None:
+        """Back in the graph around the body (the body trace ended, however it ended)."""
+        tracer = frame.tracer
+        tracer.loop_scopes.pop()
+        frame.ip, frame.cur_index, frame.lineno, frame.kw_names, frame.body_range = self.frame_bits
+        tracer.mutation_floor, tracer.graph = self.tracer_bits
+        # the errstate blocks open at the loop head (the body may have aborted inside one)
+        tracer.errstate_blocks[:] = self.errstate[0]
+        tracer.graph.errstate = self.errstate[1]
+
+    def restore(self, frame: "FrameTracer") -> None:
+        frame.locals.clear()
+        frame.locals.update(self.locals)
+        frame.stack[:] = self.stack
+        frame.loop_counts.clear()
+        frame.loop_counts.update(self.counts)
+
+
+def _open_body(frame: "FrameTracer", state: _State, dead: List[str], *first: Tuple[str, Any]) -> Tuple[_Scope, List[Tensor]]:
+    """A new body graph with placeholders ``first`` (name, meta) then one per carried
+    leaf, entered: the locals hold the placeholders, dead names are unset."""
+    tracer = frame.tracer
+    body = Graph(f"{tracer.graph.name}_loop", names_from=tracer.root_graph)
+    body.meta.update(tracer.root_graph.meta)   # the frame it comes from, for the node's own compiled body
+    body.errstate = tracer.graph.errstate      # inside an errstate block: the body runs under it too
+    scope = _Scope(body, tracer.graph)
+    heads = [Tensor(body.placeholder(name, meta), meta) for name, meta in first]
+    carried = [Tensor(body.placeholder(leaf.name if isinstance(leaf, _Promoted) else _base(leaf.node.name),
+                                       leaf.meta), leaf.meta) for leaf in state.leaves]
+    _set_locals(frame, state.templates, carried)  # type: ignore[arg-type]
+    for name in dead:
+        frame.locals.pop(name, None)   # the body stores it before any read
+    tracer.loop_scopes.append(scope)
+    tracer.graph = body
+    tracer.mutation_floor = next_serial()
+    return scope, heads + carried
+
+
+def _why(e: BaseException) -> str:
+    if isinstance(e, LoopAbort):
+        return str(e)
+    if isinstance(e, GraphBreak):
+        return f"{e.code} in the body: {e.reason}"
+    return f"{type(e).__name__} in the body"   # StopTrace (a break site inside the loop) and the like
+
+
+def _match_end(frame: "FrameTracer", state: _State, promote: Tuple[str, ...]) -> Tuple[Dict[int, V], str, List[str]]:
+    """The carried values at the end of the body, or why they do not continue the loop."""
+    ends: Dict[int, V] = {}
+    promotable: List[str] = []
+    why = ""
+    if len(frame.stack) != len(state.stack) or any(a is not b for a, b in zip(frame.stack, state.stack)):
+        return ends, "the body changes the value stack", promotable   # pragma: no cover - compilers keep it balanced
+    for n, t in state.templates.items():
+        end_v = frame.locals.get(n)
+        why = _match(t, end_v, ends)
+        if why and t[0] == "same" and _is_number(t[1]) and isinstance(end_v, (Const, Tensor)) and not promote:
+            promotable.append(n)   # a number the body changes: try again carrying it
+            why = ""
+        elif why:
+            return ends, f"{n!r}: {why}", promotable
+    if promotable:
+        return ends, f"the body changes the Python number {promotable[0]!r}", promotable
+    for k, leaf in enumerate(state.leaves):
+        if not _compatible(leaf.meta, ends[k].meta):
+            what = leaf.name if isinstance(leaf, _Promoted) else leaf.node.name
+            return ends, f"{what} changes from {leaf.meta} to {ends[k].meta} in one iteration", promotable
+    return ends, "", promotable
+
+
+def _close_body(frame: "FrameTracer", scope: _Scope, ends: Dict[int, V], n: int, extra: Tuple[Any, ...] = ()) -> None:
+    """The body graph's output: the carried values at its end (then ``extra``)."""
+    tracer = frame.tracer
+    tracer.loop_scopes.append(scope)
+    tracer.graph = scope.graph
+    try:
+        outputs = tuple(tracer.to_arg(ends[k]) for k in range(n)) + tuple(tracer.to_arg(v) for v in extra)
+    finally:
+        tracer.loop_scopes.pop()
+        tracer.graph = scope.parent
+    scope.graph.output(outputs)
+    scope.graph.eliminate_dead_code()
+
+
+def _results(frame: "FrameTracer", state: _State, node: Any, carried_ph: List[Any],
+             fold: Any = None) -> None:
+    """The locals after the loop: each carried name from the loop node's value."""
+    tracer = frame.tracer
+    location = frame.location()
+    results: List[V] = []
+    for k, ph in enumerate(carried_ph):
+        folded = fold(k) if fold is not None else None
+        if folded is not None:
+            results.append(folded)
+            continue
+        meta = ph.meta["val"]
+        results.append(Tensor(tracer.graph.call(operator.getitem, (node, k), meta=meta, stack=location), meta))
+    frame.stack[:] = state.stack
+    frame.locals.clear()
+    frame.locals.update(state.locals)
+    _set_locals(frame, state.templates, results)
 
 
 def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote: Tuple[str, ...] = ()) -> None:
     tracer = frame.tracer
-    progression = _progression(it)
-    if progression is None:
-        raise LoopAbort("it does not iterate over a range of ints")
-    start, step, count = progression
+    symbolic = isinstance(it, SymIter)
     head = frame.flow.index_of(inst)
     end = frame.flow.index_of(inst.target)
+    if symbolic:
+        bounds = it.bounds   # type: ignore[attr-defined]
+        start_v, stop_v, step, count = bounds.start, bounds.stop, bounds.step, None
+    else:
+        progression = _progression(it)
+        if progression is None:
+            raise LoopAbort("it does not iterate over a range of ints")
+        start, step, count = progression
+        start_v, stop_v = Const(start), Const(start + count * step)
     first = frame.insts[head + 1]
     if first.opname not in ("STORE_FAST", "STORE_FAST_LOAD_FAST"):
         raise LoopAbort("the loop variable is not a plain local name")
-    var = first.argval[0] if isinstance(first.argval, tuple) else first.argval
-    names = [n for n in _stored_names(frame, head, end) if n != var]
+    var = _names_of(first)[0]
+    live = live_in(frame)
+    if symbolic and var in live[end]:
+        raise LoopAbort(f"the loop variable {var!r} is read after the loop (its last value is not known)")
+    stored = [n for n in _stored_names(frame, range(head + 1, end)) if n != var]
+    names = [n for n in stored if n in live[head]]
 
-    # the state at the loop head, and the carried values in it
-    leaves: List[Any] = []    # Tensor, or _Promoted for a Python number made a graph number
-    index: Dict[Any, int] = {}
-    templates = {n: _flatten(frame.load_local(n) if n in frame.locals else None, leaves, index,
-                             n if n in promote else None) for n in names}
-    saved_locals = dict(frame.locals)
-    saved_stack = list(frame.stack)
-    saved_counts = dict(frame.loop_counts)
-    saved = (frame.ip, frame.lineno, frame.kw_names, frame.body_range, tracer.mutation_floor, tracer.graph)
-    saved_errstate = (list(tracer.errstate_blocks), tracer.graph.errstate)
-
-    body = Graph(f"{tracer.graph.name}_loop", names_from=tracer.root_graph)
-    body.meta.update(tracer.root_graph.meta)   # the frame it comes from, for Loop's own compiled body
-    body.errstate = tracer.graph.errstate      # inside an errstate block: the body runs under it too
-    scope = _Scope(body, tracer.graph)
-    index_meta = ScalarMeta(int, start)
-    index_v = Tensor(body.placeholder(var, index_meta), index_meta)
-    carried = [Tensor(body.placeholder(leaf.name if isinstance(leaf, _Promoted) else _base(leaf.node.name),
-                                       leaf.meta), leaf.meta) for leaf in leaves]
-    _set_locals(frame, templates, carried)  # type: ignore[arg-type]
-
-    tracer.loop_scopes.append(scope)
-    tracer.graph = body
-    tracer.mutation_floor = next_serial()
-    frame.body_range = (head, end)
+    state = _State(frame, names, promote)
+    index_meta = ScalarMeta(int, start_v.value if isinstance(start_v, Const) else start_v.meta.hint)
+    scope, (index_v, *carried) = _open_body(frame, state, [n for n in stored if n not in names], (var, index_meta))
+    frame.body_range = _ForRegion(head, end, frame.body_range)
     frame.stack.append(index_v)   # what FOR_ITER pushes
     why = ""
     try:
@@ -324,82 +627,238 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
         why = "a return inside the loop"
     except _BodyDone:
         pass
-    except LoopAbort as e:
-        why = str(e)
-    except GraphBreak as e:
-        why = f"{e.code} in the body: {e.reason}"
-    except Exception as e:   # StopTrace (a break site inside the loop) and the like
-        why = f"{type(e).__name__} in the body"
+    except (LoopAbort, GraphBreak, Exception) as e:
+        why = _why(e)
     finally:
-        tracer.loop_scopes.pop()
-        frame.ip, frame.lineno, frame.kw_names, frame.body_range, tracer.mutation_floor, tracer.graph = saved
-        # the errstate blocks open at the loop head (the body may have aborted inside one)
-        tracer.errstate_blocks[:] = saved_errstate[0]
-        tracer.graph.errstate = saved_errstate[1]
+        state.leave_scope(frame)
 
     ends: Dict[int, V] = {}
-    if not why:
-        if len(frame.stack) != len(saved_stack) or any(a is not b for a, b in zip(frame.stack, saved_stack)):
-            why = "the body changes the value stack"   # pragma: no cover - compilers keep it balanced
-        elif frame.locals.get(var) is not index_v:
-            why = f"the body reassigns the loop variable {var!r}"
     promotable: List[str] = []
+    if not why and frame.locals.get(var) is not index_v:
+        why = f"the body reassigns the loop variable {var!r}"
     if not why:
-        for n, t in templates.items():
-            end_v = frame.locals.get(n)
-            why = _match(t, end_v, ends)
-            if why and t[0] == "same" and _is_number(t[1]) and isinstance(end_v, (Const, Tensor)) and not promote:
-                promotable.append(n)   # a number the body changes: try again carrying it
-                why = ""
-            elif why:
-                why = f"{n!r}: {why}"
-                break
-        if not why and promotable:
-            why = f"the body changes the Python number {promotable[0]!r}"
-    if not why:
-        for k, leaf in enumerate(leaves):
-            if not _compatible(leaf.meta, ends[k].meta):
-                what = leaf.name if isinstance(leaf, _Promoted) else leaf.node.name
-                why = f"{what} changes from {leaf.meta} to {ends[k].meta} in one iteration"
-                break
+        ends, why, promotable = _match_end(frame, state, promote)
     if why:
-        frame.locals.clear()
-        frame.locals.update(saved_locals)
-        frame.stack[:] = saved_stack
-        frame.loop_counts.clear()
-        frame.loop_counts.update(saved_counts)
+        state.restore(frame)
         raise LoopAbort(why, tuple(promotable))
 
-    # the body graph: carried values in, carried values out
-    tracer.loop_scopes.append(scope)
-    tracer.graph = body
-    try:
-        outputs = tuple(tracer.to_arg(ends[k]) for k in range(len(leaves)))
-    finally:
-        tracer.loop_scopes.pop()
-        tracer.graph = scope.parent
-    body.output(outputs)
-    body.eliminate_dead_code()
-    loop = Loop(body, len(leaves))
-    stop = start + count * step
+    _close_body(frame, scope, ends, len(state.leaves))
+    loop = Loop(scope.graph, len(state.leaves))
     location = frame.location()
-    carried_in = tuple(leaf.value if isinstance(leaf, _Promoted) else tracer.to_arg(leaf) for leaf in leaves)
+    carried_in = tuple(leaf.value if isinstance(leaf, _Promoted) else tracer.to_arg(leaf) for leaf in state.leaves)
     invariants = tuple(tracer.lifted_from[ph] for ph in loop.invariants)
-    node = tracer.graph.call(loop, (start, stop, step, carried_in, invariants), stack=location)
-    results: List[V] = []
-    for k, ph in enumerate(loop.carried):
-        folded = _folded(leaves[k], ends[k], carried[k], count)
-        if folded is not None:
-            results.append(folded)
-            continue
-        meta = ph.meta["val"]
-        results.append(Tensor(tracer.graph.call(operator.getitem, (node, k), meta=meta, stack=location), meta))
-    frame.stack[:] = saved_stack
-    frame.locals.clear()
-    frame.locals.update(saved_locals)
-    _set_locals(frame, templates, results)
-    frame.locals[var] = Const(start + (count - 1) * step)
-    it.pos += count
+    node = tracer.graph.call(loop, (tracer.to_arg(start_v), tracer.to_arg(stop_v), step, carried_in, invariants),
+                             stack=location)
+    fold = None if count is None else (lambda k: _folded(state.leaves[k], ends[k], carried[k], count))
+    _results(frame, state, node, loop.carried, fold)
+    if count is not None:
+        frame.locals[var] = Const(start + (count - 1) * step)
+        it.pos += count
+    note.captured = True
+
+
+# ---------------------------------------------------------------- while loops
+# A conditional jump on a graph value whose one side enters a cycle the other side is not on
+# starts a loop: ``while err > tol:`` (the condition at the top, or copied to the bottom by
+# the compiler). The body is traced from where the jump continues the loop until control
+# comes to a jump on a graph value that leaves for the same exit and otherwise continues at
+# the same place (the same jump, or the compiler's copy at the bottom): each iteration runs
+# the body and computes the next condition, so the loop node carries the condition with the
+# values, and the generated code tests it each time round (``while c: ...``).
+_NO_OPS = frozenset({"NOP", "NOT_TAKEN"})
+_JUMPS = frozenset({"JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP",
+                    "JUMP_NO_INTERRUPT"})
+
+
+class _WhileDone(Exception):
+    """The while body trace came to the loop's condition again."""
+
+    def __init__(self, cond: V, repeat_when: bool) -> None:
+        super().__init__("the loop condition")
+        self.cond = cond
+        self.repeat_when = repeat_when
+
+
+def _jump_sense(inst: Any) -> Optional[bool]:
+    """The truth value on which a POP_JUMP_IF_TRUE/FALSE jumps (None: another instruction)."""
+    op = inst.opname
+    if not op.startswith("POP_JUMP") or op.endswith("NONE"):
+        return None
+    return op.endswith("IF_TRUE")
+
+
+def _settle(frame: "FrameTracer", k: int) -> int:
+    """Where control really goes from ``k``: past no-ops and unconditional jumps."""
+    for _ in range(8):   # a chain of jumps is short; a cycle of them is not followed for ever
+        inst = frame.insts[k]
+        if inst.opname in _NO_OPS:
+            k += 1
+        elif inst.opname in _JUMPS and inst.target is not None:
+            k = frame.flow.index_of(inst.target)
+        else:
+            return k
+    return k
+
+
+def _sides(frame: "FrameTracer", k: int) -> Optional[Tuple[Tuple[int, bool], Tuple[int, bool]]]:
+    """((jump target, truth value going there), (next instruction, truth value going there))."""
+    inst = frame.insts[k]
+    sense = _jump_sense(inst)
+    if sense is None or inst.target is None:
+        return None
+    return (frame.flow.index_of(inst.target), sense), (k + 1, not sense)
+
+
+class _WhileRegion:
+    """The instructions of a while body: those on the cycles its entry is on and its exit is
+    not. The entry is admitted once: coming back to it means the condition was decided at
+    trace time."""
+
+    __slots__ = ("cycles", "heads", "entry", "exit", "jump", "repeat_when", "entered", "outer")
+
+    def __init__(self, frame: "FrameTracer", jump: int, entry: int, exit_: int, repeat_when: bool) -> None:
+        self.heads = loop_heads(frame)
+        self.cycles = self.heads[entry] - self.heads[exit_]
+        self.jump = jump
+        self.entry = entry
+        self.exit = exit_
+        self.repeat_when = repeat_when
+        self.entered = False
+        self.outer = frame.body_range
+
+    def admits(self, k: int) -> bool:
+        if k == self.entry:
+            if self.entered:
+                return False
+            self.entered = True
+            return True
+        return bool(self.heads[k] & self.cycles)
+
+    def left(self, k: int) -> Exception:
+        if k == self.entry:
+            return LoopAbort("the loop condition is decided at trace time inside the body")
+        return LoopAbort("control leaves the loop body (a break, a return, or a jump out of the loop)")
+
+    def repeat_sense(self, frame: "FrameTracer", k: int) -> Optional[bool]:
+        """At the jump ``k``: the truth value that runs the body again, when ``k`` is this
+        loop's condition (None: another branch)."""
+        if k == self.jump:
+            return self.repeat_when
+        sides = _sides(frame, k)
+        if sides is None:
+            return None
+        entry, exit_ = _settle(frame, self.entry), _settle(frame, self.exit)
+        for (go, when), (other, _) in (sides, sides[::-1]):
+            if _settle(frame, go) == entry and _settle(frame, other) == exit_:
+                return when
+        return None
+
+
+def _condition_ok(v: V) -> bool:
+    """A value the generated ``while`` can test as the jump does: a 0-d array, a numpy
+    scalar, or a graph number."""
+    if not isinstance(v, Tensor) or v.is_named_tuple:
+        return False
+    meta = v.meta
+    return isinstance(meta, ScalarMeta) or isinstance(meta, ArrayMeta) and meta.ndim == 0
+
+
+def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -> bool:
+    """A branch of the conditional jump ``jump`` needs the graph value ``cond`` (``error``
+    is the break it raises otherwise). True: a while loop was captured, the locals hold its
+    results and the frame continues at its exit. Inside the trace of a while body, reaching
+    that loop's condition ends the trace (``_WhileDone``). False: nothing changed."""
+    if error.code not in ("FH002", "FH012") or not config.capture_loops or not _condition_ok(cond):
+        return False
+    k = frame.flow.index_of(jump)
+    region = frame.body_range
+    if isinstance(region, _WhileRegion):
+        again = region.repeat_sense(frame, k)
+        if again is not None:
+            raise _WhileDone(cond, again)
+    sides = _sides(frame, k)
+    if sides is None:
+        return False
+    heads = loop_heads(frame)
+    # the side that enters a cycle the other is not on (a for loop's cycle: a break out of it)
+    shapes = [(go, when, other) for (go, when), (other, _) in (sides, sides[::-1])
+              if heads[go] - heads[other] and not any(frame.insts[h].opname == "FOR_ITER"
+                                                      for h in heads[go] - heads[other])]
+    if len(shapes) != 1:
+        return False   # an if, not a loop
+    entry, repeat_when, exit_ = shapes[0]
+    while region is not None:   # a second exit of a while loop being captured: not a loop of its own
+        if isinstance(region, _WhileRegion) and region.jump == k:
+            return False
+        if isinstance(region, _WhileRegion) and (heads[entry] - heads[exit_]) & region.cycles:
+            raise LoopAbort("a second exit from the loop on a graph value (a break, or `and`/`or` in its condition)")
+        region = region.outer
+    note = LoopNote(frame.code.co_filename, frame.lineno, None, False, kind="while")
+    try:
+        try:
+            _capture_while(frame, _WhileRegion(frame, k, entry, exit_, repeat_when), cond, note)
+        except LoopAbort as e:
+            if not e.promotable:
+                raise
+            _capture_while(frame, _WhileRegion(frame, k, entry, exit_, repeat_when), cond, note, e.promotable)
+    except LoopAbort as e:
+        note.reason = str(e)
+        # the break says why the loop runs in Python (a resumed trace keeps no loop notes)
+        error.reason = f"{error.reason} (a while loop not captured: {note.reason})"
+        error.args = (error._message(),)
+    frame.tracer.loop_notes.append(note)
+    return note.captured
+
+
+def _capture_while(frame: "FrameTracer", region: _WhileRegion, cond: V, note: LoopNote,
+                   promote: Tuple[str, ...] = ()) -> None:
+    tracer = frame.tracer
+    live = live_in(frame)
+    stored = _stored_names(frame, [k for k in range(len(frame.insts)) if region.heads[k] & region.cycles])
+    names = [n for n in stored if n in live[region.entry] | live[region.exit]]
+
+    state = _State(frame, names, promote)
+    scope, (cond_v, *carried) = _open_body(frame, state, [n for n in stored if n not in names],
+                                           ("cond", ScalarMeta(bool, True)))
+    frame.body_range = region
+    frame.ip = region.entry
+    done: Optional[_WhileDone] = None
+    why = ""
+    try:
+        frame.run()
+        why = "a return inside the loop"
+    except _WhileDone as d:
+        done = d
+    except (LoopAbort, GraphBreak, Exception) as e:
+        why = _why(e)
+    finally:
+        state.leave_scope(frame)
+
+    ends: Dict[int, V] = {}
+    promotable: List[str] = []
+    if done is not None:
+        ends, why, promotable = _match_end(frame, state, promote)
+    if why:
+        state.restore(frame)
+        raise LoopAbort(why, tuple(promotable))
+    assert done is not None
+    again = done.cond
+    if done.repeat_when != region.repeat_when:   # the copy at the bottom tests the other way round
+        tracer.loop_scopes.append(scope)
+        tracer.graph = scope.graph
+        try:
+            again = Tensor(scope.graph.call(operator.not_, (tracer.to_arg(again),), meta=ScalarMeta(bool, True),
+                                            stack=frame.location()), ScalarMeta(bool, True))
+        finally:
+            tracer.loop_scopes.pop()
+            tracer.graph = scope.parent
+    _close_body(frame, scope, ends, len(state.leaves), (again,))
+    loop = WhileLoop(scope.graph, len(state.leaves), region.repeat_when)
+    carried_in = tuple(leaf.value if isinstance(leaf, _Promoted) else tracer.to_arg(leaf) for leaf in state.leaves)
+    invariants = tuple(tracer.lifted_from[ph] for ph in loop.invariants)
+    node = tracer.graph.call(loop, (tracer.to_arg(cond), carried_in, invariants), stack=frame.location())
+    _results(frame, state, node, loop.carried)
+    frame.ip = region.exit
     note.captured = True
 
 
