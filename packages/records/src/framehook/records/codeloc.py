@@ -1,8 +1,9 @@
 """Rebuilding the recorded code object on the running interpreter.
 
-Same interpreter (same implementation and bytecode magic number): the marshalled code
-object is used as is. Otherwise the recorded module source is compiled (never executed)
-and the function's code object is found by its qualified name and first line.
+The recorded module source is compiled (never executed) and the function's code object
+found by its qualified name and first line. On the same interpreter (same implementation
+and bytecode magic number) the marshalled code object can also be unmarshalled, to compare
+it with that compilation or, when the caller trusts it, to run it (see replay.Rebuilder).
 """
 from __future__ import annotations
 
@@ -125,8 +126,19 @@ def compile_source(source: str, filename: str, path: str | None = None) -> CodeI
     return index
 
 
+def same_code(recorded: types.CodeType, compiled: types.CodeType) -> bool:
+    """Whether the recorded code object is the compilation of the source.
+
+    Code objects compare by name, argument counts, flags, first line, bytecode, constants
+    (nested code included), names, variable names and, from 3.11, the line and exception
+    tables; not by file name or qualified name, which may legitimately differ.
+    """
+    return recorded == compiled
+
+
 def load_marshalled(text: str, name: str, path: str | None) -> types.CodeType:
-    """Unmarshal the recorded code object; only ever called for the same bytecode magic."""
+    """Unmarshal the recorded code object (which runs nothing); only ever called for the
+    same bytecode magic, to compare it with the source or, if trusted, to check and run it."""
     try:
         code = marshal.loads(base64.b64decode(text))
     except (ValueError, EOFError, TypeError) as exc:

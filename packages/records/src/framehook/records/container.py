@@ -25,7 +25,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import RecordFormatError, RecordLimitError, RecordVersionError
+from .errors import RecordFormatError, RecordVersionError
 from .limits import DEFAULT, Limits
 
 MAGIC = b"\x89FHREC\r\n"
@@ -115,7 +115,7 @@ def check_shape(body: "bytes | bytearray", limits: Limits, path: str | None) -> 
             nodes += 1
             depth += 1
             if depth > max_depth:
-                raise RecordLimitError("depth", depth, max_depth, path, partial=True)
+                raise limits.error("depth", depth, path, partial=True)
         elif kind == 3:
             depth -= 1
             if depth < 0:
@@ -125,7 +125,7 @@ def check_shape(body: "bytes | bytearray", limits: Limits, path: str | None) -> 
         else:
             continue
         if nodes > max_nodes:
-            raise RecordLimitError("nodes", nodes, max_nodes, path, partial=True)
+            raise limits.error("nodes", nodes, path, partial=True)
 
 
 def unpack(data: bytes, *, path: str | None = None, limits: Limits = DEFAULT) -> Envelope:
