@@ -8,6 +8,7 @@ it with that compilation or, when the caller trusts it, to run it (see replay.Re
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import importlib.util
 import marshal
@@ -17,6 +18,7 @@ import sys
 import types
 from typing import Iterator
 
+from . import marshalscan
 from .errors import NewerPythonError, SourceUnavailableError
 
 # Comprehensions got their own code objects before 3.12 and are inlined from 3.12 on,
@@ -140,8 +142,10 @@ def load_marshalled(text: str, name: str, path: str | None) -> types.CodeType:
     """Unmarshal the recorded code object (which runs nothing); only ever called for the
     same bytecode magic, to compare it with the source or, if trusted, to check and run it."""
     try:
-        code = marshal.loads(base64.b64decode(text))
-    except (ValueError, EOFError, TypeError) as exc:
+        data = base64.b64decode(text, validate=True)
+        marshalscan.check(data)   # no memory bomb reaches marshal
+        code = marshal.loads(data)
+    except (ValueError, EOFError, TypeError, binascii.Error) as exc:
         raise SourceUnavailableError(f"the marshalled code is corrupt: {exc}", path) from None
     if not isinstance(code, types.CodeType) or code.co_name != name:
         raise SourceUnavailableError("the marshalled code is not the recorded function's code", path)
