@@ -14,6 +14,7 @@ import types
 from typing import Iterator
 
 from .errors import InvalidBytecodeError
+from .marshalscan import MarshalShapeError
 
 # --- What this interpreter's bytecode looks like (one place; named by behaviour) ---------
 
@@ -123,8 +124,6 @@ def _slot_counts(code: types.CodeType) -> tuple[int, int]:
 
 def _check_one(code: types.CodeType) -> None:
     raw = code.co_code
-    if not raw or len(raw) % 2:
-        raise _Refuse(f"co_code has {len(raw)} bytes (expected a non-zero even number)")
     if not 0 <= code.co_stacksize <= MAX_STACKSIZE:
         raise _Refuse(f"co_stacksize {code.co_stacksize} is outside 0-{MAX_STACKSIZE}")
     local_slots, cell_slots = _slot_counts(code)
@@ -137,18 +136,47 @@ def _check_one(code: types.CodeType) -> None:
     _check_flow(code, instructions)
 
 
-def _check_operands(code: types.CodeType, raw: bytes, local_slots: int, cell_slots: int) -> None:
-    """Walk co_code unit by unit: known opcodes, zeroed caches, indices in range."""
-    local_ops, free_ops = set(dis.haslocal), set(dis.hasfree)
-    const_ops, name_ops = set(dis.hasconst), set(dis.hasname)
-    offset, ext, yields = 0, 0, False
+def check_opcodes(raw: bytes) -> None:
+    """Refuse raw bytecode holding an opcode the compiler never writes or non-zero inline
+    caches; run on marshal data before it is unmarshalled (see marshalscan.check)."""
+    try:
+        for _ in _units(raw):
+            pass
+    except _Refuse as exc:
+        raise MarshalShapeError(f"bytecode: {exc}") from None
+
+
+def _units(raw: bytes) -> Iterator[tuple[int, int, int]]:
+    """(offset, opcode, argument with EXTENDED_ARG folded in) per instruction, checking that
+    every opcode is one the compiler writes and every inline cache unit is zero."""
+    if not raw or len(raw) % 2:
+        raise _Refuse(f"co_code has {len(raw)} bytes (expected a non-zero even number)")
+    offset, ext = 0, 0
     while offset < len(raw):
         op, arg = raw[offset], raw[offset + 1] | ext
-        name = dis.opname[op]
         if op not in _ALLOWED:
-            raise _Refuse(f"opcode {op} ({name}) at offset {offset} is not one the compiler writes")
-        yields = yields or name in _YIELDING
+            raise _Refuse(f"opcode {op} ({dis.opname[op]}) at offset {offset} is not one the compiler writes")
         ext = arg << 8 if op == _EXTENDED_ARG else 0
+        yield offset, op, arg
+        offset += 2
+        for _ in range(_cache_units(op)):
+            if offset >= len(raw):
+                raise _Refuse(f"{dis.opname[op]} at offset {offset - 2} is missing its inline cache")
+            if raw[offset] or raw[offset + 1]:
+                raise _Refuse(f"the inline cache at offset {offset} is not zeroed")
+            offset += 2
+    if ext:
+        raise _Refuse("co_code ends with EXTENDED_ARG")
+
+
+def _check_operands(code: types.CodeType, raw: bytes, local_slots: int, cell_slots: int) -> None:
+    """Indices in range for every instruction's operand (walking co_code unit by unit)."""
+    local_ops, free_ops = set(dis.haslocal), set(dis.hasfree)
+    const_ops, name_ops = set(dis.hasconst), set(dis.hasname)
+    yields = False
+    for offset, op, arg in _units(raw):
+        name = dis.opname[op]
+        yields = yields or name in _YIELDING
         if op in local_ops and name.count("FAST") == 2:     # two 4-bit local indices
             _index(max(arg >> 4, arg & 15), local_slots, "local variable", name, offset)
         elif op in local_ops:
@@ -162,15 +190,6 @@ def _check_operands(code: types.CodeType, raw: bytes, local_slots: int, cell_slo
         elif name == "COPY_FREE_VARS" and arg != len(code.co_freevars):
             raise _Refuse(f"COPY_FREE_VARS {arg} at offset {offset} but the code has "
                           f"{len(code.co_freevars)} free variables")
-        offset += 2
-        for _ in range(_cache_units(op)):
-            if offset >= len(raw):
-                raise _Refuse(f"{name} at offset {offset - 2} is missing its inline cache")
-            if raw[offset] or raw[offset + 1]:
-                raise _Refuse(f"the inline cache at offset {offset} is not zeroed")
-            offset += 2
-    if ext:
-        raise _Refuse("co_code ends with EXTENDED_ARG")
     if yields and not code.co_flags & _GENERATOR_FLAGS:
         raise _Refuse("it yields but its flags do not make it a generator or coroutine")
 

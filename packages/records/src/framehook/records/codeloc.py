@@ -18,7 +18,7 @@ import sys
 import types
 from typing import Iterator
 
-from . import marshalscan
+from . import bytecheck, marshalscan
 from .errors import NewerPythonError, SourceUnavailableError
 
 # Comprehensions got their own code objects before 3.12 and are inlined from 3.12 on,
@@ -143,7 +143,8 @@ def load_marshalled(text: str, name: str, path: str | None) -> types.CodeType:
     same bytecode magic, to compare it with the source or, if trusted, to check and run it."""
     try:
         data = base64.b64decode(text, validate=True)
-        marshalscan.check(data)   # no memory bomb reaches marshal
+        # No memory bomb, and no opcode that crashes code-object creation, reaches marshal.
+        marshalscan.check(data, bytecheck.check_opcodes)
         code = marshal.loads(data)
     except (ValueError, EOFError, TypeError, binascii.Error) as exc:
         raise SourceUnavailableError(f"the marshalled code is corrupt: {exc}", path) from None

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import struct
 import sys
+from typing import Callable
 
-# Fields of a marshalled code object after its type byte: "L" a raw 4-byte int, "O" an object.
+# Fields of a marshalled code object after its type byte: "L" a raw 4-byte int, "O" an
+# object, "C" the bytecode (a bytes object written inline).
 if sys.version_info >= (3, 11):
     # argcount, posonly, kwonly, stacksize, flags; code, consts, names, localsplusnames,
     # localspluskinds, filename, name, qualname; firstlineno; linetable, exceptiontable
-    _CODE_FIELDS = "LLLLL" + "O" * 8 + "L" + "OO"
+    _CODE_FIELDS = "LLLLL" + "C" + "O" * 7 + "L" + "OO"
 else:
     # argcount, posonly, kwonly, nlocals, stacksize, flags; code, consts, names, varnames,
     # freevars, cellvars, filename, name; firstlineno; lnotab / linetable
-    _CODE_FIELDS = "LLLLLL" + "O" * 8 + "L" + "O"
+    _CODE_FIELDS = "LLLLLL" + "C" + "O" * 7 + "L" + "O"
 
 _FLAG_REF = 0x80
 _SINGLETONS = frozenset(b"NFTS.")
@@ -37,9 +39,14 @@ class MarshalShapeError(ValueError):
     pass
 
 
-def check(data: bytes) -> None:
+def check(data: bytes, bytecode_check: Callable[[bytes], None] | None = None) -> None:
     """Raise MarshalShapeError unless ``data`` is one well-formed marshal object whose
-    declared sizes all fit in the bytes that follow them."""
+    declared sizes all fit in the bytes that follow them.
+
+    ``bytecode_check`` is called with every code object's raw bytecode before anything is
+    built: some opcodes crash the interpreter as soon as a code object holding them is
+    created (instrumentation and executor hooks on 3.12+), that is inside marshal.loads.
+    """
     pos, end = 0, len(data)
     stack: list = [iter("O")]
 
@@ -52,6 +59,21 @@ def check(data: bytes) -> None:
         return start
 
     budget = _MAX_ITEMS
+    refs: list = []          # what each back-reference index stands for (bytes, or None)
+
+    def _bytecode(code: int, flagged: int) -> bytes:
+        if code == ord("r"):          # identical bytecode written once and referred to
+            index = struct.unpack_from("<I", data, take(4))[0]
+            if index >= len(refs) or refs[index] is None:
+                raise MarshalShapeError(f"a code object's bytecode at offset {pos - 5} refers to no bytes")
+            return refs[index]
+        if code != ord("s"):
+            raise MarshalShapeError(f"a code object's bytecode at offset {pos - 1} is not a bytes object")
+        n = count("<i", 4, 1)
+        raw = data[take(n):pos]
+        if flagged:
+            refs.append(raw)
+        return raw
 
     def count(fmt: str, size: int, per_item: int) -> int:
         nonlocal budget
@@ -71,7 +93,15 @@ def check(data: bytes) -> None:
         if kind == "L":
             take(4)
             continue
-        code = data[take(1)] & ~_FLAG_REF
+        type_byte = data[take(1)]
+        code, flagged = type_byte & ~_FLAG_REF, type_byte & _FLAG_REF
+        if kind == "C":
+            raw = _bytecode(code, flagged)
+            if bytecode_check is not None:
+                bytecode_check(raw)
+            continue
+        if flagged:
+            refs.append(None)
         if kind == "K" and code == ord("0"):   # a dict ends at a NULL key
             stack.pop()
             continue
@@ -81,6 +111,9 @@ def check(data: bytes) -> None:
             continue
         if code in _FIXED:
             take(_FIXED[code])
+        elif code == ord("s") and flagged:
+            n = count("<i", 4, 1)
+            refs[-1] = data[take(n):pos]
         elif code in _SIZED_BYTES:
             take(count("<i", 4, 1))
         elif code in _SHORT_BYTES:
