@@ -185,3 +185,37 @@ def test_uncompressed_roundtrip_and_length_mismatch(tmp_path):
     data[24:32] = (len(data) + 5).to_bytes(8, "big")   # decoded length disagrees with stored
     with pytest.raises(RecordError, match="length mismatch"):
         container.unpack(bytes(data))
+
+
+MEMORY_CHILD = r"""
+import json, resource, sys
+cap = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+from framehook.records import RecordError, load
+outcomes = {}
+for path in sys.argv[2:]:
+    try:
+        load(path)
+        outcomes[path] = "accepted"
+    except RecordError as exc:
+        outcomes[path] = "refused"
+    except MemoryError:
+        outcomes[path] = "MemoryError"
+print(json.dumps(outcomes))
+"""
+
+
+def test_every_hostile_file_is_refused_within_a_memory_cap():
+    # A bound on memory, not time: one child under an address-space cap far below what the
+    # bombs expand to (the interpreter itself maps part of it).
+    pytest.importorskip("resource", reason="address-space caps need the POSIX resource module")
+    import os
+    import subprocess
+    cap = 250 * 1024 * 1024
+    files = [str(HOSTILE / n) for n in sorted(MANIFEST)]
+    src = Path(__file__).resolve().parents[1] / "src"
+    proc = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(cap), *files], capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, PYTHONPATH=str(src)))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    outcomes = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert outcomes == {f: "refused" for f in files}
