@@ -391,3 +391,15 @@ def test_marshal_scan_accepts_every_constant_kind():
              True, False, ..., "a" * 300)
     marshalscan.check(marshal.dumps(value))
     marshalscan.check(marshal.dumps(_code(CLOSURE, "target")))
+
+
+def test_deeply_nested_constants_are_refused_not_a_crash():
+    base = _code(GOOD, "add")
+    deep: tuple = (1,)
+    for _ in range(1500):
+        deep = (deep,)
+    crafted = base.replace(co_consts=base.co_consts + (deep,))
+    rec = _record(GOOD, "add", (2, 3), bytecode=crafted)
+    rec.code["source"] = None
+    with pytest.raises(InvalidBytecodeError, match="nest too deeply"):
+        replay_record(rec, modes=MODES, trust_bytecode=True)

@@ -89,16 +89,19 @@ class _Refuse(Exception):
 def validate(code: types.CodeType, path: str | None = None) -> None:
     """Raise InvalidBytecodeError unless ``code`` and every code object nested in its
     constants pass the static checks (operand indices, jumps, stack depth)."""
-    for where, each in _nested(code, code.co_name, 0):
-        try:
-            _check_one(each)
-        except _Refuse as exc:
-            raise InvalidBytecodeError(f"the recorded bytecode of {where} is invalid: {exc}", path) from None
+    try:
+        for where, each in _nested(code, code.co_name, 0):
+            try:
+                _check_one(each)
+            except _Refuse as exc:
+                raise InvalidBytecodeError(f"the recorded bytecode of {where} is invalid: {exc}", path) from None
+    except RecursionError:   # constants nested deeper than Python's recursion limit
+        raise InvalidBytecodeError("the recorded bytecode's constants nest too deeply", path) from None
 
 
 def _nested(code: types.CodeType, where: str, depth: int) -> Iterator[tuple[str, types.CodeType]]:
     if depth > _MAX_NESTED_CODE:
-        raise InvalidBytecodeError(f"the recorded bytecode nests code objects deeper than {_MAX_NESTED_CODE}")
+        raise RecursionError
     yield where, code
     for const in _consts(code.co_consts):
         yield from _nested(const, f"{where}.{const.co_name}", depth + 1)

@@ -135,7 +135,10 @@ def same_code(recorded: types.CodeType, compiled: types.CodeType) -> bool:
     (nested code included), names, variable names and, from 3.11, the line and exception
     tables; not by file name or qualified name, which may legitimately differ.
     """
-    return recorded == compiled
+    try:
+        return recorded == compiled
+    except RecursionError:   # constants nested deeper than the compiler ever writes
+        return False
 
 
 def load_marshalled(text: str, name: str, path: str | None) -> types.CodeType:
