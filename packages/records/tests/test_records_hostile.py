@@ -8,13 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from framehook.records import RecordError, load, loads, record_call, save
+from framehook.records import RecordError, SourceUnavailableError, load, loads, record_call, replay_record, save
+from framehook.records.codeloc import current_python
+from framehook.records.replay import BYTECODE_DIFFERS, FROM_SOURCE
 from framehook.records.cli import main as cli_main
 from framehook.records.errors import RecordTooLargeError, RecordVersionError
 
 HERE = Path(__file__).resolve().parent
 HOSTILE = HERE / "records_data" / "hostile"
-MANIFEST = json.loads((HOSTILE / "MANIFEST.json").read_text())
+_MANIFEST = json.loads((HOSTILE / "MANIFEST.json").read_text())
+MANIFEST = _MANIFEST["load"]          # name -> fragment of the load() error
+REPLAY = _MANIFEST["replay"]          # name -> {"note": ..., "trust": ...} (see make_hostile.py)
 
 spec = importlib.util.spec_from_file_location("records_audit", HERE / "records_data" / "audit.py")
 helpers = importlib.util.module_from_spec(spec)
@@ -35,8 +39,9 @@ def warm_up(tmp_path_factory):
 
 def test_corpus_is_large_enough():
     files = sorted(HOSTILE.glob("*.fhrec"))
-    assert len(files) >= 30
-    assert {f.name for f in files} == set(MANIFEST)
+    assert len(files) >= 100
+    assert {f.name for f in files} == set(MANIFEST) | set(REPLAY)
+    assert not set(MANIFEST) & set(REPLAY)
 
 
 @pytest.mark.parametrize("name", sorted(MANIFEST))
@@ -88,13 +93,51 @@ def test_pickle_payload_needs_trusted(tmp_path):
 
 
 def test_cli_reports_hostile_files_without_traceback(capsys):
-    files = [str(HOSTILE / n) for n in sorted(MANIFEST)[:12]]
+    files = [str(HOSTILE / n) for n in sorted(MANIFEST)]
     assert cli_main(["replay", *files]) == 2
     out = capsys.readouterr()
-    lines = [l for l in out.out.splitlines() if l]
-    assert len(lines) == len(files)
-    assert all(l.startswith("ERROR") for l in lines)
+    lines = out.out.split("\n")
+    assert lines[-1] == "" and len(lines) - 1 == len(files)   # one line per file, nothing else
+    assert all(l.startswith("ERROR") for l in lines[:-1])
+    assert all(ch.isprintable() for l in lines for ch in l)   # control characters arrive escaped
+    assert not any(l.startswith("MATCH") for l in lines)
     assert "Traceback" not in out.out + out.err
+
+
+@pytest.mark.parametrize("name", sorted(REPLAY))
+def test_hostile_bytecode_loads_cleanly_and_is_never_run(name):
+    path = HOSTILE / name
+    expect = REPLAY[name]
+    with helpers.AuditWatch():
+        rec = load(path)
+    assert helpers.AuditWatch.events == []
+    rec.python = current_python()     # as if recorded here, so replay considers the bytecode
+    result = replay_record(rec, modes=("plain",))
+    assert not hasattr(sys, "FRAMEHOOK_PWNED")
+    assert result.ok and result.code_from == FROM_SOURCE, result.report()
+    assert BYTECODE_DIFFERS in result.bytecode_note and expect["note"] in result.bytecode_note
+    assert expect["note"] in result.summary()
+    if expect["trust"] is not None:
+        with pytest.raises(SourceUnavailableError) as info:
+            replay_record(rec, modes=("plain",), trust_bytecode=True)
+        assert expect["trust"] in str(info.value) and str(path) in str(info.value)
+        assert not hasattr(sys, "FRAMEHOOK_PWNED")
+
+
+def test_cli_refuses_hostile_bytecode_with_trust(tmp_path, capsys):
+    files = []
+    for name in sorted(REPLAY):
+        if REPLAY[name]["trust"] is None:
+            continue
+        rec = load(HOSTILE / name)
+        rec.python = current_python()
+        files.append(str(tmp_path / name))
+        save(rec, files[-1])
+    assert cli_main(["replay", "--trust-bytecode", "--mode", "plain", *files]) == 2
+    lines = capsys.readouterr().out.strip().split("\n")
+    assert len(lines) == len(files) and all(l.startswith("ERROR") for l in lines)
+    assert cli_main(["replay", "--mode", "plain", *files]) == 0   # without trust: the source runs
+    assert all("recorded bytecode differs" in l for l in capsys.readouterr().out.strip().split("\n"))
 
 
 def test_oversized_file_rejected_before_reading(tmp_path):
@@ -142,3 +185,37 @@ def test_uncompressed_roundtrip_and_length_mismatch(tmp_path):
     data[24:32] = (len(data) + 5).to_bytes(8, "big")   # decoded length disagrees with stored
     with pytest.raises(RecordError, match="length mismatch"):
         container.unpack(bytes(data))
+
+
+MEMORY_CHILD = r"""
+import json, resource, sys
+cap = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+from framehook.records import RecordError, load
+outcomes = {}
+for path in sys.argv[2:]:
+    try:
+        load(path)
+        outcomes[path] = "accepted"
+    except RecordError as exc:
+        outcomes[path] = "refused"
+    except MemoryError:
+        outcomes[path] = "MemoryError"
+print(json.dumps(outcomes))
+"""
+
+
+def test_every_hostile_file_is_refused_within_a_memory_cap():
+    # A bound on memory, not time: one child under an address-space cap far below what the
+    # bombs expand to (the interpreter itself maps part of it).
+    pytest.importorskip("resource", reason="address-space caps need the POSIX resource module")
+    import os
+    import subprocess
+    cap = 250 * 1024 * 1024
+    files = [str(HOSTILE / n) for n in sorted(MANIFEST)]
+    src = Path(__file__).resolve().parents[1] / "src"
+    proc = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(cap), *files], capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, PYTHONPATH=str(src)))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    outcomes = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert outcomes == {f: "refused" for f in files}

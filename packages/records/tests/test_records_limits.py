@@ -201,7 +201,8 @@ def test_cli_limit_flag(tmp_path, capsys):
     path = _wide_record(tmp_path / "wide.fhrec")
     assert cli_main(["replay", "--mode", "plain", "--limit", "nodes=10000", str(path)]) == 2
     refused = capsys.readouterr().out.strip().splitlines()
-    assert len(refused) == 1 and refused[0].startswith("ERROR") and "--limit nodes=N" in refused[0]
+    assert len(refused) == 1 and refused[0].startswith("ERROR")
+    assert "lowered by the caller from the default 1000000" in refused[0] and "raise it" not in refused[0]
     assert cli_main(["replay", "--mode", "plain", "--limit", "nodes=100000", str(path)]) == 0
     for bad in ("bogus=3", "nodes=0", "nodes"):
         with pytest.raises(SystemExit) as info:
@@ -226,3 +227,19 @@ def test_defaults_leave_room_over_every_golden_record():
     tight = Limits(**{name: max(1, getattr(Limits(), name) // 10) for name in Limits.names()})
     for golden in goldens:
         load(golden, limits=tight)
+
+
+def test_limit_message_advice_depends_on_whether_the_caller_lowered_it(tmp_path):
+    path = _wide_record(tmp_path / "wide.fhrec")
+    with pytest.raises(RecordLimitError) as lowered:
+        load(path, limits=Limits(nodes=10_000))
+    assert lowered.value.default == Limits().nodes
+    assert "lowered by the caller from the default" in str(lowered.value)
+    assert "raise it" not in str(lowered.value)
+    bomb = HERE / "records_data" / "hostile" / "19_json_nesting_bomb.fhrec"
+    for limits in (Limits(), Limits(depth=Limits().depth * 2)):   # at and above the default
+        with pytest.raises(RecordLimitError) as info:
+            load(bomb, limits=limits)
+        assert info.value.limit == "depth"
+        assert "raise it with limits= or --limit depth=N" in str(info.value)
+        assert "lowered" not in str(info.value)

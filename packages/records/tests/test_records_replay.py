@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from framehook.records import (NewerPythonError, RecordError, SourceUnavailableError, container, dumps, load, loads,
-                               record, record_call, replay, replay_record, save)
+from framehook.records import (NewerPythonError, RecordError, SourceUnavailableError, UntrustedBytecodeError, container,
+                               dumps, load, loads, record, record_call, replay, replay_record, save)
 from framehook.records.cli import main as cli_main
 from framehook.records.codeloc import NEWEST_PYTHON
 from framehook.records.modes import STANDARD, available
+from framehook.records.replay import FROM_SOURCE, FROM_TRUSTED, FROM_VERIFIED
 
 ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = ROOT / "conformance" / "golden"
@@ -97,7 +98,7 @@ MODES = ("plain",)
 
 
 def both_ways(path):
-    """Replay with the exact (marshalled) code and with the recompiled source."""
+    """Replay with the recorded bytecode checked against the source, and from the source alone."""
     return replay(path, modes=MODES), replay(path, modes=MODES, prefer_source=True)
 
 
@@ -118,7 +119,8 @@ def test_record_and_replay_match(tmp_path, fn, args, kwargs):
     rec = record_call(fn, args, kwargs, path=path)
     assert rec.path == str(path)
     exact, source = both_ways(path)
-    assert exact.code_from == "marshal" and source.code_from == "source"
+    assert exact.code_from == FROM_VERIFIED and source.code_from == FROM_SOURCE
+    assert exact.bytecode_note is None and source.bytecode_note is None
     assert exact.ok, exact.report()
     assert source.ok, source.report()
     assert "MATCH" in exact.summary()
@@ -243,7 +245,10 @@ def test_source_unavailable(tmp_path):
     exec("def dynamic(x):\n    return x + 1\n", namespace)
     rec = record_call(namespace["dynamic"], (1,))
     assert rec.code["source"] is None
-    assert replay_record(loads(dumps(rec)), modes=MODES).ok   # same version: marshal suffices
+    with pytest.raises(UntrustedBytecodeError, match="without source.*--trust-bytecode"):
+        replay_record(loads(dumps(rec)), modes=MODES)   # same version: nothing to check the bytecode against
+    trusted = replay_record(loads(dumps(rec)), modes=MODES, trust_bytecode=True)
+    assert trusted.ok and trusted.code_from == FROM_TRUSTED, trusted.report()
     rec.python = dict(rec.python, magic="00000000")
     path = tmp_path / "nosrc.fhrec"
     save(rec, path)
@@ -272,8 +277,12 @@ def test_source_does_not_compile_here(tmp_path, capsys):
 def test_corrupt_marshal(tmp_path):
     rec = record_call(fact, (3,))
     rec.code["marshal"] = "AAAA"
+    result = replay_record(loads(dumps(rec)), modes=MODES)   # the source runs; the damage is reported
+    assert result.ok and result.code_from == FROM_SOURCE, result.report()
+    assert "differs from the compilation of its source" in result.bytecode_note
+    assert "marshalled code is corrupt" in result.summary()
     with pytest.raises(SourceUnavailableError, match="marshalled code"):
-        replay_record(loads(dumps(rec)))
+        replay_record(loads(dumps(rec)), modes=MODES, trust_bytecode=True)
 
 
 def test_unknown_mode_is_an_error():
@@ -323,7 +332,7 @@ def test_cli_output(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith("MATCH") and len(out.strip().splitlines()) == 1
     assert cli_main(["replay", "-v", "--source", str(good)]) == 0
-    assert "source code" in capsys.readouterr().out
+    assert "code from source on" in capsys.readouterr().out
     assert cli_main(["replay", str(good), str(tmp_path / "missing.fhrec"), str(tmp_path)]) == 2
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 3 and "no such file" in lines[1] and "is a directory" in lines[2]

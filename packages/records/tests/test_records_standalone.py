@@ -30,10 +30,15 @@ sys.path.insert(0, sys.argv[1])
 from framehook.records import record_call, replay
 from framehook.records.cli import main
 
-def scaled(values, k=2):
-    return [v * k for v in values], {"n": len(values)}
-
 path = sys.argv[2]
+# A module with a source file, as records of real code have (a function typed at -c has none).
+module_dir = path + ".d"
+import os
+os.mkdir(module_dir)
+with open(os.path.join(module_dir, "scaled_mod.py"), "w") as fh:
+    fh.write("def scaled(values, k=2):\n    return [v * k for v in values], {'n': len(values)}\n")
+sys.path.insert(0, module_dir)
+from scaled_mod import scaled
 record_call(scaled, ([1, 2.5, "a"],), {"k": 3}, path=path)
 result = replay(path)
 out = io.StringIO()

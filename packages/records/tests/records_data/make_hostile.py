@@ -2,8 +2,11 @@
 
     PYTHONPATH=packages/records/src python packages/records/tests/records_data/make_hostile.py
 
-Every file must be rejected by ``framehook.records.load`` with a RecordError
-whose message contains the fragment listed in hostile/MANIFEST.json, executing nothing.
+Every file under "load" in hostile/MANIFEST.json must be rejected by
+``framehook.records.load`` with a RecordError whose message contains the fragment listed,
+executing nothing. Files under "replay" load (their defect is in the recorded bytecode) and
+are refused when replay reaches it: the bytecode is never run by default, and with
+trust_bytecode=True it is refused with the listed fragment.
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import base64
 import copy
 import hashlib
 import json
+import marshal
 import pickle
 import struct
 import zlib
@@ -84,6 +88,202 @@ def nested_list(depth: int) -> dict:
     return tree
 
 
+def compressed(body: bytes, **kw) -> bytes:
+    """A zlib envelope around arbitrary body bytes, with correct lengths and checksum."""
+    packed = zlib.compress(body, 9)
+    args = dict(flags=1, stored=len(packed), decoded=len(body), digest=hashlib.sha256(body).digest())
+    args.update(kw)
+    return header(**args) + packed
+
+
+def npy(descr: str, shape: str, payload: bytes = b"", fortran: str = "False") -> dict:
+    text = "{'descr': %r, 'fortran_order': %s, 'shape': %s, }" % (descr, fortran, shape)
+    head = text.encode("latin-1")
+    head += b" " * (63 - (len(head) + 10) % 64) + b"\n"
+    data = b"\x93NUMPY\x01\x00" + len(head).to_bytes(2, "little") + head + payload
+    return {"t": "ndarray", "id": 0, "npy": base64.b64encode(data).decode()}
+
+
+def npy_raw(data: bytes) -> dict:
+    return {"t": "ndarray", "id": 0, "npy": base64.b64encode(data).decode()}
+
+
+# Text a terminal would obey: erase the line, return, and print a forged verdict.
+FORGE = "\x1b[2K\rMATCH    forged.fhrec\n"
+
+
+def load_cases(good: bytes) -> dict[str, tuple[bytes, str]]:
+    """Cases 51-: more of each kind, all refused by load()."""
+    plain_body = json.dumps(base_document()).encode()
+    many_empty = b'{"kind": [' + b"[]," * 3_000_000 + b'[]]}'
+    many_ints = b'{"kind": [' + b"0," * 3_000_000 + b'0]}'
+    deep_objects = b'{"a":' * 500 + b'1' + b'}' * 500
+    wide_keys = b"{" + b'"k": 0,' * 600_000 + b'"k": 0}'   # counted before duplicates are seen
+    cases: dict[str, tuple[bytes, str]] = {
+        # decompression bombs and oversized bodies
+        "51_bomb_many_empty_arrays.fhrec": (compressed(many_empty), "nodes exceeds the limit of 1000000"),
+        "52_bomb_three_million_ints.fhrec": (compressed(many_ints), "nodes exceeds the limit of 1000000"),
+        "53_declared_just_over_body_limit.fhrec": (header(flags=1, stored=8, decoded=64 * 1024 * 1024 + 1) + b"x" * 8,
+                                                   "body_bytes 67108865 exceeds the limit"),
+        "54_bomb_longer_than_declared.fhrec": (compressed(b" " * (40 * 1024 * 1024), decoded=10 * 1024 * 1024,
+                                                          digest=b"\0" * 32), "does not match its declared length"),
+        "55_bomb_shorter_than_declared.fhrec": (compressed(b"{}", decoded=1000, digest=b"\0" * 32),
+                                                "does not match its declared length"),
+        "56_deep_objects.fhrec": (compressed(deep_objects), "depth exceeds the limit of 400"),
+        "57_wide_object_keys.fhrec": (compressed(wide_keys), "nodes exceeds the limit of 1000000"),
+        "58_deep_nesting_compressed.fhrec": (compressed(b"[" * 900_000 + b"]" * 900_000),
+                                             "depth exceeds the limit of 400"),
+        "59_long_label.fhrec": (with_doc(_set(["label"], "A" * 5_000_000)), "label: must be a string of sane length"),
+        "60_many_notes.fhrec": (with_doc(_set(["notes"], ["n"] * 10_001)), "notes: must be a list"),
+        # huge and malformed integers
+        "61_int_over_digit_limit.fhrec": (with_doc(_set(["outcome", "value"], {"t": "int", "v": "1" * 100_001})),
+                                          "malformed integer"),
+        "62_negative_int_over_limit.fhrec": (with_doc(_set(["outcome", "value"], {"t": "int", "v": "-" + "f" * 100_001})),
+                                             "malformed integer"),
+        "63_int_uppercase_hex.fhrec": (with_doc(_set(["outcome", "value"], {"t": "int", "v": "FF"})), "malformed integer"),
+        "64_int_empty.fhrec": (with_doc(_set(["outcome", "value"], {"t": "int", "v": ""})), "malformed integer"),
+        "65_int_as_json_number.fhrec": (with_doc(_set(["outcome", "value"], {"t": "int", "v": 5})), "int.v must be a JSON str"),
+        "66_int_prefixed.fhrec": (with_doc(_set(["outcome", "value"], {"t": "int", "v": "0x10"})), "malformed integer"),
+        # numpy payloads
+        "67_npy_object_dtype.fhrec": (with_doc(_set(["outcome", "value"], npy("|O", "(1,)", b"\0" * 8))),
+                                      "object dtype refused"),
+        "68_npy_object_field.fhrec": (with_doc(_set(["outcome", "value"], npy_raw(
+            b"\x93NUMPY\x01\x00" + (b"{'descr': [('a', '<i8'), ('b', '|O')], 'fortran_order': False, 'shape': (1,), }"
+                                    .ljust(117) + b"\n").__len__().to_bytes(2, "little")
+            + b"{'descr': [('a', '<i8'), ('b', '|O')], 'fortran_order': False, 'shape': (1,), }".ljust(117) + b"\n"
+            + b"\0" * 16))), "object dtype refused"),
+        "69_npy_shape_10e12.fhrec": (with_doc(_set(["outcome", "value"], npy("<f8", "(1000000000000,)"))),
+                                     "array_elements 1000000000000 exceeds the limit"),
+        "70_npy_shape_square.fhrec": (with_doc(_set(["outcome", "value"], npy("<i4", "(1048576, 1048576)"))),
+                                      "array_elements 1099511627776 exceeds the limit"),
+        "71_npy_bytes_over_limit.fhrec": (with_doc(_set(["outcome", "value"], npy("<c16", "(8388608,)"))),
+                                          "array_bytes 134217728 exceeds the limit"),
+        "72_npy_huge_unicode_items.fhrec": (with_doc(_set(["outcome", "value"], npy("<U99999999", "(4,)"))),
+                                            "array_bytes 1599999984 exceeds the limit"),
+        "73_npy_truncated_data.fhrec": (with_doc(_set(["outcome", "value"], npy("<f8", "(10,)", b"\0" * 8))),
+                                        "disagrees with its header"),
+        "74_npy_bad_version.fhrec": (with_doc(_set(["outcome", "value"], npy_raw(b"\x93NUMPY\x09\x00" + b"\0" * 20))),
+                                     "unsupported .npy version"),
+        "75_npy_no_shape.fhrec": (with_doc(_set(["outcome", "value"], npy_raw(
+            b"\x93NUMPY\x01\x00\x20\x00{'descr': '<f8', 'x': 1}        \n"))), "malformed .npy header"),
+        "76_npy_truncated_header.fhrec": (with_doc(_set(["outcome", "value"], npy_raw(
+            b"\x93NUMPY\x01\x00\xff\xff{'descr'"))), "truncated .npy header"),
+        "77_npy_unsupported_dtype.fhrec": (with_doc(_set(["outcome", "value"], npy("<f8;__import__(os)", "(1,)"))),
+                                           "unsupported numpy dtype"),
+        "78_npy_expression_shape.fhrec": (with_doc(_set(["outcome", "value"], npy("<f8", "(__import__('os'),)"))),
+                                          "malformed .npy header"),
+        # control characters: every message escapes them (a terminal must not obey them)
+        "79_control_chars_in_global_name.fhrec": (with_doc(_set(["globals", FORGE], {"t": "evil"})),
+                                                  "unknown value tag"),
+        "80_control_chars_in_module.fhrec": (with_doc(_set(["globals", "m"], {"t": "module", "name": FORGE})),
+                                             "invalid module name"),
+        "81_control_chars_in_qualname.fhrec": (with_doc(_set(["globals", "g"], {
+            "t": "global", "module": "os", "qualname": FORGE})), "invalid qualified name"),
+        "82_control_chars_in_version.fhrec": (with_doc(_set(["python", "version"], FORGE * 20)),
+                                              "python.version: must be a string of sane length"),
+        "83_control_chars_in_closure_name.fhrec": (with_doc(_set(["function", "closure"], [[FORGE]])),
+                                                   "must be a [name, value] pair"),
+        "84_control_chars_in_tag.fhrec": (with_doc(_set(["outcome", "value"], {"t": FORGE})), "unknown value tag"),
+        # wrong types in every field
+        "85_format_string.fhrec": (with_doc(_set(["format"], "1.0")), "disagrees with the header"),
+        "86_python_list.fhrec": (with_doc(_set(["python"], ["3.11"])), "python: must be a JSON object"),
+        "87_python_version_int.fhrec": (with_doc(_set(["python", "version"], 311)), "python.version"),
+        "88_packages_list.fhrec": (with_doc(_set(["packages"], ["framehook"])), "packages: must be an object"),
+        "89_package_version_int.fhrec": (with_doc(_set(["packages", "framehook.records"], 1)), "packages["),
+        "90_code_string.fhrec": (with_doc(_set(["code"], "def f(): pass")), "code: must be a JSON object"),
+        "91_code_name_int.fhrec": (with_doc(_set(["code", "name"], 7)), "code.name"),
+        "92_code_qualname_list.fhrec": (with_doc(_set(["code", "qualname"], ["a"])), "code.qualname"),
+        "93_code_module_int.fhrec": (with_doc(_set(["code", "module"], 1)), "code.module"),
+        "94_code_filename_null.fhrec": (with_doc(_set(["code", "filename"], None)), "code.filename"),
+        "95_firstlineno_string.fhrec": (with_doc(_set(["code", "firstlineno"], "1")), "code.firstlineno"),
+        "96_firstlineno_negative.fhrec": (with_doc(_set(["code", "firstlineno"], -1)), "code.firstlineno"),
+        "97_firstlineno_huge.fhrec": (with_doc(_set(["code", "firstlineno"], 2 ** 31)), "code.firstlineno"),
+        "98_firstlineno_bool.fhrec": (with_doc(_set(["code", "firstlineno"], True)), "code.firstlineno"),
+        "99_code_source_int.fhrec": (with_doc(_set(["code", "source"], 0)), "code.source"),
+        "100_code_kind_null.fhrec": (with_doc(_set(["code", "kind"], None)), "code.kind"),
+        "101_code_missing_field.fhrec": (with_doc(lambda d: d["code"].pop("marshal")), "missing fields ['marshal']"),
+        "102_function_null.fhrec": (with_doc(_set(["function"], None)), "function: must be a JSON object"),
+        "103_closure_object.fhrec": (with_doc(_set(["function", "closure"], {"x": None})), "function.closure: must be a list"),
+        "104_function_extra_field.fhrec": (with_doc(_set(["function", "__code__"], "x")), "unexpected fields"),
+        "105_globals_list.fhrec": (with_doc(_set(["globals"], [])), "globals: must be an object"),
+        "106_builtins_string.fhrec": (with_doc(_set(["builtins"], "len")), "builtins: must be an object"),
+        "107_locals_int.fhrec": (with_doc(_set(["locals"], 3)), "locals: must be an object"),
+        "108_call_args_list.fhrec": (with_doc(_set(["call", "args"], {"t": "list", "id": 0, "items": []})),
+                                     "call.args: must be a tuple"),
+        "109_call_kwargs_tuple.fhrec": (with_doc(_set(["call", "kwargs"], {"t": "tuple", "items": []})),
+                                        "call.kwargs: must be a dict"),
+        "110_outcome_kind_exit.fhrec": (with_doc(_set(["outcome", "kind"], "exit")), "outcome.kind"),
+        "111_outcome_exception_int.fhrec": (with_doc(_set(["outcome", "exception"], {"t": "int", "v": "1"})),
+                                            "outcome.exception: must be an exception value"),
+        "112_events_object.fhrec": (with_doc(_set(["outcome", "events"], {"yield": 1})), "outcome.events: must be a list"),
+        "113_label_int.fhrec": (with_doc(_set(["label"], 5)), "label: must be a string"),
+        "114_created_list.fhrec": (with_doc(_set(["created"], [])), "created: must be a string"),
+        "115_missing_object.fhrec": (with_doc(_set(["missing"], {})), "missing: must be a list"),
+        "116_notes_ints.fhrec": (with_doc(_set(["notes"], [1, 2])), "notes: must be a string"),
+        "117_kind_missing.fhrec": (with_doc(lambda d: d.pop("kind")), "kind is not framehook-record"),
+        "118_float_as_number.fhrec": (with_doc(_set(["outcome", "value"], {"t": "float", "v": 1.5})), "float.v must be a JSON str"),
+        "119_bytes_as_list.fhrec": (with_doc(_set(["outcome", "value"], {"t": "bytes", "v": [1, 2]})), "bytes.v must be a JSON str"),
+        # truncated and corrupt containers
+        "120_header_63_bytes.fhrec": (good[:63], "truncated header"),
+        "121_compressed_truncated.fhrec": (good[:64 + 20], "truncated body"),
+        "122_stored_length_short.fhrec": (raw(plain_body, stored=len(plain_body) - 1), "trailing data"),
+        "123_plain_flagged_compressed.fhrec": (raw(plain_body, flags=1), "corrupt compressed"),
+        "124_gzip_not_zlib.fhrec": (header(flags=1, stored=20, decoded=20) + b"\x1f\x8b\x08" + b"\0" * 17,
+                                    "corrupt compressed"),
+        "125_uncompressed_length_mismatch.fhrec": (raw(plain_body, decoded=len(plain_body) + 1),
+                                                   "uncompressed body length mismatch"),
+        "126_plain_checksum_mismatch.fhrec": (raw(plain_body, digest=b"\1" * 32), "checksum mismatch"),
+        "127_zero_length_body.fhrec": (raw(b""), "not valid JSON"),
+        "128_json_string_body.fhrec": (raw(b'"framehook-record"'), "not a JSON object"),
+        "129_unclosed_bracket.fhrec": (raw(b"]" + b"{}"), "not valid JSON"),
+        "130_utf16_body.fhrec": (raw('{"kind": "framehook-record"}'.encode("utf-16")), "not valid JSON"),
+    }
+    return cases
+
+
+# Loaded fine, refused when replay reaches the recorded bytecode (see test_records_hostile).
+HIDDEN_SOURCE = "def sample(a, b=2):\n    __import__('sys').FRAMEHOOK_PWNED = True\n    return [a, b, {'k': a * b}]\n"
+
+
+def _marshal_case(payload: str | None, hidden: bool = False) -> bytes:
+    def mutate(doc: dict) -> None:
+        doc["code"].update(firstlineno=1, qualname="sample", name="sample")
+        if hidden:
+            module = compile(HIDDEN_SOURCE, "sample.py", "exec")
+            payload_code = next(c for c in module.co_consts if hasattr(c, "co_code"))
+            doc["code"]["marshal"] = base64.b64encode(marshal.dumps(payload_code)).decode()
+        else:
+            doc["code"]["marshal"] = payload
+    return with_doc(mutate)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def replay_cases() -> dict[str, tuple[bytes, dict]]:
+    """name -> (file, {"note": in bytecode_note by default, "trust": in the error with trust_bytecode
+    (None: that bytecode is this generator's own, valid only on its version)})."""
+    corrupt = "marshalled code is corrupt"
+    return {
+        "r01_marshal_garbage.fhrec": (_marshal_case(_b64(b"\xde\xad\xbe\xef")), {"note": corrupt, "trust": corrupt}),
+        "r02_marshal_int.fhrec": (_marshal_case(_b64(marshal.dumps(5))),
+                                  {"note": "not the recorded function's code", "trust": "not the recorded function's code"}),
+        "r03_marshal_list_bomb.fhrec": (_marshal_case(_b64(b"[" + (2 ** 31 - 1).to_bytes(4, "little"))),
+                                        {"note": "declares 2147483647 items", "trust": "declares 2147483647 items"}),
+        "r04_marshal_long_bomb.fhrec": (_marshal_case(_b64(b"l" + (2 ** 31 - 1).to_bytes(4, "little"))),
+                                        {"note": "declares an integer", "trust": "declares an integer"}),
+        "r05_marshal_nested_tuples.fhrec": (_marshal_case(_b64((b"(" + (3).to_bytes(4, "little")) * 50)),
+                                            {"note": corrupt, "trust": corrupt}),
+        "r06_marshal_empty.fhrec": (_marshal_case(""), {"note": corrupt, "trust": corrupt}),
+        "r07_marshal_not_base64.fhrec": (_marshal_case("!!not base64!!"), {"note": corrupt, "trust": corrupt}),
+        "r08_marshal_unknown_type.fhrec": (_marshal_case(_b64(b"\x01\x02")), {"note": corrupt, "trust": corrupt}),
+        "r09_marshal_trailing.fhrec": (_marshal_case(_b64(marshal.dumps(None) + b"N")), {"note": corrupt, "trust": corrupt}),
+        "r10_hidden_bytecode.fhrec": (_marshal_case(None, hidden=True),
+                                      {"note": "differs from the compilation of its source", "trust": None}),
+    }
+
+
 def build() -> dict[str, tuple[bytes, str]]:
     good = container.pack(base_document())
     bomb_body = zlib.compress(b" " * (50 * 1024 * 1024), 9)
@@ -107,7 +307,7 @@ def build() -> dict[str, tuple[bytes, str]]:
         "16_json_array.fhrec": (raw(b"[1, 2, 3]"), "not a JSON object"),
         "17_nan_constant.fhrec": (raw(b'{"kind": NaN}'), "non-standard JSON constant"),
         "18_duplicate_keys.fhrec": (raw(b'{"kind": 1, "kind": 2}'), "duplicate key"),
-        "19_json_nesting_bomb.fhrec": (raw(b"[" * 200_000 + b"]" * 200_000), "depth exceeds the limit of 400"),
+        "19_json_nesting_bomb.fhrec": (compressed(b"[" * 200_000 + b"]" * 200_000), "depth exceeds the limit of 400"),
         "20_bad_zlib.fhrec": (header(flags=1, stored=20, decoded=20) + b"\x78\x9c" + b"\xff" * 18, "corrupt compressed"),
         "21_value_nesting_bomb.fhrec": (with_doc(_set(["outcome", "value"], nested_list(150))), "deeper than"),
         "22_unknown_tag.fhrec": (with_doc(_set(["outcome", "value"], {"t": "evil", "cmd": "rm -rf /"})),
@@ -158,6 +358,7 @@ def build() -> dict[str, tuple[bytes, str]]:
         "50_big_id.fhrec": (with_doc(_set(["outcome", "value"], {"t": "ref", "id": 10**12})),
                             "small non-negative integer"),
     }
+    cases.update(load_cases(good))
     return cases
 
 
@@ -165,12 +366,17 @@ def main() -> None:
     OUT.mkdir(exist_ok=True)
     for old in OUT.glob("*.fhrec"):
         old.unlink()
-    manifest = {}
+    manifest: dict = {"load": {}, "replay": {}}
     for name, (data, fragment) in build().items():
         (OUT / name).write_bytes(data)
-        manifest[name] = fragment
+        manifest["load"][name] = fragment
+    for name, (data, expect) in replay_cases().items():
+        (OUT / name).write_bytes(data)
+        manifest["replay"][name] = expect
     (OUT / "MANIFEST.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {len(manifest)} hostile files to {OUT}")
+    total = len(manifest["load"]) + len(manifest["replay"])
+    size = sum(f.stat().st_size for f in OUT.glob("*.fhrec"))
+    print(f"wrote {total} hostile files ({size} bytes) to {OUT}")
 
 
 if __name__ == "__main__":

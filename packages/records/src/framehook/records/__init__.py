@@ -9,9 +9,9 @@ runs the recorded code, by design. See FORMAT.md for the file format.
 from __future__ import annotations
 
 from .codec import Missing, MissingValueError
-from .errors import (NewerPythonError, RecordError, RecordFormatError, RecordLimitError,
-                     RecordTooLargeError, RecordVersionError,
-                     SourceUnavailableError, UntrustedRecordError)
+from .errors import (InvalidBytecodeError, NewerPythonError, RecordError, RecordFormatError, RecordLimitError,
+                     RecordTooLargeError, RecordVersionError, SourceUnavailableError, UntrustedBytecodeError,
+                     UntrustedRecordError)
 from .limits import Limits
 from .model import Record
 from .reader import dumps, load, loads, save
@@ -20,8 +20,8 @@ from .registry import register_codec, registered_codecs, unregister_codec
 from .replay import ModeResult, ReplayResult, replay, replay_record
 
 __all__ = [
-    "Limits", "Missing", "MissingValueError", "ModeResult", "NewerPythonError", "Record", "RecordError", "RecordFormatError",
+    "InvalidBytecodeError", "Limits", "Missing", "MissingValueError", "ModeResult", "NewerPythonError", "Record", "RecordError", "RecordFormatError",
     "RecordLimitError",    "RecordTooLargeError", "RecordVersionError", "ReplayResult", "SourceUnavailableError",
-    "UntrustedRecordError", "dumps", "load", "loads", "record", "record_call", "register_codec",
+    "UntrustedBytecodeError", "UntrustedRecordError", "dumps", "load", "loads", "record", "record_call", "register_codec",
     "registered_codecs", "replay", "replay_record", "save", "unregister_codec",
 ]

@@ -23,7 +23,10 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--trusted", action="store_true",
                     help="allow pickle payloads in the records (runs code from the file!)")
     rp.add_argument("--source", action="store_true",
-                    help="recompile the recorded source even on the recording Python version")
+                    help="use only the recorded source: do not even compare the recorded bytecode with it")
+    rp.add_argument("--trust-bytecode", action="store_true",
+                    help="run the recorded bytecode (after static checks) when it differs from the source "
+                         "or there is no source; runs code the source does not show!")
     rp.add_argument("--limit", action="append", default=[], metavar="NAME=N",
                     help="raise or lower a decoding limit (repeatable); NAME is one of "
                          + ", ".join(f"{n} (default {getattr(DEFAULT, n)})" for n in Limits.names()))
@@ -55,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in args.files:
         try:
             result = replay(name, modes=args.mode, trusted=args.trusted, prefer_source=args.source,
-                            limits=limits)
+                            trust_bytecode=args.trust_bytecode, limits=limits)
         except RecordError as exc:
             print(f"ERROR    {printable(str(exc))}")
             worst = max(worst, 2)

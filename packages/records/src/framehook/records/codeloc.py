@@ -1,12 +1,14 @@
 """Rebuilding the recorded code object on the running interpreter.
 
-Same interpreter (same implementation and bytecode magic number): the marshalled code
-object is used as is. Otherwise the recorded module source is compiled (never executed)
-and the function's code object is found by its qualified name and first line.
+The recorded module source is compiled (never executed) and the function's code object
+found by its qualified name and first line. On the same interpreter (same implementation
+and bytecode magic number) the marshalled code object can also be unmarshalled, to compare
+it with that compilation or, when the caller trusts it, to run it (see replay.Rebuilder).
 """
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import importlib.util
 import marshal
@@ -16,6 +18,7 @@ import sys
 import types
 from typing import Iterator
 
+from . import bytecheck, marshalscan
 from .errors import NewerPythonError, SourceUnavailableError
 
 # Comprehensions got their own code objects before 3.12 and are inlined from 3.12 on,
@@ -125,11 +128,28 @@ def compile_source(source: str, filename: str, path: str | None = None) -> CodeI
     return index
 
 
-def load_marshalled(text: str, name: str, path: str | None) -> types.CodeType:
-    """Unmarshal the recorded code object; only ever called for the same bytecode magic."""
+def same_code(recorded: types.CodeType, compiled: types.CodeType) -> bool:
+    """Whether the recorded code object is the compilation of the source.
+
+    Code objects compare by name, argument counts, flags, first line, bytecode, constants
+    (nested code included), names, variable names and, from 3.11, the line and exception
+    tables; not by file name or qualified name, which may legitimately differ.
+    """
     try:
-        code = marshal.loads(base64.b64decode(text))
-    except (ValueError, EOFError, TypeError) as exc:
+        return recorded == compiled
+    except RecursionError:   # constants nested deeper than the compiler ever writes
+        return False
+
+
+def load_marshalled(text: str, name: str, path: str | None) -> types.CodeType:
+    """Unmarshal the recorded code object (which runs nothing); only ever called for the
+    same bytecode magic, to compare it with the source or, if trusted, to check and run it."""
+    try:
+        data = base64.b64decode(text, validate=True)
+        # No memory bomb, and no opcode that crashes code-object creation, reaches marshal.
+        marshalscan.check(data, bytecheck.check_opcodes)
+        code = marshal.loads(data)
+    except (ValueError, EOFError, TypeError, binascii.Error) as exc:
         raise SourceUnavailableError(f"the marshalled code is corrupt: {exc}", path) from None
     if not isinstance(code, types.CodeType) or code.co_name != name:
         raise SourceUnavailableError("the marshalled code is not the recorded function's code", path)

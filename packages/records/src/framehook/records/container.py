@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import itertools
+import operator
 import re
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
-from .errors import RecordFormatError, RecordLimitError, RecordVersionError
+from .errors import RecordFormatError, RecordVersionError
 from .limits import DEFAULT, Limits
 
 MAGIC = b"\x89FHREC\r\n"
@@ -41,7 +43,9 @@ MAX_BODY_BYTES = DEFAULT.body_bytes
 _INFLATE_CHUNK = 1 << 16
 # A JSON string (skipped: its brackets and commas are data), an opening bracket, a closing
 # one, or a separator; every value and key but the first follows one of "[ { , :".
-_TOKEN = re.compile(rb'("[^"\\]*(?:\\.[^"\\]*)*")|([\[{])|([\]}])|([,:])')
+_SHAPE_CHUNK = 1 << 20
+_BRACKET_STEPS = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")
+_NOT_BRACKET = bytes(set(range(256)) - set(b"[]{}"))
 
 
 @dataclass(frozen=True)
@@ -100,32 +104,55 @@ def check_shape(body: "bytes | bytearray", limits: Limits, path: str | None) -> 
     """Count JSON nodes and nesting depth before json builds any object.
 
     Nodes are values and object keys (an empty array or object counts one). A first
-    C-speed count that includes string contents bounds both from above; only when that
-    bound passes a limit does the exact scan run, and it stops at the first limit
-    passed, so a hostile body costs work in proportion to the limit, not its size.
+    count that includes string contents bounds both from above; only when that bound
+    passes a limit do the exact counts run. Every step runs at C speed (bytes.replace,
+    split, join, count, translate, itertools), so a hostile body costs a few passes over
+    its bytes and never a Python-level loop per token.
     """
     rough_opening = body.count(b"[") + body.count(b"{")
     if rough_opening <= limits.depth and 1 + rough_opening + body.count(b",") + body.count(b":") <= limits.nodes:
         return
-    nodes, depth = 1, 0
-    max_nodes, max_depth = limits.nodes, limits.depth
-    for token in _TOKEN.finditer(body):
-        kind = token.lastindex
-        if kind == 2:
-            nodes += 1
-            depth += 1
-            if depth > max_depth:
-                raise RecordLimitError("depth", depth, max_depth, path, partial=True)
-        elif kind == 3:
-            depth -= 1
-            if depth < 0:
-                raise RecordFormatError("body is not valid JSON (a closing bracket without its opening one)", path)
-        elif kind == 4:
-            nodes += 1
-        else:
-            continue
-        if nodes > max_nodes:
-            raise RecordLimitError("nodes", nodes, max_nodes, path, partial=True)
+    # Exact counts, chunk by chunk, at C speed: escapes are neutralised, the chunk is split
+    # at quotes and only the parts outside strings (every other part, by quote parity) are
+    # counted. Memory stays in proportion to the chunk, and counting stops at the first
+    # chunk that passes a limit.
+    nodes, depth, inside = 1, 0, False
+    for chunk in _chunks(body):
+        parts = chunk.replace(b"\\\\", b"__").replace(b'\\"', b"__").split(b'"')
+        outside = b"".join(parts[1::2] if inside else parts[0::2])
+        if len(parts) % 2 == 0:          # an odd number of quotes flips the state
+            inside = not inside
+        nodes += outside.count(b"[") + outside.count(b"{") + outside.count(b",") + outside.count(b":")
+        if nodes > limits.nodes:
+            raise limits.error("nodes", limits.nodes + 1, path, partial=True)
+        steps = outside.translate(_BRACKET_STEPS, _NOT_BRACKET)
+        if steps:
+            # Openers count 2 and closers 0, so (running sum - position) is the depth change.
+            low, high = _extremes(map(operator.sub, itertools.accumulate(steps), itertools.count(1)))
+            if depth + high > limits.depth:
+                raise limits.error("depth", limits.depth + 1, path, partial=True)
+            if depth + low < 0:
+                raise RecordFormatError("body is not valid JSON (a closing bracket without its opening one)",
+                                        path)
+            depth += 2 * steps.count(2) - len(steps)
+
+
+def _chunks(body: "bytes | bytearray") -> Iterator[bytes]:
+    """Slices of about _SHAPE_CHUNK bytes, never splitting a backslash escape."""
+    start, size = 0, len(body)
+    while start < size:
+        end = min(start + _SHAPE_CHUNK, size)
+        while end < size and body[end - 1] == 0x5C:
+            end += 1
+        yield bytes(body[start:end])
+        start = end
+
+
+def _extremes(values: Iterator[int]) -> tuple[int, int]:
+    low = high = next(values)
+    for chunk in iter(lambda: list(itertools.islice(values, 65536)), []):
+        low, high = min(low, min(chunk)), max(high, max(chunk))
+    return low, high
 
 
 def unpack(data: bytes, *, path: str | None = None, limits: Limits = DEFAULT) -> Envelope:

@@ -31,14 +31,20 @@ class RecordLimitError(RecordTooLargeError):
     """A resource limit (see framehook.records.Limits) was exceeded while decoding."""
 
     def __init__(self, limit: str, value: int, maximum: int, path: str | None = None, *,
-                 partial: bool = False) -> None:
+                 partial: bool = False, default: int | None = None) -> None:
         # partial: counting stopped at the first value past the limit (the real total is larger).
+        # default: the limit's default, to say whether the caller lowered it.
         self.limit = limit
         self.value = value
         self.maximum = maximum
+        self.default = default
         head = f"{limit} exceeds the limit of {maximum} (counting stopped at {value})" if partial \
             else f"{limit} {value} exceeds the limit of {maximum}"
-        super().__init__(f"{head}; raise it with limits= or --limit {limit}=N", path)
+        if default is not None and maximum < default:
+            tail = f"lowered by the caller from the default {default}"
+        else:
+            tail = f"raise it with limits= or --limit {limit}=N"
+        super().__init__(f"{head}; {tail}", path)
 
 
 class UntrustedRecordError(RecordError):
@@ -51,3 +57,13 @@ class SourceUnavailableError(RecordError):
 
 class NewerPythonError(SourceUnavailableError):
     """The record comes from a Python newer than this reader can rebuild code for."""
+
+
+class UntrustedBytecodeError(SourceUnavailableError):
+    """Only the recorded bytecode could be run (no usable source) and the caller did not
+    pass trust_bytecode=True: nothing can show that bytecode does what the record says."""
+
+
+class InvalidBytecodeError(SourceUnavailableError):
+    """The recorded bytecode failed the static checks run before trusted bytecode is used
+    (see framehook.records.bytecheck); it is refused rather than run."""

@@ -34,9 +34,14 @@ class Limits:
 
     def check(self, name: str, value: int, path: str | None = None) -> None:
         """Raise RecordLimitError if ``value`` is above the limit called ``name``."""
-        limit = getattr(self, name)
-        if value > limit:
-            raise RecordLimitError(name, value, limit, path)
+        if value > getattr(self, name):
+            raise self.error(name, value, path)
+
+    def error(self, name: str, value: int, path: str | None = None, *, partial: bool = False) -> RecordLimitError:
+        """The error for ``value`` past the limit ``name``; its advice depends on whether the
+        caller lowered the limit below its default."""
+        default = self.__dataclass_fields__[name].default
+        return RecordLimitError(name, value, getattr(self, name), path, partial=partial, default=default)
 
     def replace(self, **changes: int) -> "Limits":
         return dataclasses.replace(self, **changes)

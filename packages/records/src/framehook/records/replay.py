@@ -8,10 +8,10 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from . import codeloc
+from . import bytecheck, codeloc
 from .codec import EMPTY_CELL, Decoder, Encoder
 from .compare import diff_outcomes
-from .errors import RecordError, SourceUnavailableError
+from .errors import RecordError, SourceUnavailableError, UntrustedBytecodeError
 from .limits import Limits
 from .model import Record
 from .modes import STANDARD, registered, run_mode
@@ -35,11 +35,12 @@ class ModeResult:
 class ReplayResult:
     path: str | None
     label: str
-    code_from: str                    # "marshal" (exact code) or "source" (recompiled)
+    code_from: str                    # FROM_SOURCE, FROM_VERIFIED or FROM_TRUSTED (see Rebuilder)
     recorded_on: str
     replayed_on: str
     modes: list = field(default_factory=list)
     missing: list = field(default_factory=list)
+    bytecode_note: str | None = None  # why the recorded bytecode was not used, when it was not
 
     @property
     def ok(self) -> bool:
@@ -58,7 +59,9 @@ class ReplayResult:
         parts = ", ".join(f"{printable(m.mode)} {m.status}" for m in self.modes)
         where = printable(self.path or self.label)
         line = (f"{verdict:8} {where} [{printable(self.label)}; recorded on {printable(self.recorded_on)}, "
-                f"{self.code_from} code on {self.replayed_on}] {parts}")
+                f"code from {self.code_from} on {self.replayed_on}] {parts}")
+        if self.bytecode_note:
+            line += f"; {printable(self.bytecode_note)}"
         if self.missing:
             line += f"; missing values: {printable(', '.join(self.missing[:5]))}"
         return line
@@ -77,30 +80,95 @@ class ReplayResult:
         return "\n".join(lines)
 
 
-class Rebuilder:
-    """Turns a record back into a callable plus arguments, fresh for every mode."""
+# What ReplayResult.code_from says about the code that ran.
+FROM_SOURCE = "source"
+FROM_VERIFIED = "marshal (verified against source)"
+FROM_TRUSTED = "marshal (trusted, validated)"
+BYTECODE_DIFFERS = "the recorded bytecode differs from the compilation of its source and was not run"
 
-    def __init__(self, rec: Record, *, trusted: bool = False, prefer_source: bool = False) -> None:
+
+class Rebuilder:
+    """Turns a record back into a callable plus arguments, fresh for every mode.
+
+    Source first: the code that runs is compiled from the recorded source. On the
+    recording interpreter the recorded (marshalled) code is compared with it; the
+    marshalled code itself runs only with ``trust_bytecode=True``, after bytecheck's
+    static checks, when it differs from the source or there is no source.
+    """
+
+    def __init__(self, rec: Record, *, trusted: bool = False, prefer_source: bool = False,
+                 trust_bytecode: bool = False) -> None:
         self.rec = rec
         self.trusted = trusted
+        self.note: str | None = None
         code = rec.code
         self._index: codeloc.CodeIndex | None = None
-        self.exact = codeloc.same_interpreter(rec.python) and code["marshal"] is not None and not prefer_source
-        if self.exact:
-            self.code = codeloc.load_marshalled(code["marshal"], code["name"], rec.path)
-            self.code_from = "marshal"
+        same = codeloc.same_interpreter(rec.python)
+        if not same:
+            codeloc.refuse_newer(rec.python, code["source"] is not None, rec.path)
+        marshalled = code["marshal"] if same and not prefer_source else None
+        if code["source"] is None:
+            self.code, self.code_from = self._without_source(marshalled, same, trust_bytecode)
         else:
-            if not codeloc.same_interpreter(rec.python):
-                codeloc.refuse_newer(rec.python, code["source"] is not None, rec.path)
-            if code["source"] is None:
-                raise SourceUnavailableError(
-                    f"recorded on {rec.python.get('version')} without source; it can only be replayed "
-                    f"on that Python version (this is Python {platform.python_version()})", rec.path)
-            self.code = codeloc.locate(self.index(), code["qualname"], code["firstlineno"], code["name"], rec.path)
-            if code["flags"]:
-                self.code = self.code.replace(co_flags=self.code.co_flags | code["flags"])
-            self.code_from = "source"
+            self.code, self.code_from = self._with_source(marshalled, trust_bytecode)
         self.codes: list[types.CodeType] = [self.code]
+
+    def _without_source(self, marshalled: str | None, same: bool, trust: bool) -> tuple[types.CodeType, str]:
+        rec = self.rec
+        if marshalled is None:
+            if same:
+                raise SourceUnavailableError("recorded without source; only its bytecode could be run, "
+                                             "which --source (prefer_source) excludes", rec.path)
+            raise SourceUnavailableError(
+                f"recorded on {rec.python.get('version')} without source; it can only be replayed "
+                f"on that Python version (this is Python {platform.python_version()})", rec.path)
+        if not trust:
+            raise UntrustedBytecodeError(
+                "recorded without source, so its bytecode cannot be checked against it; replay with "
+                "trust_bytecode=True (--trust-bytecode) to run it after static checks", rec.path)
+        return self._trusted(marshalled), FROM_TRUSTED
+
+    def _with_source(self, marshalled: str | None, trust: bool) -> tuple[types.CodeType, str]:
+        rec = self.rec
+        try:
+            compiled = self._compiled()
+        except SourceUnavailableError as exc:
+            if marshalled is None:
+                raise
+            if not trust:
+                raise UntrustedBytecodeError(f"{exc.reason}; its recorded bytecode runs only with "
+                                             "trust_bytecode=True (--trust-bytecode)", rec.path) from None
+            return self._trusted(marshalled), FROM_TRUSTED
+        if marshalled is None:
+            return compiled, FROM_SOURCE
+        try:
+            recorded = codeloc.load_marshalled(marshalled, rec.code["name"], rec.path)
+        except SourceUnavailableError as exc:
+            if trust:
+                raise
+            self.note = f"{BYTECODE_DIFFERS} ({exc.reason})"
+            return compiled, FROM_SOURCE
+        if codeloc.same_code(recorded, compiled):
+            # Equal as code objects: run the fresh compilation, whose stack size and
+            # file name (which == does not compare on every version) are this interpreter's.
+            return compiled, FROM_VERIFIED
+        if trust:
+            bytecheck.validate(recorded, rec.path)
+            return recorded, FROM_TRUSTED
+        self.note = BYTECODE_DIFFERS
+        return compiled, FROM_SOURCE
+
+    def _compiled(self) -> types.CodeType:
+        code = self.rec.code
+        compiled = codeloc.locate(self.index(), code["qualname"], code["firstlineno"], code["name"], self.rec.path)
+        if code["flags"]:
+            compiled = compiled.replace(co_flags=compiled.co_flags | code["flags"])
+        return compiled
+
+    def _trusted(self, marshalled: str) -> types.CodeType:
+        recorded = codeloc.load_marshalled(marshalled, self.rec.code["name"], self.rec.path)
+        bytecheck.validate(recorded, self.rec.path)
+        return recorded
 
     def index(self) -> codeloc.CodeIndex:
         if self._index is None:
@@ -175,20 +243,26 @@ def _encode_outcome(rec: Record, fn: Any, outcome: Any, args: tuple, kwargs: dic
 
 
 def replay_record(rec: Record, *, modes: Iterable[str] | None = None, trusted: bool = False,
-                  prefer_source: bool = False) -> ReplayResult:
+                  prefer_source: bool = False, trust_bytecode: bool = False) -> ReplayResult:
     """Replay an already loaded record through each mode; mismatches are reported, not raised.
 
     ``modes`` defaults to the standard ones (a mode whose package is absent is reported as
     skipped, naming the package) and every other mode an installed package registers.
-    Raises SourceUnavailableError when the code cannot be rebuilt on this interpreter.
+    ``trusted`` allows pickle values. The code run is compiled from the recorded source;
+    ``prefer_source`` skips even comparing the recorded bytecode with it, and
+    ``trust_bytecode`` runs the recorded bytecode (after static checks) when it differs
+    from the source or there is no source (see FORMAT.md, "Which code runs").
+    Raises SourceUnavailableError (UntrustedBytecodeError, InvalidBytecodeError,
+    NewerPythonError) when the code cannot be rebuilt on this interpreter.
     """
     entry_points = registered()
     if modes is None:
         modes = list(STANDARD) + sorted(m for m in entry_points if m not in STANDARD)
-    builder = Rebuilder(rec, trusted=trusted, prefer_source=prefer_source)
+    builder = Rebuilder(rec, trusted=trusted, prefer_source=prefer_source, trust_bytecode=trust_bytecode)
     result = ReplayResult(path=rec.path, label=rec.name, code_from=builder.code_from,
-                          recorded_on=str(rec.python.get("version")), replayed_on=platform.python_version())
-    cross = builder.code_from == "source" and not codeloc.same_interpreter(rec.python)
+                          recorded_on=str(rec.python.get("version")), replayed_on=platform.python_version(),
+                          bytecode_note=builder.note)
+    cross = not codeloc.same_interpreter(rec.python)
     for mode in modes:
         if mode not in STANDARD and mode not in entry_points:
             result.modes.append(ModeResult(mode, "error", f"unknown mode {mode!r}"))
@@ -223,7 +297,8 @@ def replay_record(rec: Record, *, modes: Iterable[str] | None = None, trusted: b
 
 
 def replay(filename: "str | os.PathLike", *, modes: Iterable[str] | None = None, trusted: bool = False,
-           prefer_source: bool = False, limits: Limits | None = None) -> ReplayResult:
+           prefer_source: bool = False, trust_bytecode: bool = False,
+           limits: Limits | None = None) -> ReplayResult:
     """Load ``filename`` strictly and replay it through every mode (see replay_record).
 
     ``limits`` raises or lowers the decoding limits (see Limits and FORMAT.md).
@@ -232,4 +307,5 @@ def replay(filename: "str | os.PathLike", *, modes: Iterable[str] | None = None,
     cannot be rebuilt here; never raises because an outcome differs.
     """
     rec = load(filename, trusted=trusted, limits=limits)
-    return replay_record(rec, modes=modes, trusted=trusted, prefer_source=prefer_source)
+    return replay_record(rec, modes=modes, trusted=trusted, prefer_source=prefer_source,
+                         trust_bytecode=trust_bytecode)
