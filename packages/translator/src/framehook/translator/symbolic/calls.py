@@ -304,6 +304,7 @@ def _numpy_call(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V])
                                             {k: tracer.to_proxy(a) for k, a in kwargs.items()}))
         except Exception as e:
             raise fr.brk("FH009", f"{name} raised {type(e).__name__}: {e}") from None
+    nps.check_special_call(fr, fn, args, kwargs)
     if fn in nps.CREATION:
         positions, names = nps.CREATION_ARRAY_ARGS.get(fn, (set(), set()))
         for i, a in enumerate(args):

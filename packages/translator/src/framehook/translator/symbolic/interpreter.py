@@ -877,6 +877,7 @@ class FrameTracer:
     def make_slice(self, parts: List[V]) -> V:
         """A slice: bounds that are graph ints (dynamic dimensions, a loop index) stay in the
         graph; other graph numbers are specialized."""
+        parts = [nps.slice_bound(self, p) for p in parts]   # x[:idx[0]]: a graph int too
         if any(self.tracer.is_symint(p) for p in parts):
             return SliceV([p if self.tracer.is_symint(p) else Const(self.const_of(p, "a slice bound"))
                            for p in parts])

@@ -36,7 +36,7 @@ from ..bytecode import Codegen
 from ..guards import GuardKind
 from ..sources import GlobalSource
 from . import numpy_support as nps
-from .values import Const, DictV, ListV, ObjV, V
+from .values import Const, DictV, ListV, ObjV, Tensor, V
 
 if TYPE_CHECKING:  # pragma: no cover
     from .interpreter import FrameTracer
@@ -172,6 +172,9 @@ class SideEffects:
                 self._claim(fr, obj)
             obj.attrs[name] = value
             self._record(("attr", id(obj), name), ("attr", obj, name, value))
+            return
+        if isinstance(obj, Tensor) and name == "shape":
+            nps.store_shape(fr, obj, value)   # an in-place reshape, in the graph
             return
         if isinstance(obj, Const) and isinstance(obj.value, types.ModuleType) and not nps.is_numpy_module(obj.value):
             self.module_attrs[(id(obj.value), name)] = value
