@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List
 import numpy as np
 
 from ..graph import ArrayMeta
-from . import errstate
+from . import errstate, objects
 from . import numpy_support as nps
-from .values import Const, DictV, FuncV, IterV, ListV, MethodV, ObjV, Tensor, TupleV, V, flatten
+from .values import BoundMethodV, Const, DictV, FuncV, IterV, ListV, MethodV, ObjV, Tensor, TupleV, V, flatten
 
 if TYPE_CHECKING:  # pragma: no cover
     from .interpreter import FrameTracer
@@ -494,6 +494,8 @@ def call_value(fr: "FrameTracer", fn: V, args: List[V], kwargs: Dict[str, V]) ->
         return Const(None)   # what numpy.errstate.__enter__ returns
     if isinstance(fn, FuncV):
         return fr.inline(fn, args, kwargs)
+    if isinstance(fn, BoundMethodV):
+        return fr.inline(fn.func, [fn.obj] + list(args), kwargs)   # a method of a user class
     if isinstance(fn, MethodV):
         obj = fn.obj
         if isinstance(obj, Tensor) and obj.is_named_tuple:   # ._asdict(): the fields and items
@@ -547,6 +549,12 @@ def call_value(fr: "FrameTracer", fn: V, args: List[V], kwargs: Dict[str, V]) ->
     module = getattr(value, "__module__", None)
     if isinstance(module, str) and (module == "numpy" or module.startswith("numpy.")):
         raise fr.brk("FH004", f"{nps.numpy_name(value)} is not in the supported set")
+    if isinstance(value, type) and value.__flags__ & (1 << 9):   # a class made by a class statement
+        why = objects.constructible(value)
+        if why is None:
+            return objects.construct(fr, fn, args, kwargs)
+        raise fr.brk("FH003", f"a call to the class {value.__qualname__}, whose objects the translator does not "
+                              f"model: {why}")
     raise fr.brk("FH003", f"a call to {getattr(value, '__qualname__', repr(value))}")
 
 

@@ -31,9 +31,9 @@ from . import errstate
 from . import numpy_support as nps
 from .breaks import GraphBreak
 from .loops import LoopAbort, capture_loop, left_body
-from .side_effects import plain_attribute
+from . import objects
 from .tracer import Tracer
-from .values import NULL, Cell, CellContents, CellV, Const, DictV, FuncV, IterV, Lazy, ListV, MethodV, ObjV, SliceV, Tensor, TupleV, V, flatten
+from .values import NULL, Cell, CellContents, CellV, Const, DictV, FuncV, IterV, Lazy, ListV, MethodV, NewObjV, ObjV, SliceV, Tensor, TupleV, V, flatten
 
 __all__ = ["FrameTracer", "ReturnValue", "StopTrace"]
 
@@ -516,15 +516,7 @@ class FrameTracer:
         if isinstance(obj, (ListV, DictV, TupleV)):
             return MethodV(obj, name)
         if isinstance(obj, ObjV):
-            if name in obj.attrs:
-                return obj.attrs[name]
-            if not plain_attribute(obj.value, name):
-                raise self.brk("FH008", f"attribute {name!r} of {obj.describe()}, which its class defines")
-            try:
-                attr = getattr(obj.value, name)
-            except AttributeError as e:
-                raise self.brk("FH009", str(e)) from None
-            return tracer.wrap(attr, AttrSource(obj.source, name))
+            return objects.attribute(self, obj, name)   # data, methods, properties (objects.py)
         raise self.brk("FH008", f"attribute {name!r} of {obj.describe()}")
 
     def named_tuple_attr(self, obj: Tensor, name: str) -> V:
@@ -693,8 +685,8 @@ class FrameTracer:
             same = False
         elif a is b:
             same = True
-        elif isinstance(a, Const) or isinstance(b, Const):
-            same = False   # a traced value is never one of the known constant objects
+        elif isinstance(a, Const) or isinstance(b, Const) or isinstance(a, NewObjV) or isinstance(b, NewObjV):
+            same = False   # a traced value is never one of the known constant objects, nor a new object
         else:
             raise self.brk("FH008", f"`is` between {a.describe()} and {b.describe()}")
         self.push(Const(same != inst.invert))
