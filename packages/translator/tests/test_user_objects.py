@@ -422,3 +422,38 @@ def test_property_replaced_on_the_class_recompiles():
         agree(uses_methods, (X, Linear(W, 0.5)), opt=opt)
     finally:
         Linear.wt = saved
+
+
+# ----------------------------------------------------------------- attributes of the class itself
+class Table:
+    SCALE = 3.0
+
+    @staticmethod
+    def act(y):
+        return y * Table.SCALE
+
+    @classmethod
+    def build(cls, x):
+        obj = cls()
+        obj.data = x + cls.SCALE
+        return obj
+
+
+def uses_class_attributes(x):
+    t = Table.build(x)
+    return Table.act(t.data), t, Table.SCALE
+
+
+def test_class_attributes_classmethods_and_static_methods():
+    opt = agree(uses_class_attributes, (X,), (X,))
+    out = captured(uses_class_attributes, X)
+    assert has_guard(out, "DUPLICATE_INPUT(G['Table'].build.__self__)") and has_guard(out, "ID_MATCH(G['Table'].act)")
+    saved = Table.SCALE
+    try:
+        Table.SCALE = 5.0               # a float class attribute: a graph input, no recompilation
+        agree(uses_class_attributes, (X,), opt=opt)
+        Table.SCALE = 2                 # its type changed: recompiles
+        agree(uses_class_attributes, (X,), opt=opt)
+        assert entries(uses_class_attributes) == 2
+    finally:
+        Table.SCALE = saved

@@ -506,6 +506,8 @@ class FrameTracer:
                 if callable(attr) and not isinstance(attr, type):
                     return Const(attr)   # a bound method of an immutable value
                 return tracer.wrap(attr, None)
+            if obj.source is not None and objects.is_user_class(value):
+                return objects.class_attribute(self, obj, name)   # Cls.method, Cls.CONST (objects.py)
             if isinstance(value, np.ufunc) and name in nps.UFUNC_METHODS:
                 return Const(getattr(value, name))
             if value is np.mgrid or value is np.ogrid:

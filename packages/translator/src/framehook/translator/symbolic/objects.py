@@ -35,7 +35,7 @@ from .values import BoundMethodV, Const, FuncV, NewObjV, ObjV, V
 if TYPE_CHECKING:  # pragma: no cover
     from .interpreter import FrameTracer
 
-__all__ = ["attribute", "constructible", "construct", "HOOKS", "lookup"]
+__all__ = ["attribute", "class_attribute", "constructible", "construct", "is_user_class", "HOOKS", "lookup"]
 
 #: methods that change how attributes are read or written
 HOOKS = ("__getattr__", "__setattr__", "__delattr__", "__getattribute__")
@@ -190,3 +190,33 @@ def construct(fr: "FrameTracer", cls_v: Const, args: List[V], kwargs: Dict[str, 
     if not (isinstance(result, Const) and result.value is None):
         raise fr.brk("FH009", f"{cls.__qualname__}.__init__() should return None (TypeError)")
     return obj
+
+
+def is_user_class(value: Any) -> bool:
+    """A class made by a class statement (or ``make_dataclass``) with the plain metaclass."""
+    return isinstance(value, type) and type(value) is type and bool(value.__flags__ & _HEAP)
+
+
+def class_attribute(fr: "FrameTracer", cls_v: Const, name: str) -> V:
+    """``Cls.name`` on a user class read from a source: a classmethod bound to the class, a
+    function or staticmethod (a function to inline), or a class attribute that is no
+    descriptor, each guarded through ``Cls.name``; anything else breaks (FH008)."""
+    cls = cls_v.value
+    tracer = fr.tracer
+    if name.startswith("__") and name.endswith("__"):
+        raise fr.brk("FH008", f"the special attribute {name!r} of the class {cls.__qualname__}")
+    attr = lookup(cls, name)
+    if attr is _MISSING:
+        raise fr.brk("FH009", f"AttributeError: type object {cls.__qualname__!r} has no attribute {name!r}")
+    src = AttrSource(cls_v.source, name)   # type: ignore[arg-type]
+    value = getattr(cls, name)
+    if isinstance(attr, (types.FunctionType, staticmethod)) and isinstance(value, types.FunctionType):
+        return _wrap_function(fr, value, src)
+    if isinstance(attr, classmethod) and isinstance(value, types.MethodType) and \
+            isinstance(value.__func__, types.FunctionType) and value.__self__ is cls:
+        tracer.guard(src, GuardKind.TYPE_MATCH)
+        tracer.guard(AttrSource(src, "__self__"), GuardKind.DUPLICATE_INPUT, other=cls_v.source)
+        return BoundMethodV(cls_v, name, _wrap_function(fr, value.__func__, AttrSource(src, "__func__")))
+    if hasattr(type(attr), "__get__"):
+        raise fr.brk("FH008", f"attribute {name!r} of the class {cls.__qualname__}, a {type(attr).__qualname__}")
+    return tracer.wrap(value, src)
