@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
+import sys
 import types
 
 import numpy as np
@@ -457,3 +459,33 @@ def test_class_attributes_classmethods_and_static_methods():
         assert entries(uses_class_attributes) == 2
     finally:
         Table.SCALE = saved
+
+
+class Lazy:
+    callers = []   # the file of the code that read the property, each time it was computed
+
+    def __init__(self, v):
+        self.v = v
+
+    @functools.cached_property
+    def doubled(self):
+        frame = sys._getframe(1)
+        while frame.f_code.co_filename == functools.__file__:
+            frame = frame.f_back
+        Lazy.callers.append(frame.f_code.co_filename)
+        return self.v * 2
+
+
+def reads_cached_property(x, lz):
+    return x + lz.doubled
+
+
+def test_other_descriptors_break_without_running_at_trace_time():
+    agree(reads_cached_property, (X, Lazy(X)), (X, Lazy(X)))
+    Lazy.callers.clear()
+    lz = Lazy(X)
+    ft.reset()
+    ft.optimize("eager")(reads_cached_property)(X, lz)
+    assert Lazy.callers == [__file__] and "doubled" in vars(lz)   # computed once, by the user's code
+    codes, reasons = break_codes(reads_cached_property, X, Lazy(X))
+    assert codes[0] == "FH008" and "cached_property" in reasons[0], reasons

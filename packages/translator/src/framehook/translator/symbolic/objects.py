@@ -56,6 +56,8 @@ class _Missing:
 
 
 _MISSING = _Missing()
+#: what a class may define a method as (binding them runs no user code)
+_METHOD_KINDS = (types.FunctionType, staticmethod, classmethod)
 
 
 def _is_data_descriptor(attr: Any) -> bool:
@@ -148,14 +150,18 @@ def attribute(fr: "FrameTracer", obj: ObjV, name: str) -> V:
             return _read(fr, obj, name)   # a __slots__ member: guarded like an instance attribute
         raise fr.brk("FH008", f"attribute {name!r} of {obj.describe()}, which its class defines as a "
                               f"{type(attr).__qualname__} (a descriptor the translator does not model)")
+    if attr is not _MISSING and hasattr(type(attr), "__get__") and not isinstance(attr, _METHOD_KINDS):
+        # never run it at trace time: a ``functools.cached_property`` would compute and store
+        raise fr.brk("FH008", f"attribute {name!r} of {obj.describe()}, which its class defines as a "
+                              f"{type(attr).__qualname__} (a descriptor the translator does not model)")
     if isinstance(obj, NewObjV):
         if attr is _MISSING:
             raise fr.brk("FH009", f"AttributeError: {t.__qualname__!r} object has no attribute {name!r}")
-        if hasattr(type(attr), "__get__"):
+        if isinstance(attr, _METHOD_KINDS):
             return _bound_method(fr, obj, name, getattr(value, name), attr)
         return tracer.wrap(attr, AttrSource(obj.cls_source, name))
     in_instance = name in getattr(value, "__dict__", {})
-    if attr is not _MISSING and hasattr(type(attr), "__get__") and not in_instance:
+    if isinstance(attr, _METHOD_KINDS) and not in_instance:
         return _bound_method(fr, obj, name, getattr(value, name), attr)
     return _read(fr, obj, name)
 
@@ -209,7 +215,9 @@ def class_attribute(fr: "FrameTracer", cls_v: Const, name: str) -> V:
     if attr is _MISSING:
         raise fr.brk("FH009", f"AttributeError: type object {cls.__qualname__!r} has no attribute {name!r}")
     src = AttrSource(cls_v.source, name)   # type: ignore[arg-type]
-    value = getattr(cls, name)
+    if hasattr(type(attr), "__get__") and not isinstance(attr, _METHOD_KINDS):
+        raise fr.brk("FH008", f"attribute {name!r} of the class {cls.__qualname__}, a {type(attr).__qualname__}")
+    value = getattr(cls, name)   # binds a method kind, else the attribute itself: no user code runs
     if isinstance(attr, (types.FunctionType, staticmethod)) and isinstance(value, types.FunctionType):
         return _wrap_function(fr, value, src)
     if isinstance(attr, classmethod) and isinstance(value, types.MethodType) and \
@@ -217,6 +225,7 @@ def class_attribute(fr: "FrameTracer", cls_v: Const, name: str) -> V:
         tracer.guard(src, GuardKind.TYPE_MATCH)
         tracer.guard(AttrSource(src, "__self__"), GuardKind.DUPLICATE_INPUT, other=cls_v.source)
         return BoundMethodV(cls_v, name, _wrap_function(fr, value.__func__, AttrSource(src, "__func__")))
-    if hasattr(type(attr), "__get__"):
-        raise fr.brk("FH008", f"attribute {name!r} of the class {cls.__qualname__}, a {type(attr).__qualname__}")
+    if isinstance(attr, _METHOD_KINDS):
+        raise fr.brk("FH008", f"attribute {name!r} of the class {cls.__qualname__}, a {type(attr).__qualname__} "
+                              "the translator does not inline")
     return tracer.wrap(value, src)
