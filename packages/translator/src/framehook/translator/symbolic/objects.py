@@ -13,7 +13,13 @@ cached code is only reused where the lookup would go the same way:
 * a Python function on the class (a method), a classmethod or a staticmethod: the bound
   method is inlined when called, guarded on ``obj.name`` being a method of that very
   function bound to that very object (so an instance attribute shadowing it, or a class
-  changed afterwards, fails the guard).
+  changed afterwards, fails the guard);
+* any other descriptor (``functools.cached_property``, one of the user's): a break (FH008)
+  before anything reads it, since reading it would run the user's code at trace time.
+
+``Cls.name`` on a user class read from a source (``class_attribute``) is read the same way:
+classmethods bound to the class, functions and staticmethods inlined, plain class
+attributes guarded as inputs.
 
 Calling a class whose instances are plain (no metaclass, ``__new__``, ``__del__``, slots,
 attribute hooks or builtin base; see ``constructible``) makes a ``NewObjV`` and inlines its
