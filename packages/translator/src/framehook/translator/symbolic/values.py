@@ -56,6 +56,12 @@ class Const(V):
         self.value = value
         self.source = source
 
+    def describe(self) -> str:
+        return f"{type(self.value).__name__} {self.value!r:.60}"
+
+    def __repr__(self) -> str:
+        return f"Const({self.value!r:.60})"
+
 
 class CellContents:
     """Lazy contents of a real closure cell: read (and guarded) on first use."""
@@ -70,12 +76,6 @@ class CellContents:
 def unread(v: Any) -> bool:
     """True for a value the trace has not read yet (an argument or a cell's contents)."""
     return isinstance(v, (Lazy, CellContents))
-
-    def describe(self) -> str:
-        return f"{type(self.value).__name__} {self.value!r:.60}"
-
-    def __repr__(self) -> str:
-        return f"Const({self.value!r:.60})"
 
 
 class Tensor(V):
