@@ -489,3 +489,40 @@ def test_other_descriptors_break_without_running_at_trace_time():
     assert Lazy.callers == [__file__] and "doubled" in vars(lz)   # computed once, by the user's code
     codes, reasons = break_codes(reads_cached_property, X, Lazy(X))
     assert codes[0] == "FH008" and "cached_property" in reasons[0], reasons
+
+
+class Box:
+    def __init__(self, lo, hi):
+        self.lo = lo
+        self.hi = hi
+
+    @property
+    def width(self):
+        return self.hi - self.lo
+
+    def clip(self, x):
+        return np.clip(x, self.lo, self.hi)
+
+
+def uses_new_box(x):
+    box = Box(x.min() / 2, x.max() / 2)
+    return box.clip(x) * box.width
+
+
+def test_properties_and_methods_of_new_objects_and_a_replaced_init():
+    out = captured(uses_new_box, X)
+    assert has_guard(out, "ID_MATCH(G['Box'].width.fget)") and has_guard(out, "ID_MATCH(G['Box'].clip)"), out.guards
+    ft.reset()
+    opt = agree(uses_new_box, (X,), (X,))
+    assert entries(uses_new_box) == 1
+    saved = Box.__init__
+
+    def wider(self, lo, hi):
+        self.lo = lo * 2
+        self.hi = hi * 2
+    try:
+        Box.__init__ = wider            # ID_MATCH(G['Box'].__init__) fails: traced again
+        agree(uses_new_box, (X,), opt=opt)
+        assert entries(uses_new_box) == 2
+    finally:
+        Box.__init__ = saved
