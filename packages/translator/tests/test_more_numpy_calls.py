@@ -288,3 +288,16 @@ def test_shape_assignment_warns_as_plain():
     opt = ft.optimize("eager")(shape_of_result)
     assert seen(opt) == want
     assert seen(opt) == want
+
+
+def shape_of_a_returned_input(x):
+    y = x * 2
+    z = y.real               # for a real array, y itself
+    z.shape = (2, 3)
+    return y.shape, y, z
+
+
+def test_shape_assignment_of_an_array_an_operation_returned_as_is_breaks():
+    check_agrees(shape_of_a_returned_input, (X,), (X,))
+    ft.reset()
+    assert breaks_of(shape_of_a_returned_input, X) == ["FH006"]

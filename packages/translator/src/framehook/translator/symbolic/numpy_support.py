@@ -545,6 +545,11 @@ def store_shape(fr: Any, obj: Any, value: Any) -> None:
     if not meta.is_array:
         raise fr.brk("FH009", f"assignment to .shape of {obj.describe()} raises AttributeError")
     node = obj.node
+    from ..graph.ir import NodeKind
+    if node.kind is not NodeKind.PLACEHOLDER and node.target is not reshaped and not _keeps_identity_apart(node):
+        raise fr.brk("FH006", f"assignment to .shape of an array that {node.name} ({node.kind.value} "
+                              f"{getattr(node.target, '__name__', node.target)}) may have returned as the same "
+                              "object as its input (which would keep the old shape)")
     for user in list(node.users):
         if not _keeps_identity_apart(user):
             raise fr.brk("FH006", f"assignment to .shape of an array that {user.name} "
