@@ -523,6 +523,12 @@ def _keeps_identity_apart(user: Any) -> bool:
         return False
     if user.kind is NodeKind.CALL:
         target = user.target
+        if target is operator.getitem:
+            # indexing an array makes a new object; an item of a tuple (a loop's results, a
+            # named tuple) is an object other nodes may hold too
+            base = user.args[0] if user.args else None
+            meta = getattr(base, "meta", {}).get("val") if base is not None else None
+            return isinstance(meta, ArrayMeta) and meta.is_array
         try:
             return isinstance(target, np.ufunc) or target in _FRESH_TARGETS
         except TypeError:   # pragma: no cover - unhashable targets
