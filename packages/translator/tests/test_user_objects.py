@@ -526,3 +526,17 @@ def test_properties_and_methods_of_new_objects_and_a_replaced_init():
         assert entries(uses_new_box) == 2
     finally:
         Box.__init__ = saved
+
+
+def steps_with_methods(x, box):
+    for i in range(20):
+        x = box.clip(x * 1.5) + box.width * 0.01
+    return x
+
+
+def test_methods_and_properties_inside_a_captured_loop():
+    agree(steps_with_methods, (X, Box(-1.0, 2.0)), (X, Box(-1.0, 2.0)), (X, Box(0, 1)))
+    out = captured(steps_with_methods, X, Box(-1.0, 2.0))
+    assert len(out.loops) == 1 and "captured as one loop" in str(out.loops[0]), out.loops
+    # a method that stores an attribute would repeat the store: such a loop is unrolled
+    agree(uses_methods, (X, Linear(W)))
