@@ -538,5 +538,13 @@ def test_methods_and_properties_inside_a_captured_loop():
     agree(steps_with_methods, (X, Box(-1.0, 2.0)), (X, Box(-1.0, 2.0)), (X, Box(0, 1)))
     out = captured(steps_with_methods, X, Box(-1.0, 2.0))
     assert len(out.loops) == 1 and "captured as one loop" in str(out.loops[0]), out.loops
-    # a method that stores an attribute would repeat the store: such a loop is unrolled
-    agree(uses_methods, (X, Linear(W)))
+    # a method that stores an attribute stores it at every iteration: that loop is unrolled
+    agree(counts_in_loop, (X, Linear(W)), (X, Linear(W)))
+    out = captured(counts_in_loop, X, Linear(W))
+    assert "unrolled" in str(out.loops[0]) and "'calls'" in str(out.loops[0]), out.loops
+
+
+def counts_in_loop(x, m):
+    for i in range(6):
+        x = m.forward(x) * 0.1
+    return x
