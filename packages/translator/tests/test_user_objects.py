@@ -548,3 +548,27 @@ def counts_in_loop(x, m):
     for i in range(6):
         x = m.forward(x) * 0.1
     return x
+
+
+def optional_bias(x, m):
+    y = x @ m.w
+    if hasattr(m, "b"):
+        y = y + getattr(m, "b", 0.0)
+    return y * getattr(m, "gain", 1.0)
+
+
+def test_getattr_with_a_default_and_hasattr():
+    with_gain = Linear(W, 0.5)
+    with_gain.gain = 3.0
+    opt = agree(optional_bias, (X, with_gain), (X, with_gain))
+    assert entries(optional_bias) == 1
+    out = captured(optional_bias, X, with_gain)
+    assert has_guard(out, "TYPE_MATCH(L['m'].gain)"), out.guards
+    ft.reset()
+    opt = agree(optional_bias, (X, with_gain))
+    no_gain = Linear(W, 0.5)                 # gain missing: the guard fails, the default is Python's
+    agree(optional_bias, (X, no_gain), (X, with_gain), opt=opt)
+    codes, reasons = break_codes(optional_bias, X, no_gain)
+    assert codes[0] == "FH003" and "'gain'" in reasons[0], reasons
+    no_bias = types.SimpleNamespace(w=W, gain=2.0)
+    agree(optional_bias, (X, no_bias), opt=opt)   # hasattr False: runs in Python

@@ -269,6 +269,14 @@ def _next(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
 
 @_builtin(getattr)
 def _getattr(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+    if len(args) == 3 and isinstance(args[0], ObjV):
+        # an attribute the object has is read (and guarded: the cached code is not reused
+        # once it is gone); the default of a missing one would need its absence guarded
+        name = fr.const_of(args[1])
+        if objects.has_attribute(args[0], name):
+            return fr.getattr(args[0], name)
+        raise fr.brk("FH003", f"getattr() with a default of the attribute {name!r}, which "
+                              f"{args[0].describe()} lacks (its absence is not guarded)")
     if len(args) != 2:
         raise fr.brk("FH003", "getattr() with a default")
     return fr.getattr(args[0], fr.const_of(args[1]))
@@ -281,7 +289,11 @@ def _hasattr(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
         return Const(hasattr(obj.meta.proxy(), name))
     if isinstance(obj, Const):
         return Const(hasattr(obj.value, name))
-    raise fr.brk("FH008", f"hasattr() on {obj.describe()}")
+    if isinstance(obj, ObjV) and objects.has_attribute(obj, name):
+        fr.getattr(obj, name)   # read as for obj.name: guarded, so a later absence recompiles
+        return Const(True)
+    raise fr.brk("FH008", f"hasattr() on {obj.describe()}" + (f" of the attribute {name!r}, which it lacks (its "
+                                                              "absence is not guarded)" if isinstance(obj, ObjV) else ""))
 
 
 def _numpy_call(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V]) -> V:

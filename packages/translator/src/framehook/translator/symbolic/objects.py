@@ -41,7 +41,7 @@ from .values import BoundMethodV, Const, FuncV, NewObjV, ObjV, V
 if TYPE_CHECKING:  # pragma: no cover
     from .interpreter import FrameTracer
 
-__all__ = ["attribute", "class_attribute", "constructible", "construct", "is_user_class", "HOOKS", "lookup"]
+__all__ = ["attribute", "class_attribute", "has_attribute", "constructible", "construct", "is_user_class", "HOOKS", "lookup"]
 
 #: methods that change how attributes are read or written
 HOOKS = ("__getattr__", "__setattr__", "__delattr__", "__getattribute__")
@@ -170,6 +170,16 @@ def attribute(fr: "FrameTracer", obj: ObjV, name: str) -> V:
     if isinstance(attr, _METHOD_KINDS) and not in_instance:
         return _bound_method(fr, obj, name, getattr(value, name), attr)
     return _read(fr, obj, name)
+
+
+def has_attribute(obj: ObjV, name: str) -> bool:
+    """Does ``obj`` have ``name`` as far as the trace can tell without running user code (an
+    attribute stored, one in the instance dictionary, or one its class defines)?"""
+    if name in obj.attrs:
+        return True
+    if not isinstance(obj, NewObjV) and name in getattr(obj.value, "__dict__", {}):
+        return True
+    return type(obj.value) is not types.SimpleNamespace and lookup(type(obj.value), name) is not _MISSING
 
 
 def _read(fr: "FrameTracer", obj: ObjV, name: str) -> V:
