@@ -658,7 +658,7 @@ def _clash_cases():
         sys.version_info < (3, 12), reason="type parameter syntax is 3.12+"))
 
 
-@pytest.mark.parametrize("source, name", _clash_cases())
+@pytest.mark.parametrize("source, name", list(_clash_cases()))
 def test_a_name_both_cell_and_free_keeps_its_slot(source, name):
     code = _code_named(compile(source, "<clash>", "exec"), name)
     assert (set(code.co_varnames) | set(code.co_cellvars)) & set(code.co_freevars), "the case must clash"

@@ -231,10 +231,13 @@ def test_error_inside_the_resume_function_has_the_users_line(capsys):
 
 
 class Box:
-    __slots__ = ("v",)   # no __dict__: not a plain object the translator models
+    __slots__ = ("v",)
 
     def __init__(self, v):
         self.v = v
+
+    def __getattr__(self, name):   # an attribute hook: not a plain object the translator models
+        raise AttributeError(name)
 
 
 def constructs_object(x):

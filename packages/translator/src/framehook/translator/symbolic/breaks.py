@@ -33,12 +33,18 @@ _TABLE = [
               "compute both sides and select with `np.where`, or move the decision out of the function"),
     BreakKind("FH003", "call to an unsupported callable",
               "the function calls something the translator cannot look into (a C function outside numpy, "
-              "a class constructor, a method of an unknown object)",
+              "a method of an unknown object), or a class whose objects it does not model: one with a "
+              "metaclass, `__new__`, `__del__`, `__slots__`, attribute hooks (`__getattr__`, "
+              "`__setattr__`, ...; frozen dataclasses have them) or a builtin base, or an `__init__` that is "
+              "not a Python function (the reason names which). Calling a plain class (dataclasses included) "
+              "is captured: its `__init__` is inlined, and the new object is made after the graph where it "
+              "outlives it",
               "call it outside the optimized function, or wrap the numpy part in its own function"),
     BreakKind("FH004", "unsupported numpy function or arguments",
               "a numpy function (or array method) is not in the supported set, or is called with arguments "
               "it cannot capture (for example `np.linalg.eig` of a real array on numpy before 2.5, whose "
-              "result is real or complex depending on the values)",
+              "result is real or complex depending on the values, or `np.ndarray(...)` over a `buffer=`; "
+              "`np.ndarray(shape, dtype, order=...)` and `np.histogram` are captured)",
               "see the supported list in the translator README; rewrite with supported functions"),
     BreakKind("FH005", "I/O or other side effect",
               "the function prints, opens files or does other I/O while running",
@@ -48,8 +54,11 @@ _TABLE = [
               "lists and dicts the function received are traced and replayed after the graph runs; this "
               "break is for the rest: deleting a global or an attribute, storing to a closure variable of "
               "an enclosing function, to another module's globals, to an attribute of a function, class or "
-              "object with attribute hooks or a descriptor, or mutating an object the function also reaches "
-              "through a second name (an alias the translator cannot track)",
+              "object with attribute hooks (`__setattr__`: frozen dataclasses) or a descriptor (a property "
+              "setter, a slot), or mutating an object the function also reaches through a second name (an "
+              "alias the translator cannot track). `x.shape = ...` on an array is an in-place reshape in "
+              "the graph (numpy raises as in plain code when the layout needs a copy); it breaks here only "
+              "when another graph value may be the same array object (`np.asarray(x)`, `x.real`, ...)",
               "return the new value instead and store it at the caller, or pass the object once"),
     BreakKind("FH007", "try/except/finally or with block",
               "the frame runs code inside a try, except, finally or with block; the whole statement "
@@ -64,7 +73,11 @@ _TABLE = [
               "to have it captured"),
     BreakKind("FH008", "unsupported Python value",
               "the function reads a value of a type the translator does not model (an object of a user "
-              "class with attribute hooks, properties or slots, a generator, a set of arrays, ...)",
+              "class with `__getattr__`/`__getattribute__` or a builtin base, an attribute its class defines "
+              "as a descriptor other than a method, a property with a Python getter or a slot, a special "
+              "`__name__`, a generator, a set of arrays, ...). Attributes of other objects of user classes "
+              "(dataclasses, frozen ones and slotted ones included) are read and guarded; methods, "
+              "classmethods, staticmethods and property getters are inlined",
               "pass arrays, numbers, strings, tuples, lists and dicts of those"),
     BreakKind("FH009", "the code raises",
               "the traced code raises an exception (an explicit raise, or an operation that fails for "
@@ -86,7 +99,8 @@ _TABLE = [
               "`np.where(mask, a, b)` instead of a mask, or pass `dynamic=False` to specialize on every shape"),
     BreakKind("FH012", "array value converted to a Python object",
               "an array or numpy scalar computed in the graph is turned into a Python number, bool, list or "
-              "string (`float(x)`, `x.item()`, `x.tolist()`, `bool(x)`, formatting)",
+              "string (`float(x)`, `x.item()`, `x.tolist()`, `bool(x)`, formatting). An integer element used "
+              "as a slice bound of an array (`x[:idx[0]]`) stays in the graph",
               "keep the value as a numpy scalar or 0-d array, or return it and convert at the caller"),
     BreakKind("FH013", "unsupported array attribute",
               "the code reads an array attribute the translator does not model (strides, flags, ctypes, "

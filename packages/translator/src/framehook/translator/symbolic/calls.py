@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List
 import numpy as np
 
 from ..graph import ArrayMeta
-from . import errstate
+from . import errstate, objects
 from . import numpy_support as nps
 from .loops import symbolic_range
-from .values import Const, DictV, FuncV, IterV, ListV, MethodV, ObjV, Tensor, TupleV, V, flatten
+from .values import BoundMethodV, Const, DictV, FuncV, IterV, ListV, MethodV, ObjV, Tensor, TupleV, V, flatten
 
 if TYPE_CHECKING:  # pragma: no cover
     from .interpreter import FrameTracer
@@ -276,6 +276,14 @@ def _next(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
 
 @_builtin(getattr)
 def _getattr(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+    if len(args) == 3 and isinstance(args[0], ObjV):
+        # an attribute the object has is read (and guarded: the cached code is not reused
+        # once it is gone); the default of a missing one would need its absence guarded
+        name = fr.const_of(args[1])
+        if objects.has_attribute(args[0], name):
+            return fr.getattr(args[0], name)
+        raise fr.brk("FH003", f"getattr() with a default of the attribute {name!r}, which "
+                              f"{args[0].describe()} lacks (its absence is not guarded)")
     if len(args) != 2:
         raise fr.brk("FH003", "getattr() with a default")
     return fr.getattr(args[0], fr.const_of(args[1]))
@@ -288,7 +296,11 @@ def _hasattr(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
         return Const(hasattr(obj.meta.proxy(), name))
     if isinstance(obj, Const):
         return Const(hasattr(obj.value, name))
-    raise fr.brk("FH008", f"hasattr() on {obj.describe()}")
+    if isinstance(obj, ObjV) and objects.has_attribute(obj, name):
+        fr.getattr(obj, name)   # read as for obj.name: guarded, so a later absence recompiles
+        return Const(True)
+    raise fr.brk("FH008", f"hasattr() on {obj.describe()}" + (f" of the attribute {name!r}, which it lacks (its "
+                                                              "absence is not guarded)" if isinstance(obj, ObjV) else ""))
 
 
 def _numpy_call(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V]) -> V:
@@ -311,6 +323,7 @@ def _numpy_call(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V])
                                             {k: tracer.to_proxy(a) for k, a in kwargs.items()}))
         except Exception as e:
             raise fr.brk("FH009", f"{name} raised {type(e).__name__}: {e}") from None
+    nps.check_special_call(fr, fn, args, kwargs)
     if fn in nps.CREATION:
         positions, names = nps.CREATION_ARRAY_ARGS.get(fn, (set(), set()))
         for i, a in enumerate(args):
@@ -500,6 +513,8 @@ def call_value(fr: "FrameTracer", fn: V, args: List[V], kwargs: Dict[str, V]) ->
         return Const(None)   # what numpy.errstate.__enter__ returns
     if isinstance(fn, FuncV):
         return fr.inline(fn, args, kwargs)
+    if isinstance(fn, BoundMethodV):
+        return fr.inline(fn.func, [fn.obj] + list(args), kwargs)   # a method of a user class
     if isinstance(fn, MethodV):
         obj = fn.obj
         if isinstance(obj, Tensor) and obj.is_named_tuple:   # ._asdict(): the fields and items
@@ -553,6 +568,12 @@ def call_value(fr: "FrameTracer", fn: V, args: List[V], kwargs: Dict[str, V]) ->
     module = getattr(value, "__module__", None)
     if isinstance(module, str) and (module == "numpy" or module.startswith("numpy.")):
         raise fr.brk("FH004", f"{nps.numpy_name(value)} is not in the supported set")
+    if isinstance(value, type) and value.__flags__ & (1 << 9):   # a class made by a class statement
+        why = objects.constructible(value)
+        if why is None:
+            return objects.construct(fr, fn, args, kwargs)
+        raise fr.brk("FH003", f"a call to the class {value.__qualname__}, whose objects the translator does not "
+                              f"model: {why}")
     raise fr.brk("FH003", f"a call to {getattr(value, '__qualname__', repr(value))}")
 
 

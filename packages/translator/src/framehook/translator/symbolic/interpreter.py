@@ -31,9 +31,9 @@ from . import errstate
 from . import numpy_support as nps
 from .breaks import GraphBreak
 from .loops import LoopAbort, SymIter, SymRange, capture_loop, capture_while, left_body
-from .side_effects import plain_attribute
+from . import objects
 from .tracer import Tracer
-from .values import NULL, Cell, CellContents, CellV, Const, DictV, FuncV, IterV, Lazy, ListV, MethodV, ObjV, SliceV, Tensor, TupleV, V, flatten
+from .values import NULL, Cell, CellContents, CellV, Const, DictV, FuncV, IterV, Lazy, ListV, MethodV, NewObjV, ObjV, SliceV, Tensor, TupleV, V, flatten
 
 __all__ = ["FrameTracer", "ReturnValue", "StopTrace"]
 
@@ -504,6 +504,8 @@ class FrameTracer:
                 if callable(attr) and not isinstance(attr, type):
                     return Const(attr)   # a bound method of an immutable value
                 return tracer.wrap(attr, None)
+            if obj.source is not None and objects.is_user_class(value):
+                return objects.class_attribute(self, obj, name)   # Cls.method, Cls.CONST (objects.py)
             if isinstance(value, np.ufunc) and name in nps.UFUNC_METHODS:
                 return Const(getattr(value, name))
             if value is np.mgrid or value is np.ogrid:
@@ -514,15 +516,7 @@ class FrameTracer:
         if isinstance(obj, (ListV, DictV, TupleV)):
             return MethodV(obj, name)
         if isinstance(obj, ObjV):
-            if name in obj.attrs:
-                return obj.attrs[name]
-            if not plain_attribute(obj.value, name):
-                raise self.brk("FH008", f"attribute {name!r} of {obj.describe()}, which its class defines")
-            try:
-                attr = getattr(obj.value, name)
-            except AttributeError as e:
-                raise self.brk("FH009", str(e)) from None
-            return tracer.wrap(attr, AttrSource(obj.source, name))
+            return objects.attribute(self, obj, name)   # data, methods, properties (objects.py)
         raise self.brk("FH008", f"attribute {name!r} of {obj.describe()}")
 
     def named_tuple_attr(self, obj: Tensor, name: str) -> V:
@@ -696,8 +690,8 @@ class FrameTracer:
             same = False
         elif a is b:
             same = True
-        elif isinstance(a, Const) or isinstance(b, Const):
-            same = False   # a traced value is never one of the known constant objects
+        elif isinstance(a, Const) or isinstance(b, Const) or isinstance(a, NewObjV) or isinstance(b, NewObjV):
+            same = False   # a traced value is never one of the known constant objects, nor a new object
         else:
             raise self.brk("FH008", f"`is` between {a.describe()} and {b.describe()}")
         self.push(Const(same != inst.invert))
@@ -880,6 +874,7 @@ class FrameTracer:
     def make_slice(self, parts: List[V]) -> V:
         """A slice: bounds that are graph ints (dynamic dimensions, a loop index) stay in the
         graph; other graph numbers are specialized."""
+        parts = [nps.slice_bound(self, p) for p in parts]   # x[:idx[0]]: a graph int too
         if any(self.tracer.is_symint(p) for p in parts):
             return SliceV([p if self.tracer.is_symint(p) else Const(self.const_of(p, "a slice bound"))
                            for p in parts])

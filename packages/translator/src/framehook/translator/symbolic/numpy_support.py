@@ -3,6 +3,7 @@ their results' metadata is found (by running them on one-element proxies)."""
 from __future__ import annotations
 
 import contextlib
+import operator
 import threading
 import warnings
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
@@ -30,7 +31,7 @@ def _collect(module: Any, names: str) -> Dict[Any, str]:
 
 #: creation functions: every argument must be known at trace time, except these
 CREATION_NAMES = """zeros ones empty full zeros_like ones_like empty_like full_like arange linspace logspace eye
-identity tri indices"""
+identity tri indices ndarray"""
 #: functions whose arguments may be arrays
 GENERAL_NAMES = """array asarray asanyarray ascontiguousarray copy diag diagflat meshgrid
 sum mean std var prod max min amax amin argmax argmin all any median cumsum cumprod nansum nanmean nanmax nanmin
@@ -39,7 +40,7 @@ reshape transpose swapaxes moveaxis expand_dims squeeze ravel concatenate stack 
 split array_split hsplit vsplit tile repeat broadcast_to broadcast_arrays flip fliplr flipud roll rot90 atleast_1d
 atleast_2d atleast_3d pad diff gradient take take_along_axis sort argsort triu tril trace diagonal
 outer inner dot vdot matmul einsum tensordot kron cross where clip round around nan_to_num real imag angle conj
-sinc isclose interp convolve correlate cov corrcoef histogram_bin_edges
+sinc isclose interp convolve correlate cov corrcoef histogram histogram_bin_edges
 append insert delete searchsorted digitize polyval"""
 #: answered from dtypes and shapes alone (folded at trace time)
 META_ONLY_NAMES = "result_type promote_types can_cast min_scalar_type"
@@ -68,7 +69,8 @@ VALUE_ARGS = {np.where: ({1, 2}, {"x", "y"}), np.clip: ({1, 2}, {"a_min", "a_max
               np.full: ({1}, {"fill_value"}), np.full_like: ({1}, {"fill_value"}),
               np.linspace: ({0, 1}, {"start", "stop"}), np.logspace: ({0, 1}, {"start", "stop"}),
               np.nan_to_num: (set(), {"nan", "posinf", "neginf"}), np.isclose: ({1}, {"b"}),
-              np.dot: ({0, 1}, set()), np.outer: ({0, 1}, set()), np.power: ({0, 1}, set())}
+              np.dot: ({0, 1}, set()), np.outer: ({0, 1}, set()), np.power: ({0, 1}, set()),
+              np.histogram: ({2}, {"range"})}
 
 #: arguments that are sizes (shapes, lengths, counts): a graph int there (a dynamic
 #: dimension read in the code) stays in the graph and makes the result's dimensions symbolic;
@@ -80,7 +82,8 @@ SIZE_ARGS = {np.zeros: ({0}, {"shape"}), np.ones: ({0}, {"shape"}), np.empty: ({
              np.logspace: ({2}, {"num"}), np.eye: ({0, 1, 2}, {"N", "M", "k"}), np.identity: ({0}, {"n"}),
              np.tri: ({0, 1, 2}, {"N", "M", "k"}), np.indices: ({0}, {"dimensions"}),
              np.reshape: ({1}, {"shape", "newshape"}), np.broadcast_to: ({1}, {"shape"}),
-             np.repeat: ({1}, {"repeats"}), np.tile: ({1}, {"reps"})}
+             np.repeat: ({1}, {"repeats"}), np.tile: ({1}, {"reps"}), np.ndarray: ({0}, {"shape"}),
+             np.histogram: ({1}, {"bins"})}
 #: array methods whose positional arguments are sizes
 SIZE_METHOD_ARGS = {"reshape": None, "repeat": {0}}   # None: every positional argument
 
@@ -461,3 +464,144 @@ def mask_index_setitem(fr: Any, obj: Any, idx: Any, value: Any) -> None:
                               f"not be broadcast to indexing result of shape {format_shape(meta.shape)}")
     tracer.graph.call(operator.setitem, (tracer.to_arg(obj), tracer.to_arg(idx), tracer.to_arg(value)),
                       stack=tracer.stack_location())
+
+
+# ---------------------------------------------------------------- calls captured with conditions
+def check_special_call(fr: Any, fn: Any, args: List[Any], kwargs: Dict[str, Any]) -> None:
+    """Break on the forms of ``numpy.ndarray(...)`` and ``numpy.histogram(...)`` the graph
+    cannot hold: an ndarray over another object's memory, bins chosen from the values."""
+    from .values import Const
+    if fn is np.ndarray:
+        # ndarray(shape, dtype=float, buffer=None, offset=0, strides=None, order=None)
+        names = ("shape", "dtype", "buffer", "offset", "strides", "order")
+        given = dict(zip(names, args))
+        given.update(kwargs)
+        for name in ("buffer", "offset", "strides"):
+            v = given.get(name)
+            if v is not None and not (isinstance(v, Const) and v.value in (None, 0) and
+                                      (name == "offset" or v.value is None)):
+                raise fr.brk("FH004", f"numpy.ndarray with {name}= (an array over another object's memory); "
+                                      "only numpy.ndarray(shape, dtype, order=...) is captured")
+    elif fn is np.histogram:
+        bins = args[1] if len(args) > 1 else kwargs.get("bins")
+        if isinstance(bins, Const) and isinstance(bins.value, str):
+            raise fr.brk("FH011", f"numpy.histogram with bins={bins.value!r}: the number of bins depends on "
+                                  "the values; pass a number of bins or the edges")
+
+
+# ---------------------------------------------------------------- ``x.shape = ...``
+def reshaped(a: np.ndarray, done: None) -> np.ndarray:
+    """``a`` after the ``setattr(a, "shape", ...)`` node ``done``: the same object, which the
+    nodes that use it next read with its new shape (the node orders them after the store)."""
+    return a
+
+
+#: operations whose result is never the very array object they were given (a new array, a
+#: new view, a number or None): an array only these have used may change its shape in place
+#: without any other graph value seeing it. Others (``np.asarray``, ``x.real`` of a real
+#: array, in-place operators, ``out=``, ``np.atleast_1d``, ...) may return the same object.
+_FRESH_TARGETS = frozenset({
+    operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod, operator.pow,
+    operator.matmul, operator.neg, operator.pos, operator.abs, operator.invert, operator.and_, operator.or_,
+    operator.xor, operator.lshift, operator.rshift, operator.lt, operator.le, operator.eq, operator.ne,
+    operator.gt, operator.ge, operator.getitem, operator.setitem, np.copy, np.reshape, np.transpose,
+    np.concatenate, np.stack, np.where, np.dot, np.matmul, np.outer, np.zeros_like, np.ones_like,
+    np.empty_like, np.full_like, np.sum, np.mean, np.cumsum, np.diff, np.sort, np.clip})
+_FRESH_METHODS = frozenset({"copy", "reshape", "ravel", "flatten", "transpose", "swapaxes", "sum", "mean", "std",
+                            "var", "prod", "max", "min", "argmax", "argmin", "all", "any", "cumsum", "cumprod",
+                            "dot", "fill", "sort", "take", "diagonal", "trace", "clip", "round"})
+
+
+def _keeps_identity_apart(user: Any) -> bool:
+    """Is ``user``'s result certainly not the array object it took as an input?"""
+    from ..graph import ScalarMeta
+    from ..graph.ir import NodeKind
+    val = user.meta.get("val")
+    if isinstance(val, ScalarMeta) or isinstance(val, ArrayMeta) and not val.is_array:
+        return True   # a number
+    if "out" in user.kwargs:
+        return False
+    if user.kind is NodeKind.CALL:
+        target = user.target
+        if target is operator.getitem:
+            # indexing an array makes a new object; an item of a tuple (a loop's results, a
+            # named tuple) is an object other nodes may hold too
+            base = user.args[0] if user.args else None
+            meta = getattr(base, "meta", {}).get("val") if base is not None else None
+            return isinstance(meta, ArrayMeta) and meta.is_array
+        try:
+            return isinstance(target, np.ufunc) or target in _FRESH_TARGETS
+        except TypeError:   # pragma: no cover - unhashable targets
+            return False
+    if user.kind is NodeKind.CALL_METHOD:
+        if user.target == "astype":
+            return "copy" not in user.kwargs and len(user.args) <= 2
+        return user.target in _FRESH_METHODS
+    return user.kind is NodeKind.GETATTR and user.target in ("T", "mT")
+
+
+def store_shape(fr: Any, obj: Any, value: Any) -> None:
+    """``obj.shape = value`` on an array computed or read by the trace: recorded as an in-place
+    reshape (``setattr(obj, "shape", value)`` in the graph) and ``obj`` -- every name, container item and alias holding the
+    same symbolic value -- now stands for its result, with the new metadata. Breaks when
+    another graph value may be the same array object (it would keep the old shape)."""
+    from ..graph import SymDim
+    tracer = fr.tracer
+    meta = obj.meta
+    if not meta.is_array:
+        raise fr.brk("FH009", f"assignment to .shape of {obj.describe()} raises AttributeError")
+    node = obj.node
+    from ..graph.ir import NodeKind
+    if node.kind is not NodeKind.PLACEHOLDER and node.target is not reshaped and not _keeps_identity_apart(node):
+        raise fr.brk("FH006", f"assignment to .shape of an array that {node.name} ({node.kind.value} "
+                              f"{getattr(node.target, '__name__', node.target)}) may have returned as the same "
+                              "object as its input (which would keep the old shape)")
+    for user in list(node.users):
+        if not _keeps_identity_apart(user):
+            raise fr.brk("FH006", f"assignment to .shape of an array that {user.name} "
+                                  f"({user.kind.value} {getattr(user.target, '__name__', user.target)}) may "
+                                  "hold as the same object (it would keep the old shape)")
+    from .calls import _specialize_numbers
+    sized = [False]
+    value = _specialize_numbers(fr, tracer.as_plain(value, True), "the shape assigned", sized)
+    if any(isinstance(v, Tensor) and isinstance(v.meta, ArrayMeta) for v in _leaves(value)):
+        raise fr.brk("FH011", "assignment to .shape of a shape computed from array values")
+    try:
+        result = run_on_proxies(np.reshape, (meta.proxy(), tracer.to_proxy(value)), {})
+    except Exception as e:
+        raise fr.brk("FH009", f"assignment to .shape raised {type(e).__name__}: {e}") from None
+    # the store itself is a ``setattr`` call in the generated code, so numpy's own errors and
+    # warnings (its deprecation of shape assignment, on numpy 2.5) come from the user's line
+    stack = tracer.stack_location()
+    store = tracer.graph.call(setattr, (tracer.to_arg(obj), "shape", tracer.to_arg(value)), stack=stack)
+    store.meta["impure"] = True   # the array changes even when nothing reads it again
+    new = tracer.graph.call(reshaped, (tracer.to_arg(obj), store), stack=stack)
+    new_meta = ArrayMeta(tuple(result.shape), meta.dtype, meta.pytype)
+    if sized[0] or not meta.is_static:
+        new_meta = ArrayMeta(tuple(SymDim(f"s{tracer.next_sym()}", d) for d in result.shape), meta.dtype,
+                             meta.pytype)
+    new.meta["val"] = new_meta
+    obj.node = new
+    obj.meta = new_meta
+
+
+def _leaves(v: Any) -> List[Any]:
+    from .values import flatten
+    return flatten([v])
+
+
+# ---------------------------------------------------------------- slice bounds from array values
+def slice_bound(fr: Any, v: Any) -> Any:
+    """A slice bound that is an integer numpy scalar (or 0-d integer array) computed in the
+    graph -- ``x[:idx[0]]`` -- as a graph int (``operator.index`` of it, as numpy takes
+    the bound), so the slice stays in the graph with a length of symbolic size; anything
+    else unchanged."""
+    from ..graph import ScalarMeta
+    if not (isinstance(v, Tensor) and isinstance(v.meta, ArrayMeta) and v.meta.ndim == 0
+            and v.meta.dtype.kind in "iu"):
+        return v
+    tracer = fr.tracer
+    node = tracer.graph.call(operator.index, (tracer.to_arg(v),), stack=tracer.stack_location())
+    meta = ScalarMeta(int, None)   # no value known: proxies use 1
+    node.meta["val"] = meta
+    return Tensor(node, meta)

@@ -12,7 +12,7 @@ import numpy as np
 from ..bytecode import Codegen
 from ..graph.ir import NodeKind
 from .breaks import CannotResume
-from .values import NULL, Const, DictV, FuncV, Lazy, ListV, MethodV, ObjV, SliceV, Tensor, TupleV
+from .values import NULL, Const, DictV, FuncV, Lazy, ListV, MethodV, NewObjV, ObjV, SliceV, Tensor, TupleV
 
 __all__ = ["Rebuilder"]
 
@@ -42,6 +42,7 @@ class Rebuilder:
         # id(Cell) -> name, for the cells of the frame the code runs in: a function made in
         # the frame (a closure over them) can be made again at run time
         self.cell_names: Dict[int, str] = {}
+        self._collected: set = set()   # ids of the new objects collected
 
     def temp(self) -> str:
         return f"___tmp{next(self._names)}"
@@ -73,6 +74,12 @@ class Rebuilder:
         if isinstance(v, DictV):
             if v.source is None:
                 for item in v.items.values():
+                    self.collect(item)
+            return
+        if isinstance(v, NewObjV):
+            if id(v) not in self._collected:   # once: objects may refer to each other
+                self._collected.add(id(v))
+                for item in v.attrs.values():
                     self.collect(item)
             return
         if isinstance(v, ObjV):
@@ -112,6 +119,8 @@ class Rebuilder:
                 cg.load_const(v.value)
             else:
                 v.source.reconstruct(cg)
+        elif isinstance(v, NewObjV):
+            self._emit_object(cg, v)
         elif isinstance(v, (TupleV, ListV, DictV, ObjV)) and v.source is not None:
             v.source.reconstruct(cg)
         elif isinstance(v, TupleV):
@@ -150,6 +159,21 @@ class Rebuilder:
                 name = self.memo[id(v)] = self.temp()
                 cg.emit("STORE_FAST", argval=name)
             cg.load_fast(name)
+
+    def _emit_object(self, cg: Codegen, v: NewObjV) -> None:
+        """An object the frame made (``objects.py``): made once, before its attributes are
+        stored (so an attribute may refer back to it), in the order the frame made them."""
+        name = self.memo.get(id(v))
+        if name is None:
+            cls = type(v.value)
+            cg.call_builtin(object.__new__, lambda: cg.load_const(cls), nargs=1)
+            name = self.memo[id(v)] = self.temp()
+            cg.emit("STORE_FAST", argval=name)
+            for attr, item in v.attrs.items():
+                self.emit(cg, item)
+                cg.load_fast(name)
+                cg.emit("STORE_ATTR", argval=attr)
+        cg.load_fast(name)
 
     def _emit_function(self, cg: Codegen, v: FuncV) -> None:
         maker = _FunctionMaker(v.code, v.f_globals, v.name, v.qualname, sorted(v.kwdefaults))

@@ -6,7 +6,9 @@ What is traced (later reads in the frame see the new value) and replayed:
   the same module);
 * attribute stores on plain objects the frame received or read (``ObjV``: a
   ``types.SimpleNamespace`` or an instance of a user class without attribute hooks) and on
-  modules other than numpy's;
+  modules other than numpy's; objects of user classes the frame creates (``NewObjV``,
+  ``objects.py``) keep their attributes in the trace and are made by the output code where
+  they outlive it (``created``: their presence alone sends the output through this code);
 * mutations of lists and dicts the frame received or read (``append``, item assignment,
   ``update``, ...): at replay the real container is given its final contents
   (``lst[:] = [...]``; ``d.clear(); d.update({...})``), so its identity is kept.
@@ -36,7 +38,7 @@ from ..bytecode import Codegen
 from ..guards import GuardKind
 from ..sources import GlobalSource
 from . import numpy_support as nps
-from .values import Const, DictV, ListV, ObjV, V
+from .values import Const, DictV, ListV, NewObjV, ObjV, Tensor, V
 
 if TYPE_CHECKING:  # pragma: no cover
     from .interpreter import FrameTracer
@@ -45,26 +47,40 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["SideEffects", "is_plain_object", "plain_attribute"]
 
-_HOOKS = ("__getattr__", "__setattr__", "__delattr__", "__getattribute__")
+_READ_HOOKS = ("__getattr__", "__getattribute__")
+_WRITE_HOOKS = ("__setattr__", "__delattr__")
 
 
 def is_plain_object(value: Any) -> bool:
-    """An object whose attributes live in its ``__dict__`` with no hook in between."""
+    """An object of a Python class whose attribute reads go to its ``__dict__``, its slots or
+    its class with no hook in between (``__setattr__``, as frozen dataclasses have, only
+    matters for stores: ``write_hook``)."""
     t = type(value)
     if t is types.SimpleNamespace:
         return True
     if not isinstance(t, type) or type(t) is not type or not (t.__flags__ & (1 << 9)):   # a heap (Python) class
         return False
-    if not isinstance(getattr(value, "__dict__", None), dict):
+    if not isinstance(getattr(value, "__dict__", None), dict) and "__slots__" not in t.__dict__:
         return False
     for klass in t.__mro__:
         if klass is object:
             continue
         if klass.__module__ in ("builtins",) or not (klass.__flags__ & (1 << 9)):
             return False   # a subclass of a builtin or C type (list, ndarray, ...)
-        if any(h in klass.__dict__ for h in _HOOKS):
+        if any(h in klass.__dict__ for h in _READ_HOOKS):
             return False
     return True
+
+
+def write_hook(value: Any) -> Optional[str]:
+    """The class (and hook) that intercepts attribute stores on ``value``, or None."""
+    if type(value) is types.SimpleNamespace:
+        return None   # its C slots store to the instance dict
+    for klass in type(value).__mro__[:-1]:
+        for h in _WRITE_HOOKS:
+            if h in klass.__dict__:
+                return f"{klass.__qualname__}.{h}"
+    return None
 
 
 def plain_attribute(value: Any, name: str) -> bool:
@@ -100,9 +116,11 @@ class SideEffects:
         self.by_id: Dict[int, List[V]] = {}
         self.ident: Dict[int, Tuple[int, Any]] = {}    # id(symbolic value) -> (id(object), object)
         self.mutated: Dict[int, V] = {}                # id(object) -> its symbolic value
+        self.created: List[NewObjV] = []               # objects of user classes the frame made
 
     def __bool__(self) -> bool:
-        return bool(self.log)
+        # objects made in the frame go through the same output code (made where they outlive it)
+        return bool(self.log) or bool(self.created)
 
     # ------------------------------------------------------------ reading
     def on_wrap(self, value: Any, v: V) -> None:
@@ -168,10 +186,20 @@ class SideEffects:
             if not plain_attribute(obj.value, name):
                 raise fr.brk("FH006", f"assignment to the attribute {name!r} of {obj.describe()}, "
                                       "which its class defines")
+            hook = write_hook(obj.value)
+            if hook is not None:
+                raise fr.brk("FH006", f"assignment to the attribute {name!r} of {obj.describe()}, whose "
+                                      f"stores go through {hook}")
+            if isinstance(obj, NewObjV):
+                obj.attrs[name] = value   # made by the frame: its attributes are made with it
+                return
             if id(obj.value) not in self.mutated:
                 self._claim(fr, obj)
             obj.attrs[name] = value
             self._record(("attr", id(obj), name), ("attr", obj, name, value))
+            return
+        if isinstance(obj, Tensor) and name == "shape":
+            nps.store_shape(fr, obj, value)   # an in-place reshape, in the graph
             return
         if isinstance(obj, Const) and isinstance(obj.value, types.ModuleType) and not nps.is_numpy_module(obj.value):
             self.module_attrs[(id(obj.value), name)] = value

@@ -12,7 +12,10 @@
 * ``SliceV``: a slice with a bound computed in the graph (a symbolic int, ``x[: n // 2]``);
 * ``ObjV``: a plain Python object (``types.SimpleNamespace``, an instance of a user class
   without attribute hooks) read from a source; its attributes are read through sources and
-  its attribute stores are recorded as side effects (``side_effects.py``).
+  its attribute stores are recorded as side effects (``side_effects.py``);
+* ``NewObjV``: an object of a user class created by the frame (``objects.py``): its
+  attributes live in the trace, and it is made at run time only where it outlives the graph;
+* ``BoundMethodV``: a method of a user class bound to its object (inlined when called).
 """
 from __future__ import annotations
 
@@ -24,7 +27,8 @@ from ..graph import ArrayMeta, Node, ScalarMeta, TupleMeta
 from ..sources import Source
 
 __all__ = ["V", "Const", "Tensor", "TupleV", "ListV", "DictV", "IterV", "FuncV", "MethodV", "NullV", "Cell",
-           "CellV", "CellContents", "Lazy", "NULL", "next_serial", "ObjV", "SliceV", "unread", "flatten"]
+           "CellV", "CellContents", "Lazy", "NULL", "next_serial", "ObjV", "NewObjV", "BoundMethodV", "SliceV", "unread",
+           "flatten"]
 
 
 #: creation order of mutable symbolic values: a loop being captured refuses to mutate a
@@ -52,6 +56,12 @@ class Const(V):
         self.value = value
         self.source = source
 
+    def describe(self) -> str:
+        return f"{type(self.value).__name__} {self.value!r:.60}"
+
+    def __repr__(self) -> str:
+        return f"Const({self.value!r:.60})"
+
 
 class CellContents:
     """Lazy contents of a real closure cell: read (and guarded) on first use."""
@@ -66,12 +76,6 @@ class CellContents:
 def unread(v: Any) -> bool:
     """True for a value the trace has not read yet (an argument or a cell's contents)."""
     return isinstance(v, (Lazy, CellContents))
-
-    def describe(self) -> str:
-        return f"{type(self.value).__name__} {self.value!r:.60}"
-
-    def __repr__(self) -> str:
-        return f"Const({self.value!r:.60})"
 
 
 class Tensor(V):
@@ -264,6 +268,42 @@ class ObjV(V):
 
     def __repr__(self) -> str:
         return f"ObjV({self.source.name() if self.source is not None else '?'})"
+
+
+class NewObjV(ObjV):
+    """An object of the user class ``type(value)`` created while tracing (``objects.py``).
+    ``value`` is a blank instance (``object.__new__``, never seen by the user) standing for
+    its type; every attribute the object has is in ``attrs``; ``cls_source`` is where the
+    class was read (its methods and class attributes are guarded through it)."""
+
+    __slots__ = ("cls_source",)
+
+    def __init__(self, value: Any, cls_source: Source) -> None:
+        self.value = value
+        self.source = None   # type: ignore[assignment]
+        self.attrs = {}
+        self.cls_source = cls_source
+
+    def describe(self) -> str:
+        t = type(self.value)
+        return f"new object of type {t.__module__}.{t.__qualname__}"
+
+    def __repr__(self) -> str:
+        return f"NewObjV({type(self.value).__qualname__})"
+
+
+class BoundMethodV(MethodV):
+    """``obj.name`` where the class defines ``name`` as a Python function (or a classmethod:
+    then ``obj`` is the class): calling it inlines ``func`` with ``obj`` first."""
+
+    __slots__ = ("func",)
+
+    def __init__(self, obj: V, name: str, func: FuncV) -> None:
+        super().__init__(obj, name)
+        self.func = func
+
+    def describe(self) -> str:
+        return f"method {self.name} of {self.obj.describe()}"
 
 
 class SliceV(V):
