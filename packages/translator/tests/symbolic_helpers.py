@@ -66,3 +66,24 @@ def entries(fn: Callable[..., Any]) -> int:
     """How many cache entries the runtime holds for ``fn``'s code object."""
     import framehook.runtime as rt
     return len(rt.cache_entries(fn.__code__))
+
+
+class Reports:
+    """Collects the FrameReport of every translation made inside the block."""
+
+    def __enter__(self) -> list:
+        from framehook.translator.symbolic import add_observer
+        self.reports: list = []
+        add_observer(self.reports.append)
+        return self.reports
+
+    def __exit__(self, *exc: Any) -> None:
+        from framehook.translator.symbolic import remove_observer
+        remove_observer(self.reports.append)
+
+
+def loop_nodes(graph: Any) -> list:
+    """The for-loop and while-loop nodes among a graph's operations."""
+    from framehook.translator.graph import is_loop
+    return [n for n in graph.operations() if is_loop(n.target)]
+

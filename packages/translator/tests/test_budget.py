@@ -12,8 +12,7 @@ import framehook.translator as ft
 from framehook.translator import config
 from framehook.translator.config import ConfigError
 from framehook.translator.exc import TranslatorError
-from framehook.translator.symbolic import add_observer, remove_observer
-from symbolic_helpers import check_agrees
+from symbolic_helpers import Reports, check_agrees
 
 
 @pytest.fixture(autouse=True)
@@ -43,18 +42,6 @@ def index_nest(a, out):
             elif i == j:
                 total = total + a[i]
     return total
-
-
-class Reports:
-    """The FrameReports of every translation inside the block."""
-
-    def __enter__(self):
-        self.reports = []
-        add_observer(self.reports.append)
-        return self.reports
-
-    def __exit__(self, *exc):
-        remove_observer(self.reports.append)
 
 
 def budget_breaks(out):

@@ -13,9 +13,9 @@ import pytest
 
 import framehook.translator as ft
 from framehook.translator import config
-from framehook.translator.graph import Graph, Interpreter, Loop, Node, ScalarMeta, is_loop
+from framehook.translator.graph import Graph, Interpreter, Loop, Node, ScalarMeta
 from corpus_helpers import run_case
-from symbolic_helpers import assert_same, check_agrees
+from symbolic_helpers import assert_same, check_agrees, loop_nodes
 
 RNG = np.random.default_rng(20)
 M = RNG.standard_normal((9, 9))
@@ -31,9 +31,6 @@ def _fresh():
     yield
     ft.reset()
 
-
-def loop_nodes(graph):
-    return [n for n in graph.operations() if is_loop(n.target)]
 
 
 def graph_bounded(graph):

@@ -8,8 +8,8 @@ import pytest
 
 import framehook.translator as ft
 from framehook.translator import config
-from framehook.translator.graph import Graph, Interpreter, Loop, ScalarMeta, is_loop
-from symbolic_helpers import assert_same, check_agrees
+from framehook.translator.graph import Graph, Interpreter, Loop, ScalarMeta
+from symbolic_helpers import assert_same, check_agrees, loop_nodes
 from test_numpy_corpus import jacobi
 
 RNG = np.random.default_rng(7)
@@ -23,9 +23,6 @@ def _fresh():
     yield
     ft.reset()
 
-
-def loop_nodes(graph):
-    return [n for n in graph.operations() if is_loop(n.target)]
 
 
 # ---------------------------------------------------------------- captured loops

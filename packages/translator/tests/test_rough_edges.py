@@ -15,8 +15,7 @@ import framehook.translator as ft
 from framehook.translator import config
 from framehook.translator.config import env_flag
 from framehook.translator.exc import TranslatorError
-from framehook.translator.symbolic import add_observer, remove_observer
-from symbolic_helpers import check_agrees, entries
+from symbolic_helpers import Reports, check_agrees, entries
 
 
 @pytest.fixture(autouse=True)
@@ -24,16 +23,6 @@ def _fresh():
     ft.reset()
     yield
     ft.reset()
-
-
-class Reports:
-    def __enter__(self):
-        self.reports = []
-        add_observer(self.reports.append)
-        return self.reports
-
-    def __exit__(self, *exc):
-        remove_observer(self.reports.append)
 
 
 def prints(x):

@@ -25,7 +25,23 @@ from .ir import Graph, Node, NodeKind, may_raise
 __all__ = ["Loop", "WhileLoop", "is_loop"]
 
 
-class Loop:
+class _BodyLayout:
+    """Placeholders of a loop body: one leading value (the index or the condition), then
+    the ``n_carried`` carried values, then the invariants."""
+
+    body: Graph
+    n_carried: int
+
+    @property
+    def carried(self) -> List[Node]:
+        return self.body.placeholders[1:1 + self.n_carried]
+
+    @property
+    def invariants(self) -> List[Node]:
+        return self.body.placeholders[1 + self.n_carried:]
+
+
+class Loop(_BodyLayout):
     """The target of a loop node (callable, so a graph interpreter can run it as a call)."""
 
     graph_target_name = "loop"
@@ -49,14 +65,6 @@ class Loop:
         return self.body.placeholders[0]
 
     @property
-    def carried(self) -> List[Node]:
-        return self.body.placeholders[1:1 + self.n_carried]
-
-    @property
-    def invariants(self) -> List[Node]:
-        return self.body.placeholders[1 + self.n_carried:]
-
-    @property
     def impure(self) -> bool:
         """True when running the body has an effect beyond its result (mutation, an exception)."""
         return any(n.impure or may_raise(n) for n in self.body.operations())
@@ -73,7 +81,7 @@ class Loop:
         return f"<loop over {self.body!r}>"
 
 
-class WhileLoop:
+class WhileLoop(_BodyLayout):
     """The target of a while-loop node (callable, like ``Loop``)."""
 
     graph_target_name = "while_loop"
@@ -98,14 +106,6 @@ class WhileLoop:
     @property
     def condition(self) -> Node:
         return self.body.placeholders[0]
-
-    @property
-    def carried(self) -> List[Node]:
-        return self.body.placeholders[1:1 + self.n_carried]
-
-    @property
-    def invariants(self) -> List[Node]:
-        return self.body.placeholders[1 + self.n_carried:]
 
     @property
     def impure(self) -> bool:
