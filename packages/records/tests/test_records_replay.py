@@ -383,3 +383,21 @@ def test_a_failed_save_leaves_neither_the_record_nor_its_temp_file(tmp_path, mon
     monkeypatch.undo()
     assert path.read_bytes() == before          # the old record is intact
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.fhrec"]
+
+
+def test_replay_does_not_repeat_the_sources_syntax_warnings(tmp_path, recwarn):
+    import warnings
+    source = "def f(x):\n    return x is 1\n"   # 'is' with a literal: a SyntaxWarning when compiled
+    module = tmp_path / "warns.py"
+    module.write_text(source)
+    ns = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        exec(compile(source, str(module), "exec"), ns)
+    rec = record_call(ns["f"], (1,))
+    assert rec.code["source"] == source
+    path = tmp_path / "warns.fhrec"
+    save(rec, path)
+    result = replay(path, modes=("plain",), prefer_source=True)
+    assert result.ok and result.code_from == "source"
+    assert not [w for w in recwarn if issubclass(w.category, SyntaxWarning)]
