@@ -224,6 +224,11 @@ class FrameTracer:
             if dims:
                 what = "a branch" if why == "branch" else (why or "a Python value")
                 raise self.brk("FH011", f"{what} needs the value of {' and '.join(dims)} (a dynamic dimension)")
+            ints = self.tracer.unspecialized_in(v.node) if v.is_python_scalar else []
+            if ints:
+                what = "a branch" if why == "branch" else (why or "a Python value")
+                raise self.brk("FH011", f"{what} needs the value of {' and '.join(ints)} (an int that changed "
+                               "between compilations, not specialized: config.automatic_dynamic_ints)")
             code = "FH002" if why == "branch" else "FH012"
             raise self.brk(code, f"{why or 'a Python value'} needs the value of {v.describe()} computed in the graph")
         if isinstance(v, ListV) and v.source is None or isinstance(v, TupleV) and not any(
