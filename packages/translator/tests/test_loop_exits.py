@@ -172,3 +172,24 @@ def test_graph_interpreter_runs_the_exit():
     out = np.zeros(6)
     got = ft.optimize(backend=interpreted)(fill_until)(out, V, 3.5)
     assert_same(got, fill_until(np.zeros(6), V, 3.5))
+
+
+def row_sums_until(a, tol):
+    n = a.shape[0]
+    out = np.zeros(n)
+    for i in range(n):
+        s = a[i, 0] * 0.0
+        for j in range(i):   # bounds from the enclosing index: a loop node inside a loop node
+            s = s + a[i, j]
+            if s > tol:
+                break
+        out[i] = s
+    return out
+
+
+def test_inner_loop_of_a_nest_exits():
+    a = np.arange(36.0).reshape(6, 6)
+    out = explained(row_sums_until, a, 7.0)
+    assert out.graph_count == 1 and out.graph_break_count == 0, str(out)
+    assert [note.captured for note in out.loops] == [True, True], str(out)
+    check_agrees(row_sums_until, (a, 7.0), (a, 7.0), (a, 1e9), (a, -1.0), (a[:4, :4].copy(), 7.0))
