@@ -302,22 +302,28 @@ class Tracer:
             todo.extend(n.inputs())
         return sources
 
-    def unspecialized_in(self, node: Any) -> List[str]:
-        """The inputs never to be specialized (automatic dynamic ints) ``node`` is computed from."""
+    def _upstream(self, node: Any, stop: Any = None) -> Any:
+        """``node`` and every node it is computed from, each once, looking through loop
+        invariants to their outer values; a node for which ``stop`` holds is yielded but
+        not looked through."""
         seen = set()
         todo = [node]
-        found: List[str] = []
         while todo:
             n = todo.pop()
             if n in seen:
                 continue
             seen.add(n)
-            if n.meta.get("unspecialized") and n in self.inputs:
-                found.append(self.inputs[n].name())
-            elif n in self.lifted_from:
+            yield n
+            if stop is not None and stop(n):
+                continue
+            if n in self.lifted_from:
                 todo.append(self.lifted_from[n])
             todo.extend(n.inputs())
-        return sorted(found)
+
+    def unspecialized_in(self, node: Any) -> List[str]:
+        """The inputs never to be specialized (automatic dynamic ints) ``node`` is computed from."""
+        return sorted(self.inputs[n].name() for n in self._upstream(node)
+                      if n.meta.get("unspecialized") and n in self.inputs)
 
     def is_symbolic_number(self, v: Any) -> bool:
         """A Python number the graph computes that cannot be specialized (it depends on a
@@ -329,22 +335,8 @@ class Tracer:
 
     def dims_in(self, node: Any) -> List[str]:
         """The dynamic dimensions (as ``L['x'].shape[0]``) a graph number is computed from."""
-        seen = set()
-        todo = [node]
-        found: List[str] = []
-        while todo:
-            n = todo.pop()
-            if n in seen:
-                continue
-            seen.add(n)
-            label = n.meta.get("dim")
-            if label is not None:
-                found.append(label)
-                continue
-            if n in self.lifted_from:
-                todo.append(self.lifted_from[n])
-            todo.extend(n.inputs())
-        return sorted(set(found))
+        labelled = lambda n: n.meta.get("dim") is not None  # noqa: E731
+        return sorted({n.meta["dim"] for n in self._upstream(node, labelled) if labelled(n)})
 
     # ------------------------------------------------------------ the budget
     # A trace that cannot finish (a loop nest that unrolls until a limit, say) should cost
