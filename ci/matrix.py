@@ -6,7 +6,8 @@
 Interpreters are found on PATH (python3.X) and in pyenv's versions directory; a version
 found in neither is provisioned from Debian's packages by ci/provision.py (once: it is
 kept in a cache directory). Every one of CPython 3.9-3.15 is required: a missing one that
-cannot be provisioned is an error, not a skip. Each package runs only on the versions its
+cannot be provisioned is an error, not a skip. --versions runs a subset and then needs only
+those (plus 3.11 for the gcov env, unless --no-gcov). Each package runs only on the versions its
 metadata (requires-python) admits, the conformance suite and the fuzz batch only where
 the translator does (ci/support.py); the tables show the other cells as n/a. tox is
 bootstrapped into ci/.bootstrap if the running Python does not have it.
@@ -32,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "ci" / "results"
 BOOTSTRAP = ROOT / "ci" / ".bootstrap"
 COVERAGE_FLOOR = 90.0
+GCOV_VERSION = "3.11"   # tox.ini [testenv:gcov] basepython
 
 
 def env_name(version: str) -> str:
@@ -259,13 +261,19 @@ def print_without_translator(versions: list[str]) -> tuple[int, int, int]:
             print(f"  {version:<6} -")
             continue
         items = json.loads(path.read_text()).get("results", [])
-        counts = [sum(1 for i in items if i["status"] == s) for s in ("pass", "fail", "skip")]
-        print(f"  {version:<6} {counts[0]} passed, {counts[1]} failed, {counts[2]} skipped")
-        for i in items:
-            if i["status"] == "fail":
-                print(f"    FAIL {i['case']} [{i['mode']}]: {i.get('reason', '')}")
+        counts = _print_version_counts(version, items)
         totals = [a + b for a, b in zip(totals, counts)]
     return totals[0], totals[1], totals[2]
+
+
+def _print_version_counts(version: str, items: list[dict], suffix: str = "") -> list[int]:
+    """One version's passed/failed/skipped line, then each failure; returns the counts."""
+    counts = [sum(1 for i in items if i["status"] == s) for s in ("pass", "fail", "skip")]
+    print(f"  {version:<6} {counts[0]} passed, {counts[1]} failed, {counts[2]} skipped{suffix}")
+    for i in items:
+        if i["status"] == "fail":
+            print(f"    FAIL {i['case']} [{i['mode']}]: {i.get('reason', '')}")
+    return counts
 
 
 def _cross_package_note(version: str) -> str:
@@ -285,14 +293,13 @@ def _conformance_summary(by_version: dict, versions: list[str]) -> tuple[int, in
         if version not in by_version and not cross_package_jobs(version):
             print(f"  {version:<6} n/a: {_cross_package_note(version)}")
             continue
-        items = [i for case in by_version.get(version, {}).values() for i in case]
-        counts = [sum(1 for i in items if i["status"] == s) for s in ("pass", "fail", "skip")]
+        if version not in by_version:
+            print(f"  {version:<6} - (no results: see the env's log)")
+            continue
+        items = [i for case in by_version[version].values() for i in case]
         skipped_modes = sorted({i["mode"] for i in items if i["status"] == "skip"})
-        print(f"  {version:<6} {counts[0]} passed, {counts[1]} failed, {counts[2]} skipped"
-              + (f" (skipped modes: {', '.join(skipped_modes)})" if skipped_modes else ""))
-        for i in items:
-            if i["status"] == "fail":
-                print(f"    FAIL {i['case']} [{i['mode']}]: {i.get('reason', '')}")
+        counts = _print_version_counts(
+            version, items, f" (skipped modes: {', '.join(skipped_modes)})" if skipped_modes else "")
         totals = [a + b for a, b in zip(totals, counts)]
     print("  (python3 ci/matrix.py conformance prints the case x version table)")
     p, f, s = print_without_translator(versions)
@@ -376,16 +383,22 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         parser.error(f"--versions: {bad} not among the supported {list(VERSIONS)}")
 
+    # Only the versions asked for must be present: the default asks for the whole matrix,
+    # which is what .ci/run checks; a subset is for a machine that has only those.
+    gcov = args.job == "test" and not args.no_gcov
+    needed = versions + ([GCOV_VERSION] if gcov and GCOV_VERSION not in versions else [])
     interpreters = find_interpreters()
-    missing = [v for v in VERSIONS if v not in interpreters]
+    missing = [v for v in needed if v not in interpreters]
     if missing and not args.no_provision:
         missing = provision_missing(interpreters, missing)
-    for version in VERSIONS:
+    for version in needed:
         print(f"[matrix] CPython {version}: {interpreters.get(version, 'MISSING')}", flush=True)
     if missing:
         how = "looked on PATH and in pyenv" + ("" if args.no_provision else "; provisioning failed")
         print(f"[matrix] error: CPython {', '.join(missing)} not found ({how}); "
-              "the matrix needs every one of " + ", ".join(VERSIONS), flush=True)
+              "this run needs every one of " + ", ".join(needed)
+              + (f" ({GCOV_VERSION} for the gcov env; --no-gcov leaves it out)" if gcov else ""),
+              flush=True)
         return 2
     if args.job == "interpreters":
         return 0
@@ -398,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(RESULTS / "coverage", ignore_errors=True)
         shutil.rmtree(RESULTS / "gcov", ignore_errors=True)
     envs = [env_name(v) for v in versions]
-    if args.job == "test" and not args.no_gcov:
+    if gcov:
         envs.append("gcov")
     start = time.monotonic()
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
@@ -414,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
         ok &= combine_coverage(tox, versions)
         gcov_report = RESULTS / "gcov" / "summary.txt"
         if gcov_report.exists():
-            print("\nC line coverage (gcov, CPython 3.11):")
+            print(f"\nC line coverage (gcov, CPython {GCOV_VERSION}):")
             print(gcov_report.read_text().rstrip())
         p, f, s = p + cp, f + cf, s + cs
     else:
