@@ -131,16 +131,19 @@ def run_conformance_without_translator(results: Path, wheels: list[Path], scratc
         return True
     venv = scratch / "without-translator"
     python = str(venv / "bin" / "python")
+    # The venv is also the proof that the built wheels install and work with no compiler:
+    # only binaries are accepted and the venv's own bin/ is the whole PATH.
+    no_compiler = dict(os.environ, PATH=str(venv / "bin"))
     steps = [
         [sys.executable, "-m", "venv", str(venv)],
-        [python, "-m", "pip", "install", "--quiet", "numpy", "coverage>=7.2"],
-        [python, "-m", "pip", "install", "--quiet", "--no-deps",
+        [python, "-m", "pip", "install", "--quiet", "--only-binary", ":all:", "numpy", "coverage>=7.2"],
+        [python, "-m", "pip", "install", "--quiet", "--no-deps", "--only-binary", ":all:",
          *(str(wheel_of(wheels, name)) for name in WITHOUT_TRANSLATOR)],
     ]
-    print(f"[env_job] conformance without the translator: venv with {', '.join(WITHOUT_TRANSLATOR)}",
-          flush=True)
+    print(f"[env_job] conformance without the translator: venv with {', '.join(WITHOUT_TRANSLATOR)}"
+          " (wheels only, no compiler on PATH)", flush=True)
     for step in steps:
-        if subprocess.call(step, cwd=str(scratch)) != 0:
+        if subprocess.call(step, cwd=str(scratch), env=no_compiler if step[0] == python else None) != 0:
             print(f"[env_job] conformance without the translator: {' '.join(step[1:4])} failed", flush=True)
             return False
     probe = subprocess.run([python, "-c", "import importlib.util as u; "

@@ -7,7 +7,8 @@ Interpreters are found on PATH (python3.X) and in pyenv's versions directory; a 
 found in neither is provisioned from Debian's packages by ci/provision.py (once: it is
 kept in a cache directory). Every one of CPython 3.9-3.15 is required: a missing one that
 cannot be provisioned is an error, not a skip. --versions runs a subset and then needs only
-those (plus 3.11 for the gcov env, unless --no-gcov). Each package runs only on the versions its
+those; the gcov envs (C line coverage, one per frame layout) run for the versions among
+3.10-3.14 asked for. Each package runs only on the versions its
 metadata (requires-python) admits, the conformance suite and the fuzz batch only where
 the translator does (ci/support.py); the tables show the other cells as n/a. tox is
 bootstrapped into ci/.bootstrap if the running Python does not have it.
@@ -33,7 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "ci" / "results"
 BOOTSTRAP = ROOT / "ci" / ".bootstrap"
 COVERAGE_FLOOR = 90.0
-GCOV_VERSION = "3.11"   # tox.ini [testenv:gcov] basepython
+# one gcov env per frame layout the runtime reads (tox.ini's gcov-py3XX envs): 3.9 shares
+# 3.10's (only its tracing switch differs), 3.15 shares 3.14's stack references
+GCOV_VERSIONS = ("3.10", "3.11", "3.12", "3.13", "3.14")
 
 
 def env_name(version: str) -> str:
@@ -365,15 +368,65 @@ def combine_coverage(tox: list[str], versions: list[str]) -> bool:
     return ok
 
 
+def gcov_envs(versions: list[str]) -> list[str]:
+    return [f"gcov-{env_name(v)}" for v in versions if v in GCOV_VERSIONS]
+
+
+def merge_gcov(tox: list[str]) -> bool:
+    """Merge the gcov envs' tracefiles (a line counts if any CPython ran it) and print them."""
+    root = RESULTS / "gcov"
+    if not any(root.glob("*/*.json")):
+        return True
+    py = tox[0]
+    if subprocess.call([py, "-c", "import gcovr"], stderr=subprocess.DEVNULL):
+        subprocess.check_call([py, "-m", "pip", "install", "--quiet", "gcovr>=7"])
+    rc = subprocess.call([py, str(ROOT / "ci" / "gcov_job.py"), "merge", str(root)],
+                         stdout=subprocess.DEVNULL)
+    print("\nC line coverage (gcov), one env per frame layout, merged:")
+    print((root / "summary.txt").read_text().rstrip())
+    for env_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        for line in (env_dir / "summary.txt").read_text().splitlines() if (env_dir / "summary.txt").exists() else []:
+            if line.startswith("framehook-") or line.startswith("lines:"):
+                print(f"  {env_dir.name}: {line}")
+    return rc == 0
+
+
+def report(tox: list[str], versions: list[str], coverage: bool, full_table: bool = False
+           ) -> tuple[bool, int, int, int]:
+    """Every table of the test job from the results on disk (this run's, or the per-version
+    CI jobs' artifacts gathered into ci/results)."""
+    p, f, s = print_test_table(versions)
+    cp, cf, cs = print_conformance_table(versions, full=full_table)
+    fp, ff = print_fuzz_summary(versions)
+    ok = True
+    if coverage:
+        ok &= combine_coverage(tox, versions)
+    ok &= merge_gcov(tox)
+    checks_log = RESULTS / "logs" / "checks.log"
+    if checks_log.exists():
+        print("\nRepository checks (ci/checks.py):")
+        for line in checks_log.read_text(errors="replace").splitlines():
+            if line.startswith("[checks]"):
+                print("  " + line[len("[checks] "):])
+    return ok, p + cp + fp, f + cf + ff, s + cs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("job", choices=["test", "conformance", "interpreters"],
-                        help="test: all tests; conformance: the conformance table; interpreters: list them")
+    parser.add_argument("job", choices=["test", "conformance", "gcov", "checks", "report", "interpreters"],
+                        help="test: all tests; conformance: the conformance table; gcov: only the C "
+                             "coverage envs; checks: only the repository checks (ci/checks.py); "
+                             "report: print the test job's tables from ci/results; interpreters: list them")
     parser.add_argument("--parallel", type=int, default=max(1, min(2, os.cpu_count() or 1)),
                         help="tox envs run at once (default: up to 2)")
     parser.add_argument("--versions", default=",".join(VERSIONS),
-                        help="comma-separated subset of %s (default: all; a subset is for local use)" % ",".join(VERSIONS))
-    parser.add_argument("--no-gcov", action="store_true", help="skip the gcov env of the C extensions")
+                        help="comma-separated subset of %s (default: all; a subset needs only those "
+                             "interpreters)" % ",".join(VERSIONS))
+    parser.add_argument("--no-gcov", action="store_true",
+                        help="skip the gcov envs (one per frame layout: %s)" % ", ".join(GCOV_VERSIONS))
+    parser.add_argument("--no-coverage-report", action="store_true",
+                        help="record coverage data but do not combine it or hold it to the floor "
+                             "(a per-version CI job; the report job does that over every version)")
     parser.add_argument("--no-provision", action="store_true",
                         help="fail on a missing interpreter instead of provisioning it (ci/provision.py)")
     args = parser.parse_args(argv)
@@ -382,54 +435,62 @@ def main(argv: list[str] | None = None) -> int:
     bad = [v for v in versions if v not in VERSIONS]
     if bad:
         parser.error(f"--versions: {bad} not among the supported {list(VERSIONS)}")
+    if args.job == "report":
+        tox = tox_command()
+        ok, p, f, s = report(tox, versions, not args.no_coverage_report, full_table=True)
+        print(f"\n[matrix] report over {', '.join(versions)}")
+        print(f"{p} passed, {f} failed, {s} skipped")
+        return 0 if ok and f == 0 else 1
 
     # Only the versions asked for must be present: the default asks for the whole matrix,
     # which is what .ci/run checks; a subset is for a machine that has only those.
-    gcov = args.job == "test" and not args.no_gcov
-    needed = versions + ([GCOV_VERSION] if gcov and GCOV_VERSION not in versions else [])
     interpreters = find_interpreters()
-    missing = [v for v in needed if v not in interpreters]
+    missing = [v for v in versions if v not in interpreters]
     if missing and not args.no_provision:
         missing = provision_missing(interpreters, missing)
-    for version in needed:
+    for version in versions:
         print(f"[matrix] CPython {version}: {interpreters.get(version, 'MISSING')}", flush=True)
     if missing:
         how = "looked on PATH and in pyenv" + ("" if args.no_provision else "; provisioning failed")
         print(f"[matrix] error: CPython {', '.join(missing)} not found ({how}); "
-              "this run needs every one of " + ", ".join(needed)
-              + (f" ({GCOV_VERSION} for the gcov env; --no-gcov leaves it out)" if gcov else ""),
-              flush=True)
+              "this run needs every one of " + ", ".join(versions), flush=True)
         return 2
     if args.job == "interpreters":
         return 0
 
     tox = tox_command()
-    jobs = ["tests", "conformance"] if args.job == "test" else ["conformance"]
-    for version in versions:
-        shutil.rmtree(RESULTS / env_name(version), ignore_errors=True)
+    if args.job == "checks":
+        return run_env(tox, "checks", interpreters, [])[1]
+    if args.job == "gcov":
+        envs, jobs = gcov_envs(versions), []
+    else:
+        envs = [env_name(v) for v in versions]
+        jobs = ["tests", "conformance"] if args.job == "test" else ["conformance"]
+        if args.job == "test" and not args.no_gcov:
+            envs += gcov_envs(versions)
+        if args.job == "test":
+            envs.append("checks")
+    for env in envs:
+        shutil.rmtree(RESULTS / env, ignore_errors=True)
+    if args.job in ("test", "gcov"):
+        shutil.rmtree(RESULTS / "gcov", ignore_errors=True)
     if args.job == "test":
         shutil.rmtree(RESULTS / "coverage", ignore_errors=True)
-        shutil.rmtree(RESULTS / "gcov", ignore_errors=True)
-    envs = [env_name(v) for v in versions]
-    if gcov:
-        envs.append("gcov")
+    if not envs:
+        print(f"[matrix] nothing to run: gcov runs on {', '.join(GCOV_VERSIONS)} only", flush=True)
+        return 2
     start = time.monotonic()
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
-        outcomes = list(pool.map(lambda e: run_env(tox, e, interpreters, [] if e == "gcov" else jobs), envs))
+        outcomes = list(pool.map(lambda e: run_env(tox, e, interpreters, jobs if e.startswith("py") else []), envs))
     failed_envs = [env for env, rc, _ in outcomes if rc != 0]
 
     ok = not failed_envs
     if args.job == "test":
-        p, f, s = print_test_table(versions)
-        cp, cf, cs = print_conformance_table(versions, full=False)
-        fp, ff = print_fuzz_summary(versions)
-        cp, cf = cp + fp, cf + ff
-        ok &= combine_coverage(tox, versions)
-        gcov_report = RESULTS / "gcov" / "summary.txt"
-        if gcov_report.exists():
-            print(f"\nC line coverage (gcov, CPython {GCOV_VERSION}):")
-            print(gcov_report.read_text().rstrip())
-        p, f, s = p + cp, f + cf, s + cs
+        good, p, f, s = report(tox, versions, not args.no_coverage_report)
+        ok &= good
+    elif args.job == "gcov":
+        ok &= merge_gcov(tox)
+        p = f = s = 0
     else:
         p, f, s = print_conformance_table(versions)
     print(f"\n[matrix] {len(envs)} envs in {time.monotonic() - start:.0f}s; failed envs: {failed_envs or 'none'}")

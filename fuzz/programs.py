@@ -41,7 +41,7 @@ class ProgramGenerator:
             return f"len([{self.int_expr(depth + 1)}, {self.int_expr(depth + 1)}])"
         if r < 0.93:
             return f"max({self.int_expr(depth + 1)}, {self.int_expr(depth + 1)})"
-        return f"int(arr.sum()) % 7"
+        return "int(arr.sum()) % 7"
 
     def cond(self) -> str:
         return f"{self.int_expr(1)} {self.rng.choice(CMP_OPS)} {self.int_expr(1)}"

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import atexit
-import functools
 import sys
 import threading
 import warnings

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.valgrind
+
 HERE = Path(__file__).resolve().parent
 _DRIVER = HERE.parents[2] / "ci" / "memcheck.py"   # shared with the runtime's memcheck test
 if not _DRIVER.is_file():

@@ -68,7 +68,6 @@ def test_audit_watch_really_sees_events():
     # The proof above is only as good as the hook: check that it notices an exec and an import.
     with helpers.AuditWatch():
         exec("x = 1", {})
-        import importlib
         with pytest.raises(ImportError):
             __import__("framehook_no_such_module_for_audit")
     names = [e for e, _ in helpers.AuditWatch.events]

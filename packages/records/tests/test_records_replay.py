@@ -9,8 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from framehook.records import (NewerPythonError, RecordError, SourceUnavailableError, UntrustedBytecodeError, container,
-                               dumps, load, loads, record, record_call, replay, replay_record, save)
+from framehook.records import (NewerPythonError, SourceUnavailableError, UntrustedBytecodeError, dumps, load, loads, record, record_call, replay, replay_record, save)
 from framehook.records.cli import main as cli_main
 from framehook.records.codeloc import NEWEST_PYTHON
 from framehook.records.modes import STANDARD, available
@@ -82,7 +81,7 @@ def uses_numpy(a):
 
 def empty_cell_closure():
     def later():
-        return unset
+        return unset  # noqa: F821 - the cell is empty on purpose
     f = later
     unset = 1
     del unset

@@ -13,6 +13,13 @@ from passthrough import PassThrough  # noqa: E402,F401 - re-exported for the tes
 from shim.build import build_shim  # noqa: E402
 
 
+def pytest_configure(config):
+    # the slow kinds of test, selectable with -m (the gcov envs leave valgrind out: the
+    # test envs run it, and under --coverage it would only measure itself)
+    config.addinivalue_line("markers", "valgrind: runs a workload under valgrind memcheck (slow)")
+    config.addinivalue_line("markers", "regrtest: runs CPython's own regression tests under the hook (slow)")
+
+
 @pytest.fixture(autouse=True)
 def clean_thread_callback():
     """Every test starts and ends with no callback on this thread and the hook removed."""

@@ -134,7 +134,7 @@ on_frame = rt.GuardChecker([((("local", n),), "NOT_NONE") for n in ("a", "rest",
 rt.set_guard_error_hook(lambda *a: None)
 for checker in (on_frame, rt.GuardChecker([((("local", "tmp"),), "IS_NONE")]),
                 rt.GuardChecker([((("local", "a"),), "EQUALS_MATCH", 9), ((), "CALL", interrupt)])):
-    with rt.enable(lambda f, e, s: rt.GuardedCode(f.f_code.replace(), checker) if f.f_code is g.__code__ else None):
+    with rt.enable(lambda f, e, s: rt.GuardedCode(f.f_code.replace(), checker) if f.f_code is g.__code__ else None):  # noqa: F821 - the loop variable, deleted after the loop
         for a in (1, 2.0, 9, 1, 9):
             try:
                 g(a, 3, c=4, k=5)

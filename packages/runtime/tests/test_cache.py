@@ -195,7 +195,7 @@ def test_dropping_code_frees_entries_and_check_functions():
     f = make_function("def f(x):\n    return x\n", "f")
     replacement = variant(f, 3)
     replacement_ref = weakref.ref(replacement) if hasattr(replacement, "__weakref__") else None
-    with rt.enable(targeting(f, lambda fr, e, s: rt.GuardedCode(replacement, guard))):
+    with rt.enable(targeting(f, lambda fr, e, s: rt.GuardedCode(replacement, guard))):  # noqa: F821 - deleted below to drop the references
         assert f(1) == 4
     del guard, replacement
     assert guard_ref() is not None  # held by the cache

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.regrtest
+
 HERE = Path(__file__).resolve().parent
 
 MODULES = [

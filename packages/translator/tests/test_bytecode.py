@@ -2,7 +2,6 @@
 layout-changing transforms whose code still runs identically, and the analyses."""
 import dis
 import importlib
-import inspect
 import sys
 import sysconfig
 import types

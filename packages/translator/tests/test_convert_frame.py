@@ -185,7 +185,7 @@ class Unspecializing(MinimalTranslator):
     seen = []
 
     def run(self):
-        entry = self.speculate(0)
+        self.speculate(0)
         Unspecializing.seen.append((len(self.speculation_log.entries), CompileContext.current_trace_id().attempt))
         if len(Unspecializing.seen) == 1:
             raise UnspecializeRestartAnalysis("forget it")

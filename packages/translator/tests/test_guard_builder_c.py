@@ -1,7 +1,6 @@
 """The C guard checker and the generated Python check function agree: same verdict and the
 same fail_reason on hypothesis-generated guard sets and inputs."""
 import collections
-import math
 
 import array_strategies
 import numpy as np

@@ -7,7 +7,6 @@ Every function agrees exactly with the plain one (values, dtypes, shapes, except
 arguments after the call) on the first call, on cache hits and for other mask contents."""
 from __future__ import annotations
 
-import operator
 import random
 import warnings
 
@@ -15,7 +14,7 @@ import numpy as np
 import pytest
 
 import framehook.translator as ft
-from framehook.translator.graph import ArrayMeta, NodeKind, SymDim
+from framehook.translator.graph import SymDim
 from symbolic_helpers import check_agrees, entries
 
 X3 = np.arange(60.0).reshape(3, 4, 5) - 20

@@ -240,7 +240,7 @@ def returns_it_in_containers(a):
 def test_returned_named_tuple_is_the_object_numpy_made():
     a = spd(3)
     for fn in (returns_it, returns_it_in_containers):
-        opt = check_agrees(fn, (a,), (a * 2,), (rect(4, 3),))
+        check_agrees(fn, (a,), (a * 2,), (rect(4, 3),))
         graph = captured(fn, a)
         assert graph.output_node is not None
     got = ft.optimize("eager")(returns_it)(a)

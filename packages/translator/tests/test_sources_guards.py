@@ -1,6 +1,5 @@
 """Sources (expressions, roots, emitted bytecode) and Guard / GuardsSet / GuardsContext."""
 import collections
-import sys
 import traceback
 
 import numpy as np

@@ -134,7 +134,7 @@ def br_missing_key(x):
 
 
 def br_unpack(x):
-    a, b = (1, 2, 3)
+    a, b = (1, 2, 3)  # noqa: F841 - raises ValueError before b is used
     return a, x
 
 

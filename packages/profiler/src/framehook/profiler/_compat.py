@@ -5,7 +5,7 @@ import sys
 import threading
 import traceback
 import types
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Optional
 
 HAS_GETPROFILE = sys.version_info >= (3, 10)
 

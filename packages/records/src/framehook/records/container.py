@@ -21,7 +21,6 @@ import hashlib
 import json
 import itertools
 import operator
-import re
 import struct
 import zlib
 from dataclasses import dataclass

@@ -8,7 +8,6 @@ import inspect
 import linecache
 import marshal
 import os
-import sys
 import types
 from typing import Any, Callable, Iterable
 

@@ -325,8 +325,8 @@ class _Dumper:
         else:
             lines.append(f"# NOT EXACT: {rendered.how}.")
             lines.append("# What is rendered runs as the bytecode does; the rest is described in comments.")
-        lines.append(f"# It runs in the globals of the function's module (defaults are not rendered: pass every "
-                     f"argument),")
+        lines.append("# It runs in the globals of the function's module (defaults are not rendered: pass every "
+                     "argument),")
         if used:
             lines.append("# with these names bound (debug.load_function(path, namespace) binds them):")
             lines += [f"# bind {n}: {b}" for n, b in used]

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import functools
 import inspect
-import logging
 import threading
 import types
-from typing import Any, Callable, List, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from . import logs as fh_logging
 from ._runtime import runtime

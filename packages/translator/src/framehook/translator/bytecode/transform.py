@@ -212,7 +212,7 @@ def build_function(body: List[Instruction], argnames: Sequence[str] = (), *, fre
     if len(freevars) != len(closure_values):
         raise ValueError("build_function: one closure value per free variable")
     args = ", ".join(argnames)
-    lines = [f"def ___outer():"]
+    lines = ["def ___outer():"]
     lines += [f"    {v} = None" for v in freevars]
     lines.append(f"    def {name}({args}):")
     lines.append(f"        return ({', '.join(freevars)},)" if freevars else "        pass")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, List, Tuple
 
-from .ir import Graph, Node, NodeKind, may_raise
+from .ir import Graph, Node, may_raise
 
 __all__ = ["Loop", "WhileLoop", "is_loop"]
 

@@ -1,0 +1,49 @@
+"""Runs inside tox's checks env: the repository checks that are not tests.
+
+- the GitHub workflows validate against the published workflow schema (check-jsonschema
+  carries a copy, so no network is needed)
+- ruff's lint rules (configured in the root pyproject.toml) pass on every Python file
+
+Each check prints one line; the exit status is non-zero if any fails.
+Usage: python ci/checks.py
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def workflow_schema() -> tuple[bool, str]:
+    files = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.y*ml"))
+    if not files:
+        return False, "no workflow files under .github/workflows"
+    run = subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema",
+                          "vendor.github-workflows", *files], capture_output=True, text=True)
+    detail = f"{len(files)} file(s)" if run.returncode == 0 else (run.stdout + run.stderr).strip()
+    return run.returncode == 0, detail
+
+
+def ruff_lint() -> tuple[bool, str]:
+    run = subprocess.run([sys.executable, "-m", "ruff", "check", "--output-format", "concise", "."],
+                         cwd=str(ROOT), capture_output=True, text=True)
+    return run.returncode == 0, (run.stdout + run.stderr).strip().splitlines()[-1] if run.returncode == 0 \
+        else (run.stdout + run.stderr).strip()
+
+
+CHECKS = {"workflow schema": workflow_schema, "ruff lint": ruff_lint}
+
+
+def main() -> int:
+    ok = True
+    for name, check in CHECKS.items():
+        passed, detail = check()
+        ok &= passed
+        print(f"[checks] {name}: {'ok' if passed else 'FAILED'} ({detail})", flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
