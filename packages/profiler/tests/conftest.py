@@ -17,13 +17,6 @@ BACKENDS = [
 ]
 
 
-def pytest_configure(config):
-    # the slow kinds of test, selectable with -m (the gcov envs leave valgrind out: the
-    # test envs run it, and under --coverage it would only measure itself)
-    config.addinivalue_line("markers", "valgrind: runs a workload under valgrind memcheck (slow)")
-    config.addinivalue_line("markers", "regrtest: runs CPython's own regression tests under the hook (slow)")
-
-
 @pytest.fixture(params=BACKENDS)
 def backend(request, monkeypatch):
     """Runs a test once per backend: Profiler() (backend "auto") resolves to it."""

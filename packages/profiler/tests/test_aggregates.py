@@ -266,8 +266,21 @@ with Profiler(max_events=100_000) as prof:
 path = prof.profile.export(sys.argv[1])
 stats = pstats.Stats(path).stats
 calls = [v[1] for k, v in stats.items() if k[2] == "tick"]
+
+def peak_rss_kb():
+    # ru_maxrss survives exec on Linux: a child of a big pytest process would report its
+    # parent's size. The mm's own high-water mark (VmHWM) starts afresh at exec.
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
 print(json.dumps({"calls": calls, "dropped": prof.profile.aggregates().dropped,
-                  "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+                  "maxrss_kb": peak_rss_kb()}))
 """
 
 

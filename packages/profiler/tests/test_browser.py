@@ -1,6 +1,13 @@
 """The speedscope file opens in the real speedscope viewer, in headless Chromium, with no
-console errors. It runs with the rest of the suite (a few seconds once the viewer is
-cached); where Chromium or the speedscope npm package cannot be installed it skips saying why.
+console errors.
+
+Opt-in, because it may install Chromium (apt-get) and the speedscope npm package from the
+network: run it with
+
+    FRAMEHOOK_BROWSER_TESTS=1 python -m pytest packages/profiler/tests -m browser
+
+(a few seconds once the viewer is cached). Where Chromium or the speedscope package cannot
+be installed it skips saying why. CI runs it in a job of its own.
 """
 from __future__ import annotations
 
@@ -17,6 +24,13 @@ import threading
 import pytest
 
 from framehook.profiler import Profiler
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(os.environ.get("FRAMEHOOK_BROWSER_TESTS") != "1",
+                       reason="opt-in: needs the network to install Chromium and speedscope; "
+                              "set FRAMEHOOK_BROWSER_TESTS=1"),
+]
 
 SPEEDSCOPE = "speedscope@1.25.0"
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "framehook-profiler", "speedscope")

@@ -7,7 +7,7 @@ import weakref
 import pytest
 
 import framehook.runtime as rt
-from conftest import targeting
+from runtime_helpers import targeting
 
 
 def make_function(src: str, name: str):

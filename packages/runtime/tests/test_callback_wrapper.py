@@ -15,7 +15,7 @@ import weakref
 import pytest
 
 import framehook.runtime as rt
-from conftest import targeting
+from runtime_helpers import targeting
 
 
 def cb_a(frame, entry, state):

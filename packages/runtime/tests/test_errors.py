@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import framehook.runtime as rt
-from conftest import targeting
+from runtime_helpers import targeting
 
 
 def test_callback_exception_reaches_caller_and_body_does_not_run():

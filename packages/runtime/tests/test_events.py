@@ -5,7 +5,7 @@ import pytest
 
 import framehook.runtime as rt
 from framehook.runtime import _C
-from conftest import targeting
+from runtime_helpers import targeting
 
 
 def test_lookup_and_region_events_in_order():

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 import framehook.runtime as rt
-from conftest import targeting
+from runtime_helpers import targeting
 
 CONST = 7
 

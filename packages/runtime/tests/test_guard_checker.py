@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import framehook.runtime as rt
-from conftest import targeting
+from runtime_helpers import targeting
 
 GC = rt.GuardChecker
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,7 +8,7 @@ import sys
 import tracemalloc
 
 import framehook.runtime as rt
-from conftest import targeting
+from runtime_helpers import targeting
 
 CALLS = 1_000_000
 

@@ -8,7 +8,8 @@ import pytest
 
 import framehook.runtime as rt
 from framehook.runtime import _C
-from conftest import PassThrough, targeting
+from passthrough import PassThrough
+from runtime_helpers import targeting
 from corpus import CASES
 
 VERSION_ONLY = {

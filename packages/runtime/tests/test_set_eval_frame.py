@@ -7,7 +7,7 @@ import threading
 import pytest
 
 import framehook.runtime as rt
-from conftest import targeting
+from runtime_helpers import targeting
 
 
 def add(a, b):
