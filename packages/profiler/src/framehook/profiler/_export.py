@@ -7,7 +7,7 @@ import io
 import itertools
 import marshal
 import os
-from typing import IO, TYPE_CHECKING, BinaryIO, Callable, Dict, Iterator, Optional, Tuple
+from typing import TYPE_CHECKING, BinaryIO, Callable, Dict, Iterator, Optional, Tuple
 
 if TYPE_CHECKING:
     from ._profile import Profile
@@ -101,7 +101,7 @@ def check_writable(path: str) -> None:
 
 
 @contextlib.contextmanager
-def replacing(path: str) -> Iterator[IO[bytes]]:
+def replacing(path: str) -> Iterator[BinaryIO]:
     """A binary file to write ``path``'s new content to: written under a temporary name in
     the same directory, renamed to ``path`` only if the block completes, deleted otherwise
     (an exception, Ctrl-C). Killed outright, the process leaves at most the temporary

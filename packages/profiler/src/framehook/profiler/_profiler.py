@@ -162,7 +162,7 @@ class Profiler:
             # thread), which runs no code of this package.
             self._state = "stopped"
             tracer = self._tracer
-            if tracer.state == "recording":
+            if tracer is not None and tracer.state == "recording":
                 tracer.stop()
             return
         _warn("a Profiler was garbage-collected while recording; stopping it",

@@ -38,7 +38,8 @@ def _code_of(target: object) -> types.CodeType:
             f"got {target!r}"
         )
     if code.co_argcount < 1:
-        raise TypeError(f"tag_calls: {func.__qualname__} takes no argument to use as the instance")
+        name = getattr(func, "__qualname__", code.co_name)
+        raise TypeError(f"tag_calls: {name} takes no argument to use as the instance")
     return code
 
 

@@ -180,7 +180,7 @@ class Encoder:
             return node
         if tp is set or tp is frozenset:
             tag = "set" if tp is set else "frozenset"
-            node: dict = {"t": tag, "items": []}
+            node = {"t": tag, "items": []}
             if tp is set:
                 node["id"] = self._new_id(obj)
             try:
@@ -671,8 +671,9 @@ class Decoder:
     def _namedtuple(self, t: dict) -> Any:
         tp = self.decode(t["type"])
         items = [self.decode(x) for x in t["items"]]
-        if isinstance(tp, type) and issubclass(tp, tuple) and callable(getattr(tp, "_make", None)):
-            return tp._make(items)
+        make = getattr(tp, "_make", None)
+        if isinstance(tp, type) and issubclass(tp, tuple) and callable(make):
+            return make(items)
         return self._missing_from(f"{t['type']['module']}.{t['type']['qualname']}", "namedtuple",
                                   "not a namedtuple class here")
 

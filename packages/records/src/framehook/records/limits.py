@@ -41,7 +41,8 @@ class Limits:
         """The error for ``value`` past the limit ``name``; its advice depends on whether the
         caller lowered the limit below its default."""
         default = self.__dataclass_fields__[name].default
-        return RecordLimitError(name, value, getattr(self, name), path, partial=partial, default=default)
+        return RecordLimitError(name, value, getattr(self, name), path, partial=partial,
+                                default=default if isinstance(default, int) else None)
 
     def replace(self, **changes: int) -> "Limits":
         return dataclasses.replace(self, **changes)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import AbstractSet, Any
 
 from .codec import CO_SET_AFTER_COMPILE, Validator
 from .errors import RecordFormatError
@@ -60,8 +60,9 @@ def _need(cond: bool, path: str | None, where: str, message: str) -> None:
         raise RecordFormatError(f"{where}: {message}", path)
 
 
-def _obj(doc: dict, key: str, keys: set, path: str | None, where: str, optional: set = frozenset()) -> dict:
-    value = doc.get(key)
+def _obj(doc: dict, key: str, keys: AbstractSet[str], path: str | None, where: str,
+         optional: AbstractSet[str] = frozenset()) -> dict:
+    value: Any = doc.get(key)   # untrusted JSON: checked below
     _need(isinstance(value, dict), path, where, "must be a JSON object")
     present = set(value)
     _need(present <= keys and (keys - optional) <= present, path, where,
@@ -92,16 +93,16 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False,
     extra = set(doc) - _TOP
     _need(not extra, path, "record", f"unknown fields {sorted(extra)}")
     _need(doc.get("kind") == KIND, path, "record", "kind is not framehook-record")
-    fmt = doc.get("format")
+    fmt: Any = doc.get("format")
     _need(isinstance(fmt, list) and len(fmt) == 2 and all(type(x) is int for x in fmt), path,
           "format", "must be [major, minor]")
     python = _obj(doc, "python", {"version", "implementation", "magic", "cache_tag"}, path, "python")
     for key in python:
         _str(python[key], path, f"python.{key}", 100, nullable=key == "cache_tag")
-    packages = doc.get("packages")
+    packages: Any = doc.get("packages")
     _need(isinstance(packages, dict) and len(packages) < 100, path, "packages", "must be an object")
-    for key, value in packages.items():
-        _str(value, path, f"packages[{key!r}]", 100, nullable=True)
+    for key, version in packages.items():
+        _str(version, path, f"packages[{key!r}]", 100, nullable=True)
     code = _obj(doc, "code", {"name", "qualname", "module", "filename", "firstlineno", "kind", "flags",
                               "source", "marshal"}, path, "code")
     _need(code["flags"] in (0, CO_SET_AFTER_COMPILE), path, "code.flags", "only CO_ITERABLE_COROUTINE may be set")
@@ -128,9 +129,9 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False,
               f"function.closure[{i}]", "must be a [name, value] pair")
         tree(pair[1], f"function.closure[{pair[0]!r}]", allow_empty_cell=True)
     for section in ("globals", "builtins", "locals"):
-        value = doc.get(section)
-        _need(isinstance(value, dict) and len(value) <= _MAX_NAMES, path, section, "must be an object")
-        for name, sub in value.items():
+        names: Any = doc.get(section)
+        _need(isinstance(names, dict) and len(names) <= _MAX_NAMES, path, section, "must be an object")
+        for name, sub in names.items():
             _need(len(name) <= 300, path, section, "name too long")
             tree(sub, f"{section}[{name!r}]")
     call = _obj(doc, "call", {"args", "kwargs"}, path, "call")
@@ -155,14 +156,14 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False,
         tree(event[1], f"outcome.events[{i}]")
     tree(outcome["args_after"], "outcome.args_after")
     tree(outcome["kwargs_after"], "outcome.kwargs_after")
-    translator = doc.get("translator")
+    translator: Any = doc.get("translator")
     if translator is not None:
         _need(isinstance(translator, dict), path, "translator", "must be an object or null")
         _check_plain_json(translator, path, "translator", 0)
     _str(doc.get("label"), path, "label", 1000)
     _str(doc.get("created"), path, "created", 100)
     for key in ("missing", "notes"):
-        items = doc.get(key)
+        items: Any = doc.get(key)
         _need(isinstance(items, list) and len(items) <= 10_000, path, key, "must be a list")
         for item in items:
             _str(item, path, key, 10_000)

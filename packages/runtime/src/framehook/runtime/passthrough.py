@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import inspect
 import types
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Optional
 
-from ._C import GuardedCode, cache_entries, reset_code
+from ._C import CacheEntryInfo, FrameView, GuardedCode, cache_entries, reset_code
 from .contexts import enable
 
 __all__ = ["PassThrough", "always", "shadow_replay"]
@@ -41,7 +41,8 @@ class PassThrough:
         self._copies: Dict[int, types.CodeType] = {}   # the code run in place of each, by id
         self._earlier_hits = 0                          # hits of entries reset() dropped
 
-    def __call__(self, frame: Any, cache_entry: Any, frame_state: Any) -> GuardedCode:
+    def __call__(self, frame: FrameView, cache_entry: Optional[CacheEntryInfo],
+                 frame_state: Dict[str, Any]) -> GuardedCode:
         self.calls += 1
         code = frame.f_code
         self.codes[id(code)] = code
