@@ -2,13 +2,15 @@
 
 - the GitHub workflows validate against the published workflow schema (check-jsonschema
   carries a copy, so no network is needed)
-- ruff's lint rules (configured in the root pyproject.toml) pass on every Python file
+- ruff's lint rules (configured in the root pyproject.toml) pass on every Python file, and
+  the formatted parts of the tree are as ruff format leaves them
 - mypy passes on the packages' public API modules (the list, and what is not yet checked
   and why, are in the root pyproject.toml)
 
 Each check prints one line; the exit status is non-zero if any fails.
 Usage: python ci/checks.py
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -22,17 +24,33 @@ def workflow_schema() -> tuple[bool, str]:
     files = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.y*ml"))
     if not files:
         return False, "no workflow files under .github/workflows"
-    run = subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema",
-                          "vendor.github-workflows", *files], capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows", *files],
+        capture_output=True,
+        text=True,
+    )
     detail = f"{len(files)} file(s)" if run.returncode == 0 else (run.stdout + run.stderr).strip()
     return run.returncode == 0, detail
 
 
 def ruff_lint() -> tuple[bool, str]:
-    run = subprocess.run([sys.executable, "-m", "ruff", "check", "--output-format", "concise", "."],
-                         cwd=str(ROOT), capture_output=True, text=True)
-    return run.returncode == 0, (run.stdout + run.stderr).strip().splitlines()[-1] if run.returncode == 0 \
-        else (run.stdout + run.stderr).strip()
+    run = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--output-format", "concise", "."],
+        cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+    )
+    return run.returncode == 0, (run.stdout + run.stderr).strip().splitlines()[-1] if run.returncode == 0 else (
+        run.stdout + run.stderr
+    ).strip()
+
+
+def ruff_format() -> tuple[bool, str]:
+    run = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--check", "."], cwd=str(ROOT), capture_output=True, text=True
+    )
+    lines = (run.stdout + run.stderr).strip().splitlines()
+    return run.returncode == 0, (lines[-1] if run.returncode == 0 else "\n".join(lines[-20:]))
 
 
 def mypy_public_api() -> tuple[bool, str]:
@@ -41,7 +59,12 @@ def mypy_public_api() -> tuple[bool, str]:
     return run.returncode == 0, (lines[-1] if run.returncode == 0 else "\n".join(lines))
 
 
-CHECKS = {"workflow schema": workflow_schema, "ruff lint": ruff_lint, "mypy (public API)": mypy_public_api}
+CHECKS = {
+    "workflow schema": workflow_schema,
+    "ruff lint": ruff_lint,
+    "ruff format": ruff_format,
+    "mypy (public API)": mypy_public_api,
+}
 
 
 def main() -> int:

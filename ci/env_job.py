@@ -9,6 +9,7 @@ conformance suite once more in a venv without the translator (runtime, records, 
 
 Usage: python ci/env_job.py [tests] [conformance]
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,11 @@ def report_unsupported() -> None:
     version = current_version()
     for name in PACKAGES:
         if present(name) and name not in present_packages():
-            print(f"[env_job] {name}: not supported on CPython {version}, not installed or tested "
-                  f"({why_not(name, version)})", flush=True)
+            print(
+                f"[env_job] {name}: not supported on CPython {version}, not installed or tested "
+                f"({why_not(name, version)})",
+                flush=True,
+            )
 
 
 def build_wheels(scratch: Path) -> list[Path] | None:
@@ -49,13 +53,24 @@ def build_wheels(scratch: Path) -> list[Path] | None:
     paths = []
     for name in names:
         dest = scratch / "src" / name
-        shutil.copytree(ROOT / "packages" / name, dest,
-                        ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.so"))
+        shutil.copytree(
+            ROOT / "packages" / name, dest, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.so")
+        )
         paths.append(str(dest))
     wheels = scratch / "wheels"
     if paths:
-        cmd = [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--quiet",
-               "--wheel-dir", str(wheels), *paths]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-build-isolation",
+            "--no-deps",
+            "--quiet",
+            "--wheel-dir",
+            str(wheels),
+            *paths,
+        ]
         print(f"[env_job] building {', '.join(names)}", flush=True)
         if subprocess.call(cmd, cwd=str(scratch)) != 0:
             return None
@@ -71,8 +86,7 @@ def install_packages(wheels: list[Path]) -> bool:
     """Install every built package into this interpreter's env."""
     if not wheels:
         return True
-    cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--force-reinstall", "--quiet",
-           *map(str, wheels)]
+    cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--force-reinstall", "--quiet", *map(str, wheels)]
     print(f"[env_job] installing {', '.join(w.name for w in wheels)}", flush=True)
     return subprocess.call(cmd) == 0
 
@@ -85,10 +99,20 @@ def run_package_tests(results: Path) -> bool:
             print(f"[env_job] {name}: no tests yet", flush=True)
             continue
         cmd = [
-            sys.executable, "-m", "coverage", "run", "-m", "pytest", str(tests),
-            "-p", "no:cacheprovider", "--import-mode=importlib", "-q",
+            sys.executable,
+            "-m",
+            "coverage",
+            "run",
+            "-m",
+            "pytest",
+            str(tests),
+            "-p",
+            "no:cacheprovider",
+            "--import-mode=importlib",
+            "-q",
             f"--junitxml={results / (name + '.xml')}",
-            "-o", "junit_family=xunit1",
+            "-o",
+            "junit_family=xunit1",
         ]
         print(f"[env_job] {name}: {' '.join(cmd[3:])}", flush=True)
         rc = subprocess.call(cmd, cwd=str(ROOT))
@@ -137,21 +161,39 @@ def run_conformance_without_translator(results: Path, wheels: list[Path], scratc
     steps = [
         [sys.executable, "-m", "venv", str(venv)],
         [python, "-m", "pip", "install", "--quiet", "--only-binary", ":all:", "numpy", "coverage>=7.2"],
-        [python, "-m", "pip", "install", "--quiet", "--no-deps", "--only-binary", ":all:",
-         *(str(wheel_of(wheels, name)) for name in WITHOUT_TRANSLATOR)],
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            *(str(wheel_of(wheels, name)) for name in WITHOUT_TRANSLATOR),
+        ],
     ]
-    print(f"[env_job] conformance without the translator: venv with {', '.join(WITHOUT_TRANSLATOR)}"
-          " (wheels only, no compiler on PATH)", flush=True)
+    print(
+        f"[env_job] conformance without the translator: venv with {', '.join(WITHOUT_TRANSLATOR)}"
+        " (wheels only, no compiler on PATH)",
+        flush=True,
+    )
     for step in steps:
         if subprocess.call(step, cwd=str(scratch), env=no_compiler if step[0] == python else None) != 0:
             print(f"[env_job] conformance without the translator: {' '.join(step[1:4])} failed", flush=True)
             return False
-    probe = subprocess.run([python, "-c", "import importlib.util as u; "
-                            "print(u.find_spec('framehook.translator') is None)"],
-                           capture_output=True, text=True, cwd=str(scratch))
+    probe = subprocess.run(
+        [python, "-c", "import importlib.util as u; print(u.find_spec('framehook.translator') is None)"],
+        capture_output=True,
+        text=True,
+        cwd=str(scratch),
+    )
     if probe.stdout.strip() != "True":
-        print("[env_job] conformance without the translator: framehook.translator is importable "
-              f"in the venv ({probe.stdout.strip() or probe.stderr.strip()})", flush=True)
+        print(
+            "[env_job] conformance without the translator: framehook.translator is importable "
+            f"in the venv ({probe.stdout.strip() or probe.stderr.strip()})",
+            flush=True,
+        )
         return False
     out = results / "conformance-without-translator.json"
     cmd = _conformance_command(python, out)
@@ -164,21 +206,40 @@ def run_conformance_without_translator(results: Path, wheels: list[Path], scratc
 def _translator_skipped_as_absent(out: Path) -> bool:
     data = json.loads(out.read_text())
     # a case whose syntax this version lacks is skipped for that reason in every mode
-    wrong = [i for i in data["results"] if i["mode"] == "translator"
-             and not (i["status"] == "skip" and ("framehook-translator is not installed" in i["reason"]
-                                                 or i["reason"].startswith("case needs CPython")))]
+    wrong = [
+        i
+        for i in data["results"]
+        if i["mode"] == "translator"
+        and not (
+            i["status"] == "skip"
+            and ("framehook-translator is not installed" in i["reason"] or i["reason"].startswith("case needs CPython"))
+        )
+    ]
     for item in wrong[:3]:
-        print(f"[env_job] conformance without the translator: {item['case']} translator mode was "
-              f"{item['status']} ({item['reason']}), expected a skip naming the absent package", flush=True)
+        print(
+            f"[env_job] conformance without the translator: {item['case']} translator mode was "
+            f"{item['status']} ({item['reason']}), expected a skip naming the absent package",
+            flush=True,
+        )
     return not wrong
 
 
 def run_fuzz(results: Path) -> bool:
     """A fixed batch of generated programs, plain vs every package (fuzz/run.py), and fuzz/tests."""
     cmd = [
-        sys.executable, "-m", "coverage", "run", str(ROOT / "fuzz" / "run.py"),
-        "--seed", "0", "--count", "300", "--json", str(results / "fuzz.json"),
-        "--save", str(results / "fuzz-findings"),
+        sys.executable,
+        "-m",
+        "coverage",
+        "run",
+        str(ROOT / "fuzz" / "run.py"),
+        "--seed",
+        "0",
+        "--count",
+        "300",
+        "--json",
+        str(results / "fuzz.json"),
+        "--save",
+        str(results / "fuzz-findings"),
     ]
     installed = [p for p in present_packages() if p in FUZZ_MODES]
     if len(installed) < len(FUZZ_MODES):
@@ -187,8 +248,19 @@ def run_fuzz(results: Path) -> bool:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "fuzz"), os.environ.get("PYTHONPATH")])))
     ok = subprocess.call(cmd, cwd=str(ROOT), env=env) == 0
     # the fuzzer's own tests: its generators and the harness's comparisons
-    tests = [sys.executable, "-m", "pytest", str(ROOT / "fuzz" / "tests"), "-p", "no:cacheprovider",
-             "--import-mode=importlib", "-q", f"--junitxml={results / 'fuzz-tests.xml'}", "-o", "junit_family=xunit1"]
+    tests = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(ROOT / "fuzz" / "tests"),
+        "-p",
+        "no:cacheprovider",
+        "--import-mode=importlib",
+        "-q",
+        f"--junitxml={results / 'fuzz-tests.xml'}",
+        "-o",
+        "junit_family=xunit1",
+    ]
     print(f"[env_job] fuzz tests: {' '.join(tests[3:])}", flush=True)
     return subprocess.call(tests, cwd=str(ROOT), env=env) == 0 and ok
 
@@ -217,8 +289,11 @@ def _run_jobs(jobs: list[str], results: Path, scratch: Path) -> bool:
     ok = True
     cross = cross_package_jobs(current_version())
     if not cross:
-        print(f"[env_job] conformance and fuzzing: not run on CPython {current_version()}, they need "
-              f"the translator ({why_not('translator', current_version())})", flush=True)
+        print(
+            f"[env_job] conformance and fuzzing: not run on CPython {current_version()}, they need "
+            f"the translator ({why_not('translator', current_version())})",
+            flush=True,
+        )
     if "tests" in jobs:
         ok &= run_package_tests(results)
         if cross:

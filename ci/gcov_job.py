@@ -11,6 +11,7 @@ tracefiles of every env (merge_reports below) into the combined figure.
 Usage: python ci/gcov_job.py            (inside tox)
        python ci/gcov_job.py merge DIR  (merge DIR/*/<pkg>.json; needs gcovr)
 """
+
 from __future__ import annotations
 
 import os
@@ -37,11 +38,20 @@ def measure(out: Path) -> int:
     copies = {}
     for pkg in present:
         copy = out / "src" / pkg
-        shutil.copytree(ROOT / "packages" / pkg, copy,
-                        ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.so"))
+        shutil.copytree(
+            ROOT / "packages" / pkg, copy, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.so")
+        )
         subprocess.check_call(
-            [sys.executable, "setup.py", "-q", "build_ext", "--force", "--inplace",
-             "--build-temp", str(out / f"{pkg}-build")],
+            [
+                sys.executable,
+                "setup.py",
+                "-q",
+                "build_ext",
+                "--force",
+                "--inplace",
+                "--build-temp",
+                str(out / f"{pkg}-build"),
+            ],
             cwd=str(copy),
         )
         copies[pkg] = copy
@@ -52,26 +62,52 @@ def measure(out: Path) -> int:
     for pkg in present:
         rc = subprocess.call(
             # the tests themselves from the repository: they find ci/ and their data by path
-            [sys.executable, "-m", "pytest", str(ROOT / "packages" / pkg / "tests"), "-q",
-             "-p", "no:cacheprovider", "--import-mode=importlib", "-x",
-             "-m", "not valgrind"],   # the test envs run memcheck; here it would measure itself
-            cwd=str(ROOT), env=env,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                str(ROOT / "packages" / pkg / "tests"),
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--import-mode=importlib",
+                "-x",
+                "-m",
+                "not valgrind",
+            ],  # the test envs run memcheck; here it would measure itself
+            cwd=str(ROOT),
+            env=env,
         )
         ok &= rc in (0, 5)
         # Paths are kept relative to the package copy, so that every env's tracefile names
         # a source file the same way and the merge adds them up line by line.
         summary = subprocess.run(
-            [sys.executable, "-m", "gcovr", "--root", str(copies[pkg]), str(out / f"{pkg}-build"),
-             "--filter", re.escape(str(copies[pkg])) + "/",
-             "--json", str(out / f"{pkg}.json"), "--txt", str(out / f"{pkg}.txt"), "--txt-summary"],
-            cwd=str(copies[pkg]), capture_output=True, text=True,
+            [
+                sys.executable,
+                "-m",
+                "gcovr",
+                "--root",
+                str(copies[pkg]),
+                str(out / f"{pkg}-build"),
+                "--filter",
+                re.escape(str(copies[pkg])) + "/",
+                "--json",
+                str(out / f"{pkg}.json"),
+                "--txt",
+                str(out / f"{pkg}.txt"),
+                "--txt-summary",
+            ],
+            cwd=str(copies[pkg]),
+            capture_output=True,
+            text=True,
         )
         if summary.returncode != 0:
             print(summary.stdout[-2000:], summary.stderr[-3000:])
             ok = False
             continue
-        reports.append(f"framehook-{pkg} (C, gcov):\n" + (out / f"{pkg}.txt").read_text()
-                       + _summary_lines(summary.stdout))
+        reports.append(
+            f"framehook-{pkg} (C, gcov):\n" + (out / f"{pkg}.txt").read_text() + _summary_lines(summary.stdout)
+        )
     (out / "summary.txt").write_text("\n\n".join(reports) + "\n")
     print((out / "summary.txt").read_text())
     shutil.rmtree(out / "src", ignore_errors=True)
@@ -94,14 +130,18 @@ def merge_reports(root: Path, python: str = sys.executable) -> tuple[bool, str]:
         args = [python, "-m", "gcovr", "--root", str(ROOT / "packages" / pkg), "--merge-mode-functions", "separate"]
         for t in tracefiles:
             args += ["--json-add-tracefile", str(t)]
-        run = subprocess.run(args + ["--txt-summary", "--txt", str(root / f"{pkg}-combined.txt")],
-                             capture_output=True, text=True)
+        run = subprocess.run(
+            args + ["--txt-summary", "--txt", str(root / f"{pkg}-combined.txt")], capture_output=True, text=True
+        )
         if run.returncode != 0:
             ok = False
             blocks.append(f"framehook-{pkg}: merging {envs} failed:\n{run.stderr[-2000:]}")
             continue
-        blocks.append(f"framehook-{pkg} (C, gcov, merged over {envs}):\n"
-                      + (root / f"{pkg}-combined.txt").read_text() + _summary_lines(run.stdout))
+        blocks.append(
+            f"framehook-{pkg} (C, gcov, merged over {envs}):\n"
+            + (root / f"{pkg}-combined.txt").read_text()
+            + _summary_lines(run.stdout)
+        )
     text = "\n\n".join(blocks)
     (root / "summary.txt").write_text(text + "\n")
     return ok, text

@@ -13,6 +13,7 @@ metadata (requires-python) admits, the conformance suite and the fuzz batch only
 the translator does (ci/support.py); the tables show the other cells as n/a. tox is
 bootstrapped into ci/.bootstrap if the running Python does not have it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,7 +48,9 @@ def _reported_version(exe: str) -> str | None:
     try:
         out = subprocess.run(
             [exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-            capture_output=True, text=True, timeout=60,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -81,8 +84,11 @@ def provision_missing(interpreters: dict[str, str], missing: list[str]) -> list[
     """Provision each missing version into the cache; returns those that failed."""
     failed = []
     for version in missing:
-        print(f"[matrix] CPython {version} not found on PATH or in pyenv: provisioning it "
-              f"under {provision.default_root()}", flush=True)
+        print(
+            f"[matrix] CPython {version} not found on PATH or in pyenv: provisioning it "
+            f"under {provision.default_root()}",
+            flush=True,
+        )
         try:
             interpreters[version] = provision.provision(version)
         except provision.ProvisionError as exc:
@@ -94,6 +100,7 @@ def provision_missing(interpreters: dict[str, str], missing: list[str]) -> list[
 def tox_command() -> list[str]:
     try:
         import tox  # noqa: F401
+
         return [sys.executable, "-m", "tox"]
     except ImportError:
         pass
@@ -117,8 +124,7 @@ def run_env(tox: list[str], env: str, interpreters: dict[str, str], jobs: list[s
     start = time.monotonic()
     print(f"[matrix] {env}: started (log: {log.relative_to(ROOT)})", flush=True)
     with open(log, "w") as fh:
-        rc = subprocess.call(cmd, cwd=str(ROOT), stdout=fh, stderr=subprocess.STDOUT,
-                             env=dict(os.environ, PATH=path))
+        rc = subprocess.call(cmd, cwd=str(ROOT), stdout=fh, stderr=subprocess.STDOUT, env=dict(os.environ, PATH=path))
     elapsed = time.monotonic() - start
     print(f"[matrix] {env}: exit {rc} after {elapsed:.0f}s", flush=True)
     if rc != 0:
@@ -178,8 +184,10 @@ def print_test_table(versions: list[str]) -> tuple[int, int, int]:
         print(row)
     notes = _not_applicable(versions)
     if notes:
-        print("n/a: not run, the package does not support that CPython (yet); the fuzz row"
-              " runs where the translator does:")
+        print(
+            "n/a: not run, the package does not support that CPython (yet); the fuzz row"
+            " runs where the translator does:"
+        )
         print("\n".join(notes))
     return totals[0], totals[1], totals[2]
 
@@ -203,8 +211,10 @@ def print_conformance_table(versions: list[str], full: bool = True) -> tuple[int
         return 0, 0, 0
     width = max(14, max(len(n) for n in names) + 2)
     col = 14
-    print(f"\nConformance: {len(names)} cases x {len(versions)} CPython versions "
-          "(ok = plain, shadow, translator and profiled replays all match the golden record)")
+    print(
+        f"\nConformance: {len(names)} cases x {len(versions)} CPython versions "
+        "(ok = plain, shadow, translator and profiled replays all match the golden record)"
+    )
     if not full:
         return _conformance_summary(by_version, versions)
     print("case".ljust(width) + "".join(v.ljust(col) for v in versions))
@@ -255,8 +265,9 @@ def print_conformance_table(versions: list[str], full: bool = True) -> tuple[int
 
 def print_without_translator(versions: list[str]) -> tuple[int, int, int]:
     """The suite's run in a venv holding only the runtime, records and profiler."""
-    print("\nConformance without the translator (only runtime, records and profiler installed;"
-          " translator mode skipped):")
+    print(
+        "\nConformance without the translator (only runtime, records and profiler installed; translator mode skipped):"
+    )
     totals = [0, 0, 0]
     for version in versions:
         path = RESULTS / env_name(version) / "conformance-without-translator.json"
@@ -302,7 +313,8 @@ def _conformance_summary(by_version: dict, versions: list[str]) -> tuple[int, in
         items = [i for case in by_version[version].values() for i in case]
         skipped_modes = sorted({i["mode"] for i in items if i["status"] == "skip"})
         counts = _print_version_counts(
-            version, items, f" (skipped modes: {', '.join(skipped_modes)})" if skipped_modes else "")
+            version, items, f" (skipped modes: {', '.join(skipped_modes)})" if skipped_modes else ""
+        )
         totals = [a + b for a, b in zip(totals, counts)]
     print("  (python3 ci/matrix.py conformance prints the case x version table)")
     p, f, s = print_without_translator(versions)
@@ -322,7 +334,9 @@ def print_fuzz_summary(versions: list[str]) -> tuple[int, int]:
         bad = len(data["mismatches"])
         matched += data["compared"] - bad
         mismatched += bad
-        print(f"  {version:<6} {data['programs']} programs, {data['compared'] - bad} outcomes matched, {bad} mismatched")
+        print(
+            f"  {version:<6} {data['programs']} programs, {data['compared'] - bad} outcomes matched, {bad} mismatched"
+        )
         for m in data["mismatches"][:5]:
             print(f"    seed {m['seed']} [{m['mode']}]: plain {m['expected']} vs {m['got']}")
     return matched, mismatched
@@ -339,8 +353,7 @@ def combine_coverage(tox: list[str], versions: list[str]) -> bool:
         print("[matrix] no coverage data was recorded")
         return False
     py = tox[0]
-    env = dict(os.environ, COVERAGE_RCFILE=str(ROOT / "ci" / "coveragerc"),
-               COVERAGE_FILE=str(data_dir / ".coverage"))
+    env = dict(os.environ, COVERAGE_RCFILE=str(ROOT / "ci" / "coveragerc"), COVERAGE_FILE=str(data_dir / ".coverage"))
     if subprocess.call([py, "-c", "import coverage"], stderr=subprocess.DEVNULL):
         subprocess.check_call([py, "-m", "pip", "install", "--quiet", "coverage>=7.2"])
     subprocess.check_call([py, "-m", "coverage", "combine", "--keep", "-q"], cwd=str(ROOT), env=env)
@@ -351,20 +364,35 @@ def combine_coverage(tox: list[str], versions: list[str]) -> bool:
         if not (ROOT / "packages" / pkg / "pyproject.toml").exists() or not any(src.rglob("*.py")):
             continue  # not a package yet: nothing installs or tests it
         rc = subprocess.call(
-            [py, "-m", "coverage", "report", f"--include=packages/{pkg}/src/*",
-             f"--fail-under={COVERAGE_FLOOR}", "--format=total"],
-            cwd=str(ROOT), env=env, stdout=subprocess.PIPE,
+            [
+                py,
+                "-m",
+                "coverage",
+                "report",
+                f"--include=packages/{pkg}/src/*",
+                f"--fail-under={COVERAGE_FLOOR}",
+                "--format=total",
+            ],
+            cwd=str(ROOT),
+            env=env,
+            stdout=subprocess.PIPE,
         )
         total = subprocess.run(
             [py, "-m", "coverage", "report", f"--include=packages/{pkg}/src/*", "--format=total"],
-            cwd=str(ROOT), env=env, capture_output=True, text=True,
+            cwd=str(ROOT),
+            env=env,
+            capture_output=True,
+            text=True,
         ).stdout.strip()
         verdict = "ok" if rc == 0 else "BELOW FLOOR"
         print(f"  {pkg:<12}{total:>6}%  {verdict}")
         if rc != 0:
             ok = False
-            subprocess.call([py, "-m", "coverage", "report", "-m", f"--include=packages/{pkg}/src/*",
-                             "--skip-covered"], cwd=str(ROOT), env=env)
+            subprocess.call(
+                [py, "-m", "coverage", "report", "-m", f"--include=packages/{pkg}/src/*", "--skip-covered"],
+                cwd=str(ROOT),
+                env=env,
+            )
     return ok
 
 
@@ -380,8 +408,7 @@ def merge_gcov(tox: list[str]) -> bool:
     py = tox[0]
     if subprocess.call([py, "-c", "import gcovr"], stderr=subprocess.DEVNULL):
         subprocess.check_call([py, "-m", "pip", "install", "--quiet", "gcovr>=7"])
-    rc = subprocess.call([py, str(ROOT / "ci" / "gcov_job.py"), "merge", str(root)],
-                         stdout=subprocess.DEVNULL)
+    rc = subprocess.call([py, str(ROOT / "ci" / "gcov_job.py"), "merge", str(root)], stdout=subprocess.DEVNULL)
     print("\nC line coverage (gcov), one env per frame layout, merged:")
     print((root / "summary.txt").read_text().rstrip())
     for env_dir in sorted(p for p in root.iterdir() if p.is_dir()):
@@ -391,8 +418,7 @@ def merge_gcov(tox: list[str]) -> bool:
     return rc == 0
 
 
-def report(tox: list[str], versions: list[str], coverage: bool, full_table: bool = False
-           ) -> tuple[bool, int, int, int]:
+def report(tox: list[str], versions: list[str], coverage: bool, full_table: bool = False) -> tuple[bool, int, int, int]:
     """Every table of the test job from the results on disk (this run's, or the per-version
     CI jobs' artifacts gathered into ci/results)."""
     p, f, s = print_test_table(versions)
@@ -407,28 +433,46 @@ def report(tox: list[str], versions: list[str], coverage: bool, full_table: bool
         print("\nRepository checks (ci/checks.py):")
         for line in checks_log.read_text(errors="replace").splitlines():
             if line.startswith("[checks]"):
-                print("  " + line[len("[checks] "):])
+                print("  " + line[len("[checks] ") :])
     return ok, p + cp + fp, f + cf + ff, s + cs
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("job", choices=["test", "conformance", "gcov", "checks", "report", "interpreters"],
-                        help="test: all tests; conformance: the conformance table; gcov: only the C "
-                             "coverage envs; checks: only the repository checks (ci/checks.py); "
-                             "report: print the test job's tables from ci/results; interpreters: list them")
-    parser.add_argument("--parallel", type=int, default=max(1, min(2, os.cpu_count() or 1)),
-                        help="tox envs run at once (default: up to 2)")
-    parser.add_argument("--versions", default=",".join(VERSIONS),
-                        help="comma-separated subset of %s (default: all; a subset needs only those "
-                             "interpreters)" % ",".join(VERSIONS))
-    parser.add_argument("--no-gcov", action="store_true",
-                        help="skip the gcov envs (one per frame layout: %s)" % ", ".join(GCOV_VERSIONS))
-    parser.add_argument("--no-coverage-report", action="store_true",
-                        help="record coverage data but do not combine it or hold it to the floor "
-                             "(a per-version CI job; the report job does that over every version)")
-    parser.add_argument("--no-provision", action="store_true",
-                        help="fail on a missing interpreter instead of provisioning it (ci/provision.py)")
+    parser.add_argument(
+        "job",
+        choices=["test", "conformance", "gcov", "checks", "report", "interpreters"],
+        help="test: all tests; conformance: the conformance table; gcov: only the C "
+        "coverage envs; checks: only the repository checks (ci/checks.py); "
+        "report: print the test job's tables from ci/results; interpreters: list them",
+    )
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=max(1, min(2, os.cpu_count() or 1)),
+        help="tox envs run at once (default: up to 2)",
+    )
+    parser.add_argument(
+        "--versions",
+        default=",".join(VERSIONS),
+        help="comma-separated subset of %s (default: all; a subset needs only those interpreters)" % ",".join(VERSIONS),
+    )
+    parser.add_argument(
+        "--no-gcov",
+        action="store_true",
+        help="skip the gcov envs (one per frame layout: %s)" % ", ".join(GCOV_VERSIONS),
+    )
+    parser.add_argument(
+        "--no-coverage-report",
+        action="store_true",
+        help="record coverage data but do not combine it or hold it to the floor "
+        "(a per-version CI job; the report job does that over every version)",
+    )
+    parser.add_argument(
+        "--no-provision",
+        action="store_true",
+        help="fail on a missing interpreter instead of provisioning it (ci/provision.py)",
+    )
     args = parser.parse_args(argv)
 
     versions = [v.strip() for v in args.versions.split(",") if v.strip()]
@@ -452,8 +496,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[matrix] CPython {version}: {interpreters.get(version, 'MISSING')}", flush=True)
     if missing:
         how = "looked on PATH and in pyenv" + ("" if args.no_provision else "; provisioning failed")
-        print(f"[matrix] error: CPython {', '.join(missing)} not found ({how}); "
-              "this run needs every one of " + ", ".join(versions), flush=True)
+        print(
+            f"[matrix] error: CPython {', '.join(missing)} not found ({how}); "
+            "this run needs every one of " + ", ".join(versions),
+            flush=True,
+        )
         return 2
     if args.job == "interpreters":
         return 0

@@ -4,6 +4,7 @@ records, and tell a package's own errors and leaks from CPython's.
 Shared by the runtime's and the profiler's tests/test_memcheck.py (each names its own C
 sources); it lives here because no package may import another's tests.
 """
+
 from __future__ import annotations
 
 import os
@@ -135,11 +136,26 @@ def run(script: Path, args: Sequence[str], scratch: Path, timeout: float = 900) 
         env.pop(var, None)
     scratch.mkdir(parents=True, exist_ok=True)
     out = subprocess.run(
-        ["valgrind", "--leak-check=full", "--show-leak-kinds=definite", "--num-callers=40", "--track-origins=yes",
-         *loader_debuginfo(scratch), sys.executable, str(script), *args],
-        capture_output=True, text=True, env=env, cwd=str(scratch), timeout=timeout,
+        [
+            "valgrind",
+            "--leak-check=full",
+            "--show-leak-kinds=definite",
+            "--num-callers=40",
+            "--track-origins=yes",
+            *loader_debuginfo(scratch),
+            sys.executable,
+            str(script),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(scratch),
+        timeout=timeout,
     )
     if out.returncode != 0 and "must-be-redirected function" in out.stderr:
-        raise CannotRun("valgrind cannot start this interpreter: its dynamic loader has no symbols; point "
-                        "FRAMEHOOK_VALGRIND_DEBUGINFO at the loader's unpacked debug package (usr/lib/debug)")
+        raise CannotRun(
+            "valgrind cannot start this interpreter: its dynamic loader has no symbols; point "
+            "FRAMEHOOK_VALGRIND_DEBUGINFO at the loader's unpacked debug package (usr/lib/debug)"
+        )
     return out

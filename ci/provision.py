@@ -25,6 +25,7 @@ ${XDG_CACHE_HOME:-~/.cache}/framehook/interpreters) and reused as it is until --
 asks for sid's current packages. The prefix is not relocatable (the loader's path is
 absolute): provision again to move it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,11 +43,11 @@ from pathlib import Path
 
 MIRROR = "http://deb.debian.org/debian"
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
-MARKER = ".framehook-provisioned"   # this directory was made here and may be replaced
-STAMP = ".framehook-stamp"          # written last: the prefix is complete
+MARKER = ".framehook-provisioned"  # this directory was made here and may be replaced
+STAMP = ".framehook-stamp"  # written last: the prefix is complete
 # the stamp's first line: a prefix made with another package list is made again
 LAYOUT = "layout 2 (interpreter, tests, headers, C library debug symbols)\n"
-INDEX_MAX_AGE = 24 * 3600           # a refresh reuses a private index younger than this
+INDEX_MAX_AGE = 24 * 3600  # a refresh reuses a private index younger than this
 # machine -> (Debian architecture, multiarch triplet, dynamic loader)
 ARCHES = {
     "x86_64": ("amd64", "x86_64-linux-gnu", "ld-linux-x86-64.so.2"),
@@ -76,8 +77,12 @@ def interpreter_path(version: str, root: Path | None = None) -> Path:
 
 def _reports(exe: Path, version: str) -> bool:
     try:
-        out = subprocess.run([str(exe), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [str(exe), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return out.returncode == 0 and out.stdout.strip() == version
@@ -116,18 +121,21 @@ def _host_arch(version: str) -> tuple[str, str, str]:
     if sys.platform != "linux" or platform.machine() not in ARCHES:
         raise ProvisionError(
             f"provisioning uses Debian packages for Linux on {', '.join(ARCHES)}; this is "
-            f"{sys.platform} on {platform.machine()}: {_yourself(version)}")
+            f"{sys.platform} on {platform.machine()}: {_yourself(version)}"
+        )
     return ARCHES[platform.machine()]
 
 
 def _require_tools(version: str) -> None:
     missing = [tool for tool in ("apt-get", "apt-cache", "dpkg-deb") if not shutil.which(tool)]
     if missing:
-        raise ProvisionError(f"provisioning needs Debian's {', '.join(missing)}, not found on PATH: "
-                             + _yourself(version))
+        raise ProvisionError(
+            f"provisioning needs Debian's {', '.join(missing)}, not found on PATH: " + _yourself(version)
+        )
     if not os.access(KEYRING, os.R_OK):
-        raise ProvisionError(f"{KEYRING} is missing: install the debian-archive-keyring package, "
-                             f"or {_yourself(version)}")
+        raise ProvisionError(
+            f"{KEYRING} is missing: install the debian-archive-keyring package, or {_yourself(version)}"
+        )
     if shutil.which("patchelf"):
         return
     if os.geteuid() != 0:
@@ -154,28 +162,32 @@ class PrivateApt:
             (state / sub).mkdir(parents=True, exist_ok=True)
         status = state / "status"
         if not status.exists():
-            status.write_text("")   # nothing is installed as far as this apt knows
+            status.write_text("")  # nothing is installed as far as this apt knows
         (state / "sources" / "sid.sources").write_text(
-            f"Types: deb\nURIs: {MIRROR}\nSuites: sid\nComponents: main\n"
-            f"Architectures: {arch}\nSigned-By: {KEYRING}\n")
+            f"Types: deb\nURIs: {MIRROR}\nSuites: sid\nComponents: main\nArchitectures: {arch}\nSigned-By: {KEYRING}\n"
+        )
         # Read after the system's apt.conf.d, whose proxy and network settings stay in
         # force; the update hooks are cleared so no system cache gets refreshed.
-        (state / "apt.conf").write_text("\n".join([
-            "#clear APT::Update::Post-Invoke-Success;",
-            "#clear APT::Update::Post-Invoke;",
-            'Dir::Etc::sourcelist "/dev/null";',
-            f'Dir::Etc::sourceparts "{state}/sources";',
-            'Dir::Etc::preferences "/dev/null";',
-            f'Dir::Etc::preferencesparts "{state}/prefs";',
-            f'Dir::State::Lists "{state}/lists";',
-            f'Dir::State::status "{status}";',
-            f'Dir::Cache "{state}/cache";',
-            'Dir::Cache::pkgcache "pkgcache.bin";',
-            'Dir::Cache::srcpkgcache "srcpkgcache.bin";',
-            f'APT::Architecture "{arch}";',
-            f'APT::Architectures {{ "{arch}"; }};',
-            "",
-        ]))
+        (state / "apt.conf").write_text(
+            "\n".join(
+                [
+                    "#clear APT::Update::Post-Invoke-Success;",
+                    "#clear APT::Update::Post-Invoke;",
+                    'Dir::Etc::sourcelist "/dev/null";',
+                    f'Dir::Etc::sourceparts "{state}/sources";',
+                    'Dir::Etc::preferences "/dev/null";',
+                    f'Dir::Etc::preferencesparts "{state}/prefs";',
+                    f'Dir::State::Lists "{state}/lists";',
+                    f'Dir::State::status "{status}";',
+                    f'Dir::Cache "{state}/cache";',
+                    'Dir::Cache::pkgcache "pkgcache.bin";',
+                    'Dir::Cache::srcpkgcache "srcpkgcache.bin";',
+                    f'APT::Architecture "{arch}";',
+                    f'APT::Architectures {{ "{arch}"; }};',
+                    "",
+                ]
+            )
+        )
         self.options = ["-c", str(state / "apt.conf")]
         if os.geteuid() == 0:
             # apt's download sandbox user (_apt) cannot write into root's cache directory
@@ -200,8 +212,7 @@ class PrivateApt:
         return _run(["apt-cache", *self.options, *args], f"apt-cache {args[0]}").stdout
 
     def get(self, *args: str, cwd: Path | None = None) -> str:
-        return _run(["apt-get", *self.options, "-q", *args], f"apt-get {args[0]}",
-                    cwd=str(cwd) if cwd else None).stdout
+        return _run(["apt-get", *self.options, "-q", *args], f"apt-get {args[0]}", cwd=str(cwd) if cwd else None).stdout
 
 
 def _interpreter_packages(version: str) -> list[str]:
@@ -209,9 +220,20 @@ def _interpreter_packages(version: str) -> list[str]:
     and the C library's debug symbols: valgrind cannot start a program whose dynamic loader
     (sid's, stripped, unpacked with the interpreter) it has no symbols for."""
     v = version
-    return [f"python{v}", f"python{v}-minimal", f"python{v}-dev", f"python{v}-venv",
-            f"libpython{v}-minimal", f"libpython{v}-stdlib", f"libpython{v}", f"libpython{v}-dev",
-            f"libpython{v}-testsuite", "python3-pip-whl", "python3-setuptools-whl", "libc6-dbg"]
+    return [
+        f"python{v}",
+        f"python{v}-minimal",
+        f"python{v}-dev",
+        f"python{v}-venv",
+        f"libpython{v}-minimal",
+        f"libpython{v}-stdlib",
+        f"libpython{v}",
+        f"libpython{v}-dev",
+        f"libpython{v}-testsuite",
+        "python3-pip-whl",
+        "python3-setuptools-whl",
+        "libc6-dbg",
+    ]
 
 
 def _is_runtime_library(name: str) -> bool:
@@ -229,8 +251,16 @@ def package_set(apt: PrivateApt, version: str) -> list[str]:
     seen = set(wanted)
     frontier = list(wanted)
     while frontier:
-        out = apt.cache("depends", "--no-recommends", "--no-suggests", "--no-conflicts", "--no-breaks",
-                        "--no-replaces", "--no-enhances", *frontier)
+        out = apt.cache(
+            "depends",
+            "--no-recommends",
+            "--no-suggests",
+            "--no-conflicts",
+            "--no-breaks",
+            "--no-replaces",
+            "--no-enhances",
+            *frontier,
+        )
         frontier = []
         for line in out.splitlines():
             # "  Depends: libc6", " |Depends: libssl3t64", "  PreDepends: ..."; <virtual> skipped
@@ -270,18 +300,30 @@ def _patch_interpreter(stage: Path, prefix: Path, version: str, triplet: str, lo
     if not exe.is_file():
         raise ProvisionError(f"the packages have no usr/bin/python{version}")
     # the final prefix's paths: the stage is renamed to it before the interpreter first runs
-    _run(["patchelf", "--set-interpreter", str(prefix / libdir / loader), "--force-rpath",
-          "--set-rpath", str(prefix / libdir), str(exe)], "patchelf")
+    _run(
+        [
+            "patchelf",
+            "--set-interpreter",
+            str(prefix / libdir / loader),
+            "--force-rpath",
+            "--set-rpath",
+            str(prefix / libdir),
+            str(exe),
+        ],
+        "patchelf",
+    )
 
 
 def _fix_debian_paths(stage: Path, prefix: Path, version: str, triplet: str) -> None:
     include = stage / "usr" / "include"
     real = include / triplet / f"python{version}" / "pyconfig.h"
-    if real.exists():   # Debian's include/python3.X/pyconfig.h only #includes this one by a system path
+    if real.exists():  # Debian's include/python3.X/pyconfig.h only #includes this one by a system path
         shutil.copyfile(real, include / f"python{version}" / "pyconfig.h")
     libpython = stage / "usr" / "lib" / f"python{version}"
     wheel_dir = re.compile(r"""(['"]WHEEL_PKG_DIR['"]:\s*['"])/usr/share/python-wheels/?""")
-    for name in glob.glob(str(libpython / "_sysconfigdata_*.py")) + glob.glob(str(libpython / "_sysconfig_vars_*.json")):
+    for name in glob.glob(str(libpython / "_sysconfigdata_*.py")) + glob.glob(
+        str(libpython / "_sysconfig_vars_*.json")
+    ):
         path = Path(name)
         if path.is_symlink():
             continue
@@ -339,8 +381,10 @@ def provision(version: str, root: Path | None = None, refresh: bool = False) -> 
         try:
             apt.cache("show", f"python{version}-minimal")
         except ProvisionError:
-            raise ProvisionError(f"Debian sid has no python{version}-minimal, so it cannot provide "
-                                 f"CPython {version}: {_yourself(version)}") from None
+            raise ProvisionError(
+                f"Debian sid has no python{version}-minimal, so it cannot provide "
+                f"CPython {version}: {_yourself(version)}"
+            ) from None
         packages = package_set(apt, version)
         debs = _deb_files(apt, packages)
         stamp = LAYOUT + "\n".join([version, str(prefix), *debs]) + "\n"
@@ -373,9 +417,20 @@ def provision(version: str, root: Path | None = None, refresh: bool = False) -> 
 
         exe = interpreter_path(version, root)
         # Debian byte-compiles in its maintainer scripts; without it every start recompiles
-        subprocess.run([str(exe), "-m", "compileall", "-q", "-j0", "-x", r"/(test|idle_test)/",
-                        str(prefix / "usr" / "lib" / f"python{version}")],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                str(exe),
+                "-m",
+                "compileall",
+                "-q",
+                "-j0",
+                "-x",
+                r"/(test|idle_test)/",
+                str(prefix / "usr" / "lib" / f"python{version}"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         smoke = _run([str(exe), "-c", SMOKE_TEST, str(prefix)], f"checking the new python{version}")
         (prefix / STAMP).write_text(stamp)
         _log(f"python{version} {smoke.stdout.strip()} ready in {time.monotonic() - start:.0f}s: {exe}")
@@ -385,10 +440,15 @@ def provision(version: str, root: Path | None = None, refresh: bool = False) -> 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("version", help="CPython minor version, like 3.14")
-    parser.add_argument("--root", type=Path, default=None,
-                        help=f"directory holding the prefixes and the private apt state (default: {default_root()})")
-    parser.add_argument("--refresh", action="store_true",
-                        help="update sid's index and rebuild the prefix if sid's packages changed")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=None,
+        help=f"directory holding the prefixes and the private apt state (default: {default_root()})",
+    )
+    parser.add_argument(
+        "--refresh", action="store_true", help="update sid's index and rebuild the prefix if sid's packages changed"
+    )
     args = parser.parse_args(argv)
     try:
         print(provision(args.version, args.root, args.refresh))

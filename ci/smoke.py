@@ -7,6 +7,7 @@ outside the repository so that nothing is imported from the source trees:
 
 Prints one line per package and exits non-zero on the first failure.
 """
+
 from __future__ import annotations
 
 import os
@@ -55,7 +56,7 @@ def profiler() -> str:
     with fp.Profiler() as prof:
         fib(10)
     calls = len(prof.profile.find("profiler.<locals>.fib"))
-    assert calls == 177, calls   # fib(10) makes 177 calls of fib
+    assert calls == 177, calls  # fib(10) makes 177 calls of fib
     return f"framehook-profiler {fp.__version__}: fib(10) counted {calls} calls"
 
 

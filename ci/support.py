@@ -6,6 +6,7 @@ package whose in-repository dependency (framehook-runtime for the translator) is
 supported somewhere is not supported there either. Standard library only: ci/matrix.py
 runs this under whichever python3 is at hand and ci/env_job.py under every version.
 """
+
 from __future__ import annotations
 
 import re
@@ -72,7 +73,7 @@ def admits(specifier: str, version: str) -> bool:
             if op not in ("==", "!="):
                 raise ValueError(f"requires-python clause {clause!r}: '.*' only goes with == or !=")
             prefix = tuple(int(p) for p in text.split("."))
-            same = here[:len(prefix)] == prefix
+            same = here[: len(prefix)] == prefix
             if same != (op == "=="):
                 return False
             continue
@@ -82,10 +83,16 @@ def admits(specifier: str, version: str) -> bool:
             given = tuple(int(p) for p in text.split("."))
             if len(given) < 2:
                 raise ValueError(f"requires-python clause {clause!r}: ~= needs at least two parts")
-            ok = here >= bound and here[:len(given) - 1] == given[:-1]
+            ok = here >= bound and here[: len(given) - 1] == given[:-1]
         else:
-            ok = {"==": here == bound, "!=": here != bound, "<=": here <= bound,
-                  ">=": here >= bound, "<": here < bound, ">": here > bound}[op]
+            ok = {
+                "==": here == bound,
+                "!=": here != bound,
+                "<=": here <= bound,
+                ">=": here >= bound,
+                "<": here < bound,
+                ">": here > bound,
+            }[op]
         if not ok:
             return False
     return True
@@ -97,7 +104,7 @@ def _repo_dependencies(package: str) -> list[str]:
     for dep in _project_table(package).get("dependencies", []):
         name = re.match(r"[A-Za-z0-9._-]+", dep)
         if name and name.group(0).lower().startswith("framehook-"):
-            short = name.group(0).lower()[len("framehook-"):]
+            short = name.group(0).lower()[len("framehook-") :]
             if short in PACKAGES:
                 names.append(short)
     return names

@@ -16,6 +16,7 @@ packages' pyproject.toml).
 can be found), installs the wheels and numpy with --only-binary :all:, and runs
 ci/smoke.py there.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,9 @@ C_PACKAGES = ("runtime", "profiler")
 def _copy(package: str, scratch: Path) -> Path:
     # pip builds in the source tree (build/, *.egg-info): build from a clean copy instead
     dest = scratch / "src" / package
-    shutil.copytree(ROOT / "packages" / package, dest,
-                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.so"))
+    shutil.copytree(
+        ROOT / "packages" / package, dest, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.so")
+    )
     return dest
 
 
@@ -69,8 +71,19 @@ def build(interpreters: dict[str, str], versions: list[str], out: Path, scratch:
             continue
         print(f"[wheels] CPython {version}: {', '.join(names)}", flush=True)
         dest = raw / version
-        subprocess.check_call([exe, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(dest),
-                               *(str(_copy(n, scratch / version)) for n in names)])
+        subprocess.check_call(
+            [
+                exe,
+                "-m",
+                "pip",
+                "wheel",
+                "--quiet",
+                "--no-deps",
+                "--wheel-dir",
+                str(dest),
+                *(str(_copy(n, scratch / version)) for n in names),
+            ]
+        )
         for wheel in sorted(dest.glob("*.whl")):
             if wheel.name.endswith("-none-any.whl"):
                 target = out / wheel.name
@@ -78,8 +91,11 @@ def build(interpreters: dict[str, str], versions: list[str], out: Path, scratch:
                 built.append(target)
                 continue
             before = set(out.glob("*.whl"))
-            subprocess.check_call([*_auditwheel(), "repair", "--wheel-dir", str(out), str(wheel)],
-                                  stdout=subprocess.DEVNULL, env=_auditwheel_env())
+            subprocess.check_call(
+                [*_auditwheel(), "repair", "--wheel-dir", str(out), str(wheel)],
+                stdout=subprocess.DEVNULL,
+                env=_auditwheel_env(),
+            )
             built.extend(sorted(set(out.glob("*.whl")) - before))
     for wheel in built:
         print(f"[wheels] {wheel.relative_to(out.parent) if out.parent in wheel.parents else wheel}")
@@ -98,25 +114,44 @@ def smoke(interpreters: dict[str, str], versions: list[str], out: Path, scratch:
         if any(shutil.which(cc, path=env["PATH"]) for cc in ("cc", "gcc", "clang")):
             raise SystemExit(f"[wheels] a compiler is on the smoke venv's PATH {env['PATH']}")
         names = [f"framehook-{p}" for p in PACKAGES if present(p) and supports(p, version)]
-        rc = subprocess.call([str(bin_dir / "python"), "-m", "pip", "install", "--quiet", "--only-binary", ":all:",
-                              "--find-links", str(out), *names], env=env, cwd=str(scratch))
+        rc = subprocess.call(
+            [
+                str(bin_dir / "python"),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--only-binary",
+                ":all:",
+                "--find-links",
+                str(out),
+                *names,
+            ],
+            env=env,
+            cwd=str(scratch),
+        )
         if rc != 0:
             print(f"[wheels] CPython {version}: installing {', '.join(names)} with no compiler failed", flush=True)
             ok = False
             continue
         checks = [p for p in PACKAGES if present(p) and supports(p, version)]
-        rc = subprocess.call([str(bin_dir / "python"), str(ROOT / "ci" / "smoke.py"), *checks],
-                             env=env, cwd=str(scratch))
+        rc = subprocess.call(
+            [str(bin_dir / "python"), str(ROOT / "ci" / "smoke.py"), *checks], env=env, cwd=str(scratch)
+        )
         ok &= rc == 0
-        print(f"[wheels] CPython {version}: smoke test {'passed' if rc == 0 else 'FAILED'} "
-              "(wheels only, no compiler on PATH)", flush=True)
+        print(
+            f"[wheels] CPython {version}: smoke test {'passed' if rc == 0 else 'FAILED'} "
+            "(wheels only, no compiler on PATH)",
+            flush=True,
+        )
     return ok
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--versions", default=None,
-                        help="comma-separated subset of %s (default: every one found)" % ",".join(VERSIONS))
+    parser.add_argument(
+        "--versions", default=None, help="comma-separated subset of %s (default: every one found)" % ",".join(VERSIONS)
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "dist", help="where the wheels go (default: dist/)")
     parser.add_argument("--smoke", action="store_true", help="install the wheels with no compiler and try them")
     args = parser.parse_args(argv)

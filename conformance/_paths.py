@@ -1,4 +1,5 @@
 """Import paths shared by run.py and record_golden.py."""
+
 from __future__ import annotations
 
 import sys

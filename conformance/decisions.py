@@ -1,4 +1,5 @@
 """Translator decisions in a form comparable across interpreters and machines."""
+
 from __future__ import annotations
 
 import re

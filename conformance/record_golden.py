@@ -5,6 +5,7 @@
 
 Golden records are recorded on one version and replayed on every version by run.py.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     import fhcases
     from decisions import translate
     from framehook.records import record_call
+
     _paths.GOLDEN.mkdir(exist_ok=True)
     cases = fhcases.load_all()
     names = set()
@@ -39,9 +41,15 @@ def main(argv: list[str] | None = None) -> int:
             continue
         notes = [f"min_version={case.min_version[0]}.{case.min_version[1]}"]
         decisions = translate(case.fn, case.args, case.kwargs)
-        rec = record_call(case.fn, case.args, case.kwargs, label=case.name, notes=notes,
-                          translator={"decisions": decisions} if decisions else None,
-                          path=_paths.GOLDEN / f"{case.name}.fhrec")
+        rec = record_call(
+            case.fn,
+            case.args,
+            case.kwargs,
+            label=case.name,
+            notes=notes,
+            translator={"decisions": decisions} if decisions else None,
+            path=_paths.GOLDEN / f"{case.name}.fhrec",
+        )
         if rec.missing:
             print(f"warning: {case.name}: values not recorded: {', '.join(rec.missing)}")
         written += 1

@@ -6,6 +6,7 @@ Prints a case x mode table and, with --json, writes the results in the schema th
 ci/matrix.py reads. A mode that is not available here is "skip" with its reason.
 Exit status 1 when any replay failed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,6 +49,7 @@ def run(modes: tuple, select: str | None, verbose: bool) -> dict:
     _paths.setup()
     from framehook.records import load, replay_record
     from framehook.records.errors import RecordError, SourceUnavailableError
+
     results: list[dict] = []
     decision_diffs: list[str] = []
     here = sys.version_info[:2]
@@ -55,17 +57,30 @@ def run(modes: tuple, select: str | None, verbose: bool) -> dict:
     golden_names = {p.stem for p in files}
     try:
         import fhcases
+
         defined = {c.name for c in fhcases.load_all()}
-    except Exception as exc:   # a broken case module must show up, not hide cases
+    except Exception as exc:  # a broken case module must show up, not hide cases
         defined = set()
-        results.append({"case": "<case modules>", "mode": "plain", "status": "fail",
-                        "reason": f"importing the cases failed: {type(exc).__name__}: {exc}"})
+        results.append(
+            {
+                "case": "<case modules>",
+                "mode": "plain",
+                "status": "fail",
+                "reason": f"importing the cases failed: {type(exc).__name__}: {exc}",
+            }
+        )
     for name in sorted(defined - golden_names):
         if select and select not in name:
             continue
         for mode in modes:
-            results.append({"case": name, "mode": mode, "status": "fail",
-                            "reason": "no golden record; run conformance/record_golden.py on CPython 3.11"})
+            results.append(
+                {
+                    "case": name,
+                    "mode": mode,
+                    "status": "fail",
+                    "reason": "no golden record; run conformance/record_golden.py on CPython 3.11",
+                }
+            )
     for path in files:
         name = path.stem
         if select and select not in name:
@@ -80,7 +95,9 @@ def run(modes: tuple, select: str | None, verbose: bool) -> dict:
             res = replay_record(rec, modes=modes)
         except SourceUnavailableError as exc:
             if here < need:
-                reason = f"case needs CPython >= {need[0]}.{need[1]} (its syntax does not compile on {here[0]}.{here[1]})"
+                reason = (
+                    f"case needs CPython >= {need[0]}.{need[1]} (its syntax does not compile on {here[0]}.{here[1]})"
+                )
                 results += [{"case": name, "mode": m, "status": "skip", "reason": reason} for m in modes]
             else:
                 results += [{"case": name, "mode": m, "status": "fail", "reason": exc.reason} for m in modes]

@@ -1,26 +1,41 @@
 """Build script for framehook-profiler's C extension (metadata lives in pyproject.toml)."""
+
 import sys
 
 SUPPORTED = "CPython 3.9 to 3.15 (built with the GIL)"
 
 if not ((3, 9) <= sys.version_info[:2] <= (3, 15)):
-    sys.exit("framehook-profiler supports %s; this is %d.%d. Its C tracer uses each "
-             "version's profiling hooks and is not built for other versions."
-             % ((SUPPORTED,) + tuple(sys.version_info[:2])))
+    sys.exit(
+        "framehook-profiler supports %s; this is %d.%d. Its C tracer uses each "
+        "version's profiling hooks and is not built for other versions." % ((SUPPORTED,) + tuple(sys.version_info[:2]))
+    )
 if sys.implementation.name != "cpython":
-    sys.exit("framehook-profiler supports %s; this is %s (its tracer is a C profile "
-             "function)." % (SUPPORTED, sys.implementation.name))
+    sys.exit(
+        "framehook-profiler supports %s; this is %s (its tracer is a C profile "
+        "function)." % (SUPPORTED, sys.implementation.name)
+    )
 import sysconfig  # noqa: E402
 
 if sysconfig.get_config_var("Py_GIL_DISABLED"):
-    sys.exit("framehook-profiler supports %s; this is a free-threaded build of %d.%d, whose "
-             "threads run at once: the tracer's per-thread buffers and the thread states it "
-             "writes need the GIL." % ((SUPPORTED,) + tuple(sys.version_info[:2])))
+    sys.exit(
+        "framehook-profiler supports %s; this is a free-threaded build of %d.%d, whose "
+        "threads run at once: the tracer's per-thread buffers and the thread states it "
+        "writes need the GIL." % ((SUPPORTED,) + tuple(sys.version_info[:2]))
+    )
 
 from setuptools import Extension, setup  # noqa: E402
 
-HEADERS = ["aggregate.h", "buffer.h", "clock.h", "compat.h", "framehook_events.h",
-           "monitoring.h", "replay.h", "sites.h", "writer.h"]
+HEADERS = [
+    "aggregate.h",
+    "buffer.h",
+    "clock.h",
+    "compat.h",
+    "framehook_events.h",
+    "monitoring.h",
+    "replay.h",
+    "sites.h",
+    "writer.h",
+]
 
 setup(
     ext_modules=[
@@ -28,8 +43,7 @@ setup(
             "framehook.profiler._tracer",
             sources=["csrc/tracer.c"],
             depends=["csrc/" + h for h in HEADERS],
-            extra_compile_args=["-std=gnu11", "-Wall", "-Wno-missing-field-initializers",
-                                "-Wno-unused-function"],
+            extra_compile_args=["-std=gnu11", "-Wall", "-Wno-missing-field-initializers", "-Wno-unused-function"],
         )
     ],
 )

@@ -1,11 +1,11 @@
 """Build script for framehook-runtime's C extension (metadata lives in pyproject.toml)."""
+
 import sys
 
 if not ((3, 9) <= sys.version_info[:2] <= (3, 15)):
     sys.exit(
         "framehook-runtime supports CPython 3.9 to 3.15; this is %d.%d. "
-        "Its C extension reaches into each version's frame layout and cannot be built here."
-        % sys.version_info[:2]
+        "Its C extension reaches into each version's frame layout and cannot be built here." % sys.version_info[:2]
     )
 if sys.implementation.name != "cpython":
     sys.exit("framehook-runtime needs CPython (PEP 523); this is %s." % sys.implementation.name)
@@ -20,7 +20,17 @@ if sysconfig.get_config_var("Py_GIL_DISABLED"):
 
 from setuptools import Extension, setup  # noqa: E402
 
-SOURCES = ["extra.c", "guarded.c", "guards.c", "frameview.c", "shadow.c", "events.c", "hook.c", "callwith.c", "module.c"]
+SOURCES = [
+    "extra.c",
+    "guarded.c",
+    "guards.c",
+    "frameview.c",
+    "shadow.c",
+    "events.c",
+    "hook.c",
+    "callwith.c",
+    "module.c",
+]
 
 setup(
     ext_modules=[

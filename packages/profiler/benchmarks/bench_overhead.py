@@ -8,6 +8,7 @@ divided by the median of the plain (unprofiled) run. The floor is a C profile fu
 that does nothing (and on 3.12+ no-op C callbacks registered with sys.monitoring), built
 here at run time. Profilers that are not installed are reported as skipped.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -93,8 +94,9 @@ def build_floor():
     from setuptools.command.build_ext import build_ext
 
     out = tempfile.mkdtemp(prefix="fh-floor-")
-    dist = Distribution({"name": "fh_bench_floor",
-                         "ext_modules": [Extension("fh_bench_floor", [os.path.join(HERE, "floor.c")])]})
+    dist = Distribution(
+        {"name": "fh_bench_floor", "ext_modules": [Extension("fh_bench_floor", [os.path.join(HERE, "floor.c")])]}
+    )
     cmd = build_ext(dist)
     cmd.build_lib = out
     cmd.build_temp = os.path.join(out, "tmp")
@@ -149,8 +151,9 @@ class FloorMonitoring(Variant):
             return
         self.mon = mon
         ev = mon.events
-        self.events = ev.PY_START | ev.PY_RETURN | ev.PY_UNWIND | ev.PY_RESUME | ev.PY_YIELD | \
-            ev.CALL | ev.C_RETURN | ev.C_RAISE
+        self.events = (
+            ev.PY_START | ev.PY_RETURN | ev.PY_UNWIND | ev.PY_RESUME | ev.PY_YIELD | ev.CALL | ev.C_RETURN | ev.C_RAISE
+        )
         self.tool = 5
 
     def start(self):
@@ -177,6 +180,7 @@ class Framehook(Variant):
     def __init__(self, backend):
         super().__init__(f"framehook-profiler ({backend})")
         from framehook.profiler import _tracer
+
         self._tracer = _tracer
         self.backend = backend
         self.events = []  # (events, memory bytes, seconds)
@@ -199,6 +203,7 @@ class CProfile(Variant):
     def __init__(self):
         super().__init__("cProfile")
         import cProfile
+
         self.cls = cProfile.Profile
 
     def start(self):
@@ -290,16 +295,24 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     floor = build_floor()
-    variants = [Plain("plain"), FloorProfile(floor), FloorMonitoring(floor),
-                Framehook("profile"), Framehook("monitoring"), CProfile(), Yappi(), VizTracer(),
-                TorchTracer()]
+    variants = [
+        Plain("plain"),
+        FloorProfile(floor),
+        FloorMonitoring(floor),
+        Framehook("profile"),
+        Framehook("monitoring"),
+        CProfile(),
+        Yappi(),
+        VizTracer(),
+        TorchTracer(),
+    ]
     if args.only:
         keep = set(args.only.split(","))
-        variants = [v for v in variants if v.name == "plain" or v.name in keep
-                    or v.name.startswith("floor") and "floor" in keep]
+        variants = [
+            v for v in variants if v.name == "plain" or v.name in keep or v.name.startswith("floor") and "floor" in keep
+        ]
     active = [v for v in variants if v.skip is None]
-    results = {"python": sys.version.split()[0], "workloads": {}, "skipped": {},
-               "machine": f"{os.cpu_count()} cores"}
+    results = {"python": sys.version.split()[0], "workloads": {}, "skipped": {}, "machine": f"{os.cpu_count()} cores"}
     for v in variants:
         if v.skip:
             results["skipped"][v.name] = v.skip
@@ -322,9 +335,11 @@ def main(argv=None):
         events = sum(e for e, _, _ in fh.events)
         memory = sum(m for _, m, _ in fh.events)
         seconds = sum(s for _, _, s in fh.events)
-        results["framehook"][fh.backend] = {"bytes_per_event": memory / events,
-                                            "events_per_second_recording": events / seconds,
-                                            "events": events}
+        results["framehook"][fh.backend] = {
+            "bytes_per_event": memory / events,
+            "events_per_second_recording": events / seconds,
+            "events": events,
+        }
     results["framehook_postprocessing"] = postprocess_rate()
     print(json.dumps(results, indent=1))
     if args.json:
@@ -336,6 +351,7 @@ def main(argv=None):
 def postprocess_rate():
     """Events turned into call trees per second (the Python half)."""
     from framehook.profiler import Profiler
+
     with Profiler() as prof:
         wl_methods()
     tracer = prof._tracer

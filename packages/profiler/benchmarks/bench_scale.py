@@ -27,6 +27,7 @@ Each child runs under an address-space limit (``--mem-limit``, GB) and a timeout
 that hits either is reported as failed with the reason, and the others go on. Works
 against any framehook-profiler that has the command line (``--quick``: fib(25) only).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,8 +67,7 @@ def fib_calls(n: int) -> int:
 class Run:
     """One command, run once: its times, memory and what became of it."""
 
-    def __init__(self, wall: float, post: Optional[float], rss_mb: float, events: int,
-                 error: str = "") -> None:
+    def __init__(self, wall: float, post: Optional[float], rss_mb: float, events: int, error: str = "") -> None:
         self.wall = wall
         self.post = post
         self.rss_mb = rss_mb
@@ -75,8 +75,9 @@ class Run:
         self.error = error
 
 
-def run_child(command: List[str], cwd: str, output: Optional[str], timeout: float,
-              mem_limit_gb: float, default_events: int) -> Run:
+def run_child(
+    command: List[str], cwd: str, output: Optional[str], timeout: float, mem_limit_gb: float, default_events: int
+) -> Run:
     if output is not None and os.path.exists(output):
         os.unlink(output)
     limit = int(mem_limit_gb * (1 << 30))
@@ -88,8 +89,7 @@ def run_child(command: List[str], cwd: str, output: Optional[str], timeout: floa
     err_path = os.path.join(cwd, "child.err")
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         start = time.monotonic()
-        proc = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                preexec_fn=limits)
+        proc = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, preexec_fn=limits)
         timed_out = threading.Event()
 
         def kill() -> None:
@@ -103,8 +103,7 @@ def run_child(command: List[str], cwd: str, output: Optional[str], timeout: floa
         finally:
             timer.cancel()
         end = time.monotonic()
-        proc.returncode = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") \
-            else status
+        proc.returncode = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status
     wall = end - start
     rss_mb = usage.ru_maxrss / 1024.0  # KB on Linux
     stdout = open(out_path, errors="replace").read()
@@ -118,8 +117,7 @@ def run_child(command: List[str], cwd: str, output: Optional[str], timeout: floa
     elif proc.returncode != 0:
         tail = stderr.strip().splitlines()[-1:] or [""]
         memory = "MemoryError" in stderr or "memory" in tail[0].lower()
-        error = (f"memory limit ({mem_limit_gb:g} GB)" if memory else
-                 f"exit {proc.returncode}: {tail[0][:120]}")
+        error = f"memory limit ({mem_limit_gb:g} GB)" if memory else f"exit {proc.returncode}: {tail[0][:120]}"
     elif output is not None and not (os.path.exists(output) and os.path.getsize(output) > 0):
         error = "no output written"
     return Run(wall, post, rss_mb, events, error)
@@ -129,21 +127,31 @@ def framehook_has_max_events(python: str, workdir: str) -> bool:
     script = os.path.join(workdir, "probe.py")
     with open(script, "w") as fh:
         fh.write("pass\n")
-    proc = subprocess.run([python, "-m", "framehook.profiler", "--max-events", "1000",
-                           "-o", os.path.join(workdir, "probe.json"), script],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [python, "-m", "framehook.profiler", "--max-events", "1000", "-o", os.path.join(workdir, "probe.json"), script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return proc.returncode == 0
 
 
-def commands(python: str, viztracer: Optional[str], n: int, fmt: str, workdir: str,
-             limited: bool, max_events: int, fh_limit: bool) -> Dict[str, tuple]:
+def commands(
+    python: str,
+    viztracer: Optional[str],
+    n: int,
+    fmt: str,
+    workdir: str,
+    limited: bool,
+    max_events: int,
+    fh_limit: bool,
+) -> Dict[str, tuple]:
     """tool -> (command, output path, note) for one workload and format."""
     script = os.path.join(workdir, f"fib{n}.py")
     out: Dict[str, tuple] = {"plain": ([python, script], None, "")}
     if fmt == "pstats":
         target = os.path.join(workdir, "out.pstats")
-        out["framehook"] = ([python, "-m", "framehook.profiler", "-o", target, script],
-                            target, "")
+        out["framehook"] = ([python, "-m", "framehook.profiler", "-o", target, script], target, "")
         prof = os.path.join(workdir, "out.prof")
         out["cProfile"] = ([python, "-m", "cProfile", "-o", prof, script], prof, "")
         return out
@@ -160,8 +168,11 @@ def commands(python: str, viztracer: Optional[str], n: int, fmt: str, workdir: s
     if viztracer is not None:
         viz = os.path.join(workdir, "viz.json")
         entries = max_events if limited else 2 * fib_calls(n) + 100_000
-        out["viztracer"] = ([viztracer, "--quiet", "--tracer_entries", str(entries), "-o", viz,
-                             script], viz, f"tracer_entries={entries:,}")
+        out["viztracer"] = (
+            [viztracer, "--quiet", "--tracer_entries", str(entries), "-o", viz, script],
+            viz,
+            f"tracer_entries={entries:,}",
+        )
     return out
 
 
@@ -175,32 +186,43 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--sizes", default="25,30,36", help="fib sizes (default 25,30,36)")
     parser.add_argument("--formats", default="pstats,chrome", help="pstats,chrome")
     parser.add_argument("--reps", type=int, default=3, help="repetitions (default 3)")
-    parser.add_argument("--max-events", type=int, default=1_000_000,
-                        help="event limit of the limited Chrome runs (default 1,000,000, "
-                             "viztracer's default tracer_entries)")
-    parser.add_argument("--limit-from", type=int, default=36,
-                        help="fib size from which Chrome runs are limited (default 36)")
+    parser.add_argument(
+        "--max-events",
+        type=int,
+        default=1_000_000,
+        help="event limit of the limited Chrome runs (default 1,000,000, viztracer's default tracer_entries)",
+    )
+    parser.add_argument(
+        "--limit-from", type=int, default=36, help="fib size from which Chrome runs are limited (default 36)"
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
     parser.add_argument("--mem-limit", type=float, default=8.0, help="GB of address space per run")
-    parser.add_argument("--python", default=sys.executable,
-                        help="interpreter with framehook-profiler installed (default: this one)")
-    parser.add_argument("--viztracer", help="the viztracer command (default: next to "
-                        "--python's interpreter, else on PATH)")
+    parser.add_argument(
+        "--python", default=sys.executable, help="interpreter with framehook-profiler installed (default: this one)"
+    )
+    parser.add_argument(
+        "--viztracer", help="the viztracer command (default: next to --python's interpreter, else on PATH)"
+    )
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args(argv)
     if args.reps < 1 or args.max_events < 1:
         parser.error("--reps and --max-events must be positive")
     sizes = [25] if args.quick else [int(s) for s in args.sizes.split(",")]
     formats = args.formats.split(",")
-    viztracer = args.viztracer or shutil.which("viztracer", path=os.path.dirname(args.python)) \
-        or shutil.which("viztracer")
+    viztracer = (
+        args.viztracer or shutil.which("viztracer", path=os.path.dirname(args.python)) or shutil.which("viztracer")
+    )
     workdir = tempfile.mkdtemp(prefix="fh-bench-scale-")
-    version = subprocess.run([args.python, "-c", "import sys; print(sys.version.split()[0])"],
-                             capture_output=True, text=True).stdout.strip()
+    version = subprocess.run(
+        [args.python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True, text=True
+    ).stdout.strip()
     fh_limit = framehook_has_max_events(args.python, workdir)
-    print(f"CPython {version}; viztracer: {viztracer or 'not installed'}; framehook-profile "
-          f"--max-events: {'yes' if fh_limit else 'no'}; {args.reps} rounds; "
-          f"{os.cpu_count()} CPUs", flush=True)
+    print(
+        f"CPython {version}; viztracer: {viztracer or 'not installed'}; framehook-profile "
+        f"--max-events: {'yes' if fh_limit else 'no'}; {args.reps} rounds; "
+        f"{os.cpu_count()} CPUs",
+        flush=True,
+    )
     results = []
     try:
         for n in sizes:
@@ -208,15 +230,15 @@ def main(argv: Optional[List[str]] = None) -> int:
                 fh.write(SCRIPT.format(n=n))
             calls = fib_calls(n)
             for fmt in formats:
-                cmds = commands(args.python, viztracer, n, fmt, workdir, n >= args.limit_from,
-                                args.max_events, fh_limit)
+                cmds = commands(
+                    args.python, viztracer, n, fmt, workdir, n >= args.limit_from, args.max_events, fh_limit
+                )
                 runs: Dict[str, List[Run]] = {tool: [] for tool in cmds}
                 limited = fmt == "chrome" and n >= args.limit_from
                 events = min(2 * calls, args.max_events) if limited else 2 * calls
                 for _ in range(args.reps):
                     for tool, (command, output, _) in cmds.items():
-                        run = run_child(command, workdir, output, args.timeout, args.mem_limit,
-                                        events)
+                        run = run_child(command, workdir, output, args.timeout, args.mem_limit, events)
                         runs[tool].append(run)
                         if run.error:
                             print(f"  fib({n}) {fmt} {tool}: {run.error}", flush=True)
@@ -231,29 +253,38 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-def summarize(n: int, calls: int, fmt: str, cmds: Dict[str, tuple],
-              runs: Dict[str, List[Run]]) -> List[dict]:
+def summarize(n: int, calls: int, fmt: str, cmds: Dict[str, tuple], runs: Dict[str, List[Run]]) -> List[dict]:
     rows = []
     peer = "cProfile" if fmt == "pstats" else "viztracer"
     ok = {tool: [r for r in rs if not r.error] for tool, rs in runs.items()}
     peer_wall = median([r.wall for r in ok.get(peer, [])])
     for tool, rs in runs.items():
         good = ok[tool]
-        row = {"workload": f"fib({n})", "calls": calls, "format": fmt if tool != "plain" else "-",
-               "tool": tool, "note": cmds[tool][2], "runs": len(rs), "failed": len(rs) - len(good),
-               "errors": sorted({r.error for r in rs if r.error})}
+        row = {
+            "workload": f"fib({n})",
+            "calls": calls,
+            "format": fmt if tool != "plain" else "-",
+            "tool": tool,
+            "note": cmds[tool][2],
+            "runs": len(rs),
+            "failed": len(rs) - len(good),
+            "errors": sorted({r.error for r in rs if r.error}),
+        }
         if good:
             wall = median([r.wall for r in good])
             posts = [r.post for r in good if r.post is not None]
             post = median(posts) if posts else None
             events = int(median([r.events for r in good]))
-            row.update(wall_s=wall, wall_min_s=min(r.wall for r in good),
-                       wall_max_s=max(r.wall for r in good),
-                       peak_rss_mb=median([r.rss_mb for r in good]),
-                       post_s=post, events=events,
-                       events_per_s=(events / post) if post and tool != "plain" else None,
-                       vs_peer=(wall / peer_wall) if tool == "framehook" and peer_wall == peer_wall
-                       else None)
+            row.update(
+                wall_s=wall,
+                wall_min_s=min(r.wall for r in good),
+                wall_max_s=max(r.wall for r in good),
+                peak_rss_mb=median([r.rss_mb for r in good]),
+                post_s=post,
+                events=events,
+                events_per_s=(events / post) if post and tool != "plain" else None,
+                vs_peer=(wall / peer_wall) if tool == "framehook" and peer_wall == peer_wall else None,
+            )
         rows.append(row)
     return rows
 
@@ -266,13 +297,18 @@ def print_rows(rows: List[dict]) -> None:
             continue
         post = f"{row['post_s']:8.2f}" if row["post_s"] is not None else "       -"
         rate = f"{row['events_per_s'] / 1e6:8.2f} M/s" if row["events_per_s"] else "           -"
-        ratio = f"  x{row['vs_peer']:.2f} of {'cProfile' if row['format'] == 'pstats' else 'viztracer'}" \
-            if row["vs_peer"] else ""
+        ratio = (
+            f"  x{row['vs_peer']:.2f} of {'cProfile' if row['format'] == 'pstats' else 'viztracer'}"
+            if row["vs_peer"]
+            else ""
+        )
         note = f"  [{row['note']}]" if row["note"] else ""
         failed = f"  ({row['failed']} of {row['runs']} failed)" if row["failed"] else ""
-        print(f"{name} total {row['wall_s']:8.2f} s (min {row['wall_min_s']:.2f})  "
-              f"RSS {row['peak_rss_mb']:8.1f} MB  post {post} s {rate}{ratio}{note}{failed}",
-              flush=True)
+        print(
+            f"{name} total {row['wall_s']:8.2f} s (min {row['wall_min_s']:.2f})  "
+            f"RSS {row['peak_rss_mb']:8.1f} MB  post {post} s {rate}{ratio}{note}{failed}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ this checkout, yappi and viztracer, and on 3.11 torch==2.13.0 (pinned; any failu
 install is reported and that column is skipped). Interpreters come from --python, else
 pyenv, else python3.X on PATH.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,9 @@ def interpreter(version: str, given: dict) -> str:
         return found[-1]
     on_path = shutil.which(f"python{version}")
     if on_path is None:
-        raise SystemExit(f"CPython {version} not found under {root}/versions nor on PATH; "
-                         f"give it with --python {version}=PATH")
+        raise SystemExit(
+            f"CPython {version} not found under {root}/versions nor on PATH; give it with --python {version}=PATH"
+        )
     return on_path
 
 
@@ -72,19 +74,33 @@ def default_backend(row: dict) -> str:
 
 def table(results: dict) -> list:
     cols = [FLOOR_PROFILE, FLOOR_MONITORING, FH_PROFILE, FH_MONITORING] + OTHERS
-    short = ["floor (profile fn)", "floor (sys.monitoring)", "framehook (profile)",
-             "framehook (monitoring)", "cProfile", "yappi", "viztracer", "torch (3.11)"]
-    lines = ["| CPython | workload | plain ms | " + " | ".join(short) +
-             " | **default / its floor** | default vs best other |",
-             "|---" * (len(cols) + 5) + "|"]
+    short = [
+        "floor (profile fn)",
+        "floor (sys.monitoring)",
+        "framehook (profile)",
+        "framehook (monitoring)",
+        "cProfile",
+        "yappi",
+        "viztracer",
+        "torch (3.11)",
+    ]
+    lines = [
+        "| CPython | workload | plain ms | "
+        + " | ".join(short)
+        + " | **default / its floor** | default vs best other |",
+        "|---" * (len(cols) + 5) + "|",
+    ]
     for version, res in results.items():
         for wl, row in res["workloads"].items():
             cells = [f"{row[c]:.2f}x" if c in row else "-" for c in cols]
             fh = default_backend(row)
             floor = FLOOR_MONITORING if fh == FH_MONITORING else FLOOR_PROFILE
             best = min(row[c] for c in OTHERS if c in row)
-            lines.append(f"| {version} | {wl} | {row['plain_ms']:.1f} | " + " | ".join(cells) +
-                         f" | **{row[fh] / row[floor]:.2f}** | {row[fh] / best:.2f} |")
+            lines.append(
+                f"| {version} | {wl} | {row['plain_ms']:.1f} | "
+                + " | ".join(cells)
+                + f" | **{row[fh] / row[floor]:.2f}** | {row[fh] / best:.2f} |"
+            )
     return lines
 
 
@@ -94,8 +110,13 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--no-install", action="store_true", help="reuse the venvs as they are")
     parser.add_argument("--versions", default=",".join(VERSIONS))
-    parser.add_argument("--python", action="append", default=[], metavar="VERSION=PATH",
-                        help="the interpreter to use for VERSION (repeatable)")
+    parser.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        metavar="VERSION=PATH",
+        help="the interpreter to use for VERSION (repeatable)",
+    )
     args = parser.parse_args(argv)
     given = {}
     for item in args.python:
@@ -109,8 +130,10 @@ def main(argv=None) -> int:
         notes += extra
         out = os.path.join(args.venvs, f"bench-{version}.json")
         print(f"[bench] CPython {version}", flush=True)
-        subprocess.check_call([py, os.path.join(HERE, "bench_overhead.py"), "--rounds",
-                               str(args.rounds), "--json", out], stdout=subprocess.DEVNULL)
+        subprocess.check_call(
+            [py, os.path.join(HERE, "bench_overhead.py"), "--rounds", str(args.rounds), "--json", out],
+            stdout=subprocess.DEVNULL,
+        )
         with open(out) as fh:
             results[version] = json.load(fh)
     write_markdown(results, notes, args.rounds)
@@ -133,15 +156,20 @@ def write_markdown(results: dict, notes: list, rounds: int) -> None:
         "",
     ]
     lines += table(results)
-    lines += ["", "## Recording cost", "",
-              "| CPython | backend | bytes per event | events/s while recording | "
-              "events/s building trees |",
-              "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Recording cost",
+        "",
+        "| CPython | backend | bytes per event | events/s while recording | events/s building trees |",
+        "|---|---|---|---|---|",
+    ]
     for version, res in results.items():
         for backend, fh in res["framehook"].items():
-            lines.append(f"| {version} | {backend} | {fh['bytes_per_event']:.1f} | "
-                         f"{fh['events_per_second_recording'] / 1e6:.1f} M | "
-                         f"{res['framehook_postprocessing'] / 1e6:.2f} M |")
+            lines.append(
+                f"| {version} | {backend} | {fh['bytes_per_event']:.1f} | "
+                f"{fh['events_per_second_recording'] / 1e6:.1f} M | "
+                f"{res['framehook_postprocessing'] / 1e6:.2f} M |"
+            )
     skipped = sorted({f"{name}: {why}" for res in results.values() for name, why in res["skipped"].items()})
     if skipped or notes:
         lines += ["", "## Skipped", ""] + [f"- {s}" for s in skipped + notes]

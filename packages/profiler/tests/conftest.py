@@ -1,4 +1,5 @@
 """pytest setup: the helpers module is importable, and no test leaves a tracer recording."""
+
 from __future__ import annotations
 
 import os
@@ -12,8 +13,10 @@ from framehook.profiler import _profiler, _tracer  # noqa: E402
 
 BACKENDS = [
     "profile",
-    pytest.param("monitoring", marks=pytest.mark.skipif(
-        not _tracer.HAVE_MONITORING, reason="the sys.monitoring backend needs CPython 3.12+")),
+    pytest.param(
+        "monitoring",
+        marks=pytest.mark.skipif(not _tracer.HAVE_MONITORING, reason="the sys.monitoring backend needs CPython 3.12+"),
+    ),
 ]
 
 
@@ -31,4 +34,3 @@ def no_profiler_left_behind():
     if active is not None:  # a failing test must not leave the tracer on for the rest
         active.stop()
         pytest.fail("a test left a tracer recording")
-

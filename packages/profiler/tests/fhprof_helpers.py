@@ -1,4 +1,5 @@
 """Helpers shared by the framehook-profiler tests (conftest puts this folder on sys.path)."""
+
 from __future__ import annotations
 
 import sys
@@ -30,6 +31,7 @@ def subtree_counts(events: Iterable[Event]) -> Counter:
 
 def main_thread_events(profile: Profile) -> List[Event]:
     import threading
+
     return list(profile.thread(threading.main_thread().ident).walk())
 
 
@@ -45,8 +47,11 @@ def exception_exits_are_seen(backend: str) -> bool:
 def calls_of(profile: Profile, func) -> List[Event]:
     """Events of a Python function (matched by its code's file and first line)."""
     code = getattr(func, "__func__", func).__code__
-    return [e for e in profile.events if e.kind == "python"
-            and e.function.path == code.co_filename and e.function.lineno == code.co_firstlineno]
+    return [
+        e
+        for e in profile.events
+        if e.kind == "python" and e.function.path == code.co_filename and e.function.lineno == code.co_firstlineno
+    ]
 
 
 def chrome_spans(doc: dict) -> List[dict]:
@@ -65,8 +70,15 @@ def chrome_spans(doc: dict) -> List[dict]:
         last_ts[track] = ev["ts"]
         stack = open_by_track.setdefault(track, [])
         if ev["ph"] == "B":
-            span = {"ph": "X", "name": ev["name"], "cat": ev.get("cat", ""), "ts": ev["ts"],
-                    "pid": ev["pid"], "tid": ev["tid"], "args": dict(ev.get("args", {}))}
+            span = {
+                "ph": "X",
+                "name": ev["name"],
+                "cat": ev.get("cat", ""),
+                "ts": ev["ts"],
+                "pid": ev["pid"],
+                "tid": ev["tid"],
+                "args": dict(ev.get("args", {})),
+            }
             stack.append(span)
             spans.append(span)
         else:

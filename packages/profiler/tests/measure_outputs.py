@@ -6,6 +6,7 @@ Each (n, format) runs in a child process: recording time, post-processing time (
 to the file written) and the child's peak RSS. --src puts another copy of the package
 first on sys.path (to compare with an older build).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,15 +56,21 @@ def main() -> None:
         for n in args.n:
             for fmt in args.formats:
                 path = os.path.join(tmp, f"out-{n}.{fmt}")
-                out = subprocess.run([sys.executable, "-c", CHILD, str(n), fmt, path,
-                                      args.max_events], env=env, capture_output=True,
-                                     text=True, check=True)
+                out = subprocess.run(
+                    [sys.executable, "-c", CHILD, str(n), fmt, path, args.max_events],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
                 row = json.loads(out.stdout)
                 rate = row["events"] / row["post_s"] / 1e6 if row.get("events") else 0.0
-                print(f"fib({n}) {fmt:10} record {row['record_s']:7.2f} s  post "
-                      f"{row['post_s']:7.2f} s ({rate:6.1f} M events/s)  file "
-                      f"{row['size'] / 1e6:8.1f} MB  peak RSS {row['maxrss_mb']:7.0f} MB",
-                      flush=True)
+                print(
+                    f"fib({n}) {fmt:10} record {row['record_s']:7.2f} s  post "
+                    f"{row['post_s']:7.2f} s ({rate:6.1f} M events/s)  file "
+                    f"{row['size'] / 1e6:8.1f} MB  peak RSS {row['maxrss_mb']:7.0f} MB",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

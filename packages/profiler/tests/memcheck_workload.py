@@ -2,6 +2,7 @@
 
 Recording (Python and C calls, generators, coroutines, exceptions, threads started while
 recording, annotations, tagged calls), then every output format."""
+
 import asyncio
 import os
 import sys
@@ -62,8 +63,13 @@ for backend in backends:
             t.join()
     profile = prof.profile
     assert profile.find("fib"), backend
-    for fmt, ext in (("chrome", "json"), ("speedscope", "speedscope.json"), ("pstats", "prof"),
-                     ("text", "txt"), ("svg", "svg")):
+    for fmt, ext in (
+        ("chrome", "json"),
+        ("speedscope", "speedscope.json"),
+        ("pstats", "prof"),
+        ("text", "txt"),
+        ("svg", "svg"),
+    ):
         profile.export(os.path.join(out_dir, f"{backend}.{ext}"), format=fmt)
     del prof, profile
 untag_calls(Tagged)
@@ -73,6 +79,7 @@ with Profiler() as outer:
     inner = Profiler()
     try:
         import warnings
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             inner.start()

@@ -1,6 +1,7 @@
 """The C tracer's aggregates (pstats, summary, flame graph without a Python object per call):
 the same results as walking the call trees, exact call counts against sys.setprofile, and
 exact counts also when max_events drops events."""
+
 from __future__ import annotations
 
 import io
@@ -17,8 +18,14 @@ from framehook.profiler._flamegraph import merged_tree
 from framehook.profiler._pstats import dropped_key
 
 from fhprof_helpers import chrome_spans
-from tree_reference import (chrome_from_trees, flame_from_trees, flame_shape,
-                            pstats_from_trees, speedscope_from_trees, summary_from_trees)
+from tree_reference import (
+    chrome_from_trees,
+    flame_from_trees,
+    flame_shape,
+    pstats_from_trees,
+    speedscope_from_trees,
+    summary_from_trees,
+)
 
 HERE = os.path.abspath(__file__).rstrip("c")
 
@@ -81,8 +88,7 @@ def part(n):
 
 def workload(n=9, nthreads=2):
     part(n)
-    threads = [threading.Thread(target=part, args=(n - 2,), name=f"w{i}")
-               for i in range(nthreads)]
+    threads = [threading.Thread(target=part, args=(n - 2,), name=f"w{i}") for i in range(nthreads)]
     for t in threads:
         t.start()
     for t in threads:
@@ -130,8 +136,20 @@ def setprofile_counts(func) -> Counter:
     return counts
 
 
-WORKLOAD = {"fib", "even", "odd", "numbers", "fails", "leaf", "chain", "drive", "part",
-            "<lambda>", "<listcomp>", "workload"}
+WORKLOAD = {
+    "fib",
+    "even",
+    "odd",
+    "numbers",
+    "fails",
+    "leaf",
+    "chain",
+    "drive",
+    "part",
+    "<lambda>",
+    "<listcomp>",
+    "workload",
+}
 
 
 def our_counts(stats) -> Counter:
@@ -158,12 +176,12 @@ def test_call_counts_match_setprofile(backend, max_events):
 
 def test_dropping_keeps_every_aggregate_exact(backend):
     """Counts (calls, primitive calls, per pair and per path) do not depend on max_events."""
+
     def counts(profile):
         agg = profile.aggregates()
         mine = lambda f: f.path == HERE and f.name.split(".")[-1] in WORKLOAD  # noqa: E731
         per_function = {f.pstats_key: s[:2] for f, s in agg.functions.items() if mine(f)}
-        per_pair = {(a.pstats_key, b.pstats_key): s[:2] for (a, b), s in agg.pairs.items()
-                    if mine(a) and mine(b)}
+        per_pair = {(a.pstats_key, b.pstats_key): s[:2] for (a, b), s in agg.pairs.items() if mine(a) and mine(b)}
         per_path = Counter()
         for paths in agg.paths:
             names = []
@@ -171,7 +189,7 @@ def test_dropping_keeps_every_aggregate_exact(backend):
                 prefix = names[entry.parent] if entry.parent >= 0 else ()
                 names.append(prefix + (entry.function.name,))
                 if "part" in names[-1]:
-                    per_path[names[-1][names[-1].index("part"):]] += entry.count
+                    per_path[names[-1][names[-1].index("part") :]] += entry.count
         return per_function, per_pair, per_path
 
     # enough events on each thread for the ring to fold blocks while recording
@@ -209,9 +227,15 @@ def test_event_outputs_match_the_tree_writers(backend, nthreads):
 
     def resolved(d):
         frames = d["shared"]["frames"]
-        return [(p["name"], p["endValue"],
-                 [(e["type"], frames[e["frame"]]["name"], frames[e["frame"]].get("line"), e["at"])
-                  for e in p["events"]]) for p in d["profiles"]]
+        return [
+            (
+                p["name"],
+                p["endValue"],
+                [(e["type"], frames[e["frame"]]["name"], frames[e["frame"]].get("line"), e["at"]) for e in p["events"]],
+            )
+            for p in d["profiles"]
+        ]
+
     assert resolved(doc) == resolved(ref)
     assert doc["droppedEvents"] == 0 and doc["name"] == ref["name"]
 
@@ -220,6 +244,7 @@ def test_event_outputs_of_a_ring_are_valid(backend, tmp_path):
     """With events dropped (max_events), the files stay valid: balanced, per-thread
     monotone, and they say how many events were dropped."""
     import json
+
     profile = recorded(16, max_events=3000)
     dropped = profile.aggregates().dropped
     assert dropped > 0
@@ -290,8 +315,10 @@ def test_ten_million_calls_in_bounded_memory(tmp_path):
     16 bytes: 320 MB)."""
     import json
     import subprocess
-    out = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(tmp_path / "ten.pstats")],
-                         capture_output=True, text=True, check=True)
+
+    out = subprocess.run(
+        [sys.executable, "-c", MEMORY_CHILD, str(tmp_path / "ten.pstats")], capture_output=True, text=True, check=True
+    )
     result = json.loads(out.stdout)
     assert result["calls"] == [10_000_000]
     assert result["dropped"] > 19_000_000
@@ -310,6 +337,7 @@ def test_chrome_instances_of_tagged_calls_match_the_trees(backend):
     """Tagged calls (tag_calls) carry their instance, numbered per class by start time
     across threads, as in the trees."""
     from framehook.profiler import tag_calls, untag_calls
+
     objs = [Tagged(i) for i in range(4)]
 
     def use(order):
@@ -328,8 +356,9 @@ def test_chrome_instances_of_tagged_calls_match_the_trees(backend):
         untag_calls(Tagged)
     profile = prof.profile
     ours = {s["args"]["id"]: s["args"].get("instance") for s in chrome_spans(profile.to_chrome())}
-    theirs = {e["args"]["id"]: e["args"].get("instance")
-              for e in chrome_from_trees(profile)["traceEvents"] if e["ph"] == "X"}
+    theirs = {
+        e["args"]["id"]: e["args"].get("instance") for e in chrome_from_trees(profile)["traceEvents"] if e["ph"] == "X"
+    }
     assert ours == theirs
     numbers = [v["instance"] for k, v in sorted(ours.items()) if v is not None]
     assert numbers == [0, 1, 0, 2, 3, 1, 2]
@@ -337,6 +366,7 @@ def test_chrome_instances_of_tagged_calls_match_the_trees(backend):
 
 def test_tracer_methods_check_their_input():
     from framehook.profiler import _tracer
+
     for bad in (0, -5, 2.0, "1"):
         with pytest.raises(ValueError, match="max_events"):
             _tracer.Tracer(max_events=bad)

@@ -1,5 +1,6 @@
 """Random call shapes (hypothesis): the C aggregates and event writers agree with the tree
 walk, and a ring (max_events) leaves every count as it was."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,8 +12,14 @@ from framehook.profiler import Profiler, record_function  # noqa: E402
 from framehook.profiler._flamegraph import merged_tree  # noqa: E402
 
 from fhprof_helpers import chrome_spans  # noqa: E402
-from tree_reference import (chrome_from_trees, flame_from_trees, flame_shape,  # noqa: E402
-                            pstats_from_trees, speedscope_from_trees, summary_from_trees)
+from tree_reference import (
+    chrome_from_trees,
+    flame_from_trees,
+    flame_shape,  # noqa: E402
+    pstats_from_trees,
+    speedscope_from_trees,
+    summary_from_trees,
+)
 
 KINDS = ("a", "b", "raise", "gen", "annot", "sort")
 
@@ -23,6 +30,7 @@ def no_gc_callbacks_left_behind():
     a Python function that later recordings would show wherever a collection happens,
     and which sys.setprofile references taken elsewhere would not. Taken out again here."""
     import gc
+
     before = list(gc.callbacks)
     yield
     gc.callbacks[:] = before
@@ -73,10 +81,11 @@ def walk(children):
         yield run(child)
 
 
-nodes = st.recursive(st.tuples(st.sampled_from(KINDS), st.just(())),
-                     lambda inner: st.tuples(st.sampled_from(KINDS),
-                                             st.lists(inner, max_size=4).map(tuple)),
-                     max_leaves=40)
+nodes = st.recursive(
+    st.tuples(st.sampled_from(KINDS), st.just(())),
+    lambda inner: st.tuples(st.sampled_from(KINDS), st.lists(inner, max_size=4).map(tuple)),
+    max_leaves=40,
+)
 
 
 def recorded(plan, **options):
@@ -97,17 +106,19 @@ def test_random_shapes_match_the_trees(backend, plan):
     assert profile.summary(limit=1000) == summary_from_trees(profile, limit=1000)
     assert flame_shape(merged_tree(profile)) == flame_shape(flame_from_trees(profile))
     assert spans(profile.to_chrome()) == spans(chrome_from_trees(profile))
-    assert opens_and_closes(profile.to_speedscope()) == opens_and_closes(
-        speedscope_from_trees(profile))
+    assert opens_and_closes(profile.to_speedscope()) == opens_and_closes(speedscope_from_trees(profile))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=CHECKS)
 @given(plan=nodes, keep=st.integers(min_value=1, max_value=300))
 def test_random_shapes_count_the_same_through_a_ring(backend, plan, keep):
     def counts(profile):
-        return {k: v[:2] for k, v in profile.to_pstats().items() if k[2] in
-                ("run", "step_a", "step_b", "failing", "walk", "<genexpr>",
-                 "<record_function region>")}
+        return {
+            k: v[:2]
+            for k, v in profile.to_pstats().items()
+            if k[2] in ("run", "step_a", "step_b", "failing", "walk", "<genexpr>", "<record_function region>")
+        }
+
     full = recorded(plan)
     ring = recorded(plan, max_events=keep)
     assert counts(ring) == counts(full)
@@ -118,13 +129,17 @@ def test_random_shapes_count_the_same_through_a_ring(backend, plan, keep):
 
 def opens_and_closes(doc):
     frames = doc["shared"]["frames"]
-    return [(p["name"], p["endValue"], [(e["type"], frames[e["frame"]]["name"], e["at"])
-                                       for e in p["events"]]) for p in doc["profiles"]]
+    return [
+        (p["name"], p["endValue"], [(e["type"], frames[e["frame"]]["name"], e["at"]) for e in p["events"]])
+        for p in doc["profiles"]
+    ]
 
 
 def spans(doc):
     """A Chrome document's calls by id, as complete events (B/E paired, or X as is)."""
-    calls = chrome_spans(doc) if any(e["ph"] == "B" for e in doc["traceEvents"]) else [
-        e for e in doc["traceEvents"] if e["ph"] == "X"]
-    return sorted(({k: v for k, v in e.items() if k != "ph"} for e in calls),
-                  key=lambda e: e["args"]["id"])
+    calls = (
+        chrome_spans(doc)
+        if any(e["ph"] == "B" for e in doc["traceEvents"])
+        else [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    )
+    return sorted(({k: v for k, v in e.items() if k != "ph"} for e in calls), key=lambda e: e["args"]["id"])

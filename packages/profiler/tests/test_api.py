@@ -1,4 +1,5 @@
 """Annotations, tagged calls, the single-recorder rule and bad-input handling."""
+
 from __future__ import annotations
 
 import atexit
@@ -8,8 +9,7 @@ import warnings
 
 import pytest
 
-from framehook.profiler import (Profiler, ProfilerWarning, record_function, tag_calls,
-                                untag_calls, _tracer)
+from framehook.profiler import Profiler, ProfilerWarning, record_function, tag_calls, untag_calls, _tracer
 from fhprof_helpers import calls_of, only, shape
 
 # Each test runs against every backend this interpreter has.
@@ -53,10 +53,10 @@ def test_record_function_decorator_on_functions_and_methods():
         assert step(1, y=2) == 4
         assert Model().forward(3) == 6
     profile = prof.profile
-    ann, = [e for e in profile.find("step") if e.kind == "annotation"]
+    (ann,) = [e for e in profile.find("step") if e.kind == "annotation"]
     assert [c.name.rpartition(".")[2] for c in ann.children] == ["step"]
     assert [c.name for c in ann.children[0].children] == ["leaf"]
-    fwd, = [e for e in profile.find("forward") if e.kind == "annotation"]
+    (fwd,) = [e for e in profile.find("forward") if e.kind == "annotation"]
     assert fwd.children[0].name.endswith("forward")
     assert "record_function" in repr(step) and repr(record_function("x")) == "record_function('x')"
 
@@ -75,7 +75,7 @@ def test_record_function_closes_on_exceptions_and_is_free_when_not_recording():
             failing()
         leaf()
     profile = prof.profile
-    ann, = [e for e in profile.find("failing") if e.kind == "annotation"]
+    (ann,) = [e for e in profile.find("failing") if e.kind == "annotation"]
     assert ann.end_ns <= only(profile, "leaf").start_ns
 
 
@@ -91,6 +91,7 @@ def test_record_function_rejects_bad_arguments():
 class Layer:
     def __init__(self, n):
         import numpy as np
+
         self.weight = np.zeros((n, 3), dtype=np.float32)
         self.bias = np.ones(3)
         self.note = "not an array"
@@ -126,9 +127,11 @@ def test_tagged_calls_record_class_instance_number_and_arrays():
     assert [c.tag.class_name for c in calls] == ["Layer"] * 3
     assert [c.tag.instance for c in calls] == [0, 1, 0]
     assert dict((n, (d, s)) for n, d, s in calls[1].tag.arrays) == {
-        "weight": ("float32", (5, 3)), "bias": ("float64", (3,))}
+        "weight": ("float32", (5, 3)),
+        "bias": ("float64", (3,)),
+    }
     assert calls[0].tag.as_dict()["arrays"]["weight"] == {"dtype": "float32", "shape": [2, 3]}
-    step, = calls_of(prof.profile, Opt.step)
+    (step,) = calls_of(prof.profile, Opt.step)
     assert step.tag.class_name == "Opt" and step.tag.instance == 0 and step.tag.arrays == ()
     # untagged methods carry no tag
     forwards = calls_of(prof.profile, Layer.forward)

@@ -11,6 +11,7 @@ legacy profile functions) by its count of thread states that have a profile func
 and only inside an allowed sys.setprofile. Whether they are on is seen in the code of a
 function that ran: its instructions are the INSTRUMENTED_ ones while they are.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,10 @@ EVENTS = {"profile": "sys.setprofile", "monitoring": "sys.monitoring.register_ca
 
 BACKENDS = [
     "profile",
-    pytest.param("monitoring", marks=pytest.mark.skipif(
-        not _tracer.HAVE_MONITORING, reason="the sys.monitoring backend needs CPython 3.12+")),
+    pytest.param(
+        "monitoring",
+        marks=pytest.mark.skipif(not _tracer.HAVE_MONITORING, reason="the sys.monitoring backend needs CPython 3.12+"),
+    ),
 ]
 
 CHILD = textwrap.dedent('''
@@ -244,8 +247,7 @@ CHILD = textwrap.dedent('''
 
 def run_child(backend: str, allow: int, phase: str) -> dict:
     args = json.dumps([backend, EVENTS[backend], allow, phase])
-    proc = subprocess.run([sys.executable, "-c", CHILD, args], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run([sys.executable, "-c", CHILD, args], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -281,10 +283,16 @@ def test_refused_start_fails_and_leaves_nothing(backend):
 # Refusing after some events were allowed: the functions (or callbacks) set so far are
 # taken off again. Before 3.12 the profile backend raises one event per start.
 PARTIAL = [
-    pytest.param("profile", 1, marks=pytest.mark.skipif(
-        not PY312, reason="before 3.12 start() raises sys.setprofile once for all threads")),
-    pytest.param("monitoring", 3, marks=pytest.mark.skipif(
-        not _tracer.HAVE_MONITORING, reason="the sys.monitoring backend needs CPython 3.12+")),
+    pytest.param(
+        "profile",
+        1,
+        marks=pytest.mark.skipif(not PY312, reason="before 3.12 start() raises sys.setprofile once for all threads"),
+    ),
+    pytest.param(
+        "monitoring",
+        3,
+        marks=pytest.mark.skipif(not _tracer.HAVE_MONITORING, reason="the sys.monitoring backend needs CPython 3.12+"),
+    ),
 ]
 
 

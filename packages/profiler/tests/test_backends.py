@@ -1,4 +1,5 @@
 """Choosing the backend, and what only the sys.monitoring backend does (3.12+)."""
+
 from __future__ import annotations
 
 import sys
@@ -8,8 +9,7 @@ import pytest
 from framehook.profiler import Profiler, _tracer
 from framehook.profiler._profiler import default_backend
 
-needs_monitoring = pytest.mark.skipif(not _tracer.HAVE_MONITORING,
-                                      reason="sys.monitoring is CPython 3.12+")
+needs_monitoring = pytest.mark.skipif(not _tracer.HAVE_MONITORING, reason="sys.monitoring is CPython 3.12+")
 
 
 def leaf():
@@ -54,6 +54,7 @@ def test_the_tool_id_is_taken_and_given_back():
 @needs_monitoring
 def test_another_tool_on_the_profiler_id_is_left_alone():
     import cProfile
+
     other = cProfile.Profile()  # cProfile holds sys.monitoring.PROFILER_ID on 3.12+
     other.enable()
     try:
@@ -70,6 +71,7 @@ def test_another_tool_on_the_profiler_id_is_left_alone():
 
 def _cprofile_stats(prof):
     import pstats
+
     return pstats.Stats(prof).stats
 
 
@@ -90,4 +92,3 @@ def test_no_free_tool_id_is_a_clear_error():
     with Profiler(backend="monitoring") as again:  # nothing was left behind
         leaf()
     assert len(again.profile.find("leaf")) == 1
-

@@ -9,6 +9,7 @@ network: run it with
 (a few seconds once the viewer is cached). Where Chromium or the speedscope package cannot
 be installed it skips saying why. CI runs it in a job of its own.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -27,9 +28,10 @@ from framehook.profiler import Profiler
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(os.environ.get("FRAMEHOOK_BROWSER_TESTS") != "1",
-                       reason="opt-in: needs the network to install Chromium and speedscope; "
-                              "set FRAMEHOOK_BROWSER_TESTS=1"),
+    pytest.mark.skipif(
+        os.environ.get("FRAMEHOOK_BROWSER_TESTS") != "1",
+        reason="opt-in: needs the network to install Chromium and speedscope; set FRAMEHOOK_BROWSER_TESTS=1",
+    ),
 ]
 
 SPEEDSCOPE = "speedscope@1.25.0"
@@ -59,8 +61,7 @@ def _browser():
             path = shutil.which(name)
             if path:
                 return path
-    pytest.skip("no Chromium here and it could not be installed with apt-get; "
-                "the browser test needs one")
+    pytest.skip("no Chromium here and it could not be installed with apt-get; the browser test needs one")
 
 
 def _speedscope_dist():
@@ -74,8 +75,7 @@ def _speedscope_dist():
             fcntl.flock(lock, fcntl.LOCK_EX)
             ended = "installed by another run"
             if not os.path.exists(index):
-                ended = _run_for_setup(["npm", "install", "--no-audit", "--no-fund", "--prefix",
-                                        CACHE, SPEEDSCOPE])
+                ended = _run_for_setup(["npm", "install", "--no-audit", "--no-fund", "--prefix", CACHE, SPEEDSCOPE])
         if not os.path.exists(index):
             pytest.skip(f"npm install {SPEEDSCOPE} did not install the viewer ({ended})")
     return os.path.dirname(index)
@@ -103,18 +103,30 @@ def test_speedscope_file_opens_in_the_viewer_without_console_errors(tmp_path):
     prof.profile.export(site / "profile.speedscope.json")
     assert json.loads((site / "profile.speedscope.json").read_text())["profiles"]
 
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(site)))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(site)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         base = f"http://127.0.0.1:{server.server_address[1]}"
         url = f"{base}/speedscope/index.html#profileURL={base}/profile.speedscope.json"
         proc = subprocess.run(
-            [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             f"--user-data-dir={tmp_path / 'chrome-profile'}", "--enable-logging=stderr",
-             "--v=0", "--virtual-time-budget=15000", "--dump-dom", url],
-            capture_output=True, text=True, timeout=300)
+            [
+                browser,
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                f"--user-data-dir={tmp_path / 'chrome-profile'}",
+                "--enable-logging=stderr",
+                "--v=0",
+                "--virtual-time-budget=15000",
+                "--dump-dom",
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     finally:
         server.shutdown()
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -1,4 +1,5 @@
 """framehook-profile / python -m framehook.profiler: outputs, pass-through and bad input."""
+
 from __future__ import annotations
 
 import json
@@ -76,12 +77,15 @@ def test_launcher_frames_are_not_in_the_profile(script, tmp_path, capsys):
     assert "main" in chrome_names(chrome) and "_run" not in chrome_names(chrome)
 
 
-@pytest.mark.parametrize("fmt,name,check", [
-    ("speedscope", "p.speedscope.json", lambda p: json.load(open(p))["profiles"]),
-    ("pstats", "p.pstats", lambda p: pstats.Stats(str(p)).total_calls > 177),
-    ("text", "p.txt", lambda p: "Top" in open(p).read()),
-    ("svg", "p.svg", lambda p: open(p).read().startswith("<svg")),
-])
+@pytest.mark.parametrize(
+    "fmt,name,check",
+    [
+        ("speedscope", "p.speedscope.json", lambda p: json.load(open(p))["profiles"]),
+        ("pstats", "p.pstats", lambda p: pstats.Stats(str(p)).total_calls > 177),
+        ("text", "p.txt", lambda p: "Top" in open(p).read()),
+        ("svg", "p.svg", lambda p: open(p).read().startswith("<svg")),
+    ],
+)
 def test_formats_by_extension_and_flag(script, tmp_path, capsys, fmt, name, check):
     out = tmp_path / name
     assert main(["-o", str(out), str(script)]) == 0
@@ -100,8 +104,9 @@ def test_script_exception_is_passed_through_and_profile_written(script, tmp_path
     assert chrome_names(out).count("fib") == 177
 
 
-@pytest.mark.parametrize("mode,code,message", [
-    ("exit", 7, None), ("exit-msg", 1, "goodbye"), ("exit-none", 0, None), ("", 0, None)])
+@pytest.mark.parametrize(
+    "mode,code,message", [("exit", 7, None), ("exit-msg", 1, "goodbye"), ("exit-none", 0, None), ("", 0, None)]
+)
 def test_exit_codes_are_passed_through(script, tmp_path, capsys, mode, code, message):
     out = tmp_path / "t.json"
     assert main(["-o", str(out), str(script), mode]) == code
@@ -112,11 +117,12 @@ def test_exit_codes_are_passed_through(script, tmp_path, capsys, mode, code, mes
 
 
 @pytest.mark.parametrize("where", ["missing-dir", "a-directory", "under-a-file"])
-def test_an_output_that_cannot_be_written_is_refused_before_the_script_runs(
-        script, tmp_path, capsys, where):
-    out = {"missing-dir": tmp_path / "no-such-dir" / "t.json",
-           "a-directory": tmp_path,
-           "under-a-file": script / "t.json"}[where]
+def test_an_output_that_cannot_be_written_is_refused_before_the_script_runs(script, tmp_path, capsys, where):
+    out = {
+        "missing-dir": tmp_path / "no-such-dir" / "t.json",
+        "a-directory": tmp_path,
+        "under-a-file": script / "t.json",
+    }[where]
     before = sorted(os.listdir(tmp_path))
     assert main(["-o", str(out), "--format", "chrome", str(script), "exit"]) == 2
     captured = capsys.readouterr()
@@ -126,8 +132,7 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_script_runs(
     assert sorted(os.listdir(tmp_path)) == before  # nothing left behind by the check
 
 
-def test_default_output_that_cannot_be_written_names_the_option(script, tmp_path, capsys,
-                                                                monkeypatch):
+def test_default_output_that_cannot_be_written_names_the_option(script, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     os.mkdir(tmp_path / "prog.trace.json")  # where the default output would go
     assert main([str(script)]) == 2
@@ -139,8 +144,7 @@ FALLBACK = "import shutil, sys\nshutil.rmtree(sys.argv[1])\nsys.exit(int(sys.arg
 
 
 @pytest.mark.parametrize("code,expected", [(7, 7), (0, 1)])
-def test_output_gone_by_the_end_falls_back_to_a_temporary_file(tmp_path, capsys, code,
-                                                               expected):
+def test_output_gone_by_the_end_falls_back_to_a_temporary_file(tmp_path, capsys, code, expected):
     # writable when the run starts; the script removes the directory meanwhile
     remover = tmp_path / "remover.py"
     remover.write_text(FALLBACK)
@@ -194,20 +198,25 @@ def test_module_mode_and_summary(tmp_path, capsys, monkeypatch):
 ECHO = "import sys\nprint(sys.argv[1:])\n"
 
 
-@pytest.mark.parametrize("argv_after,expected", [
-    (["--sort-keys", "x.json"], ["--sort-keys", "x.json"]),
-    (["--help"], ["--help"]),
-    (["-o", "y", "--summary"], ["-o", "y", "--summary"]),
-    ([], []),
-])
-def test_options_after_the_module_or_script_are_its_own(tmp_path, capsys, monkeypatch,
-                                                         argv_after, expected):
+@pytest.mark.parametrize(
+    "argv_after,expected",
+    [
+        (["--sort-keys", "x.json"], ["--sort-keys", "x.json"]),
+        (["--help"], ["--help"]),
+        (["-o", "y", "--summary"], ["-o", "y", "--summary"]),
+        ([], []),
+    ],
+)
+def test_options_after_the_module_or_script_are_its_own(tmp_path, capsys, monkeypatch, argv_after, expected):
     (tmp_path / "demo_cli_echo.py").write_text(ECHO)
     monkeypatch.syspath_prepend(str(tmp_path))
     out = tmp_path / "echo.json"
-    for ours in (["-o", str(out), "-m", "demo_cli_echo"], ["-o", str(out), "-mdemo_cli_echo"],
-                 ["--output=" + str(out), str(tmp_path / "demo_cli_echo.py")],
-                 ["-o", str(out), "--", str(tmp_path / "demo_cli_echo.py")]):
+    for ours in (
+        ["-o", str(out), "-m", "demo_cli_echo"],
+        ["-o", str(out), "-mdemo_cli_echo"],
+        ["--output=" + str(out), str(tmp_path / "demo_cli_echo.py")],
+        ["-o", str(out), "--", str(tmp_path / "demo_cli_echo.py")],
+    ):
         assert main(ours + argv_after) == 0
         captured = capsys.readouterr()
         assert captured.out == f"{expected}\n", ours
@@ -236,21 +245,22 @@ def test_a_missing_module_name_is_a_usage_error(capsys):
 def _console_script():
     exe = shutil.which("framehook-profile", path=os.path.dirname(sys.executable))
     if exe is None:
-        pytest.skip("framehook-profile is not installed next to this interpreter "
-                    "(the package is imported from its source tree, not pip-installed)")
+        pytest.skip(
+            "framehook-profile is not installed next to this interpreter "
+            "(the package is imported from its source tree, not pip-installed)"
+        )
     return [exe]
 
 
 @pytest.mark.parametrize("entry", ["python -m framehook.profiler", "framehook-profile"])
 def test_entry_points_in_a_subprocess(script, tmp_path, entry):
-    command = [sys.executable, "-m", "framehook.profiler"] if entry.startswith("python") \
-        else _console_script()
+    command = [sys.executable, "-m", "framehook.profiler"] if entry.startswith("python") else _console_script()
     out = tmp_path / "sub.json"
-    proc = subprocess.run(command + ["-o", str(out), str(script), "exit"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(command + ["-o", str(out), str(script), "exit"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 7, proc.stderr
     assert "wrote chrome profile" in proc.stderr
     assert chrome_names(out).count("fib") == 177
-    proc = subprocess.run(command + [str(script), "raise"], capture_output=True,
-                          text=True, timeout=120, cwd=str(tmp_path))
+    proc = subprocess.run(
+        command + [str(script), "raise"], capture_output=True, text=True, timeout=120, cwd=str(tmp_path)
+    )
     assert proc.returncode == 1 and "LookupError: from the script" in proc.stderr

@@ -1,4 +1,5 @@
 """The command line's output: --max-events, files written whole or not at all, progress."""
+
 from __future__ import annotations
 
 import errno
@@ -59,8 +60,7 @@ def test_max_events_limits_what_is_kept(script, tmp_path, capsys, fmt):
     assert main(["--max-events", "100", "-o", str(out), str(script)]) == 0
     err = capsys.readouterr().err
     recorded = int(re.search(r"\((\d+) events recorded", err).group(1))
-    dropped = int(re.search(r"the oldest (\d+) events were left out \(--max-events\)",
-                            err).group(1))
+    dropped = int(re.search(r"the oldest (\d+) events were left out \(--max-events\)", err).group(1))
     assert recorded > 2 * 465 and 0 < dropped < recorded  # fib(12): 465 calls
     if fmt == "chrome":
         doc = json.loads(out.read_text())
@@ -68,8 +68,7 @@ def test_max_events_limits_what_is_kept(script, tmp_path, capsys, fmt):
         assert 0 < len(chrome_spans(doc)) < 465
     else:  # aggregates stay exact
         stats = pstats.Stats(str(out)).stats
-        assert [v[1] for (f, _, name), v in stats.items()
-                if name == "fib" and f.endswith("prog.py")] == [465]
+        assert [v[1] for (f, _, name), v in stats.items() if name == "fib" and f.endswith("prog.py")] == [465]
     assert main(["-o", str(out), str(script)]) == 0
     assert "left out" not in capsys.readouterr().err
 
@@ -83,7 +82,7 @@ def test_events_counted_past_the_ring_of_aggregated_outputs(tmp_path, capsys):
     assert main(["-o", str(out), str(prog)]) == 0
     err = capsys.readouterr().err
     recorded = int(re.search(r"\((\d+) events recorded", err).group(1))
-    assert recorded >= 2 * 57313   # fib(22): 57313 calls, more than the ring holds
+    assert recorded >= 2 * 57313  # fib(22): 57313 calls, more than the ring holds
     assert "left out" not in err
     stats = pstats.Stats(str(out)).stats
     assert [v[1] for (f, _, name), v in stats.items() if name == "fib" and f.endswith("deep.py")] == [57313]
@@ -109,16 +108,16 @@ def test_max_events_reaches_the_profiler(script, tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("fmt", ["pstats", "text", "svg"])
-def test_aggregated_outputs_are_exact_with_the_commands_own_ring(script, tmp_path, capsys,
-                                                                  monkeypatch, fmt):
+def test_aggregated_outputs_are_exact_with_the_commands_own_ring(script, tmp_path, capsys, monkeypatch, fmt):
     monkeypatch.setattr(_cli, "AGGREGATE_RING", 100)  # far fewer than the script's events
     out = tmp_path / "out"
     assert main(["-o", str(out), "--format", fmt, str(script)]) == 0
     assert "left out" not in capsys.readouterr().err  # nothing the user asked to leave out
     if fmt == "pstats":
         stats = pstats.Stats(str(out)).stats
-        assert [v[1] for (f, _, name), v in stats.items()
-                if name == "fib" and f.endswith("prog.py")] == [465]  # fib(12): 465 calls
+        assert [v[1] for (f, _, name), v in stats.items() if name == "fib" and f.endswith("prog.py")] == [
+            465
+        ]  # fib(12): 465 calls
     elif fmt == "text":
         rows = [line.split() for line in out.read_text().splitlines()]
         assert [r[0] for r in rows if len(r) > 3 and r[3] == "fib"] == ["465", "465"]
@@ -147,7 +146,7 @@ class FailingHalfway(io.RawIOBase):
 
     def write(self, data):
         data = bytes(data)
-        self.real.write(data[:len(data) // 2])
+        self.real.write(data[: len(data) // 2])
         self.real.flush()
         raise OSError(errno.ENOSPC, "No space left on device")
 
@@ -227,8 +226,12 @@ PAUSED_WRITE = textwrap.dedent("""
 def test_a_run_killed_while_writing_leaves_no_file(script, tmp_path, signum):
     out = tmp_path / "out" / "t.json"
     out.parent.mkdir()
-    proc = subprocess.Popen([sys.executable, "-c", PAUSED_WRITE, "-o", str(out), str(script)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PAUSED_WRITE, "-o", str(out), str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stderr.readline()
         assert line == "HALF WRITTEN\n", line + proc.stderr.read()
@@ -274,8 +277,7 @@ def test_progress_shows_events_and_rate_on_a_terminal_only():
     assert shown.getvalue().count("\r") == 1
     clock.now += 1.9
     progress.finish()
-    assert shown.getvalue().endswith("\rbuilding: 3,100,000 of 4,000,000 events, "
-                                     "775.0 k events/s\x1b[K\n")
+    assert shown.getvalue().endswith("\rbuilding: 3,100,000 of 4,000,000 events, 775.0 k events/s\x1b[K\n")
     plain = io.StringIO()  # not a terminal
     quiet = Progress(plain, 10, "x", after=0, interval=0, clock=clock)
     clock.now += 5

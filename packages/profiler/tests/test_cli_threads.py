@@ -7,6 +7,7 @@ the main thread is in the interpreter's wait for threads at exit (they look at i
 so what they record was done after the script's code ended. Through a small launcher, the
 command line runs once per backend.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,10 @@ from fhprof_helpers import chrome_spans as spans_of
 
 BACKENDS = [
     "profile",
-    pytest.param("monitoring", marks=pytest.mark.skipif(
-        not _tracer.HAVE_MONITORING, reason="the sys.monitoring backend needs CPython 3.12+")),
+    pytest.param(
+        "monitoring",
+        marks=pytest.mark.skipif(not _tracer.HAVE_MONITORING, reason="the sys.monitoring backend needs CPython 3.12+"),
+    ),
 ]
 
 MODES = {"end": 0, "exit": 3, "raise": 1}
@@ -115,8 +118,10 @@ LAUNCHER = textwrap.dedent('''
 STEP_CALLS = {"threads": 8, "daemon": 4, "executor": 8}
 WORKER_THREADS = {"threads": 2, "daemon": 1, "executor": 2}
 
-WROTE = re.compile(r"framehook-profile: wrote (\w+) profile to (.+) \((\d+) events recorded, "
-                   r"(\d+) thread\(s\)\)\n\Z")
+WROTE = re.compile(
+    r"framehook-profile: wrote (\w+) profile to (.+) \((\d+) events recorded, "
+    r"(\d+) thread\(s\)\)\n\Z"
+)
 
 
 def _default_sigint() -> None:
@@ -126,8 +131,9 @@ def _default_sigint() -> None:
 
 def run(command, flag=None):
     """Runs a command to its end; with a flag file, sends SIGINT once the file exists."""
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=_default_sigint)
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint
+    )
     try:
         if flag is not None:
             deadline = time.monotonic() + 120
@@ -188,8 +194,7 @@ def chrome_spans(path):
 def script_calls(path, name):
     """Call count of a function of the script in a pstats file."""
     stats = pstats.Stats(str(path)).stats
-    found = [value[1] for (filename, _, func), value in stats.items()
-             if func == name and filename.endswith("prog.py")]
+    found = [value[1] for (filename, _, func), value in stats.items() if func == name and filename.endswith("prog.py")]
     assert len(found) == 1, sorted(stats)
     return found[0]
 
@@ -276,14 +281,16 @@ def test_called_in_process_recording_ends_with_the_script(tmp_path, capsys):
     # left are that program's; nothing is waited for and no shutdown is started
     script = tmp_path / "quick.py"
     stop = tmp_path / "stop"
-    script.write_text(textwrap.dedent(f'''
+    script.write_text(
+        textwrap.dedent(f'''
         import os, threading, time
         def worker():
             deadline = time.monotonic() + 60
             while not os.path.exists({str(stop)!r}) and time.monotonic() < deadline:
                 time.sleep(0.01)
         threading.Thread(target=worker, name="left-running").start()
-    '''))
+    ''')
+    )
     out = tmp_path / "out.json"
     try:
         assert main(["-o", str(out), str(script)]) == 0

@@ -7,6 +7,7 @@ ran is stopped by __del__ during finalization. Under the command line the profil
 written in every case but os._exit. stderr is compared whole: it must be empty, or the
 program's own traceback, exactly as the same program prints it without a profiler.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,10 @@ from fhprof_helpers import chrome_spans
 
 BACKENDS = [
     "profile",
-    pytest.param("monitoring", marks=pytest.mark.skipif(
-        not _tracer.HAVE_MONITORING, reason="the sys.monitoring backend needs CPython 3.12+")),
+    pytest.param(
+        "monitoring",
+        marks=pytest.mark.skipif(not _tracer.HAVE_MONITORING, reason="the sys.monitoring backend needs CPython 3.12+"),
+    ),
 ]
 
 MODES = {"end": 0, "exit": 3, "raise": 1}
@@ -103,8 +106,7 @@ API_SCRIPT = PROGRAM + textwrap.dedent('''
 
 
 def run(args, **kwargs):
-    return subprocess.run([sys.executable] + args, capture_output=True, text=True,
-                          timeout=120, **kwargs)
+    return subprocess.run([sys.executable] + args, capture_output=True, text=True, timeout=120, **kwargs)
 
 
 def expected_stderr(script, mode, threads):
@@ -147,8 +149,7 @@ def test_profiler_never_stopped_is_stopped_at_exit(tmp_path, backend, mode, thre
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("mode", list(MODES))
-def test_stop_in_an_exit_handler_registered_before_start_gets_the_profile(tmp_path, backend,
-                                                                          mode):
+def test_stop_in_an_exit_handler_registered_before_start_gets_the_profile(tmp_path, backend, mode):
     # exit handlers run last registered first, so the profiler's ran before this one:
     # stop() then returns what was recorded until exit instead of raising
     script = write(tmp_path, "prog.py", API_SCRIPT)
@@ -198,8 +199,7 @@ def test_profiler_started_after_the_exit_handlers_is_stopped_by_del(tmp_path, ba
     assert proc.returncode == 0
     assert proc.stderr == ""
     tools = "[None, None, None]" if _tracer.HAVE_MONITORING else "[]"
-    assert proc.stdout == ("finalizing=True recording->stopped active=False "
-                           f"installed=False tools={tools}\n")
+    assert proc.stdout == (f"finalizing=True recording->stopped active=False installed=False tools={tools}\n")
 
 
 OS_EXIT_SCRIPT = textwrap.dedent('''
@@ -238,8 +238,10 @@ CLI_SCRIPT = PROGRAM + textwrap.dedent('''
     end(sys.argv[1])
 ''')
 
-WROTE = re.compile(r"framehook-profile: wrote chrome profile to (.+) \((\d+) events recorded, "
-                   r"(\d+) thread\(s\)\)\n")
+WROTE = re.compile(
+    r"framehook-profile: wrote chrome profile to (.+) \((\d+) events recorded, "
+    r"(\d+) thread\(s\)\)\n"
+)
 
 
 @pytest.mark.parametrize("threads", [False, True], ids=["alone", "threads"])

@@ -1,5 +1,6 @@
 """Exporters: Chrome trace (validated against the trace event format), speedscope, pstats
 (loaded by pstats.Stats, counts matching cProfile), text summary and SVG flame graph."""
+
 from __future__ import annotations
 
 import cProfile
@@ -62,8 +63,13 @@ def validate_chrome_trace(doc):
         assert isinstance(ev["pid"], int) and isinstance(ev["tid"], int)
         assert isinstance(ev.get("args", {}), dict)
         if ev["ph"] == "M":
-            assert ev["name"] in ("process_name", "thread_name", "thread_sort_index",
-                                  "process_sort_index", "process_labels")
+            assert ev["name"] in (
+                "process_name",
+                "thread_name",
+                "thread_sort_index",
+                "process_sort_index",
+                "process_labels",
+            )
             assert isinstance(ev["args"], dict)
             continue
         assert isinstance(ev["ts"], (int, float)) and ev["ts"] >= 0
@@ -84,8 +90,7 @@ def test_chrome_trace_is_valid_and_complete(profile, tmp_path):
     xs = chrome_spans(doc)
     assert len(xs) == len(profile.events)
     assert len(tracks) == len(profile.threads)
-    names = {e["args"]["name"] for e in doc["traceEvents"]
-             if e["ph"] == "M" and e["name"] == "thread_name"}
+    names = {e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
     assert any(n.startswith("worker") for n in names)
     by_id = {e["args"]["id"]: e for e in xs}
     for event in profile.events:
@@ -154,8 +159,11 @@ def test_pstats_file_loads_and_counts_match_cprofile(tmp_path):
     assert ours_here[(here, fib.__code__.co_firstlineno, "fib")] == (1, 67)
     ours_c = {k[2]: v[:2] for k, v in ours.stats.items() if k[0] == "~"}
     ref_c = {k[2]: v[:2] for k, v in ref.stats.items() if k[0] == "~"}
-    for label in ("<built-in method builtins.len>", "<method 'append' of 'list' objects>",
-                  "<built-in method builtins.sorted>"):
+    for label in (
+        "<built-in method builtins.len>",
+        "<method 'append' of 'list' objects>",
+        "<built-in method builtins.sorted>",
+    ):
         assert ours_c[label] == ref_c[label]
     # callers: fib is called by itself 66 times and by workload_single once
     callers = ours.stats[(here, fib.__code__.co_firstlineno, "fib")][4]
@@ -181,7 +189,7 @@ def test_text_summary(profile):
     text = profile.summary(limit=5)
     assert "Top 5 by self time" in text and "Top 5 by total time" in text
     lines = text.splitlines()
-    assert len(lines[lines.index("Top 5 by self time") + 2:lines.index("") + 8]) >= 5
+    assert len(lines[lines.index("Top 5 by self time") + 2 : lines.index("") + 8]) >= 5
     assert lines[0].startswith("framehook-profiler: ") and "2 thread(s)" in lines[0]
     full = profile.summary(limit=1000).splitlines()
     fib_rows = [l.split() for l in full if l.split()[-2:-1] == ["fib"]]
@@ -252,20 +260,21 @@ def exported_calls(backend, folder):
     frames = speedscope["shared"]["frames"]
 
     def flame(node):
-        return (node.name, node.kind, tuple(flame(c) for c in
-                                            sorted(node.children.values(), key=lambda n: n.name)))
+        return (node.name, node.kind, tuple(flame(c) for c in sorted(node.children.values(), key=lambda n: n.name)))
+
     return {
         "chrome": sorted((e["name"], e["tid"]) for e in chrome_spans(chrome)),
-        "speedscope": [(p["name"], [(e["type"], frames[e["frame"]]["name"]) for e in p["events"]])
-                       for p in speedscope["profiles"]],
-        "pstats": {k: (cc, nc, {c: v[0] for c, v in callers.items()})
-                   for k, (cc, nc, tt, ct, callers) in stats.items()},
+        "speedscope": [
+            (p["name"], [(e["type"], frames[e["frame"]]["name"]) for e in p["events"]]) for p in speedscope["profiles"]
+        ],
+        "pstats": {
+            k: (cc, nc, {c: v[0] for c, v in callers.items()}) for k, (cc, nc, tt, ct, callers) in stats.items()
+        },
         "flame graph": flame(merged_tree(profile)),
     }
 
 
-@pytest.mark.skipif(not _tracer.HAVE_MONITORING,
-                    reason="one backend only before 3.12: sys.monitoring is 3.12+")
+@pytest.mark.skipif(not _tracer.HAVE_MONITORING, reason="one backend only before 3.12: sys.monitoring is 3.12+")
 def test_both_backends_export_the_same_calls(tmp_path):
     by_profile = exported_calls("profile", tmp_path / "profile")
     by_monitoring = exported_calls("monitoring", tmp_path / "monitoring")

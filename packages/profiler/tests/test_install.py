@@ -1,5 +1,6 @@
 """Building on an interpreter the tracer does not support stops with one line naming the
 supported versions, before anything is compiled."""
+
 from __future__ import annotations
 
 import glob
@@ -28,8 +29,13 @@ AS_IF = textwrap.dedent('''
 
 
 def run_setup_as(version: str, gil_disabled: bool) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", AS_IF, version, str(int(gil_disabled))],
-                          cwd=str(PACKAGE), capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", AS_IF, version, str(int(gil_disabled))],
+        cwd=str(PACKAGE),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize("version", ["3.8", "3.16", "4.0"])
@@ -38,7 +44,8 @@ def test_unsupported_versions_are_refused_in_one_line(version):
     assert out.returncode == 1
     assert out.stderr.splitlines() == [
         SUPPORTED + f"this is {version}. Its C tracer uses each version's profiling hooks "
-        "and is not built for other versions."]
+        "and is not built for other versions."
+    ]
 
 
 @pytest.mark.parametrize("version", ["3.13", "3.14", "3.15"])
@@ -46,16 +53,16 @@ def test_free_threaded_builds_are_refused_in_one_line(version):
     out = run_setup_as(version, True)
     assert out.returncode == 1
     lines = out.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith(
-        SUPPORTED + f"this is a free-threaded build of {version}"), out.stderr
+    assert len(lines) == 1 and lines[0].startswith(SUPPORTED + f"this is a free-threaded build of {version}"), (
+        out.stderr
+    )
 
 
 def test_supported_versions_get_past_the_checks():
     # the metadata query (--name) runs once the checks pass: the checks are not what fails
     version = "%d.%d" % sys.version_info[:2]
     out = run_setup_as(version, False)
-    assert (out.returncode, out.stdout.splitlines()[-1:]) == (0, ["framehook-profiler"]), \
-        out.stderr
+    assert (out.returncode, out.stdout.splitlines()[-1:]) == (0, ["framehook-profiler"]), out.stderr
 
 
 def test_a_real_older_interpreter_is_refused():
@@ -63,9 +70,10 @@ def test_a_real_older_interpreter_is_refused():
     found = sorted(glob.glob(os.path.join(root, "versions", "3.8.*", "bin", "python3.8")))
     if not found:
         pytest.skip("no CPython 3.8 on this machine to try an unsupported build with")
-    out = subprocess.run([found[-1], "setup.py", "--name"], cwd=str(PACKAGE),
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [found[-1], "setup.py", "--name"], cwd=str(PACKAGE), capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 1
     assert out.stderr.splitlines() == [
-        SUPPORTED + "this is 3.8. Its C tracer uses each version's profiling hooks and is "
-        "not built for other versions."]
+        SUPPORTED + "this is 3.8. Its C tracer uses each version's profiling hooks and is not built for other versions."
+    ]

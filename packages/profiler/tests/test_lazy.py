@@ -1,4 +1,5 @@
 """Call trees are built on first access, never by stop(), and the same whenever built."""
+
 from __future__ import annotations
 
 import sys
@@ -48,6 +49,7 @@ def counted(monkeypatch):
     monkeypatch.setattr(_trees, "Event", CountingEvent)
     monkeypatch.setattr(_trees, "build", build)
     from framehook.profiler import _recording
+
     monkeypatch.setattr(_recording, "build", build)
     return calls
 
@@ -114,9 +116,22 @@ def snapshot(profile):
     for tree in profile.threads:
         out.append((tree.thread_id, tree.name, tree.index, tree.broken, tree.event_count))
         for e in tree.walk():
-            out.append((e.id, e.parent_id, e.thread_id, e.kind, e.name, e.function.filename,
-                        e.function.lineno, e.start_ns, e.end_ns, e.exception, e.start_frame,
-                        [c.id for c in e.children]))
+            out.append(
+                (
+                    e.id,
+                    e.parent_id,
+                    e.thread_id,
+                    e.kind,
+                    e.name,
+                    e.function.filename,
+                    e.function.lineno,
+                    e.start_ns,
+                    e.end_ns,
+                    e.exception,
+                    e.start_frame,
+                    [c.id for c in e.children],
+                )
+            )
     return out
 
 
@@ -133,6 +148,7 @@ def test_trees_built_later_are_the_same(monkeypatch, tmp_path):
         t.start()
         t.join()
         import gc
+
         gc.collect()
         later = Profile(now._recording)
         assert later._trees is None

@@ -1,5 +1,6 @@
 """The profiler's C code under valgrind memcheck: no invalid reads or writes, no use of
 uninitialised memory, no definite leak allocated by the tracer, on every backend."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -11,7 +12,7 @@ import pytest
 pytestmark = pytest.mark.valgrind
 
 HERE = Path(__file__).resolve().parent
-_DRIVER = HERE.parents[2] / "ci" / "memcheck.py"   # shared with the runtime's memcheck test
+_DRIVER = HERE.parents[2] / "ci" / "memcheck.py"  # shared with the runtime's memcheck test
 if not _DRIVER.is_file():
     pytest.skip("needs ci/memcheck.py of a framehook checkout", allow_module_level=True)
 _spec = importlib.util.spec_from_file_location("framehook_ci_memcheck", _DRIVER)

@@ -1,4 +1,5 @@
 """File names in profiles are shortened by the longest sys.path entry they start with."""
+
 from __future__ import annotations
 
 import importlib

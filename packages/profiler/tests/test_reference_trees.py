@@ -3,6 +3,7 @@ the constructs whose bytecode changes from version to version (with statements, 
 over iterators, generators and coroutines, special methods called from C, calls through
 C callables, exceptions from Python and from C, comprehensions, string formatting and
 3.14's template strings)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -60,6 +61,7 @@ def reference_tree(program: Callable[[], Any]) -> Node:
 
     def freeze(node) -> Node:
         return (node[0], node[1], tuple(freeze(c) for c in node[2]))
+
     return freeze(root)
 
 
@@ -67,17 +69,20 @@ def recorded_tree(event: Event) -> Node:
     """The same shape from the profiler's tree (C functions by their bare name, as
     sys.setprofile's argument gives it)."""
     name = event.name.rpartition(".")[2] if event.kind == "c" else event.name
-    return (event.kind, name, tuple(recorded_tree(c) for c in event.children
-                                    if c.kind in ("python", "c")))
+    return (event.kind, name, tuple(recorded_tree(c) for c in event.children if c.kind in ("python", "c")))
 
 
 def assert_same_tree(program: Callable[[], Any]) -> Node:
     reference = reference_tree(program)
     with Profiler() as prof:
         program()
-    found = [e for e in prof.profile.events
-             if e.kind == "python" and e.function.path == program.__code__.co_filename
-             and e.function.lineno == program.__code__.co_firstlineno]
+    found = [
+        e
+        for e in prof.profile.events
+        if e.kind == "python"
+        and e.function.path == program.__code__.co_filename
+        and e.function.lineno == program.__code__.co_firstlineno
+    ]
     assert len(found) == 1, found
     assert recorded_tree(found[0]) == reference
     return reference
@@ -88,6 +93,7 @@ def count(node: Node, kind: str, name: str) -> int:
 
 
 # --- the constructs -------------------------------------------------------------------
+
 
 class Managed:
     def __enter__(self):
@@ -278,9 +284,16 @@ def exceptions():
 TEMPLATE_STRINGS = "def template_strings():\n    return t'{add(1, 2)} and {add(3, 4)!r}'\n"
 
 
-@pytest.mark.parametrize("program, callee", [
-    (with_statements, "add"), (loops_over_iterators, "add"),
-    (generators_and_coroutines, "inner"), (special_methods, "add"), (exceptions, "fail")])
+@pytest.mark.parametrize(
+    "program, callee",
+    [
+        (with_statements, "add"),
+        (loops_over_iterators, "add"),
+        (generators_and_coroutines, "inner"),
+        (special_methods, "add"),
+        (exceptions, "fail"),
+    ],
+)
 def test_trees_equal_the_setprofile_reference(program, callee):
     reference = assert_same_tree(program)
     assert count(reference, "python", callee) > 0  # the program's calls were seen at all

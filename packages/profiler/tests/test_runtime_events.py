@@ -1,4 +1,5 @@
 """framehook-runtime's cache-lookup and compiled-region events appear in the trees."""
+
 from __future__ import annotations
 
 import json
@@ -51,18 +52,15 @@ def test_lookup_and_region_events_nest_in_the_tree():
     runtime.reset_code(original.__code__)
     assert (first, second) == (3, 4)
     profile = prof.profile
-    lookups = [e for e in profile.events if e.kind == "cache_lookup"
-               and e.name.endswith("original")]
+    lookups = [e for e in profile.events if e.kind == "cache_lookup" and e.name.endswith("original")]
     regions = [e for e in profile.events if e.kind == "compiled_region"]
     assert len(lookups) == 2 and len(regions) == 2
     assert all(e.name.startswith("cache lookup: ") for e in lookups)
-    assert all(r.name.startswith("compiled region: ") and r.name.endswith("replacement")
-               for r in regions)
+    assert all(r.name.startswith("compiled region: ") and r.name.endswith("replacement") for r in regions)
     for lookup, region in zip(lookups, regions):
         assert lookup.parent is region.parent  # siblings under the caller
         assert lookup.end_ns <= region.start_ns
-        assert [c.function.lineno for c in region.children] == \
-            [replacement.__code__.co_firstlineno]
+        assert [c.function.lineno for c in region.children] == [replacement.__code__.co_firstlineno]
     assert calls_of(profile, original) == []  # the original code never ran
     assert regions[0].function.lineno == replacement.__code__.co_firstlineno
 
@@ -177,8 +175,9 @@ STAND_IN = textwrap.dedent('''
 
 def run_stand_in(how: str, backend: str) -> dict:
     tests = os.path.dirname(os.path.abspath(__file__))
-    out = subprocess.run([sys.executable, "-c", STAND_IN, how, backend, tests],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", STAND_IN, how, backend, tests], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -189,11 +188,11 @@ def test_runtime_events_from_an_interface_like_the_runtimes_nest_in_the_tree(bac
     assert (got["listening"], got["left"]) == (1, 0)  # one listener while recording
     assert got["children"] == [
         ["cache_lookup", "cache lookup: original", []],
-        ["compiled_region", "compiled region: replacement", [["python", "replacement"]]]]
+        ["compiled_region", "compiled region: replacement", [["python", "replacement"]]],
+    ]
     # the outputs made by the tracer (aggregates, Chrome writer) hold the runtime's events
     # as the tree walk does
-    assert got["same_as_trees"] == dict.fromkeys(("pstats", "summary", "flame graph", "chrome"),
-                                                 True)
+    assert got["same_as_trees"] == dict.fromkeys(("pstats", "summary", "flame graph", "chrome"), True)
 
 
 @pytest.mark.parametrize("how", ["blocked", "abi2"])

@@ -1,4 +1,5 @@
 """Thread names survive thread-id reuse: one name per recorded thread, not per id."""
+
 from __future__ import annotations
 
 import _thread
@@ -117,8 +118,9 @@ def test_threads_that_reuse_an_id_keep_their_own_names(tmp_path):
     out = tmp_path / "reuse.json"
     profile.export(out)
     doc = json.loads(out.read_text())
-    track_names = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"]
-                   if e["ph"] == "M" and e["name"] == "thread_name"}
+    track_names = {
+        e["tid"]: e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"
+    }
     tracks = {}
     for e in chrome_spans(doc):
         if e["name"] in ("first_work", "raw_work", "pool_work"):

@@ -1,4 +1,5 @@
 """Threads: started with _thread or threading, before or while recording, on every backend."""
+
 from __future__ import annotations
 
 import _thread
@@ -92,7 +93,7 @@ def test__thread_thread_started_before_recording():
     profile = prof.profile
     assert profile.thread(ident).name == f"Thread-{ident}-1"
     assert len([t for t in profile.threads if t.thread_id == ident]) == 1
-    w, = [e for e in profile.events if e.name.endswith("waiting_worker")]
+    (w,) = [e for e in profile.events if e.name.endswith("waiting_worker")]
     assert w.thread_id == ident and w.start_frame
     assert python_children(w)[-4:-1] == ["leaf"] * 3  # then finished.set()
 

@@ -1,4 +1,5 @@
 """Recorded call trees match the known structure of test programs exactly."""
+
 from __future__ import annotations
 
 import math
@@ -38,12 +39,12 @@ def test_nesting_and_counts_are_exact():
     with Profiler() as prof:
         program()
     profile = prof.profile
-    root = only(profile, "test_nesting_and_counts_are_exact.<locals>.program"
-                if sys.version_info >= (3, 11) else "program")
+    root = only(
+        profile, "test_nesting_and_counts_are_exact.<locals>.program" if sys.version_info >= (3, 11) else "program"
+    )
     assert shape(root) == (
         root.name,
-        (("branch", (("leaf", ()), ("leaf", ()), ("builtins.len", ()))),
-         ("leaf", ()), ("leaf", ()), ("leaf", ())),
+        (("branch", (("leaf", ()), ("leaf", ()), ("builtins.len", ()))), ("leaf", ()), ("leaf", ()), ("leaf", ())),
     )
     assert not root.start_frame
     for event in root.walk():
@@ -107,8 +108,11 @@ def boom():
 
 def test_python_exception_exit_is_flagged(backend):
     if not exception_exits_are_seen(backend):
-        pytest.skip("CPython 3.12's profile hook reports a frame left by an exception as a "
-                    "return of None, so the two cannot be told apart there")
+        pytest.skip(
+            "CPython 3.12's profile hook reports a frame left by an exception as a "
+            "return of None, so the two cannot be told apart there"
+        )
+
     def program():
         try:
             boom()
@@ -141,8 +145,11 @@ def test_exceptions_keep_the_tree_consistent():
     with Profiler() as prof:
         program()
     profile = prof.profile
-    root = profile.find("program")[0] if sys.version_info < (3, 11) else \
-        only(profile, "test_exceptions_keep_the_tree_consistent.<locals>.program")
+    root = (
+        profile.find("program")[0]
+        if sys.version_info < (3, 11)
+        else only(profile, "test_exceptions_keep_the_tree_consistent.<locals>.program")
+    )
     assert shape(root)[1] == (("boom", ()), ("math.sqrt", ()), ("dict.pop", ()), ("leaf", ()))
     assert only(profile, "math.sqrt").exception is True
     assert only(profile, "dict.pop").exception is True
@@ -199,14 +206,17 @@ def test_calls_still_open_at_stop_are_closed_at_stop_time():
 
     outer()
     profile = prof.profile
-    inner_ev = only(profile, "test_calls_still_open_at_stop_are_closed_at_stop_time.<locals>.inner"
-                    if sys.version_info >= (3, 11) else "inner")
+    inner_ev = only(
+        profile,
+        "test_calls_still_open_at_stop_are_closed_at_stop_time.<locals>.inner"
+        if sys.version_info >= (3, 11)
+        else "inner",
+    )
     assert inner_ev.end_ns == profile.end_ns
     assert inner_ev.parent.start_frame and inner_ev.parent.end_ns == profile.end_ns
     assert [c.name for c in inner_ev.children] == ["leaf"]
     # the profiler's own start/stop frames never show
-    assert not [e for e in profile.events if e.name.startswith("Profiler.")
-                or e.name in ("start", "stop")]
+    assert not [e for e in profile.events if e.name.startswith("Profiler.") or e.name in ("start", "stop")]
 
 
 def muted_work():
@@ -229,8 +239,7 @@ def test_muted_calls_are_left_out_with_everything_they_call():
     profile = prof.profile
     top = [e for e in profile.events if e.name.endswith("program")]
     assert len(top) == 1
-    assert shape(top[0])[1] == (
-        ("branch", (("leaf", ()), ("leaf", ()), ("builtins.len", ()))), ("leaf", ()))
+    assert shape(top[0])[1] == (("branch", (("leaf", ()), ("leaf", ()), ("builtins.len", ()))), ("leaf", ()))
     assert [e.name for e in profile.events if "muted_work" in e.name or "sorted" in e.name] == []
     assert len(profile.find("branch")) == 1 and len(profile.find("leaf")) == 3
 
@@ -255,10 +264,13 @@ def test_start_frames_are_placed_and_closed():
     names = [e.name.rpartition(".")[2] for e in profile.events]
     o = profile.events[names.index("outer")]
     assert o.start_frame
-    assert shape(o, ("python",)) == (o.name, (
-        (o.children[0].name, ((o.children[0].children[0].name, (("leaf", ()),)), ("leaf", ()))),
-        ("leaf", ()),
-    ))
+    assert shape(o, ("python",)) == (
+        o.name,
+        (
+            (o.children[0].name, ((o.children[0].children[0].name, (("leaf", ()),)), ("leaf", ()))),
+            ("leaf", ()),
+        ),
+    )
     m = o.children[0]
     assert m.start_frame and m.children[0].start_frame
     assert not any(c.start_frame for c in m.children[0].children)
@@ -416,8 +428,8 @@ print(calls, len(recorded), nested + 1)
 def test_deep_recursion_ends_in_recursion_error_with_every_call_recorded(backend):
     # in a child: a crash (C stack overflow) must show as a failed run, not end the suite
     import subprocess
-    out = subprocess.run([sys.executable, "-c", DEEP, backend], capture_output=True,
-                         text=True, timeout=300)
+
+    out = subprocess.run([sys.executable, "-c", DEEP, backend], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     calls, recorded, nested = out.stdout.split()
     assert int(calls) > 10000  # the raised limit was reached, not the default one

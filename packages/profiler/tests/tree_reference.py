@@ -3,6 +3,7 @@ trees (one Python object per call). Kept as the tests' oracle for the C aggregat
 
 Times are summed as integer nanoseconds and converted once (the former code summed float
 seconds per call, whose last bits depend on the order of the walk)."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -51,8 +52,7 @@ def pstats_from_trees(profile: Profile) -> dict:
     callers: Dict[tuple, dict] = {key: {} for key in entries}
     for (caller, callee), (nc, cc, tt, ct) in edges.items():
         callers[callee][caller] = (nc, cc, tt / 1e9, ct / 1e9)
-    return {key: (cc, nc, tt / 1e9, ct / 1e9, callers[key])
-            for key, (cc, nc, tt, ct) in entries.items()}
+    return {key: (cc, nc, tt / 1e9, ct / 1e9, callers[key]) for key, (cc, nc, tt, ct) in entries.items()}
 
 
 def function_stats_from_trees(profile: Profile) -> List[FunctionStats]:
@@ -84,8 +84,10 @@ def function_stats_from_trees(profile: Profile) -> List[FunctionStats]:
 def summary_from_trees(profile: Profile, limit: int = 20) -> str:
     stats = function_stats_from_trees(profile)
     calls = sum(s.calls for s in stats)
-    head = [f"framehook-profiler: {calls} calls in {len(profile.threads)} thread(s), "
-            f"{(profile.end_ns - profile.start_ns) / 1e6:.3f} ms recorded"]
+    head = [
+        f"framehook-profiler: {calls} calls in {len(profile.threads)} thread(s), "
+        f"{(profile.end_ns - profile.start_ns) / 1e6:.3f} ms recorded"
+    ]
     broken = [t.name for t in profile.threads if t.broken]
     if broken:
         head.append(f"warning: recording stopped early (out of memory) on: {', '.join(broken)}")
@@ -113,11 +115,16 @@ def flame_from_trees(profile: Profile) -> _Node:
 
 
 def flame_shape(node: _Node) -> tuple:
-    return (node.name, node.kind, node.ns,
-            tuple(flame_shape(c) for c in sorted(node.children.values(), key=lambda n: n.name)))
+    return (
+        node.name,
+        node.kind,
+        node.ns,
+        tuple(flame_shape(c) for c in sorted(node.children.values(), key=lambda n: n.name)),
+    )
 
 
 # Chrome trace and speedscope documents as the tree walk wrote them -----------------
+
 
 def _args(event: Any) -> Dict[str, Any]:
     args: Dict[str, Any] = {"id": event.id}
@@ -140,31 +147,43 @@ def chrome_from_trees(profile: Profile) -> Dict[str, Any]:
     pid = os.getpid()
     origin = profile.start_ns
     trace: List[Dict[str, Any]] = [
-        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
-         "args": {"name": "framehook-profiler"}},
+        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "framehook-profiler"}},
     ]
     for thread in profile.threads:
         tid = thread.index + 1
-        trace.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                      "args": {"name": f"{thread.name} ({thread.thread_id})"}})
-        trace.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
-                      "args": {"sort_index": thread.index}})
-        for event in thread.walk():
-            trace.append({
-                "ph": "X",
-                "name": event.name,
-                "cat": event.kind,
-                "ts": round((event.start_ns - origin) / 1000.0, 3),
-                "dur": round(event.duration_ns / 1000.0, 3),
+        trace.append(
+            {
+                "ph": "M",
+                "name": "thread_name",
                 "pid": pid,
                 "tid": tid,
-                "args": _args(event),
-            })
+                "args": {"name": f"{thread.name} ({thread.thread_id})"},
+            }
+        )
+        trace.append(
+            {"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": thread.index}}
+        )
+        for event in thread.walk():
+            trace.append(
+                {
+                    "ph": "X",
+                    "name": event.name,
+                    "cat": event.kind,
+                    "ts": round((event.start_ns - origin) / 1000.0, 3),
+                    "dur": round(event.duration_ns / 1000.0, 3),
+                    "pid": pid,
+                    "tid": tid,
+                    "args": _args(event),
+                }
+            )
     return {
         "traceEvents": trace,
         "displayTimeUnit": "ns",
-        "otherData": {"exporter": "framehook-profiler", "clock": profile.clock,
-                      "dropped_threads": [t.name for t in profile.threads if t.broken]},
+        "otherData": {
+            "exporter": "framehook-profiler",
+            "clock": profile.clock,
+            "dropped_threads": [t.name for t in profile.threads if t.broken],
+        },
     }
 
 
@@ -210,14 +229,16 @@ def speedscope_from_trees(profile: Profile, name: str = "framehook-profiler") ->
                 emit("O", frame, event.start_ns - origin)
                 stack.append((event, True))
                 stack.extend((child, False) for child in reversed(event.children))
-        profiles.append({
-            "type": "evented",
-            "name": f"{thread.name} ({thread.thread_id})",
-            "unit": "nanoseconds",
-            "startValue": 0,
-            "endValue": max(end, last),
-            "events": events,
-        })
+        profiles.append(
+            {
+                "type": "evented",
+                "name": f"{thread.name} ({thread.thread_id})",
+                "unit": "nanoseconds",
+                "startValue": 0,
+                "endValue": max(end, last),
+                "events": events,
+            }
+        )
     return {
         "$schema": "https://www.speedscope.app/file-format-schema.json",
         "shared": {"frames": frames},

@@ -10,6 +10,7 @@ baseline child that loads one small good record shows what the interpreter itsel
 Targets (issue 19): every file refused in under a second and under 100 MB RSS.
 Figures go in packages/records/BENCHMARKS.md; tests never assert on them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,17 +51,21 @@ print(json.dumps({"seconds": seconds, "outcome": outcome}))
 
 def run_child(python: str, path: Path, mode: str) -> dict:
     env = dict(os.environ, PYTHONPATH=str(SRC))
-    proc = subprocess.Popen([python, "-c", CHILD, str(path), mode], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        [python, "-c", CHILD, str(path), mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
     out = proc.stdout.read()
     err = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status
     if proc.returncode != 0:
-        return {"seconds": float("nan"), "outcome": f"child failed ({proc.returncode}): {err.decode()[-200:]}",
-                "rss_mb": usage.ru_maxrss / 1024}
+        return {
+            "seconds": float("nan"),
+            "outcome": f"child failed ({proc.returncode}): {err.decode()[-200:]}",
+            "rss_mb": usage.ru_maxrss / 1024,
+        }
     result = json.loads(out.decode().strip().splitlines()[-1])
-    result["rss_mb"] = usage.ru_maxrss / 1024     # KiB on Linux
+    result["rss_mb"] = usage.ru_maxrss / 1024  # KiB on Linux
     return result
 
 
@@ -68,9 +73,17 @@ def baseline(python: str) -> dict:
     env = dict(os.environ, PYTHONPATH=str(SRC))
     with tempfile.TemporaryDirectory() as tmp:
         good = Path(tmp) / "good.fhrec"
-        subprocess.run([python, "-c", "import sys\nfrom framehook.records import record_call\n"
-                        "def f(a):\n    return a + 1\nrecord_call(f, (1,), path=sys.argv[1])", str(good)],
-                       env=env, check=True)
+        subprocess.run(
+            [
+                python,
+                "-c",
+                "import sys\nfrom framehook.records import record_call\n"
+                "def f(a):\n    return a + 1\nrecord_call(f, (1,), path=sys.argv[1])",
+                str(good),
+            ],
+            env=env,
+            check=True,
+        )
         return run_child(python, good, "load")
 
 
@@ -83,10 +96,15 @@ def main(argv: list[str] | None = None) -> int:
     manifest = json.loads((CORPUS / "MANIFEST.json").read_text())
     # Bytecode cases: replayed with trust_bytecode=True (refused by the checks), except the
     # one whose bytecode is valid on its generator's interpreter: replayed by default (not run).
-    jobs = [(name, "load") for name in sorted(manifest["load"])] + \
-           [(name, "trust" if expect["trust"] else "replay") for name, expect in sorted(manifest["replay"].items())]
-    version = subprocess.run([args.python, "-c", "import platform; print(platform.python_version())"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    jobs = [(name, "load") for name in sorted(manifest["load"])] + [
+        (name, "trust" if expect["trust"] else "replay") for name, expect in sorted(manifest["replay"].items())
+    ]
+    version = subprocess.run(
+        [args.python, "-c", "import platform; print(platform.python_version())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     base = baseline(args.python)
     rows = []
     for name, mode in jobs:
@@ -96,21 +114,25 @@ def main(argv: list[str] | None = None) -> int:
             if worst is None or got["seconds"] > worst["seconds"]:
                 worst = dict(got, rss_mb=max(got["rss_mb"], worst["rss_mb"] if worst else 0))
         rows.append(dict(worst, name=name, mode=mode))
-    print(f"hostile corpus on CPython {version} ({platform.machine()}), {len(rows)} files, "
-          f"one child per file; baseline child (one good record): {base['seconds'] * 1000:.1f} ms, "
-          f"{base['rss_mb']:.1f} MB")
+    print(
+        f"hostile corpus on CPython {version} ({platform.machine()}), {len(rows)} files, "
+        f"one child per file; baseline child (one good record): {base['seconds'] * 1000:.1f} ms, "
+        f"{base['rss_mb']:.1f} MB"
+    )
     print(f"{'file':44} {'step':6} {'ms':>9} {'peak MB':>8}  outcome")
-    shown = sorted(rows, key=lambda r: -r["seconds"])[:args.top]
-    shown += [r for r in sorted(rows, key=lambda r: -r["rss_mb"])[:args.top] if r not in shown]
+    shown = sorted(rows, key=lambda r: -r["seconds"])[: args.top]
+    shown += [r for r in sorted(rows, key=lambda r: -r["rss_mb"])[: args.top] if r not in shown]
     for r in shown:
         print(f"{r['name'][:44]:44} {r['mode']:6} {r['seconds'] * 1000:9.1f} {r['rss_mb']:8.1f}  {r['outcome']}")
     slow = max(rows, key=lambda r: r["seconds"])
     big = max(rows, key=lambda r: r["rss_mb"])
     accepted = [r["name"] for r in rows if r["outcome"] == "accepted" or r["outcome"].startswith("child failed")]
     over = [r["name"] for r in rows if not r["seconds"] < TARGET_SECONDS or not r["rss_mb"] < TARGET_MB]
-    print(f"worst time: {slow['seconds'] * 1000:.1f} ms ({slow['name']}); worst peak RSS: "
-          f"{big['rss_mb']:.1f} MB ({big['name']}); over target: {len(over)} {over}; "
-          f"not refused: {len(accepted)} {accepted}")
+    print(
+        f"worst time: {slow['seconds'] * 1000:.1f} ms ({slow['name']}); worst peak RSS: "
+        f"{big['rss_mb']:.1f} MB ({big['name']}); over target: {len(over)} {over}; "
+        f"not refused: {len(accepted)} {accepted}"
+    )
     return 1 if over or accepted else 0
 
 

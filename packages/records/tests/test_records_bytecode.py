@@ -1,5 +1,6 @@
 """Which code a replay runs: the recorded source by default, the recorded bytecode only when
 it is that source's compilation or the caller trusts it, and then only after static checks."""
+
 from __future__ import annotations
 
 import base64
@@ -13,8 +14,16 @@ import types
 
 import pytest
 
-from framehook.records import (InvalidBytecodeError, SourceUnavailableError, UntrustedBytecodeError, dumps, loads,
-                               record_call, replay_record, save)
+from framehook.records import (
+    InvalidBytecodeError,
+    SourceUnavailableError,
+    UntrustedBytecodeError,
+    dumps,
+    loads,
+    record_call,
+    replay_record,
+    save,
+)
 from framehook.records import bytecheck, marshalscan
 from framehook.records.cli import main as cli_main
 from framehook.records.replay import BYTECODE_DIFFERS, FROM_SOURCE, FROM_TRUSTED, FROM_VERIFIED
@@ -47,7 +56,7 @@ def test_hidden_bytecode_never_runs_by_default_and_is_reported(tmp_path, capsys)
     rec = _record(GOOD, "add", (2, 3), bytecode=_code(HIDDEN, "add"))
     assert not hasattr(sys, "framehook_hidden_ran")
     result = replay_record(rec, modes=MODES)
-    assert not hasattr(sys, "framehook_hidden_ran")           # the code the source does not show did not run
+    assert not hasattr(sys, "framehook_hidden_ran")  # the code the source does not show did not run
     assert result.ok and result.code_from == FROM_SOURCE, result.report()
     assert result.bytecode_note == BYTECODE_DIFFERS
     assert "recorded bytecode differs" in result.summary()
@@ -57,7 +66,7 @@ def test_hidden_bytecode_never_runs_by_default_and_is_reported(tmp_path, capsys)
     line = capsys.readouterr().out.strip()
     assert "\n" not in line and "code from source" in line and "not run" in line
     assert not hasattr(sys, "framehook_hidden_ran")
-    try:   # trusting the bytecode runs it: the attribute above is a real witness
+    try:  # trusting the bytecode runs it: the attribute above is a real witness
         trusted = replay_record(rec, modes=MODES, trust_bytecode=True)
         assert trusted.code_from == FROM_TRUSTED and trusted.ok
         assert sys.framehook_hidden_ran is True
@@ -142,7 +151,7 @@ def _patch(code: types.CodeType, offset: int, *, op: int | None = None, arg: int
     return code.replace(co_code=bytes(raw))
 
 
-def _local_load(ins) -> bool:   # one local (not a pair packed into one operand, as 3.13+ also has)
+def _local_load(ins) -> bool:  # one local (not a pair packed into one operand, as 3.13+ also has)
     return ins.opname.startswith("LOAD_FAST") and ins.opname.count("FAST") == 1
 
 
@@ -175,8 +184,10 @@ def crafted_jump_mid_instruction(base):
         target = next(i for i in dis.get_instructions(crafted) if i.offset == jump.offset).argval
         if 0 <= target < len(base.co_code) and target not in starts:
             return crafted
-    pytest.skip("every code unit starts an instruction here (jump operands count whole instructions "
-                "and there are no inline caches)")
+    pytest.skip(
+        "every code unit starts an instruction here (jump operands count whole instructions "
+        "and there are no inline caches)"
+    )
 
 
 def crafted_huge_stacksize(base):
@@ -257,9 +268,9 @@ def test_crafted_bytecode_is_refused_not_run(case, tmp_path, capsys):
     # Without trust the source runs (a crash here would mean the crafted code ran).
     result = replay_record(rec, modes=MODES)
     assert result.code_from in (FROM_SOURCE, FROM_VERIFIED) and result.ok, result.report()
-    if crafted == _code(source, "target"):    # differs only where == does not look (co_stacksize)
+    if crafted == _code(source, "target"):  # differs only where == does not look (co_stacksize)
         assert result.code_from == FROM_VERIFIED and result.bytecode_note is None
-        rec.code["source"] = None             # then only the no-source path can reach it
+        rec.code["source"] = None  # then only the no-source path can reach it
     else:
         assert result.code_from == FROM_SOURCE and result.bytecode_note == BYTECODE_DIFFERS
     with pytest.raises(InvalidBytecodeError) as info:
@@ -303,6 +314,7 @@ def test_crafted_bytecode_without_source_is_refused_before_trust_is_asked():
 
 # --- clean bytecode passes the checks --------------------------------------------------------
 
+
 def _gen(n):
     for i in range(n):
         yield i * 2
@@ -321,6 +333,7 @@ async def _agen(n):
 def _closure(a):
     def inner(c):
         return [a + x for x in range(c)]
+
     return inner
 
 
@@ -338,11 +351,12 @@ def _handlers(xs):
     return total, {k: v for k, v in enumerate(xs) if v}, {x for x in xs}
 
 
-@pytest.mark.parametrize("fn,args", [(_gen, (3,)), (_coro, (1,)), (_agen, (2,)), (_closure(2), (3,)),
-                                     (_handlers, ([0, 1, 2],))])
+@pytest.mark.parametrize(
+    "fn,args", [(_gen, (3,)), (_coro, (1,)), (_agen, (2,)), (_closure(2), (3,)), (_handlers, ([0, 1, 2],))]
+)
 def test_clean_bytecode_replays_when_trusted(fn, args):
     rec = loads(dumps(record_call(fn, args)))
-    rec.code["source"] = None       # nothing to verify against: only trust runs it
+    rec.code["source"] = None  # nothing to verify against: only trust runs it
     result = replay_record(rec, modes=MODES, trust_bytecode=True)
     assert result.code_from == FROM_TRUSTED and result.ok, result.report()
 
@@ -363,10 +377,10 @@ def test_checks_accept_every_function_of_stdlib_modules(module):
 # --- marshal data is scanned before it is unmarshalled --------------------------------------
 
 BOMBS = {
-    "list_2g": b"[" + (2 ** 31 - 1).to_bytes(4, "little"),
-    "tuple_2g": b"(" + (2 ** 31 - 1).to_bytes(4, "little"),
-    "long_2g_digits": b"l" + (2 ** 31 - 1).to_bytes(4, "little"),
-    "bytes_2g": b"s" + (2 ** 31 - 1).to_bytes(4, "little"),
+    "list_2g": b"[" + (2**31 - 1).to_bytes(4, "little"),
+    "tuple_2g": b"(" + (2**31 - 1).to_bytes(4, "little"),
+    "long_2g_digits": b"l" + (2**31 - 1).to_bytes(4, "little"),
+    "bytes_2g": b"s" + (2**31 - 1).to_bytes(4, "little"),
     "list_one_short": b"[" + (1000).to_bytes(4, "little") + b"N" * 999,
     "unknown_type": b"\x01",
     "trailing": b"NN",
@@ -387,8 +401,23 @@ def test_marshal_bombs_refused_before_unmarshalling(name):
 
 
 def test_marshal_scan_accepts_every_constant_kind():
-    value = (1, 2.5, 3j, 10 ** 100, -10 ** 50, b"x", "y", "\xe9", frozenset({1}), {1: (2, [None])}, {3},
-             True, False, ..., "a" * 300)
+    value = (
+        1,
+        2.5,
+        3j,
+        10**100,
+        -(10**50),
+        b"x",
+        "y",
+        "\xe9",
+        frozenset({1}),
+        {1: (2, [None])},
+        {3},
+        True,
+        False,
+        ...,
+        "a" * 300,
+    )
     marshalscan.check(marshal.dumps(value))
     marshalscan.check(marshal.dumps(_code(CLOSURE, "target")))
 

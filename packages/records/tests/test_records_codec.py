@@ -1,4 +1,5 @@
 """Round trips of every value kind through encode -> JSON -> validate -> decode."""
+
 from __future__ import annotations
 
 import collections
@@ -17,8 +18,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from framehook.records import (Missing, MissingValueError, RecordFormatError, register_codec,
-                                          registered_codecs, unregister_codec)
+from framehook.records import (
+    Missing,
+    MissingValueError,
+    RecordFormatError,
+    register_codec,
+    registered_codecs,
+    unregister_codec,
+)
 from framehook.records.codec import MAX_DEPTH, Decoder, Encoder, validate
 
 
@@ -32,7 +39,7 @@ Pair = collections.namedtuple("Pair", "left right")
 
 def roundtrip(value, **enc):
     tree = Encoder(**enc).encode(value)
-    tree = json.loads(json.dumps(tree, allow_nan=False))   # what the file holds
+    tree = json.loads(json.dumps(tree, allow_nan=False))  # what the file holds
     validate(tree, "value")
     return tree, Decoder().decode(tree)
 
@@ -43,8 +50,27 @@ def same_tree(value):
     return back
 
 
-SCALARS = [None, True, False, 0, -1, 2**200, -(2**65), 1.5, -0.0, float("inf"), float("-inf"),
-           1 + 2j, complex(0, -0.0), "", "text", "surrogate \ud800 é 😀", b"", b"\x00\xff", bytearray(b"ab")]
+SCALARS = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    2**200,
+    -(2**65),
+    1.5,
+    -0.0,
+    float("inf"),
+    float("-inf"),
+    1 + 2j,
+    complex(0, -0.0),
+    "",
+    "text",
+    "surrogate \ud800 é 😀",
+    b"",
+    b"\x00\xff",
+    bytearray(b"ab"),
+]
 
 
 @pytest.mark.parametrize("value", SCALARS, ids=[repr(v)[:20] for v in SCALARS])
@@ -81,9 +107,17 @@ def test_shared_and_cyclic_references():
 
 
 def test_numpy_arrays_and_scalars():
-    values = [np.arange(6, dtype=np.int32).reshape(2, 3), np.array([1.5, np.nan]), np.zeros((0, 3)),
-              np.array([True, False]), np.float32(2.5), np.int64(-3), np.complex128(1 + 1j),
-              np.array(["ab", "c"]), np.asfortranarray(np.arange(4.0).reshape(2, 2))]
+    values = [
+        np.arange(6, dtype=np.int32).reshape(2, 3),
+        np.array([1.5, np.nan]),
+        np.zeros((0, 3)),
+        np.array([True, False]),
+        np.float32(2.5),
+        np.int64(-3),
+        np.complex128(1 + 1j),
+        np.array(["ab", "c"]),
+        np.asfortranarray(np.arange(4.0).reshape(2, 2)),
+    ]
     for value in values:
         tree, back = roundtrip(value)
         assert type(back) is type(value)
@@ -100,8 +134,20 @@ def test_numpy_object_array_is_missing_without_pickle():
 
 
 def test_import_paths():
-    values = [os, os.path, len, math.sqrt, json.dumps, int, ValueError, Shade, Shade.DARK, Ellipsis,
-              NotImplemented, collections.OrderedDict]
+    values = [
+        os,
+        os.path,
+        len,
+        math.sqrt,
+        json.dumps,
+        int,
+        ValueError,
+        Shade,
+        Shade.DARK,
+        Ellipsis,
+        NotImplemented,
+        collections.OrderedDict,
+    ]
     for value in values:
         tree, back = roundtrip(value)
         assert back is value, tree
@@ -116,11 +162,19 @@ def test_namedtuple_and_exception():
 
 
 def test_default_codecs():
-    values = [range(1, 10, 2), slice(1, None, 2), fractions.Fraction(3, 7), decimal.Decimal("1.10"),
-              datetime.date(2020, 2, 29), datetime.datetime(2021, 1, 2, 3, 4, 5),
-              datetime.timedelta(days=2, seconds=5), collections.OrderedDict(a=1),
-              collections.deque([1, 2], maxlen=5), collections.defaultdict(list, {"x": [1]}),
-              types.SimpleNamespace(a=1, b="c")]
+    values = [
+        range(1, 10, 2),
+        slice(1, None, 2),
+        fractions.Fraction(3, 7),
+        decimal.Decimal("1.10"),
+        datetime.date(2020, 2, 29),
+        datetime.datetime(2021, 1, 2, 3, 4, 5),
+        datetime.timedelta(days=2, seconds=5),
+        collections.OrderedDict(a=1),
+        collections.deque([1, 2], maxlen=5),
+        collections.defaultdict(list, {"x": [1]}),
+        types.SimpleNamespace(a=1, b="c"),
+    ]
     for value in values:
         back = same_tree(value)
         assert type(back) is type(value)
@@ -156,6 +210,7 @@ def test_user_codec_registry():
 def test_failing_codec_becomes_placeholder():
     class Odd:
         pass
+
     register_codec(Odd, "test.odd", lambda o: 1 / 0, lambda v: v)
     try:
         tree = Encoder().encode(Odd(), "o")
@@ -182,6 +237,7 @@ def test_unimportable_things_are_placeholders():
 
     class Local:
         pass
+
     mod = types.ModuleType("not_in_sys_modules")
     enc = Encoder()
     for value in (local, Local, mod, Local(), (lambda: 0).__code__, print.__self__.__dict__["len"].__call__):
@@ -209,21 +265,45 @@ def test_unresolvable_global_and_module_decode_to_missing():
 
 
 def test_validator_rejects_wrong_field_types():
-    for tree in ({"t": "int", "v": 3}, {"t": "list", "id": -1, "items": []}, {"t": "dict", "id": 0, "items": [[1]]},
-                 {"t": "function", "id": 0, "name": "f", "qualname": "f;", "firstlineno": 1, "flags": 0,
-                  "defaults": None, "kwdefaults": None, "closure": []},
-                 {"t": "namedtuple", "type": "x", "items": []}, [1, 2], 3.5):
+    for tree in (
+        {"t": "int", "v": 3},
+        {"t": "list", "id": -1, "items": []},
+        {"t": "dict", "id": 0, "items": [[1]]},
+        {
+            "t": "function",
+            "id": 0,
+            "name": "f",
+            "qualname": "f;",
+            "firstlineno": 1,
+            "flags": 0,
+            "defaults": None,
+            "kwdefaults": None,
+            "closure": [],
+        },
+        {"t": "namedtuple", "type": "x", "items": []},
+        [1, 2],
+        3.5,
+    ):
         with pytest.raises(RecordFormatError):
             validate(tree, "v")
 
 
 json_like = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text() | st.binary()
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text()
+    | st.binary()
     | st.complex_numbers(allow_nan=False),
-    lambda children: st.lists(children, max_size=4) | st.tuples(children, children)
-    | st.dictionaries(st.text(max_size=5) | st.integers(), children, max_size=4)
-    | st.frozensets(st.integers(), max_size=4),
-    max_leaves=20)
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.tuples(children, children)
+        | st.dictionaries(st.text(max_size=5) | st.integers(), children, max_size=4)
+        | st.frozensets(st.integers(), max_size=4)
+    ),
+    max_leaves=20,
+)
 
 
 @settings(max_examples=150, deadline=None)

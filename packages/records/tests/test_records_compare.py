@@ -1,4 +1,5 @@
 """Readable differences between recorded and replayed outcomes, kind by kind."""
+
 from __future__ import annotations
 
 import collections
@@ -12,9 +13,14 @@ from framehook.records.compare import describe, diff_outcomes
 
 def outcome(value, kind="return", events=()):
     enc = lambda v: Encoder().encode(v)  # noqa: E731
-    return {"kind": kind, "value": enc(value) if kind == "return" else None,
-            "exception": enc(value) if kind == "raise" else None,
-            "events": [[k, enc(v)] for k, v in events], "args_after": enc(()), "kwargs_after": enc({})}
+    return {
+        "kind": kind,
+        "value": enc(value) if kind == "return" else None,
+        "exception": enc(value) if kind == "raise" else None,
+        "events": [[k, enc(v)] for k, v in events],
+        "args_after": enc(()),
+        "kwargs_after": enc({}),
+    }
 
 
 def diffs(a, b, **kw):
@@ -52,13 +58,20 @@ def test_array_diffs():
 
 def test_function_ext_missing_and_ref_diffs():
     src = {"source_file": helper_fn.__code__.co_filename}
-    a = {"kind": "return", "value": Encoder(**src).encode(helper_fn), "exception": None, "events": [],
-         "args_after": None, "kwargs_after": None}
+    a = {
+        "kind": "return",
+        "value": Encoder(**src).encode(helper_fn),
+        "exception": None,
+        "events": [],
+        "args_after": None,
+        "kwargs_after": None,
+    }
     b = dict(a, value=Encoder(**src).encode(other_fn))
     assert diff_outcomes(a, b)[0][0].startswith("return value: recorded function helper_fn")
     assert diffs(collections.deque([1]), collections.deque([2])) != []
     assert "range" in diffs(range(3), fractions.Fraction(1, 2))[0] or diffs(range(3), fractions.Fraction(1, 2))
     import threading
+
     assert diffs(threading.Lock(), threading.Lock()) == []
     assert diffs(threading.Lock(), threading.Event()) != []
     shared = [0]
@@ -73,8 +86,10 @@ def test_kind_and_event_diffs():
     assert diff_outcomes(raised, outcome(ValueError("k"), kind="raise"))[0]
     a = outcome(None, events=[("yield", 1), ("yield", 2)])
     assert "recorded 2 yields" in diff_outcomes(a, outcome(None, events=[("yield", 1)]))[0][0]
-    assert "recorded yield, replayed await" in diff_outcomes(
-        outcome(None, events=[("yield", 1)]), outcome(None, events=[("await", 1)]))[0][0]
+    assert (
+        "recorded yield, replayed await"
+        in diff_outcomes(outcome(None, events=[("yield", 1)]), outcome(None, events=[("await", 1)]))[0][0]
+    )
 
 
 def test_describe_kinds():
@@ -83,8 +98,12 @@ def test_describe_kinds():
     assert describe(Encoder().encode(KeyError("x"))).startswith("exception builtins.KeyError")
     assert describe(Encoder().encode(range(2))).startswith("range")
     assert describe(Encoder().encode("x" * 100)).endswith("...")
-    assert describe(Encoder().encode(object()), ).startswith("missing")
+    assert describe(
+        Encoder().encode(object()),
+    ).startswith("missing")
     Pair = collections.namedtuple("Pair", "a b")
-    assert describe({"t": "namedtuple", "type": {"t": "global", "module": "m", "qualname": "Pair"},
-                     "items": []}) == "Pair of 0"
+    assert (
+        describe({"t": "namedtuple", "type": {"t": "global", "module": "m", "qualname": "Pair"}, "items": []})
+        == "Pair of 0"
+    )
     assert describe(Encoder().encode(Pair(1, 2))).startswith("missing")

@@ -4,6 +4,7 @@ interpreter of the matrix found on this machine, and made there and replayed her
 The other interpreter runs the records package with nothing else imported, so it replays
 in plain mode (the other modes need their packages built for it and would only be skipped).
 """
+
 from __future__ import annotations
 
 import glob
@@ -20,7 +21,7 @@ import framehook.records as records_pkg
 from framehook.records import load, record_call, replay
 
 DATA = Path(__file__).resolve().parent / "records_data"
-SRC = Path(records_pkg.__file__).resolve().parents[2]   # the directory holding framehook/
+SRC = Path(records_pkg.__file__).resolve().parents[2]  # the directory holding framehook/
 VERSIONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15")
 HERE = "%d.%d" % sys.version_info[:2]
 MODES = ("plain",)
@@ -49,11 +50,10 @@ print(json.dumps(done))
 def _candidates(version: str) -> list[str]:
     found = []
     on_path = shutil.which(f"python{version}")
-    if on_path and "/shims/" not in on_path:   # a pyenv shim may point at another version
+    if on_path and "/shims/" not in on_path:  # a pyenv shim may point at another version
         found.append(on_path)
     pyenv = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    found += sorted(glob.glob(os.path.join(pyenv, "versions", f"{version}.*", "bin", f"python{version}")),
-                    reverse=True)
+    found += sorted(glob.glob(os.path.join(pyenv, "versions", f"{version}.*", "bin", f"python{version}")), reverse=True)
     for prefix in (os.path.expanduser(f"~/.cache/framehook/interpreters/{version}"), f"/opt/fhpy/{version}"):
         found.append(os.path.join(prefix, "usr", "bin", f"python{version}"))
     return [exe for exe in found if os.access(exe, os.X_OK)]
@@ -70,8 +70,13 @@ OTHERS = other_interpreters()
 def _run_other(exe: str, out_dir: Path, to_replay: list[Path]) -> dict:
     env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONDONTWRITEBYTECODE="1")
     env.pop("PYTHONHOME", None)
-    proc = subprocess.run([exe, "-s", "-c", CHILD, str(DATA), str(out_dir), *map(str, to_replay)],
-                          capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [exe, "-s", "-c", CHILD, str(DATA), str(out_dir), *map(str, to_replay)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, f"{exe} failed:\n{proc.stderr[-3000:]}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -80,11 +85,15 @@ def _run_other(exe: str, out_dir: Path, to_replay: list[Path]) -> dict:
 def cases(monkeypatch):
     monkeypatch.syspath_prepend(str(DATA))
     import cross_cases
+
     return cross_cases.cases
 
 
-@pytest.mark.skipif(not OTHERS, reason=f"no CPython of {', '.join(VERSIONS)} other than {HERE} was found "
-                                       "(PATH, pyenv, ~/.cache/framehook/interpreters, /opt/fhpy)")
+@pytest.mark.skipif(
+    not OTHERS,
+    reason=f"no CPython of {', '.join(VERSIONS)} other than {HERE} was found "
+    "(PATH, pyenv, ~/.cache/framehook/interpreters, /opt/fhpy)",
+)
 def test_records_cross_versions_both_ways(tmp_path, cases):
     mine = []
     for name, fn, args, kwargs in cases():

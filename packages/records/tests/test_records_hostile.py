@@ -1,4 +1,5 @@
 """The hostile corpus: every file is rejected cleanly, and loading executes nothing."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -17,8 +18,8 @@ from framehook.records.errors import RecordTooLargeError, RecordVersionError
 HERE = Path(__file__).resolve().parent
 HOSTILE = HERE / "records_data" / "hostile"
 _MANIFEST = json.loads((HOSTILE / "MANIFEST.json").read_text())
-MANIFEST = _MANIFEST["load"]          # name -> fragment of the load() error
-REPLAY = _MANIFEST["replay"]          # name -> {"note": ..., "trust": ...} (see make_hostile.py)
+MANIFEST = _MANIFEST["load"]  # name -> fragment of the load() error
+REPLAY = _MANIFEST["replay"]  # name -> {"note": ..., "trust": ...} (see make_hostile.py)
 
 spec = importlib.util.spec_from_file_location("records_audit", HERE / "records_data" / "audit.py")
 helpers = importlib.util.module_from_spec(spec)
@@ -51,7 +52,7 @@ def test_hostile_file_rejected_without_executing_anything(name):
         with pytest.raises(RecordError) as info:
             load(path)
         also_trusted_parse = None
-        try:   # trusted=True permits pickle values but must still reject malformed files
+        try:  # trusted=True permits pickle values but must still reject malformed files
             load(path, trusted=True)
         except RecordError as exc:
             also_trusted_parse = exc
@@ -76,10 +77,12 @@ def test_audit_watch_really_sees_events():
 
 def test_pickle_payload_needs_trusted(tmp_path):
     import uuid
+
     value = uuid.UUID(int=7)
 
     def uses(u):
         return str(u)
+
     path = tmp_path / "p.fhrec"
     rec = record_call(uses, (value,), path=path, allow_pickle=True)
     assert rec.missing == []
@@ -87,6 +90,7 @@ def test_pickle_payload_needs_trusted(tmp_path):
         load(path)
     assert load(path, trusted=True).call["args"]["items"][0]["t"] == "pickle"
     from framehook.records import replay
+
     result = replay(path, modes=("plain",), trusted=True)
     assert result.ok, result.report()
 
@@ -96,9 +100,9 @@ def test_cli_reports_hostile_files_without_traceback(capsys):
     assert cli_main(["replay", *files]) == 2
     out = capsys.readouterr()
     lines = out.out.split("\n")
-    assert lines[-1] == "" and len(lines) - 1 == len(files)   # one line per file, nothing else
+    assert lines[-1] == "" and len(lines) - 1 == len(files)  # one line per file, nothing else
     assert all(l.startswith("ERROR") for l in lines[:-1])
-    assert all(ch.isprintable() for l in lines for ch in l)   # control characters arrive escaped
+    assert all(ch.isprintable() for l in lines for ch in l)  # control characters arrive escaped
     assert not any(l.startswith("MATCH") for l in lines)
     assert "Traceback" not in out.out + out.err
 
@@ -110,7 +114,7 @@ def test_hostile_bytecode_loads_cleanly_and_is_never_run(name):
     with helpers.AuditWatch():
         rec = load(path)
     assert helpers.AuditWatch.events == []
-    rec.python = current_python()     # as if recorded here, so replay considers the bytecode
+    rec.python = current_python()  # as if recorded here, so replay considers the bytecode
     result = replay_record(rec, modes=("plain",))
     assert not hasattr(sys, "FRAMEHOOK_PWNED")
     assert result.ok and result.code_from == FROM_SOURCE, result.report()
@@ -135,7 +139,7 @@ def test_cli_refuses_hostile_bytecode_with_trust(tmp_path, capsys):
     assert cli_main(["replay", "--trust-bytecode", "--mode", "plain", *files]) == 2
     lines = capsys.readouterr().out.strip().split("\n")
     assert len(lines) == len(files) and all(l.startswith("ERROR") for l in lines)
-    assert cli_main(["replay", "--mode", "plain", *files]) == 0   # without trust: the source runs
+    assert cli_main(["replay", "--mode", "plain", *files]) == 0  # without trust: the source runs
     assert all("recorded bytecode differs" in l for l in capsys.readouterr().out.strip().split("\n"))
 
 
@@ -157,6 +161,7 @@ def test_missing_file_and_directory(tmp_path):
 
 def test_newer_minor_version_ignores_unknown_fields(tmp_path):
     from framehook.records import container
+
     rec = record_call(_sample, (5,))
     doc = rec.to_document()
     doc["format"] = [1, container.FORMAT_MINOR + 1]
@@ -176,12 +181,13 @@ def test_newer_major_version_message(tmp_path):
 
 def test_uncompressed_roundtrip_and_length_mismatch(tmp_path):
     from framehook.records import container
+
     rec = record_call(_sample, (5,))
     path = tmp_path / "plain.fhrec"
     save(rec, path, compress=False)
     assert load(path).outcome == rec.outcome
     data = bytearray(path.read_bytes())
-    data[24:32] = (len(data) + 5).to_bytes(8, "big")   # decoded length disagrees with stored
+    data[24:32] = (len(data) + 5).to_bytes(8, "big")  # decoded length disagrees with stored
     with pytest.raises(RecordError, match="length mismatch"):
         container.unpack(bytes(data))
 
@@ -210,11 +216,17 @@ def test_every_hostile_file_is_refused_within_a_memory_cap():
     pytest.importorskip("resource", reason="address-space caps need the POSIX resource module")
     import os
     import subprocess
+
     cap = 250 * 1024 * 1024
     files = [str(HOSTILE / n) for n in sorted(MANIFEST)]
     src = Path(__file__).resolve().parents[1] / "src"
-    proc = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(cap), *files], capture_output=True, text=True,
-                          timeout=600, env=dict(os.environ, PYTHONPATH=str(src)))
+    proc = subprocess.run(
+        [sys.executable, "-c", MEMORY_CHILD, str(cap), *files],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ, PYTHONPATH=str(src)),
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     outcomes = json.loads(proc.stdout.strip().splitlines()[-1])
     assert outcomes == {f: "refused" for f in files}

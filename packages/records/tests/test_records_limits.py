@@ -3,6 +3,7 @@ under an address-space cap, with an audit hook showing load() runs nothing.
 
 The child's wall-clock timeout only guards against a hang; nothing here measures time.
 """
+
 from __future__ import annotations
 
 import base64
@@ -53,8 +54,10 @@ CHILD = textwrap.dedent("""
 
 def _arg_in_call(marker: str = "@@ARG@@") -> bytes:
     """The body of a real record whose first argument is ``marker`` (to splice raw JSON in)."""
+
     def target(a):
         return a
+
     doc = record_call(target, (0,)).to_document()
     doc["call"]["args"]["items"][0] = marker
     return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("ascii")
@@ -63,8 +66,9 @@ def _arg_in_call(marker: str = "@@ARG@@") -> bytes:
 def _envelope(body: bytes, *, declared: int | None = None, compress: bool = True) -> bytes:
     stored = zlib.compress(body, 9) if compress else body
     size = len(body) if declared is None else declared
-    head = struct.pack(">8sHHIQQ32s", container.MAGIC, 1, 0, int(compress), len(stored), size,
-                       hashlib.sha256(body).digest())
+    head = struct.pack(
+        ">8sHHIQQ32s", container.MAGIC, 1, 0, int(compress), len(stored), size, hashlib.sha256(body).digest()
+    )
     return head + stored
 
 
@@ -96,9 +100,19 @@ def _run_child(tmp_path: Path, data: bytes, limits: dict | None = None) -> dict:
     path = tmp_path / "hostile.fhrec"
     path.write_bytes(data)
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(path), json.dumps(limits or {}),
-         str(HERE / "records_data" / "audit.py"), str(MEMORY_CAP)],
-        capture_output=True, text=True, timeout=HANG_GUARD_SECONDS)
+        [
+            sys.executable,
+            "-c",
+            CHILD,
+            str(path),
+            json.dumps(limits or {}),
+            str(HERE / "records_data" / "audit.py"),
+            str(MEMORY_CAP),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_SECONDS,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     outcome = json.loads(proc.stdout.strip().splitlines()[-1])
     assert outcome["events"] == [], outcome["events"]
@@ -123,23 +137,33 @@ def test_zip_bomb_under_the_declared_size_stops_at_it(tmp_path):
 
 def test_zip_bomb_declaring_its_size_is_refused_by_body_bytes(tmp_path):
     data = _zeros_bomb(256 * MIB, declared=256 * MIB)
-    _expect(_run_child(tmp_path, data), "RecordLimitError",
-            rf"body_bytes {256 * MIB} exceeds the limit of {Limits().body_bytes}")
+    _expect(
+        _run_child(tmp_path, data),
+        "RecordLimitError",
+        rf"body_bytes {256 * MIB} exceeds the limit of {Limits().body_bytes}",
+    )
 
 
 def test_compressed_run_of_empty_lists_refused_by_node_count(tmp_path):
-    count = 20_000_000                    # 60 MB of "[]," from a file of about 60 KB
+    count = 20_000_000  # 60 MB of "[]," from a file of about 60 KB
     data = _envelope(b"[]," * count)
     assert len(data) < 300_000
-    _expect(_run_child(tmp_path, data), "RecordLimitError",
-            rf"nodes exceeds the limit of {Limits().nodes} \(counting stopped at {Limits().nodes + 1}\)")
+    _expect(
+        _run_child(tmp_path, data),
+        "RecordLimitError",
+        rf"nodes exceeds the limit of {Limits().nodes} \(counting stopped at {Limits().nodes + 1}\)",
+    )
 
 
 def test_deep_nesting_refused_by_depth_even_with_nodes_raised(tmp_path):
     depth = 5_000_000
     data = _envelope(b"[" * depth + b"]" * depth)
     outcome = _run_child(tmp_path, data, {"nodes": 10 * depth})
-    _expect(outcome, "RecordLimitError", rf"depth exceeds the limit of {Limits().depth} \(counting stopped at {Limits().depth + 1}\)")
+    _expect(
+        outcome,
+        "RecordLimitError",
+        rf"depth exceeds the limit of {Limits().depth} \(counting stopped at {Limits().depth + 1}\)",
+    )
 
 
 def test_unbalanced_closing_brackets_refused(tmp_path):
@@ -155,20 +179,29 @@ def test_three_million_small_ints_refused_by_node_count(tmp_path):
 
 def test_huge_npy_shape_refused_by_element_count(tmp_path):
     data = _with_arg('{"t":"ndarray","id":0,"npy":"%s"}' % _npy("<f8", (10**6, 10**6), bytes(16)))
-    _expect(_run_child(tmp_path, data), "RecordLimitError",
-            rf"array_elements {10**12} exceeds the limit of {Limits().array_elements}")
+    _expect(
+        _run_child(tmp_path, data),
+        "RecordLimitError",
+        rf"array_elements {10**12} exceeds the limit of {Limits().array_elements}",
+    )
 
 
 def test_wide_npy_dtype_refused_by_byte_size(tmp_path):
     data = _with_arg('{"t":"ndarray","id":0,"npy":"%s"}' % _npy("<U64", (1 << 20,), bytes(16)))
-    _expect(_run_child(tmp_path, data), "RecordLimitError",
-            rf"array_bytes {256 << 20} exceeds the limit of {Limits().array_bytes}")
+    _expect(
+        _run_child(tmp_path, data),
+        "RecordLimitError",
+        rf"array_bytes {256 << 20} exceeds the limit of {Limits().array_bytes}",
+    )
 
 
 def test_npy_data_shorter_than_its_shape_refused(tmp_path):
     data = _with_arg('{"t":"ndarray","id":0,"npy":"%s"}' % _npy("<f8", (10,), bytes(16)))
-    _expect(_run_child(tmp_path, data), "RecordFormatError",
-            r"numpy data of 16 bytes disagrees with its header \(10 x 8 bytes\)")
+    _expect(
+        _run_child(tmp_path, data),
+        "RecordFormatError",
+        r"numpy data of 16 bytes disagrees with its header \(10 x 8 bytes\)",
+    )
 
 
 @pytest.mark.parametrize("descr", ["|O", [("a", "<i4"), ("b", "|O")]], ids=["object", "object-field"])
@@ -180,7 +213,8 @@ def test_npy_object_dtype_refused_at_load(tmp_path, descr):
 def _wide_record(path: Path) -> Path:
     def total(xs):
         return sum(xs)
-    record_call(total, (list(range(2_000)),), path=path)   # 5 nodes per int, stored 3 times
+
+    record_call(total, (list(range(2_000)),), path=path)  # 5 nodes per int, stored 3 times
     return path
 
 
@@ -237,7 +271,7 @@ def test_limit_message_advice_depends_on_whether_the_caller_lowered_it(tmp_path)
     assert "lowered by the caller from the default" in str(lowered.value)
     assert "raise it" not in str(lowered.value)
     bomb = HERE / "records_data" / "hostile" / "19_json_nesting_bomb.fhrec"
-    for limits in (Limits(), Limits(depth=Limits().depth * 2)):   # at and above the default
+    for limits in (Limits(), Limits(depth=Limits().depth * 2)):  # at and above the default
         with pytest.raises(RecordLimitError) as info:
             load(bomb, limits=limits)
         assert info.value.limit == "depth"

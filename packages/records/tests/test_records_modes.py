@@ -1,4 +1,5 @@
 """Replay modes registered through the ``framehook.replay_modes`` entry point group."""
+
 from __future__ import annotations
 
 import io
@@ -27,15 +28,23 @@ def double(x):
 
 def doubled_twice(fn, run):
     first = run(fn)
-    return {"outcome": run(fn), "intercepted": 2, "problems": [] if first.value == 6 else ["first run"],
-            "decisions": {"runs": 2}}
+    return {
+        "outcome": run(fn),
+        "intercepted": 2,
+        "problems": [] if first.value == 6 else ["first run"],
+        "decisions": {"runs": 2},
+    }
 
 
 @pytest.fixture
 def fake_modes(monkeypatch):
-    eps = [FakeEntryPoint("twice", doubled_twice), FakeEntryPoint("broken", ImportError("no module named fake")),
-           FakeEntryPoint("constant", 42), FakeEntryPoint("wrong", lambda fn, run: run(fn)),
-           FakeEntryPoint("plain", modes.plain, "framehook.records.modes:plain")]
+    eps = [
+        FakeEntryPoint("twice", doubled_twice),
+        FakeEntryPoint("broken", ImportError("no module named fake")),
+        FakeEntryPoint("constant", 42),
+        FakeEntryPoint("wrong", lambda fn, run: run(fn)),
+        FakeEntryPoint("plain", modes.plain, "framehook.records.modes:plain"),
+    ]
     monkeypatch.setattr(modes, "_entry_points", lambda: eps)
     return eps
 
@@ -43,16 +52,25 @@ def fake_modes(monkeypatch):
 def test_every_registered_mode_runs_after_the_standard_ones(fake_modes):
     rec = record_call(double, (3,))
     result = replay_record(rec)
-    assert [m.mode for m in result.modes] == ["plain", "shadow", "translator", "profiled",
-                                              "broken", "constant", "twice", "wrong"]
+    assert [m.mode for m in result.modes] == [
+        "plain",
+        "shadow",
+        "translator",
+        "profiled",
+        "broken",
+        "constant",
+        "twice",
+        "wrong",
+    ]
     statuses = {m.mode: m.status for m in result.modes}
     assert statuses["plain"] == "match" and statuses["twice"] == "match"
     assert result.mode("twice").intercepted == 2 and result.mode("twice").decisions == {"runs": 2}
-    for standard in ("shadow", "translator", "profiled"):   # hidden by the fake registry
+    for standard in ("shadow", "translator", "profiled"):  # hidden by the fake registry
         assert result.mode(standard).reason == f"{modes.STANDARD[standard]} is not installed"
     assert result.mode("broken").status == "skip"
-    assert result.mode("broken").reason == ("the broken mode (fake.module:broken) cannot be loaded: "
-                                            "ImportError: no module named fake")
+    assert result.mode("broken").reason == (
+        "the broken mode (fake.module:broken) cannot be loaded: ImportError: no module named fake"
+    )
     assert result.mode("constant").reason == "the constant mode (fake.module:constant) is not a function"
     wrong = result.mode("wrong")
     assert wrong.status == "error" and "not a dict with the outcome of run()" in wrong.reason
@@ -66,7 +84,7 @@ def test_a_mode_reports_its_problems_as_differences(monkeypatch):
     result = replay_record(record_call(double, (1,)), modes=("unhappy", "nowhere"))
     unhappy_result = result.mode("unhappy")
     assert unhappy_result.status == "mismatch" and unhappy_result.diffs == ["frame not seen"]
-    assert unhappy_result.intercepted is None   # not an int: not reported
+    assert unhappy_result.intercepted is None  # not an int: not reported
     assert result.mode("nowhere").status == "error" and result.mode("nowhere").reason == "unknown mode 'nowhere'"
 
 

@@ -1,4 +1,5 @@
 """The pytest plugin against a small sample project (run in a subprocess by pytester)."""
+
 from __future__ import annotations
 
 import sys
@@ -10,11 +11,12 @@ from framehook.records.modes import available
 
 pytest_plugins = ["pytester"]
 
-try:   # imported here, not first inside a pytester run, which would unload numpy afterwards
+try:  # imported here, not first inside a pytester run, which would unload numpy afterwards
     from framehook.translator import optimize, reset  # noqa: F401
+
     HAS_TRANSLATOR = True
 except ImportError:
-    HAS_TRANSLATOR = False   # what --framehook-optimize needs (not the replay-mode entry point)
+    HAS_TRANSLATOR = False  # what --framehook-optimize needs (not the replay-mode entry point)
 
 SAMPLE_LIB = '''
 def area(w, h):
@@ -46,6 +48,7 @@ def unavailable(mode: str):
 def _plugin_args() -> list[str]:
     """Load the plugin explicitly unless its entry point is installed (loading it twice fails)."""
     from importlib import metadata
+
     try:
         eps = metadata.entry_points()
         group = eps.select(group="pytest11") if hasattr(eps, "select") else eps.get("pytest11", [])
@@ -74,8 +77,13 @@ def test_plugin_is_inert_without_options(project):
 
 def test_record_option_writes_replayable_records(project):
     out_dir = project.path / "recs"
-    result = project.runpytest(*_plugin_args(), "-p", "no:cacheprovider",
-                                          "--framehook-record=samplelib:area", f"--framehook-record-dir={out_dir}")
+    result = project.runpytest(
+        *_plugin_args(),
+        "-p",
+        "no:cacheprovider",
+        "--framehook-record=samplelib:area",
+        f"--framehook-record-dir={out_dir}",
+    )
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*framehook: 4 records written to*"])
     files = sorted(out_dir.glob("*.fhrec"))
@@ -102,7 +110,7 @@ def test_shadow_option(project):
     if reason is None:
         result.assert_outcomes(passed=2, failed=1)
         result.stdout.fnmatch_lines(["*framehook shadow: * frames intercepted*", "*framehook: 0 tests diverged*"])
-    else:   # without framehook-runtime: a clear usage error, not a crash
+    else:  # without framehook-runtime: a clear usage error, not a crash
         assert result.ret != 0
         result.stderr.fnmatch_lines(["*--framehook-shadow needs framehook-runtime*"])
 
@@ -121,19 +129,21 @@ def test_optimize_option_rejects_an_unknown_backend_at_configure_time(project):
     if not HAS_TRANSLATOR:
         pytest.skip("needs framehook-translator (without it the option is a usage error of its own)")
     from framehook.translator import list_backends
+
     for value in ("nosuch", ""):
         result = project.runpytest(*_plugin_args(), "-p", "no:cacheprovider", f"--framehook-optimize={value}")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
-        result.stderr.fnmatch_lines([f"*--framehook-optimize={value!r}: unknown backend; available: "
-                                     f"{', '.join(list_backends())}*"])
+        result.stderr.fnmatch_lines(
+            [f"*--framehook-optimize={value!r}: unknown backend; available: {', '.join(list_backends())}*"]
+        )
         text = result.stdout.str() + result.stderr.str()
-        assert "Traceback" not in text and "test_area" not in text   # no test ran
+        assert "Traceback" not in text and "test_area" not in text  # no test ran
 
 
 def test_optimize_option_reports_a_backend_that_cannot_run_here(project, monkeypatch):
     if not HAS_TRANSLATOR:
         pytest.skip("needs framehook-translator")
-    from framehook.translator.backends import _registry   # registered for this test only
+    from framehook.translator.backends import _registry  # registered for this test only
 
     def needs_extra(graph, example_inputs):
         return graph.forward
@@ -143,8 +153,7 @@ def test_optimize_option_reports_a_backend_that_cannot_run_here(project, monkeyp
 
     needs_extra.check_available = check_available
     monkeypatch.setitem(_registry, "needs_extra", needs_extra)
-    result = project.runpytest_inprocess(*_plugin_args(), "-p", "no:cacheprovider",
-                                         "--framehook-optimize=needs_extra")
+    result = project.runpytest_inprocess(*_plugin_args(), "-p", "no:cacheprovider", "--framehook-optimize=needs_extra")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--framehook-optimize='needs_extra': the needs_extra backend needs*"])
 
@@ -169,5 +178,6 @@ def test_shadow_and_optimize_together_intercept_what_each_does_alone(pytester):
     # the test functions, area three times, scaled (and its comprehension before 3.12)
     assert _intercepted(shadow) >= 6
     assert _intercepted(both) == _intercepted(shadow)
-    both.stdout.fnmatch_lines(["*framehook optimize[[]eager[]]: 2 tests run under the translator*",
-                               "*framehook: 0 tests diverged*"])
+    both.stdout.fnmatch_lines(
+        ["*framehook optimize[[]eager[]]: 2 tests run under the translator*", "*framehook: 0 tests diverged*"]
+    )

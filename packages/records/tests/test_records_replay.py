@@ -1,4 +1,5 @@
 """record() / replay(): plain replays, diffs, cross-version source replays, golden records, CLI."""
+
 from __future__ import annotations
 
 import platform
@@ -9,7 +10,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from framehook.records import (NewerPythonError, SourceUnavailableError, UntrustedBytecodeError, dumps, load, loads, record, record_call, replay, replay_record, save)
+from framehook.records import (
+    NewerPythonError,
+    SourceUnavailableError,
+    UntrustedBytecodeError,
+    dumps,
+    load,
+    loads,
+    record,
+    record_call,
+    replay,
+    replay_record,
+    save,
+)
 from framehook.records.cli import main as cli_main
 from framehook.records.codeloc import NEWEST_PYTHON
 from framehook.records.modes import STANDARD, available
@@ -41,6 +54,7 @@ def make_closure(a):
     def inner(c):
         b.append(c)
         return a + c + len(b)
+
     return inner
 
 
@@ -82,6 +96,7 @@ def uses_numpy(a):
 def empty_cell_closure():
     def later():
         return unset  # noqa: F821 - the cell is empty on purpose
+
     f = later
     unset = 1
     del unset
@@ -101,18 +116,21 @@ def both_ways(path):
     return replay(path, modes=MODES), replay(path, modes=MODES, prefer_source=True)
 
 
-@pytest.mark.parametrize("fn,args,kwargs", [
-    (compute, ([1, 2],), {"extra": 5}),
-    (fact, (6,), {}),
-    (make_closure(4), (3,), {}),
-    (gen, (3,), {}),
-    (coro, (1,), {}),
-    (agen, (2,), {}),
-    (raises, ("k",), {}),
-    (uses_numpy, (np.arange(3),), {}),
-    (Thing().method, (1,), {}),
-    (empty_cell_closure(), (), {}),
-])
+@pytest.mark.parametrize(
+    "fn,args,kwargs",
+    [
+        (compute, ([1, 2],), {"extra": 5}),
+        (fact, (6,), {}),
+        (make_closure(4), (3,), {}),
+        (gen, (3,), {}),
+        (coro, (1,), {}),
+        (agen, (2,), {}),
+        (raises, ("k",), {}),
+        (uses_numpy, (np.arange(3),), {}),
+        (Thing().method, (1,), {}),
+        (empty_cell_closure(), (), {}),
+    ],
+)
 def test_record_and_replay_match(tmp_path, fn, args, kwargs):
     path = tmp_path / "r.fhrec"
     rec = record_call(fn, args, kwargs, path=path)
@@ -130,12 +148,11 @@ def test_record_shortcut_and_outcome_contents(tmp_path):
     assert rec.outcome["kind"] == "return"
     assert set(rec.globals) >= {"helper", "SCALE"}
     assert rec.locals["k"]["t"] == "int"
-    assert rec.outcome["args_after"] != rec.call["args"]   # the list argument was mutated
+    assert rec.outcome["args_after"] != rec.call["args"]  # the list argument was mutated
     rec2 = record(gen, 2)
     assert rec2.code["kind"] == "generator" and [e[0] for e in rec2.outcome["events"]] == ["yield", "yield"]
     with pytest.raises(TypeError, match="needs a Python function"):
         record(len, [1])
-
 
 
 def test_mismatch_is_reported_not_raised(tmp_path):
@@ -171,7 +188,7 @@ def test_missing_values_are_named(tmp_path):
 
 
 def test_cross_version_source_replay(tmp_path):
-    older = "3.9.1" if sys.version_info[:2] != (3, 9) else "3.10.1"   # another supported version
+    older = "3.9.1" if sys.version_info[:2] != (3, 9) else "3.10.1"  # another supported version
     rec = record_call(make_closure(2), (5,))
     rec.python = dict(rec.python, version=older, magic="00000000")
     path = tmp_path / "other.fhrec"
@@ -222,7 +239,7 @@ def test_record_from_an_older_or_unparsable_python_is_not_refused(tmp_path):
         result = replay(_from_python(tmp_path, fact, (4,), version), modes=MODES)
         assert result.code_from == "source" and result.recorded_on == version
         assert result.ok, result.report()
-    with pytest.raises(SourceUnavailableError) as info:   # older, no source: the plain refusal
+    with pytest.raises(SourceUnavailableError) as info:  # older, no source: the plain refusal
         replay(_from_python(tmp_path, fact, (4,), older, source=False), modes=MODES)
     assert not isinstance(info.value, NewerPythonError)
     assert older in str(info.value) and f"this is Python {platform.python_version()}" in str(info.value)
@@ -231,6 +248,7 @@ def test_record_from_an_older_or_unparsable_python_is_not_refused(tmp_path):
 def test_cross_version_builtin_message_difference_is_a_note(tmp_path):
     def index_error(xs):
         return xs[5]
+
     rec = record_call(index_error, ([],))
     rec.outcome["exception"]["args"]["items"][0] = "older wording"
     rec.python = dict(rec.python, magic="00000000")
@@ -245,7 +263,7 @@ def test_source_unavailable(tmp_path):
     rec = record_call(namespace["dynamic"], (1,))
     assert rec.code["source"] is None
     with pytest.raises(UntrustedBytecodeError, match="without source.*--trust-bytecode"):
-        replay_record(loads(dumps(rec)), modes=MODES)   # same version: nothing to check the bytecode against
+        replay_record(loads(dumps(rec)), modes=MODES)  # same version: nothing to check the bytecode against
     trusted = replay_record(loads(dumps(rec)), modes=MODES, trust_bytecode=True)
     assert trusted.ok and trusted.code_from == FROM_TRUSTED, trusted.report()
     rec.python = dict(rec.python, magic="00000000")
@@ -276,7 +294,7 @@ def test_source_does_not_compile_here(tmp_path, capsys):
 def test_corrupt_marshal(tmp_path):
     rec = record_call(fact, (3,))
     rec.code["marshal"] = "AAAA"
-    result = replay_record(loads(dumps(rec)), modes=MODES)   # the source runs; the damage is reported
+    result = replay_record(loads(dumps(rec)), modes=MODES)  # the source runs; the damage is reported
     assert result.ok and result.code_from == FROM_SOURCE, result.report()
     assert "differs from the compilation of its source" in result.bytecode_note
     assert "marshalled code is corrupt" in result.summary()
@@ -309,7 +327,7 @@ def test_every_mode_is_run_or_skipped_with_a_reason(tmp_path):
 
 
 def test_golden_records_replay_here(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "conformance"))   # the cases' own module (fhcases)
+    monkeypatch.syspath_prepend(str(ROOT / "conformance"))  # the cases' own module (fhcases)
     files = sorted(GOLDEN.glob("*.fhrec"))
     assert len(files) >= 200
     for path in files[::7]:
@@ -338,11 +356,9 @@ def test_cli_output(tmp_path, capsys):
     assert cli_main([]) == 2
 
 
-
 def test_package_versions_listed():
     rec = record_call(fact, (2,))
-    assert set(rec.packages) == {"framehook.records", "framehook.runtime", "framehook.translator",
-                                 "framehook.profiler"}
+    assert set(rec.packages) == {"framehook.records", "framehook.runtime", "framehook.translator", "framehook.profiler"}
     assert rec.packages["framehook.records"] == "0.1.0" or rec.packages["framehook.records"] is None
     assert rec.python["version"].startswith("%d.%d" % sys.version_info[:2])
 
@@ -375,18 +391,24 @@ def test_a_failed_save_leaves_neither_the_record_nor_its_temp_file(tmp_path, mon
                 self.fh.write(data[:10])
                 raise OSError(28, "No space left on device")
 
-        monkeypatch.setattr(builtins, "open", lambda name, mode="r", *a, **k:
-                            Full(real_open(name, mode, *a, **k)) if "w" in mode else real_open(name, mode, *a, **k))
+        monkeypatch.setattr(
+            builtins,
+            "open",
+            lambda name, mode="r", *a, **k: (
+                Full(real_open(name, mode, *a, **k)) if "w" in mode else real_open(name, mode, *a, **k)
+            ),
+        )
     with pytest.raises(OSError, match="No space left"):
         save(record_call(fact, (4,)), path)
     monkeypatch.undo()
-    assert path.read_bytes() == before          # the old record is intact
+    assert path.read_bytes() == before  # the old record is intact
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.fhrec"]
 
 
 def test_replay_does_not_repeat_the_sources_syntax_warnings(tmp_path, recwarn):
     import warnings
-    source = "def f(x):\n    return x is 1\n"   # 'is' with a literal: a SyntaxWarning when compiled
+
+    source = "def f(x):\n    return x is 1\n"  # 'is' with a literal: a SyntaxWarning when compiled
     module = tmp_path / "warns.py"
     module.write_text(source)
     ns = {}

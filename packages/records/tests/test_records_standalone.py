@@ -4,6 +4,7 @@ it records and replays plain records and says which modes it skipped and why.
 The child interpreter runs without site-packages (-S: no other distribution, so no entry
 point of theirs either) and with a meta path finder refusing the other packages, so an
 import of any of them fails loudly instead of finding a copy elsewhere."""
+
 from __future__ import annotations
 
 import json
@@ -54,8 +55,12 @@ print(json.dumps({
 
 
 def test_records_replay_plain_records_with_nothing_else_installed(tmp_path):
-    proc = subprocess.run([sys.executable, "-S", "-s", "-c", CHILD, str(SRC), str(tmp_path / "s.fhrec")],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-S", "-s", "-c", CHILD, str(SRC), str(tmp_path / "s.fhrec")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["statuses"] == {

@@ -9,6 +9,7 @@
 4. Memory per cache entry and per intercepted code object (tracemalloc).
 Medians over --repeat interleaved repetitions.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -101,8 +102,12 @@ def bench_cache_hit(repeat, calls=200_000):
                 hooked.append(timed(loop_calls, small, calls))
         per_plain = (statistics.median(plain) - statistics.median(base)) / calls
         per_hooked = (statistics.median(hooked) - statistics.median(base)) / calls
-        results[label] = {"plain_ns": per_plain, "hit_ns": per_hooked, "added_ns": per_hooked - per_plain,
-                          "ratio": per_hooked / per_plain}
+        results[label] = {
+            "plain_ns": per_plain,
+            "hit_ns": per_hooked,
+            "added_ns": per_hooked - per_plain,
+            "ratio": per_hooked / per_plain,
+        }
         assert rt.cache_entries(small.__code__)[0].hits >= repeat * calls
     rt.reset_code(small.__code__)
     return results
@@ -145,8 +150,13 @@ def bench_dynamo(repeat, calls=20_000):
     plain_ns = statistics.median(plain)
     dynamo_added = statistics.median(dyn) - plain_ns
     ours_added = statistics.median(ours) - plain_ns
-    return {"torch": torch.__version__, "plain_ns": plain_ns, "dynamo_added_ns": dynamo_added,
-            "framehook_added_ns": ours_added, "dynamo_over_framehook": dynamo_added / max(ours_added, 1.0)}
+    return {
+        "torch": torch.__version__,
+        "plain_ns": plain_ns,
+        "dynamo_added_ns": dynamo_added,
+        "framehook_added_ns": ours_added,
+        "dynamo_over_framehook": dynamo_added / max(ours_added, 1.0),
+    }
 
 
 def bench_memory(n=2000):
@@ -188,12 +198,16 @@ def main():
     print(f"CPython {sys.version.split()[0]}, framehook-runtime {rt.__version__}, medians of {args.repeat}")
     shim = build_shim()
     f = bench_fib(shim, args.repeat)
-    print(f"fib(24): plain {f['plain_ms']:.1f} ms; do-nothing shim {f['shim_vs_plain']:.2f}x plain; "
-          f"framehook (callback skips all) {f['hook_vs_plain']:.2f}x plain = {f['hook_vs_shim']:.3f}x the shim")
+    print(
+        f"fib(24): plain {f['plain_ms']:.1f} ms; do-nothing shim {f['shim_vs_plain']:.2f}x plain; "
+        f"framehook (callback skips all) {f['hook_vs_plain']:.2f}x plain = {f['hook_vs_shim']:.3f}x the shim"
+    )
     hits = bench_cache_hit(args.repeat)
     for label, r in hits.items():
-        print(f"cache hit, {label}: plain call {r['plain_ns']:.0f} ns, hit {r['hit_ns']:.0f} ns, "
-              f"added {r['added_ns']:.0f} ns ({r['ratio']:.2f}x)")
+        print(
+            f"cache hit, {label}: plain call {r['plain_ns']:.0f} ns, hit {r['hit_ns']:.0f} ns, "
+            f"added {r['added_ns']:.0f} ns ({r['ratio']:.2f}x)"
+        )
     d = bench_dynamo(args.repeat)
     if isinstance(d, str):
         print(f"Dynamo comparison: {d}")
@@ -201,13 +215,17 @@ def main():
         # Around a ~3 us tensor call our added time is within the noise, so the ratio is
         # taken against the largest framehook figure of this run (the small-int hits too).
         ours = max([d["framehook_added_ns"]] + [r["added_ns"] for r in hits.values()])
-        print(f"x + 1 on a 1-element tensor, {d['plain_ns']:.0f} ns plain: Dynamo (torch {d['torch']}, "
-              f"backend=eager) adds {d['dynamo_added_ns']:.0f} ns per cache-hit call; framehook adds "
-              f"{d['framehook_added_ns']:.0f} ns here and at most {ours:.0f} ns in this run: "
-              f"{d['dynamo_added_ns'] / ours:.0f}x less")
+        print(
+            f"x + 1 on a 1-element tensor, {d['plain_ns']:.0f} ns plain: Dynamo (torch {d['torch']}, "
+            f"backend=eager) adds {d['dynamo_added_ns']:.0f} ns per cache-hit call; framehook adds "
+            f"{d['framehook_added_ns']:.0f} ns here and at most {ours:.0f} ns in this run: "
+            f"{d['dynamo_added_ns'] / ours:.0f}x less"
+        )
     m = bench_memory()
-    print(f"memory: {m['bytes_per_intercepted_code']:.0f} bytes per intercepted code object with its first "
-          f"cache entry; {m['bytes_per_extra_entry']:.0f} bytes per further entry")
+    print(
+        f"memory: {m['bytes_per_intercepted_code']:.0f} bytes per intercepted code object with its first "
+        f"cache entry; {m['bytes_per_extra_entry']:.0f} bytes per further entry"
+    )
 
 
 if __name__ == "__main__":

@@ -31,4 +31,3 @@ def shim(tmp_path_factory):
 @pytest.fixture
 def passthrough():
     return PassThrough()
-

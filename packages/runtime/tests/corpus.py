@@ -3,6 +3,7 @@
 Each case is a zero-argument function returning a plain value that captures what it
 observed (results, exception types, messages and traceback lines, introspection).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -36,6 +37,7 @@ def closures_and_argument_cells():
     def make(a, b=10):
         def add(x):
             return a + b + x
+
         a += 1  # an argument that is also a cell
         return add
 
@@ -52,6 +54,7 @@ def nonlocal_counter():
             nonlocal n
             n += k
             return n
+
         return bump
 
     c = counter()
@@ -64,8 +67,11 @@ def deep_closure_chain():
         def level2(y):
             def level3(z):
                 return x * 100 + y * 10 + z
+
             return level3
+
         return level2
+
     return level1(1)(2)(3)
 
 
@@ -480,6 +486,7 @@ def functools_and_decorators():
         def wrapper(*args, **kwargs):
             calls.append(fn.__name__)
             return fn(*args, **kwargs)
+
         return wrapper
 
     @logged
@@ -532,7 +539,9 @@ def lambdas_map_filter_sorted():
 
 
 if sys.version_info >= (3, 10):
-    exec(compile('''
+    exec(
+        compile(
+            '''
 @case
 def structural_pattern_matching():
     def classify(v):
@@ -551,10 +560,16 @@ def structural_pattern_matching():
                 return "other"
 
     return [classify(v) for v in (0, [1, 2, 3], [2, 1], {"kind": "point", "x": 3, "z": 1}, "42", 7.5, None)]
-''', __file__, "exec"))
+''',
+            __file__,
+            "exec",
+        )
+    )
 
 if sys.version_info >= (3, 11):
-    exec(compile('''
+    exec(
+        compile(
+            '''
 @case
 def exception_groups_except_star():
     def raiser():
@@ -568,4 +583,8 @@ def exception_groups_except_star():
     except* TypeError as eg:
         caught.append(("type", [str(e) for e in eg.exceptions]))
     return caught
-''', __file__, "exec"))
+''',
+            __file__,
+            "exec",
+        )
+    )

@@ -1,4 +1,5 @@
 """A workload for valgrind memcheck: every path of the runtime's C code, briefly."""
+
 import sys
 import threading
 
@@ -59,7 +60,9 @@ def raising_guard(f_locals):
 
 
 rt.set_guard_error_hook(lambda *a: None)
-with rt.enable(lambda f, e, s: rt.GuardedCode(f.f_code.replace(), raising_guard) if f.f_code is refused.__code__ else None):
+with rt.enable(
+    lambda f, e, s: rt.GuardedCode(f.f_code.replace(), raising_guard) if f.f_code is refused.__code__ else None
+):
     refused(1)
     for _ in range(50):
         try:
@@ -85,25 +88,42 @@ import contextvars  # noqa: E402
 
 var = contextvars.ContextVar("memcheck_var", default="t")
 shared, G = [1], {"g": {"k": [1]}}
-checker = rt.GuardChecker([
-    ((("local", "n"),), "TYPE_MATCH", int), ((("local", "n"),), "EQUALS_MATCH", 3),
-    ((("local", "xs"),), "LENGTH_CHECK", 1), ((("local", "d"),), "DICT_KEYS", ["a"]),
-    ((("local", "d"), ("item", "a")), "IS_NONE"), ((("local", "xs"), ("index", -1)), "TRUTH", True),
-    ((("global", "g"), ("item", "k"), ("len",)), "CONSTANT_MATCH", 1),
-    ((("local", "xs"),), "SAME_AS", (("local", "ys"),)),
-    ((("local", "xs"),), "NOT_SAME_AS", (("global", "g"), ("item", "k"))),
-    ((("local", "d"),), "NOT_SAME_AS", (("local", "e"), ("attr", "real"))),
-    ((), "CONTEXTVAR_IS", var, var.get(), lambda: False), ((), "CALL", lambda: True),
-], G)
+checker = rt.GuardChecker(
+    [
+        ((("local", "n"),), "TYPE_MATCH", int),
+        ((("local", "n"),), "EQUALS_MATCH", 3),
+        ((("local", "xs"),), "LENGTH_CHECK", 1),
+        ((("local", "d"),), "DICT_KEYS", ["a"]),
+        ((("local", "d"), ("item", "a")), "IS_NONE"),
+        ((("local", "xs"), ("index", -1)), "TRUTH", True),
+        ((("global", "g"), ("item", "k"), ("len",)), "CONSTANT_MATCH", 1),
+        ((("local", "xs"),), "SAME_AS", (("local", "ys"),)),
+        ((("local", "xs"),), "NOT_SAME_AS", (("global", "g"), ("item", "k"))),
+        ((("local", "d"),), "NOT_SAME_AS", (("local", "e"), ("attr", "real"))),
+        ((), "CONTEXTVAR_IS", var, var.get(), lambda: False),
+        ((), "CALL", lambda: True),
+    ],
+    G,
+)
 good = {"n": 3, "xs": shared, "ys": shared, "d": {"a": None}, "e": 1}
 assert checker(good) and checker.first_failure(dict(good, xs=G["g"]["k"], ys=G["g"]["k"])) == 8
-for f_locals in (good, dict(good, n=4), dict(good, ys=[1]), dict(good, xs=G["g"]["k"], ys=G["g"]["k"]),
-                 dict(good, e=object()), {k: v for k, v in good.items() if k != "e"}, {}):
+for f_locals in (
+    good,
+    dict(good, n=4),
+    dict(good, ys=[1]),
+    dict(good, xs=G["g"]["k"], ys=G["g"]["k"]),
+    dict(good, e=object()),
+    {k: v for k, v in good.items() if k != "e"},
+    {},
+):
     for _ in range(20):
         checker(f_locals)
         checker.first_failure(f_locals)
-for bad in ([((("local", "v"),), "NOT_SAME_AS", (("local", "v"),))], [((("local", "v"),), "NOT_SAME_AS", ())],
-            [((("local", "v"),), "SAME_AS", (("global", "g"),))]):
+for bad in (
+    [((("local", "v"),), "NOT_SAME_AS", (("local", "v"),))],
+    [((("local", "v"),), "NOT_SAME_AS", ())],
+    [((("local", "v"),), "SAME_AS", (("global", "g"),))],
+):
     try:
         rt.GuardChecker([((("local", "w"), ("item", "k")), "EQUALS_MATCH", [1])] + bad)
     except ValueError:
@@ -119,6 +139,7 @@ def framed(z):
     def g(a, *rest, c=1, **kw):
         tmp = z
         return lambda: a + tmp
+
     return g
 
 
@@ -129,11 +150,15 @@ def interrupt():
     raise KeyboardInterrupt
 
 
-on_frame = rt.GuardChecker([((("local", n),), "NOT_NONE") for n in ("a", "rest", "c", "kw", "z")]
-                           + [((("local", "a"),), "TYPE_MATCH", int)])
+on_frame = rt.GuardChecker(
+    [((("local", n),), "NOT_NONE") for n in ("a", "rest", "c", "kw", "z")] + [((("local", "a"),), "TYPE_MATCH", int)]
+)
 rt.set_guard_error_hook(lambda *a: None)
-for checker in (on_frame, rt.GuardChecker([((("local", "tmp"),), "IS_NONE")]),
-                rt.GuardChecker([((("local", "a"),), "EQUALS_MATCH", 9), ((), "CALL", interrupt)])):
+for checker in (
+    on_frame,
+    rt.GuardChecker([((("local", "tmp"),), "IS_NONE")]),
+    rt.GuardChecker([((("local", "a"),), "EQUALS_MATCH", 9), ((), "CALL", interrupt)]),
+):
     with rt.enable(lambda f, e, s: rt.GuardedCode(f.f_code.replace(), checker) if f.f_code is g.__code__ else None):  # noqa: F821 - the loop variable, deleted after the loop
         for a in (1, 2.0, 9, 1, 9):
             try:

@@ -5,6 +5,7 @@
 plain: as shipped; shim: under a do-nothing eval-frame function; hook: with framehook's
 pass-through callback intercepting every frame of the main thread.
 """
+
 from __future__ import annotations
 
 import argparse

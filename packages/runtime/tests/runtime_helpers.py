@@ -1,5 +1,6 @@
 """Helpers the runtime's test modules import (conftest.py holds only fixtures: when every
 package's tests run in one pytest process, `conftest` is not a name one package owns)."""
+
 from __future__ import annotations
 
 

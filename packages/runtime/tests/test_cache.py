@@ -1,4 +1,5 @@
 """The per-code cache: entries, guards, move-to-front, frame_state, reset, freeing."""
+
 from __future__ import annotations
 
 import gc
@@ -24,6 +25,7 @@ def variant(fn, offset):
 
 def test_guarded_entries_most_recent_first_and_hits():
     f = make_function("def f(x):\n    return x\n", "f")
+
     # positive numbers run variant 1000, negative ones variant 2000
     def cb(frame, entry, state):
         state.setdefault("misses", []).append(frame.f_locals["x"])

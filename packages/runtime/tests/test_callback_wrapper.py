@@ -1,4 +1,5 @@
 """CallbackWrapper: call_with(callback, fn, ...) as a function object (binding, attributes, gc)."""
+
 from __future__ import annotations
 
 import copy
@@ -137,8 +138,7 @@ def test_attributes_and_update_wrapper():
 
     add.marker = "kept"
     w = functools.update_wrapper(rt.CallbackWrapper(cb_a, add), add)
-    assert (w.__name__, w.__qualname__, w.__doc__, w.__module__) == (add.__name__, add.__qualname__, "Adds.",
-                                                                     __name__)
+    assert (w.__name__, w.__qualname__, w.__doc__, w.__module__) == (add.__name__, add.__qualname__, "Adds.", __name__)
     assert w.__wrapped__ is add and w.marker == "kept"
     assert w.callback is cb_a and w.fn is add
     assert inspect.signature(w) == inspect.signature(add)
@@ -189,7 +189,7 @@ def test_pickle_and_copy_by_reference():
 def _collected(make):
     """Builds an object graph, drops it, and tells whether gc freed it."""
     ref = make()
-    for _ in range(3):   # as test.support.gc_collect: garbage that runs finalizers is freed on a later pass
+    for _ in range(3):  # as test.support.gc_collect: garbage that runs finalizers is freed on a later pass
         gc.collect()
     return ref() is None
 
@@ -239,8 +239,11 @@ def test_cycles_through_the_wrapper_are_collected():
 
 
 def test_bad_arguments_name_the_argument():
-    with pytest.raises(TypeError, match=r"CallbackWrapper\(\) argument 'callback' must be None, False or a callable, "
-                                        r"not int"):
+    with pytest.raises(
+        TypeError,
+        match=r"CallbackWrapper\(\) argument 'callback' must be None, False or a callable, "
+        r"not int",
+    ):
         rt.CallbackWrapper(1, probe)
     with pytest.raises(TypeError, match=r"CallbackWrapper\(\) argument 'callback' must be None, False or a callable"):
         rt.CallbackWrapper(True, probe)
@@ -253,8 +256,10 @@ def test_bad_arguments_name_the_argument():
     with pytest.raises(TypeError, match="takes no keyword arguments"):
         rt.CallbackWrapper(callback=cb_a, fn=probe)
     with pytest.raises(TypeError):
+
         class Sub(rt.CallbackWrapper):  # final, as function is
             pass
+
     assert rt.get_eval_frame() is None
 
 

@@ -1,4 +1,5 @@
 """enable / run_only / disable as context managers and decorators; require_api."""
+
 from __future__ import annotations
 
 import sys

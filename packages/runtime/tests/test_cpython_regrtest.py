@@ -1,6 +1,7 @@
 """CPython's own regression tests, run plain, under a do-nothing eval-frame shim, and
 with framehook's pass-through callback intercepting every frame: each test must end as
 it does plain, or as under the shim (which alone changes a few outcomes on 3.12+)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -17,13 +18,41 @@ pytestmark = pytest.mark.regrtest
 HERE = Path(__file__).resolve().parent
 
 MODULES = [
-    "test_generators", "test_scopes", "test_exceptions", "test_with", "test_contextlib",
-    "test_contextlib_async", "test_coroutines", "test_asyncgen", "test_yield_from", "test_listcomps",
-    "test_setcomps", "test_dictcomps", "test_genexps", "test_grammar", "test_patma", "test_class",
-    "test_descr", "test_super", "test_funcattrs", "test_frame", "test_raise", "test_keywordonlyarg",
-    "test_positional_only_arg", "test_unpack_ex", "test_decorators", "test_dataclasses",
-    "test_exception_group", "test_except_star", "test_traceback", "test_sys_settrace",
-    "test_sys_setprofile", "test_bdb", "test_pdb", "test_profile", "test_cprofile",
+    "test_generators",
+    "test_scopes",
+    "test_exceptions",
+    "test_with",
+    "test_contextlib",
+    "test_contextlib_async",
+    "test_coroutines",
+    "test_asyncgen",
+    "test_yield_from",
+    "test_listcomps",
+    "test_setcomps",
+    "test_dictcomps",
+    "test_genexps",
+    "test_grammar",
+    "test_patma",
+    "test_class",
+    "test_descr",
+    "test_super",
+    "test_funcattrs",
+    "test_frame",
+    "test_raise",
+    "test_keywordonlyarg",
+    "test_positional_only_arg",
+    "test_unpack_ex",
+    "test_decorators",
+    "test_dataclasses",
+    "test_exception_group",
+    "test_except_star",
+    "test_traceback",
+    "test_sys_settrace",
+    "test_sys_setprofile",
+    "test_bdb",
+    "test_pdb",
+    "test_profile",
+    "test_cprofile",
 ]
 
 # Outcomes that differ for a reason of the test's own making, not the hook's.
@@ -46,7 +75,11 @@ def run(mode, modules, shim_path, cwd):
     # like regrtest, each run works in a scratch directory (some tests write files there)
     out = subprocess.run(
         [sys.executable, str(HERE / "regrtest_runner.py"), mode, "--shim", shim_path, *modules],
-        capture_output=True, text=True, env=env, timeout=900, cwd=str(cwd),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        cwd=str(cwd),
     )
     assert out.returncode == 0, f"{mode} run crashed:\n{out.stderr[-3000:]}"
     return json.loads(out.stdout)
@@ -63,7 +96,7 @@ def outcomes(shim, tmp_path_factory):
 
 def confirm(test_id, shim_path, tmp_path_factory):
     """Re-runs one diverging test alone in each mode: outcome per mode, or None if flaky."""
-    name = test_id[len("test."):]
+    name = test_id[len("test.") :]
     again = {mode: run(mode, [name], shim_path, tmp_path_factory.mktemp("again-" + mode)) for mode in MODES}
     got = {mode: again[mode][name].get(test_id) for mode in MODES}
     return got if got["hook"] not in (got["plain"], got["shim"]) else None

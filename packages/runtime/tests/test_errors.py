@@ -1,5 +1,6 @@
 """Bad input and failing callbacks: clear errors, the frame body never runs, the data
 stack and reference counts stay intact."""
+
 from __future__ import annotations
 
 import sys
@@ -65,11 +66,13 @@ def test_replacement_with_different_free_variables_is_rejected():
     def make(v):
         def target():
             return v
+
         return target
 
     def other(w):
         def target():
             return w
+
         return target
 
     target = make(1)

@@ -1,4 +1,5 @@
 """The C event interface, exercised through the capsule by the module's own recorder."""
+
 from __future__ import annotations
 
 import pytest

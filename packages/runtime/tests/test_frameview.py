@@ -1,4 +1,5 @@
 """The read-only frame view given to callbacks, on every version."""
+
 from __future__ import annotations
 
 import sys
@@ -48,8 +49,15 @@ def test_view_attributes():
     assert got["code"] is target.__code__
     assert got["globals"] is globals()
     assert got["builtins"]["len"] is len
-    assert got["locals"] == {"a": 1, "b": 3, "rest": (4,), "key": "k", "opt": None,
-                             "extra": {"extra": 9}, "captured": [1, 2]}
+    assert got["locals"] == {
+        "a": 1,
+        "b": 3,
+        "rest": (4,),
+        "key": "k",
+        "opt": None,
+        "extra": {"extra": 9},
+        "captured": [1, 2],
+    }
     assert got["lasti"] == -1
     assert got["lineno"] == target.__code__.co_firstlineno
     assert got["back"].f_code is caller.__code__
@@ -61,6 +69,7 @@ def test_view_locals_include_argument_cells():
     def target(a, b):
         def inner():
             return a + b
+
         return inner()
 
     got = {}

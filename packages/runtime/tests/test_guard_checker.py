@@ -1,6 +1,7 @@
 """GuardChecker: a declarative guard set evaluated in C. It accepts exactly the inputs whose
 guarded properties are unchanged (hypothesis), reports the first failing guard, rejects bad
 specs with errors naming the argument and the guard index, and owns its references."""
+
 from __future__ import annotations
 
 import collections
@@ -32,10 +33,20 @@ def check(kind, *args, path=None, L=None, **kw):
 
 # ---- kinds ------------------------------------------------------------------------
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=True, width=32),
-                    st.text(max_size=2), st.binary(max_size=2))
-values = st.one_of(scalars, st.lists(st.integers(0, 2), max_size=3), st.tuples(st.integers(0, 2)),
-                   st.dictionaries(st.sampled_from("abc"), st.integers(0, 2), max_size=3))
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.floats(allow_nan=True, width=32),
+    st.text(max_size=2),
+    st.binary(max_size=2),
+)
+values = st.one_of(
+    scalars,
+    st.lists(st.integers(0, 2), max_size=3),
+    st.tuples(st.integers(0, 2)),
+    st.dictionaries(st.sampled_from("abc"), st.integers(0, 2), max_size=3),
+)
 
 
 def same_value(a, b):
@@ -75,8 +86,10 @@ def test_length_and_truth(v, n):
 
 
 @SETTINGS
-@given(st.dictionaries(st.sampled_from("abcd"), st.integers(), max_size=4),
-       st.dictionaries(st.sampled_from("abcd"), st.integers(), max_size=4))
+@given(
+    st.dictionaries(st.sampled_from("abcd"), st.integers(), max_size=4),
+    st.dictionaries(st.sampled_from("abcd"), st.integers(), max_size=4),
+)
 def test_dict_keys_in_order(a, b):
     assert check("DICT_KEYS", list(a), L={"v": b}) == (list(a) == list(b))
     od = collections.OrderedDict(b)
@@ -104,10 +117,11 @@ def test_nan_and_identity_first():
     class NeverEqual:
         def __eq__(self, other):
             return False
+
         __hash__ = object.__hash__
 
     x = NeverEqual()
-    assert check("EQUALS_MATCH", x, L={"v": x})          # identity first
+    assert check("EQUALS_MATCH", x, L={"v": x})  # identity first
     assert not check("EQUALS_MATCH", x, L={"v": NeverEqual()})
 
 
@@ -145,21 +159,26 @@ def test_same_as_and_not_same_as_are_opposites(picks):
 
 def test_not_same_as_on_chained_and_shared_paths():
     G = {"cfg": Obj(buf=[0])}
-    c = GC([(local("o", ("attr", "buf")), "TYPE_MATCH", list),
+    c = GC(
+        [
+            (local("o", ("attr", "buf")), "TYPE_MATCH", list),
             (local("o", ("attr", "buf")), "NOT_SAME_AS", (("global", "cfg"), ("attr", "buf"))),
             (local("o", ("attr", "buf")), "NOT_SAME_AS", local("items", ("index", -1))),
-            (local("o", ("attr", "buf")), "SAME_AS", local("alias"))], G)
-    assert "on 7 values" in repr(c)   # o.buf is read once for its four guards
+            (local("o", ("attr", "buf")), "SAME_AS", local("alias")),
+        ],
+        G,
+    )
+    assert "on 7 values" in repr(c)  # o.buf is read once for its four guards
     mine = [0]
     o = Obj(buf=mine)
     L = {"o": o, "items": [[0], [0]], "alias": mine}
     assert c(L) and c.first_failure(L) is None
-    assert c.first_failure(dict(L, o=Obj(buf=G["cfg"].buf))) == 1       # aliases the global's buffer
-    assert c.first_failure(dict(L, items=[mine])) == 2                  # aliases the list's last item
-    assert c.first_failure(dict(L, items=[])) == 2                      # index out of range: fails
+    assert c.first_failure(dict(L, o=Obj(buf=G["cfg"].buf))) == 1  # aliases the global's buffer
+    assert c.first_failure(dict(L, items=[mine])) == 2  # aliases the list's last item
+    assert c.first_failure(dict(L, items=[])) == 2  # index out of range: fails
     assert c.first_failure(dict(L, alias=[0])) == 3
     del G["cfg"]
-    assert c.first_failure(L) == 1                                      # the other side is missing
+    assert c.first_failure(L) == 1  # the other side is missing
 
 
 def test_not_same_as_propagates_base_exceptions():
@@ -210,8 +229,8 @@ def test_contextvar_and_call():
         return var.get() == "token"
 
     c = GC([((), "CONTEXTVAR_IS", var, token, fallback)])
-    assert c({}) and calls == []                 # identity: no call
-    ctx_token = var.set("tok" + "en"[:0] + "en")   # an equal but (usually) different object
+    assert c({}) and calls == []  # identity: no call
+    ctx_token = var.set("tok" + "en"[:0] + "en")  # an equal but (usually) different object
     try:
         assert c({}) == (var.get() == "token")
     finally:
@@ -229,6 +248,7 @@ def test_contextvar_and_call():
 
 # ---- paths -------------------------------------------------------------------------
 
+
 class Obj:
     def __init__(self, **kw):
         self.__dict__.update(kw)
@@ -236,16 +256,19 @@ class Obj:
 
 def test_paths():
     G = {"g": Obj(items=[10, (20, 30)], d={"k": "v", (1, 2): "t"})}
-    c = GC([
-        ((("global", "g"), ("attr", "items"), ("index", 0)), "EQUALS_MATCH", 10),
-        ((("global", "g"), ("attr", "items"), ("index", -1), ("index", 1)), "EQUALS_MATCH", 30),
-        ((("global", "g"), ("attr", "d"), ("item", "k")), "EQUALS_MATCH", "v"),
-        ((("global", "g"), ("attr", "d"), ("item", (1, 2))), "EQUALS_MATCH", "t"),
-        ((("global", "g"), ("attr", "d"), ("len",)), "EQUALS_MATCH", 2),
-        ((("global", "g"), ("type",)), "ID_MATCH", Obj),
-        (local("s", ("index", 1)), "EQUALS_MATCH", "b"),          # str: not a list or tuple
-        (local("m", ("item", "z")), "EQUALS_MATCH", 1),           # mapping that is not a dict
-    ], G)
+    c = GC(
+        [
+            ((("global", "g"), ("attr", "items"), ("index", 0)), "EQUALS_MATCH", 10),
+            ((("global", "g"), ("attr", "items"), ("index", -1), ("index", 1)), "EQUALS_MATCH", 30),
+            ((("global", "g"), ("attr", "d"), ("item", "k")), "EQUALS_MATCH", "v"),
+            ((("global", "g"), ("attr", "d"), ("item", (1, 2))), "EQUALS_MATCH", "t"),
+            ((("global", "g"), ("attr", "d"), ("len",)), "EQUALS_MATCH", 2),
+            ((("global", "g"), ("type",)), "ID_MATCH", Obj),
+            (local("s", ("index", 1)), "EQUALS_MATCH", "b"),  # str: not a list or tuple
+            (local("m", ("item", "z")), "EQUALS_MATCH", 1),  # mapping that is not a dict
+        ],
+        G,
+    )
     L = {"s": "abc", "m": collections.OrderedDict(z=1)}
     assert c(L) and c.first_failure(L) is None
     assert len(c) == 8
@@ -253,11 +276,11 @@ def test_paths():
     assert c.first_failure(L) == 0
     G["g"].items[0] = 10
     G["g"].items[1] = (20,)
-    assert c.first_failure(L) == 1                # index out of range: fails, does not raise
+    assert c.first_failure(L) == 1  # index out of range: fails, does not raise
     G["g"].items = [10]
     assert c.first_failure(L) == 1
     del G["g"]
-    assert c.first_failure(L) == 0                # the globals dict is read live
+    assert c.first_failure(L) == 0  # the globals dict is read live
     assert c.first_failure({}) == 0
 
 
@@ -269,8 +292,13 @@ def test_shared_prefixes_are_read_once():
             reads.append(name)
             return 5
 
-    c = GC([(local("o", ("attr", "x")), "TYPE_MATCH", int), (local("o", ("attr", "x")), "EQUALS_MATCH", 5),
-            (local("o", ("attr", "y")), "EQUALS_MATCH", 5)])
+    c = GC(
+        [
+            (local("o", ("attr", "x")), "TYPE_MATCH", int),
+            (local("o", ("attr", "x")), "EQUALS_MATCH", 5),
+            (local("o", ("attr", "y")), "EQUALS_MATCH", 5),
+        ]
+    )
     assert c({"o": Counting()})
     assert reads == ["x", "y"]
     assert "on 3 values" in repr(c)
@@ -295,6 +323,7 @@ def test_exceptions_fail_base_exceptions_propagate():
     class Bad:
         def __eq__(self, other):
             raise Boom()
+
         __hash__ = object.__hash__
 
         def __len__(self):
@@ -326,48 +355,60 @@ def test_call_signature():
 
 # ---- bad specs -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("guards,kwargs,exc,match", [
-    (3, {}, TypeError, "argument 'guards' must be a sequence"),
-    ([3], {}, TypeError, "guard 0 must be a tuple"),
-    ([(local("v"),)], {}, TypeError, "guard 0 must be a tuple"),
-    ([(local("v"), "NOPE")], {}, ValueError, "guard 0: unknown kind 'NOPE'"),
-    ([(local("v"), 5)], {}, ValueError, "guard 0: unknown kind 5"),
-    ([(local("v"), "IS_NONE"), (local("v"), "TYPE_MATCH")], {}, ValueError, "guard 1: TYPE_MATCH takes 1"),
-    ([(local("v"), "TYPE_MATCH", 3)], {}, TypeError, "guard 0: TYPE_MATCH needs a type"),
-    ([("v", "IS_NONE")], {}, TypeError, "guard 0: path must be a tuple of steps"),
-    ([((), "IS_NONE")], {}, ValueError, "guard 0: path is empty"),
-    ([(("local",), "IS_NONE")], {}, TypeError, "guard 0: path step 0 must be a tuple"),
-    ([((("loc", "v"),), "IS_NONE")], {}, ValueError, "step 0: unknown op 'loc'"),
-    ([((("attr", "v"),), "IS_NONE")], {}, ValueError, "the first step must be 'local' or 'global'"),
-    ([(local("v", ("local", "w")), "IS_NONE")], {}, ValueError, "a root op inside a path"),
-    ([(local("v", ("len", 1)), "IS_NONE")], {}, ValueError, "'len' takes 0 operand"),
-    ([((("local", 1),), "IS_NONE")], {}, TypeError, "'local' needs a str name"),
-    ([((("global", "g"),), "IS_NONE")], {}, ValueError, "reads a global but no 'globals' dict"),
-    ([(local("v", ("index", "0")), "IS_NONE")], {}, TypeError, "'index' needs an int"),
-    ([(local("v", ("index", True)), "IS_NONE")], {}, TypeError, "'index' needs an int"),
-    ([(local("v", ("index", 2 ** 80)), "IS_NONE")], {}, OverflowError, None),
-    ([(local("v", ("item", [])), "IS_NONE")], {}, TypeError, "'item' key must be hashable"),
-    ([(local("v"), "LENGTH_CHECK", -1)], {}, ValueError, "LENGTH_CHECK needs an int >= 0"),
-    ([(local("v"), "LENGTH_CHECK", 2 ** 80)], {}, OverflowError, None),
-    ([(local("v"), "DICT_KEYS", "ab")], {}, TypeError, "DICT_KEYS needs a tuple or list"),
-    ([(local("v"), "TRUTH", 1)], {}, TypeError, "TRUTH needs a bool"),
-    ([(local("v"), "SAME_AS", ())], {}, ValueError, "SAME_AS other path is empty"),
-    ([(local("v"), "NOT_SAME_AS", ())], {}, ValueError, "guard 0: NOT_SAME_AS other path is empty"),
-    ([(local("v"), "NOT_SAME_AS")], {}, ValueError, "guard 0: NOT_SAME_AS takes 1 argument"),
-    ([(local("v"), "NOT_SAME_AS", "w")], {}, TypeError, "guard 0: NOT_SAME_AS other path must be a tuple"),
-    ([(local("v"), "NOT_SAME_AS", ("w",))], {}, TypeError, "NOT_SAME_AS other path step 0 must be a tuple"),
-    ([(local("v"), "NOT_SAME_AS", (("attr", "w"),))], {}, ValueError, "NOT_SAME_AS other path step 0: the first"),
-    ([(local("v"), "NOT_SAME_AS", (("global", "w"),))], {}, ValueError,
-     "NOT_SAME_AS other path reads a global but no 'globals' dict"),
-    ([(local("v", ("attr", "a")), "NOT_SAME_AS", local("v", ("attr", "a")))], {}, ValueError,
-     "guard 0: NOT_SAME_AS other path is the guard's own path"),
-    ([(local("v"), "CALL", len)], {}, ValueError, "CALL takes an empty path"),
-    ([((), "CALL", 3)], {}, TypeError, "CALL needs a callable"),
-    ([((), "CONTEXTVAR_IS", 1, 2, len)], {}, TypeError, "CONTEXTVAR_IS needs"),
-    ([(local("v"), "NDARRAY_MATCH", {})], {}, ValueError, "needs the 'ndarray_type' argument"),
-    ([], {"globals": []}, TypeError, "argument 'globals' must be a dict or None"),
-    ([], {"ndarray_type": int}, TypeError, "argument 'ndarray_type' must be numpy.ndarray"),
-])
+
+@pytest.mark.parametrize(
+    "guards,kwargs,exc,match",
+    [
+        (3, {}, TypeError, "argument 'guards' must be a sequence"),
+        ([3], {}, TypeError, "guard 0 must be a tuple"),
+        ([(local("v"),)], {}, TypeError, "guard 0 must be a tuple"),
+        ([(local("v"), "NOPE")], {}, ValueError, "guard 0: unknown kind 'NOPE'"),
+        ([(local("v"), 5)], {}, ValueError, "guard 0: unknown kind 5"),
+        ([(local("v"), "IS_NONE"), (local("v"), "TYPE_MATCH")], {}, ValueError, "guard 1: TYPE_MATCH takes 1"),
+        ([(local("v"), "TYPE_MATCH", 3)], {}, TypeError, "guard 0: TYPE_MATCH needs a type"),
+        ([("v", "IS_NONE")], {}, TypeError, "guard 0: path must be a tuple of steps"),
+        ([((), "IS_NONE")], {}, ValueError, "guard 0: path is empty"),
+        ([(("local",), "IS_NONE")], {}, TypeError, "guard 0: path step 0 must be a tuple"),
+        ([((("loc", "v"),), "IS_NONE")], {}, ValueError, "step 0: unknown op 'loc'"),
+        ([((("attr", "v"),), "IS_NONE")], {}, ValueError, "the first step must be 'local' or 'global'"),
+        ([(local("v", ("local", "w")), "IS_NONE")], {}, ValueError, "a root op inside a path"),
+        ([(local("v", ("len", 1)), "IS_NONE")], {}, ValueError, "'len' takes 0 operand"),
+        ([((("local", 1),), "IS_NONE")], {}, TypeError, "'local' needs a str name"),
+        ([((("global", "g"),), "IS_NONE")], {}, ValueError, "reads a global but no 'globals' dict"),
+        ([(local("v", ("index", "0")), "IS_NONE")], {}, TypeError, "'index' needs an int"),
+        ([(local("v", ("index", True)), "IS_NONE")], {}, TypeError, "'index' needs an int"),
+        ([(local("v", ("index", 2**80)), "IS_NONE")], {}, OverflowError, None),
+        ([(local("v", ("item", [])), "IS_NONE")], {}, TypeError, "'item' key must be hashable"),
+        ([(local("v"), "LENGTH_CHECK", -1)], {}, ValueError, "LENGTH_CHECK needs an int >= 0"),
+        ([(local("v"), "LENGTH_CHECK", 2**80)], {}, OverflowError, None),
+        ([(local("v"), "DICT_KEYS", "ab")], {}, TypeError, "DICT_KEYS needs a tuple or list"),
+        ([(local("v"), "TRUTH", 1)], {}, TypeError, "TRUTH needs a bool"),
+        ([(local("v"), "SAME_AS", ())], {}, ValueError, "SAME_AS other path is empty"),
+        ([(local("v"), "NOT_SAME_AS", ())], {}, ValueError, "guard 0: NOT_SAME_AS other path is empty"),
+        ([(local("v"), "NOT_SAME_AS")], {}, ValueError, "guard 0: NOT_SAME_AS takes 1 argument"),
+        ([(local("v"), "NOT_SAME_AS", "w")], {}, TypeError, "guard 0: NOT_SAME_AS other path must be a tuple"),
+        ([(local("v"), "NOT_SAME_AS", ("w",))], {}, TypeError, "NOT_SAME_AS other path step 0 must be a tuple"),
+        ([(local("v"), "NOT_SAME_AS", (("attr", "w"),))], {}, ValueError, "NOT_SAME_AS other path step 0: the first"),
+        (
+            [(local("v"), "NOT_SAME_AS", (("global", "w"),))],
+            {},
+            ValueError,
+            "NOT_SAME_AS other path reads a global but no 'globals' dict",
+        ),
+        (
+            [(local("v", ("attr", "a")), "NOT_SAME_AS", local("v", ("attr", "a")))],
+            {},
+            ValueError,
+            "guard 0: NOT_SAME_AS other path is the guard's own path",
+        ),
+        ([(local("v"), "CALL", len)], {}, ValueError, "CALL takes an empty path"),
+        ([((), "CALL", 3)], {}, TypeError, "CALL needs a callable"),
+        ([((), "CONTEXTVAR_IS", 1, 2, len)], {}, TypeError, "CONTEXTVAR_IS needs"),
+        ([(local("v"), "NDARRAY_MATCH", {})], {}, ValueError, "needs the 'ndarray_type' argument"),
+        ([], {"globals": []}, TypeError, "argument 'globals' must be a dict or None"),
+        ([], {"ndarray_type": int}, TypeError, "argument 'ndarray_type' must be numpy.ndarray"),
+    ],
+)
 def test_bad_specs(guards, kwargs, exc, match):
     with pytest.raises(exc, match=match):
         GC(guards, **kwargs)
@@ -386,18 +427,25 @@ def test_node_sharing_compares_keys():
     class Key:
         def __eq__(self, other):
             raise RuntimeError("cannot compare")
+
         __hash__ = object.__hash__
 
     k1, k2 = Key(), Key()
     GC([(local("v", ("item", k1)), "IS_NONE"), (local("v", ("item", k1)), "IS_NONE")])  # identical: shared
     with pytest.raises(RuntimeError, match="cannot compare"):
         GC([(local("v", ("item", k1)), "IS_NONE"), (local("v", ("item", k2)), "IS_NONE")])
-    c = GC([(local("v", ("item", 1)), "IS_NONE"), (local("v", ("item", 1.0)), "IS_NONE"),
-            (local("v", ("item", 2)), "IS_NONE")])
+    c = GC(
+        [
+            (local("v", ("item", 1)), "IS_NONE"),
+            (local("v", ("item", 1.0)), "IS_NONE"),
+            (local("v", ("item", 2)), "IS_NONE"),
+        ]
+    )
     assert "on 4 values" in repr(c)  # 1 and 1.0 are different types: not shared
 
 
 # ---- numpy arrays --------------------------------------------------------------------
+
 
 def _np():
     return pytest.importorskip("numpy")
@@ -411,10 +459,14 @@ def nd_spec(a, dynamic=(), **over):
         contig = "F"
     else:
         contig = "neither"
-    spec = {"type": type(a), "dtype": a.dtype,
-            "shape": tuple(None if i in dynamic else n for i, n in enumerate(a.shape)),
-            "strides": None if dynamic else a.strides, "contiguity": contig if dynamic else None,
-            "writeable": bool(a.flags.writeable)}
+    spec = {
+        "type": type(a),
+        "dtype": a.dtype,
+        "shape": tuple(None if i in dynamic else n for i, n in enumerate(a.shape)),
+        "strides": None if dynamic else a.strides,
+        "contiguity": contig if dynamic else None,
+        "writeable": bool(a.flags.writeable),
+    }
     spec.update(over)
     return GC([(local("v"), "NDARRAY_MATCH", spec)], ndarray_type=np.ndarray)
 
@@ -448,13 +500,22 @@ def layout_kind(a):
 def test_ndarray_match_accepts_exactly_unchanged(a, b, dyn):
     dyn = {d for d in dyn if d < a.ndim}
     c = nd_spec(a, dyn)
-    expected = (type(b) is type(a) and b.dtype == a.dtype and b.ndim == a.ndim
-                and bool(b.flags.writeable) == bool(a.flags.writeable)
-                and all(b.shape[i] == a.shape[i] for i in range(a.ndim) if i not in dyn))
+    expected = (
+        type(b) is type(a)
+        and b.dtype == a.dtype
+        and b.ndim == a.ndim
+        and bool(b.flags.writeable) == bool(a.flags.writeable)
+        and all(b.shape[i] == a.shape[i] for i in range(a.ndim) if i not in dyn)
+    )
     if dyn:  # a's first of C / F / neither, which b must have (an empty array is both C and F)
         kind = layout_kind(a)
-        expected = expected and (b.flags.c_contiguous if kind == "C" else b.flags.f_contiguous if kind == "F"
-                                 else not (b.flags.c_contiguous or b.flags.f_contiguous))
+        expected = expected and (
+            b.flags.c_contiguous
+            if kind == "C"
+            else b.flags.f_contiguous
+            if kind == "F"
+            else not (b.flags.c_contiguous or b.flags.f_contiguous)
+        )
     else:
         expected = expected and b.strides == a.strides
     assert c({"v": b}) == expected
@@ -465,7 +526,7 @@ def test_ndarray_match_accepts_exactly_unchanged(a, b, dyn):
 def test_ndarray_details():
     np = _np()
     a = np.zeros((2, 3), np.float32)
-    assert nd_spec(a, dtype=np.dtype("<f4"))({"v": a})                 # equal dtype, other object
+    assert nd_spec(a, dtype=np.dtype("<f4"))({"v": a})  # equal dtype, other object
     assert nd_spec(a, strides=None, contiguity="C")({"v": a})
     assert not nd_spec(a, strides=None, contiguity="F")({"v": a})
     assert nd_spec(a, writeable=None)({"v": a})
@@ -478,21 +539,24 @@ def test_ndarray_details():
     assert not nd_spec(a)({"v": np.zeros((2, 3), np.float64)})
 
 
-@pytest.mark.parametrize("spec,exc,match", [
-    ([], TypeError, "needs a dict spec"),
-    ({"dtype": None, "shape": (), "bogus": 1}, ValueError, "unknown spec key 'bogus'"),
-    ({"dtype": None, "shape": (), 1: 1}, ValueError, "unknown spec key 1"),
-    ({"shape": ()}, ValueError, "needs 'dtype' and 'shape'"),
-    ({"type": int, "dtype": None, "shape": ()}, TypeError, "'type' must be ndarray_type or a subclass"),
-    ({"dtype": None, "shape": 3}, TypeError, "'shape' must be a tuple"),
-    ({"dtype": None, "shape": (-1,)}, ValueError, r"'shape'\[0\] must be a size >= 0 or None"),
-    ({"dtype": None, "shape": ("a",)}, ValueError, r"'shape'\[0\] must be"),
-    ({"dtype": None, "shape": (2 ** 80,)}, OverflowError, None),
-    ({"dtype": None, "shape": (1,), "strides": (1, 2)}, ValueError, "'strides' has 2 entries for 1 dimensions"),
-    ({"dtype": None, "shape": (1,), "strides": (None,)}, ValueError, r"'strides'\[0\] must be an int"),
-    ({"dtype": None, "shape": (1,), "contiguity": "X"}, ValueError, "'contiguity' must be None, 'C', 'F'"),
-    ({"dtype": None, "shape": (1,), "writeable": 1}, TypeError, "'writeable' must be a bool or None"),
-])
+@pytest.mark.parametrize(
+    "spec,exc,match",
+    [
+        ([], TypeError, "needs a dict spec"),
+        ({"dtype": None, "shape": (), "bogus": 1}, ValueError, "unknown spec key 'bogus'"),
+        ({"dtype": None, "shape": (), 1: 1}, ValueError, "unknown spec key 1"),
+        ({"shape": ()}, ValueError, "needs 'dtype' and 'shape'"),
+        ({"type": int, "dtype": None, "shape": ()}, TypeError, "'type' must be ndarray_type or a subclass"),
+        ({"dtype": None, "shape": 3}, TypeError, "'shape' must be a tuple"),
+        ({"dtype": None, "shape": (-1,)}, ValueError, r"'shape'\[0\] must be a size >= 0 or None"),
+        ({"dtype": None, "shape": ("a",)}, ValueError, r"'shape'\[0\] must be"),
+        ({"dtype": None, "shape": (2**80,)}, OverflowError, None),
+        ({"dtype": None, "shape": (1,), "strides": (1, 2)}, ValueError, "'strides' has 2 entries for 1 dimensions"),
+        ({"dtype": None, "shape": (1,), "strides": (None,)}, ValueError, r"'strides'\[0\] must be an int"),
+        ({"dtype": None, "shape": (1,), "contiguity": "X"}, ValueError, "'contiguity' must be None, 'C', 'F'"),
+        ({"dtype": None, "shape": (1,), "writeable": 1}, TypeError, "'writeable' must be a bool or None"),
+    ],
+)
 def test_ndarray_bad_specs(spec, exc, match):
     np = _np()
     with pytest.raises(exc, match=match):
@@ -519,14 +583,15 @@ def test_ndarray_type_is_checked():
 
 # ---- ownership, GC, runtime integration ---------------------------------------------
 
+
 def test_attributes_weakrefs_and_cycles():
     c = GC([(local("v"), "IS_NONE")])
     c.note = "x"
     assert c.__dict__ == {"note": "x"}
-    c.self = c                      # a cycle through the instance dict
+    c.self = c  # a cycle through the instance dict
     holder = []
     c2 = GC([(local("v"), "ID_MATCH", holder)])
-    holder.append(c2)               # a cycle through a guard's object
+    holder.append(c2)  # a cycle through a guard's object
     r, r2 = weakref.ref(c), weakref.ref(c2)
     del c, c2, holder
     gc.collect()
@@ -571,7 +636,6 @@ def test_used_as_the_runtime_check_fn():
     rt.reset_code(f.__code__)
 
 
-
 _FRAME_SRC = """
 def factory(z):
     def f(a, b=2, *rest, c, d=4, **kw):
@@ -604,12 +668,18 @@ def test_reads_the_fresh_frame_like_its_entry_locals():
         return rt.GuardedCode(replacement, checker) if not rt.cache_entries(f.__code__) else None
 
     calls = [
-        ((1,), {"c": 3}), ((1, 2), {"c": 3, "d": 4}), ((5,), {"c": 3}), ((1, 9), {"c": 3}),
-        ((1, 2, 0), {"c": 3}), ((1,), {"c": 0}), ((1,), {"c": 3, "d": 0}), ((1,), {"c": 3, "e": 0}),
+        ((1,), {"c": 3}),
+        ((1, 2), {"c": 3, "d": 4}),
+        ((5,), {"c": 3}),
+        ((1, 9), {"c": 3}),
+        ((1, 2, 0), {"c": 3}),
+        ((1,), {"c": 0}),
+        ((1,), {"c": 3, "d": 0}),
+        ((1,), {"c": 3, "e": 0}),
     ]
     try:
         with rt.enable(targeting(f, cb)):
-            f(1, c=3)   # the miss that adds the entry
+            f(1, c=3)  # the miss that adds the entry
             got = [f(*args, **kwargs) for args, kwargs in calls]
     finally:
         rt.reset_code(f.__code__)
@@ -629,7 +699,7 @@ def test_reads_the_fresh_frame_like_its_entry_locals():
 
     # a guard on a local that is not bound at entry never holds, on the frame as in a dict
     unbound = GC([(local("a"), "EQUALS_MATCH", 1), (local("tmp"), "EQUALS_MATCH", 0)])
-    assert unbound(dict(seen, tmp=0))   # it would hold if tmp were bound
+    assert unbound(dict(seen, tmp=0))  # it would hold if tmp were bound
     entries = []
 
     def cb2(frame, entry, state):
@@ -642,7 +712,7 @@ def test_reads_the_fresh_frame_like_its_entry_locals():
             assert [f(1, c=3) for _ in range(3)] == ["replaced"] * 3
     finally:
         rt.reset_code(f.__code__)
-    assert len(entries) == 3   # every call missed: the frame has no 'tmp' yet
+    assert len(entries) == 3  # every call missed: the frame has no 'tmp' yet
 
 
 def test_frame_read_guard_error_reaches_the_hook_with_the_entry_locals():
@@ -663,7 +733,7 @@ def test_frame_read_guard_error_reaches_the_hook_with_the_entry_locals():
     previous = rt.set_guard_error_hook(lambda fn, code, L, index, last: hooked.append((fn, dict(L), index)))
     try:
         with rt.enable(targeting(f, cb)):
-            assert f(2, 3) == 5          # miss: the entry is added
+            assert f(2, 3) == 5  # miss: the entry is added
             with pytest.raises(KeyboardInterrupt):
                 f(1, 3)
     finally:
@@ -671,10 +741,13 @@ def test_frame_read_guard_error_reaches_the_hook_with_the_entry_locals():
         rt.reset_code(f.__code__)
     assert hooked == [(checker, {"x": 1, "y": 3}, 0)]
 
+
 # ---- leaks (in the style of test_leaks.py) -------------------------------------------
+
 
 def _traced_growth(fn):
     import tracemalloc
+
     fn()  # warm up caches and freelists
     gc.collect()
     tracemalloc.start()
@@ -688,30 +761,38 @@ def _traced_growth(fn):
 
 def test_calls_keep_memory_and_refcounts_flat():
     import sys
+
     np = pytest.importorskip("numpy")
     a = np.zeros((3, 4))
     key, obj = "k", object()
     G = {"g": {"k": [1, 2]}}
-    c = GC([(local("a"), "NDARRAY_MATCH", {"dtype": a.dtype, "shape": (3, None), "contiguity": "C"}),
+    c = GC(
+        [
+            (local("a"), "NDARRAY_MATCH", {"dtype": a.dtype, "shape": (3, None), "contiguity": "C"}),
             ((("global", "g"), ("item", key), ("len",)), "EQUALS_MATCH", 2),
             ((("global", "g"), ("item", key), ("index", 1)), "EQUALS_MATCH", 2),
-            (local("o"), "ID_MATCH", obj), (local("o", ("type",)), "ID_MATCH", object),
+            (local("o"), "ID_MATCH", obj),
+            (local("o", ("type",)), "ID_MATCH", object),
             (local("d"), "DICT_KEYS", ["x", "y"]),
             (local("o"), "NOT_SAME_AS", (("global", "g"), ("item", key))),
             (local("d"), "NOT_SAME_AS", local("e")),
-            (local("missing"), "IS_NONE")], G, ndarray_type=np.ndarray)
+            (local("missing"), "IS_NONE"),
+        ],
+        G,
+        ndarray_type=np.ndarray,
+    )
     L = {"a": a, "o": obj, "d": {"x": 1, "y": 2}, "e": []}
     aliased = dict(L, e=L["d"])
     counts = [sys.getrefcount(x) for x in (a, obj, key, G, L["d"], L["e"])]
 
     def run():
         for _ in range(200_000):
-            c(L)                       # fails at the last guard (KeyError swallowed)
+            c(L)  # fails at the last guard (KeyError swallowed)
             c.first_failure(L)
-            c({"a": 1})                # fails at the first
-            c.first_failure(aliased)   # fails at NOT_SAME_AS, both values read
+            c({"a": 1})  # fails at the first
+            c.first_failure(aliased)  # fails at NOT_SAME_AS, both values read
         for _ in range(50_000):
-            c.first_failure({"a": a, "o": obj, "d": L["d"]})   # NOT_SAME_AS's other value missing
+            c.first_failure({"a": a, "o": obj, "d": L["d"]})  # NOT_SAME_AS's other value missing
 
     growth = _traced_growth(run)
     assert c.first_failure(L) == 8 and c.first_failure(aliased) == 7

@@ -1,4 +1,5 @@
 """Installation on an unsupported interpreter stops with a clear message."""
+
 from __future__ import annotations
 
 import glob

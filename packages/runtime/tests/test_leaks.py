@@ -1,4 +1,5 @@
 """A million hooked calls leave memory flat; CallbackWrapper calls and cycles keep references and memory flat."""
+
 from __future__ import annotations
 
 import functools

@@ -1,5 +1,6 @@
 """The runtime's C code under valgrind memcheck: no invalid reads or writes, no use of
 uninitialised memory, no definite leak allocated by framehook's own code."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -13,7 +14,7 @@ import pytest
 pytestmark = pytest.mark.valgrind
 
 HERE = Path(__file__).resolve().parent
-_DRIVER = HERE.parents[2] / "ci" / "memcheck.py"   # shared with the profiler's memcheck test
+_DRIVER = HERE.parents[2] / "ci" / "memcheck.py"  # shared with the profiler's memcheck test
 if not _DRIVER.is_file():
     pytest.skip("needs ci/memcheck.py of a framehook checkout", allow_module_level=True)
 _spec = importlib.util.spec_from_file_location("framehook_ci_memcheck", _DRIVER)
@@ -57,25 +58,31 @@ def test_framehook_frames_can_be_named(report):
 
 
 def test_attribution_separates_our_frames_from_cpythons():
-    record = "\n".join([
-        "Invalid read of size 8",
-        "   at 0x1: lookup (hook.c:10)",
-        "   by 0x2: _PyEval_EvalFrameDefault (ceval.c:1)",
-    ])
-    cpython_record = "\n".join([
-        "Invalid read of size 8",
-        "   at 0x1: get_small_int (longobject.c:62)",
-        "   by 0x2: _PyEval_EvalFrameDefault (ceval.c:1)",
-        "   by 0x3: intercept (hook.c:273)",
-    ])
+    record = "\n".join(
+        [
+            "Invalid read of size 8",
+            "   at 0x1: lookup (hook.c:10)",
+            "   by 0x2: _PyEval_EvalFrameDefault (ceval.c:1)",
+        ]
+    )
+    cpython_record = "\n".join(
+        [
+            "Invalid read of size 8",
+            "   at 0x1: get_small_int (longobject.c:62)",
+            "   by 0x2: _PyEval_EvalFrameDefault (ceval.c:1)",
+            "   by 0x3: intercept (hook.c:273)",
+        ]
+    )
     assert ours(record)
     assert not ours(cpython_record)
-    leak = "\n".join([
-        "32 bytes in 1 blocks are definitely lost in loss record 1 of 2",
-        "   at 0x1: calloc (in vgpreload_memcheck-amd64-linux.so)",
-        "   by 0x2: fh_extra_ensure (extra.c:44)",
-        "   by 0x3: ask_callback (hook.c:196)",
-    ])
+    leak = "\n".join(
+        [
+            "32 bytes in 1 blocks are definitely lost in loss record 1 of 2",
+            "   at 0x1: calloc (in vgpreload_memcheck-amd64-linux.so)",
+            "   by 0x2: fh_extra_ensure (extra.c:44)",
+            "   by 0x3: ask_callback (hook.c:196)",
+        ]
+    )
     assert memcheck.own_frames(leak, OUR_SOURCES)[0].endswith("fh_extra_ensure (extra.c:44)")
 
 

@@ -1,5 +1,6 @@
 """A pass-through callback (every frame intercepted, a distinct copy of its code run
 behind an always-true guard) leaves program behaviour unchanged."""
+
 from __future__ import annotations
 
 import sys
@@ -95,13 +96,17 @@ def test_larger_replacement_with_closure_and_cells():
         def leaf(a, b=2):
             def inner():
                 return a + b + offset
+
             return inner()
+
         return leaf
 
     leaf = make(100)
     body = "".join(f"        w{i} = {i}\n" for i in range(300))
-    src = (f"def make(offset):\n    def leaf(a, b=2):\n{body}        def inner():\n"
-           f"            return (a + b + offset) * 2\n        return inner()\n    return leaf\n")
+    src = (
+        f"def make(offset):\n    def leaf(a, b=2):\n{body}        def inner():\n"
+        f"            return (a + b + offset) * 2\n        return inner()\n    return leaf\n"
+    )
     ns: dict = {}
     exec(src, ns)
     replacement = ns["make"](0).__code__
@@ -132,9 +137,9 @@ def _counting(n):
 def test_helper_counts_frames_and_resets_its_entries(traced_callbacks):
     hook = PassThrough()
     with rt.enable(hook):
-        assert [_square(0), _square(1), _square(2)] == [0, 1, 4]   # no comprehension frame
+        assert [_square(0), _square(1), _square(2)] == [0, 1, 4]  # no comprehension frame
     assert hook.calls == 1 and hook.codes == {id(_square.__code__): _square.__code__}
-    assert hook.frames_seen() == 3   # one miss, then two cache hits
+    assert hook.frames_seen() == 3  # one miss, then two cache hits
     hook.reset()
     assert rt.cache_entries(_square.__code__) == [] and hook.frames_seen() == 3
     with rt.enable(hook):
@@ -155,7 +160,7 @@ def test_helper_counts_only_its_own_cache_hits(traced_callbacks):
 
     rt.reset_code(_square.__code__)
     with rt.enable(other_callback):
-        _square(1), _square(2)   # a miss, then a hit of the other callback's entry
+        _square(1), _square(2)  # a miss, then a hit of the other callback's entry
     assert rt.cache_entries(_square.__code__)[0].hits == 1
     assert hook.frames_seen() == 1
     rt.reset_code(_square.__code__)
@@ -172,15 +177,15 @@ def test_shadow_replay_reports_the_outcome_and_the_interception(traced_callbacks
 
     report = shadow_replay(_square, run)
     assert calls == [_square] and report["outcome"] == 49
-    assert report["intercepted"] == 2 and report["problems"] == []   # run's frame and _square's
-    assert rt.cache_entries(_square.__code__) == []   # the replay leaves no entries behind
+    assert report["intercepted"] == 2 and report["problems"] == []  # run's frame and _square's
+    assert rt.cache_entries(_square.__code__) == []  # the replay leaves no entries behind
 
 
 def test_shadow_replay_names_a_frame_it_did_not_see(traced_callbacks):
     from framehook.runtime.passthrough import shadow_replay
 
-    report = shadow_replay(_square, lambda fn: 0)   # run never calls the function
+    report = shadow_replay(_square, lambda fn: 0)  # run never calls the function
     assert report["problems"] == ["the recorded frame was not intercepted by the runtime"]
     # a generator's frame runs when it is first resumed, not at the call: not a problem
     report = shadow_replay(_counting, lambda fn: 0)
-    assert report["problems"] == [] and report["intercepted"] == 1   # the lambda's frame only
+    assert report["problems"] == [] and report["intercepted"] == 1  # the lambda's frame only

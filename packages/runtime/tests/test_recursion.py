@@ -3,6 +3,7 @@
 Each case runs in a child process: a crash there is a signal exit code, not a dead test
 run. The recursion limit is raised far past what the C stack holds (as recursive user
 code and some test suites do), so the stack, not the limit, is what runs out."""
+
 from __future__ import annotations
 
 import subprocess

@@ -1,4 +1,5 @@
 """set_eval_frame: per-thread callbacks, the None/False/callable modes, installation."""
+
 from __future__ import annotations
 
 import sys

@@ -1,5 +1,6 @@
 """Trace and profile functions, bdb and coverage.py see the same thing with the hook as
 without it; callbacks and guards stay invisible to them unless asked."""
+
 from __future__ import annotations
 
 import bdb
@@ -211,13 +212,23 @@ def test_coverage_py_measures_same_lines(tmp_path):
         env.pop("COVERAGE_RCFILE", None)
         if mode == "hook":
             env["FH_HOOK"] = "1"
-        out = subprocess.run([sys.executable, "-m", "coverage", "run", str(script)], env=env,
-                             capture_output=True, text=True, cwd=str(tmp_path))
+        out = subprocess.run(
+            [sys.executable, "-m", "coverage", "run", str(script)],
+            env=env,
+            capture_output=True,
+            text=True,
+            cwd=str(tmp_path),
+        )
         assert out.returncode == 0, out.stderr
         assert out.stdout.strip() == "[2, 1, 4]"
         report = tmp_path / f"{mode}.json"
-        subprocess.run([sys.executable, "-m", "coverage", "json", "-o", str(report)], env=env, check=True,
-                       capture_output=True, cwd=str(tmp_path))
+        subprocess.run(
+            [sys.executable, "-m", "coverage", "json", "-o", str(report)],
+            env=env,
+            check=True,
+            capture_output=True,
+            cwd=str(tmp_path),
+        )
         data = json.loads(report.read_text())["files"]
         (entry,) = [v for k, v in data.items() if k.endswith("cov_lib.py")]
         lines[mode] = entry["executed_lines"]

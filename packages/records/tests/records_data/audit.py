@@ -1,11 +1,27 @@
 """Shared helpers for the records tests (not a test module)."""
+
 from __future__ import annotations
 
 import sys
 
-FORBIDDEN_EVENTS = ("exec", "compile", "import", "marshal.loads", "pickle.find_class", "os.system",
-                    "subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "ctypes.dlopen",
-                    "builtins.input", "socket.connect", "code.__new__", "function.__new__")
+FORBIDDEN_EVENTS = (
+    "exec",
+    "compile",
+    "import",
+    "marshal.loads",
+    "pickle.find_class",
+    "os.system",
+    "subprocess.Popen",
+    "os.exec",
+    "os.posix_spawn",
+    "os.spawn",
+    "os.fork",
+    "ctypes.dlopen",
+    "builtins.input",
+    "socket.connect",
+    "code.__new__",
+    "function.__new__",
+)
 
 
 class AuditWatch:

@@ -2,6 +2,7 @@
 
 Syntax and behaviour shared by 3.9-3.15; imported by every interpreter of the matrix.
 """
+
 import math
 
 OFFSET = 7
@@ -22,6 +23,7 @@ def make_counter(start):
     def bump(step):
         seen.append(step)
         return seen[0] + step + len(seen)
+
     return bump
 
 
@@ -43,7 +45,7 @@ def lookup(table, key):
 
 def geometry(r):
     words = {f"{name}:{value:.3f}" for name, value in (("area", math.pi * r * r), ("side", math.sqrt(r)))}
-    return sorted(words), {i: i ** 2 for i in range(r)}
+    return sorted(words), {i: i**2 for i in range(r)}
 
 
 def cases():

@@ -1,4 +1,5 @@
 """Builds the do-nothing eval-frame shim for the running interpreter and imports it."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -25,8 +26,7 @@ def build_shim(directory: str | None = None) -> ModuleType:
     env = dict(os.environ)
     env.pop("CFLAGS", None)  # the gcov env's --coverage is for framehook's own code
     env.pop("LDFLAGS", None)
-    subprocess.run([sys.executable, str(script)], cwd=str(out), check=True, env=env,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, str(script)], cwd=str(out), check=True, env=env, stdout=subprocess.DEVNULL)
     built = next(out.glob("fh_shim*.so"), None) or next(out.glob("fh_shim*.pyd"))
     spec = importlib.util.spec_from_file_location("fh_shim", built)
     assert spec is not None and spec.loader is not None

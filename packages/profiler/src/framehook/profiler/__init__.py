@@ -10,6 +10,7 @@
 
 Also: ``framehook-profile [-o FILE] [--format ...] script.py [args]`` on the command line.
 """
+
 from __future__ import annotations
 
 from ._export import FORMATS, ExportError
@@ -23,6 +24,17 @@ from ._trees import Event, Tag, ThreadTree
 __version__ = "0.1.0"
 
 __all__ = [
-    "FORMATS", "Event", "ExportError", "Function", "Profile", "Profiler", "ProfilerWarning",
-    "Tag", "ThreadTree", "record_function", "tag_calls", "untag_calls", "__version__",
+    "FORMATS",
+    "Event",
+    "ExportError",
+    "Function",
+    "Profile",
+    "Profiler",
+    "ProfilerWarning",
+    "Tag",
+    "ThreadTree",
+    "record_function",
+    "tag_calls",
+    "untag_calls",
+    "__version__",
 ]

@@ -1,4 +1,5 @@
 """python -m framehook.profiler [-o FILE] [--format ...] script.py [args]"""
+
 import sys
 
 from ._cli import command_line

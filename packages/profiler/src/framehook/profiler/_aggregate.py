@@ -5,6 +5,7 @@ The tracer folds each thread's events into tables keyed by per-thread function n
 (Tracer.aggregate()); here each number gets its Function (names are looked up once per
 function) and the threads' tables are merged. Times are integer nanoseconds.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
@@ -18,7 +19,7 @@ class ThreadInfo(NamedTuple):
     name: str
     index: int
     broken: bool
-    events: int   # events kept (what the event outputs show)
+    events: int  # events kept (what the event outputs show)
     dropped: int  # events folded into the aggregates and no longer kept (max_events)
 
 
@@ -36,19 +37,23 @@ Stat = List[int]  # [calls, primitive calls, self ns, cumulative ns]
 class Aggregates:
     """Exact call counts and times, also of events dropped by ``max_events``."""
 
-    def __init__(self, threads: List[ThreadInfo], functions: Dict[Function, Stat],
-                 labels: Dict[Function, Stat],
-                 pairs: Dict[Tuple[Function, Function], Stat],
-                 paths: List[List[PathEntry]],
-                 thread_functions: Optional[List[List[Function]]] = None,
-                 thread_sites: Optional[List[list]] = None) -> None:
+    def __init__(
+        self,
+        threads: List[ThreadInfo],
+        functions: Dict[Function, Stat],
+        labels: Dict[Function, Stat],
+        pairs: Dict[Tuple[Function, Function], Stat],
+        paths: List[List[PathEntry]],
+        thread_functions: Optional[List[List[Function]]] = None,
+        thread_sites: Optional[List[list]] = None,
+    ) -> None:
         self.threads = threads
         self.functions = functions  # per Function, in order of first call
         # per pstats label (file, line, name), under the first Function with it: counted
         # like cProfile, recursion included, when distinct code shares a label
         self.labels = labels
-        self.pairs = pairs          # per (caller, callee) label, under their first Functions
-        self.paths = paths          # per thread, parents before children
+        self.pairs = pairs  # per (caller, callee) label, under their first Functions
+        self.paths = paths  # per thread, parents before children
         # per thread: the Function of each of its function ids, and its site tuples (what
         # the event writers name things by)
         self.thread_functions = thread_functions or [[] for _ in threads]
@@ -77,8 +82,9 @@ def _add(into: Stat, values: Any) -> None:
         into[i] += values[i]
 
 
-def aggregate(tracer: Any, thread_name: Callable[[Dict[str, Any]], str],
-              shorten: Optional[PathShortener] = None) -> Aggregates:
+def aggregate(
+    tracer: Any, thread_name: Callable[[Dict[str, Any]], str], shorten: Optional[PathShortener] = None
+) -> Aggregates:
     """Names and merges what ``tracer.aggregate()`` returns (a stopped tracer)."""
     raw = tracer.aggregate()
     namer = Namer(shorten or PathShortener())
@@ -90,8 +96,16 @@ def aggregate(tracer: Any, thread_name: Callable[[Dict[str, Any]], str],
     thread_functions: List[List[Function]] = []
     thread_sites: List[list] = []
     for index, thread in enumerate(raw["threads"]):
-        threads.append(ThreadInfo(thread["thread_id"], thread_name(thread), index,
-                                  bool(thread["broken"]), thread["events"], thread["dropped"]))
+        threads.append(
+            ThreadInfo(
+                thread["thread_id"],
+                thread_name(thread),
+                index,
+                bool(thread["broken"]),
+                thread["events"],
+                thread["dropped"],
+            )
+        )
         sites = thread["sites"]
         funcs = [_function(sites[key], cls, namer) for key, cls in thread["function_sites"]]
         thread_functions.append(funcs)
@@ -105,6 +119,7 @@ def aggregate(tracer: Any, thread_name: Callable[[Dict[str, Any]], str],
                 _add(labels.setdefault(by_label[kid], [0, 0, 0, 0]), stat)
         for caller, callee, *stat in thread["pairs"]:
             _add(pairs.setdefault((by_label[caller], by_label[callee]), [0, 0, 0, 0]), stat)
-        paths.append([PathEntry(parent - 1, funcs[fid], count, own, total)
-                      for parent, fid, count, own, total in thread["paths"]])
+        paths.append(
+            [PathEntry(parent - 1, funcs[fid], count, own, total) for parent, fid, count, own, total in thread["paths"]]
+        )
     return Aggregates(threads, functions, labels, pairs, paths, thread_functions, thread_sites)

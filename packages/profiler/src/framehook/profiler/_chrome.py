@@ -5,6 +5,7 @@ timestamps are in order; times are microseconds from the start of recording, exa
 the nanosecond. The events are written by the tracer straight from its buffers
 (Tracer.write_chrome): names are encoded here once per function, never per call.
 """
+
 from __future__ import annotations
 
 import io
@@ -41,40 +42,51 @@ class _Tags:
         self._keep.append(cls)
         per_class = self._numbers.setdefault(id(cls), {})
         number = per_class.setdefault(id(instance), len(per_class))
-        return json.dumps({
-            "class": class_name, "instance": number,
-            "arrays": {name: {"dtype": dtype, "shape": list(shape)}
-                       for name, dtype, shape in arrays},
-        }).encode()
+        return json.dumps(
+            {
+                "class": class_name,
+                "instance": number,
+                "arrays": {name: {"dtype": dtype, "shape": list(shape)} for name, dtype, shape in arrays},
+            }
+        ).encode()
 
 
-def write_chrome(profile: "Profile", out: BinaryIO,
-                 progress: Optional[Callable[[int], None]] = None) -> int:
+def write_chrome(profile: "Profile", out: BinaryIO, progress: Optional[Callable[[int], None]] = None) -> int:
     """Writes the trace to a binary file; returns the number of calls written.
     ``progress`` is called with the calls written so far after each 1 MiB written."""
     agg = profile.aggregates()
     pid = os.getpid()
     meta: List[Dict[str, Any]] = [
-        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
-         "args": {"name": "framehook-profiler"}},
+        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "framehook-profiler"}},
     ]
     for thread in agg.threads:
         tid = thread.index + 1
-        meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                     "args": {"name": f"{thread.name} ({thread.thread_id})"}})
-        meta.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
-                     "args": {"sort_index": thread.index}})
+        meta.append(
+            {
+                "ph": "M",
+                "name": "thread_name",
+                "pid": pid,
+                "tid": tid,
+                "args": {"name": f"{thread.name} ({thread.thread_id})"},
+            }
+        )
+        meta.append(
+            {"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": thread.index}}
+        )
     out.write(b'{"traceEvents":[\n' + ",\n".join(json.dumps(m) for m in meta).encode())
     written = 0
     tracer = profile._tracer
     if tracer is not None and agg.threads:
-        threads = [(thread.index + 1, [_names(f) for f in agg.thread_functions[thread.index]])
-                   for thread in agg.threads]
-        written = tracer.write_chrome(out.write, pid, threads, _Tags(agg.thread_sites),
-                                      progress)
-    other = {"exporter": "framehook-profiler", "clock": profile.clock,
-             "dropped_threads": [t.name for t in agg.threads if t.broken],
-             "dropped_events": agg.dropped}
+        threads = [
+            (thread.index + 1, [_names(f) for f in agg.thread_functions[thread.index]]) for thread in agg.threads
+        ]
+        written = tracer.write_chrome(out.write, pid, threads, _Tags(agg.thread_sites), progress)
+    other = {
+        "exporter": "framehook-profiler",
+        "clock": profile.clock,
+        "dropped_threads": [t.name for t in agg.threads if t.broken],
+        "dropped_events": agg.dropped,
+    }
     out.write(b'\n],"displayTimeUnit":"ns","otherData":' + json.dumps(other).encode() + b"}")
     return written
 

@@ -7,6 +7,7 @@ the non-daemon threads still running, still recording; the profile is written af
 in every case, to a temporary file if the requested path cannot be written by then (a
 path that cannot be written before the script runs is refused at once).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,26 +37,28 @@ AGGREGATED_FORMATS = ("pstats", "text", "svg")
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=PROG, description="Profile a Python script with framehook-profiler.",
+        prog=PROG,
+        description="Profile a Python script with framehook-profiler.",
         usage=f"{PROG} [-o FILE] [--format FORMAT] [--no-c-calls] [--max-events N] "
-              "[--summary] (script.py | -m module) [args...]",
+        "[--summary] (script.py | -m module) [args...]",
         epilog="Options end at the script or at -m MODULE, as with python: "
-               "everything after them is the script's own argv.",
-        allow_abbrev=False)  # _split_argv must know every option that takes a value
-    parser.add_argument("-o", "--output", metavar="FILE",
-                        help="where to write the profile (default: <script>.<format suffix>)")
-    parser.add_argument("--format", choices=FORMATS,
-                        help="output format (default: from the -o extension, else chrome)")
-    parser.add_argument("--no-c-calls", action="store_true",
-                        help="do not record calls of C functions")
-    parser.add_argument("--summary", action="store_true",
-                        help="also print the text summary to stderr")
-    parser.add_argument("--max-events", metavar="N",
-                        help="keep at most N events per output that lists every call "
-                             "(Chrome trace, speedscope); the counts and times of pstats, "
-                             "the summary and the flame graph stay exact")
-    parser.add_argument("-m", dest="module", metavar="MODULE",
-                        help="run a library module as a script (like python -m)")
+        "everything after them is the script's own argv.",
+        allow_abbrev=False,
+    )  # _split_argv must know every option that takes a value
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="where to write the profile (default: <script>.<format suffix>)"
+    )
+    parser.add_argument("--format", choices=FORMATS, help="output format (default: from the -o extension, else chrome)")
+    parser.add_argument("--no-c-calls", action="store_true", help="do not record calls of C functions")
+    parser.add_argument("--summary", action="store_true", help="also print the text summary to stderr")
+    parser.add_argument(
+        "--max-events",
+        metavar="N",
+        help="keep at most N events per output that lists every call "
+        "(Chrome trace, speedscope); the counts and times of pstats, "
+        "the summary and the flame graph stay exact",
+    )
+    parser.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script (like python -m)")
     return parser
 
 
@@ -71,12 +74,12 @@ def _split_argv(argv: List[str]) -> Tuple[List[str], Optional[str], List[str]]:
         arg = argv[i]
         if arg == "-m":
             if i + 1 == len(argv):
-                return argv[:i + 1], None, []  # argparse reports the missing module
-            return argv[:i], argv[i + 1], argv[i + 2:]
+                return argv[: i + 1], None, []  # argparse reports the missing module
+            return argv[:i], argv[i + 1], argv[i + 2 :]
         if arg.startswith("-m") and not arg.startswith("--"):
-            return argv[:i], arg[2:], argv[i + 1:]  # -mpackage.module, as python accepts
+            return argv[:i], arg[2:], argv[i + 1 :]  # -mpackage.module, as python accepts
         if arg == "--":
-            return argv[:i], None, argv[i + 1:]
+            return argv[:i], None, argv[i + 1 :]
         if arg == "-" or not arg.startswith("-"):
             return argv[:i], None, argv[i:]
         i += 2 if arg in _TAKES_VALUE else 1
@@ -91,8 +94,9 @@ def _resolve_output(args: argparse.Namespace, stem: str) -> Tuple[str, str]:
     if args.output:
         fmt = args.format or (format_for(args.output) if _has_known_suffix(args.output) else None)
         if fmt is None:
-            raise ValueError(f"cannot tell the format of {args.output!r} from its extension; "
-                             f"pass --format ({', '.join(FORMATS)})")
+            raise ValueError(
+                f"cannot tell the format of {args.output!r} from its extension; pass --format ({', '.join(FORMATS)})"
+            )
         return args.output, fmt
     fmt = args.format or "chrome"
     return stem + DEFAULT_SUFFIX[fmt], fmt
@@ -107,8 +111,7 @@ def _max_events(value: Optional[str]) -> Optional[int]:
     except ValueError:
         number = 0
     if number <= 0:
-        raise ValueError(f"--max-events: expected a positive whole number of events, "
-                         f"got {value!r}")
+        raise ValueError(f"--max-events: expected a positive whole number of events, got {value!r}")
     return number
 
 
@@ -120,8 +123,7 @@ def _check_output(output: str, given: bool) -> None:
         reason = exc.strerror or str(exc)
         if given:
             raise ValueError(f"-o {output}: cannot write the profile there ({reason})") from exc
-        raise ValueError(f"cannot write the profile to {output} ({reason}); choose where "
-                         "with -o") from exc
+        raise ValueError(f"cannot write the profile to {output} ({reason}); choose where with -o") from exc
 
 
 def _has_known_suffix(path: str) -> bool:
@@ -132,8 +134,7 @@ def _has_known_suffix(path: str) -> bool:
     return True
 
 
-def _run(code: types.CodeType, main_globals: dict, filename: str, prof: Profiler,
-         exiting: bool) -> int:
+def _run(code: types.CodeType, main_globals: dict, filename: str, prof: Profiler, exiting: bool) -> int:
     """Runs the code under the profiler and ends it as the interpreter would (_script_end);
     returns the exit code."""
     prof._hide_launcher(sys._getframe())  # runpy, this module and the entry point are not the script
@@ -218,11 +219,19 @@ def _report_wait_exception(exc: BaseException, wait_code: types.CodeType) -> Non
 def _load(args: argparse.Namespace) -> Tuple[types.CodeType, dict, str, List[str]]:
     if args.module:
         import runpy
+
         mod_name, spec, code = runpy._get_module_details(args.module)  # type: ignore[attr-defined]
         filename = spec.origin or args.module
-        main_globals = {"__name__": "__main__", "__file__": filename, "__spec__": spec,
-                        "__loader__": spec.loader, "__package__": spec.parent,
-                        "__builtins__": builtins, "__doc__": None, "__cached__": None}
+        main_globals = {
+            "__name__": "__main__",
+            "__file__": filename,
+            "__spec__": spec,
+            "__loader__": spec.loader,
+            "__package__": spec.parent,
+            "__builtins__": builtins,
+            "__doc__": None,
+            "__cached__": None,
+        }
         return code, main_globals, filename, [filename] + args.target
     script = args.target[0]
     try:
@@ -232,9 +241,16 @@ def _load(args: argparse.Namespace) -> Tuple[types.CodeType, dict, str, List[str
         raise FileNotFoundError(f"cannot open script {script!r}: {exc.strerror or exc}") from exc
     filename = os.path.abspath(script)
     code = compile(source, filename, "exec", dont_inherit=True)
-    main_globals = {"__name__": "__main__", "__file__": filename, "__builtins__": builtins,
-                    "__doc__": None, "__package__": None, "__spec__": None,
-                    "__loader__": None, "__cached__": None}
+    main_globals = {
+        "__name__": "__main__",
+        "__file__": filename,
+        "__builtins__": builtins,
+        "__doc__": None,
+        "__package__": None,
+        "__spec__": None,
+        "__loader__": None,
+        "__cached__": None,
+    }
     return code, main_globals, filename, [script] + args.target[1:]
 
 
@@ -261,8 +277,7 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
         _parser().print_usage(sys.stderr)
         _error("no script given")
         return 2
-    stem = args.module.rpartition(".")[2] if args.module else \
-        os.path.splitext(os.path.basename(args.target[0]))[0]
+    stem = args.module.rpartition(".")[2] if args.module else os.path.splitext(os.path.basename(args.target[0]))[0]
     try:
         max_events = _max_events(args.max_events)
         output, fmt = _resolve_output(args, stem)
@@ -317,6 +332,7 @@ def _write(profile: Profile, output: str, fmt: str, stem: str, limited: bool) ->
         progress.finish()
         _error(str(err))
         import tempfile  # (only here: it takes a while to import)
+
         fd, fallback = tempfile.mkstemp(prefix=f"{stem}-", suffix=DEFAULT_SUFFIX[fmt])
         os.close(fd)
         try:
@@ -330,10 +346,12 @@ def _write(profile: Profile, output: str, fmt: str, stem: str, limited: bool) ->
     # (counts known without building the trees, which no format needs); events the ring
     # dropped were recorded too: the aggregated formats count them
     dropped = profile.aggregates().dropped if limited or fmt in AGGREGATED_FORMATS else 0
-    print(f"{PROG}: wrote {fmt} profile to {written} ({profile.event_count + dropped} events recorded, "
-          f"{len(profile.thread_names)} thread(s))"
-          + (f"; the oldest {dropped} events were left out (--max-events)" if dropped and limited else ""),
-          file=sys.stderr)
+    print(
+        f"{PROG}: wrote {fmt} profile to {written} ({profile.event_count + dropped} events recorded, "
+        f"{len(profile.thread_names)} thread(s))"
+        + (f"; the oldest {dropped} events were left out (--max-events)" if dropped and limited else ""),
+        file=sys.stderr,
+    )
     return written
 
 
@@ -345,8 +363,7 @@ class _Ended(BaseException):
         self.signum = signum
 
 
-_ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
-                        if hasattr(signal, name))
+_ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 @contextlib.contextmanager

@@ -1,4 +1,5 @@
 """Version shims (3.9-3.15), kept apart so the other modules read the same on every version."""
+
 from __future__ import annotations
 
 import sys
@@ -43,8 +44,7 @@ def shutdown_error_report(exc: BaseException, tb: Optional[types.TracebackType])
 
 def _plain_exception_line(exc: BaseException) -> str:
     cls = type(exc)
-    name = cls.__qualname__ if cls.__module__ in ("builtins", "__main__") else \
-        f"{cls.__module__}.{cls.__qualname__}"
+    name = cls.__qualname__ if cls.__module__ in ("builtins", "__main__") else f"{cls.__module__}.{cls.__qualname__}"
     try:
         message = str(exc)
     except Exception:

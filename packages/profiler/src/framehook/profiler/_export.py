@@ -1,5 +1,6 @@
 """Writing a profile to a file: format choice by name or extension, clear I/O errors, and
 a file that appears under its name only once complete."""
+
 from __future__ import annotations
 
 import contextlib
@@ -23,8 +24,13 @@ _EXTENSIONS: Dict[str, str] = {
     ".svg": "svg",
 }
 
-DEFAULT_SUFFIX = {"chrome": ".trace.json", "speedscope": ".speedscope.json",
-                  "pstats": ".pstats", "text": ".txt", "svg": ".svg"}
+DEFAULT_SUFFIX = {
+    "chrome": ".trace.json",
+    "speedscope": ".speedscope.json",
+    "pstats": ".pstats",
+    "text": ".txt",
+    "svg": ".svg",
+}
 
 
 class ExportError(OSError):
@@ -40,8 +46,10 @@ def format_for(path: str, format: Optional[str] = None) -> str:
     for suffix, name in _EXTENSIONS.items():
         if lowered.endswith(suffix):
             return name
-    raise ValueError(f"cannot tell the format from the name {str(path)!r}; pass format= one of "
-                     f"{', '.join(FORMATS)} (or use .json, .speedscope.json, .pstats, .txt, .svg)")
+    raise ValueError(
+        f"cannot tell the format from the name {str(path)!r}; pass format= one of "
+        f"{', '.join(FORMATS)} (or use .json, .speedscope.json, .pstats, .txt, .svg)"
+    )
 
 
 def render(profile: "Profile", format: str) -> bytes:
@@ -56,9 +64,11 @@ Progress = Optional[Callable[[int], None]]
 def _write_to(profile: "Profile", format: str, out: BinaryIO, progress: Progress = None) -> None:
     if format == "chrome":
         from ._chrome import write_chrome
+
         write_chrome(profile, out, progress)
     elif format == "speedscope":
         from ._speedscope import write_speedscope
+
         write_speedscope(profile, out, progress=progress)
     elif format == "pstats":
         out.write(marshal.dumps(profile.to_pstats()))
@@ -70,8 +80,9 @@ def _write_to(profile: "Profile", format: str, out: BinaryIO, progress: Progress
         raise ValueError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
 
 
-def write(profile: "Profile", path: "os.PathLike[str] | str", format: Optional[str] = None,
-          progress: Progress = None) -> str:
+def write(
+    profile: "Profile", path: "os.PathLike[str] | str", format: Optional[str] = None, progress: Progress = None
+) -> str:
     """Writes the profile; returns the absolute path. Raises ExportError on I/O failure.
     ``progress`` (event outputs only) is called with the calls written so far after each
     1 MiB.
@@ -85,8 +96,7 @@ def write(profile: "Profile", path: "os.PathLike[str] | str", format: Optional[s
         with replacing(path) as fh:
             _write_to(profile, fmt, fh, progress)
     except OSError as exc:
-        raise ExportError(exc.errno, f"cannot write the profile to {path!r}: "
-                          f"{exc.strerror or exc}") from exc
+        raise ExportError(exc.errno, f"cannot write the profile to {path!r}: {exc.strerror or exc}") from exc
     return os.path.abspath(path)
 
 

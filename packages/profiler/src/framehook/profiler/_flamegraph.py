@@ -4,6 +4,7 @@ Each thread is a frame under a common root; within a thread, calls with the same
 under the same parent path are merged, so widths show total time per call path (the
 tracer's per-path aggregates: no Python object per call).
 """
+
 from __future__ import annotations
 
 import zlib
@@ -17,8 +18,13 @@ WIDTH = 1200
 ROW = 17
 FONT = 11
 PAD = 10
-_HUES = {"python": (20, 60), "c": (190, 40), "annotation": (280, 30),
-         "cache_lookup": (120, 30), "compiled_region": (90, 40)}
+_HUES = {
+    "python": (20, 60),
+    "c": (190, 40),
+    "annotation": (280, 30),
+    "cache_lookup": (120, 30),
+    "compiled_region": (90, 40),
+}
 
 
 class _Node:
@@ -90,8 +96,7 @@ def to_svg(profile: "Profile", title: Optional[str] = None) -> str:
         f'font-size="{FONT}">',
         f"<title>{escape(title)}</title>",
         f'<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="#fdfdf8"/>',
-        f'<text x="{WIDTH // 2}" y="{PAD + FONT}" text-anchor="middle" font-size="{FONT + 3}">'
-        f"{escape(title)}</text>",
+        f'<text x="{WIDTH // 2}" y="{PAD + FONT}" text-anchor="middle" font-size="{FONT + 3}">{escape(title)}</text>',
     ]
     base = height - PAD
     total = root.ns or 1
@@ -100,8 +105,10 @@ def to_svg(profile: "Profile", title: Optional[str] = None) -> str:
         pct = 100.0 * node.ns / total
         tip = f"{node.name}: {node.ns / 1e6:.3f} ms ({pct:.2f}%)"
         out.append(f'<g class="frame"><title>{escape(tip)}</title>')
-        out.append(f'<rect x="{x:.2f}" y="{y}" width="{width:.2f}" height="{ROW - 1}" '
-                   f'fill="{_color(node.kind, node.name)}" rx="2"/>')
+        out.append(
+            f'<rect x="{x:.2f}" y="{y}" width="{width:.2f}" height="{ROW - 1}" '
+            f'fill="{_color(node.kind, node.name)}" rx="2"/>'
+        )
         chars = int(width // (FONT * 0.62))
         if chars >= 3:
             text = node.name if len(node.name) <= chars else node.name[: chars - 2] + ".."

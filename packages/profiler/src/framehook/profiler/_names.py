@@ -1,4 +1,5 @@
 """Turning recorded sites into named functions: display names, short file names, pstats keys."""
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,9 @@ class Function:
 
     __slots__ = ("kind", "name", "filename", "path", "lineno", "pstats_key")
 
-    def __init__(self, kind: str, name: str, path: Optional[str], lineno: int,
-                 filename: Optional[str], pstats_key: PstatsKey) -> None:
+    def __init__(
+        self, kind: str, name: str, path: Optional[str], lineno: int, filename: Optional[str], pstats_key: PstatsKey
+    ) -> None:
         self.kind = kind
         self.name = name
         self.path = path
@@ -44,7 +46,7 @@ class PathShortener:
 
     def __init__(self, search_path: Optional[Iterable[str]] = None) -> None:
         prefixes: List[str] = []
-        for entry in (sys.path if search_path is None else search_path):
+        for entry in sys.path if search_path is None else search_path:
             entry = os.path.abspath(entry or os.getcwd())
             prefixes.append(entry.rstrip(os.sep) + os.sep)
         self._prefixes = sorted(set(prefixes), key=len, reverse=True)
@@ -56,7 +58,7 @@ class PathShortener:
             short = path
             for prefix in self._prefixes:
                 if path.startswith(prefix):
-                    short = path[len(prefix):]
+                    short = path[len(prefix) :]
                     break
             self._cache[path] = short
         return short
@@ -77,8 +79,14 @@ class Namer:
             if label:
                 name = f"{label}: {name}"
             path = code.co_filename
-            func = Function(kind, name, path, code.co_firstlineno, self._shorten(path),
-                            (path, code.co_firstlineno, code.co_name if not label else name))
+            func = Function(
+                kind,
+                name,
+                path,
+                code.co_firstlineno,
+                self._shorten(path),
+                (path, code.co_firstlineno, code.co_name if not label else name),
+            )
             self._by_key[key] = func
         return func
 

@@ -1,4 +1,5 @@
 """The result of a recording: call trees per thread and the ways to export them."""
+
 from __future__ import annotations
 
 import os
@@ -105,41 +106,55 @@ class Profile:
         if not found:
             raise KeyError(f"no thread {what} was recorded")
         if len(found) > 1:
-            raise KeyError(f"{len(found)} recorded threads {what} "
-                           f"({', '.join(repr(t.name) for t in found)}); pick one from "
-                           "profile.threads")
+            raise KeyError(
+                f"{len(found)} recorded threads {what} "
+                f"({', '.join(repr(t.name) for t in found)}); pick one from "
+                "profile.threads"
+            )
         return found[0]
 
     # exporters --------------------------------------------------------------------------
     def to_chrome(self) -> Dict[str, Any]:
         from ._chrome import to_chrome
+
         return to_chrome(self)
 
     def to_speedscope(self) -> Dict[str, Any]:
         from ._speedscope import to_speedscope
+
         return to_speedscope(self)
 
     def to_pstats(self) -> Dict[Any, Any]:
         from ._pstats import to_pstats
+
         return to_pstats(self)
 
     def to_svg(self, title: Optional[str] = None) -> str:
         from ._flamegraph import to_svg
+
         return to_svg(self, title)
 
     def summary(self, limit: int = 20) -> str:
         from ._summary import summary
+
         return summary(self, limit)
 
-    def export(self, path: "os.PathLike[str] | str", format: Optional[str] = None,
-               progress: Optional[Callable[[int], None]] = None) -> str:
+    def export(
+        self,
+        path: "os.PathLike[str] | str",
+        format: Optional[str] = None,
+        progress: Optional[Callable[[int], None]] = None,
+    ) -> str:
         """Write in ``format`` (default: from the extension); returns the absolute path.
         ``progress``: called with the calls written so far after each MiB of a Chrome
         trace or speedscope file. The file appears under its name only once complete (it
         is written next to it under a temporary name, then renamed)."""
         from ._export import write
+
         return write(self, path, format, progress)
 
     def __repr__(self) -> str:
-        return (f"Profile({self.event_count} raw events in {len(self._recording.threads)} "
-                f"threads, {self.duration_ns / 1e6:.3f} ms)")
+        return (
+            f"Profile({self.event_count} raw events in {len(self._recording.threads)} "
+            f"threads, {self.duration_ns / 1e6:.3f} ms)"
+        )

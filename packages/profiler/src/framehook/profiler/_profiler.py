@@ -1,4 +1,5 @@
 """Profiler: starts and stops the C tracer and hands its recording to a Profile."""
+
 from __future__ import annotations
 
 import atexit
@@ -48,8 +49,14 @@ class Profiler:
         dropped.
     """
 
-    def __init__(self, *, c_calls: bool = True, runtime_events: bool = True,
-                 backend: str = "auto", max_events: Optional[int] = None) -> None:
+    def __init__(
+        self,
+        *,
+        c_calls: bool = True,
+        runtime_events: bool = True,
+        backend: str = "auto",
+        max_events: Optional[int] = None,
+    ) -> None:
         self.max_events = check_max_events(max_events)
         self.c_calls = c_calls
         self.runtime_events = runtime_events
@@ -82,15 +89,19 @@ class Profiler:
 
     def start(self) -> "Profiler":
         if self._state != "new":
-            raise RuntimeError(f"Profiler.start(): this profiler is {self._state}; "
-                               "a profiler records once (create a new one)")
-        self._tracer = _tracer.Tracer(c_calls=self.c_calls, tagged=_tagging.tagged_codes(),
-                                      describe=_tagging.describe,
-                                      runtime_events=self.runtime_events,
-                                      monitoring=self.backend == "monitoring",
-                                      hidden=tuple(_internal_codes() | self._launcher_codes),
-                                      muted=tuple(self._muted_codes),
-                                      max_events=self.max_events)
+            raise RuntimeError(
+                f"Profiler.start(): this profiler is {self._state}; a profiler records once (create a new one)"
+            )
+        self._tracer = _tracer.Tracer(
+            c_calls=self.c_calls,
+            tagged=_tagging.tagged_codes(),
+            describe=_tagging.describe,
+            runtime_events=self.runtime_events,
+            monitoring=self.backend == "monitoring",
+            hidden=tuple(_internal_codes() | self._launcher_codes),
+            muted=tuple(self._muted_codes),
+            max_events=self.max_events,
+        )
         self._prev_thread_hook = thread_profile_hook()
         threading.setprofile(self._thread_hook)
         # (after the hook is set: a thread starting meanwhile is named one way or the other)
@@ -106,8 +117,11 @@ class Profiler:
         if not started:
             self._undo_start()
             self._state = "refused"
-            warnings.warn("another framehook profiler is already recording; this one will "
-                          "record nothing", ProfilerWarning, stacklevel=2)
+            warnings.warn(
+                "another framehook profiler is already recording; this one will record nothing",
+                ProfilerWarning,
+                stacklevel=2,
+            )
             return self
         self._state = "recording"
         return self
@@ -139,8 +153,7 @@ class Profiler:
     def export(self, path: Any, format: Optional[str] = None) -> str:
         """Shortcut for ``profile.export``: raises RuntimeError before stop()."""
         if self._state != "stopped":
-            raise RuntimeError(f"export() needs a stopped profiler; this one is {self._state} "
-                               "(call stop() first)")
+            raise RuntimeError(f"export() needs a stopped profiler; this one is {self._state} (call stop() first)")
         return self.profile.export(path, format)
 
     def __enter__(self) -> "Profiler":
@@ -153,8 +166,9 @@ class Profiler:
     # Late in interpreter exit this module's globals, and even the builtins, may be gone:
     # nothing is looked up by name before the interpreter is known not to be finalizing
     # (what is needed then is bound as a default, at definition).
-    def __del__(self, _is_finalizing: Callable[[], bool] = sys.is_finalizing,
-                _warn: Callable[..., None] = warnings.warn) -> None:
+    def __del__(
+        self, _is_finalizing: Callable[[], bool] = sys.is_finalizing, _warn: Callable[..., None] = warnings.warn
+    ) -> None:
         if self.__dict__.get("_state") != "recording":
             return
         if _is_finalizing():
@@ -165,8 +179,7 @@ class Profiler:
             if tracer is not None and tracer.state == "recording":
                 tracer.stop()
             return
-        _warn("a Profiler was garbage-collected while recording; stopping it",
-              ProfilerWarning)
+        _warn("a Profiler was garbage-collected while recording; stopping it", ProfilerWarning)
         self._halt()
 
     # internals -----------------------------------------------------------------------
@@ -216,9 +229,13 @@ class Profiler:
         assert self._tracer is not None
         if self._tracer.state == "new":  # refused before it ever recorded
             return Profile(Recording(None, {}))
-        recording = Recording(self._tracer, self._thread_names.names(self._tracer.threads),
-                              _internal_codes() | self._launcher_codes, self._muted_codes,
-                              self._shorten)
+        recording = Recording(
+            self._tracer,
+            self._thread_names.names(self._tracer.threads),
+            _internal_codes() | self._launcher_codes,
+            self._muted_codes,
+            self._shorten,
+        )
         return Profile(recording)
 
 
@@ -256,19 +273,28 @@ def default_backend() -> str:
 
 def resolve_backend(backend: str) -> str:
     if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}; "
-                         f"got {backend!r}")
+        raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}; got {backend!r}")
     if backend == "auto":
         return default_backend()
     if backend == "monitoring" and not _tracer.HAVE_MONITORING:
-        raise ValueError("backend='monitoring' needs CPython 3.12+ (sys.monitoring); "
-                         "this is %d.%d" % sys.version_info[:2])
+        raise ValueError(
+            "backend='monitoring' needs CPython 3.12+ (sys.monitoring); this is %d.%d" % sys.version_info[:2]
+        )
     return backend
 
 
 def _internal_codes() -> FrozenSet[types.CodeType]:
     """Code of the profiler's own start/stop path, hidden from the trees."""
-    funcs = (Profiler.start, Profiler.stop, Profiler.__enter__, Profiler.__exit__,
-             Profiler.__del__, Profiler._halt, Profiler._stop_at_exit, _ExitHook.__call__,
-             Profiler._thread_hook, ThreadNames.note_thread_started)
+    funcs = (
+        Profiler.start,
+        Profiler.stop,
+        Profiler.__enter__,
+        Profiler.__exit__,
+        Profiler.__del__,
+        Profiler._halt,
+        Profiler._stop_at_exit,
+        _ExitHook.__call__,
+        Profiler._thread_hook,
+        ThreadNames.note_thread_started,
+    )
     return frozenset(f.__code__ for f in funcs)

@@ -5,6 +5,7 @@ has done so far, as often as it likes: the line is redrawn at most every
 ``interval`` seconds, and only once the work has taken longer than ``after`` seconds, so a
 short run prints nothing. Nothing at all is printed unless the stream is a terminal.
 """
+
 from __future__ import annotations
 
 import time
@@ -14,9 +15,17 @@ from typing import Callable, Optional, TextIO
 class Progress:
     """A progress line on ``stream``, for ``total`` events if known (else 0)."""
 
-    def __init__(self, stream: TextIO, total: int, label: str = "", *,
-                 enabled: Optional[bool] = None, after: float = 1.0, interval: float = 0.25,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        stream: TextIO,
+        total: int,
+        label: str = "",
+        *,
+        enabled: Optional[bool] = None,
+        after: float = 1.0,
+        interval: float = 0.25,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.stream = stream
         self.total = total
         self.label = label
@@ -51,8 +60,7 @@ class Progress:
         elapsed = now - self._start
         rate = self._done / elapsed if elapsed > 0 else 0.0
         total = f" of {self.total:,}" if self.total else ""
-        self.stream.write(f"\r{self.label}: {self._done:,}{total} events, "
-                          f"{_si(rate)} events/s\x1b[K")
+        self.stream.write(f"\r{self.label}: {self._done:,}{total} events, {_si(rate)} events/s\x1b[K")
         self.stream.flush()
         self._shown = True
 
@@ -69,4 +77,3 @@ def _si(rate: float) -> str:
         if rate >= factor:
             return f"{rate / factor:.1f} {suffix}"
     return f"{rate:.0f}"
-

@@ -5,6 +5,7 @@ cc counts non-recursive calls, ct only accrues at the outermost activation, and 
 callers entry holds (nc, cc, tt, ct) for that caller. Computed from the tracer's
 aggregates (_aggregate), so its size follows the distinct functions, not the calls.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Dict, List, Tuple
@@ -33,10 +34,16 @@ def to_pstats(profile: "Profile") -> Stats:
         edge[1] += cc
         edge[2] += tt
         edge[3] += ct
-    stats: Stats = {key: (cc, nc, tt / 1e9, ct / 1e9,
-                          {caller: (e[0], e[1], e[2] / 1e9, e[3] / 1e9)
-                           for caller, e in callers[key].items()})
-                    for key, (cc, nc, tt, ct) in entries.items()}
+    stats: Stats = {
+        key: (
+            cc,
+            nc,
+            tt / 1e9,
+            ct / 1e9,
+            {caller: (e[0], e[1], e[2] / 1e9, e[3] / 1e9) for caller, e in callers[key].items()},
+        )
+        for key, (cc, nc, tt, ct) in entries.items()
+    }
     if agg.dropped:
         # pstats has no header: the count is a line of its own, a function never called
         stats[dropped_key(agg.dropped)] = (0, 0, 0.0, 0.0, {})
@@ -44,5 +51,8 @@ def to_pstats(profile: "Profile") -> Stats:
 
 
 def dropped_key(count: int) -> Key:
-    return ("~", 0, f"<framehook-profiler: {count} events dropped by max_events; "
-                    "the counts and times here include them>")
+    return (
+        "~",
+        0,
+        f"<framehook-profiler: {count} events dropped by max_events; the counts and times here include them>",
+    )

@@ -1,4 +1,5 @@
 """A stopped tracer's recording, kept raw: trees are built from it only when asked for."""
+
 from __future__ import annotations
 
 import types
@@ -19,10 +20,14 @@ class Recording:
 
     ``tracer`` is None when nothing was recorded (another profiler was recording)."""
 
-    def __init__(self, tracer: Optional[Any], thread_names: Dict[int, str],
-                 internal: FrozenSet[types.CodeType] = frozenset(),
-                 muted: FrozenSet[types.CodeType] = frozenset(),
-                 shorten: Optional[PathShortener] = None) -> None:
+    def __init__(
+        self,
+        tracer: Optional[Any],
+        thread_names: Dict[int, str],
+        internal: FrozenSet[types.CodeType] = frozenset(),
+        muted: FrozenSet[types.CodeType] = frozenset(),
+        shorten: Optional[PathShortener] = None,
+    ) -> None:
         self.tracer = tracer
         self.thread_names = thread_names  # serial of a recorded thread -> its name
         self.internal = internal
@@ -38,6 +43,7 @@ class Recording:
     def aggregates(self) -> "Aggregates":
         """The tracer's exact aggregates, named (no Python object per call)."""
         from ._aggregate import Aggregates, aggregate
+
         if not self.threads:
             return Aggregates([], {}, {}, {}, [])
         names = self.thread_names

@@ -5,6 +5,7 @@ and never go back in time, which holds because each thread's events come from on
 (and are clamped to the last time written). The events are written by the tracer from
 its buffers (Tracer.write_speedscope); frames are named here once per function.
 """
+
 from __future__ import annotations
 
 import io
@@ -18,8 +19,12 @@ if TYPE_CHECKING:
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
 
-def write_speedscope(profile: "Profile", out: BinaryIO, name: str = "framehook-profiler",
-                     progress: Optional[Callable[[int], None]] = None) -> int:
+def write_speedscope(
+    profile: "Profile",
+    out: BinaryIO,
+    name: str = "framehook-profiler",
+    progress: Optional[Callable[[int], None]] = None,
+) -> int:
     """Writes the document to a binary file; returns the number of calls written.
     ``progress`` is called with the calls written so far after each 1 MiB written."""
     agg = profile.aggregates()
@@ -47,13 +52,25 @@ def write_speedscope(profile: "Profile", out: BinaryIO, name: str = "framehook-p
         for thread in agg.threads:
             # frames in order of first call, per thread (the tracer numbered them so)
             funcs = agg.thread_functions[thread.index]
-            header = json.dumps({"type": "evented", "name": f"{thread.name} ({thread.thread_id})",
-                                 "unit": "nanoseconds", "startValue": 0})
-            threads.append((header[:-1].encode() + b',"events":[',
-                            [frame_of(f) if f in agg.functions else 0 for f in funcs]))
+            header = json.dumps(
+                {
+                    "type": "evented",
+                    "name": f"{thread.name} ({thread.thread_id})",
+                    "unit": "nanoseconds",
+                    "startValue": 0,
+                }
+            )
+            threads.append(
+                (header[:-1].encode() + b',"events":[', [frame_of(f) if f in agg.functions else 0 for f in funcs])
+            )
         written = tracer.write_speedscope(out.write, threads, progress)
-    tail = {"shared": {"frames": frames}, "name": name, "activeProfileIndex": 0,
-            "exporter": "framehook-profiler", "droppedEvents": agg.dropped}
+    tail = {
+        "shared": {"frames": frames},
+        "name": name,
+        "activeProfileIndex": 0,
+        "exporter": "framehook-profiler",
+        "droppedEvents": agg.dropped,
+    }
     out.write(b"\n]," + json.dumps(tail).encode()[1:])
     return written
 

@@ -1,4 +1,5 @@
 """Text summary: the top functions by self time and by total time, with call counts."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, List, NamedTuple
@@ -16,8 +17,7 @@ class FunctionStats(NamedTuple):
 
 
 def function_stats(profile: "Profile") -> List[FunctionStats]:
-    return [FunctionStats(func, nc, tt, ct)
-            for func, (nc, cc, tt, ct) in profile.aggregates().functions.items()]
+    return [FunctionStats(func, nc, tt, ct) for func, (nc, cc, tt, ct) in profile.aggregates().functions.items()]
 
 
 def _ms(ns: int) -> str:
@@ -28,8 +28,7 @@ def _table(title: str, rows: List[FunctionStats]) -> List[str]:
     lines = [title, f"{'calls':>9} {'self ms':>10} {'total ms':>10}  function"]
     for row in rows:
         where = f"  ({row.function.location})" if row.function.location else ""
-        lines.append(f"{row.calls:>9} {_ms(row.self_ns)} {_ms(row.total_ns)}  "
-                     f"{row.function.name}{where}")
+        lines.append(f"{row.calls:>9} {_ms(row.self_ns)} {_ms(row.total_ns)}  {row.function.name}{where}")
     return lines
 
 
@@ -45,8 +44,7 @@ def summary(profile: "Profile", limit: int = 20) -> str:
     if broken:
         head.append(f"warning: recording stopped early (out of memory) on: {', '.join(broken)}")
     if agg.dropped:
-        head.append(f"note: {agg.dropped} events dropped (max_events); the counts and times "
-                    "here include them")
+        head.append(f"note: {agg.dropped} events dropped (max_events); the counts and times here include them")
     by_self = sorted(stats, key=lambda s: (-s.self_ns, s.function.name))[:limit]
     by_total = sorted(stats, key=lambda s: (-s.total_ns, s.function.name))[:limit]
     lines = head + [""] + _table(f"Top {len(by_self)} by self time", by_self) + [""]

@@ -4,6 +4,7 @@ This generalises what PyTorch's tracer does for nn.Module.__call__ and Optimizer
 call records the instance's class, a per-class instance number (assigned when the trees
 are built) and the dtype and shape of every numpy array among the instance's attributes.
 """
+
 from __future__ import annotations
 
 import sys
@@ -33,10 +34,7 @@ def _code_of(target: object) -> types.CodeType:
     func = getattr(target, "__func__", target)  # bound methods, classmethods, staticmethods
     code = getattr(func, "__code__", None)
     if not isinstance(code, types.CodeType):
-        raise TypeError(
-            f"tag_calls needs a Python function, method or a class with a Python __call__; "
-            f"got {target!r}"
-        )
+        raise TypeError(f"tag_calls needs a Python function, method or a class with a Python __call__; got {target!r}")
     if code.co_argcount < 1:
         name = getattr(func, "__qualname__", code.co_name)
         raise TypeError(f"tag_calls: {name} takes no argument to use as the instance")
@@ -63,6 +61,7 @@ def untag_calls(target: object) -> None:
 def _update_recording() -> None:
     """Hands the registry to the tracer that is recording, if any."""
     from . import _tracer
+
     active = _tracer.active()
     if active is not None:
         active.retag(tagged_codes())

@@ -13,6 +13,7 @@ from `threading` where it knows the thread:
 A thread renamed while recording keeps its last name as of stop. Any other context (a
 thread started with `_thread`) is ``Thread-<id>-<n>``: the n-th recorded thread with that id.
 """
+
 from __future__ import annotations
 
 import threading
@@ -45,8 +46,7 @@ class ThreadNames:
 
     def note_start(self) -> None:
         """Threads running as recording starts (called just before the tracer starts)."""
-        self._at_start = {t.ident: _Known(t) for t in threading.enumerate()
-                          if t.ident is not None}
+        self._at_start = {t.ident: _Known(t) for t in threading.enumerate() if t.ident is not None}
 
     def note_thread_started(self, serial: Optional[int]) -> None:
         """On a thread `threading` has just started: the context ``serial`` records it."""

@@ -5,6 +5,7 @@ that were running when recording started come first (as start frames); whatever 
 open at stop is closed at the stop time. Calls into the profiler itself are spliced out
 (what they call stays, under the caller); muted calls are left out with everything they call.
 """
+
 from __future__ import annotations
 
 import struct
@@ -12,8 +13,7 @@ import types
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 from . import _tracer
-from ._names import (ANNOTATION, C, CACHE_LOOKUP, COMPILED_REGION, PYTHON, Function, Namer,
-                     PathShortener)
+from ._names import ANNOTATION, C, CACHE_LOOKUP, COMPILED_REGION, PYTHON, Function, Namer, PathShortener
 
 _EVENT = struct.Struct("=QII")
 
@@ -48,11 +48,29 @@ class Tag:
 class Event:
     """One call (or annotation, or runtime event) in a call tree. Times are in ns."""
 
-    __slots__ = ("id", "parent", "thread_id", "function", "start_ns", "end_ns", "children",
-                 "exception", "start_frame", "tag", "_internal")
+    __slots__ = (
+        "id",
+        "parent",
+        "thread_id",
+        "function",
+        "start_ns",
+        "end_ns",
+        "children",
+        "exception",
+        "start_frame",
+        "tag",
+        "_internal",
+    )
 
-    def __init__(self, function: Function, thread_id: int, parent: Optional["Event"],
-                 start_ns: int, start_frame: bool = False, internal: bool = False) -> None:
+    def __init__(
+        self,
+        function: Function,
+        thread_id: int,
+        parent: Optional["Event"],
+        start_ns: int,
+        start_frame: bool = False,
+        internal: bool = False,
+    ) -> None:
         self.id = 0
         self.function = function
         self.thread_id = thread_id
@@ -147,9 +165,15 @@ def _site_functions(sites: list, namer: Namer) -> list:
     return out
 
 
-def build_thread(raw: dict, index: int, name: str, clock: _Clock, namer: Namer,
-                 internal: FrozenSet[types.CodeType],
-                 muted: FrozenSet[types.CodeType] = frozenset()) -> Tuple[ThreadTree, List[Event]]:
+def build_thread(
+    raw: dict,
+    index: int,
+    name: str,
+    clock: _Clock,
+    namer: Namer,
+    internal: FrozenSet[types.CodeType],
+    muted: FrozenSet[types.CodeType] = frozenset(),
+) -> Tuple[ThreadTree, List[Event]]:
     """Replays one thread's events into trees; returns the tree and its events in order.
 
     Calls of ``internal`` code are hidden (their callees go to the nearest visible caller);
@@ -159,10 +183,8 @@ def build_thread(raw: dict, index: int, name: str, clock: _Clock, namer: Namer,
     tree = ThreadTree(tid, name, index, bool(raw["broken"]), len(events_bytes) // _EVENT.size)
     sites = raw["sites"]
     funcs = _site_functions(sites, namer)
-    internal_sites = {i for i, site in enumerate(sites)
-                      if site[0] == _tracer.SITE_PY and site[1] in internal}
-    muted_sites = {i for i, site in enumerate(sites)
-                   if site[0] == _tracer.SITE_PY and site[1] in muted}
+    internal_sites = {i for i, site in enumerate(sites) if site[0] == _tracer.SITE_PY and site[1] in internal}
+    muted_sites = {i for i, site in enumerate(sites) if site[0] == _tracer.SITE_PY and site[1] in muted}
     stack: List[Event] = []
     out: List[Event] = []
     muted_depth = -1  # stack depth of the open muted call (-1: none)
@@ -257,10 +279,13 @@ def number_tags(events: Sequence[Event]) -> None:
             tag.instance = per_class.setdefault(tag._self_id, len(per_class))
 
 
-def build(raw: dict, thread_names: Dict[int, str], internal: FrozenSet[types.CodeType],
-          shorten: Optional[PathShortener] = None,
-          muted: FrozenSet[types.CodeType] = frozenset()
-          ) -> Tuple[List[ThreadTree], List[Event], _Clock]:
+def build(
+    raw: dict,
+    thread_names: Dict[int, str],
+    internal: FrozenSet[types.CodeType],
+    shorten: Optional[PathShortener] = None,
+    muted: FrozenSet[types.CodeType] = frozenset(),
+) -> Tuple[List[ThreadTree], List[Event], _Clock]:
     """The trees of a raw recording (the tracer's collect()); ``thread_names`` maps the
     serial of each recorded thread to its name."""
     clock = _Clock(raw["anchors"])

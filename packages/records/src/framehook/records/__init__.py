@@ -6,12 +6,22 @@
 Loading a record (``load``) validates it strictly and never runs code from it; replaying
 runs the recorded code, by design. See FORMAT.md for the file format.
 """
+
 from __future__ import annotations
 
 from .codec import Missing, MissingValueError
-from .errors import (InvalidBytecodeError, NewerPythonError, RecordError, RecordFormatError, RecordLimitError,
-                     RecordTooLargeError, RecordVersionError, SourceUnavailableError, UntrustedBytecodeError,
-                     UntrustedRecordError)
+from .errors import (
+    InvalidBytecodeError,
+    NewerPythonError,
+    RecordError,
+    RecordFormatError,
+    RecordLimitError,
+    RecordTooLargeError,
+    RecordVersionError,
+    SourceUnavailableError,
+    UntrustedBytecodeError,
+    UntrustedRecordError,
+)
 from .limits import Limits
 from .model import Record
 from .reader import dumps, load, loads, save
@@ -20,8 +30,31 @@ from .registry import register_codec, registered_codecs, unregister_codec
 from .replay import ModeResult, ReplayResult, replay, replay_record
 
 __all__ = [
-    "InvalidBytecodeError", "Limits", "Missing", "MissingValueError", "ModeResult", "NewerPythonError", "Record", "RecordError", "RecordFormatError",
-    "RecordLimitError",    "RecordTooLargeError", "RecordVersionError", "ReplayResult", "SourceUnavailableError",
-    "UntrustedBytecodeError", "UntrustedRecordError", "dumps", "load", "loads", "record", "record_call", "register_codec",
-    "registered_codecs", "replay", "replay_record", "save", "unregister_codec",
+    "InvalidBytecodeError",
+    "Limits",
+    "Missing",
+    "MissingValueError",
+    "ModeResult",
+    "NewerPythonError",
+    "Record",
+    "RecordError",
+    "RecordFormatError",
+    "RecordLimitError",
+    "RecordTooLargeError",
+    "RecordVersionError",
+    "ReplayResult",
+    "SourceUnavailableError",
+    "UntrustedBytecodeError",
+    "UntrustedRecordError",
+    "dumps",
+    "load",
+    "loads",
+    "record",
+    "record_call",
+    "register_codec",
+    "registered_codecs",
+    "replay",
+    "replay_record",
+    "save",
+    "unregister_codec",
 ]

@@ -5,6 +5,7 @@ records (an out-of-range operand makes the interpreter read or write outside its
 not a verifier that makes arbitrary bytecode safe; FORMAT.md lists exactly what is checked.
 Every refusal is an InvalidBytecodeError with a one-line message.
 """
+
 from __future__ import annotations
 
 import dis
@@ -24,7 +25,7 @@ _NAME_FLAG_BITS = {
     "LOAD_GLOBAL": 1 if sys.version_info >= (3, 11) else 0,
     "LOAD_ATTR": 1 if sys.version_info >= (3, 12) else 0,
     "LOAD_SUPER_ATTR": 2,
-    "IMPORT_NAME": 2 if sys.version_info >= (3, 15) else 0,   # lazy/eager import flags
+    "IMPORT_NAME": 2 if sys.version_info >= (3, 15) else 0,  # lazy/eager import flags
 }
 # Generator code starts with the first sent value already on the stack (3.10-3.12).
 _GENERATOR_START_DEPTH = 1 if (3, 10) <= sys.version_info < (3, 13) else 0
@@ -35,22 +36,63 @@ _SHARED_SLOTS = sys.version_info >= (3, 11)
 # marshal: inline-cache filler, instrumentation and executor hooks.
 _NEVER_IN_CO_CODE = ("CACHE", "RESERVED", "ENTER_EXECUTOR", "INTERPRETER_EXIT")
 # Instructions after which control never falls through to the next one.
-_NO_FALLTHROUGH = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE", "JUMP_ABSOLUTE",
-                   "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP",
-                   "JUMP_NO_INTERRUPT"}
+_NO_FALLTHROUGH = {
+    "RETURN_VALUE",
+    "RETURN_CONST",
+    "RAISE_VARARGS",
+    "RERAISE",
+    "JUMP_ABSOLUTE",
+    "JUMP_FORWARD",
+    "JUMP_BACKWARD",
+    "JUMP_BACKWARD_NO_INTERRUPT",
+    "JUMP",
+    "JUMP_NO_INTERRUPT",
+}
 # Instructions whose operand reaches down the stack: (minimum depth before it) = arg + extra.
-_STACK_OPERAND = {"COPY": 0, "SWAP": 0, "ROT_N": 0, "LIST_APPEND": 1, "SET_ADD": 1, "LIST_EXTEND": 1,
-                  "SET_UPDATE": 1, "DICT_UPDATE": 1, "DICT_MERGE": 3, "MAP_ADD": 2}
+_STACK_OPERAND = {
+    "COPY": 0,
+    "SWAP": 0,
+    "ROT_N": 0,
+    "LIST_APPEND": 1,
+    "SET_ADD": 1,
+    "LIST_EXTEND": 1,
+    "SET_UPDATE": 1,
+    "DICT_UPDATE": 1,
+    "DICT_MERGE": 3,
+    "MAP_ADD": 2,
+}
 # Minimum depth before instructions that read more than their net stack effect shows.
-_MIN_INPUTS = {"ROT_TWO": 2, "ROT_THREE": 3, "ROT_FOUR": 4, "DUP_TOP": 1, "DUP_TOP_TWO": 2,
-               "BINARY_OP": 2, "COMPARE_OP": 2, "IS_OP": 2, "CONTAINS_OP": 2, "BINARY_SUBSCR": 2,
-               "STORE_SUBSCR": 3, "DELETE_SUBSCR": 2, "STORE_ATTR": 2, "BINARY_SLICE": 3,
-               "STORE_SLICE": 4, "GET_ITER": 1, "FOR_ITER": 1, "UNARY_NOT": 1, "UNARY_NEGATIVE": 1,
-               "UNARY_INVERT": 1, "TO_BOOL": 1, "LOAD_ATTR": 1, "FORMAT_VALUE": 1, "RETURN_VALUE": 1,
-               "YIELD_VALUE": 1, "POP_TOP": 1}
+_MIN_INPUTS = {
+    "ROT_TWO": 2,
+    "ROT_THREE": 3,
+    "ROT_FOUR": 4,
+    "DUP_TOP": 1,
+    "DUP_TOP_TWO": 2,
+    "BINARY_OP": 2,
+    "COMPARE_OP": 2,
+    "IS_OP": 2,
+    "CONTAINS_OP": 2,
+    "BINARY_SUBSCR": 2,
+    "STORE_SUBSCR": 3,
+    "DELETE_SUBSCR": 2,
+    "STORE_ATTR": 2,
+    "BINARY_SLICE": 3,
+    "STORE_SLICE": 4,
+    "GET_ITER": 1,
+    "FOR_ITER": 1,
+    "UNARY_NOT": 1,
+    "UNARY_NEGATIVE": 1,
+    "UNARY_INVERT": 1,
+    "TO_BOOL": 1,
+    "LOAD_ATTR": 1,
+    "FORMAT_VALUE": 1,
+    "RETURN_VALUE": 1,
+    "YIELD_VALUE": 1,
+    "POP_TOP": 1,
+}
 # Yielding needs the frame to belong to a generator or coroutine object.
 _YIELDING = {"YIELD_VALUE", "YIELD_FROM", "SEND", "RETURN_GENERATOR", "GET_YIELD_FROM_ITER"}
-_GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200   # GENERATOR, COROUTINE, ITERABLE_COROUTINE, ASYNC_GENERATOR
+_GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # GENERATOR, COROUTINE, ITERABLE_COROUTINE, ASYNC_GENERATOR
 _CO_VARARGS, _CO_VARKEYWORDS = 0x4, 0x8
 # Far above what any compiled function needs; a larger co_stacksize is a crafted frame size.
 MAX_STACKSIZE = 1 << 16
@@ -68,19 +110,24 @@ def _cache_units(op: int) -> int:
 
 
 def _allowed_opcodes() -> frozenset:
-    return frozenset(op for name, op in dis.opmap.items()
-                     if op < 256 and name not in _NEVER_IN_CO_CODE and not name.startswith("INSTRUMENTED_"))
+    return frozenset(
+        op
+        for name, op in dis.opmap.items()
+        if op < 256 and name not in _NEVER_IN_CO_CODE and not name.startswith("INSTRUMENTED_")
+    )
 
 
 _ALLOWED = _allowed_opcodes()
 _EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
 # END_ASYNC_FOR's operand (where dis lists one) points back at its loop for monitoring only:
 # execution falls through.
-_JUMPS = (frozenset(dis.hasjrel) | frozenset(dis.hasjabs) | frozenset(getattr(dis, "hasjump", ()))) \
-    - {dis.opmap.get("END_ASYNC_FOR")}
+_JUMPS = (frozenset(dis.hasjrel) | frozenset(dis.hasjabs) | frozenset(getattr(dis, "hasjump", ()))) - {
+    dis.opmap.get("END_ASYNC_FOR")
+}
 
 
 # --- The checks ----------------------------------------------------------------------------
+
 
 class _Refuse(Exception):
     pass
@@ -95,7 +142,7 @@ def validate(code: types.CodeType, path: str | None = None) -> None:
                 _check_one(each)
             except _Refuse as exc:
                 raise InvalidBytecodeError(f"the recorded bytecode of {where} is invalid: {exc}", path) from None
-    except RecursionError:   # constants nested deeper than Python's recursion limit
+    except RecursionError:  # constants nested deeper than Python's recursion limit
         raise InvalidBytecodeError("the recorded bytecode's constants nest too deeply", path) from None
 
 
@@ -130,8 +177,12 @@ def _check_one(code: types.CodeType) -> None:
     if not 0 <= code.co_stacksize <= MAX_STACKSIZE:
         raise _Refuse(f"co_stacksize {code.co_stacksize} is outside 0-{MAX_STACKSIZE}")
     local_slots, cell_slots = _slot_counts(code)
-    args = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & _CO_VARARGS) \
+    args = (
+        code.co_argcount
+        + code.co_kwonlyargcount
+        + bool(code.co_flags & _CO_VARARGS)
         + bool(code.co_flags & _CO_VARKEYWORDS)
+    )
     if args > local_slots:
         raise _Refuse(f"{args} arguments but only {local_slots} local variable slots")
     _check_operands(code, raw, local_slots, cell_slots)
@@ -180,7 +231,7 @@ def _check_operands(code: types.CodeType, raw: bytes, local_slots: int, cell_slo
     for offset, op, arg in _units(raw):
         name = dis.opname[op]
         yields = yields or name in _YIELDING
-        if op in local_ops and name.count("FAST") == 2:     # two 4-bit local indices
+        if op in local_ops and name.count("FAST") == 2:  # two 4-bit local indices
             _index(max(arg >> 4, arg & 15), local_slots, "local variable", name, offset)
         elif op in local_ops:
             _index(arg, local_slots if "FAST" in name else cell_slots, "local variable", name, offset)
@@ -191,16 +242,16 @@ def _check_operands(code: types.CodeType, raw: bytes, local_slots: int, cell_slo
         elif op in name_ops:
             _index(arg >> _NAME_FLAG_BITS.get(name, 0), len(code.co_names), "name", name, offset)
         elif name == "COPY_FREE_VARS" and arg != len(code.co_freevars):
-            raise _Refuse(f"COPY_FREE_VARS {arg} at offset {offset} but the code has "
-                          f"{len(code.co_freevars)} free variables")
+            raise _Refuse(
+                f"COPY_FREE_VARS {arg} at offset {offset} but the code has {len(code.co_freevars)} free variables"
+            )
     if yields and not code.co_flags & _GENERATOR_FLAGS:
         raise _Refuse("it yields but its flags do not make it a generator or coroutine")
 
 
 def _index(value: int, size: int, what: str, name: str, offset: int) -> None:
     if value >= size:
-        raise _Refuse(f"{name} {value} at offset {offset} refers to {what} {value}, "
-                      f"but there are only {size}")
+        raise _Refuse(f"{name} {value} at offset {offset} refers to {what} {value}, but there are only {size}")
 
 
 def _decode(code: types.CodeType) -> list:
@@ -213,7 +264,7 @@ def _decode(code: types.CodeType) -> list:
 
 def _exception_entries(code: types.CodeType) -> list:
     parse = getattr(dis, "_parse_exception_table", None)
-    if parse is None:          # no exception table: handlers are pushed by SETUP_* jumps
+    if parse is None:  # no exception table: handlers are pushed by SETUP_* jumps
         return []
     try:
         return list(parse(code))
@@ -242,8 +293,9 @@ def _check_flow(code: types.CodeType, instructions: list) -> None:
             seen = depth_at.get(n)
             if seen is not None:
                 if seen != depth:
-                    raise _Refuse(f"stack depth at offset {instructions[n].offset} is {seen} on one path "
-                                  f"and {depth} on another")
+                    raise _Refuse(
+                        f"stack depth at offset {instructions[n].offset} is {seen} on one path and {depth} on another"
+                    )
                 break
             depth_at[n] = depth
             ins = instructions[n]
@@ -253,8 +305,9 @@ def _check_flow(code: types.CodeType, instructions: list) -> None:
             if ins.opcode in _JUMPS:
                 target = ins.argval
                 if not isinstance(target, int) or target not in index:
-                    raise _Refuse(f"{ins.opname} at offset {ins.offset} jumps to {target!r}, "
-                                  "not the start of an instruction")
+                    raise _Refuse(
+                        f"{ins.opname} at offset {ins.offset} jumps to {target!r}, not the start of an instruction"
+                    )
                 if instructions[index[target]].opname == "END_FOR" and index[target] + 1 >= len(instructions):
                     raise _Refuse(f"FOR_ITER at offset {ins.offset} exits past the end of the code")
                 work.append((index[target], depth + _effect(ins, arg if has_arg else None, True)))
@@ -274,7 +327,7 @@ def _effect(ins, arg: int | None, jump: bool) -> int:
 def _check_depth(code: types.CodeType, ins, depth: int) -> None:
     arg = ins.arg or 0
     need = _MIN_INPUTS.get(ins.opname, 0)
-    if ins.opname.startswith(("BINARY_", "INPLACE_")):   # two operands, one result
+    if ins.opname.startswith(("BINARY_", "INPLACE_")):  # two operands, one result
         need = max(need, 2)
     if ins.opname in _STACK_OPERAND:
         need = max(need, arg + _STACK_OPERAND[ins.opname])

@@ -1,4 +1,5 @@
 """``framehook replay FILE...``: one line per record; exit 1 on a mismatch, 2 on unreadable files."""
+
 from __future__ import annotations
 
 import argparse
@@ -16,20 +17,38 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
     rp = sub.add_parser("replay", help="replay execution records and compare their outcomes")
     rp.add_argument("files", nargs="*", metavar="FILE")
-    rp.add_argument("--mode", action="append",
-                    help="replay only through this mode (repeatable; default: every mode; see --list-modes)")
-    rp.add_argument("--list-modes", action="store_true",
-                    help="list the modes available here and those skipped because their package is absent")
-    rp.add_argument("--trusted", action="store_true",
-                    help="allow pickle payloads in the records (runs code from the file!)")
-    rp.add_argument("--source", action="store_true",
-                    help="use only the recorded source: do not even compare the recorded bytecode with it")
-    rp.add_argument("--trust-bytecode", action="store_true",
-                    help="run the recorded bytecode (after static checks) when it differs from the source "
-                         "or there is no source; runs code the source does not show!")
-    rp.add_argument("--limit", action="append", default=[], metavar="NAME=N",
-                    help="raise or lower a decoding limit (repeatable); NAME is one of "
-                         + ", ".join(f"{n} (default {getattr(DEFAULT, n)})" for n in Limits.names()))
+    rp.add_argument(
+        "--mode",
+        action="append",
+        help="replay only through this mode (repeatable; default: every mode; see --list-modes)",
+    )
+    rp.add_argument(
+        "--list-modes",
+        action="store_true",
+        help="list the modes available here and those skipped because their package is absent",
+    )
+    rp.add_argument(
+        "--trusted", action="store_true", help="allow pickle payloads in the records (runs code from the file!)"
+    )
+    rp.add_argument(
+        "--source",
+        action="store_true",
+        help="use only the recorded source: do not even compare the recorded bytecode with it",
+    )
+    rp.add_argument(
+        "--trust-bytecode",
+        action="store_true",
+        help="run the recorded bytecode (after static checks) when it differs from the source "
+        "or there is no source; runs code the source does not show!",
+    )
+    rp.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        metavar="NAME=N",
+        help="raise or lower a decoding limit (repeatable); NAME is one of "
+        + ", ".join(f"{n} (default {getattr(DEFAULT, n)})" for n in Limits.names()),
+    )
     rp.add_argument("-v", "--verbose", action="store_true", help="print every difference and skip reason")
     return parser
 
@@ -54,16 +73,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         changes[name] = value
     limits = DEFAULT.replace(**changes)
     from .replay import replay
+
     worst = 0
     for name in args.files:
         try:
-            result = replay(name, modes=args.mode, trusted=args.trusted, prefer_source=args.source,
-                            trust_bytecode=args.trust_bytecode, limits=limits)
+            result = replay(
+                name,
+                modes=args.mode,
+                trusted=args.trusted,
+                prefer_source=args.source,
+                trust_bytecode=args.trust_bytecode,
+                limits=limits,
+            )
         except RecordError as exc:
             print(f"ERROR    {printable(str(exc))}")
             worst = max(worst, 2)
             continue
-        except Exception as exc:   # never a raw traceback for one bad record
+        except Exception as exc:  # never a raw traceback for one bad record
             print(f"ERROR    {printable(name)}: replay failed: {type(exc).__name__}: {printable(str(exc))}")
             worst = max(worst, 2)
             continue

@@ -10,6 +10,7 @@ tag ``"t"`` (see FORMAT.md for every tag). Three separate steps keep loading saf
 * ``Decoder.decode`` (replaying) rebuilds objects: imports modules named by import path,
   loads numpy data with ``allow_pickle=False``, and unpickles only when ``trusted``.
 """
+
 from __future__ import annotations
 
 import base64
@@ -26,7 +27,7 @@ from . import registry
 from .errors import RecordFormatError, UntrustedRecordError
 from .limits import DEFAULT, Limits
 
-MAX_DEPTH = 100            # encoder and validator both stop here
+MAX_DEPTH = 100  # encoder and validator both stop here
 MAX_INT_HEX_DIGITS = 100_000
 MAX_REPR = 200
 _MUTABLE_TAGS = {"list", "dict", "set", "bytearray", "ndarray", "function"}
@@ -77,7 +78,7 @@ class Missing:
         return hash(("missing", self.name))
 
 
-EMPTY_CELL = object()   # decoded form of an empty closure cell
+EMPTY_CELL = object()  # decoded form of an empty closure cell
 
 
 def _qualname_path(obj: Any) -> tuple[str, str] | None:
@@ -102,7 +103,7 @@ def _short_repr(obj: Any) -> str:
         text = repr(obj)
     except Exception as exc:  # a broken __repr__ must not stop recording
         text = f"<repr failed: {type(exc).__name__}>"
-    text = re.sub(r" at 0x[0-9a-fA-F]+", "", text)   # addresses differ on every run
+    text = re.sub(r" at 0x[0-9a-fA-F]+", "", text)  # addresses differ on every run
     return text if len(text) <= MAX_REPR else text[: MAX_REPR - 3] + "..."
 
 
@@ -118,13 +119,12 @@ class Encoder:
     ``target``: the recorded function itself, stored as ``{"t": "target"}``.
     """
 
-    def __init__(self, *, source_file: str | None = None, target: Any = None,
-                 allow_pickle: bool = False) -> None:
+    def __init__(self, *, source_file: str | None = None, target: Any = None, allow_pickle: bool = False) -> None:
         self.source_file = source_file
         self.target = target
         self.allow_pickle = allow_pickle
         self.memo: dict[int, int] = {}
-        self._alive: list[Any] = []   # keep ids stable while encoding
+        self._alive: list[Any] = []  # keep ids stable while encoding
         self.missing: list[str] = []
         self.source_functions: list[types.FunctionType] = []
         self._tuple_stack: set[int] = set()
@@ -139,8 +139,13 @@ class Encoder:
     def placeholder(self, obj: Any, name: str, why: str) -> dict:
         self.missing.append(name)
         tp = type(obj)
-        return {"t": "missing", "name": name, "type": f"{tp.__module__}.{tp.__qualname__}",
-                "repr": _short_repr(obj), "why": why}
+        return {
+            "t": "missing",
+            "name": name,
+            "type": f"{tp.__module__}.{tp.__qualname__}",
+            "repr": _short_repr(obj),
+            "why": why,
+        }
 
     def encode(self, obj: Any, name: str = "value", depth: int = 0) -> Any:
         if depth >= MAX_DEPTH:
@@ -161,7 +166,7 @@ class Encoder:
         if id(obj) in self.memo:
             return {"t": "ref", "id": self.memo[id(obj)]}
         if tp is tuple:
-            if id(obj) in self._tuple_stack:   # only reachable through a mutable container
+            if id(obj) in self._tuple_stack:  # only reachable through a mutable container
                 return self.placeholder(obj, name, "tuple that contains itself")
             self._tuple_stack.add(id(obj))
             try:
@@ -175,8 +180,10 @@ class Encoder:
             return node
         if tp is dict:
             node = {"t": "dict", "id": self._new_id(obj), "items": []}
-            node["items"] = [[self.encode(k, f"{name}.key", depth + 1),
-                              self.encode(v, f"{name}[{k!r}]", depth + 1)] for k, v in obj.items()]
+            node["items"] = [
+                [self.encode(k, f"{name}.key", depth + 1), self.encode(v, f"{name}[{k!r}]", depth + 1)]
+                for k, v in obj.items()
+            ]
             return node
         if tp is set or tp is frozenset:
             tag = "set" if tp is set else "frozenset"
@@ -189,7 +196,7 @@ class Encoder:
                 ordered = list(obj)
             node["items"] = [self.encode(x, f"{name}{{}}", depth + 1) for x in ordered]
             return node
-        if tp is Missing:   # a placeholder replayed back into a record stays the same placeholder
+        if tp is Missing:  # a placeholder replayed back into a record stays the same placeholder
             self.missing.append(obj.name)
             return {"t": "missing", "name": obj.name, "type": obj.type_name, "repr": obj.text, "why": obj.why}
         if tp is bytearray:
@@ -205,9 +212,12 @@ class Encoder:
             return self._function(obj, name, depth)
         if isinstance(obj, tuple) and isinstance(getattr(tp, "_fields", None), tuple):
             path = _qualname_path(tp)
-            if path is not None:   # a namedtuple class reachable by import path
-                return {"t": "namedtuple", "type": {"t": "global", "module": path[0], "qualname": path[1]},
-                        "items": [self.encode(x, f"{name}.{f}", depth + 1) for f, x in zip(tp._fields, obj)]}
+            if path is not None:  # a namedtuple class reachable by import path
+                return {
+                    "t": "namedtuple",
+                    "type": {"t": "global", "module": path[0], "qualname": path[1]},
+                    "items": [self.encode(x, f"{name}.{f}", depth + 1) for f, x in zip(tp._fields, obj)],
+                }
         numpy = sys.modules.get("numpy")
         if numpy is not None and isinstance(obj, (numpy.ndarray, numpy.generic)):
             return self._numpy(numpy, obj, name)
@@ -220,8 +230,12 @@ class Encoder:
             except Exception as exc:
                 return self.placeholder(obj, name, f"codec {codec.name} failed: {type(exc).__name__}: {exc}")
             return {"t": "ext", "codec": codec.name, "v": self.encode(inner, name, depth + 1)}
-        if isinstance(obj, enum.Enum) or isinstance(obj, (type, types.BuiltinFunctionType)) \
-                or obj is Ellipsis or obj is NotImplemented:
+        if (
+            isinstance(obj, enum.Enum)
+            or isinstance(obj, (type, types.BuiltinFunctionType))
+            or obj is Ellipsis
+            or obj is NotImplemented
+        ):
             path = _enum_path(obj) if isinstance(obj, enum.Enum) else _qualname_path(obj)
             if obj is Ellipsis:
                 path = ("builtins", "Ellipsis")
@@ -232,6 +246,7 @@ class Encoder:
             return self.placeholder(obj, name, "not importable by module and qualified name")
         if self.allow_pickle:
             import pickle
+
             try:
                 return {"t": "pickle", "v": _b64(pickle.dumps(obj, protocol=4))}
             except Exception as exc:
@@ -253,11 +268,17 @@ class Encoder:
                     closure.append([var, {"t": "empty_cell"}])
                     continue
                 closure.append([var, self.encode(content, f"{name}.<closure {var}>", depth + 1)])
-            return {"t": "function", "id": ident, "name": fn.__name__, "qualname": fn.__qualname__,
-                    "firstlineno": code.co_firstlineno, "flags": code.co_flags & CO_SET_AFTER_COMPILE,
-                    "defaults": self.encode(fn.__defaults__, f"{name}.__defaults__", depth + 1),
-                    "kwdefaults": self.encode(fn.__kwdefaults__, f"{name}.__kwdefaults__", depth + 1),
-                    "closure": closure}
+            return {
+                "t": "function",
+                "id": ident,
+                "name": fn.__name__,
+                "qualname": fn.__qualname__,
+                "firstlineno": code.co_firstlineno,
+                "flags": code.co_flags & CO_SET_AFTER_COMPILE,
+                "defaults": self.encode(fn.__defaults__, f"{name}.__defaults__", depth + 1),
+                "kwdefaults": self.encode(fn.__kwdefaults__, f"{name}.__kwdefaults__", depth + 1),
+                "closure": closure,
+            }
         path = _qualname_path(fn)
         if path is not None:
             return {"t": "global", "module": path[0], "qualname": path[1]}
@@ -285,9 +306,12 @@ class Encoder:
             message = str(exc)
         except Exception:
             message = "<str failed>"
-        return {"t": "exception", "type": type_tree,
-                "args": self.encode(tuple(exc.args), f"{name}.args", depth + 1),
-                "message": message[:2000]}
+        return {
+            "t": "exception",
+            "type": type_tree,
+            "args": self.encode(tuple(exc.args), f"{name}.args", depth + 1),
+            "message": message[:2000],
+        }
 
 
 def _enum_path(member: enum.Enum) -> tuple[str, str] | None:
@@ -305,24 +329,58 @@ def _sort_key(value: Any) -> tuple:
 # -- validation ----------------------------------------------------------------------------
 
 _FIELDS: dict[str, dict[str, Any]] = {
-    "int": {"v": str}, "float": {"v": str}, "complex": {"re": str, "im": str},
-    "bytes": {"v": str}, "bytearray": {"v": str, "id": int},
-    "tuple": {"items": list}, "list": {"items": list, "id": int},
-    "set": {"items": list, "id": int}, "frozenset": {"items": list},
+    "int": {"v": str},
+    "float": {"v": str},
+    "complex": {"re": str, "im": str},
+    "bytes": {"v": str},
+    "bytearray": {"v": str, "id": int},
+    "tuple": {"items": list},
+    "list": {"items": list, "id": int},
+    "set": {"items": list, "id": int},
+    "frozenset": {"items": list},
     "dict": {"items": list, "id": int},
-    "ndarray": {"npy": str, "id": int}, "npscalar": {"npy": str},
-    "module": {"name": str}, "global": {"module": str, "qualname": str},
-    "function": {"id": int, "name": str, "qualname": str, "firstlineno": int, "flags": int,
-                 "defaults": "tree", "kwdefaults": "tree", "closure": list},
-    "target": {}, "ref": {"id": int}, "empty_cell": {},
+    "ndarray": {"npy": str, "id": int},
+    "npscalar": {"npy": str},
+    "module": {"name": str},
+    "global": {"module": str, "qualname": str},
+    "function": {
+        "id": int,
+        "name": str,
+        "qualname": str,
+        "firstlineno": int,
+        "flags": int,
+        "defaults": "tree",
+        "kwdefaults": "tree",
+        "closure": list,
+    },
+    "target": {},
+    "ref": {"id": int},
+    "empty_cell": {},
     "missing": {"name": str, "type": str, "repr": str, "why": str},
     "exception": {"type": "tree", "args": "tree", "message": str},
     "ext": {"codec": str, "v": "tree"},
     "pickle": {"v": str},
     "namedtuple": {"type": "tree", "items": list},
 }
-_HASHABLE = {"int", "float", "complex", "bytes", "tuple", "frozenset", "module", "global",
-             "missing", "ext", "npscalar", "ref", "function", "target", "pickle", "exception", "namedtuple"}
+_HASHABLE = {
+    "int",
+    "float",
+    "complex",
+    "bytes",
+    "tuple",
+    "frozenset",
+    "module",
+    "global",
+    "missing",
+    "ext",
+    "npscalar",
+    "ref",
+    "function",
+    "target",
+    "pickle",
+    "exception",
+    "namedtuple",
+}
 
 
 class Validator:
@@ -449,7 +507,7 @@ class Validator:
             start, size = 12, int.from_bytes(data[8:12], "little")
         else:
             raise self.fail(where, f"unsupported .npy version {major}")
-        header = data[start:start + size].decode("latin-1")
+        header = data[start : start + size].decode("latin-1")
         if len(header) != size:
             raise self.fail(where, "truncated .npy header")
         descr = _NPY_DESCR.search(header)
@@ -481,8 +539,9 @@ class Validator:
             itemsize = payload // elements if elements else 0
         self.limits.check("array_bytes", elements * itemsize, self.path)
         if payload != elements * itemsize:
-            raise self.fail(where, f"numpy data of {payload} bytes disagrees with its header "
-                                   f"({elements} x {itemsize} bytes)")
+            raise self.fail(
+                where, f"numpy data of {payload} bytes disagrees with its header ({elements} x {itemsize} bytes)"
+            )
 
     _check_ndarray = _check_npscalar = _check_npy
 
@@ -530,11 +589,19 @@ class Validator:
         self.pickles += 1
         if not self.trusted:
             raise UntrustedRecordError(
-                f"{where}: holds a pickle payload; refusing to load it without trusted=True", self.path)
+                f"{where}: holds a pickle payload; refusing to load it without trusted=True", self.path
+            )
 
 
-def validate(tree: Any, where: str, *, path: str | None = None, trusted: bool = False,
-             allow_empty_cell: bool = False, limits: Limits = DEFAULT) -> None:
+def validate(
+    tree: Any,
+    where: str,
+    *,
+    path: str | None = None,
+    trusted: bool = False,
+    allow_empty_cell: bool = False,
+    limits: Limits = DEFAULT,
+) -> None:
     """Validate one independent value tree (ids start at 0)."""
     Validator(path=path, trusted=trusted, limits=limits).check(tree, where, allow_empty_cell=allow_empty_cell)
 
@@ -547,8 +614,9 @@ FunctionBuilder = Callable[[dict, "Decoder"], Any]
 class Decoder:
     """Rebuilds objects from a validated tree. Runs only at replay time."""
 
-    def __init__(self, *, trusted: bool = False, function_builder: FunctionBuilder | None = None,
-                 target: Any = None) -> None:
+    def __init__(
+        self, *, trusted: bool = False, function_builder: FunctionBuilder | None = None, target: Any = None
+    ) -> None:
         self.trusted = trusted
         self.function_builder = function_builder
         self.target = target
@@ -606,6 +674,7 @@ class Decoder:
 
     def _load_npy(self, text: str) -> Any:
         import numpy
+
         return numpy.load(io.BytesIO(base64.b64decode(text)), allow_pickle=False)
 
     def _ndarray(self, t: dict) -> Any:
@@ -629,8 +698,9 @@ class Decoder:
                 obj = getattr(obj, part)
             return obj
         except Exception as exc:
-            return self._missing_from(f"{t['module']}.{t['qualname']}", "global",
-                                      f"cannot resolve: {type(exc).__name__}: {exc}")
+            return self._missing_from(
+                f"{t['module']}.{t['qualname']}", "global", f"cannot resolve: {type(exc).__name__}: {exc}"
+            )
 
     def _missing_from(self, name: str, type_name: str, why: str) -> Missing:
         self.missing.append(f"{name} ({why})")
@@ -674,8 +744,9 @@ class Decoder:
         make = getattr(tp, "_make", None)
         if isinstance(tp, type) and issubclass(tp, tuple) and callable(make):
             return make(items)
-        return self._missing_from(f"{t['type']['module']}.{t['type']['qualname']}", "namedtuple",
-                                  "not a namedtuple class here")
+        return self._missing_from(
+            f"{t['type']['module']}.{t['type']['qualname']}", "namedtuple", "not a namedtuple class here"
+        )
 
     def _ext(self, t: dict) -> Any:
         codec = registry.codec_named(t["codec"])
@@ -691,6 +762,5 @@ class Decoder:
         if not self.trusted:  # validation already refused; this is a second lock
             raise UntrustedRecordError("pickle payload without trusted=True")
         import pickle
+
         return pickle.loads(base64.b64decode(t["v"]))
-
-

@@ -5,6 +5,7 @@ found by its qualified name and first line. On the same interpreter (same implem
 and bytecode magic number) the marshalled code object can also be unmarshalled, to compare
 it with that compilation or, when the caller trusts it, to run it (see replay.Rebuilder).
 """
+
 from __future__ import annotations
 
 import base64
@@ -65,19 +66,24 @@ def refuse_newer(python: dict, has_source: bool, path: str | None) -> None:
     if theirs > NEWEST_PYTHON:
         raise NewerPythonError(
             f"recorded on Python {recorded}, newer than this reader (Python {here}; framehook.records "
-            f"supports CPython {span}); replay it with a framehook that supports Python {wanted}", path)
+            f"supports CPython {span}); replay it with a framehook that supports Python {wanted}",
+            path,
+        )
     if not has_source and theirs > sys.version_info[:2]:
         raise NewerPythonError(
             f"recorded on Python {recorded} without source, newer than this reader (Python {here}); "
-            f"it can only be replayed on Python {wanted}", path)
+            f"it can only be replayed on Python {wanted}",
+            path,
+        )
 
 
 def qualname_key(qualname: str) -> tuple[str, ...]:
     return tuple(part for part in qualname.split(".") if part not in _TRANSPARENT)
 
 
-def walk_code(code: types.CodeType, prefix: tuple[str, ...] = (), top: bool = True
-              ) -> Iterator[tuple[tuple[str, ...], types.CodeType]]:
+def walk_code(
+    code: types.CodeType, prefix: tuple[str, ...] = (), top: bool = True
+) -> Iterator[tuple[tuple[str, ...], types.CodeType]]:
     """Yield (qualname key, code) for every code object nested in a module's code."""
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
@@ -125,7 +131,9 @@ def compile_source(source: str, filename: str, path: str | None = None) -> CodeI
     except (SyntaxError, ValueError) as exc:
         raise SourceUnavailableError(
             f"the recorded source of {filename} does not compile on Python {platform.python_version()}: "
-            f"{type(exc).__name__}: {exc}", path) from None
+            f"{type(exc).__name__}: {exc}",
+            path,
+        ) from None
     index = CodeIndex(module_code)
     if len(_INDEX_CACHE) > 64:
         _INDEX_CACHE.clear()
@@ -142,7 +150,7 @@ def same_code(recorded: types.CodeType, compiled: types.CodeType) -> bool:
     """
     try:
         return recorded == compiled
-    except RecursionError:   # constants nested deeper than the compiler ever writes
+    except RecursionError:  # constants nested deeper than the compiler ever writes
         return False
 
 
@@ -164,6 +172,5 @@ def load_marshalled(text: str, name: str, path: str | None) -> types.CodeType:
 def locate(index: CodeIndex, qualname: str, firstlineno: int, name: str, path: str | None) -> types.CodeType:
     code = index.find(qualname, firstlineno, name)
     if code is None or not (code.co_flags & _CO_OPTIMIZED):
-        raise SourceUnavailableError(
-            f"function {qualname} (line {firstlineno}) not found in the recorded source", path)
+        raise SourceUnavailableError(f"function {qualname} (line {firstlineno}) not found in the recorded source", path)
     return code

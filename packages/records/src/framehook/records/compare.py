@@ -1,4 +1,5 @@
 """Comparing a recorded outcome with a replayed one, as readable differences."""
+
 from __future__ import annotations
 
 import base64
@@ -57,6 +58,7 @@ def _describe_int(hex_text: str) -> str:
 
 def _array(text: str) -> Any:
     import numpy
+
     return numpy.load(io.BytesIO(base64.b64decode(text)), allow_pickle=False)
 
 
@@ -82,10 +84,12 @@ class Differ:
         if ta in ("ndarray", "npscalar"):
             x, y = _array(a["npy"]), _array(b["npy"])
             if x.dtype.str != y.dtype.str or x.shape != y.shape or x.tobytes() != y.tobytes():
-                self.diffs.append(f"{where}: recorded array {x.dtype}{list(x.shape)}, replayed "
-                                  f"{y.dtype}{list(y.shape)} with different contents"
-                                  if x.shape == y.shape and x.dtype == y.dtype else
-                                  f"{where}: recorded array {x.dtype}{list(x.shape)}, replayed {y.dtype}{list(y.shape)}")
+                self.diffs.append(
+                    f"{where}: recorded array {x.dtype}{list(x.shape)}, replayed "
+                    f"{y.dtype}{list(y.shape)} with different contents"
+                    if x.shape == y.shape and x.dtype == y.dtype
+                    else f"{where}: recorded array {x.dtype}{list(x.shape)}, replayed {y.dtype}{list(y.shape)}"
+                )
             return
         if ta == "missing":
             if a["type"] != b["type"]:
@@ -150,8 +154,9 @@ class Differ:
         builtin = a["type"].get("t") == "global" and a["type"].get("module") == "builtins"
         if self.cross_version and builtin:
             # CPython rewords its own error messages between versions; same type is a match.
-            self.notes.append(f"{where}: message differs across versions: "
-                              f"{a['message'][:80]!r} vs {b['message'][:80]!r}")
+            self.notes.append(
+                f"{where}: message differs across versions: {a['message'][:80]!r} vs {b['message'][:80]!r}"
+            )
             return
         self.diffs.extend(sub.diffs)
 
@@ -161,11 +166,14 @@ def diff_outcomes(recorded: dict, replayed: dict, *, cross_version: bool = False
     d = Differ(cross_version=cross_version)
     if recorded["kind"] != replayed["kind"]:
         if recorded["kind"] == "return":
-            d.diffs.append(f"outcome: recorded a return of {describe(recorded['value'])}, replay raised "
-                           f"{describe(replayed['exception'])}")
+            d.diffs.append(
+                f"outcome: recorded a return of {describe(recorded['value'])}, replay raised "
+                f"{describe(replayed['exception'])}"
+            )
         else:
-            d.diffs.append(f"outcome: recorded {describe(recorded['exception'])}, replay returned "
-                           f"{describe(replayed['value'])}")
+            d.diffs.append(
+                f"outcome: recorded {describe(recorded['exception'])}, replay returned {describe(replayed['value'])}"
+            )
         return d.diffs, d.notes
     if recorded["kind"] == "return":
         d.same(recorded["value"], replayed["value"], "return value")

@@ -15,6 +15,7 @@ The body is UTF-8 JSON (see FORMAT.md). Every length is checked against limits b
 anything is allocated, so a hostile header cannot make the reader read or inflate
 unbounded data.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -57,8 +58,9 @@ class Envelope:
 def pack(document: dict, *, compress: bool = True) -> bytes:
     """Serialise a record document (already made of JSON types) into file bytes."""
     # sort_keys gives byte-identical files for identical records (diffable goldens).
-    body = json.dumps(document, sort_keys=True, ensure_ascii=True, allow_nan=False,
-                      separators=(",", ":")).encode("ascii")
+    body = json.dumps(document, sort_keys=True, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode(
+        "ascii"
+    )
     digest = hashlib.sha256(body).digest()
     stored = zlib.compress(body, 9) if compress else body
     flags = FLAG_ZLIB if compress else 0
@@ -88,13 +90,18 @@ def _inflate(stored: memoryview, body_len: int, path: str | None) -> bytearray:
         for at in range(0, len(stored), _INFLATE_CHUNK):
             fed = at + _INFLATE_CHUNK
             # max_length caps the allocation: a zip bomb stops at body_len + 1 bytes.
-            body += inflater.decompress(stored[at:at + _INFLATE_CHUNK], body_len + 1 - len(body))
+            body += inflater.decompress(stored[at : at + _INFLATE_CHUNK], body_len + 1 - len(body))
             if inflater.unconsumed_tail or len(body) > body_len or inflater.eof:
                 break
     except zlib.error as exc:
         raise RecordFormatError(f"corrupt compressed body ({exc})", path) from None
-    if (len(body) != body_len or not inflater.eof or inflater.unconsumed_tail or inflater.unused_data
-            or fed < len(stored)):
+    if (
+        len(body) != body_len
+        or not inflater.eof
+        or inflater.unconsumed_tail
+        or inflater.unused_data
+        or fed < len(stored)
+    ):
         raise RecordFormatError("compressed body does not match its declared length", path)
     return body
 
@@ -119,7 +126,7 @@ def check_shape(body: "bytes | bytearray", limits: Limits, path: str | None) -> 
     for chunk in _chunks(body):
         parts = chunk.replace(b"\\\\", b"__").replace(b'\\"', b"__").split(b'"')
         outside = b"".join(parts[1::2] if inside else parts[0::2])
-        if len(parts) % 2 == 0:          # an odd number of quotes flips the state
+        if len(parts) % 2 == 0:  # an odd number of quotes flips the state
             inside = not inside
         nodes += outside.count(b"[") + outside.count(b"{") + outside.count(b",") + outside.count(b":")
         if nodes > limits.nodes:
@@ -131,8 +138,7 @@ def check_shape(body: "bytes | bytearray", limits: Limits, path: str | None) -> 
             if depth + high > limits.depth:
                 raise limits.error("depth", limits.depth + 1, path, partial=True)
             if depth + low < 0:
-                raise RecordFormatError("body is not valid JSON (a closing bracket without its opening one)",
-                                        path)
+                raise RecordFormatError("body is not valid JSON (a closing bracket without its opening one)", path)
             depth += 2 * steps.count(2) - len(steps)
 
 
@@ -166,7 +172,9 @@ def unpack(data: bytes, *, path: str | None = None, limits: Limits = DEFAULT) ->
     if major > FORMAT_MAJOR:
         raise RecordVersionError(
             f"record format {major}.{minor} is newer than this reader ({FORMAT_MAJOR}.{FORMAT_MINOR}); "
-            "upgrade framehook to replay it", path)
+            "upgrade framehook to replay it",
+            path,
+        )
     if major < 1:
         raise RecordVersionError(f"unknown record format version {major}.{minor}", path)
     if flags & ~_KNOWN_FLAGS:

@@ -1,4 +1,5 @@
 """Calling a function and capturing what it did, driving generators and coroutines to the end."""
+
 from __future__ import annotations
 
 import inspect
@@ -25,7 +26,7 @@ def code_kind(flags: int) -> str:
 
 @dataclass
 class Outcome:
-    kind: str                                   # "return" or "raise"
+    kind: str  # "return" or "raise"
     value: Any = None
     exception: BaseException | None = None
     events: list = field(default_factory=list)  # [("yield" | "await", value)]

@@ -1,4 +1,5 @@
 """Errors raised while reading, writing and rebuilding execution records."""
+
 from __future__ import annotations
 
 
@@ -30,16 +31,27 @@ class RecordTooLargeError(RecordFormatError):
 class RecordLimitError(RecordTooLargeError):
     """A resource limit (see framehook.records.Limits) was exceeded while decoding."""
 
-    def __init__(self, limit: str, value: int, maximum: int, path: str | None = None, *,
-                 partial: bool = False, default: int | None = None) -> None:
+    def __init__(
+        self,
+        limit: str,
+        value: int,
+        maximum: int,
+        path: str | None = None,
+        *,
+        partial: bool = False,
+        default: int | None = None,
+    ) -> None:
         # partial: counting stopped at the first value past the limit (the real total is larger).
         # default: the limit's default, to say whether the caller lowered it.
         self.limit = limit
         self.value = value
         self.maximum = maximum
         self.default = default
-        head = f"{limit} exceeds the limit of {maximum} (counting stopped at {value})" if partial \
+        head = (
+            f"{limit} exceeds the limit of {maximum} (counting stopped at {value})"
+            if partial
             else f"{limit} {value} exceeds the limit of {maximum}"
+        )
         if default is not None and maximum < default:
             tail = f"lowered by the caller from the default {default}"
         else:

@@ -1,4 +1,5 @@
 """Resource limits applied while a record is decoded, each checked before the memory is taken."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -41,8 +42,14 @@ class Limits:
         """The error for ``value`` past the limit ``name``; its advice depends on whether the
         caller lowered the limit below its default."""
         default = self.__dataclass_fields__[name].default
-        return RecordLimitError(name, value, getattr(self, name), path, partial=partial,
-                                default=default if isinstance(default, int) else None)
+        return RecordLimitError(
+            name,
+            value,
+            getattr(self, name),
+            path,
+            partial=partial,
+            default=default if isinstance(default, int) else None,
+        )
 
     def replace(self, **changes: int) -> "Limits":
         return dataclasses.replace(self, **changes)

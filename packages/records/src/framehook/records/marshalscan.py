@@ -7,6 +7,7 @@ characters or digits than there are bytes left, or that uses a type code marshal
 write for code objects. It does not make marshal safe against every crafted input; it
 removes the cheap memory bombs.
 """
+
 from __future__ import annotations
 
 import struct
@@ -27,9 +28,9 @@ else:
 _FLAG_REF = 0x80
 _SINGLETONS = frozenset(b"NFTS.")
 _FIXED = {ord("i"): 4, ord("g"): 8, ord("y"): 16, ord("r"): 4, ord("I"): 8}
-_SIZED_BYTES = frozenset(b"stuaA")          # 4-byte length, then that many bytes
-_SHORT_BYTES = frozenset(b"zZ")             # 1-byte length, then that many bytes
-_SIZED_SEQUENCE = frozenset(b"([<>")        # 4-byte count, then that many objects
+_SIZED_BYTES = frozenset(b"stuaA")  # 4-byte length, then that many bytes
+_SHORT_BYTES = frozenset(b"zZ")  # 1-byte length, then that many bytes
+_SIZED_SEQUENCE = frozenset(b"([<>")  # 4-byte count, then that many objects
 # Items, characters and digits declared in all, at most: a function's code object with all
 # its nested code declares a few thousand.
 _MAX_ITEMS = 1 << 20
@@ -59,10 +60,10 @@ def check(data: bytes, bytecode_check: Callable[[bytes], None] | None = None) ->
         return start
 
     budget = _MAX_ITEMS
-    refs: list = []          # what each back-reference index stands for (bytes, or None)
+    refs: list = []  # what each back-reference index stands for (bytes, or None)
 
     def _bytecode(code: int, flagged: int) -> bytes:
-        if code == ord("r"):          # identical bytecode written once and referred to
+        if code == ord("r"):  # identical bytecode written once and referred to
             index = struct.unpack_from("<I", data, take(4))[0]
             if index >= len(refs) or refs[index] is None:
                 raise MarshalShapeError(f"a code object's bytecode at offset {pos - 5} refers to no bytes")
@@ -70,7 +71,7 @@ def check(data: bytes, bytecode_check: Callable[[bytes], None] | None = None) ->
         if code != ord("s"):
             raise MarshalShapeError(f"a code object's bytecode at offset {pos - 1} is not a bytes object")
         n = count("<i", 4, 1)
-        raw = data[take(n):pos]
+        raw = data[take(n) : pos]
         if flagged:
             refs.append(raw)
         return raw
@@ -102,18 +103,18 @@ def check(data: bytes, bytecode_check: Callable[[bytes], None] | None = None) ->
             continue
         if flagged:
             refs.append(None)
-        if kind == "K" and code == ord("0"):   # a dict ends at a NULL key
+        if kind == "K" and code == ord("0"):  # a dict ends at a NULL key
             stack.pop()
             continue
         if kind == "K":
-            stack.append(iter("O"))              # the value, read after the key's own parts
+            stack.append(iter("O"))  # the value, read after the key's own parts
         if code in _SINGLETONS:
             continue
         if code in _FIXED:
             take(_FIXED[code])
         elif code == ord("s") and flagged:
             n = count("<i", 4, 1)
-            refs[-1] = data[take(n):pos]
+            refs[-1] = data[take(n) : pos]
         elif code in _SIZED_BYTES:
             take(count("<i", 4, 1))
         elif code in _SHORT_BYTES:
@@ -132,7 +133,7 @@ def check(data: bytes, bytecode_check: Callable[[bytes], None] | None = None) ->
             stack.append(_dict_keys())
         elif code == ord("c"):
             stack.append(iter(_CODE_FIELDS))
-        elif code == ord(":"):                  # slice (3.14+): start, stop, step
+        elif code == ord(":"):  # slice (3.14+): start, stop, step
             stack.append(iter("OOO"))
         else:
             raise MarshalShapeError(f"type code {code!r} at offset {pos - 1} is not one a code object uses")

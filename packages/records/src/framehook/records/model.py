@@ -1,4 +1,5 @@
 """The record document: its fields, and strict checking of a parsed body against them."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -17,30 +18,40 @@ OUTCOME_KINDS = ("return", "raise")
 class Record:
     """One recorded frame. Values are kept as validated value trees (see codec.py)."""
 
-    python: dict                 # version, implementation, magic (bytecode magic, hex), cache_tag
-    packages: dict               # distribution/module name -> version or None
-    code: dict                   # name, qualname, module, filename, firstlineno, kind, source, marshal
-    function: dict               # defaults, kwdefaults, closure [[name, tree], ...]
-    globals: dict                # name -> tree (globals the code reads)
-    builtins: dict               # name -> tree (builtins the code reads)
-    call: dict                   # args (tuple tree), kwargs (dict tree)
-    locals: dict                 # name -> tree: the frame's arguments at entry
-    outcome: dict                # kind, value, exception, events, args_after, kwargs_after
-    translator: dict | None = None   # guards, graphs, graph_breaks when the translator ran
+    python: dict  # version, implementation, magic (bytecode magic, hex), cache_tag
+    packages: dict  # distribution/module name -> version or None
+    code: dict  # name, qualname, module, filename, firstlineno, kind, source, marshal
+    function: dict  # defaults, kwdefaults, closure [[name, tree], ...]
+    globals: dict  # name -> tree (globals the code reads)
+    builtins: dict  # name -> tree (builtins the code reads)
+    call: dict  # args (tuple tree), kwargs (dict tree)
+    locals: dict  # name -> tree: the frame's arguments at entry
+    outcome: dict  # kind, value, exception, events, args_after, kwargs_after
+    translator: dict | None = None  # guards, graphs, graph_breaks when the translator ran
     label: str = ""
     created: str = ""
     missing: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     format: tuple = (1, 0)
-    path: str | None = None      # the file it was read from, if any
+    path: str | None = None  # the file it was read from, if any
 
     def to_document(self) -> dict:
         return {
-            "kind": KIND, "format": list(self.format), "python": self.python,
-            "packages": self.packages, "code": self.code, "function": self.function,
-            "globals": self.globals, "builtins": self.builtins, "call": self.call,
-            "locals": self.locals, "outcome": self.outcome, "translator": self.translator,
-            "label": self.label, "created": self.created, "missing": self.missing,
+            "kind": KIND,
+            "format": list(self.format),
+            "python": self.python,
+            "packages": self.packages,
+            "code": self.code,
+            "function": self.function,
+            "globals": self.globals,
+            "builtins": self.builtins,
+            "call": self.call,
+            "locals": self.locals,
+            "outcome": self.outcome,
+            "translator": self.translator,
+            "label": self.label,
+            "created": self.created,
+            "missing": self.missing,
             "notes": self.notes,
         }
 
@@ -49,8 +60,24 @@ class Record:
         return self.label or self.code.get("qualname", "?")
 
 
-_TOP = {"kind", "format", "python", "packages", "code", "function", "globals", "builtins", "call",
-        "locals", "outcome", "translator", "label", "created", "missing", "notes"}
+_TOP = {
+    "kind",
+    "format",
+    "python",
+    "packages",
+    "code",
+    "function",
+    "globals",
+    "builtins",
+    "call",
+    "locals",
+    "outcome",
+    "translator",
+    "label",
+    "created",
+    "missing",
+    "notes",
+}
 _MAX_SOURCE = 8 * 1024 * 1024
 _MAX_NAMES = 100_000
 
@@ -60,13 +87,18 @@ def _need(cond: bool, path: str | None, where: str, message: str) -> None:
         raise RecordFormatError(f"{where}: {message}", path)
 
 
-def _obj(doc: dict, key: str, keys: AbstractSet[str], path: str | None, where: str,
-         optional: AbstractSet[str] = frozenset()) -> dict:
-    value: Any = doc.get(key)   # untrusted JSON: checked below
+def _obj(
+    doc: dict, key: str, keys: AbstractSet[str], path: str | None, where: str, optional: AbstractSet[str] = frozenset()
+) -> dict:
+    value: Any = doc.get(key)  # untrusted JSON: checked below
     _need(isinstance(value, dict), path, where, "must be a JSON object")
     present = set(value)
-    _need(present <= keys and (keys - optional) <= present, path, where,
-          f"unexpected fields {sorted(present - keys)} / missing fields {sorted(keys - optional - present)}")
+    _need(
+        present <= keys and (keys - optional) <= present,
+        path,
+        where,
+        f"unexpected fields {sorted(present - keys)} / missing fields {sorted(keys - optional - present)}",
+    )
     return value
 
 
@@ -87,15 +119,18 @@ def _named_trees(mapping: Any, check: Validator, path: str | None, where: str) -
         check.check(tree, f"{where}[{name!r}]")
 
 
-def from_document(doc: dict, *, path: str | None = None, trusted: bool = False,
-                  limits: Limits = DEFAULT) -> Record:
+def from_document(doc: dict, *, path: str | None = None, trusted: bool = False, limits: Limits = DEFAULT) -> Record:
     """Check every field of a parsed body; raise RecordFormatError naming the first problem."""
     extra = set(doc) - _TOP
     _need(not extra, path, "record", f"unknown fields {sorted(extra)}")
     _need(doc.get("kind") == KIND, path, "record", "kind is not framehook-record")
     fmt: Any = doc.get("format")
-    _need(isinstance(fmt, list) and len(fmt) == 2 and all(type(x) is int for x in fmt), path,
-          "format", "must be [major, minor]")
+    _need(
+        isinstance(fmt, list) and len(fmt) == 2 and all(type(x) is int for x in fmt),
+        path,
+        "format",
+        "must be [major, minor]",
+    )
     python = _obj(doc, "python", {"version", "implementation", "magic", "cache_tag"}, path, "python")
     for key in python:
         _str(python[key], path, f"python.{key}", 100, nullable=key == "cache_tag")
@@ -103,8 +138,13 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False,
     _need(isinstance(packages, dict) and len(packages) < 100, path, "packages", "must be an object")
     for key, version in packages.items():
         _str(version, path, f"packages[{key!r}]", 100, nullable=True)
-    code = _obj(doc, "code", {"name", "qualname", "module", "filename", "firstlineno", "kind", "flags",
-                              "source", "marshal"}, path, "code")
+    code = _obj(
+        doc,
+        "code",
+        {"name", "qualname", "module", "filename", "firstlineno", "kind", "flags", "source", "marshal"},
+        path,
+        "code",
+    )
     _need(code["flags"] in (0, CO_SET_AFTER_COMPILE), path, "code.flags", "only CO_ITERABLE_COROUTINE may be set")
     _str(code["name"], path, "code.name", 300)
     _str(code["qualname"], path, "code.qualname", 1000)
@@ -125,8 +165,12 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False,
     closure = function["closure"]
     _need(isinstance(closure, list) and len(closure) < 10_000, path, "function.closure", "must be a list")
     for i, pair in enumerate(closure):
-        _need(isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str), path,
-              f"function.closure[{i}]", "must be a [name, value] pair")
+        _need(
+            isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str),
+            path,
+            f"function.closure[{i}]",
+            "must be a [name, value] pair",
+        )
         tree(pair[1], f"function.closure[{pair[0]!r}]", allow_empty_cell=True)
     for section in ("globals", "builtins", "locals"):
         names: Any = doc.get(section)
@@ -138,21 +182,29 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False,
     tree(call["args"], "call.args")
     _need(isinstance(call["args"], dict) and call["args"].get("t") == "tuple", path, "call.args", "must be a tuple")
     tree(call["kwargs"], "call.kwargs")
-    _need(isinstance(call["kwargs"], dict) and call["kwargs"].get("t") == "dict", path, "call.kwargs",
-          "must be a dict")
-    outcome = _obj(doc, "outcome", {"kind", "value", "exception", "events", "args_after", "kwargs_after"},
-                   path, "outcome")
+    _need(isinstance(call["kwargs"], dict) and call["kwargs"].get("t") == "dict", path, "call.kwargs", "must be a dict")
+    outcome = _obj(
+        doc, "outcome", {"kind", "value", "exception", "events", "args_after", "kwargs_after"}, path, "outcome"
+    )
     _need(outcome["kind"] in OUTCOME_KINDS, path, "outcome.kind", f"must be one of {OUTCOME_KINDS}")
     tree(outcome["value"], "outcome.value")
     tree(outcome["exception"], "outcome.exception")
     if outcome["exception"] is not None:
-        _need(isinstance(outcome["exception"], dict) and outcome["exception"].get("t") == "exception",
-              path, "outcome.exception", "must be an exception value")
+        _need(
+            isinstance(outcome["exception"], dict) and outcome["exception"].get("t") == "exception",
+            path,
+            "outcome.exception",
+            "must be an exception value",
+        )
     events = outcome["events"]
     _need(isinstance(events, list) and len(events) <= 100_000, path, "outcome.events", "must be a list")
     for i, event in enumerate(events):
-        _need(isinstance(event, list) and len(event) == 2 and event[0] in ("yield", "await"), path,
-              f"outcome.events[{i}]", "must be [\"yield\"|\"await\", value]")
+        _need(
+            isinstance(event, list) and len(event) == 2 and event[0] in ("yield", "await"),
+            path,
+            f"outcome.events[{i}]",
+            "must be [\"yield\"|\"await\", value]",
+        )
         tree(event[1], f"outcome.events[{i}]")
     tree(outcome["args_after"], "outcome.args_after")
     tree(outcome["kwargs_after"], "outcome.kwargs_after")
@@ -167,10 +219,24 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False,
         _need(isinstance(items, list) and len(items) <= 10_000, path, key, "must be a list")
         for item in items:
             _str(item, path, key, 10_000)
-    return Record(python=python, packages=packages, code=code, function=function,
-                  globals=doc["globals"], builtins=doc["builtins"], call=call, locals=doc["locals"],
-                  outcome=outcome, translator=translator, label=doc["label"], created=doc["created"],
-                  missing=doc["missing"], notes=doc["notes"], format=tuple(fmt), path=path)
+    return Record(
+        python=python,
+        packages=packages,
+        code=code,
+        function=function,
+        globals=doc["globals"],
+        builtins=doc["builtins"],
+        call=call,
+        locals=doc["locals"],
+        outcome=outcome,
+        translator=translator,
+        label=doc["label"],
+        created=doc["created"],
+        missing=doc["missing"],
+        notes=doc["notes"],
+        format=tuple(fmt),
+        path=path,
+    )
 
 
 def _check_plain_json(value: Any, path: str | None, where: str, depth: int) -> None:

@@ -13,6 +13,7 @@ entry point names a function ``mode(fn, run) -> dict`` of that package's public 
 ``plain`` is this package's own. The standard modes of the other framehook packages are
 named here only to say which package to install when one is absent.
 """
+
 from __future__ import annotations
 
 import sys
@@ -23,16 +24,20 @@ from . import driver
 
 GROUP = "framehook.replay_modes"
 # mode -> the distribution that registers it, in the order modes are replayed
-STANDARD = {"plain": "framehook-records", "shadow": "framehook-runtime",
-            "translator": "framehook-translator", "profiled": "framehook-profiler"}
+STANDARD = {
+    "plain": "framehook-records",
+    "shadow": "framehook-runtime",
+    "translator": "framehook-translator",
+    "profiled": "framehook-profiler",
+}
 MODES = tuple(STANDARD)
 
 
 @dataclass
 class ModeRun:
     outcome: driver.Outcome | None = None
-    skip: str | None = None                  # reason the mode could not run
-    problems: list = field(default_factory=list)   # mode-specific failures (e.g. frame not intercepted)
+    skip: str | None = None  # reason the mode could not run
+    problems: list = field(default_factory=list)  # mode-specific failures (e.g. frame not intercepted)
     intercepted: int | None = None
     decisions: dict | None = None
 
@@ -44,10 +49,11 @@ def plain(fn: Callable[..., Any], run: Callable[[Callable[..., Any]], Any]) -> D
 
 def _entry_points() -> List[Any]:
     from importlib import metadata
+
     found = metadata.entry_points()
-    if hasattr(found, "select"):   # the selectable interface of Python 3.10 and later
+    if hasattr(found, "select"):  # the selectable interface of Python 3.10 and later
         return list(found.select(group=GROUP))
-    return list(found.get(GROUP, ()))   # pragma: no cover - Python 3.9's dict of groups
+    return list(found.get(GROUP, ()))  # pragma: no cover - Python 3.9's dict of groups
 
 
 def registered() -> Dict[str, Any]:
@@ -76,15 +82,21 @@ def _load(mode: str, entry_points: Mapping[str, Any]) -> tuple[Callable[..., Any
         return None, (f"{dist} is not installed" if dist else f"no package registers the mode {mode!r}")
     try:
         func = ep.load()
-    except Exception as exc:   # a broken installation skips its mode, naming what failed
+    except Exception as exc:  # a broken installation skips its mode, naming what failed
         return None, f"the {mode} mode ({ep.value}) cannot be loaded: {type(exc).__name__}: {exc}"
     if not callable(func):
         return None, f"the {mode} mode ({ep.value}) is not a function"
     return func, None
 
 
-def run_mode(mode: str, fn: Callable[..., Any], args: tuple, kwargs: dict, kind: str,
-             entry_points: Mapping[str, Any] | None = None) -> ModeRun:
+def run_mode(
+    mode: str,
+    fn: Callable[..., Any],
+    args: tuple,
+    kwargs: dict,
+    kind: str,
+    entry_points: Mapping[str, Any] | None = None,
+) -> ModeRun:
     func, reason = _load(mode, registered() if entry_points is None else entry_points)
     if func is None:
         return ModeRun(skip=reason)
@@ -99,8 +111,12 @@ def run_mode(mode: str, fn: Callable[..., Any], args: tuple, kwargs: dict, kind:
     problems = [str(p) for p in report.get("problems", ())]
     decisions = report.get("decisions")
     intercepted = report.get("intercepted")
-    return ModeRun(outcome=outcome, problems=problems, intercepted=intercepted if isinstance(intercepted, int) else None,
-                   decisions=decisions if isinstance(decisions, dict) else None)
+    return ModeRun(
+        outcome=outcome,
+        problems=problems,
+        intercepted=intercepted if isinstance(intercepted, int) else None,
+        decisions=decisions if isinstance(decisions, dict) else None,
+    )
 
 
 def describe_modes(stream: Any = None) -> None:

@@ -15,6 +15,7 @@ intercepts what it does alone (after each run its cache entries are dropped, so 
 other callback is not bypassed by a cache hit of the first one's code).
 Without these options the plugin does nothing.
 """
+
 from __future__ import annotations
 
 import functools
@@ -29,14 +30,31 @@ import pytest
 
 def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("framehook", "framehook frame interception")
-    group.addoption("--framehook-shadow", action="store_true", default=False,
-                    help="intercept every frame with a pass-through callback (framehook.runtime)")
-    group.addoption("--framehook-optimize", metavar="BACKEND", default=None,
-                    help="run every test function under framehook.translator.optimize(backend=BACKEND)")
-    group.addoption("--framehook-record", metavar="MODULE:QUALNAME", action="append", default=[],
-                    help="record every call of this function into --framehook-record-dir")
-    group.addoption("--framehook-record-dir", metavar="DIR", default="framehook-records",
-                    help="directory for records written by --framehook-record")
+    group.addoption(
+        "--framehook-shadow",
+        action="store_true",
+        default=False,
+        help="intercept every frame with a pass-through callback (framehook.runtime)",
+    )
+    group.addoption(
+        "--framehook-optimize",
+        metavar="BACKEND",
+        default=None,
+        help="run every test function under framehook.translator.optimize(backend=BACKEND)",
+    )
+    group.addoption(
+        "--framehook-record",
+        metavar="MODULE:QUALNAME",
+        action="append",
+        default=[],
+        help="record every call of this function into --framehook-record-dir",
+    )
+    group.addoption(
+        "--framehook-record-dir",
+        metavar="DIR",
+        default="framehook-records",
+        help="directory for records written by --framehook-record",
+    )
 
 
 class _Session:
@@ -84,16 +102,21 @@ class _Session:
         except (ImportError, AttributeError) as exc:
             raise pytest.UsageError(f"--framehook-record {spec}: {exc}") from None
         target = original
-        while hasattr(target, "_framehook_orig_callable"):   # optimize(...)(f): f is recorded
+        while hasattr(target, "_framehook_orig_callable"):  # optimize(...)(f): f is recorded
             target = target._framehook_orig_callable
-        if not inspect.isfunction(target) or inspect.isgeneratorfunction(target) \
-                or inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target):
+        if (
+            not inspect.isfunction(target)
+            or inspect.isgeneratorfunction(target)
+            or inspect.iscoroutinefunction(target)
+            or inspect.isasyncgenfunction(target)
+        ):
             raise pytest.UsageError(f"--framehook-record {spec}: only plain Python functions can be recorded")
         session = self
 
         @functools.wraps(original)
         def recording(*args: Any, **kwargs: Any) -> Any:
             from .recorder import record_with_outcome
+
             index = len(session.records)
             safe = re.sub(r"[^A-Za-z0-9_.]+", "_", f"{module_name}.{qualname}")
             path = os.path.join(session.record_dir, f"{safe}.{index}.fhrec")
@@ -118,13 +141,15 @@ def _check_backend(name: str) -> None:
     translator's public registry knows (``list_backends``) and can use (``lookup_backend``
     runs the backend's availability check, e.g. a missing optional dependency)."""
     from framehook.translator import list_backends, lookup_backend
+
     known = list_backends()
     if name not in known:
-        raise pytest.UsageError(f"--framehook-optimize={name!r}: unknown backend; available: "
-                                f"{', '.join(known) or 'none'}")
+        raise pytest.UsageError(
+            f"--framehook-optimize={name!r}: unknown backend; available: {', '.join(known) or 'none'}"
+        )
     try:
         lookup_backend(name)
-    except Exception as exc:   # registered but unusable here: say why
+    except Exception as exc:  # registered but unusable here: say why
         raise pytest.UsageError(f"--framehook-optimize={name!r}: {exc}") from None
 
 
@@ -132,8 +157,11 @@ _KEY = "framehook_session"
 
 
 def pytest_configure(config: Any) -> None:
-    opts = (config.getoption("framehook_shadow", False), config.getoption("framehook_optimize", None) is not None,
-            config.getoption("framehook_record", []))
+    opts = (
+        config.getoption("framehook_shadow", False),
+        config.getoption("framehook_optimize", None) is not None,
+        config.getoption("framehook_record", []),
+    )
     if any(opts):
         setattr(config, _KEY, _Session(config))
 
@@ -151,7 +179,7 @@ def pytest_pyfunc_call(pyfuncitem: Any) -> Any:
         return None
     fn = pyfuncitem.obj
     if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
-        return None   # leave async tests to their own plugin
+        return None  # leave async tests to their own plugin
     argnames = pyfuncitem._fixtureinfo.argnames
     kwargs = {name: pyfuncitem.funcargs[name] for name in argnames}
     session.tests += 1
@@ -195,8 +223,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
     tr = terminalreporter
     tr.section("framehook")
     if session.shadow:
-        tr.write_line(f"framehook shadow: {session.pass_through.frames_seen()} frames intercepted "
-                      f"({len(session.pass_through.codes)} code objects) in {session.tests} tests")
+        tr.write_line(
+            f"framehook shadow: {session.pass_through.frames_seen()} frames intercepted "
+            f"({len(session.pass_through.codes)} code objects) in {session.tests} tests"
+        )
     if session.backend:
         tr.write_line(f"framehook optimize[{session.backend}]: {session.tests} tests run under the translator")
     if session.shadow or session.backend:

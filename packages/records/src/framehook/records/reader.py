@@ -1,4 +1,5 @@
 """Reading and writing record files. Loading validates everything and executes nothing."""
+
 from __future__ import annotations
 
 import contextlib
@@ -43,8 +44,14 @@ def _limits(limits: Limits | None, max_bytes: int | None) -> Limits:
     return limits if max_bytes is None else limits.replace(file_bytes=max_bytes)
 
 
-def loads(data: bytes, *, path: str | None = None, trusted: bool = False,
-          max_bytes: int | None = None, limits: Limits | None = None) -> Record:
+def loads(
+    data: bytes,
+    *,
+    path: str | None = None,
+    trusted: bool = False,
+    max_bytes: int | None = None,
+    limits: Limits | None = None,
+) -> Record:
     """Parse and validate record bytes. Never imports, unpickles, unmarshals or compiles.
 
     ``limits`` bounds sizes, node count and depth (see Limits); ``max_bytes`` is a
@@ -60,12 +67,14 @@ def loads(data: bytes, *, path: str | None = None, trusted: bool = False,
     if env.minor > container.FORMAT_MINOR:
         # Minor versions only add optional top-level fields: ignore the ones we do not know.
         from .model import _TOP
+
         doc = {k: v for k, v in doc.items() if k in _TOP}
     return from_document(doc, path=path, trusted=trusted, limits=limits)
 
 
-def load(path: "str | os.PathLike", *, trusted: bool = False,
-         max_bytes: int | None = None, limits: Limits | None = None) -> Record:
+def load(
+    path: "str | os.PathLike", *, trusted: bool = False, max_bytes: int | None = None, limits: Limits | None = None
+) -> Record:
     """Read a record file strictly; raise a RecordError subclass naming the file on any problem."""
     name = os.fspath(path)
     try:
@@ -82,7 +91,7 @@ def load(path: "str | os.PathLike", *, trusted: bool = False,
     limits.check("file_bytes", st.st_size, name)
     try:
         with open(name, "rb") as fh:
-            data = fh.read(limits.file_bytes + 1)   # the file may have grown since stat
+            data = fh.read(limits.file_bytes + 1)  # the file may have grown since stat
     except OSError as exc:
         raise RecordError(f"cannot read: {exc.strerror or exc}", name) from None
     return loads(data, path=name, trusted=trusted, limits=limits)

@@ -1,4 +1,5 @@
 """Recording a call of a function into a Record (and optionally a file)."""
+
 from __future__ import annotations
 
 import base64
@@ -18,14 +19,19 @@ from .model import Record
 
 
 # the framehook packages whose versions a record notes: import name -> distribution
-_PACKAGES = {"framehook.records": "framehook-records", "framehook.runtime": "framehook-runtime",
-             "framehook.translator": "framehook-translator", "framehook.profiler": "framehook-profiler"}
+_PACKAGES = {
+    "framehook.records": "framehook-records",
+    "framehook.runtime": "framehook-runtime",
+    "framehook.translator": "framehook-translator",
+    "framehook.profiler": "framehook-profiler",
+}
 
 
 def package_versions() -> dict:
     """Versions of the installed framehook packages (None when absent), read from their
     metadata: recording imports none of them."""
     from importlib import metadata
+
     out: dict = {}
     for name, dist in _PACKAGES.items():
         try:
@@ -134,22 +140,38 @@ def _bound_locals(fn: types.FunctionType, args: tuple, kwargs: dict, trees: _Tre
     return {name: trees(value, f"locals[{name!r}]") for name, value in bound.arguments.items()}
 
 
-def record_call(fn: Callable[..., Any], args: Iterable[Any] = (), kwargs: dict | None = None, *,
-                path: str | os.PathLike | None = None, label: str = "", allow_pickle: bool = False,
-                translator: dict | None = None, notes: Iterable[str] = ()) -> Record:
+def record_call(
+    fn: Callable[..., Any],
+    args: Iterable[Any] = (),
+    kwargs: dict | None = None,
+    *,
+    path: str | os.PathLike | None = None,
+    label: str = "",
+    allow_pickle: bool = False,
+    translator: dict | None = None,
+    notes: Iterable[str] = (),
+) -> Record:
     """Call ``fn(*args, **kwargs)`` once, capturing its frame's inputs and outcome.
 
     Returns the Record; writes it to ``path`` too when given. ``allow_pickle`` lets values
     with no codec fall back to pickle (such records then load only with trusted=True).
     """
-    return record_with_outcome(fn, args, kwargs, path=path, label=label, allow_pickle=allow_pickle,
-                               translator=translator, notes=notes)[0]
+    return record_with_outcome(
+        fn, args, kwargs, path=path, label=label, allow_pickle=allow_pickle, translator=translator, notes=notes
+    )[0]
 
 
-def record_with_outcome(fn: Callable[..., Any], args: Iterable[Any] = (), kwargs: dict | None = None, *,
-                        path: str | os.PathLike | None = None, label: str = "", allow_pickle: bool = False,
-                        translator: dict | None = None, notes: Iterable[str] = ()
-                        ) -> tuple[Record, driver.Outcome]:
+def record_with_outcome(
+    fn: Callable[..., Any],
+    args: Iterable[Any] = (),
+    kwargs: dict | None = None,
+    *,
+    path: str | os.PathLike | None = None,
+    label: str = "",
+    allow_pickle: bool = False,
+    translator: dict | None = None,
+    notes: Iterable[str] = (),
+) -> tuple[Record, driver.Outcome]:
     """Like record_call, also returning the live outcome (for wrappers that must return it)."""
     fn, args = _unwrap(fn, tuple(args))
     kwargs = dict(kwargs or {})
@@ -158,27 +180,43 @@ def record_with_outcome(fn: Callable[..., Any], args: Iterable[Any] = (), kwargs
     trees = _Trees(fn, allow_pickle)
     call = {"args": trees(args, "args"), "kwargs": trees(kwargs, "kwargs")}
     local_trees = _bound_locals(fn, args, kwargs, trees)
-    function = {"defaults": trees(fn.__defaults__, "__defaults__"),
-                "kwdefaults": trees(fn.__kwdefaults__, "__kwdefaults__"),
-                "closure": _closure(fn, trees)}
+    function = {
+        "defaults": trees(fn.__defaults__, "__defaults__"),
+        "kwdefaults": trees(fn.__kwdefaults__, "__kwdefaults__"),
+        "closure": _closure(fn, trees),
+    }
     glob, bltn = _globals(fn, trees)
     outcome = driver.run(fn, args, kwargs, kind)
     outcome_doc = encode_outcome(outcome, args, kwargs, trees)
     rec = Record(
-        python=current_python(), packages=package_versions(),
-        code={"name": code.co_name, "qualname": fn.__qualname__,
-              "module": fn.__module__ if isinstance(fn.__module__, str) else None,
-              "filename": code.co_filename, "firstlineno": code.co_firstlineno, "kind": kind,
-              "flags": code.co_flags & CO_SET_AFTER_COMPILE,
-              "source": _module_source(fn),
-              "marshal": base64.b64encode(marshal.dumps(code)).decode("ascii")},
-        function=function, globals=glob, builtins=bltn, call=call, locals=local_trees,
-        outcome=outcome_doc, translator=translator, label=label or fn.__qualname__,
+        python=current_python(),
+        packages=package_versions(),
+        code={
+            "name": code.co_name,
+            "qualname": fn.__qualname__,
+            "module": fn.__module__ if isinstance(fn.__module__, str) else None,
+            "filename": code.co_filename,
+            "firstlineno": code.co_firstlineno,
+            "kind": kind,
+            "flags": code.co_flags & CO_SET_AFTER_COMPILE,
+            "source": _module_source(fn),
+            "marshal": base64.b64encode(marshal.dumps(code)).decode("ascii"),
+        },
+        function=function,
+        globals=glob,
+        builtins=bltn,
+        call=call,
+        locals=local_trees,
+        outcome=outcome_doc,
+        translator=translator,
+        label=label or fn.__qualname__,
         created=datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
-        missing=sorted(set(trees.missing)), notes=list(notes),
+        missing=sorted(set(trees.missing)),
+        notes=list(notes),
     )
     if path is not None:
         from .reader import save
+
         save(rec, path)
     return rec, outcome
 

@@ -5,6 +5,7 @@ kinds; everything else becomes a named placeholder. Types are keyed by their imp
 path ("module:qualname") so registering a codec never imports its module, and decoding
 looks codecs up by name only: a record can name a codec, never supply one.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,10 +17,10 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")
 
 @dataclass(frozen=True)
 class Codec:
-    name: str            # stored in the record: {"t": "ext", "codec": name, "v": ...}
-    type_path: str       # "module:qualname" of the exact type handled
-    encode: Callable[[Any], Any]   # obj -> a value the encoder can encode
-    decode: Callable[[Any], Any]   # decoded value -> obj
+    name: str  # stored in the record: {"t": "ext", "codec": name, "v": ...}
+    type_path: str  # "module:qualname" of the exact type handled
+    encode: Callable[[Any], Any]  # obj -> a value the encoder can encode
+    decode: Callable[[Any], Any]  # decoded value -> obj
 
 
 _BY_TYPE: dict[str, Codec] = {}
@@ -30,8 +31,9 @@ def type_path(tp: type) -> str:
     return f"{tp.__module__}:{tp.__qualname__}"
 
 
-def register_codec(tp: "type | str", name: str, encode: Callable[[Any], Any],
-                   decode: Callable[[Any], Any], *, replace: bool = False) -> Codec:
+def register_codec(
+    tp: "type | str", name: str, encode: Callable[[Any], Any], decode: Callable[[Any], Any], *, replace: bool = False
+) -> Codec:
     """Allow values of exactly type ``tp`` in records, under the codec name ``name``.
 
     ``encode(obj)`` returns a value made of encodable kinds; ``decode(value)`` rebuilds
@@ -71,42 +73,68 @@ def registered_codecs() -> list[str]:
 
 # -- codecs shipped with framehook: standard-library value types -------------------------
 
+
 def _lazy(module: str, attr: str) -> Callable[..., Any]:
     """A constructor resolved at decode time, so registration imports nothing."""
+
     def build(*args: Any) -> Any:
         import importlib
+
         obj: Any = importlib.import_module(module)
         for part in attr.split("."):
             obj = getattr(obj, part)
         return obj(*args)
+
     return build
 
 
 def _namespace(attrs: Any) -> Any:
     import types
+
     return types.SimpleNamespace(**attrs)
 
 
 def _register_defaults() -> None:
     register_codec("builtins:range", "range", lambda r: (r.start, r.stop, r.step), lambda v: range(*v))
     register_codec("builtins:slice", "slice", lambda s: (s.start, s.stop, s.step), lambda v: slice(*v))
-    register_codec("fractions:Fraction", "fraction", lambda f: (f.numerator, f.denominator),
-                   lambda v: _lazy("fractions", "Fraction")(*v))
+    register_codec(
+        "fractions:Fraction",
+        "fraction",
+        lambda f: (f.numerator, f.denominator),
+        lambda v: _lazy("fractions", "Fraction")(*v),
+    )
     register_codec("decimal:Decimal", "decimal", str, lambda v: _lazy("decimal", "Decimal")(v))
-    register_codec("datetime:date", "date", lambda d: d.isoformat(),
-                   lambda v: _lazy("datetime", "date.fromisoformat")(v))
-    register_codec("datetime:datetime", "datetime", lambda d: d.isoformat(),
-                   lambda v: _lazy("datetime", "datetime.fromisoformat")(v))
-    register_codec("datetime:timedelta", "timedelta", lambda d: (d.days, d.seconds, d.microseconds),
-                   lambda v: _lazy("datetime", "timedelta")(*v))
-    register_codec("collections:OrderedDict", "ordereddict", lambda d: list(d.items()),
-                   lambda v: _lazy("collections", "OrderedDict")(v))
-    register_codec("collections:deque", "deque", lambda d: (list(d), d.maxlen),
-                   lambda v: _lazy("collections", "deque")(*v))
-    register_codec("collections:defaultdict", "defaultdict", lambda d: (d.default_factory, dict(d)),
-                   lambda v: _lazy("collections", "defaultdict")(*v))
-    register_codec("types:SimpleNamespace", "namespace", lambda n: dict(vars(n)),
-                   _namespace)
+    register_codec(
+        "datetime:date", "date", lambda d: d.isoformat(), lambda v: _lazy("datetime", "date.fromisoformat")(v)
+    )
+    register_codec(
+        "datetime:datetime",
+        "datetime",
+        lambda d: d.isoformat(),
+        lambda v: _lazy("datetime", "datetime.fromisoformat")(v),
+    )
+    register_codec(
+        "datetime:timedelta",
+        "timedelta",
+        lambda d: (d.days, d.seconds, d.microseconds),
+        lambda v: _lazy("datetime", "timedelta")(*v),
+    )
+    register_codec(
+        "collections:OrderedDict",
+        "ordereddict",
+        lambda d: list(d.items()),
+        lambda v: _lazy("collections", "OrderedDict")(v),
+    )
+    register_codec(
+        "collections:deque", "deque", lambda d: (list(d), d.maxlen), lambda v: _lazy("collections", "deque")(*v)
+    )
+    register_codec(
+        "collections:defaultdict",
+        "defaultdict",
+        lambda d: (d.default_factory, dict(d)),
+        lambda v: _lazy("collections", "defaultdict")(*v),
+    )
+    register_codec("types:SimpleNamespace", "namespace", lambda n: dict(vars(n)), _namespace)
 
 
 _register_defaults()

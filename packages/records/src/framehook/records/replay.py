@@ -1,4 +1,5 @@
 """Replaying a record on the running interpreter and comparing every mode with it."""
+
 from __future__ import annotations
 
 import builtins
@@ -23,7 +24,7 @@ from .recorder import encode_outcome
 @dataclass
 class ModeResult:
     mode: str
-    status: str                       # "match" | "mismatch" | "skip" | "error"
+    status: str  # "match" | "mismatch" | "skip" | "error"
     reason: str = ""
     diffs: list = field(default_factory=list)
     notes: list = field(default_factory=list)
@@ -35,7 +36,7 @@ class ModeResult:
 class ReplayResult:
     path: str | None
     label: str
-    code_from: str                    # FROM_SOURCE, FROM_VERIFIED or FROM_TRUSTED (see Rebuilder)
+    code_from: str  # FROM_SOURCE, FROM_VERIFIED or FROM_TRUSTED (see Rebuilder)
     recorded_on: str
     replayed_on: str
     modes: list = field(default_factory=list)
@@ -58,8 +59,10 @@ class ReplayResult:
         verdict = "MATCH" if self.ok else "MISMATCH"
         parts = ", ".join(f"{printable(m.mode)} {m.status}" for m in self.modes)
         where = printable(self.path or self.label)
-        line = (f"{verdict:8} {where} [{printable(self.label)}; recorded on {printable(self.recorded_on)}, "
-                f"code from {self.code_from} on {self.replayed_on}] {parts}")
+        line = (
+            f"{verdict:8} {where} [{printable(self.label)}; recorded on {printable(self.recorded_on)}, "
+            f"code from {self.code_from} on {self.replayed_on}] {parts}"
+        )
         if self.bytecode_note:
             line += f"; {printable(self.bytecode_note)}"
         if self.missing:
@@ -96,8 +99,9 @@ class Rebuilder:
     static checks, when it differs from the source or there is no source.
     """
 
-    def __init__(self, rec: Record, *, trusted: bool = False, prefer_source: bool = False,
-                 trust_bytecode: bool = False) -> None:
+    def __init__(
+        self, rec: Record, *, trusted: bool = False, prefer_source: bool = False, trust_bytecode: bool = False
+    ) -> None:
         self.rec = rec
         self.trusted = trusted
         self.note: str | None = None
@@ -117,15 +121,21 @@ class Rebuilder:
         rec = self.rec
         if marshalled is None:
             if same:
-                raise SourceUnavailableError("recorded without source; only its bytecode could be run, "
-                                             "which --source (prefer_source) excludes", rec.path)
+                raise SourceUnavailableError(
+                    "recorded without source; only its bytecode could be run, which --source (prefer_source) excludes",
+                    rec.path,
+                )
             raise SourceUnavailableError(
                 f"recorded on {rec.python.get('version')} without source; it can only be replayed "
-                f"on that Python version (this is Python {platform.python_version()})", rec.path)
+                f"on that Python version (this is Python {platform.python_version()})",
+                rec.path,
+            )
         if not trust:
             raise UntrustedBytecodeError(
                 "recorded without source, so its bytecode cannot be checked against it; replay with "
-                "trust_bytecode=True (--trust-bytecode) to run it after static checks", rec.path)
+                "trust_bytecode=True (--trust-bytecode) to run it after static checks",
+                rec.path,
+            )
         return self._trusted(marshalled), FROM_TRUSTED
 
     def _with_source(self, marshalled: str | None, trust: bool) -> tuple[types.CodeType, str]:
@@ -136,8 +146,10 @@ class Rebuilder:
             if marshalled is None:
                 raise
             if not trust:
-                raise UntrustedBytecodeError(f"{exc.reason}; its recorded bytecode runs only with "
-                                             "trust_bytecode=True (--trust-bytecode)", rec.path) from None
+                raise UntrustedBytecodeError(
+                    f"{exc.reason}; its recorded bytecode runs only with trust_bytecode=True (--trust-bytecode)",
+                    rec.path,
+                ) from None
             return self._trusted(marshalled), FROM_TRUSTED
         if marshalled is None:
             return compiled, FROM_SOURCE
@@ -174,8 +186,9 @@ class Rebuilder:
         if self._index is None:
             source = self.rec.code["source"]
             if source is None:
-                raise SourceUnavailableError("nested function needs the recorded source, which is absent",
-                                             self.rec.path)
+                raise SourceUnavailableError(
+                    "nested function needs the recorded source, which is absent", self.rec.path
+                )
             self._index = codeloc.compile_source(source, self.rec.code["filename"], self.rec.path)
         return self._index
 
@@ -200,7 +213,7 @@ class Rebuilder:
         for name, tree in rec.builtins.items():
             value = decoder().decode(tree)
             if getattr(builtins, name, None) is not value:
-                namespace[name] = value   # a builtin shadowed or absent here: keep the recorded one
+                namespace[name] = value  # a builtin shadowed or absent here: keep the recorded one
         fn.__defaults__ = decoder().decode(rec.function["defaults"])
         fn.__kwdefaults__ = decoder().decode(rec.function["kwdefaults"])
         self._fill_cells(code, cells, rec.function["closure"], decoder())
@@ -227,11 +240,12 @@ class Rebuilder:
             cells = tuple(types.CellType() for _ in code.co_freevars)
             fn = types.FunctionType(code, namespace, tree["name"], None, cells or None)
             fn.__qualname__ = tree["qualname"]
-            dec.memo[tree["id"]] = fn   # before the closure: it may refer to fn itself
+            dec.memo[tree["id"]] = fn  # before the closure: it may refer to fn itself
             fn.__defaults__ = dec.decode(tree["defaults"])
             fn.__kwdefaults__ = dec.decode(tree["kwdefaults"])
             self._fill_cells(code, cells, tree["closure"], dec)
             return fn
+
         return build_function
 
 
@@ -239,11 +253,18 @@ def _encode_outcome(rec: Record, fn: Any, outcome: Any, args: tuple, kwargs: dic
     def trees(obj: Any, name: str) -> Any:
         # Same source file name as at recording, so same-file functions encode alike.
         return Encoder(source_file=rec.code["filename"], target=fn, allow_pickle=trusted).encode(obj, name)
+
     return encode_outcome(outcome, args, kwargs, trees)
 
 
-def replay_record(rec: Record, *, modes: Iterable[str] | None = None, trusted: bool = False,
-                  prefer_source: bool = False, trust_bytecode: bool = False) -> ReplayResult:
+def replay_record(
+    rec: Record,
+    *,
+    modes: Iterable[str] | None = None,
+    trusted: bool = False,
+    prefer_source: bool = False,
+    trust_bytecode: bool = False,
+) -> ReplayResult:
     """Replay an already loaded record through each mode; mismatches are reported, not raised.
 
     ``modes`` defaults to the standard ones (a mode whose package is absent is reported as
@@ -259,9 +280,14 @@ def replay_record(rec: Record, *, modes: Iterable[str] | None = None, trusted: b
     if modes is None:
         modes = list(STANDARD) + sorted(m for m in entry_points if m not in STANDARD)
     builder = Rebuilder(rec, trusted=trusted, prefer_source=prefer_source, trust_bytecode=trust_bytecode)
-    result = ReplayResult(path=rec.path, label=rec.name, code_from=builder.code_from,
-                          recorded_on=str(rec.python.get("version")), replayed_on=platform.python_version(),
-                          bytecode_note=builder.note)
+    result = ReplayResult(
+        path=rec.path,
+        label=rec.name,
+        code_from=builder.code_from,
+        recorded_on=str(rec.python.get("version")),
+        replayed_on=platform.python_version(),
+        bytecode_note=builder.note,
+    )
     cross = not codeloc.same_interpreter(rec.python)
     for mode in modes:
         if mode not in STANDARD and mode not in entry_points:
@@ -277,7 +303,7 @@ def replay_record(rec: Record, *, modes: Iterable[str] | None = None, trusted: b
                 result.missing.append(item)
         try:
             run = run_mode(mode, fn, args, kwargs, rec.code["kind"], entry_points)
-        except Exception as exc:   # a broken mode (not the replayed code) is an error
+        except Exception as exc:  # a broken mode (not the replayed code) is an error
             result.modes.append(ModeResult(mode, "error", f"{mode} mode failed: {type(exc).__name__}: {exc}"))
             continue
         if run.skip is not None:
@@ -296,9 +322,15 @@ def replay_record(rec: Record, *, modes: Iterable[str] | None = None, trusted: b
     return result
 
 
-def replay(filename: "str | os.PathLike", *, modes: Iterable[str] | None = None, trusted: bool = False,
-           prefer_source: bool = False, trust_bytecode: bool = False,
-           limits: Limits | None = None) -> ReplayResult:
+def replay(
+    filename: "str | os.PathLike",
+    *,
+    modes: Iterable[str] | None = None,
+    trusted: bool = False,
+    prefer_source: bool = False,
+    trust_bytecode: bool = False,
+    limits: Limits | None = None,
+) -> ReplayResult:
     """Load ``filename`` strictly and replay it through every mode (see replay_record).
 
     ``limits`` raises or lowers the decoding limits (see Limits and FORMAT.md).
@@ -307,5 +339,4 @@ def replay(filename: "str | os.PathLike", *, modes: Iterable[str] | None = None,
     cannot be rebuilt here; never raises because an outcome differs.
     """
     rec = load(filename, trusted=trusted, limits=limits)
-    return replay_record(rec, modes=modes, trusted=trusted, prefer_source=prefer_source,
-                         trust_bytecode=trust_bytecode)
+    return replay_record(rec, modes=modes, trusted=trusted, prefer_source=prefer_source, trust_bytecode=trust_bytecode)

@@ -1,4 +1,5 @@
 """Text taken from a record, made safe to print on a terminal or in a log."""
+
 from __future__ import annotations
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}

@@ -1,7 +1,9 @@
 from types import CodeType, FrameType
 from typing import Any, Callable, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
 
-Callback = Union[None, bool, Callable[["FrameView", Optional["CacheEntryInfo"], Dict[str, Any]], Optional["GuardedCode"]]]
+Callback = Union[
+    None, bool, Callable[["FrameView", Optional["CacheEntryInfo"], Dict[str, Any]], Optional["GuardedCode"]]
+]
 
 class GuardedCode:
     code: CodeType
@@ -12,9 +14,15 @@ GuardSpec = Tuple[Any, ...]  # (path, kind, *args); path: tuple of steps such as
 
 class GuardChecker:
     """A guard set compiled once and evaluated in C (see the README)."""
+
     KINDS: ClassVar[FrozenSet[str]]  # the guard kinds this runtime knows
-    def __init__(self, guards: Sequence[GuardSpec], globals: Optional[Dict[str, Any]] = None, *,
-                 ndarray_type: Optional[type] = None) -> None: ...
+    def __init__(
+        self,
+        guards: Sequence[GuardSpec],
+        globals: Optional[Dict[str, Any]] = None,
+        *,
+        ndarray_type: Optional[type] = None,
+    ) -> None: ...
     def __call__(self, f_locals: Mapping[str, Any]) -> bool: ...
     def first_failure(self, f_locals: Mapping[str, Any]) -> Optional[int]: ...
     def __len__(self) -> int: ...

@@ -6,6 +6,7 @@ this code object again) or ``GuardedCode(code, check_fn)``, which is cached on t
 object and runs, in place of the original, on every later call for which
 ``check_fn(f_locals)`` is true. See the package README for which frames are intercepted.
 """
+
 from __future__ import annotations
 
 from ._C import (

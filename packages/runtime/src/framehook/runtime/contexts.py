@@ -1,4 +1,5 @@
 """enable / run_only / disable: the thread's callback as context managers and decorators."""
+
 from __future__ import annotations
 
 import functools

@@ -8,6 +8,7 @@ while the program's behaviour must stay the same.
 Used by ``framehook replay``'s shadow mode, the pytest plugin's ``--framehook-shadow``
 and the differential fuzzer.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -38,11 +39,12 @@ class PassThrough:
     def __init__(self) -> None:
         self.calls = 0
         self.codes: Dict[int, types.CodeType] = {}
-        self._copies: Dict[int, types.CodeType] = {}   # the code run in place of each, by id
-        self._earlier_hits = 0                          # hits of entries reset() dropped
+        self._copies: Dict[int, types.CodeType] = {}  # the code run in place of each, by id
+        self._earlier_hits = 0  # hits of entries reset() dropped
 
-    def __call__(self, frame: FrameView, cache_entry: Optional[CacheEntryInfo],
-                 frame_state: Dict[str, Any]) -> GuardedCode:
+    def __call__(
+        self, frame: FrameView, cache_entry: Optional[CacheEntryInfo], frame_state: Dict[str, Any]
+    ) -> GuardedCode:
         self.calls += 1
         code = frame.f_code
         self.codes[id(code)] = code
@@ -52,8 +54,12 @@ class PassThrough:
 
     def _hits(self) -> int:
         # only this callback's entries: another callback may cache entries on the same code
-        return sum(entry.hits for code in self.codes.values() for entry in cache_entries(code)
-                   if id(entry.code) in self._copies)
+        return sum(
+            entry.hits
+            for code in self.codes.values()
+            for entry in cache_entries(code)
+            if id(entry.code) in self._copies
+        )
 
     def frames_seen(self) -> int:
         """Frames intercepted so far: callback invocations plus cache hits of its entries."""
@@ -73,7 +79,7 @@ def shadow_replay(fn: Callable[..., Any], run: Callable[[Callable[..., Any]], An
     under a PassThrough; reports the frames intercepted and, for a plain function, a
     problem when its own frame was not among them."""
     target = fn.__code__
-    reset_code(target)   # entries from an earlier replay of the same code would hide the frame
+    reset_code(target)  # entries from an earlier replay of the same code would hide the frame
     callback = PassThrough()
     try:
         with enable(callback):

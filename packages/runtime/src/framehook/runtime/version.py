@@ -1,4 +1,5 @@
 """Version of the distribution and of the API that other framehook packages build on."""
+
 from __future__ import annotations
 
 __version__ = "0.2.0"
