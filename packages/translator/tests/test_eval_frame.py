@@ -258,3 +258,13 @@ def test_lazy_package_attributes():
     assert g(1) == () and "placeholders=['a']" in repr(g)
     with pytest.raises(TypeError, match="takes 1 inputs"):
         g.forward()
+
+
+def test_every_public_name_resolves_and_all_lists_exactly_them():
+    """``__all__`` is written out for linters and type checkers: it must name exactly the
+    lazily imported names, the submodules and the eager ones, and each must resolve."""
+    lazy = set(ft._LAZY) | set(ft._SUBMODULES)
+    assert set(ft.__all__) == lazy | {"__version__", "config"}
+    assert len(ft.__all__) == len(set(ft.__all__))
+    for name in ft.__all__:
+        assert getattr(ft, name) is not None, name

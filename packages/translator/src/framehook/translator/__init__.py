@@ -7,7 +7,7 @@ work on their own.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -41,10 +41,29 @@ _LAZY = {
     "ExportGuardError": "exporting",
 }
 
+if TYPE_CHECKING:  # the lazy names as type checkers and editors should see them
+    from . import debug
+    from .backends import list_backends, lookup_backend, register_backend
+    from .contexts import CompileId, TraceId, register_global_state
+    from .convert_frame import last_decisions, register_bytecode_hook
+    from .eval_frame import (OptimizeContext, disable, innermost_fn, optimize, optimize_assert,
+                             remove_from_cache, reset, run)
+    from .explaining import explain
+    from .exporting import ExportError, Exported, ExportGuardError, export
+    from .guards import Guard, GuardKind
+    from .logs import set_logs
+
 # submodules reachable as attributes (``framehook.translator.debug.dump``)
 _SUBMODULES = ("debug",)
 
-__all__ = ["__version__", "config", *_LAZY, *_SUBMODULES]
+# written out (not built from _LAZY) so that linters and type checkers can read it
+__all__ = [
+    "__version__", "config", "debug",
+    "optimize", "optimize_assert", "disable", "run", "innermost_fn", "remove_from_cache", "reset",
+    "OptimizeContext", "register_bytecode_hook", "last_decisions", "register_backend",
+    "lookup_backend", "list_backends", "set_logs", "CompileId", "TraceId", "register_global_state",
+    "Guard", "GuardKind", "explain", "export", "Exported", "ExportError", "ExportGuardError",
+]
 
 
 def __getattr__(name: str) -> Any:
