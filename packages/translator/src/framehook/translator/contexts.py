@@ -232,7 +232,7 @@ def tracing(context: Optional[TracingContext]) -> Iterator[Optional[TracingConte
 class GlobalStateEntry(NamedTuple):
     name: str
     getter: Callable[[], Any]
-    setter: Optional[Callable[[Any], None]]
+    setter: Optional[Callable[[Any], object]]   # what it returns is ignored (np.seterr's old state)
     guarded: bool
 
 

@@ -363,9 +363,10 @@ class ConvertFrame:
             from .verify import verifying_backend
             compiler_fn = verifying_backend(compiler_fn)
 
-        with compile_context(CompileContext(compile_id)) as cctx:
+        cctx = CompileContext(compile_id)
+        with compile_context(cctx):
             for n in itertools.count():
-                cctx.attempt = n  # type: ignore[union-attr]
+                cctx.attempt = n
                 try:
                     out = attempt()
                     break

@@ -377,14 +377,14 @@ class _Dumper:
                 self.index.append(f"  graph {j} as compiled by the backend: {self.write(base + '_backend.py', text)}")
                 fixed[id(compiled)] = (f"___{base}_backend", f"graph {base}_backend.py")
         guards = getattr(check_fn, "code_parts", None) or []
-        text = [f"# framehook: guards of cache entry {i} of {qualname} [compile {compile_id}]",
-                "# the entry runs when every condition holds (L: the frame's arguments, G: its globals):", "#"]
-        text += [f"#   {g}" for g in guards]
+        lines = [f"# framehook: guards of cache entry {i} of {qualname} [compile {compile_id}]",
+                 "# the entry runs when every condition holds (L: the frame's arguments, G: its globals):", "#"]
+        lines += [f"#   {g}" for g in guards]
         source = getattr(check_fn, "source", None)
         if source:
-            text += ["", "# the generated check function (___make_check_fn binds G and the guarded objects):",
-                     "", source.rstrip()]
-        self.index.append(f"  guards: {self.write(f'{prefix}entry{i}_guards.py', chr(10).join(text) + chr(10))}")
+            lines += ["", "# the generated check function (___make_check_fn binds G and the guarded objects):",
+                      "", source.rstrip()]
+        self.index.append(f"  guards: {self.write(f'{prefix}entry{i}_guards.py', chr(10).join(lines) + chr(10))}")
         generated = getattr(check_fn, "framehook_generated_code", None)
         original = getattr(check_fn, "framehook_original_code", None)
         runs_original = generated is not None and generated is original

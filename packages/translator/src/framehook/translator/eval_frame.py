@@ -72,7 +72,8 @@ class _Context:
                     setattr(fn, name, self(fn.__dict__[name]))
             return fn
         # a C callable: the callback is set around each call with no Python frame of ours
-        wrapper = functools.update_wrapper(runtime.CallbackWrapper(self.callback, fn), fn)
+        wrapper = runtime.CallbackWrapper(self.callback, fn)
+        functools.update_wrapper(wrapper, fn)
         wrapper._framehook_orig_callable = fn
         wrapper._framehook_context = self
         return wrapper
