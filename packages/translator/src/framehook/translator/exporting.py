@@ -133,11 +133,13 @@ def export(fn: Callable[..., Any], *, backend: Union[str, CompilerFn] = "eager",
                 lines.append(f"  - {b.code} at {where} (in {b.function}): {b.reason}")
                 lines.append(f"    hint: {b.hint}")
             raise ExportError("\n".join(lines), summary.break_reasons)
-        if not entries or not getattr(entries[0].check_fn, "framehook_graphs", None):
+        # the translator's check functions carry the graphs they guard
+        graphs = getattr(entries[0].check_fn, "framehook_graphs", None) if entries else None
+        if not graphs:
             raise ExportError(f"cannot export {name}: the translator did not capture it (no numpy reachable "
                               "from the frame, or its file is skipped: see config.skip_dirs/force_dirs)")
         entry = entries[0]
-        graph = entry.check_fn.framehook_graphs[0]
+        graph = graphs[0]
         return Exported(function, bound, entry.check_fn, entry.code, graph, result)
 
     return run
