@@ -8,6 +8,8 @@ coverage figure drops.
 import sys
 from pathlib import Path
 
+import pytest
+
 import framehook.runtime as _rt
 
 # CI runs pytest with --import-mode=importlib, which does not put this directory on
@@ -16,3 +18,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 if hasattr(_rt, "set_trace_callbacks"):
     _rt.set_trace_callbacks(True)
+
+
+@pytest.fixture
+def fresh_translator():
+    """``ft.reset()`` before and after the test: no compiled entry, compile id or
+    logged-once message carries over between tests. A module asks for it with
+    ``pytestmark = pytest.mark.usefixtures("fresh_translator")``."""
+    import framehook.translator as ft
+    ft.reset()
+    yield
+    ft.reset()

@@ -15,11 +15,7 @@ from framehook.translator.exc import TranslatorError
 from symbolic_helpers import Reports, check_agrees
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
+pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
 def six_ops(x):

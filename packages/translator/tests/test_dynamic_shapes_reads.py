@@ -13,7 +13,10 @@ from framehook.translator.symbolic import add_observer, remove_observer
 from symbolic_helpers import check_agrees
 
 # size 0 is among the sizes tried: numpy warns about empty means alike with and without the graph
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+pytestmark = [
+    pytest.mark.usefixtures("fresh_translator"),
+    pytest.mark.filterwarnings("ignore::RuntimeWarning"),
+]
 
 
 # ----------------------------------------------------------------- the patterns
@@ -147,12 +150,6 @@ def calls_translated(fn, make, sizes, opt):
         counts.append(len(t))
     return counts
 
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
 
 
 @pytest.mark.parametrize("fn,make", PATTERNS, ids=[f.__name__ for f, _ in PATTERNS])

@@ -18,11 +18,7 @@ from framehook.translator.verify import BackendVerificationError, check_result
 SCALE = np.float64(3.0)
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
+pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
 def helper(x):

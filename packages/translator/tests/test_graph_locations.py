@@ -107,11 +107,7 @@ def mods(tmp_path_factory):
         sys.modules.pop(HELPER, None)
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
+pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
 def line(module, marker):

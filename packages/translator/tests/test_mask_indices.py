@@ -25,11 +25,7 @@ M5 = np.array([False, True, True, False, True])
 IDX = np.array([0, 2])
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
+pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
 

@@ -14,19 +14,16 @@ from symbolic_helpers import check_agrees, entries
 
 # numpy 2.5 deprecates ``x.shape = ...``; test_shape_assignment_warns_as_plain checks that the
 # warning is the same as plain, so the other tests leave it out of the summary.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:Setting the shape on a NumPy array:DeprecationWarning")
+pytestmark = [
+    pytest.mark.usefixtures("fresh_translator"),
+    pytest.mark.filterwarnings(
+        "ignore:Setting the shape on a NumPy array:DeprecationWarning"),
+]
 
 RNG = np.random.default_rng(20)
 X = RNG.standard_normal(6)
 M = RNG.standard_normal((4, 6))
 
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
 
 
 def captured(fn, *args, graphs=1):

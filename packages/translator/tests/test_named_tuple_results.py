@@ -21,11 +21,7 @@ from symbolic_helpers import assert_same, check_agrees, entries
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
+pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
 

@@ -21,11 +21,7 @@ SIG = RNG.standard_normal(64)
 EPS = 1e-5
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
+pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
 def softmax(x, axis=-1):

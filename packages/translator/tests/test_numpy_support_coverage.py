@@ -35,11 +35,7 @@ ALLNAN = np.full((2, 3), np.nan)
 E = np.zeros((0, 3))
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
+pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
 # ------------------------------------------------------------------ the functions

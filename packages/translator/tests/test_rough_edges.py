@@ -18,11 +18,7 @@ from framehook.translator.exc import TranslatorError
 from symbolic_helpers import Reports, check_agrees, entries
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
+pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
 def prints(x):

@@ -17,11 +17,7 @@ from symbolic_helpers import assert_same, check_agrees, entries
 X = np.arange(-3.0, 6.0)
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
+pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
 

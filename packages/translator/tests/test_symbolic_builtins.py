@@ -15,11 +15,7 @@ A = np.arange(6.0).reshape(2, 3)
 NAMES = ("a", "b")
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
+pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
 def list_methods(x):

@@ -24,11 +24,7 @@ TABLE = {"a": 1.5, "b": 2}
 PAIR = (np.ones(3), 2.0)
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
+pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
 # ----------------------------------------------------------------- captured functions

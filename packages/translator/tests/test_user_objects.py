@@ -23,11 +23,7 @@ X = np.arange(-2.0, 4.0)
 W = np.arange(36.0).reshape(6, 6) / 10
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
+pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
 # ----------------------------------------------------------------- comparing objects

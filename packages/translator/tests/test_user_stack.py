@@ -19,11 +19,7 @@ HERE = os.path.abspath(__file__)
 TRANSLATOR_DIR = os.path.dirname(os.path.abspath(ft.__file__))
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
+pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
 def line_of(fn, marker):
