@@ -228,26 +228,6 @@ def test_zero_and_negative_trip_counts():
     check_agrees(shifted, (V,), (V[:3].copy(),))
 
 
-def test_python_number_made_a_numpy_one_by_the_inner_loop_unrolls_the_outer():
-    # s is a float before the inner loop and a numpy float after one iteration: the inner
-    # loop's result type depends on its trip count, so the outer loop unrolls (as before)
-    def dot_rows(a):
-        out = np.zeros(a.shape[0])
-        for i in range(a.shape[0]):
-            s = 0.0
-            for k in range(i):
-                s = s + a[i, k] * a[k, i]
-            out[i] = s
-        return out
-
-    out = ft.explain(dot_rows)(M[:6])
-    assert out.graph_count == 1 and out.graph_break_count == 0, str(out)
-    outer = [n for n in out.loops if not n.captured and "range computed from a loop index" in n.reason]
-    assert outer, str(out)
-    assert not graph_bounded(out.graphs[0])
-    check_agrees(dot_rows, (M[:6].copy(),))
-
-
 def test_index_read_after_the_inner_loop_unrolls_the_outer():
     def last_index(x):
         acc = np.zeros_like(x)

@@ -44,6 +44,7 @@ from ..bytecode.behaviour import BEHAVIOUR
 from ..config import config
 from ..graph import ArrayMeta, Graph, Loop, ScalarMeta, TupleMeta, WhileLoop
 from .breaks import GraphBreak
+from .loop_types import same_trace, widened
 from .values import Const, IterV, Tensor, TupleV, V, next_serial
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,11 +62,17 @@ _IMMUTABLE = (int, float, complex, bool, str, bytes, type(None), range, slice)
 class LoopAbort(Exception):
     """The loop body cannot be captured as a loop (the loop is unrolled instead).
     ``promotable``: Python numbers the body changes (``k += 1``, ``t += dt``), which a
-    second attempt carries through the loop as graph numbers."""
+    second attempt carries through the loop as graph numbers. ``widen``: carried leaves
+    (by position) that are Python numbers at the head and numpy scalars after one
+    iteration, with that numpy scalar's meta; ``body``: the body graph traced with them
+    as Python numbers, which the next attempt must match (``loop_types.py``)."""
 
-    def __init__(self, why: str, promotable: Tuple[str, ...] = ()) -> None:
+    def __init__(self, why: str, promotable: Tuple[str, ...] = (), widen: Optional[Dict[int, Any]] = None,
+                 body: Optional[Graph] = None) -> None:
         super().__init__(why)
         self.promotable = promotable
+        self.widen = widen or {}
+        self.body = body
 
 
 class _Promoted:
@@ -116,12 +123,14 @@ class _Scope:
     """A loop body being recorded: its graph, the graph around it, and the outer nodes
     it uses (each with its body placeholder)."""
 
-    __slots__ = ("graph", "parent", "lifted")
+    __slots__ = ("graph", "parent", "lifted", "unions", "alt")
 
-    def __init__(self, graph: Graph, parent: Graph) -> None:
+    def __init__(self, graph: Graph, parent: Graph, alt: bool = False) -> None:
         self.graph = graph
         self.parent = parent
         self.lifted: Dict[Any, Any] = {}
+        self.unions: List[Any] = []   # two-typed values of inner loops (``loop_types.py``)
+        self.alt = alt                # those values are taken as their Python number type
 
 
 def lift(tracer: "Tracer", node: Any, level: int) -> Any:
@@ -541,12 +550,7 @@ def capture_loop(frame: "FrameTracer", inst: Any, it: IterV) -> bool:
     try:
         if symbolic and id(inst) in frame.loop_failed:
             raise LoopAbort("its body could not be captured with constant bounds either")
-        try:
-            _capture(frame, inst, it, note)
-        except LoopAbort as e:
-            if not e.promotable:
-                raise
-            _capture(frame, inst, it, note, promote=e.promotable)
+        _attempts(lambda promote, widen, prior: _capture(frame, inst, it, note, promote, widen, prior))
     except LoopAbort as e:
         note.reason = str(e)
         if not symbolic:
@@ -560,15 +564,39 @@ def capture_loop(frame: "FrameTracer", inst: Any, it: IterV) -> bool:
     return note.captured
 
 
+def _attempts(capture: Any) -> None:
+    """Run ``capture(promote, widen, prior)``: first as the frame has it, then carrying the
+    Python numbers the body changes as graph numbers, then carrying those an iteration makes
+    numpy scalars widened; the last failure propagates."""
+    promote: Tuple[str, ...] = ()
+    widen: Dict[int, Any] = {}
+    prior: Optional[Graph] = None
+    while True:
+        try:
+            capture(promote, widen, prior)
+            return
+        except LoopAbort as e:
+            if e.promotable and not promote:
+                promote = e.promotable
+            elif e.widen and not widen:
+                widen, prior = e.widen, e.body
+            else:
+                raise
+
+
 class _State:
     """The frame's state at a loop head, and how to rebuild it after a failed attempt."""
 
-    def __init__(self, frame: "FrameTracer", names: List[str], promote: Tuple[str, ...]) -> None:
+    def __init__(self, frame: "FrameTracer", names: List[str], promote: Tuple[str, ...],
+                 widen: Optional[Dict[int, Any]] = None) -> None:
         tracer = frame.tracer
         self.leaves: List[Any] = []    # Tensor, or _Promoted for a Python number made a graph number
         index: Dict[Any, int] = {}
         self.templates = {n: _flatten(frame.load_local(n) if n in frame.locals else None, self.leaves, index,
                                       n if n in promote else None) for n in names}
+        self.widen = dict(widen or {})
+        # the body's view of each leaf: a widened Python number is the numpy scalar it becomes
+        self.metas = [self.widen.get(k, leaf.meta) for k, leaf in enumerate(self.leaves)]
         self.locals = dict(frame.locals)
         self.stack = list(frame.stack)
         self.counts = dict(frame.loop_counts)
@@ -594,17 +622,18 @@ class _State:
         frame.loop_counts.update(self.counts)
 
 
-def _open_body(frame: "FrameTracer", state: _State, dead: List[str], *first: Tuple[str, Any]) -> Tuple[_Scope, List[Tensor]]:
+def _open_body(frame: "FrameTracer", state: _State, dead: List[str], *first: Tuple[str, Any],
+               alt: bool = False) -> Tuple[_Scope, List[Tensor]]:
     """A new body graph with placeholders ``first`` (name, meta) then one per carried
     leaf, entered: the locals hold the placeholders, dead names are unset."""
     tracer = frame.tracer
     body = Graph(f"{tracer.graph.name}_loop", names_from=tracer.root_graph)
     body.meta.update(tracer.root_graph.meta)   # the frame it comes from, for the node's own compiled body
     body.errstate = tracer.graph.errstate      # inside an errstate block: the body runs under it too
-    scope = _Scope(body, tracer.graph)
+    scope = _Scope(body, tracer.graph, alt)
     heads = [Tensor(body.placeholder(name, meta), meta) for name, meta in first]
     carried = [Tensor(body.placeholder(leaf.name if isinstance(leaf, _Promoted) else _base(leaf.node.name),
-                                       leaf.meta), leaf.meta) for leaf in state.leaves]
+                                       meta), meta) for leaf, meta in zip(state.leaves, state.metas)]
     _set_locals(frame, state.templates, carried)  # type: ignore[arg-type]
     for name in dead:
         frame.locals.pop(name, None)   # the body stores it before any read
@@ -622,13 +651,16 @@ def _why(e: BaseException) -> str:
     return f"{type(e).__name__} in the body"   # StopTrace (a break site inside the loop) and the like
 
 
-def _match_end(frame: "FrameTracer", state: _State, promote: Tuple[str, ...]) -> Tuple[Dict[int, V], str, List[str]]:
-    """The carried values at the end of the body, or why they do not continue the loop."""
+def _match_end(frame: "FrameTracer", state: _State,
+               promote: Tuple[str, ...]) -> Tuple[Dict[int, V], str, List[str], Dict[int, Any]]:
+    """The carried values at the end of the body, or why they do not continue the loop
+    (and the Python numbers an iteration makes numpy scalars, to widen)."""
+    widen: Dict[int, Any] = {}
     ends: Dict[int, V] = {}
     promotable: List[str] = []
     why = ""
     if len(frame.stack) != len(state.stack) or any(a is not b for a, b in zip(frame.stack, state.stack)):
-        return ends, "the body changes the value stack", promotable   # pragma: no cover - compilers keep it balanced
+        return ends, "the body changes the value stack", promotable, widen   # pragma: no cover - balanced
     for n, t in state.templates.items():
         end_v = frame.locals.get(n)
         why = _match(t, end_v, ends)
@@ -636,14 +668,19 @@ def _match_end(frame: "FrameTracer", state: _State, promote: Tuple[str, ...]) ->
             promotable.append(n)   # a number the body changes: try again carrying it
             why = ""
         elif why:
-            return ends, f"{n!r}: {why}", promotable
+            return ends, f"{n!r}: {why}", promotable, widen
     if promotable:
-        return ends, f"the body changes the Python number {promotable[0]!r}", promotable
-    for k, leaf in enumerate(state.leaves):
-        if not _compatible(leaf.meta, ends[k].meta):
+        return ends, f"the body changes the Python number {promotable[0]!r}", promotable, widen
+    first = ""
+    for k, (leaf, meta) in enumerate(zip(state.leaves, state.metas)):
+        if not _compatible(meta, ends[k].meta):
             what = leaf.name if isinstance(leaf, _Promoted) else leaf.node.name
-            return ends, f"{what} changes from {leaf.meta} to {ends[k].meta} in one iteration", promotable
-    return ends, "", promotable
+            if not state.widen and widened(meta, ends[k].meta):
+                widen[k] = ends[k].meta   # try again carrying it as that numpy scalar
+                first = first or f"{what} changes from {meta} to {ends[k].meta} in one iteration"
+                continue
+            return ends, f"{what} changes from {meta} to {ends[k].meta} in one iteration", promotable, {}
+    return ends, first, promotable, widen
 
 
 def _close_body(frame: "FrameTracer", scope: _Scope, ends: Dict[int, V], n: int, extra: Tuple[Any, ...] = ()) -> None:
@@ -661,8 +698,10 @@ def _close_body(frame: "FrameTracer", scope: _Scope, ends: Dict[int, V], n: int,
 
 
 def _results(frame: "FrameTracer", state: _State, node: Any, carried_ph: List[Any],
-             fold: Any = None) -> None:
-    """The locals after the loop: each carried name from the loop node's value."""
+             fold: Any = None, two_typed: bool = False) -> None:
+    """The locals after the loop: each carried name from the loop node's value.
+    ``two_typed``: the loop may run no iteration, so a widened number may still be the
+    Python number after it; the enclosing body checks that this does not matter."""
     tracer = frame.tracer
     location = frame.location()
     results: List[V] = []
@@ -672,14 +711,67 @@ def _results(frame: "FrameTracer", state: _State, node: Any, carried_ph: List[An
             results.append(folded)
             continue
         meta = ph.meta["val"]
+        union = two_typed and k in state.widen
+        if union and tracer.loop_scopes[-1].alt:
+            meta = state.leaves[k].meta
         results.append(Tensor(tracer.graph.call(operator.getitem, (node, k), meta=meta, stack=location), meta))
+        if union:
+            tracer.loop_scopes[-1].unions.append(results[-1].node)
     frame.stack[:] = state.stack
     frame.locals.clear()
     frame.locals.update(state.locals)
     _set_locals(frame, state.templates, results)
 
 
-def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote: Tuple[str, ...] = ()) -> None:
+def _check_widened(frame: "FrameTracer", state: _State, scope: _Scope, prior: Optional[Graph],
+                   two_typed: bool) -> str:
+    """'' when the widened numbers of ``state`` are carried right: the first iteration
+    traced with them as Python numbers (``prior``) is this one, and where the loop may run
+    no iteration there is an enclosing body to check the code after it."""
+    if not state.widen:
+        return ""
+    tracer = frame.tracer
+    names = ", ".join(repr(n) for n, t in state.templates.items() if t[0] == "T" and t[1] in state.widen)
+    if prior is None:   # pragma: no cover - a widening attempt always follows a traced one
+        return f"{names}: a Python number made a numpy scalar by the body"
+    loose = [prior.placeholders[1 + k] for k in state.widen]
+    differs = same_trace(prior, scope.graph, loose, tracer.lifted_from.get)
+    if differs:
+        return (f"{names} is a Python number before the loop and a numpy scalar after an iteration, and the "
+                f"first iteration does not do the same with either ({differs})")
+    if two_typed and not tracer.loop_scopes:
+        return (f"{names} is a Python number before the loop and a numpy scalar after an iteration, and the loop "
+                "may run no iteration: its type after the loop is not known")
+    return ""
+
+
+def _retrace(frame: "FrameTracer", state: _State, scope: _Scope, ends: List[Any], again: Any) -> str:
+    """The body just traced holds values of inner loops that are Python numbers or numpy
+    scalars depending on their trip counts: trace it again (``again``) taking them as the
+    Python numbers, and '' when both traces do the same."""
+    tracer = frame.tracer
+    notes = len(tracer.loop_notes)
+    state.restore(frame)
+    try:
+        graph, ends2 = again()
+    except LoopAbort as e:
+        return f"an inner loop leaves a Python number or a numpy scalar by its trip count, and {e}"
+    finally:
+        del tracer.loop_notes[notes:]   # the inner loops' notes are those of the first trace
+    differs = same_trace(scope.graph, graph, scope.unions, tracer.lifted_from.get,
+                         ([v.node if isinstance(v, Tensor) else v for v in ends],
+                          [v.node if isinstance(v, Tensor) else v for v in ends2]))
+    if differs:
+        return ("an inner loop leaves a Python number or a numpy scalar by its trip count, and the code after it "
+                f"does not do the same with either ({differs})")
+    return ""
+
+
+def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote: Tuple[str, ...] = (),
+             widen: Optional[Dict[int, Any]] = None, prior: Optional[Graph] = None, alt: bool = False) -> Any:
+    """Trace the body and record the loop node. ``widen``/``prior``: see ``LoopAbort``;
+    ``alt``: a second trace taking the two-typed values of inner loops as Python numbers,
+    which returns what it traced (and changes nothing) for ``_retrace`` to compare."""
     tracer = frame.tracer
     symbolic = isinstance(it, SymIter)
     head = frame.flow.index_of(inst)
@@ -703,9 +795,10 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
     stored = [n for n in _stored_names(frame, range(head + 1, end)) if n != var]
     names = [n for n in stored if n in live[head]]
 
-    state = _State(frame, names, promote)
+    state = _State(frame, names, promote, widen)
     index_meta = ScalarMeta(int, start_v.value if isinstance(start_v, Const) else start_v.meta.hint)
-    scope, (index_v, *carried) = _open_body(frame, state, [n for n in stored if n not in names], (var, index_meta))
+    scope, (index_v, *carried) = _open_body(frame, state, [n for n in stored if n not in names], (var, index_meta),
+                                            alt=alt)
     region = frame.body_range = _ForRegion(head, end, frame.body_range)
     frame.stack.append(index_v)   # what FOR_ITER pushes
     why = ""
@@ -721,6 +814,7 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
 
     ends: Dict[int, V] = {}
     promotable: List[str] = []
+    widen_next: Dict[int, Any] = {}
     if not why and frame.locals.get(var) is not index_v:
         why = f"the body reassigns the loop variable {var!r}"
     exits = region.exit_at is not None
@@ -731,10 +825,18 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
                 frame.locals.get(n) is not region.exit_locals.get(n) for n in state.templates):
             why = "the body goes on after its break (only a break at the end of the body is captured)"
     if not why:
-        ends, why, promotable = _match_end(frame, state, promote)
+        ends, why, promotable, widen_next = _match_end(frame, state, promote)
+    if not why and not alt:   # the first trace checked the widened numbers (``_retrace`` the rest)
+        why = _check_widened(frame, state, scope, prior, count is None)
+    if not why and alt:
+        state.restore(frame)
+        return scope.graph, [ends[k] for k in range(len(state.leaves))] + [region.exit_cond]
+    if not why and scope.unions:
+        why = _retrace(frame, state, scope, [ends[k] for k in range(len(state.leaves))] + [region.exit_cond],
+                       lambda: _capture(frame, inst, it, LoopNote("", 0, None, False), promote, widen, prior, True))
     if why:
         state.restore(frame)
-        raise LoopAbort(why, tuple(promotable))
+        raise LoopAbort(why, tuple(promotable), widen_next, scope.graph if widen_next else None)
 
     extra: Tuple[Any, ...] = ()
     if exits:
@@ -757,7 +859,7 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
     node = tracer.graph.call(loop, (tracer.to_arg(start_v), tracer.to_arg(stop_v), step, carried_in, invariants),
                              stack=location)
     fold = None if count is None or exits else (lambda k: _folded(state.leaves[k], ends[k], carried[k], count))
-    _results(frame, state, node, loop.carried, fold)
+    _results(frame, state, node, loop.carried, fold, two_typed=count is None)
     if exits:
         frame.locals.pop(var, None)   # not read after the loop (checked above)
         if count is not None:
@@ -912,12 +1014,8 @@ def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -
         region = region.outer
     note = LoopNote(frame.code.co_filename, frame.lineno, None, False, kind="while")
     try:
-        try:
-            _capture_while(frame, _WhileRegion(frame, k, entry, exit_, repeat_when), cond, note)
-        except LoopAbort as e:
-            if not e.promotable:
-                raise
-            _capture_while(frame, _WhileRegion(frame, k, entry, exit_, repeat_when), cond, note, e.promotable)
+        _attempts(lambda promote, widen, prior: _capture_while(
+            frame, _WhileRegion(frame, k, entry, exit_, repeat_when), cond, note, promote, widen, prior))
     except LoopAbort as e:
         note.reason = str(e)
         # the break says why the loop runs in Python (a resumed trace keeps no loop notes)
@@ -928,15 +1026,17 @@ def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -
 
 
 def _capture_while(frame: "FrameTracer", region: _WhileRegion, cond: V, note: LoopNote,
-                   promote: Tuple[str, ...] = ()) -> None:
+                   promote: Tuple[str, ...] = (), widen: Optional[Dict[int, Any]] = None,
+                   prior: Optional[Graph] = None, alt: bool = False) -> Any:
+    """Like ``_capture``, for a while loop."""
     tracer = frame.tracer
     live = live_in(frame)
     stored = _stored_names(frame, [k for k in range(len(frame.insts)) if region.heads[k] & region.cycles])
     names = [n for n in stored if n in live[region.entry] | live[region.exit]]
 
-    state = _State(frame, names, promote)
+    state = _State(frame, names, promote, widen)
     scope, (cond_v, *carried) = _open_body(frame, state, [n for n in stored if n not in names],
-                                           ("cond", ScalarMeta(bool, True)))
+                                           ("cond", ScalarMeta(bool, True)), alt=alt)
     frame.body_range = region
     frame.ip = region.entry
     done: Optional[_WhileDone] = None
@@ -953,11 +1053,25 @@ def _capture_while(frame: "FrameTracer", region: _WhileRegion, cond: V, note: Lo
 
     ends: Dict[int, V] = {}
     promotable: List[str] = []
+    widen_next: Dict[int, Any] = {}
     if done is not None:
-        ends, why, promotable = _match_end(frame, state, promote)
+        ends, why, promotable, widen_next = _match_end(frame, state, promote)
+    if not why and not alt:
+        why = _check_widened(frame, state, scope, prior, True)
+    if not why and alt:
+        assert done is not None
+        state.restore(frame)
+        return scope.graph, [ends[k] for k in range(len(state.leaves))] + [done.cond]
+    if not why and scope.unions:
+        assert done is not None
+        why = _retrace(frame, state, scope, [ends[k] for k in range(len(state.leaves))] + [done.cond],
+                       lambda: _capture_while(frame, _WhileRegion(frame, region.jump, region.entry, region.exit,
+                                                                  region.repeat_when),
+                                              cond, LoopNote("", 0, None, False, kind="while"), promote, widen,
+                                              prior, True))
     if why:
         state.restore(frame)
-        raise LoopAbort(why, tuple(promotable))
+        raise LoopAbort(why, tuple(promotable), widen_next, scope.graph if widen_next else None)
     assert done is not None
     again = done.cond
     if done.repeat_when != region.repeat_when:   # the copy at the bottom tests the other way round
@@ -974,7 +1088,7 @@ def _capture_while(frame: "FrameTracer", region: _WhileRegion, cond: V, note: Lo
     carried_in = tuple(leaf.value if isinstance(leaf, _Promoted) else tracer.to_arg(leaf) for leaf in state.leaves)
     invariants = tuple(tracer.lifted_from[ph] for ph in loop.invariants)
     node = tracer.graph.call(loop, (tracer.to_arg(cond), carried_in, invariants), stack=frame.location())
-    _results(frame, state, node, loop.carried)
+    _results(frame, state, node, loop.carried, two_typed=True)
     frame.ip = region.exit
     note.captured = True
 
