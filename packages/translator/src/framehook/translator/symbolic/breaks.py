@@ -98,7 +98,10 @@ _TABLE = [
               "tuple of an index (masks as items of a tuple index, and 0-d masks, are captured), "
               "nonzero, unique, shape arguments computed from array values. Reading such a size "
               "(`x.shape[0]`, `len(x)`, `x.size`) and using it in arithmetic, comparisons, as a size "
-              "argument (`np.zeros(n)`, `x.reshape(n, -1)`), an index or a slice bound stays in the graph",
+              "argument (`np.zeros(n)`, `x.reshape(n, -1)`), an index or a slice bound stays in the graph, "
+              "and so does a `for` loop over `range(k)` of such an int (a loop node bounded by the graph "
+              "int); it breaks here, running the whole loop in Python, only when its body cannot be "
+              "captured (the reason says why)",
               "keep the size in the graph (`x[: n // 2]`, `np.arange(n)`, `x[m].sum()`), use "
               "`np.where(mask, a, b)` instead of a mask, or pass `dynamic=False` to specialize on every shape"),
     BreakKind("FH012", "array value converted to a Python object",

@@ -349,12 +349,15 @@ class SymRange(V):
     ``range(j, i)`` on a loop index): only a ``for`` loop over it can use it, and that loop
     becomes a loop node with these bounds (or the enclosing loop unrolls)."""
 
-    __slots__ = ("start", "stop", "step")
+    __slots__ = ("start", "stop", "step", "fallback")
 
-    def __init__(self, start: V, stop: V, step: int) -> None:
+    def __init__(self, start: V, stop: V, step: int, fallback: Optional[GraphBreak] = None) -> None:
         self.start = start
         self.stop = stop
         self.step = step
+        # outside any loop body (``range(k)`` of an int not specialized): the break to raise
+        # when its loop cannot be captured, which runs the whole loop in Python as before
+        self.fallback = fallback
 
     def describe(self) -> str:
         return "a range with bounds computed in the graph"
@@ -382,11 +385,18 @@ class SymIter(IterV):
         return "an iterator over a range with bounds computed in the graph"
 
 
-def symbolic_range(frame: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> Optional[SymRange]:
+def symbolic_range(frame: "FrameTracer", args: List[V], kwargs: Dict[str, V],
+                   fallback: Optional[GraphBreak] = None) -> Optional[SymRange]:
     """``range(*args)`` with a bound that is a graph int only known when the graph runs (a
-    loop index), inside a loop body being captured; None: the range is built now."""
+    loop index), inside a loop body being captured; None: the range is built now. With
+    ``fallback`` (the break ``range()`` of an int input that is not specialized raises), also
+    outside loop bodies, when a ``for`` loop iterates over it at once."""
     tracer = frame.tracer
-    if kwargs or not tracer.loop_scopes or not 1 <= len(args) <= 3 or not any(map(tracer.is_symint, args)):
+    if kwargs or not 1 <= len(args) <= 3 or not any(map(tracer.is_symint, args)):
+        return None
+    if fallback is None and not tracer.loop_scopes:
+        return None
+    if fallback is not None and not (config.capture_loops and _iterated_at_once(frame)):
         return None
     parts: List[V] = []
     for a in args:
@@ -400,7 +410,14 @@ def symbolic_range(frame: "FrameTracer", args: List[V], kwargs: Dict[str, V]) ->
         parts[0], parts[1], parts[2] if len(parts) == 3 else Const(1))
     if not isinstance(step, Const) or step.value == 0:
         return None   # range() raises, or the direction is unknown: built now (and breaks)
-    return SymRange(start, stop, step.value)
+    return SymRange(start, stop, step.value, fallback)
+
+
+def _iterated_at_once(frame: "FrameTracer") -> bool:
+    """Is the value being made (by the call just run) the iterable of a ``for`` loop?"""
+    k = frame.ip
+    insts = frame.insts
+    return k + 1 < len(insts) and insts[k].opname == "GET_ITER" and insts[k + 1].opname == "FOR_ITER"
 
 
 # ---------------------------------------------------------------- the capture
@@ -558,6 +575,11 @@ def capture_loop(frame: "FrameTracer", inst: Any, it: IterV) -> bool:
         if exits_early(frame, inst):   # the break then says why the loop was not captured
             frame.exit_failures[(frame.flow.index_of(inst), frame.flow.index_of(inst.target))] = note.reason
     tracer.loop_notes.append(note)
+    fallback = it.bounds.fallback if symbolic else None   # type: ignore[attr-defined]
+    if fallback is not None and not note.captured and not tracer.loop_scopes:
+        fallback.reason = f"{fallback.reason} (the loop was not captured: {note.reason})"
+        fallback.args = (fallback._message(),)
+        raise fallback
     if symbolic and not note.captured:
         raise LoopAbort(f"the loop at line {note.lineno} over a range computed from a loop index cannot be "
                         f"captured ({note.reason})")
