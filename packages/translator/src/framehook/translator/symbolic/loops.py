@@ -450,9 +450,10 @@ class _ForRegion:
     """The instructions of a ``for`` body: strictly between its FOR_ITER and its exit; and
     the body's early exit once the trace has met it (``_early_exit``)."""
 
-    __slots__ = ("head", "end", "outer", "exit_at", "exit_when", "exit_cond", "exit_locals", "exit_ops")
+    __slots__ = ("head", "end", "outer", "exit_at", "exit_when", "exit_cond", "exit_locals", "exit_ops", "names",
+                 "tail")
 
-    def __init__(self, head: int, end: int, outer: Any) -> None:
+    def __init__(self, head: int, end: int, outer: Any, names: Tuple[str, ...] = ()) -> None:
         self.head = head
         self.end = end
         self.outer = outer
@@ -461,6 +462,8 @@ class _ForRegion:
         self.exit_cond: Optional[V] = None
         self.exit_locals: Dict[str, Any] = {}
         self.exit_ops = 0
+        self.names = names    # the loop's carried names
+        self.tail: Optional[_Tail] = None
 
     def admits(self, k: int) -> bool:
         return self.head < k < self.end
@@ -542,11 +545,76 @@ def _early_exit(frame: "FrameTracer", region: _ForRegion, k: int, cond: V) -> bo
         if depth is None or not _same_exit(frame, _after_pops(frame, out, depth), _after_pops(frame, region.end, depth)):
             raise LoopAbort("the code the break leads to is not the code after the loop (a for-else, or a return)")
         region.exit_at, region.exit_when, region.exit_cond = k, when, cond
-        region.exit_locals = dict(frame.locals)
-        region.exit_ops = len(frame.tracer.graph.operations())
         frame.ip = stay
+        region.exit_locals = dict(frame.locals)
+        _open_tail(frame, region, cond, when)
+        region.exit_ops = len(region.tail.scope.parent.operations())   # type: ignore[union-attr]
         return True
     return False
+
+
+# ---------------------------------------------------------------- the rest of the body after a break
+# ``if <graph value>: break`` followed by more of the body: the rest (the *tail*) runs only
+# when the loop goes on. It is traced into a loop node of its own that runs once or not at
+# all (``range(0, not cond)``), carrying the loop's carried values: when the loop breaks,
+# they are what they were at the break, as in Python. No change to the loop IR is needed.
+class _Tail:
+    __slots__ = ("state", "scope", "run", "open")
+
+    def __init__(self, state: "_State", scope: _Scope, run: Tensor) -> None:
+        self.state = state
+        self.scope = scope
+        self.run = run      # graph bool: the loop goes on (the tail runs once)
+        self.open = True
+
+
+def _open_tail(frame: "FrameTracer", region: _ForRegion, cond: V, when: bool) -> None:
+    tracer = frame.tracer
+    meta = ScalarMeta(bool, True)
+    # Python's truth value of the condition, as the jump takes it: the tail runs when it does not break
+    run = Tensor(tracer.graph.call(operator.not_ if when else operator.truth, (tracer.to_arg(cond),), meta=meta,
+                                   stack=frame.location()), meta)
+    state = _State(frame, list(region.names), ())
+    scope, _ = _open_body(frame, state, [], ("_", ScalarMeta(int, 0)))
+    region.tail = _Tail(state, scope, run)
+
+
+def _leave_tail(frame: "FrameTracer", region: Any) -> None:
+    tail = getattr(region, "tail", None)
+    if tail is not None and tail.open:
+        tail.open = False
+        tail.state.leave_scope(frame)
+
+
+def _close_tail(frame: "FrameTracer", region: _ForRegion) -> Tuple[str, List[str]]:
+    """At the loop head after a tail: record the tail's loop node in the body. '' or why
+    not (and Python numbers the tail changes, for the next attempt to carry)."""
+    tail = region.tail
+    assert tail is not None
+    tracer = frame.tracer
+    state, scope = tail.state, tail.scope
+    if len(frame.stack) != len(state.stack) or any(a is not b for a, b in zip(frame.stack, state.stack)):
+        _leave_tail(frame, region)
+        return "the value stack at its break is not that of the loop head", []
+    ends, why, promotable, widen = _match_end(frame, state, ())
+    _leave_tail(frame, region)
+    if promotable:
+        return "", promotable
+    if why:
+        return f"after its break, the body: {why}", []
+    carried = scope.graph.placeholders[1:1 + len(state.leaves)]
+    if not scope.graph.operations() and all(ends[k].node is carried[k] for k in range(len(state.leaves))):
+        frame.locals.clear()   # nothing after the break: the loop's own exit flag is enough
+        frame.locals.update(state.locals)
+        return "", []
+    _close_body(frame, scope, ends, len(state.leaves))
+    loop = Loop(scope.graph, len(state.leaves))
+    carried_in = tuple(tracer.to_arg(leaf) for leaf in state.leaves)
+    invariants = tuple(tracer.lifted_from[ph] for ph in loop.invariants)
+    node = tracer.graph.call(loop, (0, tail.run.node, 1, carried_in, invariants), stack=frame.location())
+    _results(frame, state, node, loop.carried)
+    region.exit_ops = -1   # the body goes on after its break, in the tail
+    return "", []
 
 
 def left_body(frame: "FrameTracer") -> Exception:
@@ -821,21 +889,25 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
     index_meta = ScalarMeta(int, start_v.value if isinstance(start_v, Const) else start_v.meta.hint)
     scope, (index_v, *carried) = _open_body(frame, state, [n for n in stored if n not in names], (var, index_meta),
                                             alt=alt)
-    region = frame.body_range = _ForRegion(head, end, frame.body_range)
+    region = frame.body_range = _ForRegion(head, end, frame.body_range, tuple(state.templates))
     frame.stack.append(index_v)   # what FOR_ITER pushes
     why = ""
+    promotable: List[str] = []
     try:
         frame.run()
         why = "a return inside the loop"
     except _BodyDone:
-        pass
+        if region.tail is not None:
+            why, promotable = _close_tail(frame, region)
+            if promotable:
+                why = f"the body changes the Python number {promotable[0]!r} after its break"
     except (LoopAbort, GraphBreak, Exception) as e:
         why = _why(e)
     finally:
+        _leave_tail(frame, region)
         state.leave_scope(frame)
 
     ends: Dict[int, V] = {}
-    promotable: List[str] = []
     widen_next: Dict[int, Any] = {}
     if not why and frame.locals.get(var) is not index_v:
         why = f"the body reassigns the loop variable {var!r}"
@@ -843,8 +915,8 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
     if not why and exits:
         if var in live[end]:
             why = f"the loop variable {var!r} is read after a loop that may break (its last value is not known)"
-        elif len(scope.graph.operations()) != region.exit_ops or any(
-                frame.locals.get(n) is not region.exit_locals.get(n) for n in state.templates):
+        elif region.exit_ops >= 0 and (len(scope.graph.operations()) != region.exit_ops or any(
+                frame.locals.get(n) is not region.exit_locals.get(n) for n in state.templates)):
             why = "the body goes on after its break (only a break at the end of the body is captured)"
     if not why:
         ends, why, promotable, widen_next = _match_end(frame, state, promote)
