@@ -23,70 +23,16 @@ import statistics
 import subprocess
 import sys
 import time
-import timeit
 from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import steady_state, use_test_kernels  # noqa: E402
 
-def cholesky(a):
-    n = a.shape[0]
-    low = np.zeros_like(a)
-    for j in range(n):
-        low[j, j] = np.sqrt(a[j, j] - low[j, :j] @ low[j, :j])
-        for i in range(j + 1, n):
-            low[i, j] = (a[i, j] - low[i, :j] @ low[j, :j]) / low[j, j]
-    return low
-
-
-def lu(a):
-    n = a.shape[0]
-    upper = a.copy()
-    lower = np.eye(n)
-    for k in range(n):
-        for i in range(k + 1, n):
-            lower[i, k] = upper[i, k] / upper[k, k]
-            upper[i, k:] = upper[i, k:] - lower[i, k] * upper[k, k:]
-    return lower, upper
-
-
-def gram_schmidt(a):
-    m, n = a.shape
-    q = np.zeros_like(a)
-    r = np.zeros((n, n))
-    for j in range(n):
-        v = a[:, j].copy()
-        for i in range(j):
-            r[i, j] = q[:, i] @ v
-            v = v - r[i, j] * q[:, i]
-        r[j, j] = np.linalg.norm(v)
-        q[:, j] = v / r[j, j]
-    return q, r
-
-
-def jacobi_until(a, b, tol):
-    x = np.zeros_like(b)
-    d = np.diag(a)
-    r = b - a @ x
-    err = np.linalg.norm(r)
-    k = 0
-    while err > tol:
-        x = x + r / d
-        r = b - a @ x
-        err = np.linalg.norm(r)
-        k += 1
-    return x, k
-
-
-def jacobi_steps(a, b, tol):
-    x = np.zeros_like(b)
-    d = np.diag(a)
-    for _ in range(500):
-        r = b - a @ x
-        x = x + r / d
-        if np.linalg.norm(r) < tol:
-            break
-    return x
+use_test_kernels()
+from loop_kernels import (  # noqa: E402
+    cholesky, cholesky_sums, gram_schmidt, jacobi_steps, jacobi_until, lu, lu_sums)
 
 
 def _cases():
@@ -96,7 +42,8 @@ def _cases():
         m = rng.standard_normal((n, n))
         spd = m @ m.T + n * np.eye(n)
         out += [(f"cholesky {n}x{n}", cholesky, (spd,)), (f"lu {n}x{n}", lu, (spd,)),
-                (f"gram_schmidt {2 * n}x{n}", gram_schmidt, (rng.standard_normal((2 * n, n)),))]
+                (f"gram_schmidt {2 * n}x{n}", gram_schmidt, (rng.standard_normal((2 * n, n)),)),
+                (f"cholesky_sums {n}x{n}", cholesky_sums, (spd,)), (f"lu_sums {n}x{n}", lu_sums, (spd,))]
     for n in (64, 256):
         a = np.diag(np.full(n, 4.0 * n)) + rng.uniform(-1, 1, (n, n))
         b = rng.standard_normal(n)
@@ -123,14 +70,10 @@ def _worker(repeat: int, first: int, only: str) -> None:
         ft.reset()
         opt = ft.optimize("eager")(fn)
         opt(*args)
-        number = max(1, int(0.02 / max(timeit.timeit(lambda: fn(*args), number=1), 1e-7)))
-        plain, optimized = [], []
-        for _ in range(repeat):   # alternate so that machine noise hits both alike
-            plain.append(timeit.timeit(lambda: fn(*args), number=number) / number)
-            optimized.append(timeit.timeit(lambda: opt(*args), number=number) / number)
-        rows.append({"label": label, "first": statistics.median(times), "compile": statistics.median(compiles), "ops": ops, "graphs": out.graph_count,
-                     "breaks": out.graph_break_count, "plain": statistics.median(plain),
-                     "optimized": statistics.median(optimized)})
+        plain, optimized = steady_state(fn, opt, args, repeat)
+        rows.append({"label": label, "first": statistics.median(times), "compile": statistics.median(compiles),
+                     "ops": ops, "graphs": out.graph_count, "breaks": out.graph_break_count, "plain": plain,
+                     "optimized": optimized})
         ft.reset()
     print(json.dumps(rows))
 

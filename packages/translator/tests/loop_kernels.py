@@ -1,5 +1,6 @@
 """Loop kernels shared by the tests and the benchmarks (``benchmarks/``): triangular
-nests (Cholesky, LU, Gram-Schmidt), scalar accumulators in nests, while-loop solvers."""
+nests (Cholesky, LU, Gram-Schmidt), scalar accumulators in nests, while-loop solvers, and a
+helper whose loop branches on its indices (called from a Python loop)."""
 from __future__ import annotations
 
 import numpy as np
@@ -76,7 +77,7 @@ def lu_sums(a):
     return lower, upper
 
 
-def jacobi_until(a, b, tol):
+def jacobi_until(a, b, tol=1e-10):
     x = np.zeros_like(b)
     d = np.diag(a)
     r = b - a @ x
@@ -99,3 +100,11 @@ def jacobi_steps(a, b, tol):
         if np.linalg.norm(r) < tol:
             break
     return x
+
+
+def fill_row(out, a, i, n):
+    for j in range(n):
+        if j < i:
+            out[i, j] = a[i, j] - a[j, i]
+        elif j == i:
+            out[i, j] = a[i, i]

@@ -13,6 +13,7 @@ import pytest
 import framehook.translator as ft
 from framehook.translator import config
 from framehook.translator.graph import Node
+from loop_kernels import fill_row
 from symbolic_helpers import Reports, assert_same, check_agrees, entries, loop_nodes
 
 
@@ -21,14 +22,6 @@ def _fresh():
     ft.reset()
     yield
     ft.reset()
-
-
-def fill_row(out, a, i, n):
-    for j in range(n):
-        if j < i:
-            out[i, j] = a[i, j] - a[j, i]
-        elif j == i:
-            out[i, j] = a[i, i]
 
 
 def fill_all(a):

@@ -15,6 +15,7 @@ import framehook.translator as ft
 from framehook.translator import config
 from framehook.translator.graph import Graph, Interpreter, Loop, Node, ScalarMeta
 from corpus_helpers import run_case
+from loop_kernels import cholesky
 from symbolic_helpers import assert_same, check_agrees, loop_nodes
 
 RNG = np.random.default_rng(20)
@@ -44,16 +45,6 @@ def graph_bounded(graph):
 
 
 # ---------------------------------------------------------------- kernels
-def cholesky(a):
-    n = a.shape[0]
-    low = np.zeros_like(a)
-    for j in range(n):
-        low[j, j] = np.sqrt(a[j, j] - low[j, :j] @ low[j, :j])
-        for i in range(j + 1, n):
-            low[i, j] = (a[i, j] - low[i, :j] @ low[j, :j]) / low[j, j]
-    return low
-
-
 def lu_in_place(a):
     n = a.shape[0]
     for k in range(n):
