@@ -10,7 +10,9 @@ translation of every frame) and the first call (``explain(fn)(*args)`` after ``r
 trace, compile, run), medians of ``--first`` runs, the graph's operation count
 (a loop node's body counts once), graphs and breaks, then the steady state of the
 optimized function against plain numpy (alternating, median of N timeit repeats). The
-parent prints one markdown table: before | after. ``--worker`` is the worker's entry point.
+parent prints one markdown table: before | after. ``--unrolled`` adds, for "after", the
+compile time with every loop unrolled (``capture_loops=False``, no trace budget). The kernels
+come from ``tests/loop_kernels.py``. ``--worker`` is the worker's entry point.
 """
 from __future__ import annotations
 
@@ -52,7 +54,11 @@ def _cases():
     return out
 
 
-def _worker(repeat: int, first: int, only: str) -> None:
+UNROLLED = dict(capture_loops=False, max_traced_ops=10 ** 9, max_traced_instructions=10 ** 8,
+                max_trace_seconds=None, max_unrolled_iterations=10 ** 6)
+
+
+def _worker(repeat: int, first: int, only: str, unrolled: bool) -> None:
     import framehook.translator as ft
     rows = []
     ft.explain(cholesky)(np.eye(6) * 2)   # first-use imports, outside every measurement
@@ -74,14 +80,18 @@ def _worker(repeat: int, first: int, only: str) -> None:
         rows.append({"label": label, "first": statistics.median(times), "compile": statistics.median(compiles),
                      "ops": ops, "graphs": out.graph_count, "breaks": out.graph_break_count, "plain": plain,
                      "optimized": optimized})
+        if unrolled:   # every loop unrolled (capture off, no trace budget): one run
+            ft.reset()
+            with ft.config.patch(**UNROLLED):
+                rows[-1]["unrolled"] = ft.explain(fn)(*args).compile_time
         ft.reset()
     print(json.dumps(rows))
 
 
-def _run(src: str, repeat: int, first: int, only: str = "") -> list:
+def _run(src: str, repeat: int, first: int, only: str = "", unrolled: bool = False) -> list:
     env = dict(os.environ, PYTHONPATH=src)
     done = subprocess.run([sys.executable, __file__, "--worker", "--repeat", str(repeat), "--first", str(first),
-                           "--only", only],
+                           "--only", only] + (["--unrolled"] if unrolled else []),
                           env=env, check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -93,15 +103,17 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--first", type=int, default=3)
     ap.add_argument("--only", default="", help="run only the kernels whose label contains this text")
+    ap.add_argument("--unrolled", action="store_true",
+                    help="also compile each kernel with every loop unrolled (slow for the large sizes)")
     ap.add_argument("--worker", action="store_true")
     opts = ap.parse_args()
     if opts.worker:
-        _worker(opts.repeat, opts.first, opts.only)
+        _worker(opts.repeat, opts.first, opts.only, opts.unrolled)
         return
     if not opts.before:
         ap.error("--before: the translator source directory to compare with (e.g. main's packages/translator/src)")
     before = _run(opts.before, opts.repeat, opts.first, opts.only)
-    after = _run(opts.after, opts.repeat, opts.first, opts.only)
+    after = _run(opts.after, opts.repeat, opts.first, opts.only, opts.unrolled)
     print(f"CPython {platform.python_version()}, numpy {np.__version__}, {sys.platform}")
     print()
     print("| kernel | before: compile ms | first call ms | ops | graphs/breaks | after: compile ms | first call ms "
@@ -114,6 +126,13 @@ def main() -> None:
               f"| {b['compile'] / a['compile']:.1f}x | {b['first'] / a['first']:.1f}x "
               f"| {a['plain'] * 1e6:.1f} | {b['optimized'] * 1e6:.1f} | {a['optimized'] * 1e6:.1f} "
               f"| {a['optimized'] / a['plain']:.3f} |")
+    if opts.unrolled:
+        print()
+        print("| kernel | unrolled: compile ms | after: compile ms | unrolled/after |")
+        print("|---|---:|---:|---:|")
+        for a in after:
+            print(f"| {a['label']} | {a['unrolled'] * 1e3:.1f} | {a['compile'] * 1e3:.1f} "
+                  f"| {a['unrolled'] / a['compile']:.0f}x |")
     geo = math.exp(sum(math.log(a["optimized"] / a["plain"]) for a in after) / len(after))
     print()
     print(f"geometric mean after/plain: {geo:.3f}")

@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .interpreter import FrameTracer
     from .tracer import Tracer
 
-__all__ = ["LoopAbort", "LoopNote", "SymRange", "SymIter", "capture_loop", "capture_while", "exits_early",
+__all__ = ["LoopAbort", "LoopNote", "SymRange", "SymIter", "capture_loop", "capture_while", "exits_early", "holds_loop",
            "symbolic_range", "lift", "left_body", "live_in"]
 
 _STORES = frozenset({"STORE_FAST", "DELETE_FAST", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST",
@@ -617,6 +617,16 @@ def _close_tail(frame: "FrameTracer", region: _ForRegion) -> Tuple[str, List[str
     return "", []
 
 
+def holds_loop(frame: "FrameTracer", inst: Any) -> bool:
+    """Does the body of the ``for`` loop whose FOR_ITER is ``inst`` hold another ``for`` loop?
+    Such a nest is captured at its first iteration: traced straight, that iteration would
+    trace (and capture) the inner loop once more for nothing. When that fails, the second
+    iteration tries again, as for any loop."""
+    flow = frame.flow
+    head, end = flow.index_of(inst), flow.index_of(inst.target)
+    return any(frame.insts[k].opname == "FOR_ITER" for k in range(head + 1, end))
+
+
 def left_body(frame: "FrameTracer") -> Exception:
     """What to raise when the body trace reaches an instruction outside the body."""
     return frame.body_range.left(frame.ip)   # type: ignore[union-attr]
@@ -628,8 +638,9 @@ def capture_loop(frame: "FrameTracer", inst: Any, it: IterV) -> bool:
     exhausted. False: nothing changed, the loop unrolls. Over a ``SymRange`` the loop cannot
     unroll: a failure raises ``LoopAbort`` and the enclosing loop unrolls instead."""
     symbolic = isinstance(it, SymIter)
-    if not symbolic and it.remaining() < config.min_captured_loop_iterations:
-        return False
+    early = not symbolic and id(inst) not in frame.loop_counts and not exits_early(frame, inst)
+    if not symbolic and it.remaining() < config.min_captured_loop_iterations + early:
+        return False   # (at the first iteration of a nest: as many left after it as otherwise)
     tracer = frame.tracer
     note = LoopNote(frame.code.co_filename, frame.lineno, None if symbolic else it.remaining(), False)
     try:
@@ -638,6 +649,8 @@ def capture_loop(frame: "FrameTracer", inst: Any, it: IterV) -> bool:
         _attempts(lambda promote, widen, prior: _capture(frame, inst, it, note, promote, widen, prior))
     except LoopAbort as e:
         note.reason = str(e)
+        if early:
+            return False   # the second iteration tries again (its note is the one kept)
         if not symbolic:
             frame.loop_failed.add(id(inst))
         if exits_early(frame, inst):   # the break then says why the loop was not captured
