@@ -196,6 +196,21 @@ def test_other_breaks_are_not_captured_and_agree(fn, args, why):
     check_agrees(fn, args, args)
 
 
+def returns_inside(x, tol):
+    for _ in range(20):
+        x = x * 0.5
+        if np.abs(x).max() < tol:
+            return x
+    return x + 100
+
+
+def test_a_return_inside_the_loop_says_why():
+    out = explained(returns_inside, V, 1e-3)
+    assert [b.code for b in out.break_reasons] == ["FH002"], str(out)
+    assert "a return inside the loop on a graph value" in out.break_reasons[0].reason, str(out)
+    check_agrees(returns_inside, (V, 1e-3), (V, 1e-3), (V, 10.0), (V, 1e-40))
+
+
 def test_graph_interpreter_runs_the_exit():
     def interpreted(graph, example_inputs):
         return lambda *a: Interpreter(graph).run(*a)

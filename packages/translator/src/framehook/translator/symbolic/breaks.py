@@ -29,9 +29,10 @@ _TABLE = [
     BreakKind("FH002", "data-dependent control flow",
               "a branch (`if`, `while`, `and`/`or`, an assert) depends on the contents of an array; a `while` "
               "loop whose condition is a 0-d array, a numpy scalar or a graph number is captured as a "
-              "while-loop node instead, as is a `for` loop over a range whose body has one `if <graph "
-              "value>: break` (a loop node that exits early); either breaks here (saying why) only when "
-              "its body cannot be captured",
+              "while-loop node instead (`while a and b:` and one `if <graph value>: break` in its body "
+              "included), as is a `for` loop over a range whose body has one `if <graph value>: break` (a "
+              "loop node that exits early); either breaks here (saying why) only when its body cannot be "
+              "captured (a third exit, a `return` or a `for`-`else` on a graph value)",
               "compute both sides and select with `np.where`, or move the decision out of the function"),
     BreakKind("FH003", "call to an unsupported callable",
               "the function calls something the translator cannot look into (a C function outside numpy, "

@@ -568,13 +568,13 @@ class _Tail:
         self.open = True
 
 
-def _open_tail(frame: "FrameTracer", region: _ForRegion, cond: V, when: bool) -> None:
+def _open_tail(frame: "FrameTracer", region: Any, cond: V, when: bool, extra: Tuple[str, ...] = ()) -> None:
     tracer = frame.tracer
     meta = ScalarMeta(bool, True)
     # Python's truth value of the condition, as the jump takes it: the tail runs when it does not break
     run = Tensor(tracer.graph.call(operator.not_ if when else operator.truth, (tracer.to_arg(cond),), meta=meta,
                                    stack=frame.location()), meta)
-    state = _State(frame, list(region.names), ())
+    state = _State(frame, list(region.names) + list(extra), ())
     scope, _ = _open_body(frame, state, [], ("_", ScalarMeta(int, 0)))
     region.tail = _Tail(state, scope, run)
 
@@ -586,7 +586,7 @@ def _leave_tail(frame: "FrameTracer", region: Any) -> None:
         tail.state.leave_scope(frame)
 
 
-def _close_tail(frame: "FrameTracer", region: _ForRegion) -> Tuple[str, List[str]]:
+def _close_tail(frame: "FrameTracer", region: Any) -> Tuple[str, List[str]]:
     """At the loop head after a tail: record the tail's loop node in the body. '' or why
     not (and Python numbers the tail changes, for the next attempt to carry)."""
     tail = region.tail
@@ -625,6 +625,25 @@ def holds_loop(frame: "FrameTracer", inst: Any) -> bool:
     flow = frame.flow
     head, end = flow.index_of(inst), flow.index_of(inst.target)
     return any(frame.insts[k].opname == "FOR_ITER" for k in range(head + 1, end))
+
+
+def _returns_from_loop(frame: "FrameTracer", k: int) -> bool:
+    """Is the conditional jump ``k`` inside a ``for`` loop, with a side that returns (within a
+    few straight instructions)?"""
+    heads = loop_heads(frame)
+    if not any(frame.insts[h].opname == "FOR_ITER" for h in heads[k]):
+        return False
+    sides = _sides(frame, k)
+    for go, _ in sides or ():
+        j = _settle(frame, go)
+        for _ in range(8):
+            inst = frame.insts[j]
+            if inst.opname in _RETURNS:
+                return True
+            if inst.target is not None or j + 1 >= len(frame.insts):
+                break
+            j += 1
+    return False
 
 
 def left_body(frame: "FrameTracer") -> Exception:
@@ -1034,17 +1053,26 @@ class _WhileRegion:
     not. The entry is admitted once: coming back to it means the condition was decided at
     trace time."""
 
-    __slots__ = ("cycles", "heads", "entry", "exit", "jump", "repeat_when", "entered", "outer")
+    __slots__ = ("cycles", "heads", "entry", "exit", "jump", "repeat_when", "entered", "outer", "names", "tail",
+                 "exit_ops", "pre", "chain")
 
-    def __init__(self, frame: "FrameTracer", jump: int, entry: int, exit_: int, repeat_when: bool) -> None:
+    def __init__(self, frame: "FrameTracer", jump: int, entry: int, exit_: int, repeat_when: bool,
+                 chain: Optional[Tuple[int, int]] = None) -> None:
+        self.names: Tuple[str, ...] = ()   # the loop's carried names
+        self.tail: Optional[_Tail] = None   # the body after a second exit (``and`` in the condition)
+        self.exit_ops = 0
         self.heads = loop_heads(frame)
-        self.cycles = self.heads[entry] - self.heads[exit_]
+        # ``chain``: (the second test's jump, where it continues the loop) when the entry is
+        # that test, before the cycle (3.12+ copy ``while a and b:``'s tests to the bottom)
+        self.pre = frozenset(range(entry, chain[0] + 1)) if chain else frozenset()
+        self.cycles = self.heads[chain[1] if chain else entry] - self.heads[exit_]
         self.jump = jump
         self.entry = entry
         self.exit = exit_
         self.repeat_when = repeat_when
         self.entered = False
         self.outer = frame.body_range
+        self.chain = chain
 
     def admits(self, k: int) -> bool:
         if k == self.entry:
@@ -1052,7 +1080,7 @@ class _WhileRegion:
                 return False
             self.entered = True
             return True
-        return bool(self.heads[k] & self.cycles)
+        return k in self.pre or bool(self.heads[k] & self.cycles)
 
     def left(self, k: int) -> Exception:
         if k == self.entry:
@@ -1069,9 +1097,97 @@ class _WhileRegion:
             return None
         entry, exit_ = _settle(frame, self.entry), _settle(frame, self.exit)
         for (go, when), (other, _) in (sides, sides[::-1]):
-            if _settle(frame, go) == entry and _settle(frame, other) == exit_:
+            if _settle(frame, other) == exit_ and (_settle(frame, go) == entry or _same_test(frame, go, entry)):
                 return when
         return None
+
+
+def _destinations(frame: "FrameTracer", k: int) -> Optional[Dict[bool, int]]:
+    sides = _sides(frame, k)
+    return None if sides is None else {when: _settle(frame, go) for go, when in sides}
+
+
+def _same_test(frame: "FrameTracer", a: int, b: int) -> bool:
+    """Do the code at ``a`` and at ``b`` compute the same test and go to the same places on it
+    (3.12+ copy a loop's condition, ``and``/``or`` included, to the bottom of the loop)?"""
+    for _ in range(32):
+        a, b = _settle(frame, a), _settle(frame, b)
+        if a == b:
+            return True
+        x, y = frame.insts[a], frame.insts[b]
+        if _jump_sense(x) is not None and _jump_sense(y) is not None:
+            return _destinations(frame, a) == _destinations(frame, b)
+        if x.opname != y.opname or x.target is not None or y.target is not None or x.argval != y.argval:
+            return False
+        a, b = a + 1, b + 1
+    return False
+
+
+# ``while a and b:``: the jump on ``b`` is a second exit in the body. The rest of the body (to
+# the next test of ``a``) is a tail, as for a ``for`` loop's break (``_Tail``), that carries the
+# next condition too: when ``b`` stops the loop the tail does not run and the condition is the
+# value that stops it.
+_COND = "<while condition>"   # not a Python name: the tail's slot for the next condition
+
+
+def _and_chain(frame: "FrameTracer", sides: Any, heads: List[FrozenSet[int]]) -> Optional[Tuple[int, bool, int, Any]]:
+    """At a jump before any cycle (``a`` of ``while a and b:`` when the tests are copied to the
+    bottom of the loop): (entry, repeat_when, exit, chain) when one side exits and the other
+    is straight code to a second jump that leaves for the same exit or enters a cycle the exit
+    is not on; None otherwise."""
+    for (out, out_when), (stay, _) in (sides, sides[::-1]):
+        exit_, entry = _settle(frame, out), _settle(frame, stay)
+        j = entry
+        for _ in range(16):
+            inst = frame.insts[j]
+            if _jump_sense(inst) is not None or inst.target is not None or inst.opname in _STORES \
+                    or inst.opname in _RETURNS or j + 1 >= len(frame.insts):
+                break
+            j += 1
+        dest = _destinations(frame, j)
+        if dest is None or exit_ not in dest.values():
+            continue
+        go = dest[not next(w for w, d in dest.items() if d == exit_)]
+        if heads[go] - heads[exit_] and not any(frame.insts[h].opname == "FOR_ITER" for h in heads[go] - heads[exit_]):
+            return entry, not out_when, exit_, (j, go)
+    return None
+
+
+def _while_exit(frame: "FrameTracer", region: _WhileRegion, k: int, cond: V) -> bool:
+    sides = _sides(frame, k)
+    if sides is None:
+        return False
+    exit_ = _settle(frame, region.exit)
+    for (go, when), (stay, _) in (sides, sides[::-1]):
+        if not region.heads[_settle(frame, stay)] & region.cycles or not (
+                _settle(frame, go) == exit_ or _same_exit(frame, go, exit_)):   # 3.12+ copy the exit's code
+            continue
+        if region.tail is not None:
+            raise LoopAbort("a third exit from the loop on a graph value")
+        tracer = frame.tracer
+        meta = ScalarMeta(bool, True)
+        stop = Tensor(tracer.graph.call(operator.truth, (not region.repeat_when,), meta=meta, stack=frame.location()),
+                      meta)
+        frame.locals[_COND] = stop
+        frame.ip = stay
+        _open_tail(frame, region, cond, when, (_COND,))
+        frame.locals.pop(_COND, None)   # (the tail's own slot stays, as a placeholder)
+        return True
+    return False
+
+
+def _close_while_tail(frame: "FrameTracer", region: _WhileRegion, done: "_WhileDone") -> Tuple[str, List[str]]:
+    """At the loop's next test after a tail: the tail's loop node, and the next condition
+    (a Python bool) from it in ``done``."""
+    tracer = frame.tracer
+    meta = ScalarMeta(bool, True)
+    again = Tensor(tracer.graph.call(operator.truth if done.repeat_when == region.repeat_when else operator.not_,
+                                     (tracer.to_arg(done.cond),), meta=meta, stack=frame.location()), meta)
+    frame.locals[_COND] = again
+    why, promotable = _close_tail(frame, region)   # type: ignore[arg-type]
+    done.cond = frame.locals.pop(_COND, done.cond)
+    done.repeat_when = region.repeat_when
+    return why, promotable
 
 
 def _condition_ok(v: V) -> bool:
@@ -1098,10 +1214,16 @@ def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -
         if head < k < end and "a for loop not captured" not in error.reason:
             error.reason = f"{error.reason} (a for loop not captured: {reason})"
             error.args = (error._message(),)
+    if "a for loop not captured" not in error.reason and _returns_from_loop(frame, k):
+        error.reason = (f"{error.reason} (a for loop not captured: a return inside the loop on a graph value; "
+                        "only `if <graph value>: break` leaves a captured for loop)")
+        error.args = (error._message(),)
     if isinstance(region, _WhileRegion):
         again = region.repeat_sense(frame, k)
         if again is not None:
             raise _WhileDone(cond, again)
+        if _while_exit(frame, region, k, cond):
+            return True
     sides = _sides(frame, k)
     if sides is None:
         return False
@@ -1110,9 +1232,16 @@ def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -
     shapes = [(go, when, other) for (go, when), (other, _) in (sides, sides[::-1])
               if heads[go] - heads[other] and not any(frame.insts[h].opname == "FOR_ITER"
                                                       for h in heads[go] - heads[other])]
-    if len(shapes) != 1:
+    chain = None
+    if not shapes:
+        found = _and_chain(frame, sides, heads)
+        if found is None:
+            return False   # an if, not a loop
+        entry, repeat_when, exit_, chain = found
+    elif len(shapes) != 1:
         return False   # an if, not a loop
-    entry, repeat_when, exit_ = shapes[0]
+    else:
+        entry, repeat_when, exit_ = shapes[0]
     while region is not None:   # a second exit of a while loop being captured: not a loop of its own
         if isinstance(region, _WhileRegion) and region.jump == k:
             return False
@@ -1122,7 +1251,7 @@ def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -
     note = LoopNote(frame.code.co_filename, frame.lineno, None, False, kind="while")
     try:
         _attempts(lambda promote, widen, prior: _capture_while(
-            frame, _WhileRegion(frame, k, entry, exit_, repeat_when), cond, note, promote, widen, prior))
+            frame, _WhileRegion(frame, k, entry, exit_, repeat_when, chain), cond, note, promote, widen, prior))
     except LoopAbort as e:
         note.reason = str(e)
         # the break says why the loop runs in Python (a resumed trace keeps no loop notes)
@@ -1142,26 +1271,32 @@ def _capture_while(frame: "FrameTracer", region: _WhileRegion, cond: V, note: Lo
     names = [n for n in stored if n in live[region.entry] | live[region.exit]]
 
     state = _State(frame, names, promote, widen)
+    region.names = tuple(state.templates)
     scope, (cond_v, *carried) = _open_body(frame, state, [n for n in stored if n not in names],
                                            ("cond", ScalarMeta(bool, True)), alt=alt)
     frame.body_range = region
     frame.ip = region.entry
     done: Optional[_WhileDone] = None
     why = ""
+    promotable: List[str] = []
     try:
         frame.run()
         why = "a return inside the loop"
     except _WhileDone as d:
         done = d
+        if region.tail is not None:
+            why, promotable = _close_while_tail(frame, region, d)
+            if promotable:
+                why = f"the body changes the Python number {promotable[0]!r} after its second exit"
     except (LoopAbort, GraphBreak, Exception) as e:
         why = _why(e)
     finally:
+        _leave_tail(frame, region)
         state.leave_scope(frame)
 
     ends: Dict[int, V] = {}
-    promotable: List[str] = []
     widen_next: Dict[int, Any] = {}
-    if done is not None:
+    if done is not None and not why:
         ends, why, promotable, widen_next = _match_end(frame, state, promote)
     if not why and not alt:
         why = _check_widened(frame, state, scope, prior, True)
@@ -1173,7 +1308,7 @@ def _capture_while(frame: "FrameTracer", region: _WhileRegion, cond: V, note: Lo
         assert done is not None
         why = _retrace(frame, state, scope, [ends[k] for k in range(len(state.leaves))] + [done.cond],
                        lambda: _capture_while(frame, _WhileRegion(frame, region.jump, region.entry, region.exit,
-                                                                  region.repeat_when),
+                                                                  region.repeat_when, region.chain),
                                               cond, LoopNote("", 0, None, False, kind="while"), promote, widen,
                                               prior, True))
     if why:
