@@ -182,7 +182,7 @@ def test_errors_and_warnings_surface_as_in_python():
 
 
 @pytest.mark.parametrize("fn,args,why", [
-    (with_else, (V,), "not the code after the loop"),
+    (with_else, (V,), "a for-else"),
     # 3.12+: after the loop ``i`` may be unbound (LOAD_FAST_CHECK), after the break not
     (index_after, (V, 1e-3), ("read after a loop that may break", "not the code after the loop")),
 ], ids=["with_else", "index_after"])

@@ -542,8 +542,14 @@ def _early_exit(frame: "FrameTracer", region: _ForRegion, k: int, cond: V) -> bo
             continue
         if region.exit_at is not None:
             raise LoopAbort("a second exit from the loop on a graph value")
-        if depth is None or not _same_exit(frame, _after_pops(frame, out, depth), _after_pops(frame, region.end, depth)):
-            raise LoopAbort("the code the break leads to is not the code after the loop (a for-else, or a return)")
+        if depth is None:   # pragma: no cover - the loop head's depth is known where its FOR_ITER runs
+            raise LoopAbort("the stack depth at the loop head is not known")
+        broken, ended = _after_pops(frame, out, depth), _after_pops(frame, region.end, depth)
+        if not _same_exit(frame, broken, ended):
+            if any(_same_exit(frame, broken, p) for p in range(ended + 1, min(ended + 64, len(frame.insts)))):
+                raise LoopAbort("a for-else: its else clause runs only when the loop does not break, which the "
+                                "graph does not tell")
+            raise LoopAbort("the code the break leads to is not the code after the loop (a return)")
         region.exit_at, region.exit_when, region.exit_cond = k, when, cond
         frame.ip = stay
         region.exit_locals = dict(frame.locals)
