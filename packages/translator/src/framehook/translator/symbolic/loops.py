@@ -31,6 +31,13 @@ A ``while`` loop whose condition the graph computes (``while err > tol:``) is ca
 same way from its condition's jump (``capture_while``): the body is traced once, to the
 next test of the condition, and becomes a ``WhileLoop`` node that carries the condition
 with the values. When the body cannot be captured, the branch breaks (FH002) as before.
+
+An exit in the middle of a body (``if c: break`` with more body after it, the second test
+of ``while a and b:``) makes the rest of the body a *tail*: a loop node inside the body
+that runs once or not at all (``_Tail``). A Python number that an iteration turns into a
+numpy scalar (``s = 0.0; s += a[k]``) is carried *widened* (``loop_types.py``). A nest is
+captured at its first iteration (``holds_loop``), and ``range(k)`` of an automatic dynamic
+int is a ``SymRange`` outside loop bodies too (its loop falls back to the FH011 break).
 """
 from __future__ import annotations
 
