@@ -302,3 +302,30 @@ def test_loop_node_with_graph_bounds_runs_and_prints():
     assert_same(outer.forward(np.zeros(2), 3), want)
     assert_same(Interpreter(outer).run(np.zeros(2), 3), want)
     assert "add" in node.format()
+
+
+# ---------------------------------------------------------------- nests at their first iteration
+def first_changes(x):
+    acc = 0
+    for i in range(x.shape[0]):
+        for j in range(3):
+            acc = acc + x[i] * j    # an int before the first iteration, an array after
+    return acc
+
+
+def test_nest_is_captured_at_its_first_iteration():
+    out = ft.explain(lower_sums)(V)
+    outer = [n for n in out.loops if n.captured and n.iterations is not None]
+    assert [n.iterations for n in outer] == [V.shape[0]], str(out)   # all of them: none traced straight
+    with config.patch(capture_loops=False):
+        unrolled = ft.explain(lower_sums)(V)
+    assert sum(out.ops_per_graph[0].values()) < sum(unrolled.ops_per_graph[0].values()) / 3
+
+
+def test_nest_whose_first_iteration_changes_a_type_is_captured_at_the_second():
+    x = RNG.standard_normal((9, 4))
+    out = ft.explain(first_changes)(x)
+    assert out.graph_count == 1 and out.graph_break_count == 0, str(out)
+    assert [n.iterations for n in out.loops if n.captured and n.iterations and n.iterations > 3] == [8], str(out)
+    assert_same(out.result, first_changes(x))
+    run_case(first_changes, [(x,), (x[:6].copy(),)], 1, [])

@@ -630,6 +630,11 @@ def _close_tail(frame: "FrameTracer", region: Any) -> Tuple[str, List[str]]:
     return "", []
 
 
+# reasons a nest's capture at its first iteration may fail and not at its second (the first
+# iteration sets a name, or changes a value's type); on others, trying again is wasted work
+_FIRST_ITERATION_ONLY = ("changes from", "becomes", "unset before the loop")
+
+
 def holds_loop(frame: "FrameTracer", inst: Any) -> bool:
     """Does the body of the ``for`` loop whose FOR_ITER is ``inst`` hold another ``for`` loop?
     Such a nest is captured at its first iteration: traced straight, that iteration would
@@ -681,7 +686,7 @@ def capture_loop(frame: "FrameTracer", inst: Any, it: IterV) -> bool:
         _attempts(lambda promote, widen, prior: _capture(frame, inst, it, note, promote, widen, prior))
     except LoopAbort as e:
         note.reason = str(e)
-        if early:
+        if early and any(w in note.reason for w in _FIRST_ITERATION_ONLY):
             return False   # the second iteration tries again (its note is the one kept)
         if not symbolic:
             frame.loop_failed.add(id(inst))
