@@ -281,36 +281,55 @@ def live_in(frame: "FrameTracer") -> List[FrozenSet[str]]:
     cached = _live_cache.get(frame.flow)
     if cached is not None:
         return cached
-    uses: List[FrozenSet[str]] = []
-    kills: List[FrozenSet[str]] = []
+    bit: Dict[str, int] = {}
+
+    def mask(names: Iterable[str]) -> int:
+        m = 0
+        for name in names:
+            m |= 1 << bit.setdefault(name, len(bit))
+        return m
+
+    uses: List[int] = []
+    kills: List[int] = []
     for inst in frame.insts:
         op = inst.opname
         if op in _READS:
-            uses.append(frozenset(_names_of(inst)))
-            kills.append(frozenset())
+            uses.append(mask(_names_of(inst)))
+            kills.append(0)
         elif op == "STORE_FAST_LOAD_FAST":
             stored, loaded = inst.argval
-            uses.append(frozenset() if loaded == stored else frozenset({loaded}))
-            kills.append(frozenset({stored}))
+            uses.append(0 if loaded == stored else mask((loaded,)))
+            kills.append(mask((stored,)))
         elif op in _STORES:
-            uses.append(frozenset())
-            kills.append(frozenset(_names_of(inst)))
+            uses.append(0)
+            kills.append(mask(_names_of(inst)))
         else:
-            uses.append(frozenset())
-            kills.append(frozenset())
+            uses.append(0)
+            kills.append(0)
     successors = frame.flow.successors
-    live: List[FrozenSet[str]] = [frozenset()] * len(uses)
+    # names as bits of an int; sweeps from the end until nothing changes (loops need a few)
+    live = [0] * len(uses)
     changed = True
     while changed:
         changed = False
         for k in range(len(uses) - 1, -1, -1):
-            out: FrozenSet[str] = frozenset().union(*(live[j] for j in successors[k]))
-            new = (out - kills[k]) | uses[k]
+            out = 0
+            for j in successors[k]:
+                out |= live[j]
+            new = (out & ~kills[k]) | uses[k]
             if new != live[k]:
                 live[k] = new
                 changed = True
-    _live_cache[frame.flow] = live
-    return live
+    names = sorted(bit, key=bit.__getitem__)
+    sets: Dict[int, FrozenSet[str]] = {}
+    result = []
+    for m in live:
+        fs = sets.get(m)
+        if fs is None:
+            fs = sets[m] = frozenset(name for i, name in enumerate(names) if m >> i & 1)
+        result.append(fs)
+    _live_cache[frame.flow] = result
+    return result
 
 
 _heads_cache: "weakref.WeakKeyDictionary[Any, List[FrozenSet[int]]]" = weakref.WeakKeyDictionary()
