@@ -10,7 +10,8 @@ translation of every frame) and the first call (``explain(fn)(*args)`` after ``r
 trace, compile, run), medians of ``--first`` runs, the graph's operation count
 (a loop node's body counts once), graphs and breaks, then the steady state of the
 optimized function against plain numpy (alternating, median of N timeit repeats). The
-parent prints one markdown table: before | after. ``--unrolled`` adds, for "after", the
+parent prints one markdown table: before | after (``--rounds``: the two workers run that
+many times in turn, and each figure is the median over the rounds). ``--unrolled`` adds, for "after", the
 compile time with every loop unrolled (``capture_loops=False``, no trace budget). The kernels
 come from ``tests/loop_kernels.py``. ``--worker`` is the worker's entry point.
 """
@@ -96,6 +97,17 @@ def _run(src: str, repeat: int, first: int, only: str = "", unrolled: bool = Fal
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _merge(runs: list) -> list:
+    """One row per kernel: the medians over the rounds of every time, the rest from the first."""
+    rows = []
+    for same in zip(*runs):
+        row = dict(same[0])
+        for key in ("first", "compile", "plain", "optimized"):
+            row[key] = statistics.median(r[key] for r in same)
+        rows.append(row)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--before", required=False, help="translator source directory measured as 'before'")
@@ -103,6 +115,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--first", type=int, default=3)
     ap.add_argument("--only", default="", help="run only the kernels whose label contains this text")
+    ap.add_argument("--rounds", type=int, default=1, help="worker runs per source, in turn (medians over them)")
     ap.add_argument("--unrolled", action="store_true",
                     help="also compile each kernel with every loop unrolled (slow for the large sizes)")
     ap.add_argument("--worker", action="store_true")
@@ -112,8 +125,11 @@ def main() -> None:
         return
     if not opts.before:
         ap.error("--before: the translator source directory to compare with (e.g. main's packages/translator/src)")
-    before = _run(opts.before, opts.repeat, opts.first, opts.only)
-    after = _run(opts.after, opts.repeat, opts.first, opts.only, opts.unrolled)
+    befores, afters = [], []
+    for r in range(opts.rounds):   # in turn, so that a change of the machine's load hits both alike
+        befores.append(_run(opts.before, opts.repeat, opts.first, opts.only))
+        afters.append(_run(opts.after, opts.repeat, opts.first, opts.only, opts.unrolled and r == 0))
+    before, after = _merge(befores), _merge(afters)
     print(f"CPython {platform.python_version()}, numpy {np.__version__}, {sys.platform}")
     print()
     print("| kernel | before: compile ms | first call ms | ops | graphs/breaks | after: compile ms | first call ms "
