@@ -12,15 +12,17 @@ from __future__ import annotations
 import argparse
 import math
 import platform
-import statistics
 import sys
 import time
-import timeit
+from pathlib import Path
 
 import numpy as np
 
 import framehook.translator as ft
 from framehook.translator import config
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import steady_state  # noqa: E402
 
 
 def jacobi(u, steps):
@@ -68,12 +70,7 @@ def steady(fn, args, repeat):
     ft.reset()
     opt = ft.optimize("eager")(fn)
     opt(*args)
-    number = max(1, int(0.02 / max(timeit.timeit(lambda: fn(*args), number=1), 1e-7)))
-    plain, captured = [], []
-    for _ in range(repeat):   # alternate so that machine noise hits both alike
-        plain.append(timeit.timeit(lambda: fn(*args), number=number) / number)
-        captured.append(timeit.timeit(lambda: opt(*args), number=number) / number)
-    return statistics.median(plain), statistics.median(captured)
+    return steady_state(fn, opt, args, repeat)
 
 
 def main() -> None:

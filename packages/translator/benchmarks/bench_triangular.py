@@ -10,7 +10,10 @@ translation of every frame) and the first call (``explain(fn)(*args)`` after ``r
 trace, compile, run), medians of ``--first`` runs, the graph's operation count
 (a loop node's body counts once), graphs and breaks, then the steady state of the
 optimized function against plain numpy (alternating, median of N timeit repeats). The
-parent prints one markdown table: before | after. ``--worker`` is the worker's entry point.
+parent prints one markdown table: before | after (``--rounds``: the two workers run that
+many times in turn, and each figure is the median over the rounds). ``--unrolled`` adds, for "after", the
+compile time with every loop unrolled (``capture_loops=False``, no trace budget). The kernels
+come from ``tests/loop_kernels.py``. ``--worker`` is the worker's entry point.
 """
 from __future__ import annotations
 
@@ -23,70 +26,16 @@ import statistics
 import subprocess
 import sys
 import time
-import timeit
 from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import steady_state, use_test_kernels  # noqa: E402
 
-def cholesky(a):
-    n = a.shape[0]
-    low = np.zeros_like(a)
-    for j in range(n):
-        low[j, j] = np.sqrt(a[j, j] - low[j, :j] @ low[j, :j])
-        for i in range(j + 1, n):
-            low[i, j] = (a[i, j] - low[i, :j] @ low[j, :j]) / low[j, j]
-    return low
-
-
-def lu(a):
-    n = a.shape[0]
-    upper = a.copy()
-    lower = np.eye(n)
-    for k in range(n):
-        for i in range(k + 1, n):
-            lower[i, k] = upper[i, k] / upper[k, k]
-            upper[i, k:] = upper[i, k:] - lower[i, k] * upper[k, k:]
-    return lower, upper
-
-
-def gram_schmidt(a):
-    m, n = a.shape
-    q = np.zeros_like(a)
-    r = np.zeros((n, n))
-    for j in range(n):
-        v = a[:, j].copy()
-        for i in range(j):
-            r[i, j] = q[:, i] @ v
-            v = v - r[i, j] * q[:, i]
-        r[j, j] = np.linalg.norm(v)
-        q[:, j] = v / r[j, j]
-    return q, r
-
-
-def jacobi_until(a, b, tol):
-    x = np.zeros_like(b)
-    d = np.diag(a)
-    r = b - a @ x
-    err = np.linalg.norm(r)
-    k = 0
-    while err > tol:
-        x = x + r / d
-        r = b - a @ x
-        err = np.linalg.norm(r)
-        k += 1
-    return x, k
-
-
-def jacobi_steps(a, b, tol):
-    x = np.zeros_like(b)
-    d = np.diag(a)
-    for _ in range(500):
-        r = b - a @ x
-        x = x + r / d
-        if np.linalg.norm(r) < tol:
-            break
-    return x
+use_test_kernels()
+from loop_kernels import (  # noqa: E402
+    cholesky, cholesky_sums, gram_schmidt, jacobi_steps, jacobi_until, lu, lu_sums)
 
 
 def _cases():
@@ -96,7 +45,8 @@ def _cases():
         m = rng.standard_normal((n, n))
         spd = m @ m.T + n * np.eye(n)
         out += [(f"cholesky {n}x{n}", cholesky, (spd,)), (f"lu {n}x{n}", lu, (spd,)),
-                (f"gram_schmidt {2 * n}x{n}", gram_schmidt, (rng.standard_normal((2 * n, n)),))]
+                (f"gram_schmidt {2 * n}x{n}", gram_schmidt, (rng.standard_normal((2 * n, n)),)),
+                (f"cholesky_sums {n}x{n}", cholesky_sums, (spd,)), (f"lu_sums {n}x{n}", lu_sums, (spd,))]
     for n in (64, 256):
         a = np.diag(np.full(n, 4.0 * n)) + rng.uniform(-1, 1, (n, n))
         b = rng.standard_normal(n)
@@ -105,7 +55,11 @@ def _cases():
     return out
 
 
-def _worker(repeat: int, first: int, only: str) -> None:
+UNROLLED = dict(capture_loops=False, max_traced_ops=10 ** 9, max_traced_instructions=10 ** 8,
+                max_trace_seconds=None, max_unrolled_iterations=10 ** 6)
+
+
+def _worker(repeat: int, first: int, only: str, unrolled: bool) -> None:
     import framehook.translator as ft
     rows = []
     ft.explain(cholesky)(np.eye(6) * 2)   # first-use imports, outside every measurement
@@ -123,24 +77,35 @@ def _worker(repeat: int, first: int, only: str) -> None:
         ft.reset()
         opt = ft.optimize("eager")(fn)
         opt(*args)
-        number = max(1, int(0.02 / max(timeit.timeit(lambda: fn(*args), number=1), 1e-7)))
-        plain, optimized = [], []
-        for _ in range(repeat):   # alternate so that machine noise hits both alike
-            plain.append(timeit.timeit(lambda: fn(*args), number=number) / number)
-            optimized.append(timeit.timeit(lambda: opt(*args), number=number) / number)
-        rows.append({"label": label, "first": statistics.median(times), "compile": statistics.median(compiles), "ops": ops, "graphs": out.graph_count,
-                     "breaks": out.graph_break_count, "plain": statistics.median(plain),
-                     "optimized": statistics.median(optimized)})
+        plain, optimized = steady_state(fn, opt, args, repeat)
+        rows.append({"label": label, "first": statistics.median(times), "compile": statistics.median(compiles),
+                     "ops": ops, "graphs": out.graph_count, "breaks": out.graph_break_count, "plain": plain,
+                     "optimized": optimized})
+        if unrolled:   # every loop unrolled (capture off, no trace budget): one run
+            ft.reset()
+            with ft.config.patch(**UNROLLED):
+                rows[-1]["unrolled"] = ft.explain(fn)(*args).compile_time
         ft.reset()
     print(json.dumps(rows))
 
 
-def _run(src: str, repeat: int, first: int, only: str = "") -> list:
+def _run(src: str, repeat: int, first: int, only: str = "", unrolled: bool = False) -> list:
     env = dict(os.environ, PYTHONPATH=src)
     done = subprocess.run([sys.executable, __file__, "--worker", "--repeat", str(repeat), "--first", str(first),
-                           "--only", only],
+                           "--only", only] + (["--unrolled"] if unrolled else []),
                           env=env, check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _merge(runs: list) -> list:
+    """One row per kernel: the medians over the rounds of every time, the rest from the first."""
+    rows = []
+    for same in zip(*runs):
+        row = dict(same[0])
+        for key in ("first", "compile", "plain", "optimized"):
+            row[key] = statistics.median(r[key] for r in same)
+        rows.append(row)
+    return rows
 
 
 def main() -> None:
@@ -150,15 +115,21 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--first", type=int, default=3)
     ap.add_argument("--only", default="", help="run only the kernels whose label contains this text")
+    ap.add_argument("--rounds", type=int, default=1, help="worker runs per source, in turn (medians over them)")
+    ap.add_argument("--unrolled", action="store_true",
+                    help="also compile each kernel with every loop unrolled (slow for the large sizes)")
     ap.add_argument("--worker", action="store_true")
     opts = ap.parse_args()
     if opts.worker:
-        _worker(opts.repeat, opts.first, opts.only)
+        _worker(opts.repeat, opts.first, opts.only, opts.unrolled)
         return
     if not opts.before:
         ap.error("--before: the translator source directory to compare with (e.g. main's packages/translator/src)")
-    before = _run(opts.before, opts.repeat, opts.first, opts.only)
-    after = _run(opts.after, opts.repeat, opts.first, opts.only)
+    befores, afters = [], []
+    for r in range(opts.rounds):   # in turn, so that a change of the machine's load hits both alike
+        befores.append(_run(opts.before, opts.repeat, opts.first, opts.only))
+        afters.append(_run(opts.after, opts.repeat, opts.first, opts.only, opts.unrolled and r == 0))
+    before, after = _merge(befores), _merge(afters)
     print(f"CPython {platform.python_version()}, numpy {np.__version__}, {sys.platform}")
     print()
     print("| kernel | before: compile ms | first call ms | ops | graphs/breaks | after: compile ms | first call ms "
@@ -171,6 +142,13 @@ def main() -> None:
               f"| {b['compile'] / a['compile']:.1f}x | {b['first'] / a['first']:.1f}x "
               f"| {a['plain'] * 1e6:.1f} | {b['optimized'] * 1e6:.1f} | {a['optimized'] * 1e6:.1f} "
               f"| {a['optimized'] / a['plain']:.3f} |")
+    if opts.unrolled:
+        print()
+        print("| kernel | unrolled: compile ms | after: compile ms | unrolled/after |")
+        print("|---|---:|---:|---:|")
+        for a in after:
+            print(f"| {a['label']} | {a['unrolled'] * 1e3:.1f} | {a['compile'] * 1e3:.1f} "
+                  f"| {a['unrolled'] / a['compile']:.0f}x |")
     geo = math.exp(sum(math.log(a["optimized"] / a["plain"]) for a in after) / len(after))
     print()
     print(f"geometric mean after/plain: {geo:.3f}")

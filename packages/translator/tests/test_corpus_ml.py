@@ -168,7 +168,7 @@ def train_with_early_stop(x, y, lr=0.5, steps=20, tol=0.3):
     for _ in range(steps):
         p = 1 / (1 + np.exp(-(x @ w)))
         loss = -np.mean(y * np.log(p + 1e-9) + (1 - y) * np.log(1 - p + 1e-9))
-        if loss < tol:                    # data-dependent exit inside a loop: FH002, the loop runs in Python
+        if loss < tol:                    # a data-dependent exit with more body after it: a loop node that exits
             break
         w = w - lr * x.T @ (p - y) / len(y)
     return w
@@ -211,7 +211,7 @@ CORPUS = [
     (logistic_train, [(FEATS, YBIN), (FEATS[:12, :2], YBIN[:12], 0.1, 5)], 1, []),
     (gru_cell, [(GX, GH, WZ, WR, WH), (GX[:2], GH[:2], WZ, WR, WH)], 1, []),
     (positional_encoding, [(6, 8), (4, 4)], 1, []),
-    (train_with_early_stop, [(FEATS, YBIN), (FEATS[:10, :2], YBIN[:10], 0.1, 5)], 1, ["FH002"]),
+    (train_with_early_stop, [(FEATS, YBIN), (FEATS[:10, :2], YBIN[:10], 0.1, 5)], 1, []),
     (log_metrics, [(LOGITS, TARGETS), (LOGITS[:3, :3], TARGETS[:3] % 3)], 1, ["FH005"]),
 ]
 

@@ -12,7 +12,9 @@ import pytest
 
 import framehook.translator as ft
 from framehook.translator import config
-from symbolic_helpers import Reports, assert_same, check_agrees, entries
+from framehook.translator.graph import Node
+from loop_kernels import fill_row
+from symbolic_helpers import Reports, assert_same, check_agrees, entries, loop_nodes
 
 
 @pytest.fixture(autouse=True)
@@ -20,14 +22,6 @@ def _fresh():
     ft.reset()
     yield
     ft.reset()
-
-
-def fill_row(out, a, i, n):
-    for j in range(n):
-        if j < i:
-            out[i, j] = a[i, j] - a[j, i]
-        elif j == i:
-            out[i, j] = a[i, i]
 
 
 def fill_all(a):
@@ -106,15 +100,61 @@ def test_many_values_keep_one_or_two_entries():
     with Reports() as reports:
         opt = check_agrees(steps, *[(np.arange(4.0), k) for k in (3, 4, 0, 7, 12, 1, -2, 5, 30, 2)])
     assert entries(steps) <= 2
-    # the frame twice, and the resume function after the loop (which the loop leaves to Python)
-    assert len(reports) <= 4, [str(r.graph_break) for r in reports]
-    breaks = [r.graph_break for r in reports if r.graph_break is not None]
-    assert [b.code for b in breaks] == ["FH011"] and "range()" in breaks[0].reason
+    # the frame twice: the loop over range(k) of the dynamic int is a loop node (no break)
+    assert len(reports) == 2, [str(r.graph_break) for r in reports]
+    assert all(r.graph_break is None for r in reports)
+    dynamic = reports[-1]
+    assert [n.captured and n.iterations is None for n in dynamic.loops] == [True], [str(n) for n in dynamic.loops]
+    (node,) = loop_nodes(dynamic.graph)
+    assert isinstance(node.args[1], Node), node.format()   # the bound is the graph int k
     guards = ft.last_decisions(steps)["guards"]   # of the entry the last call (k=2) ran
     assert not any("L['k'] ==" in g for g in guards), guards
     with Reports() as more:
         check_agrees(steps, *[(np.arange(4.0), k) for k in (8, 9, 10, 11)], optimized=opt)
     assert more == []
+
+
+def counted_steps(x, k):
+    total = 0
+    for i in range(k):
+        x = x * 0.5 + i
+        total += i
+    return x, total
+
+
+def last_index(x, k):
+    i = -1
+    for i in range(k):
+        x = x + i
+    return x, i     # the loop variable after the loop: not captured, runs in Python
+
+
+def test_dynamic_range_loop_node_carries_python_numbers():
+    with Reports() as reports:
+        check_agrees(counted_steps, *[(np.arange(3.0), k) for k in (2, 5, 0, 1, 9, -3)])
+    assert len(reports) == 2 and all(r.graph_break is None for r in reports), [str(r.graph_break) for r in reports]
+    assert loop_nodes(reports[-1].graph)
+
+
+def test_dynamic_range_loop_that_cannot_be_captured_runs_in_python():
+    with Reports() as reports:
+        check_agrees(last_index, *[(np.arange(3.0), k) for k in (2, 5, 0, 1, 9, -3)])
+    breaks = [r.graph_break for r in reports if r.graph_break is not None]
+    assert breaks and breaks[0].code == "FH011", [str(b) for b in breaks]
+    assert "the loop was not captured" in breaks[0].reason and "read after the loop" in breaks[0].reason
+    assert entries(last_index) <= 2
+
+
+def test_range_of_a_dynamic_int_kept_for_later_still_breaks():
+    def later(x, k):
+        r = range(k)
+        for _ in r:
+            x = x + 1.0
+        return x
+
+    with Reports() as reports:
+        check_agrees(later, *[(np.arange(3.0), k) for k in (2, 5, 0, 7)])
+    assert any(r.graph_break is not None and r.graph_break.code == "FH011" for r in reports)
 
 
 def test_switched_off_specializes_on_every_value():

@@ -1,5 +1,5 @@
-"""``for`` loops that break on a graph value at the end of their body (``if err < tol:
-break``) captured as loop nodes that exit early; the other shapes of break still unroll
+"""``for`` loops that break on a graph value (``if err < tol: break``, at the end of the body
+or followed by more of it) captured as loop nodes that exit early; the other shapes of break still unroll
 (or run in Python), with the reason. Every call is compared with plain execution (values,
 dtypes, exceptions, warnings, mutation of the arguments) on the first call, a cache hit and
 a recompilation."""
@@ -85,6 +85,33 @@ def body_after_break(x, tol):
     return x
 
 
+def breaks_first(x):
+    for i in range(10):
+        if i == 6:
+            break
+        x = x + i
+    return x
+
+
+def counts_after_break(x, tol):
+    k = 0
+    for _ in range(30):
+        r = x.sum()
+        if r < tol:
+            break
+        x = x * 0.5          # the rest of the body runs only when the loop goes on
+        k += 1
+    return x, k
+
+
+def reads_after_break(x, idx, tol):
+    for k in range(6):
+        if x.sum() > tol:
+            break
+        x = x + x[idx + k]   # an IndexError once idx + k passes the end, after the test
+    return x
+
+
 def divides(x, d):
     for k in range(6):
         x = x / (d - k)   # d == k: a division by zero warns, as in plain code
@@ -110,9 +137,12 @@ def explained(fn, *args):
     return out
 
 
-@pytest.mark.parametrize("fn,args", [(halve_until, (V, 1e-3)), (shrink_while_large, (V, 0.5)),
-                                     (fill_until, (np.zeros(6), V, 3.5)), (index_stop, (V,))],
-                         ids=["halve_until", "shrink_while_large", "fill_until", "index_stop"])
+CAPTURED = [(halve_until, (V, 1e-3)), (shrink_while_large, (V, 0.5)), (fill_until, (np.zeros(6), V, 3.5)),
+            (index_stop, (V,)), (body_after_break, (V, 1e-3)), (breaks_first, (V,)),
+            (counts_after_break, (V, 1e-3)), (reads_after_break, (np.linspace(1.0, 2.0, 12), 0, 1e3))]
+
+
+@pytest.mark.parametrize("fn,args", CAPTURED, ids=[f.__name__ for f, _ in CAPTURED])
 def test_captured_as_a_loop_that_exits(fn, args):
     out = explained(fn, *args)
     assert out.graph_count == 1 and out.graph_break_count == 0, str(out)
@@ -128,6 +158,10 @@ def test_first_call_cache_hit_and_recompilation_agree():
                  (np.zeros(6), V, -1.0), (np.zeros(4), V[:4], 2.5))
     check_agrees(shrink_while_large, (V, 0.5), (V, 0.5), (V, 5.0), (V * 0, 0.5))
     check_agrees(index_stop, (V,), (V,), (np.arange(3),))
+    check_agrees(body_after_break, (V, 1e-3), (V, 1e-3), (V, 10.0), (V, -1.0), (V.astype(np.float32), 1e-3))
+    check_agrees(breaks_first, (V,), (V,), (np.arange(3),))
+    check_agrees(counts_after_break, (V, 1e-3), (V, 1e-3), (V, 100.0), (V, -1.0), (np.arange(4.0), 0.5))
+    check_agrees(reads_after_break, (V, 0, 1e3), (V, 0, 1e3), (V, 3, 1e3), (V, 3, 0.0), (V, 0, 8.0))
     assert opt(V, 1e-3).dtype == np.float64
 
 
@@ -148,11 +182,10 @@ def test_errors_and_warnings_surface_as_in_python():
 
 
 @pytest.mark.parametrize("fn,args,why", [
-    (with_else, (V,), "not the code after the loop"),
+    (with_else, (V,), "a for-else"),
     # 3.12+: after the loop ``i`` may be unbound (LOAD_FAST_CHECK), after the break not
     (index_after, (V, 1e-3), ("read after a loop that may break", "not the code after the loop")),
-    (body_after_break, (V, 1e-3), "goes on after its break"),
-], ids=["with_else", "index_after", "body_after_break"])
+], ids=["with_else", "index_after"])
 def test_other_breaks_are_not_captured_and_agree(fn, args, why):
     out = explained(fn, *args)
     assert not any(loop_nodes(g) for g in out.graphs), str(out)
@@ -161,6 +194,21 @@ def test_other_breaks_are_not_captured_and_agree(fn, args, why):
     reason = out.break_reasons[0].reason
     assert "a for loop not captured: " in reason and any(w in reason for w in (why if type(why) is tuple else (why,)))
     check_agrees(fn, args, args)
+
+
+def returns_inside(x, tol):
+    for _ in range(20):
+        x = x * 0.5
+        if np.abs(x).max() < tol:
+            return x
+    return x + 100
+
+
+def test_a_return_inside_the_loop_says_why():
+    out = explained(returns_inside, V, 1e-3)
+    assert [b.code for b in out.break_reasons] == ["FH002"], str(out)
+    assert "a return inside the loop on a graph value" in out.break_reasons[0].reason, str(out)
+    check_agrees(returns_inside, (V, 1e-3), (V, 1e-3), (V, 10.0), (V, 1e-40))
 
 
 def test_graph_interpreter_runs_the_exit():

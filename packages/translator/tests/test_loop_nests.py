@@ -15,6 +15,7 @@ import framehook.translator as ft
 from framehook.translator import config
 from framehook.translator.graph import Graph, Interpreter, Loop, Node, ScalarMeta
 from corpus_helpers import run_case
+from loop_kernels import cholesky
 from symbolic_helpers import assert_same, check_agrees, loop_nodes
 
 RNG = np.random.default_rng(20)
@@ -44,16 +45,6 @@ def graph_bounded(graph):
 
 
 # ---------------------------------------------------------------- kernels
-def cholesky(a):
-    n = a.shape[0]
-    low = np.zeros_like(a)
-    for j in range(n):
-        low[j, j] = np.sqrt(a[j, j] - low[j, :j] @ low[j, :j])
-        for i in range(j + 1, n):
-            low[i, j] = (a[i, j] - low[i, :j] @ low[j, :j]) / low[j, j]
-    return low
-
-
 def lu_in_place(a):
     n = a.shape[0]
     for k in range(n):
@@ -228,26 +219,6 @@ def test_zero_and_negative_trip_counts():
     check_agrees(shifted, (V,), (V[:3].copy(),))
 
 
-def test_python_number_made_a_numpy_one_by_the_inner_loop_unrolls_the_outer():
-    # s is a float before the inner loop and a numpy float after one iteration: the inner
-    # loop's result type depends on its trip count, so the outer loop unrolls (as before)
-    def dot_rows(a):
-        out = np.zeros(a.shape[0])
-        for i in range(a.shape[0]):
-            s = 0.0
-            for k in range(i):
-                s = s + a[i, k] * a[k, i]
-            out[i] = s
-        return out
-
-    out = ft.explain(dot_rows)(M[:6])
-    assert out.graph_count == 1 and out.graph_break_count == 0, str(out)
-    outer = [n for n in out.loops if not n.captured and "range computed from a loop index" in n.reason]
-    assert outer, str(out)
-    assert not graph_bounded(out.graphs[0])
-    check_agrees(dot_rows, (M[:6].copy(),))
-
-
 def test_index_read_after_the_inner_loop_unrolls_the_outer():
     def last_index(x):
         acc = np.zeros_like(x)
@@ -331,3 +302,30 @@ def test_loop_node_with_graph_bounds_runs_and_prints():
     assert_same(outer.forward(np.zeros(2), 3), want)
     assert_same(Interpreter(outer).run(np.zeros(2), 3), want)
     assert "add" in node.format()
+
+
+# ---------------------------------------------------------------- nests at their first iteration
+def first_changes(x):
+    acc = 0
+    for i in range(x.shape[0]):
+        for j in range(3):
+            acc = acc + x[i] * j    # an int before the first iteration, an array after
+    return acc
+
+
+def test_nest_is_captured_at_its_first_iteration():
+    out = ft.explain(lower_sums)(V)
+    outer = [n for n in out.loops if n.captured and n.iterations is not None]
+    assert [n.iterations for n in outer] == [V.shape[0]], str(out)   # all of them: none traced straight
+    with config.patch(capture_loops=False):
+        unrolled = ft.explain(lower_sums)(V)
+    assert sum(out.ops_per_graph[0].values()) < sum(unrolled.ops_per_graph[0].values()) / 3
+
+
+def test_nest_whose_first_iteration_changes_a_type_is_captured_at_the_second():
+    x = RNG.standard_normal((9, 4))
+    out = ft.explain(first_changes)(x)
+    assert out.graph_count == 1 and out.graph_break_count == 0, str(out)
+    assert [n.iterations for n in out.loops if n.captured and n.iterations and n.iterations > 3] == [8], str(out)
+    assert_same(out.result, first_changes(x))
+    run_case(first_changes, [(x,), (x[:6].copy(),)], 1, [])

@@ -174,14 +174,6 @@ def test_debug_dump_of_a_captured_loop_is_runnable(tmp_path):
 
 
 # ---------------------------------------------------------------- loops that unroll
-def breaks_out(x):
-    for i in range(10):
-        if i == 6:
-            break
-        x = x + i
-    return x
-
-
 def grows(x):
     for _ in range(6):
         x = np.concatenate([x, x[:1]])
@@ -240,7 +232,6 @@ def branch_on_index(x):
 
 
 UNROLLED = [
-    (breaks_out, (V1,), "goes on after its break"),   # the break comes first in the body
     (grows, (V1,), "changes from"),
     (changes_dtype, (V1,), "changes from"),
     (appends, (V1,), "made before the loop"),

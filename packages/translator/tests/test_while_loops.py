@@ -17,6 +17,7 @@ import framehook.translator as ft
 from framehook.translator import config
 from framehook.translator.graph import Graph, Interpreter, ScalarMeta, WhileLoop
 from corpus_helpers import run_case
+from loop_kernels import jacobi_until
 from symbolic_helpers import assert_same, check_agrees
 
 RNG = np.random.default_rng(21)
@@ -43,20 +44,6 @@ def while_nodes(graph):
 
 
 # ---------------------------------------------------------------- captured
-def jacobi_solve(a, b, tol=1e-10):
-    x = np.zeros_like(b)
-    d = np.diag(a)
-    r = b - a @ x
-    err = np.linalg.norm(r)
-    k = 0
-    while err > tol:
-        x = x + r / d
-        r = b - a @ x
-        err = np.linalg.norm(r)
-        k += 1
-    return x, k
-
-
 def never_runs(x, tol):
     err = np.abs(x).max()
     while err < tol:          # false at once for these inputs
@@ -117,10 +104,64 @@ def with_inner_nest(x):
     return x, k
 
 
+def both_tests(x, tol):
+    # ``and``: the second test is an exit in the middle of the body (3.12+ copy both tests
+    # to the bottom of the loop)
+    err = np.abs(x).max()
+    k = 0
+    while err > tol and k < 30:
+        x = x * 0.5
+        err = np.abs(x).max()
+        k += 1
+    return x, k
+
+
+def both_arrays(x, tol):
+    err = np.abs(x).max()
+    total = x.sum()
+    while err > tol and total > 0.1:
+        x = x * 0.5
+        err = np.abs(x).max()
+        total = x.sum()
+    return x, total
+
+
+def either_test(x, tol):
+    k = 0
+    while not (np.abs(x).max() <= tol or k >= 30):
+        x = x * 0.5
+        k += 1
+    return x, k
+
+
+def breaks_on_count(x, tol):
+    k = 0
+    while x.max() > tol:
+        x = x * 0.5
+        k += 1
+        if k > 3:
+            break              # the rest (the next test) runs only when the loop goes on
+    return x, k
+
+
+def break_then_more(x, tol):
+    while x.max() > tol:
+        x = x * 0.5
+        if x.min() < 0.01:
+            break
+        x = x + 0.001          # skipped by the iteration that breaks
+    return x
+
+
 CAPTURED = [
+    (both_tests, [(B * 40, 0.01), (np.arange(12.0), 1e-30)]),
+    (both_arrays, [(np.abs(B) * 40, 0.01), (np.arange(12.0), 1e-3)]),
+    (either_test, [(B * 40, 0.01), (np.arange(12.0), 1e-30)]),
+    (breaks_on_count, [(np.arange(40.0), 1.0), (np.arange(12.0), 1e-9)]),
+    (break_then_more, [(np.arange(1.0, 41.0), 0.05), (np.arange(1.0, 13.0), 1e-3)]),
     (until_small, [(B * 40,), (np.arange(12.0),)]),
     (with_inner_nest, [(np.abs(B) * 40,), (np.arange(12.0),)]),
-    (jacobi_solve, [(DIAG, B), (DIAG[:5, :5].copy(), B[:5].copy())]),
+    (jacobi_until, [(DIAG, B), (DIAG[:5, :5].copy(), B[:5].copy())]),
     (never_runs, [(B, 0.5), (B.astype(np.float32), 0.5)]),
     (halve_until_small, [(B * 40,), (np.arange(12.0),)]),
     (not_converged, [(np.abs(B) * 50,), (np.arange(20.0),)]),
@@ -141,9 +182,33 @@ def test_while_with_a_graph_condition_is_one_node(fn, calls):
     run_case(fn, calls, 1, [])
 
 
+def test_second_exits_agree_whichever_test_stops_the_loop():
+    x = np.abs(B) * 40
+    check_agrees(both_tests, (x, 0.01), (x, 0.01), (x, 1e-30), (x, 1e3), (x * 0, 0.5), (x.astype(np.float32), 0.01))
+    check_agrees(both_arrays, (x, 0.01), (x, 0.01), (x, 1e-30), (-x, 0.01), (x * 1e-4, 1e-9))
+    check_agrees(either_test, (x, 0.01), (x, 1e-30), (x, 1e3))
+    check_agrees(breaks_on_count, (x, 1.0), (x, 1e9), (x, 1e-9))
+    check_agrees(break_then_more, (x, 0.05), (x, 1e9), (x, -1.0), (x * 1e-3, 0.0))
+
+
+def three_tests(x, lo, hi):
+    s = x.sum()
+    while s > lo and s < hi and x.min() > 0:
+        x = x * 0.9
+        s = x.sum()
+    return x, s
+
+
+def test_a_third_exit_is_not_captured_and_says_so():
+    out = ft.explain(three_tests)(np.arange(1.0, 6.0), 1.0, 100.0)
+    assert any(b.code == "FH002" and "a while loop not captured" in b.reason for b in out.break_reasons), str(out)
+    assert "third exit" in str(out)
+    check_agrees(three_tests, (np.arange(1.0, 6.0), 1.0, 100.0), (np.arange(1.0, 6.0), 100.0, 200.0))
+
+
 def test_counter_comes_back_a_python_int():
-    got = ft.optimize("eager")(jacobi_solve)(DIAG, B)
-    want = jacobi_solve(DIAG, B)
+    got = ft.optimize("eager")(jacobi_until)(DIAG, B)
+    want = jacobi_until(DIAG, B)
     assert type(got[1]) is int and got[1] == want[1] > 3
     assert_same(got, want)
 
@@ -211,8 +276,8 @@ def test_interpreter_and_numexpr_backends_run_a_while_node():
     def interpreted(graph, example_inputs):
         return lambda *a: Interpreter(graph).run(*a)
 
-    opt = ft.optimize(backend=interpreted)(jacobi_solve)
-    assert_same(opt(DIAG, B), jacobi_solve(DIAG, B))
+    opt = ft.optimize(backend=interpreted)(jacobi_until)
+    assert_same(opt(DIAG, B), jacobi_until(DIAG, B))
     pytest.importorskip("numexpr")
     got = ft.optimize("numexpr")(halve_until_small)(B * 40)
     np.testing.assert_allclose(got, halve_until_small(B * 40), rtol=1e-12)
@@ -228,16 +293,6 @@ def test_debug_dump_of_a_while_loop_is_runnable(tmp_path):
 
 
 # ---------------------------------------------------------------- not captured
-def breaks_on_count(x, tol):
-    k = 0
-    while x.max() > tol:
-        x = x * 0.5
-        k += 1
-        if k > 3:
-            break              # a second exit: the loop runs in Python
-    return x, k
-
-
 def prints(x):
     x = x + 1                  # a graph before the loop, a resumed one after it
     while x.max() > 1:
@@ -253,10 +308,9 @@ def grows(x):
 
 
 @pytest.mark.parametrize("fn,args,why", [
-    (breaks_on_count, (np.arange(40.0), 1.0), "a second exit from the loop"),
     (prints, (np.arange(5.0),), "FH005"),
     (grows, (np.ones(3),), "changes from"),
-], ids=["break", "body_breaks", "grows"])
+], ids=["body_breaks", "grows"])
 def test_uncapturable_while_breaks_as_before(fn, args, why, capsys):
     out = ft.explain(fn)(*copy.deepcopy(args))
     first = out.break_reasons[0]

@@ -140,7 +140,21 @@ def map_arg(arg: Any, fn: Callable[["Node"], Any]) -> Any:
 
 
 def _nodes_in(arg: Any, out: List["Node"]) -> None:
-    map_arg(arg, lambda n: out.append(n))
+    """The nodes inside ``arg``, in ``map_arg``'s order, without rebuilding the containers."""
+    if isinstance(arg, Node):
+        out.append(arg)
+        return
+    t = type(arg)
+    if t is tuple or t is list:
+        for a in arg:
+            _nodes_in(a, out)
+    elif t is dict:
+        for a in arg.values():
+            _nodes_in(a, out)
+    elif t is slice:
+        _nodes_in(arg.start, out)
+        _nodes_in(arg.stop, out)
+        _nodes_in(arg.step, out)
 
 
 class Node:

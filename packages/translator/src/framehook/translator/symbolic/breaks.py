@@ -29,9 +29,10 @@ _TABLE = [
     BreakKind("FH002", "data-dependent control flow",
               "a branch (`if`, `while`, `and`/`or`, an assert) depends on the contents of an array; a `while` "
               "loop whose condition is a 0-d array, a numpy scalar or a graph number is captured as a "
-              "while-loop node instead, as is a `for` loop over a range whose body ends with `if <graph "
-              "value>: break` (a loop node that exits early); either breaks here (saying why) only when "
-              "its body cannot be captured",
+              "while-loop node instead (`while a and b:` and one `if <graph value>: break` in its body "
+              "included), as is a `for` loop over a range whose body has one `if <graph value>: break` (a "
+              "loop node that exits early); either breaks here (saying why) only when its body cannot be "
+              "captured (a third exit, a `return` or a `for`-`else` on a graph value)",
               "compute both sides and select with `np.where`, or move the decision out of the function"),
     BreakKind("FH003", "call to an unsupported callable",
               "the function calls something the translator cannot look into (a C function outside numpy, "
@@ -98,7 +99,10 @@ _TABLE = [
               "tuple of an index (masks as items of a tuple index, and 0-d masks, are captured), "
               "nonzero, unique, shape arguments computed from array values. Reading such a size "
               "(`x.shape[0]`, `len(x)`, `x.size`) and using it in arithmetic, comparisons, as a size "
-              "argument (`np.zeros(n)`, `x.reshape(n, -1)`), an index or a slice bound stays in the graph",
+              "argument (`np.zeros(n)`, `x.reshape(n, -1)`), an index or a slice bound stays in the graph, "
+              "and so does a `for` loop over `range(k)` of such an int (a loop node bounded by the graph "
+              "int); it breaks here, running the whole loop in Python, only when its body cannot be "
+              "captured (the reason says why)",
               "keep the size in the graph (`x[: n // 2]`, `np.arange(n)`, `x[m].sum()`), use "
               "`np.where(mask, a, b)` instead of a mask, or pass `dynamic=False` to specialize on every shape"),
     BreakKind("FH012", "array value converted to a Python object",

@@ -149,9 +149,13 @@ def _range(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
         return _fold(fr, range, args, kwargs)
     except GraphBreak as e:
         if any(isinstance(a, Tensor) and fr.tracer.unspecialized_in(a.node) for a in args):
-            # a loop over range(k) of an int that is not specialized: the whole loop runs in
-            # Python, so that the code after it does not receive a range guarded on its value
+            # a loop over range(k) of an int that is not specialized: captured as a loop node
+            # with a graph bound, or else the whole loop runs in Python, so that the code
+            # after it does not receive a range guarded on its value
             e.whole_statement = True  # type: ignore[attr-defined]
+            sym = symbolic_range(fr, args, kwargs, fallback=e)
+            if sym is not None:
+                return sym
         raise
 
 

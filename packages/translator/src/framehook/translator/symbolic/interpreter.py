@@ -30,7 +30,7 @@ from ..sources import AttrSource, GlobalSource, ItemSource, Source
 from . import errstate
 from . import numpy_support as nps
 from .breaks import GraphBreak
-from .loops import LoopAbort, SymIter, SymRange, capture_loop, capture_while, exits_early, left_body
+from .loops import LoopAbort, SymIter, SymRange, capture_loop, capture_while, exits_early, holds_loop, left_body
 from . import objects
 from .tracer import Tracer
 from .values import NULL, Cell, CellContents, CellV, Const, DictV, FuncV, IterV, Lazy, ListV, MethodV, NewObjV, ObjV, SliceV, Tensor, TupleV, V, flatten
@@ -1095,7 +1095,7 @@ class FrameTracer:
         if isinstance(it, SymIter):
             capture_loop(self, inst, it)   # captured, or LoopAbort: the enclosing loop unrolls
         elif (config.capture_loops and it.live is None and id(inst) not in self.loop_failed
-                and (id(inst) in self.loop_counts or exits_early(self, inst))):
+                and (id(inst) in self.loop_counts or exits_early(self, inst) or holds_loop(self, inst))):
             capture_loop(self, inst, it)   # on success the iterator is exhausted: the loop exits below
         v = it.next()
         if v is None:

@@ -31,6 +31,13 @@ A ``while`` loop whose condition the graph computes (``while err > tol:``) is ca
 same way from its condition's jump (``capture_while``): the body is traced once, to the
 next test of the condition, and becomes a ``WhileLoop`` node that carries the condition
 with the values. When the body cannot be captured, the branch breaks (FH002) as before.
+
+An exit in the middle of a body (``if c: break`` with more body after it, the second test
+of ``while a and b:``) makes the rest of the body a *tail*: a loop node inside the body
+that runs once or not at all (``_Tail``). A Python number that an iteration turns into a
+numpy scalar (``s = 0.0; s += a[k]``) is carried *widened* (``loop_types.py``). A nest is
+captured at its first iteration (``holds_loop``), and ``range(k)`` of an automatic dynamic
+int is a ``SymRange`` outside loop bodies too (its loop falls back to the FH011 break).
 """
 from __future__ import annotations
 
@@ -44,13 +51,14 @@ from ..bytecode.behaviour import BEHAVIOUR
 from ..config import config
 from ..graph import ArrayMeta, Graph, Loop, ScalarMeta, TupleMeta, WhileLoop
 from .breaks import GraphBreak
+from .loop_types import same_trace, widened
 from .values import Const, IterV, Tensor, TupleV, V, next_serial
 
 if TYPE_CHECKING:  # pragma: no cover
     from .interpreter import FrameTracer
     from .tracer import Tracer
 
-__all__ = ["LoopAbort", "LoopNote", "SymRange", "SymIter", "capture_loop", "capture_while", "exits_early",
+__all__ = ["LoopAbort", "LoopNote", "SymRange", "SymIter", "capture_loop", "capture_while", "exits_early", "holds_loop",
            "symbolic_range", "lift", "left_body", "live_in"]
 
 _STORES = frozenset({"STORE_FAST", "DELETE_FAST", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST",
@@ -61,11 +69,17 @@ _IMMUTABLE = (int, float, complex, bool, str, bytes, type(None), range, slice)
 class LoopAbort(Exception):
     """The loop body cannot be captured as a loop (the loop is unrolled instead).
     ``promotable``: Python numbers the body changes (``k += 1``, ``t += dt``), which a
-    second attempt carries through the loop as graph numbers."""
+    second attempt carries through the loop as graph numbers. ``widen``: carried leaves
+    (by position) that are Python numbers at the head and numpy scalars after one
+    iteration, with that numpy scalar's meta; ``body``: the body graph traced with them
+    as Python numbers, which the next attempt must match (``loop_types.py``)."""
 
-    def __init__(self, why: str, promotable: Tuple[str, ...] = ()) -> None:
+    def __init__(self, why: str, promotable: Tuple[str, ...] = (), widen: Optional[Dict[int, Any]] = None,
+                 body: Optional[Graph] = None) -> None:
         super().__init__(why)
         self.promotable = promotable
+        self.widen = widen or {}
+        self.body = body
 
 
 class _Promoted:
@@ -116,12 +130,14 @@ class _Scope:
     """A loop body being recorded: its graph, the graph around it, and the outer nodes
     it uses (each with its body placeholder)."""
 
-    __slots__ = ("graph", "parent", "lifted")
+    __slots__ = ("graph", "parent", "lifted", "unions", "alt")
 
-    def __init__(self, graph: Graph, parent: Graph) -> None:
+    def __init__(self, graph: Graph, parent: Graph, alt: bool = False) -> None:
         self.graph = graph
         self.parent = parent
         self.lifted: Dict[Any, Any] = {}
+        self.unions: List[Any] = []   # two-typed values of inner loops (``loop_types.py``)
+        self.alt = alt                # those values are taken as their Python number type
 
 
 def lift(tracer: "Tracer", node: Any, level: int) -> Any:
@@ -265,36 +281,55 @@ def live_in(frame: "FrameTracer") -> List[FrozenSet[str]]:
     cached = _live_cache.get(frame.flow)
     if cached is not None:
         return cached
-    uses: List[FrozenSet[str]] = []
-    kills: List[FrozenSet[str]] = []
+    bit: Dict[str, int] = {}
+
+    def mask(names: Iterable[str]) -> int:
+        m = 0
+        for name in names:
+            m |= 1 << bit.setdefault(name, len(bit))
+        return m
+
+    uses: List[int] = []
+    kills: List[int] = []
     for inst in frame.insts:
         op = inst.opname
         if op in _READS:
-            uses.append(frozenset(_names_of(inst)))
-            kills.append(frozenset())
+            uses.append(mask(_names_of(inst)))
+            kills.append(0)
         elif op == "STORE_FAST_LOAD_FAST":
             stored, loaded = inst.argval
-            uses.append(frozenset() if loaded == stored else frozenset({loaded}))
-            kills.append(frozenset({stored}))
+            uses.append(0 if loaded == stored else mask((loaded,)))
+            kills.append(mask((stored,)))
         elif op in _STORES:
-            uses.append(frozenset())
-            kills.append(frozenset(_names_of(inst)))
+            uses.append(0)
+            kills.append(mask(_names_of(inst)))
         else:
-            uses.append(frozenset())
-            kills.append(frozenset())
+            uses.append(0)
+            kills.append(0)
     successors = frame.flow.successors
-    live: List[FrozenSet[str]] = [frozenset()] * len(uses)
+    # names as bits of an int; sweeps from the end until nothing changes (loops need a few)
+    live = [0] * len(uses)
     changed = True
     while changed:
         changed = False
         for k in range(len(uses) - 1, -1, -1):
-            out: FrozenSet[str] = frozenset().union(*(live[j] for j in successors[k]))
-            new = (out - kills[k]) | uses[k]
+            out = 0
+            for j in successors[k]:
+                out |= live[j]
+            new = (out & ~kills[k]) | uses[k]
             if new != live[k]:
                 live[k] = new
                 changed = True
-    _live_cache[frame.flow] = live
-    return live
+    names = sorted(bit, key=bit.__getitem__)
+    sets: Dict[int, FrozenSet[str]] = {}
+    result = []
+    for m in live:
+        fs = sets.get(m)
+        if fs is None:
+            fs = sets[m] = frozenset(name for i, name in enumerate(names) if m >> i & 1)
+        result.append(fs)
+    _live_cache[frame.flow] = result
+    return result
 
 
 _heads_cache: "weakref.WeakKeyDictionary[Any, List[FrozenSet[int]]]" = weakref.WeakKeyDictionary()
@@ -340,12 +375,15 @@ class SymRange(V):
     ``range(j, i)`` on a loop index): only a ``for`` loop over it can use it, and that loop
     becomes a loop node with these bounds (or the enclosing loop unrolls)."""
 
-    __slots__ = ("start", "stop", "step")
+    __slots__ = ("start", "stop", "step", "fallback")
 
-    def __init__(self, start: V, stop: V, step: int) -> None:
+    def __init__(self, start: V, stop: V, step: int, fallback: Optional[GraphBreak] = None) -> None:
         self.start = start
         self.stop = stop
         self.step = step
+        # outside any loop body (``range(k)`` of an int not specialized): the break to raise
+        # when its loop cannot be captured, which runs the whole loop in Python as before
+        self.fallback = fallback
 
     def describe(self) -> str:
         return "a range with bounds computed in the graph"
@@ -373,11 +411,18 @@ class SymIter(IterV):
         return "an iterator over a range with bounds computed in the graph"
 
 
-def symbolic_range(frame: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> Optional[SymRange]:
+def symbolic_range(frame: "FrameTracer", args: List[V], kwargs: Dict[str, V],
+                   fallback: Optional[GraphBreak] = None) -> Optional[SymRange]:
     """``range(*args)`` with a bound that is a graph int only known when the graph runs (a
-    loop index), inside a loop body being captured; None: the range is built now."""
+    loop index), inside a loop body being captured; None: the range is built now. With
+    ``fallback`` (the break ``range()`` of an int input that is not specialized raises), also
+    outside loop bodies, when a ``for`` loop iterates over it at once."""
     tracer = frame.tracer
-    if kwargs or not tracer.loop_scopes or not 1 <= len(args) <= 3 or not any(map(tracer.is_symint, args)):
+    if kwargs or not 1 <= len(args) <= 3 or not any(map(tracer.is_symint, args)):
+        return None
+    if fallback is None and not tracer.loop_scopes:
+        return None
+    if fallback is not None and not (config.capture_loops and _iterated_at_once(frame)):
         return None
     parts: List[V] = []
     for a in args:
@@ -391,7 +436,14 @@ def symbolic_range(frame: "FrameTracer", args: List[V], kwargs: Dict[str, V]) ->
         parts[0], parts[1], parts[2] if len(parts) == 3 else Const(1))
     if not isinstance(step, Const) or step.value == 0:
         return None   # range() raises, or the direction is unknown: built now (and breaks)
-    return SymRange(start, stop, step.value)
+    return SymRange(start, stop, step.value, fallback)
+
+
+def _iterated_at_once(frame: "FrameTracer") -> bool:
+    """Is the value being made (by the call just run) the iterable of a ``for`` loop?"""
+    k = frame.ip
+    insts = frame.insts
+    return k + 1 < len(insts) and insts[k].opname == "GET_ITER" and insts[k + 1].opname == "FOR_ITER"
 
 
 # ---------------------------------------------------------------- the capture
@@ -424,9 +476,10 @@ class _ForRegion:
     """The instructions of a ``for`` body: strictly between its FOR_ITER and its exit; and
     the body's early exit once the trace has met it (``_early_exit``)."""
 
-    __slots__ = ("head", "end", "outer", "exit_at", "exit_when", "exit_cond", "exit_locals", "exit_ops")
+    __slots__ = ("head", "end", "outer", "exit_at", "exit_when", "exit_cond", "exit_locals", "exit_ops", "names",
+                 "tail")
 
-    def __init__(self, head: int, end: int, outer: Any) -> None:
+    def __init__(self, head: int, end: int, outer: Any, names: Tuple[str, ...] = ()) -> None:
         self.head = head
         self.end = end
         self.outer = outer
@@ -435,6 +488,8 @@ class _ForRegion:
         self.exit_cond: Optional[V] = None
         self.exit_locals: Dict[str, Any] = {}
         self.exit_ops = 0
+        self.names = names    # the loop's carried names
+        self.tail: Optional[_Tail] = None
 
     def admits(self, k: int) -> bool:
         return self.head < k < self.end
@@ -513,13 +568,118 @@ def _early_exit(frame: "FrameTracer", region: _ForRegion, k: int, cond: V) -> bo
             continue
         if region.exit_at is not None:
             raise LoopAbort("a second exit from the loop on a graph value")
-        if depth is None or not _same_exit(frame, _after_pops(frame, out, depth), _after_pops(frame, region.end, depth)):
-            raise LoopAbort("the code the break leads to is not the code after the loop (a for-else, or a return)")
+        if depth is None:   # pragma: no cover - the loop head's depth is known where its FOR_ITER runs
+            raise LoopAbort("the stack depth at the loop head is not known")
+        broken, ended = _after_pops(frame, out, depth), _after_pops(frame, region.end, depth)
+        if not _same_exit(frame, broken, ended):
+            if any(_same_exit(frame, broken, p) for p in range(ended + 1, min(ended + 64, len(frame.insts)))):
+                raise LoopAbort("a for-else: its else clause runs only when the loop does not break, which the "
+                                "graph does not tell")
+            raise LoopAbort("the code the break leads to is not the code after the loop (a return)")
         region.exit_at, region.exit_when, region.exit_cond = k, when, cond
-        region.exit_locals = dict(frame.locals)
-        region.exit_ops = len(frame.tracer.graph.operations())
         frame.ip = stay
+        region.exit_locals = dict(frame.locals)
+        _open_tail(frame, region, cond, when)
+        region.exit_ops = len(region.tail.scope.parent.operations())   # type: ignore[union-attr]
         return True
+    return False
+
+
+# ---------------------------------------------------------------- the rest of the body after a break
+# ``if <graph value>: break`` followed by more of the body: the rest (the *tail*) runs only
+# when the loop goes on. It is traced into a loop node of its own that runs once or not at
+# all (``range(0, not cond)``), carrying the loop's carried values: when the loop breaks,
+# they are what they were at the break, as in Python. No change to the loop IR is needed.
+class _Tail:
+    __slots__ = ("state", "scope", "run", "open")
+
+    def __init__(self, state: "_State", scope: _Scope, run: Tensor) -> None:
+        self.state = state
+        self.scope = scope
+        self.run = run      # graph bool: the loop goes on (the tail runs once)
+        self.open = True
+
+
+def _open_tail(frame: "FrameTracer", region: Any, cond: V, when: bool, extra: Tuple[str, ...] = ()) -> None:
+    tracer = frame.tracer
+    meta = ScalarMeta(bool, True)
+    # Python's truth value of the condition, as the jump takes it: the tail runs when it does not break
+    run = Tensor(tracer.graph.call(operator.not_ if when else operator.truth, (tracer.to_arg(cond),), meta=meta,
+                                   stack=frame.location()), meta)
+    state = _State(frame, list(region.names) + list(extra), ())
+    scope, _ = _open_body(frame, state, [], ("_", ScalarMeta(int, 0)))
+    region.tail = _Tail(state, scope, run)
+
+
+def _leave_tail(frame: "FrameTracer", region: Any) -> None:
+    tail = getattr(region, "tail", None)
+    if tail is not None and tail.open:
+        tail.open = False
+        tail.state.leave_scope(frame)
+
+
+def _close_tail(frame: "FrameTracer", region: Any) -> Tuple[str, List[str]]:
+    """At the loop head after a tail: record the tail's loop node in the body. '' or why
+    not (and Python numbers the tail changes, for the next attempt to carry)."""
+    tail = region.tail
+    assert tail is not None
+    tracer = frame.tracer
+    state, scope = tail.state, tail.scope
+    if len(frame.stack) != len(state.stack) or any(a is not b for a, b in zip(frame.stack, state.stack)):
+        _leave_tail(frame, region)
+        return "the value stack at its break is not that of the loop head", []
+    ends, why, promotable, widen = _match_end(frame, state, ())
+    _leave_tail(frame, region)
+    if promotable:
+        return "", promotable
+    if why:
+        return f"after its break, the body: {why}", []
+    carried = scope.graph.placeholders[1:1 + len(state.leaves)]
+    if not scope.graph.operations() and all(ends[k].node is carried[k] for k in range(len(state.leaves))):
+        frame.locals.clear()   # nothing after the break: the loop's own exit flag is enough
+        frame.locals.update(state.locals)
+        return "", []
+    _close_body(frame, scope, ends, len(state.leaves))
+    loop = Loop(scope.graph, len(state.leaves))
+    carried_in = tuple(tracer.to_arg(leaf) for leaf in state.leaves)
+    invariants = tuple(tracer.lifted_from[ph] for ph in loop.invariants)
+    node = tracer.graph.call(loop, (0, tail.run.node, 1, carried_in, invariants), stack=frame.location())
+    _results(frame, state, node, loop.carried)
+    region.exit_ops = -1   # the body goes on after its break, in the tail
+    return "", []
+
+
+# reasons a nest's capture at its first iteration may fail and not at its second (the first
+# iteration sets a name, or changes a value's type); on others, trying again is wasted work
+_FIRST_ITERATION_ONLY = ("changes from", "becomes", "unset before the loop")
+
+
+def holds_loop(frame: "FrameTracer", inst: Any) -> bool:
+    """Does the body of the ``for`` loop whose FOR_ITER is ``inst`` hold another ``for`` loop?
+    Such a nest is captured at its first iteration: traced straight, that iteration would
+    trace (and capture) the inner loop once more for nothing. When that fails, the second
+    iteration tries again, as for any loop."""
+    flow = frame.flow
+    head, end = flow.index_of(inst), flow.index_of(inst.target)
+    return any(frame.insts[k].opname == "FOR_ITER" for k in range(head + 1, end))
+
+
+def _returns_from_loop(frame: "FrameTracer", k: int) -> bool:
+    """Is the conditional jump ``k`` inside a ``for`` loop, with a side that returns (within a
+    few straight instructions)?"""
+    heads = loop_heads(frame)
+    if not any(frame.insts[h].opname == "FOR_ITER" for h in heads[k]):
+        return False
+    sides = _sides(frame, k)
+    for go, _ in sides or ():
+        j = _settle(frame, go)
+        for _ in range(8):
+            inst = frame.insts[j]
+            if inst.opname in _RETURNS:
+                return True
+            if inst.target is not None or j + 1 >= len(frame.insts):
+                break
+            j += 1
     return False
 
 
@@ -534,41 +694,68 @@ def capture_loop(frame: "FrameTracer", inst: Any, it: IterV) -> bool:
     exhausted. False: nothing changed, the loop unrolls. Over a ``SymRange`` the loop cannot
     unroll: a failure raises ``LoopAbort`` and the enclosing loop unrolls instead."""
     symbolic = isinstance(it, SymIter)
-    if not symbolic and it.remaining() < config.min_captured_loop_iterations:
-        return False
+    early = not symbolic and id(inst) not in frame.loop_counts and not exits_early(frame, inst)
+    if not symbolic and it.remaining() < config.min_captured_loop_iterations + early:
+        return False   # (at the first iteration of a nest: as many left after it as otherwise)
     tracer = frame.tracer
     note = LoopNote(frame.code.co_filename, frame.lineno, None if symbolic else it.remaining(), False)
     try:
         if symbolic and id(inst) in frame.loop_failed:
             raise LoopAbort("its body could not be captured with constant bounds either")
-        try:
-            _capture(frame, inst, it, note)
-        except LoopAbort as e:
-            if not e.promotable:
-                raise
-            _capture(frame, inst, it, note, promote=e.promotable)
+        _attempts(lambda promote, widen, prior: _capture(frame, inst, it, note, promote, widen, prior))
     except LoopAbort as e:
         note.reason = str(e)
+        if early and any(w in note.reason for w in _FIRST_ITERATION_ONLY):
+            return False   # the second iteration tries again (its note is the one kept)
         if not symbolic:
             frame.loop_failed.add(id(inst))
         if exits_early(frame, inst):   # the break then says why the loop was not captured
             frame.exit_failures[(frame.flow.index_of(inst), frame.flow.index_of(inst.target))] = note.reason
     tracer.loop_notes.append(note)
+    fallback = it.bounds.fallback if symbolic else None   # type: ignore[attr-defined]
+    if fallback is not None and not note.captured and not tracer.loop_scopes:
+        fallback.reason = f"{fallback.reason} (the loop was not captured: {note.reason})"
+        fallback.args = (fallback._message(),)
+        raise fallback
     if symbolic and not note.captured:
         raise LoopAbort(f"the loop at line {note.lineno} over a range computed from a loop index cannot be "
                         f"captured ({note.reason})")
     return note.captured
 
 
+def _attempts(capture: Any) -> None:
+    """Run ``capture(promote, widen, prior)``: first as the frame has it, then carrying the
+    Python numbers the body changes as graph numbers, then carrying those an iteration makes
+    numpy scalars widened; the last failure propagates."""
+    promote: Tuple[str, ...] = ()
+    widen: Dict[int, Any] = {}
+    prior: Optional[Graph] = None
+    while True:
+        try:
+            capture(promote, widen, prior)
+            return
+        except LoopAbort as e:
+            if e.promotable and not promote:
+                promote = e.promotable
+            elif e.widen and not widen:
+                widen, prior = e.widen, e.body
+            else:
+                raise
+
+
 class _State:
     """The frame's state at a loop head, and how to rebuild it after a failed attempt."""
 
-    def __init__(self, frame: "FrameTracer", names: List[str], promote: Tuple[str, ...]) -> None:
+    def __init__(self, frame: "FrameTracer", names: List[str], promote: Tuple[str, ...],
+                 widen: Optional[Dict[int, Any]] = None) -> None:
         tracer = frame.tracer
         self.leaves: List[Any] = []    # Tensor, or _Promoted for a Python number made a graph number
         index: Dict[Any, int] = {}
         self.templates = {n: _flatten(frame.load_local(n) if n in frame.locals else None, self.leaves, index,
                                       n if n in promote else None) for n in names}
+        self.widen = dict(widen or {})
+        # the body's view of each leaf: a widened Python number is the numpy scalar it becomes
+        self.metas = [self.widen.get(k, leaf.meta) for k, leaf in enumerate(self.leaves)]
         self.locals = dict(frame.locals)
         self.stack = list(frame.stack)
         self.counts = dict(frame.loop_counts)
@@ -594,17 +781,18 @@ class _State:
         frame.loop_counts.update(self.counts)
 
 
-def _open_body(frame: "FrameTracer", state: _State, dead: List[str], *first: Tuple[str, Any]) -> Tuple[_Scope, List[Tensor]]:
+def _open_body(frame: "FrameTracer", state: _State, dead: List[str], *first: Tuple[str, Any],
+               alt: bool = False) -> Tuple[_Scope, List[Tensor]]:
     """A new body graph with placeholders ``first`` (name, meta) then one per carried
     leaf, entered: the locals hold the placeholders, dead names are unset."""
     tracer = frame.tracer
     body = Graph(f"{tracer.graph.name}_loop", names_from=tracer.root_graph)
     body.meta.update(tracer.root_graph.meta)   # the frame it comes from, for the node's own compiled body
     body.errstate = tracer.graph.errstate      # inside an errstate block: the body runs under it too
-    scope = _Scope(body, tracer.graph)
+    scope = _Scope(body, tracer.graph, alt)
     heads = [Tensor(body.placeholder(name, meta), meta) for name, meta in first]
     carried = [Tensor(body.placeholder(leaf.name if isinstance(leaf, _Promoted) else _base(leaf.node.name),
-                                       leaf.meta), leaf.meta) for leaf in state.leaves]
+                                       meta), meta) for leaf, meta in zip(state.leaves, state.metas)]
     _set_locals(frame, state.templates, carried)  # type: ignore[arg-type]
     for name in dead:
         frame.locals.pop(name, None)   # the body stores it before any read
@@ -622,13 +810,16 @@ def _why(e: BaseException) -> str:
     return f"{type(e).__name__} in the body"   # StopTrace (a break site inside the loop) and the like
 
 
-def _match_end(frame: "FrameTracer", state: _State, promote: Tuple[str, ...]) -> Tuple[Dict[int, V], str, List[str]]:
-    """The carried values at the end of the body, or why they do not continue the loop."""
+def _match_end(frame: "FrameTracer", state: _State,
+               promote: Tuple[str, ...]) -> Tuple[Dict[int, V], str, List[str], Dict[int, Any]]:
+    """The carried values at the end of the body, or why they do not continue the loop
+    (and the Python numbers an iteration makes numpy scalars, to widen)."""
+    widen: Dict[int, Any] = {}
     ends: Dict[int, V] = {}
     promotable: List[str] = []
     why = ""
     if len(frame.stack) != len(state.stack) or any(a is not b for a, b in zip(frame.stack, state.stack)):
-        return ends, "the body changes the value stack", promotable   # pragma: no cover - compilers keep it balanced
+        return ends, "the body changes the value stack", promotable, widen   # pragma: no cover - balanced
     for n, t in state.templates.items():
         end_v = frame.locals.get(n)
         why = _match(t, end_v, ends)
@@ -636,14 +827,19 @@ def _match_end(frame: "FrameTracer", state: _State, promote: Tuple[str, ...]) ->
             promotable.append(n)   # a number the body changes: try again carrying it
             why = ""
         elif why:
-            return ends, f"{n!r}: {why}", promotable
+            return ends, f"{n!r}: {why}", promotable, widen
     if promotable:
-        return ends, f"the body changes the Python number {promotable[0]!r}", promotable
-    for k, leaf in enumerate(state.leaves):
-        if not _compatible(leaf.meta, ends[k].meta):
+        return ends, f"the body changes the Python number {promotable[0]!r}", promotable, widen
+    first = ""
+    for k, (leaf, meta) in enumerate(zip(state.leaves, state.metas)):
+        if not _compatible(meta, ends[k].meta):
             what = leaf.name if isinstance(leaf, _Promoted) else leaf.node.name
-            return ends, f"{what} changes from {leaf.meta} to {ends[k].meta} in one iteration", promotable
-    return ends, "", promotable
+            if not state.widen and widened(meta, ends[k].meta):
+                widen[k] = ends[k].meta   # try again carrying it as that numpy scalar
+                first = first or f"{what} changes from {meta} to {ends[k].meta} in one iteration"
+                continue
+            return ends, f"{what} changes from {meta} to {ends[k].meta} in one iteration", promotable, {}
+    return ends, first, promotable, widen
 
 
 def _close_body(frame: "FrameTracer", scope: _Scope, ends: Dict[int, V], n: int, extra: Tuple[Any, ...] = ()) -> None:
@@ -661,8 +857,10 @@ def _close_body(frame: "FrameTracer", scope: _Scope, ends: Dict[int, V], n: int,
 
 
 def _results(frame: "FrameTracer", state: _State, node: Any, carried_ph: List[Any],
-             fold: Any = None) -> None:
-    """The locals after the loop: each carried name from the loop node's value."""
+             fold: Any = None, two_typed: bool = False) -> None:
+    """The locals after the loop: each carried name from the loop node's value.
+    ``two_typed``: the loop may run no iteration, so a widened number may still be the
+    Python number after it; the enclosing body checks that this does not matter."""
     tracer = frame.tracer
     location = frame.location()
     results: List[V] = []
@@ -672,14 +870,67 @@ def _results(frame: "FrameTracer", state: _State, node: Any, carried_ph: List[An
             results.append(folded)
             continue
         meta = ph.meta["val"]
+        union = two_typed and k in state.widen
+        if union and tracer.loop_scopes[-1].alt:
+            meta = state.leaves[k].meta
         results.append(Tensor(tracer.graph.call(operator.getitem, (node, k), meta=meta, stack=location), meta))
+        if union:
+            tracer.loop_scopes[-1].unions.append(results[-1].node)
     frame.stack[:] = state.stack
     frame.locals.clear()
     frame.locals.update(state.locals)
     _set_locals(frame, state.templates, results)
 
 
-def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote: Tuple[str, ...] = ()) -> None:
+def _check_widened(frame: "FrameTracer", state: _State, scope: _Scope, prior: Optional[Graph],
+                   two_typed: bool) -> str:
+    """'' when the widened numbers of ``state`` are carried right: the first iteration
+    traced with them as Python numbers (``prior``) is this one, and where the loop may run
+    no iteration there is an enclosing body to check the code after it."""
+    if not state.widen:
+        return ""
+    tracer = frame.tracer
+    names = ", ".join(repr(n) for n, t in state.templates.items() if t[0] == "T" and t[1] in state.widen)
+    if prior is None:   # pragma: no cover - a widening attempt always follows a traced one
+        return f"{names}: a Python number made a numpy scalar by the body"
+    loose = [prior.placeholders[1 + k] for k in state.widen]
+    differs = same_trace(prior, scope.graph, loose, tracer.lifted_from.get)
+    if differs:
+        return (f"{names} is a Python number before the loop and a numpy scalar after an iteration, and the "
+                f"first iteration does not do the same with either ({differs})")
+    if two_typed and not tracer.loop_scopes:
+        return (f"{names} is a Python number before the loop and a numpy scalar after an iteration, and the loop "
+                "may run no iteration: its type after the loop is not known")
+    return ""
+
+
+def _retrace(frame: "FrameTracer", state: _State, scope: _Scope, ends: List[Any], again: Any) -> str:
+    """The body just traced holds values of inner loops that are Python numbers or numpy
+    scalars depending on their trip counts: trace it again (``again``) taking them as the
+    Python numbers, and '' when both traces do the same."""
+    tracer = frame.tracer
+    notes = len(tracer.loop_notes)
+    state.restore(frame)
+    try:
+        graph, ends2 = again()
+    except LoopAbort as e:
+        return f"an inner loop leaves a Python number or a numpy scalar by its trip count, and {e}"
+    finally:
+        del tracer.loop_notes[notes:]   # the inner loops' notes are those of the first trace
+    differs = same_trace(scope.graph, graph, scope.unions, tracer.lifted_from.get,
+                         ([v.node if isinstance(v, Tensor) else v for v in ends],
+                          [v.node if isinstance(v, Tensor) else v for v in ends2]))
+    if differs:
+        return ("an inner loop leaves a Python number or a numpy scalar by its trip count, and the code after it "
+                f"does not do the same with either ({differs})")
+    return ""
+
+
+def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote: Tuple[str, ...] = (),
+             widen: Optional[Dict[int, Any]] = None, prior: Optional[Graph] = None, alt: bool = False) -> Any:
+    """Trace the body and record the loop node. ``widen``/``prior``: see ``LoopAbort``;
+    ``alt``: a second trace taking the two-typed values of inner loops as Python numbers,
+    which returns what it traced (and changes nothing) for ``_retrace`` to compare."""
     tracer = frame.tracer
     symbolic = isinstance(it, SymIter)
     head = frame.flow.index_of(inst)
@@ -703,38 +954,52 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
     stored = [n for n in _stored_names(frame, range(head + 1, end)) if n != var]
     names = [n for n in stored if n in live[head]]
 
-    state = _State(frame, names, promote)
+    state = _State(frame, names, promote, widen)
     index_meta = ScalarMeta(int, start_v.value if isinstance(start_v, Const) else start_v.meta.hint)
-    scope, (index_v, *carried) = _open_body(frame, state, [n for n in stored if n not in names], (var, index_meta))
-    region = frame.body_range = _ForRegion(head, end, frame.body_range)
+    scope, (index_v, *carried) = _open_body(frame, state, [n for n in stored if n not in names], (var, index_meta),
+                                            alt=alt)
+    region = frame.body_range = _ForRegion(head, end, frame.body_range, tuple(state.templates))
     frame.stack.append(index_v)   # what FOR_ITER pushes
     why = ""
+    promotable: List[str] = []
     try:
         frame.run()
         why = "a return inside the loop"
     except _BodyDone:
-        pass
+        if region.tail is not None:
+            why, promotable = _close_tail(frame, region)
+            if promotable:
+                why = f"the body changes the Python number {promotable[0]!r} after its break"
     except (LoopAbort, GraphBreak, Exception) as e:
         why = _why(e)
     finally:
+        _leave_tail(frame, region)
         state.leave_scope(frame)
 
     ends: Dict[int, V] = {}
-    promotable: List[str] = []
+    widen_next: Dict[int, Any] = {}
     if not why and frame.locals.get(var) is not index_v:
         why = f"the body reassigns the loop variable {var!r}"
     exits = region.exit_at is not None
     if not why and exits:
         if var in live[end]:
             why = f"the loop variable {var!r} is read after a loop that may break (its last value is not known)"
-        elif len(scope.graph.operations()) != region.exit_ops or any(
-                frame.locals.get(n) is not region.exit_locals.get(n) for n in state.templates):
+        elif region.exit_ops >= 0 and (len(scope.graph.operations()) != region.exit_ops or any(
+                frame.locals.get(n) is not region.exit_locals.get(n) for n in state.templates)):
             why = "the body goes on after its break (only a break at the end of the body is captured)"
     if not why:
-        ends, why, promotable = _match_end(frame, state, promote)
+        ends, why, promotable, widen_next = _match_end(frame, state, promote)
+    if not why and not alt:   # the first trace checked the widened numbers (``_retrace`` the rest)
+        why = _check_widened(frame, state, scope, prior, count is None)
+    if not why and alt:
+        state.restore(frame)
+        return scope.graph, [ends[k] for k in range(len(state.leaves))] + [region.exit_cond]
+    if not why and scope.unions:
+        why = _retrace(frame, state, scope, [ends[k] for k in range(len(state.leaves))] + [region.exit_cond],
+                       lambda: _capture(frame, inst, it, LoopNote("", 0, None, False), promote, widen, prior, True))
     if why:
         state.restore(frame)
-        raise LoopAbort(why, tuple(promotable))
+        raise LoopAbort(why, tuple(promotable), widen_next, scope.graph if widen_next else None)
 
     extra: Tuple[Any, ...] = ()
     if exits:
@@ -757,7 +1022,7 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
     node = tracer.graph.call(loop, (tracer.to_arg(start_v), tracer.to_arg(stop_v), step, carried_in, invariants),
                              stack=location)
     fold = None if count is None or exits else (lambda k: _folded(state.leaves[k], ends[k], carried[k], count))
-    _results(frame, state, node, loop.carried, fold)
+    _results(frame, state, node, loop.carried, fold, two_typed=count is None)
     if exits:
         frame.locals.pop(var, None)   # not read after the loop (checked above)
         if count is not None:
@@ -825,17 +1090,26 @@ class _WhileRegion:
     not. The entry is admitted once: coming back to it means the condition was decided at
     trace time."""
 
-    __slots__ = ("cycles", "heads", "entry", "exit", "jump", "repeat_when", "entered", "outer")
+    __slots__ = ("cycles", "heads", "entry", "exit", "jump", "repeat_when", "entered", "outer", "names", "tail",
+                 "exit_ops", "pre", "chain")
 
-    def __init__(self, frame: "FrameTracer", jump: int, entry: int, exit_: int, repeat_when: bool) -> None:
+    def __init__(self, frame: "FrameTracer", jump: int, entry: int, exit_: int, repeat_when: bool,
+                 chain: Optional[Tuple[int, int]] = None) -> None:
+        self.names: Tuple[str, ...] = ()   # the loop's carried names
+        self.tail: Optional[_Tail] = None   # the body after a second exit (``and`` in the condition)
+        self.exit_ops = 0
         self.heads = loop_heads(frame)
-        self.cycles = self.heads[entry] - self.heads[exit_]
+        # ``chain``: (the second test's jump, where it continues the loop) when the entry is
+        # that test, before the cycle (3.12+ copy ``while a and b:``'s tests to the bottom)
+        self.pre = frozenset(range(entry, chain[0] + 1)) if chain else frozenset()
+        self.cycles = self.heads[chain[1] if chain else entry] - self.heads[exit_]
         self.jump = jump
         self.entry = entry
         self.exit = exit_
         self.repeat_when = repeat_when
         self.entered = False
         self.outer = frame.body_range
+        self.chain = chain
 
     def admits(self, k: int) -> bool:
         if k == self.entry:
@@ -843,7 +1117,7 @@ class _WhileRegion:
                 return False
             self.entered = True
             return True
-        return bool(self.heads[k] & self.cycles)
+        return k in self.pre or bool(self.heads[k] & self.cycles)
 
     def left(self, k: int) -> Exception:
         if k == self.entry:
@@ -860,9 +1134,97 @@ class _WhileRegion:
             return None
         entry, exit_ = _settle(frame, self.entry), _settle(frame, self.exit)
         for (go, when), (other, _) in (sides, sides[::-1]):
-            if _settle(frame, go) == entry and _settle(frame, other) == exit_:
+            if _settle(frame, other) == exit_ and (_settle(frame, go) == entry or _same_test(frame, go, entry)):
                 return when
         return None
+
+
+def _destinations(frame: "FrameTracer", k: int) -> Optional[Dict[bool, int]]:
+    sides = _sides(frame, k)
+    return None if sides is None else {when: _settle(frame, go) for go, when in sides}
+
+
+def _same_test(frame: "FrameTracer", a: int, b: int) -> bool:
+    """Do the code at ``a`` and at ``b`` compute the same test and go to the same places on it
+    (3.12+ copy a loop's condition, ``and``/``or`` included, to the bottom of the loop)?"""
+    for _ in range(32):
+        a, b = _settle(frame, a), _settle(frame, b)
+        if a == b:
+            return True
+        x, y = frame.insts[a], frame.insts[b]
+        if _jump_sense(x) is not None and _jump_sense(y) is not None:
+            return _destinations(frame, a) == _destinations(frame, b)
+        if x.opname != y.opname or x.target is not None or y.target is not None or x.argval != y.argval:
+            return False
+        a, b = a + 1, b + 1
+    return False
+
+
+# ``while a and b:``: the jump on ``b`` is a second exit in the body. The rest of the body (to
+# the next test of ``a``) is a tail, as for a ``for`` loop's break (``_Tail``), that carries the
+# next condition too: when ``b`` stops the loop the tail does not run and the condition is the
+# value that stops it.
+_COND = "<while condition>"   # not a Python name: the tail's slot for the next condition
+
+
+def _and_chain(frame: "FrameTracer", sides: Any, heads: List[FrozenSet[int]]) -> Optional[Tuple[int, bool, int, Any]]:
+    """At a jump before any cycle (``a`` of ``while a and b:`` when the tests are copied to the
+    bottom of the loop): (entry, repeat_when, exit, chain) when one side exits and the other
+    is straight code to a second jump that leaves for the same exit or enters a cycle the exit
+    is not on; None otherwise."""
+    for (out, out_when), (stay, _) in (sides, sides[::-1]):
+        exit_, entry = _settle(frame, out), _settle(frame, stay)
+        j = entry
+        for _ in range(16):
+            inst = frame.insts[j]
+            if _jump_sense(inst) is not None or inst.target is not None or inst.opname in _STORES \
+                    or inst.opname in _RETURNS or j + 1 >= len(frame.insts):
+                break
+            j += 1
+        dest = _destinations(frame, j)
+        if dest is None or exit_ not in dest.values():
+            continue
+        go = dest[not next(w for w, d in dest.items() if d == exit_)]
+        if heads[go] - heads[exit_] and not any(frame.insts[h].opname == "FOR_ITER" for h in heads[go] - heads[exit_]):
+            return entry, not out_when, exit_, (j, go)
+    return None
+
+
+def _while_exit(frame: "FrameTracer", region: _WhileRegion, k: int, cond: V) -> bool:
+    sides = _sides(frame, k)
+    if sides is None:
+        return False
+    exit_ = _settle(frame, region.exit)
+    for (go, when), (stay, _) in (sides, sides[::-1]):
+        if not region.heads[_settle(frame, stay)] & region.cycles or not (
+                _settle(frame, go) == exit_ or _same_exit(frame, go, exit_)):   # 3.12+ copy the exit's code
+            continue
+        if region.tail is not None:
+            raise LoopAbort("a third exit from the loop on a graph value")
+        tracer = frame.tracer
+        meta = ScalarMeta(bool, True)
+        stop = Tensor(tracer.graph.call(operator.truth, (not region.repeat_when,), meta=meta, stack=frame.location()),
+                      meta)
+        frame.locals[_COND] = stop
+        frame.ip = stay
+        _open_tail(frame, region, cond, when, (_COND,))
+        frame.locals.pop(_COND, None)   # (the tail's own slot stays, as a placeholder)
+        return True
+    return False
+
+
+def _close_while_tail(frame: "FrameTracer", region: _WhileRegion, done: "_WhileDone") -> Tuple[str, List[str]]:
+    """At the loop's next test after a tail: the tail's loop node, and the next condition
+    (a Python bool) from it in ``done``."""
+    tracer = frame.tracer
+    meta = ScalarMeta(bool, True)
+    again = Tensor(tracer.graph.call(operator.truth if done.repeat_when == region.repeat_when else operator.not_,
+                                     (tracer.to_arg(done.cond),), meta=meta, stack=frame.location()), meta)
+    frame.locals[_COND] = again
+    why, promotable = _close_tail(frame, region)   # type: ignore[arg-type]
+    done.cond = frame.locals.pop(_COND, done.cond)
+    done.repeat_when = region.repeat_when
+    return why, promotable
 
 
 def _condition_ok(v: V) -> bool:
@@ -889,10 +1251,16 @@ def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -
         if head < k < end and "a for loop not captured" not in error.reason:
             error.reason = f"{error.reason} (a for loop not captured: {reason})"
             error.args = (error._message(),)
+    if "a for loop not captured" not in error.reason and _returns_from_loop(frame, k):
+        error.reason = (f"{error.reason} (a for loop not captured: a return inside the loop on a graph value; "
+                        "only `if <graph value>: break` leaves a captured for loop)")
+        error.args = (error._message(),)
     if isinstance(region, _WhileRegion):
         again = region.repeat_sense(frame, k)
         if again is not None:
             raise _WhileDone(cond, again)
+        if _while_exit(frame, region, k, cond):
+            return True
     sides = _sides(frame, k)
     if sides is None:
         return False
@@ -901,9 +1269,16 @@ def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -
     shapes = [(go, when, other) for (go, when), (other, _) in (sides, sides[::-1])
               if heads[go] - heads[other] and not any(frame.insts[h].opname == "FOR_ITER"
                                                       for h in heads[go] - heads[other])]
-    if len(shapes) != 1:
+    chain = None
+    if not shapes:
+        found = _and_chain(frame, sides, heads)
+        if found is None:
+            return False   # an if, not a loop
+        entry, repeat_when, exit_, chain = found
+    elif len(shapes) != 1:
         return False   # an if, not a loop
-    entry, repeat_when, exit_ = shapes[0]
+    else:
+        entry, repeat_when, exit_ = shapes[0]
     while region is not None:   # a second exit of a while loop being captured: not a loop of its own
         if isinstance(region, _WhileRegion) and region.jump == k:
             return False
@@ -912,12 +1287,8 @@ def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -
         region = region.outer
     note = LoopNote(frame.code.co_filename, frame.lineno, None, False, kind="while")
     try:
-        try:
-            _capture_while(frame, _WhileRegion(frame, k, entry, exit_, repeat_when), cond, note)
-        except LoopAbort as e:
-            if not e.promotable:
-                raise
-            _capture_while(frame, _WhileRegion(frame, k, entry, exit_, repeat_when), cond, note, e.promotable)
+        _attempts(lambda promote, widen, prior: _capture_while(
+            frame, _WhileRegion(frame, k, entry, exit_, repeat_when, chain), cond, note, promote, widen, prior))
     except LoopAbort as e:
         note.reason = str(e)
         # the break says why the loop runs in Python (a resumed trace keeps no loop notes)
@@ -928,36 +1299,58 @@ def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -
 
 
 def _capture_while(frame: "FrameTracer", region: _WhileRegion, cond: V, note: LoopNote,
-                   promote: Tuple[str, ...] = ()) -> None:
+                   promote: Tuple[str, ...] = (), widen: Optional[Dict[int, Any]] = None,
+                   prior: Optional[Graph] = None, alt: bool = False) -> Any:
+    """Like ``_capture``, for a while loop."""
     tracer = frame.tracer
     live = live_in(frame)
     stored = _stored_names(frame, [k for k in range(len(frame.insts)) if region.heads[k] & region.cycles])
     names = [n for n in stored if n in live[region.entry] | live[region.exit]]
 
-    state = _State(frame, names, promote)
+    state = _State(frame, names, promote, widen)
+    region.names = tuple(state.templates)
     scope, (cond_v, *carried) = _open_body(frame, state, [n for n in stored if n not in names],
-                                           ("cond", ScalarMeta(bool, True)))
+                                           ("cond", ScalarMeta(bool, True)), alt=alt)
     frame.body_range = region
     frame.ip = region.entry
     done: Optional[_WhileDone] = None
     why = ""
+    promotable: List[str] = []
     try:
         frame.run()
         why = "a return inside the loop"
     except _WhileDone as d:
         done = d
+        if region.tail is not None:
+            why, promotable = _close_while_tail(frame, region, d)
+            if promotable:
+                why = f"the body changes the Python number {promotable[0]!r} after its second exit"
     except (LoopAbort, GraphBreak, Exception) as e:
         why = _why(e)
     finally:
+        _leave_tail(frame, region)
         state.leave_scope(frame)
 
     ends: Dict[int, V] = {}
-    promotable: List[str] = []
-    if done is not None:
-        ends, why, promotable = _match_end(frame, state, promote)
+    widen_next: Dict[int, Any] = {}
+    if done is not None and not why:
+        ends, why, promotable, widen_next = _match_end(frame, state, promote)
+    if not why and not alt:
+        why = _check_widened(frame, state, scope, prior, True)
+    if not why and alt:
+        assert done is not None
+        state.restore(frame)
+        return scope.graph, [ends[k] for k in range(len(state.leaves))] + [done.cond]
+    if not why and scope.unions:
+        assert done is not None
+        why = _retrace(frame, state, scope, [ends[k] for k in range(len(state.leaves))] + [done.cond],
+                       lambda: _capture_while(frame, _WhileRegion(frame, region.jump, region.entry, region.exit,
+                                                                  region.repeat_when, region.chain),
+                                              cond, LoopNote("", 0, None, False, kind="while"), promote, widen,
+                                              prior, True))
     if why:
         state.restore(frame)
-        raise LoopAbort(why, tuple(promotable))
+        raise LoopAbort(why, tuple(promotable), widen_next, scope.graph if widen_next else None)
     assert done is not None
     again = done.cond
     if done.repeat_when != region.repeat_when:   # the copy at the bottom tests the other way round
@@ -974,7 +1367,7 @@ def _capture_while(frame: "FrameTracer", region: _WhileRegion, cond: V, note: Lo
     carried_in = tuple(leaf.value if isinstance(leaf, _Promoted) else tracer.to_arg(leaf) for leaf in state.leaves)
     invariants = tuple(tracer.lifted_from[ph] for ph in loop.invariants)
     node = tracer.graph.call(loop, (tracer.to_arg(cond), carried_in, invariants), stack=frame.location())
-    _results(frame, state, node, loop.carried)
+    _results(frame, state, node, loop.carried, two_typed=True)
     frame.ip = region.exit
     note.captured = True
 
