@@ -1,6 +1,7 @@
 """Loop kernels shared by the tests and the benchmarks (``benchmarks/``): triangular
 nests (Cholesky, LU, Gram-Schmidt), scalar accumulators in nests, while-loop solvers, and a
-helper whose loop branches on its indices (called from a Python loop)."""
+helper whose loop branches on its indices (called from a Python loop); the Jacobi stencil
+of the numpy corpus."""
 from __future__ import annotations
 
 import numpy as np
@@ -108,3 +109,11 @@ def fill_row(out, a, i, n):
             out[i, j] = a[i, j] - a[j, i]
         elif j == i:
             out[i, j] = a[i, i]
+
+
+def jacobi(u, steps):
+    for _ in range(steps):
+        v = u.copy()
+        v[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+        u = v
+    return u

@@ -87,3 +87,31 @@ def loop_nodes(graph: Any) -> list:
     from framehook.translator.graph import is_loop
     return [n for n in graph.operations() if is_loop(n.target)]
 
+
+def run_both(fn, args, capsys, calls=3):
+    """Plain and optimized outputs (stdout included) agree on the first call and on cache hits."""
+    check_agrees(fn, *([args] * calls))
+    opt = ft.optimize("eager")(fn)
+    capsys.readouterr()
+    plain = [fn(*args) for _ in range(calls)]
+    plain_out = capsys.readouterr().out
+    got = [opt(*args) for _ in range(calls)]
+    got_out = capsys.readouterr().out
+    assert got_out == plain_out
+    return plain, got
+
+
+def explained(fn, *args):
+    """explain()'s output and the resume failures of the frames that broke."""
+    out = ft.explain(fn)(*args)
+    return out, [r.resume_failure for r in out.frames if r.graph_break is not None]
+
+
+def line_of(fn, text):
+    """The line number of the first line of fn's source that contains text."""
+    import inspect
+    lines, start = inspect.getsourcelines(fn)
+    for i, line in enumerate(lines):
+        if text in line:
+            return start + i
+    raise AssertionError(text)

@@ -12,8 +12,7 @@ import pytest
 import framehook.translator as ft
 from framehook.translator.bytecode import Codegen, decode, transform_code_object
 from framehook.translator.symbolic import add_observer, remove_observer
-from symbolic_helpers import check_agrees
-from test_resume import explained, run_both
+from symbolic_helpers import check_agrees, explained, run_both
 
 
 # ------------------------------------------------------------------ cells of the frame

@@ -17,11 +17,7 @@ from loop_kernels import fill_row
 from symbolic_helpers import Reports, assert_same, check_agrees, entries, loop_nodes
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
+pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
 def fill_all(a):

@@ -26,11 +26,7 @@ def spd(n, dtype=np.float64):
     return (m @ m.T + n * np.eye(n)).astype(dtype)
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
+pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
 def nested_loops(graph):

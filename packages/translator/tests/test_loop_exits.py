@@ -15,11 +15,7 @@ from framehook.translator.graph.interpreter import Interpreter
 from symbolic_helpers import assert_same, check_agrees, loop_nodes
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
+pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
 def halve_until(x, tol):

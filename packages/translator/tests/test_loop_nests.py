@@ -26,11 +26,7 @@ TALL = RNG.standard_normal((11, 6))
 V = RNG.standard_normal(9)
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
+pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
 

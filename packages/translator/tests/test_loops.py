@@ -10,18 +10,14 @@ import framehook.translator as ft
 from framehook.translator import config
 from framehook.translator.graph import Graph, Interpreter, Loop, ScalarMeta
 from symbolic_helpers import assert_same, check_agrees, loop_nodes
-from test_numpy_corpus import jacobi
+from loop_kernels import jacobi
 
 RNG = np.random.default_rng(7)
 U = RNG.standard_normal((12, 12))
 V1 = RNG.standard_normal(16)
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
+pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
 

@@ -15,36 +15,9 @@ import framehook.runtime as rt
 import framehook.translator as ft
 from framehook.translator.bytecode import decode
 from framehook.translator.symbolic import resume
-from symbolic_helpers import check_agrees
+from symbolic_helpers import check_agrees, explained, line_of, run_both
 
 PY311 = sys.version_info >= (3, 11)
-
-
-def run_both(fn, args, capsys, calls=3):
-    """Plain and optimized outputs (stdout included) agree on the first call and on cache hits."""
-    check_agrees(fn, *([args] * calls))
-    opt = ft.optimize("eager")(fn)
-    capsys.readouterr()
-    plain = [fn(*args) for _ in range(calls)]
-    plain_out = capsys.readouterr().out
-    got = [opt(*args) for _ in range(calls)]
-    got_out = capsys.readouterr().out
-    assert got_out == plain_out
-    return plain, got
-
-
-def explained(fn, *args):
-    out = ft.explain(fn)(*args)
-    return out, [r.resume_failure for r in out.frames if r.graph_break is not None]
-
-
-def line_of(fn, text):
-    import inspect
-    lines, start = inspect.getsourcelines(fn)
-    for i, line in enumerate(lines):
-        if text in line:
-            return start + i
-    raise AssertionError(text)
 
 
 # ------------------------------------------------------------------ straight-line breaks

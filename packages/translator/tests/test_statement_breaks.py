@@ -13,8 +13,7 @@ import pytest
 import framehook.translator as ft
 from framehook.translator.bytecode import decode, in_cycle, stack_depths
 from framehook.translator.symbolic import add_observer, remove_observer, resume
-from symbolic_helpers import check_agrees
-from test_resume import explained, line_of, run_both
+from symbolic_helpers import check_agrees, explained, line_of, run_both
 
 COUNTER = {"n": 0}
 STATE = 0

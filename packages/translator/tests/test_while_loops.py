@@ -25,11 +25,7 @@ DIAG = np.diag(np.full(8, 20.0)) + RNG.standard_normal((8, 8))
 B = RNG.standard_normal(8)
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    ft.reset()
-    yield
-    ft.reset()
+pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
 def while_nodes(graph):
