@@ -101,6 +101,9 @@ def call_backend(compiler_fn: CompilerFn, graph: Any, example_inputs: List[Any])
     return functools.partial(runtime.call_with, None, compiled)
 
 
+_DYNAMIC = object()   # frame_state["ints"]: this int argument changed between compilations
+
+
 class InstructionTranslatorBase:
     """Translates one frame. Subclasses implement ``run``; guards go into the current
     TracingContext. Built anew for every restart attempt."""
@@ -121,19 +124,8 @@ class InstructionTranslatorBase:
         code = self.frame.code
         return self.speculation_log.next(code.co_filename, self.frame.f_lineno, instruction_pointer)
 
-    def run(self) -> TranslationOutput:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-
-TranslatorFactory = Callable[..., InstructionTranslatorBase]
-
-
-_DYNAMIC = object()   # frame_state["ints"]: this int argument changed between compilations
-
-
-class MinimalTranslator(InstructionTranslatorBase):
-    """Guards on the arguments; the original code keeps running."""
-
+    # Which inputs stay unspecialized: decided per frame from what earlier compilations saw
+    # (frame_state), shared by every translator.
     def dynamic_dims(self, name: str, value: np.ndarray) -> Tuple[int, ...]:
         if self.dynamic is True or (self.dynamic is None and not config.assume_static_by_default):
             return tuple(range(value.ndim))
@@ -171,6 +163,16 @@ class MinimalTranslator(InstructionTranslatorBase):
         the value is needed."""
         return (self.dynamic is None and config.automatic_dynamic_shapes and config.automatic_dynamic_ints
                 and self.frame_state.get("ints", {}).get(name) is _DYNAMIC)
+
+    def run(self) -> TranslationOutput:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+TranslatorFactory = Callable[..., InstructionTranslatorBase]
+
+
+class MinimalTranslator(InstructionTranslatorBase):
+    """Guards on the arguments; the original code keeps running."""
 
     def run(self) -> TranslationOutput:
         code = self.frame.code

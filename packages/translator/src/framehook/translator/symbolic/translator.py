@@ -23,7 +23,7 @@ from ..exc import SkipFrame
 from ..graph import Graph
 from ..guards import GuardKind
 from ..sources import LocalSource, Source
-from ..translator import InstructionTranslatorBase, MinimalTranslator, TranslationOutput, argument_names, call_backend
+from ..translator import InstructionTranslatorBase, TranslationOutput, argument_names, call_backend
 from .breaks import CannotResume, GraphBreak
 from .interpreter import FrameTracer, StopTrace
 from .rebuild import Rebuilder
@@ -161,8 +161,8 @@ class SymbolicTranslator(InstructionTranslatorBase):
         name = getattr(code, "co_qualname", code.co_name).replace("<", "").replace(">", "").replace(".", "_")
         tracer = Tracer(code, frame.f_globals, frame.f_builtins, self.add_guard, name=name)
         tracer.dynamic_dims = self.source_dynamic_dims
-        tracer.dynamic_int = lambda source, value: MinimalTranslator.dynamic_int(self, source.name(), value)  # type: ignore[arg-type]
-        tracer.unspecialized_int = lambda source: MinimalTranslator.unspecialized_int(self, source.name())  # type: ignore[arg-type]
+        tracer.dynamic_int = lambda source, value: self.dynamic_int(source.name(), value)
+        tracer.unspecialized_int = lambda source: self.unspecialized_int(source.name())
         report.loops = tracer.loop_notes
         values: Dict[Any, Any] = {}
         derefs = set(code.co_cellvars) | set(code.co_freevars)
@@ -307,7 +307,7 @@ class SymbolicTranslator(InstructionTranslatorBase):
         """Dimensions to leave unspecialized: all with dynamic=True, none with dynamic=False,
         otherwise those that changed between compilations (automatic dynamic shapes)."""
         key = source.local_name if isinstance(source, LocalSource) else source.name()
-        return MinimalTranslator.dynamic_dims(self, key, value)  # type: ignore[arg-type]
+        return self.dynamic_dims(key, value)
 
     def output_arg(self, tracer: Tracer, v: V) -> Any:
         """The graph output for the frame's return value."""
