@@ -71,9 +71,12 @@ def build(interpreters: dict[str, str], versions: list[str], out: Path, scratch:
             continue
         print(f"[wheels] CPython {version}: {', '.join(names)}", flush=True)
         dest = raw / version
+        # in a venv: an interpreter outside one may have no pip (Debian's, provisioned)
+        builder = scratch / f"build-{version}"
+        subprocess.check_call([exe, "-m", "venv", str(builder)])
         subprocess.check_call(
             [
-                exe,
+                str(builder / "bin" / "python"),
                 "-m",
                 "pip",
                 "wheel",
@@ -91,11 +94,14 @@ def build(interpreters: dict[str, str], versions: list[str], out: Path, scratch:
                 built.append(target)
                 continue
             before = set(out.glob("*.whl"))
-            subprocess.check_call(
+            repair = subprocess.run(
                 [*_auditwheel(), "repair", "--wheel-dir", str(out), str(wheel)],
-                stdout=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
                 env=_auditwheel_env(),
             )
+            if repair.returncode != 0:  # its log is long and only worth reading then
+                raise SystemExit(f"[wheels] auditwheel repair of {wheel.name} failed:\n{repair.stderr[-3000:]}")
             built.extend(sorted(set(out.glob("*.whl")) - before))
     for wheel in built:
         print(f"[wheels] {wheel.relative_to(out.parent) if out.parent in wheel.parents else wheel}")
