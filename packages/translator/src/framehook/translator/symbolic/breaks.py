@@ -120,6 +120,15 @@ _TABLE = [
               "(a later call that misses the cache runs it unmodified)",
               "vectorize the loop, move it into a function of its own, or raise the budget the reason names "
               "(`config.patch(max_traced_ops=...)`)"),
+    BreakKind("FH016", "compiling backend fell back to eager",
+              "not a graph break: the graph is captured whole, but the `numba` backend runs it as the "
+              "`eager` backend's Python code, because lowering found an operation whose numba semantics "
+              "differ from plain Python's (a captured `np.errstate` block, integer `//` or `%`, `**` or "
+              "`<<` of Python integers, a bound object numba cannot compile) or numba could not type or "
+              "compile the graph (the reason quotes numba's first line). `explain(fn, backend=\"numba\")` "
+              "lists these under backend notes, with the compile time of every graph that did compile",
+              "the result is the same as plain; for speed, keep the graph to numpy arrays, numbers and the "
+              "numpy functions numba supports, or move the named operation out of the hot function"),
 ]
 
 BREAKS: Dict[str, BreakKind] = {k.code: k for k in _TABLE}

@@ -1,0 +1,460 @@
+"""The ``numba`` backend: each graph, loop nodes included, compiled with ``numba.njit``.
+
+    @optimize("numba")                    # pip install "framehook-translator[numba]"
+    def f(a, b):
+        for i in range(1, a.shape[0]):
+            a[i] = a[i - 1] * 0.5 + b[i]
+        return a
+
+The graph is written as Python by the same code generator the ``eager`` backend uses (one
+straight-line function; loop nodes become ``for``/``while`` loops), and that function is
+compiled in nopython mode with bounds checks on (an index out of range raises IndexError as
+in plain code). Elementwise chains are left to numba's array expressions, reductions and
+matmuls to numba's numpy support.
+
+Compilation happens on the graph's first call with each argument signature, in numba's
+on-disk cache: the generated source is written to a file whose name hashes the source, what
+the names it uses are bound to, the example inputs' types and the Python, numpy and numba
+versions, so a changed graph or environment never reuses a kernel (numba's own index keys
+each kernel by signature too). ``cache_dir()`` says where (``FRAMEHOOK_NUMBA_CACHE_DIR``).
+
+A graph runs as the eager backend's code instead (a *fallback*, reported as FH016 by
+``explain(fn, backend="numba")``) when:
+
+* lowering finds an operation whose numba semantics differ from plain Python's: a captured
+  ``np.errstate`` block (numba neither warns nor raises as it asks), integer ``//`` and ``%``
+  (numpy gives 0 with a warning on division by zero, numba raises or gives 0 silently),
+  ``**`` and ``<<`` on Python integers (numba's are 64-bit), a bound value numba would
+  freeze as a constant or cannot call;
+* numba cannot type or lower the graph (any error numba raises while compiling: it never
+  reaches the user);
+* at call time, an argument numba would convert differently (an integer outside int64, an
+  object array, a list) or numpy's error settings are not the defaults (``np.seterr``):
+  that call runs eager.
+
+Known differences that are not fallbacks (documented in the README): numba does not emit
+numpy's RuntimeWarnings for floating-point errors under the default settings; IndexError
+messages are numba's; additions and multiplications of Python integers are 64-bit; sums may
+be accumulated in another order (floating results agree within ``numpy.allclose``).
+"""
+from __future__ import annotations
+
+import hashlib
+import operator
+import os
+import sys
+import threading
+import time
+import types
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ._runtime import runtime
+from .backends import register_backend
+from .exc import InvalidBackendError
+from .graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
+from .graph import codegen
+
+__all__ = ["numba_backend", "require_numba", "NUMBA_EXTRA", "NumbaGraph", "NumbaNote", "lower", "cache_dir",
+           "add_note_observer", "remove_note_observer", "FALLBACK_CODE"]
+
+NUMBA_EXTRA = "framehook-translator[numba]"
+FALLBACK_CODE = "FH016"
+_call_with = runtime.call_with
+_DEFAULT_ERR = {"divide": "warn", "over": "warn", "under": "ignore", "invalid": "warn"}
+_INT64 = (-(2 ** 63), 2 ** 63 - 1)
+
+
+def require_numba() -> Any:
+    """The numba module, or an error naming the extra that installs it."""
+    try:
+        import numba
+    except ImportError as e:
+        raise InvalidBackendError(
+            f"the 'numba' backend needs the numba package, which is not installed; "
+            f"install it with: pip install \"{NUMBA_EXTRA}\"") from e
+    return numba
+
+
+def cache_dir() -> str:
+    """Where generated kernel sources and numba's cached machine code live."""
+    given = os.environ.get("FRAMEHOOK_NUMBA_CACHE_DIR")
+    if given:
+        return given
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "framehook", "numba")
+
+
+@dataclass
+class NumbaNote:
+    """What the backend did with one graph: ``status`` is ``"compiled"`` or ``"fallback"``
+    (then ``reason`` says why); times in seconds (``numba_seconds``: compiling or loading
+    from the cache, ``cache``: ``"hit"``, ``"miss"`` or ``""``)."""
+
+    graph: str
+    status: str
+    reason: str = ""
+    lowering_seconds: float = 0.0
+    numba_seconds: float = 0.0
+    cache: str = ""
+
+    @property
+    def code(self) -> str:
+        return FALLBACK_CODE if self.status == "fallback" else ""
+
+    def __str__(self) -> str:
+        if self.status == "fallback":
+            return f"{FALLBACK_CODE} {self.graph}: runs eager: {self.reason}"
+        return (f"{self.graph}: numba, lowering {self.lowering_seconds * 1e3:.1f} ms, "
+                f"numba {self.numba_seconds * 1e3:.1f} ms (cache {self.cache or 'off'})")
+
+
+_observers: List[Callable[[NumbaNote], None]] = []
+
+
+def add_note_observer(fn: Callable[[NumbaNote], None]) -> None:
+    _observers.append(fn)
+
+
+def remove_note_observer(fn: Callable[[NumbaNote], None]) -> None:
+    if fn in _observers:
+        _observers.remove(fn)
+
+
+def _notify(note: NumbaNote) -> None:
+    for fn in list(_observers):
+        fn(note)
+
+
+# ---------------------------------------------------------------- lowering checks
+
+_INT_DIVISIONS = {operator.floordiv, operator.mod, operator.ifloordiv, operator.imod, np.floor_divide,
+                  np.remainder, np.fmod, divmod, np.divmod}
+_INT_GROWTH = {operator.pow, operator.ipow, operator.lshift, operator.ilshift, pow}
+_SAFE_MODULES = ("numpy", "math", "builtins", "cmath")
+
+
+def _walk(graph: Graph) -> Any:
+    for node in graph.nodes:
+        yield node
+        body = getattr(node.target, "body", None) if node.kind is NodeKind.CALL else None
+        if isinstance(body, Graph):
+            yield from _walk(body)
+
+
+def _integer_result(node: Node) -> bool:
+    meta = node.meta.get("val")
+    if isinstance(meta, ArrayMeta):
+        return meta.dtype.kind in "iub"
+    if isinstance(meta, ScalarMeta):
+        return meta.pytype in (int, bool)
+    return True   # unknown: assume the risky case
+
+
+def _risk(node: Node) -> Optional[str]:
+    """Why numba would not do what plain Python does for this node, or None."""
+    where = f" ({node.name})"
+    if node.meta.get("errstate"):
+        return "operations under a captured np.errstate block (numba neither warns nor raises as it asks)" + where
+    if node.kind is not NodeKind.CALL:
+        return None
+    target = node.target
+    try:
+        hash(target)
+    except TypeError:
+        return None
+    if target in _INT_DIVISIONS and _integer_result(node):
+        return "integer // or % (numpy and numba differ on division by zero)" + where
+    if target in _INT_GROWTH:
+        meta = node.meta.get("val")
+        if isinstance(meta, ScalarMeta) and meta.pytype is int:
+            return "** or << of Python integers (numba's integers are 64-bit)" + where
+    return None
+
+
+def _global_ok(name: str, value: Any) -> Tuple[Optional[str], str]:
+    """(why numba cannot use this bound value, or None; a stable description for the cache key)."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biufc":
+            return f"a constant array of dtype {value.dtype}", ""
+        digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
+        return None, f"array {value.dtype} {value.shape} {digest}"
+    if isinstance(value, np.generic):
+        return None, f"scalar {value.dtype} {value!r}"
+    if isinstance(value, (int, float, complex, bool)):
+        return None, repr(value)
+    module = getattr(value, "__module__", None) or ""
+    qualname = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    if isinstance(value, np.ufunc):
+        return None, f"ufunc {value.__name__}"
+    if type(value).__name__ == "module" and getattr(value, "__name__", "").split(".")[0] in _SAFE_MODULES:
+        return None, f"module {value.__name__}"
+    if callable(value) and qualname and module.split(".")[0] in _SAFE_MODULES:
+        return None, f"{module}.{qualname}"
+    return f"the graph calls or reads {codegen._display(value)}, which numba does not compile", ""
+
+
+@dataclass
+class Lowered:
+    """A graph written for numba: its source, the globals it reads, the cache key; or why not."""
+
+    source: str
+    scope: Dict[str, Any]
+    key: str
+    reason: Optional[str] = None
+    #: variable -> the dtype numpy gives it (numba's promotion rules are not numpy 2's)
+    dtypes: Optional[Dict[str, np.dtype]] = None
+
+
+def _type_text(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        f = value.flags
+        return f"ndarray[{value.dtype.str},{value.ndim},{'C' if f.c_contiguous else 'F' if f.f_contiguous else 'A'}]"
+    return type(value).__qualname__
+
+
+def _without_del(source: str) -> str:
+    """numba's bytecode analysis refuses ``del`` of locals; it frees values itself."""
+    lines = []
+    for line in source.splitlines():
+        body = line.lstrip()
+        lines.append(line[:len(line) - len(body)] + "pass" if body.startswith("del ") else line)
+    return "\n".join(lines) + "\n"
+
+
+def lower(graph: Graph, example_inputs: Sequence[Any] = ()) -> Lowered:
+    """The graph as the source numba compiles, or the reason it runs eager instead."""
+    for node in _walk(graph):
+        why = _risk(node)
+        if why is not None:
+            return Lowered("", {}, "", why)
+    names = codegen._Names()
+    try:
+        source, _ = codegen._source(graph, names, "forward", lambda node: None)
+    except codegen.GraphCodegenError as e:
+        return Lowered("", {}, "", str(e))
+    source = _without_del(source)
+    parts = [source]
+    for name in sorted(names.globals):
+        why, text = _global_ok(name, names.globals[name])
+        if why is not None:
+            return Lowered(source, {}, "", why)
+        parts.append(f"{name} = {text}")
+    numba = require_numba()
+    parts += [_type_text(v) for v in example_inputs]
+    parts += [sys.version, np.__version__, numba.__version__]
+    key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
+    dtypes = {}
+    for node, var in names._vars.items():
+        meta = node.meta.get("val")
+        if isinstance(meta, ArrayMeta) and var.isidentifier():
+            dtypes[var] = meta.dtype
+    return Lowered(source, dict(names.globals), key, dtypes=dtypes)
+
+
+# ---------------------------------------------------------------- the compiled graph
+
+def _arg_ok(value: Any) -> bool:
+    t = type(value)
+    if t is np.ndarray:
+        return value.dtype.kind in "biufc" and not value.dtype.byteorder == ">"
+    if t is bool or t is float or t is complex:
+        return True
+    if t is int:
+        return _INT64[0] <= value <= _INT64[1]
+    return isinstance(value, np.generic) and value.dtype.kind in "biufc"
+
+
+def _arg_key(value: Any) -> Any:
+    if type(value) is np.ndarray:
+        f = value.flags
+        return (value.dtype.num, value.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)
+    return type(value)
+
+
+def _write_source(path: str, source: str) -> None:
+    """Write the kernel's file once (numba's cache stamps its mtime: never touch it again)."""
+    if os.path.exists(path):
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(source)
+    os.replace(tmp, path)
+
+
+def _type_mismatch(dispatcher: Any, signature: Tuple[Any, ...], dtypes: Dict[str, np.dtype]) -> Optional[str]:
+    """Where numba typed a graph value with another dtype than numpy gives it (numba
+    promotes ``float32 * 2.0`` to float64, numpy 2 keeps float32), or None."""
+    from numba.np.numpy_support import as_dtype
+    try:
+        typemap = dispatcher.overloads[signature].type_annotation.typemap
+    except (KeyError, AttributeError):   # pragma: no cover - numba without type annotations
+        return "numba's types could not be checked against numpy's"
+    for var, typ in typemap.items():
+        want = dtypes.get(var.split(".")[0])
+        if want is None:
+            continue
+        try:
+            got = as_dtype(getattr(typ, "dtype", typ))
+        except Exception:   # noqa: BLE001 - a type with no numpy equivalent: not the one numpy gives
+            return f"numba types {var.split('.')[0]} as {typ}, numpy gives {want}"
+        if got != want:
+            return f"numba's type promotion differs: {var.split('.')[0]} is {got} in numba, {want} in numpy"
+    return None
+
+
+class NumbaGraph:
+    """A graph's numba kernel, with the eager code for fallbacks; called like ``graph.forward``."""
+
+    def __init__(self, graph: Graph, lowered: Lowered, lowering_seconds: float) -> None:
+        self.graph = graph
+        self.eager = graph.forward
+        self.lowered = lowered
+        self.lowering_seconds = lowering_seconds
+        self.fallback_reason: Optional[str] = lowered.reason
+        self.dispatcher: Any = None
+        self.notes: List[NumbaNote] = []
+        self._ready: Dict[Tuple[Any, ...], bool] = {}
+        self._lock = threading.Lock()
+        self._restore = self._output_restorer(graph)
+        self.__name__ = "forward"
+        self.__qualname__ = f"{graph.name}.numba"
+        self.framehook_untraced = True
+        if self.fallback_reason is not None:
+            self._note(NumbaNote(graph.name, "fallback", self.fallback_reason, lowering_seconds))
+
+    def _note(self, note: NumbaNote) -> None:
+        self.notes.append(note)
+        _notify(note)
+
+    @staticmethod
+    def _output_restorer(graph: Graph) -> Callable[[Any, Sequence[Any]], Any]:
+        """Give results the types plain code gives (numba returns Python floats for numpy
+        scalars, and new array objects for the arguments returned as they are)."""
+        out = graph.output_node.args[0] if graph.output_node is not None else None
+        placeholders = {n: i for i, n in enumerate(graph.placeholders)}
+
+        def one(spec: Any, value: Any, args: Sequence[Any], seen: Dict[Node, Any]) -> Any:
+            if isinstance(spec, Node):
+                if spec in seen:
+                    return seen[spec]
+                if spec in placeholders:
+                    result = args[placeholders[spec]]
+                else:
+                    meta = spec.meta.get("val")
+                    result = value
+                    if isinstance(meta, ArrayMeta) and not meta.is_array and type(value) is not meta.pytype:
+                        result = meta.pytype(value)
+                    elif isinstance(meta, ScalarMeta) and meta.pytype in (int, float, bool, complex) \
+                            and type(value) is not meta.pytype:
+                        result = meta.pytype(value)
+                seen[spec] = result
+                return result
+            if type(spec) in (tuple, list):
+                return type(spec)(one(s, v, args, seen) for s, v in zip(spec, value))
+            if type(spec) is dict:   # numba gives its typed dict: give a dict, in the same order
+                return {k: one(s, value[k], args, seen) for k, s in spec.items()}
+            return value
+
+        return lambda value, args: one(out, value, args, {})
+
+    def _fall_back(self, reason: str) -> None:
+        self.fallback_reason = reason
+        self._note(NumbaNote(self.graph.name, "fallback", reason, self.lowering_seconds))
+
+    def _dispatcher(self) -> Any:
+        if self.dispatcher is None:
+            numba = require_numba()
+            path = os.path.join(cache_dir(), f"fh_{self.lowered.key}.py")
+            _write_source(path, self.lowered.source)
+            # a module numba can find again by name when it loads the kernel from its cache
+            name = f"framehook_numba_{self.lowered.key}"
+            module = sys.modules.get(name)
+            if module is None:
+                module = types.ModuleType(name)
+                module.__file__ = path
+                module.__dict__.update(self.lowered.scope)
+                exec(compile(self.lowered.source, path, "exec"), module.__dict__)  # noqa: S102 - generated
+                sys.modules[name] = module
+            self.dispatcher = numba.njit(cache=True, boundscheck=True)(module.forward)
+        return self.dispatcher
+
+    def _prepare(self, key: Tuple[Any, ...], args: Sequence[Any]) -> bool:
+        """Compile (or load from the cache) the kernel for these arguments' types; False
+        (and the graph falls back for good) when numba refuses it."""
+        with self._lock:
+            if self.fallback_reason is not None:
+                return False
+            if key in self._ready:
+                return True
+            start = time.perf_counter()
+            try:
+                dispatcher = _call_with(None, self._dispatcher)
+                numba = require_numba()
+                signature = tuple(numba.typeof(a) for a in args)
+                stats = dispatcher.stats
+                hits = stats.cache_hits.copy() if hasattr(stats, "cache_hits") else {}
+                with warnings.catch_warnings():   # numba's performance hints are not the user's warnings
+                    warnings.simplefilter("ignore", numba.NumbaWarning)
+                    _call_with(None, dispatcher.compile, signature)
+            except Exception as e:   # noqa: BLE001 - whatever numba raises, the user never sees it
+                first = str(e).strip().splitlines()
+                self._fall_back(f"numba cannot compile it: {type(e).__name__}: "
+                                f"{first[0] if first else ''}"[:300])
+                return False
+            seconds = time.perf_counter() - start
+            differs = self._checked(dispatcher, signature)
+            if differs is not None:
+                self._fall_back(differs)
+                return False
+            now = getattr(dispatcher.stats, "cache_hits", {})
+            cache = "hit" if sum(now.values()) > sum(hits.values()) else "miss"
+            self._ready[key] = True
+            self._note(NumbaNote(self.graph.name, "compiled", "", self.lowering_seconds, seconds, cache))
+            return True
+
+    def _checked(self, dispatcher: Any, signature: Tuple[Any, ...]) -> Optional[str]:
+        """The type check's verdict: made after a fresh compile and kept beside the cached
+        kernel (a kernel loaded from numba's cache has no type map to check)."""
+        tag = hashlib.sha256(repr(signature).encode()).hexdigest()[:16]
+        marker = os.path.join(cache_dir(), f"fh_{self.lowered.key}.{tag}.checked")
+        overload = dispatcher.overloads.get(signature)
+        if getattr(getattr(overload, "type_annotation", None), "typemap", None) is None:
+            try:
+                with open(marker) as f:
+                    verdict = f.read()
+            except OSError:
+                return "a cached kernel without the record of its type check"
+            return verdict or None
+        verdict = _type_mismatch(dispatcher, signature, self.lowered.dtypes or {})
+        try:
+            _write_source(marker, verdict or "")
+        except OSError:   # a read-only cache: the check is made again next time
+            pass
+        return verdict
+
+    def __call__(self, *args: Any) -> Any:
+        if self.fallback_reason is None and np.geterr() == _DEFAULT_ERR and all(_arg_ok(a) for a in args):
+            key = tuple(_arg_key(a) for a in args)
+            if key in self._ready or self._prepare(key, args):
+                return self._restore(_call_with(None, self.dispatcher, *args), args)
+        return self.eager(*args)
+
+
+def _numba_backend(graph: Any, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+    require_numba()
+    if not isinstance(graph, Graph):
+        return graph.forward
+    if not any(n.kind not in (NodeKind.PLACEHOLDER, NodeKind.OUTPUT) for n in graph.nodes):
+        return graph.forward   # nothing to compile
+    start = time.perf_counter()
+    lowered = lower(graph, example_inputs)
+    return NumbaGraph(graph, lowered, time.perf_counter() - start)
+
+
+_numba_backend.check_available = require_numba  # type: ignore[attr-defined]
+numba_backend = register_backend(_numba_backend, name="numba")

@@ -1,0 +1,342 @@
+"""The ``numba`` backend: every corpus case agrees with plain numpy (first call, cache hit,
+recompiles, first call again), graphs numba cannot take or whose semantics differ fall
+back to eager with an FH016 note, the on-disk cache is reused only for the same graph and
+input types, and explain() reports the notes.
+
+The corpus run compiles about 150 graphs cold: it takes about two minutes on one core.
+Kernels are compiled into one cache directory per test session (FRAMEHOOK_NUMBA_CACHE_DIR),
+so the cache-hit tests reload kernels the corpus run compiled.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Any, List
+
+import numpy as np
+import pytest
+
+numba = pytest.importorskip("numba", reason="numba is not installed for this interpreter")
+
+import framehook.translator as ft  # noqa: E402
+from corpus_helpers import corpus_modules  # noqa: E402
+from framehook.translator import backends_numba as bnb  # noqa: E402
+from framehook.translator.exc import InvalidBackendError  # noqa: E402
+from symbolic_helpers import outcome  # noqa: E402
+from test_numexpr_corpus import assert_close  # noqa: E402
+
+CASES = [(m.__name__.replace("_corpus_count_", ""), case) for m in corpus_modules() for case in m.CORPUS]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def numba_cache(tmp_path_factory: Any) -> Any:
+    path = tmp_path_factory.mktemp("numba-cache")
+    old = os.environ.get("FRAMEHOOK_NUMBA_CACHE_DIR")
+    os.environ["FRAMEHOOK_NUMBA_CACHE_DIR"] = str(path)
+    yield path
+    if old is None:
+        del os.environ["FRAMEHOOK_NUMBA_CACHE_DIR"]
+    else:
+        os.environ["FRAMEHOOK_NUMBA_CACHE_DIR"] = old
+
+
+@pytest.fixture
+def notes() -> Any:
+    seen: List[bnb.NumbaNote] = []
+    bnb.add_note_observer(seen.append)
+    yield seen
+    bnb.remove_note_observer(seen.append)
+
+
+def _calls(calls: Any) -> Any:
+    for call in [calls[0], calls[0], *calls[1:], calls[0]]:
+        yield (call if len(call) == 2 and isinstance(call[0], tuple) and isinstance(call[1], dict)
+               else (call, {}))
+
+
+def run_under_numba(fn: Any, calls: Any) -> None:
+    ft.reset()
+    opt = ft.optimize("numba")(fn)
+    try:
+        for args, kwargs in _calls(calls):
+            want = outcome(fn, args, kwargs)
+            got = outcome(opt, args, kwargs)
+            assert got[0] == want[0], \
+                f"{fn.__name__}: plain {want[0]}s {want[1]!r:.200}, numba {got[0]}s {got[1]!r:.200}"
+            if want[0] == "raise":
+                assert got[1][0] is want[1][0], f"{got[1]} != {want[1]}"
+            else:
+                assert_close(got[1], want[1])
+            assert_close(got[2], want[2], "arguments after the call")
+    finally:
+        ft.reset()
+
+
+_compiled_cases: List[str] = []
+
+
+@pytest.mark.parametrize("module,case", CASES, ids=[f"{m}.{c[0].__name__}" for m, c in CASES])
+def test_corpus_case_agrees_under_numba(module, case, notes, capsys):
+    run_under_numba(case[0], case[1])
+    if any(n.status == "compiled" for n in notes):
+        _compiled_cases.append(case[0].__name__)
+    capsys.readouterr()
+
+
+def test_the_corpus_agreement_is_not_vacuous(notes, capsys):
+    # numba does compile most corpus graphs (the rest fall back, with a reason each)
+    by_name = {case[0].__name__: case for _, case in CASES}
+    for name in ("black_scholes_call", "gelu", "smooth_abs"):
+        run_under_numba(*by_name[name][:2])
+    assert {n.graph for n in notes if n.status == "compiled"}, [str(n) for n in notes]
+    assert all(n.reason for n in notes if n.status == "fallback")
+    capsys.readouterr()
+
+
+# ------------------------------------------------------------------ fallbacks
+
+
+def _floor(x, k):
+    return x // k + 1
+
+
+def _errstate(x):
+    with np.errstate(divide="ignore"):
+        y = 1.0 / x
+    return y * 2.0
+
+
+def _int_power(n, x):
+    return x * (n ** 70)
+
+
+def _object_graph(x, table):
+    return x + table[1]
+
+
+@pytest.mark.parametrize("fn,args,why", [
+    (_floor, (np.arange(-3, 4), 0), "integer // or %"),
+    (_errstate, (np.array([0.0, 2.0]),), "np.errstate"),
+    (_int_power, (3, np.ones(3)), "** or << of Python integers"),
+])
+def test_risky_graphs_fall_back_with_a_reason(fn, args, why, notes):
+    ft.reset()
+    with np.errstate(all="ignore"):
+        want = outcome(fn, args, {})
+    got = outcome(ft.optimize("numba")(fn), args, {})
+    assert got[0] == want[0] == "return"
+    assert_close(got[1], want[1])
+    falls = [n for n in notes if n.status == "fallback"]
+    assert falls and why in falls[0].reason and falls[0].code == "FH016"
+    ft.reset()
+
+
+def test_a_graph_numba_cannot_type_falls_back_and_never_raises_numba_errors(notes):
+    def join(x, n):
+        return np.array2string(x[:n] * 2.0)   # a numpy function numba does not implement
+
+    ft.reset()
+    x = np.arange(5.0)
+    want = join(x, 3)
+    assert ft.optimize("numba")(join)(x, 3) == want
+    assert ft.optimize("numba")(join)(x, 3) == want
+    ft.reset()
+
+
+def test_numba_typing_failure_is_a_fallback(notes):
+    # numba cannot take a 3-argument np.clip of mixed scalars and a complex array here; the
+    # call still returns plain's result, and the reason quotes numba
+    def clipc(z):
+        return np.sort_complex(z) * 2.0
+
+    ft.reset()
+    z = np.array([3 + 1j, 1 - 2j, 2 + 0j])
+    want = clipc(z)
+    got = ft.optimize("numba")(clipc)(z)
+    np.testing.assert_array_equal(got, want)
+    reasons = [n.reason for n in notes if n.status == "fallback"]
+    compiled = [n for n in notes if n.status == "compiled"]
+    # numba either compiles it (then it agreed above) or falls back saying numba refused
+    assert compiled or any("numba cannot compile it" in r for r in reasons), [str(n) for n in notes]
+    ft.reset()
+
+
+def test_out_of_bounds_index_raises_index_error_as_plain():
+    def pick(x, i):
+        return x[i] * 2.0
+
+    ft.reset()
+    opt = ft.optimize("numba")(pick)
+    x = np.arange(4.0)
+    assert opt(x, 2) == pick(x, 2) and type(opt(x, 2)) is type(pick(x, 2))
+    with pytest.raises(IndexError):
+        pick(x, 7)
+    with pytest.raises(IndexError):
+        opt(x, 7)
+    assert opt(x, -1) == pick(x, -1)
+    ft.reset()
+
+
+def test_float_division_by_a_python_zero_raises_as_plain():
+    def scale(x, d):
+        return x * (1.0 / d)
+
+    ft.reset()
+    opt = ft.optimize("numba")(scale)
+    x = np.ones(3)
+    np.testing.assert_array_equal(opt(x, 4.0), scale(x, 4.0))
+    with pytest.raises(ZeroDivisionError):
+        opt(x, 0.0)
+    ft.reset()
+
+
+def test_non_default_error_settings_run_eager():
+    def recip(x):
+        return 1.0 / x
+
+    ft.reset()
+    opt = ft.optimize("numba")(recip)
+    x = np.array([1.0, 0.0])
+    with np.errstate(divide="ignore"):
+        opt(x)   # compiled or not, the settings below must be honoured
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError):
+            recip(x)
+        with pytest.raises(FloatingPointError):
+            opt(x)
+    ft.reset()
+
+
+def test_arguments_returned_as_they_are_keep_their_identity_and_mutation_is_seen():
+    def bump(a, b):
+        a += b
+        return a, a.sum()
+
+    ft.reset()
+    opt = ft.optimize("numba")(bump)
+    a, b = np.arange(4.0), np.ones(4)
+    plain_a = a.copy()
+    want = bump(plain_a, b)
+    got = opt(a, b)
+    assert got[0] is a
+    np.testing.assert_array_equal(a, plain_a)
+    assert type(got[1]) is type(want[1]) and got[1] == want[1]
+    ft.reset()
+
+
+def test_missing_numba_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "numba", None)
+    with pytest.raises(InvalidBackendError, match=r"framehook-translator\[numba\]"):
+        ft.optimize("numba")
+
+
+# ------------------------------------------------------------------ the on-disk cache
+
+
+def _cache_note(fn: Any, *args: Any) -> List[bnb.NumbaNote]:
+    seen: List[bnb.NumbaNote] = []
+    bnb.add_note_observer(seen.append)
+    try:
+        ft.reset()
+        ft.optimize("numba")(fn)(*args)
+    finally:
+        bnb.remove_note_observer(seen.append)
+        ft.reset()
+    return [n for n in seen if n.status == "compiled"]
+
+
+def test_lowering_key_changes_with_the_graph_and_the_input_types():
+    from framehook.translator.symbolic import add_observer, remove_observer
+
+    def axpy(a, x, y):
+        return a * x + y
+
+    def axmy(a, x, y):
+        return a * x - y
+
+    graphs: List[Any] = []
+
+    def grab(fn: Any, *args: Any) -> Any:
+        reports: List[Any] = []
+        add_observer(reports.append)
+        try:
+            ft.reset()
+            ft.optimize("eager")(fn)(*args)
+        finally:
+            remove_observer(reports.append)
+            ft.reset()
+        return reports[0].graph
+
+    f64 = (2.0, np.ones(3), np.ones(3))
+    f32 = (2.0, np.ones(3, np.float32), np.ones(3, np.float32))
+    keys = {bnb.lower(grab(axpy, *f64), f64).key, bnb.lower(grab(axpy, *f32), f32).key,
+            bnb.lower(grab(axmy, *f64), f64).key}
+    graphs.append(keys)
+    assert len(keys) == 3 and all(keys)
+    assert bnb.lower(grab(axpy, *f64), f64).key in keys   # the same graph and types: the same key
+
+
+_CHILD = textwrap.dedent("""
+    import sys, numpy as np
+    import framehook.translator as ft
+    from framehook.translator import backends_numba as bnb
+    notes = []
+    bnb.add_note_observer(notes.append)
+    def axpy(a, x, y):
+        return a * x + y
+    dtype = np.dtype(sys.argv[1])
+    out = ft.optimize("numba")(axpy)(2.0, np.arange(4, dtype=dtype), np.ones(4, dtype=dtype))
+    assert np.array_equal(out, 2.0 * np.arange(4, dtype=dtype) + 1), out
+    assert out.dtype == (2.0 * np.ones(1, dtype=dtype)).dtype
+    print(";".join(n.status + ":" + (n.cache if n.status == "compiled" else n.reason) for n in notes))
+""")
+
+
+def _child(dtype: str, cache: Any) -> str:
+    env = dict(os.environ, FRAMEHOOK_NUMBA_CACHE_DIR=str(cache),
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run([sys.executable, "-c", _CHILD, dtype], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_new_process_reuses_the_kernel_only_for_the_same_graph_and_dtype(tmp_path):
+    assert _child("float64", tmp_path) == "compiled:miss"
+    assert _child("float64", tmp_path) == "compiled:hit"
+    assert _child("int64", tmp_path) == "compiled:miss"   # another dtype: never the float64 kernel
+    assert _child("int64", tmp_path) == "compiled:hit"
+
+
+def test_where_numba_promotes_otherwise_than_numpy_the_graph_falls_back(notes):
+    # numba computes float32 * 2.0 in float64; numpy 2 keeps float32
+    def scale(x):
+        return x * 2.0 + 1.0
+
+    ft.reset()
+    x = np.arange(4, dtype=np.float32)
+    got = ft.optimize("numba")(scale)(x)
+    assert got.dtype == scale(x).dtype == np.float32
+    np.testing.assert_array_equal(got, scale(x))
+    assert [n.status for n in notes] == ["fallback"] and "type promotion" in notes[0].reason
+    ft.reset()
+
+
+def test_explain_reports_numba_notes_and_times():
+    def f(x):
+        return np.sqrt(x * x + 1.0).sum()
+
+    def g(x, k):
+        return x // k
+
+    out = ft.explain(f, backend="numba")(np.arange(5.0))
+    assert out.result == f(np.arange(5.0))
+    (note,) = out.backend_notes
+    assert note.status == "compiled" and note.numba_seconds > 0 and note.cache in ("hit", "miss")
+    assert out.compile_times and "Backend notes:" in str(out)
+    out = ft.explain(g, backend="numba")(np.arange(5), 2)
+    assert [n.code for n in out.backend_notes] == ["FH016"]
+    assert "FH016" in str(out) and "integer //" in str(out)
+    ft.reset()
