@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 
 numba = pytest.importorskip("numba", reason="numba is not installed for this interpreter")
-
 import framehook.translator as ft  # noqa: E402
 from corpus_helpers import corpus_modules  # noqa: E402
 from framehook.translator import backends_numba as bnb  # noqa: E402
@@ -224,6 +223,28 @@ def test_arguments_returned_as_they_are_keep_their_identity_and_mutation_is_seen
     np.testing.assert_array_equal(a, plain_a)
     assert type(got[1]) is type(want[1]) and got[1] == want[1]
     ft.reset()
+
+
+def test_numba_frames_are_never_translated(notes):
+    # numba's own Python code (its compiler; a typed dict's lazily compiled methods when a
+    # graph returns a dict) runs with the frame callback off
+    from framehook.translator.symbolic import add_observer, remove_observer
+
+    def greeks(s, k):
+        d = np.log(s / k)
+        return {"d": d, "e": np.exp(-d)}
+
+    reports: List[Any] = []
+    add_observer(reports.append)
+    try:
+        ft.reset()
+        got = ft.optimize("numba")(greeks)(np.linspace(1.0, 2.0, 5), 1.5)
+    finally:
+        remove_observer(reports.append)
+        ft.reset()
+    assert type(got) is dict and list(got) == ["d", "e"]
+    assert_close(got, greeks(np.linspace(1.0, 2.0, 5), 1.5))
+    assert [r.code.co_name for r in reports] == ["greeks"]
 
 
 def test_missing_numba_names_the_extra(monkeypatch):

@@ -42,6 +42,7 @@ from __future__ import annotations
 import hashlib
 import operator
 import os
+import re
 import sys
 import threading
 import time
@@ -237,9 +238,15 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = ()) -> Lowered:
     except codegen.GraphCodegenError as e:
         return Lowered("", {}, "", str(e))
     source = _without_del(source)
+    scope = dict(names.globals)
+    for name, value in list(scope.items()):
+        if type(value) is slice and all(p is None or type(p) is int for p in (value.start, value.stop, value.step)):
+            # numba cannot read a slice from the globals: spell it out where it is used
+            source = re.sub(rf"(?<![\w.]){re.escape(name)}(?!\w)", repr(value), source)
+            del scope[name]
     parts = [source]
-    for name in sorted(names.globals):
-        why, text = _global_ok(name, names.globals[name])
+    for name in sorted(scope):
+        why, text = _global_ok(name, scope[name])
         if why is not None:
             return Lowered(source, {}, "", why)
         parts.append(f"{name} = {text}")
@@ -252,7 +259,7 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = ()) -> Lowered:
         meta = node.meta.get("val")
         if isinstance(meta, ArrayMeta) and var.isidentifier():
             dtypes[var] = meta.dtype
-    return Lowered(source, dict(names.globals), key, dtypes=dtypes)
+    return Lowered(source, scope, key, dtypes=dtypes)
 
 
 # ---------------------------------------------------------------- the compiled graph
@@ -318,7 +325,7 @@ class NumbaGraph:
         self.fallback_reason: Optional[str] = lowered.reason
         self.dispatcher: Any = None
         self.notes: List[NumbaNote] = []
-        self._ready: Dict[Tuple[Any, ...], bool] = {}
+        self._ready: Dict[Tuple[Any, ...], Any] = {}   # argument types -> compiled entry point
         self._lock = threading.Lock()
         self._restore = self._output_restorer(graph)
         self.__name__ = "forward"
@@ -385,26 +392,41 @@ class NumbaGraph:
 
     def _prepare(self, key: Tuple[Any, ...], args: Sequence[Any]) -> bool:
         """Compile (or load from the cache) the kernel for these arguments' types; False
-        (and the graph falls back for good) when numba refuses it."""
+        (and the graph falls back for good) when numba refuses it. numba's own Python code
+        runs with no frame callback: the translator must never trace it."""
+        return bool(_call_with(None, self._prepare_untraced, key, args))
+
+    def _prepare_untraced(self, key: Tuple[Any, ...], args: Sequence[Any]) -> bool:
         with self._lock:
             if self.fallback_reason is not None:
                 return False
             if key in self._ready:
                 return True
             start = time.perf_counter()
+            signature: Any = None
             try:
-                dispatcher = _call_with(None, self._dispatcher)
+                dispatcher = self._dispatcher()
                 numba = require_numba()
                 signature = tuple(numba.typeof(a) for a in args)
+                refused = self._marker(signature, "refused")
+                if os.path.exists(refused):   # numba refused it before: do not spend the time again
+                    with open(refused) as f:
+                        self._fall_back(f.read())
+                    return False
                 stats = dispatcher.stats
                 hits = stats.cache_hits.copy() if hasattr(stats, "cache_hits") else {}
                 with warnings.catch_warnings():   # numba's performance hints are not the user's warnings
                     warnings.simplefilter("ignore", numba.NumbaWarning)
-                    _call_with(None, dispatcher.compile, signature)
+                    dispatcher.compile(signature)
             except Exception as e:   # noqa: BLE001 - whatever numba raises, the user never sees it
                 first = str(e).strip().splitlines()
-                self._fall_back(f"numba cannot compile it: {type(e).__name__}: "
-                                f"{first[0] if first else ''}"[:300])
+                reason = f"numba cannot compile it: {type(e).__name__}: {first[0] if first else ''}"[:300]
+                self._fall_back(reason)
+                if signature is not None:   # refused for these types (not a failure to find numba)
+                    try:
+                        _write_source(self._marker(signature, "refused"), reason)
+                    except OSError:   # a read-only cache: numba is asked again next time
+                        pass
                 return False
             seconds = time.perf_counter() - start
             differs = self._checked(dispatcher, signature)
@@ -413,15 +435,19 @@ class NumbaGraph:
                 return False
             now = getattr(dispatcher.stats, "cache_hits", {})
             cache = "hit" if sum(now.values()) > sum(hits.values()) else "miss"
-            self._ready[key] = True
+            self._ready[key] = dispatcher.overloads[signature].entry_point
             self._note(NumbaNote(self.graph.name, "compiled", "", self.lowering_seconds, seconds, cache))
             return True
+
+    def _marker(self, signature: Tuple[Any, ...], kind: str) -> str:
+        """A file beside the kernel's recording a verdict about one signature."""
+        tag = hashlib.sha256(repr(signature).encode()).hexdigest()[:16]
+        return os.path.join(cache_dir(), f"fh_{self.lowered.key}.{tag}.{kind}")
 
     def _checked(self, dispatcher: Any, signature: Tuple[Any, ...]) -> Optional[str]:
         """The type check's verdict: made after a fresh compile and kept beside the cached
         kernel (a kernel loaded from numba's cache has no type map to check)."""
-        tag = hashlib.sha256(repr(signature).encode()).hexdigest()[:16]
-        marker = os.path.join(cache_dir(), f"fh_{self.lowered.key}.{tag}.checked")
+        marker = self._marker(signature, "checked")
         overload = dispatcher.overloads.get(signature)
         if getattr(getattr(overload, "type_annotation", None), "typemap", None) is None:
             try:
@@ -437,11 +463,20 @@ class NumbaGraph:
             pass
         return verdict
 
+    def _run(self, entry: Any, args: Sequence[Any]) -> Any:
+        return self._restore(entry(*args), args)
+
     def __call__(self, *args: Any) -> Any:
         if self.fallback_reason is None and np.geterr() == _DEFAULT_ERR and all(_arg_ok(a) for a in args):
             key = tuple(_arg_key(a) for a in args)
-            if key in self._ready or self._prepare(key, args):
-                return self._restore(_call_with(None, self.dispatcher, *args), args)
+            entry = self._ready.get(key)
+            if entry is None and self._prepare(key, args):
+                entry = self._ready[key]
+            if entry is not None:
+                # the kernel compiled for exactly these argument types (the key says so): its
+                # entry point, never numba's dispatch, which could compile again on this stack
+                # (restoring may run numba's Python code too: a typed dict's methods compile lazily)
+                return _call_with(None, self._run, entry, args)
         return self.eager(*args)
 
 

@@ -6,7 +6,7 @@
     out.guards[0], .frame, .guard   # "TYPE_MATCH(L['k']): type(L['k']) is int", in frame "step"
     print(out)                      # graphs, breaks with hints, op counts, guards, compile times
 
-The call runs once under ``optimize("eager")`` with every cache entry set aside, so every
+The call runs once under ``optimize(backend)`` (default "eager") with every cache entry set aside, so every
 frame it reaches is translated afresh and reported; afterwards the entries it made are dropped
 and those set aside come back (on each function's next call, with no retranslation), so
 functions compiled before keep their cache. When the call raises, the exception propagates
