@@ -3,7 +3,9 @@ recompiles, first call again), graphs numba cannot take or whose semantics diffe
 back to eager with an FH016 note, the on-disk cache is reused only for the same graph and
 input types, and explain() reports the notes.
 
-The corpus run compiles about 150 graphs cold: it takes about two minutes on one core.
+The corpus run compiles about 230 graphs cold: 3m40s for the file on 3.11 on an idle core,
+about 10 minutes with other jobs on the machine; under a tracer (coverage) every fourth case
+runs unless FRAMEHOOK_NUMBA_CORPUS=all.
 Kernels are compiled into one cache directory per test session (FRAMEHOOK_NUMBA_CACHE_DIR),
 so the cache-hit tests reload kernels the corpus run compiled.
 """
@@ -27,6 +29,10 @@ from symbolic_helpers import outcome  # noqa: E402
 from test_numexpr_corpus import assert_close  # noqa: E402
 
 CASES = [(m.__name__.replace("_corpus_count_", ""), case) for m in corpus_modules() for case in m.CORPUS]
+# under a tracer (coverage in CI) numba's compiler runs several times slower: every fourth
+# case unless FRAMEHOOK_NUMBA_CORPUS=all asks for the whole corpus (as it runs untraced)
+_WHOLE = os.environ.get("FRAMEHOOK_NUMBA_CORPUS", "all" if sys.gettrace() is None else "sample") == "all"
+RUN_CASES = CASES if _WHOLE else CASES[::4]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -76,7 +82,7 @@ def run_under_numba(fn: Any, calls: Any) -> None:
 _compiled_cases: List[str] = []
 
 
-@pytest.mark.parametrize("module,case", CASES, ids=[f"{m}.{c[0].__name__}" for m, c in CASES])
+@pytest.mark.parametrize("module,case", RUN_CASES, ids=[f"{m}.{c[0].__name__}" for m, c in RUN_CASES])
 def test_corpus_case_agrees_under_numba(module, case, notes, capsys):
     run_under_numba(case[0], case[1])
     if any(n.status == "compiled" for n in notes):
