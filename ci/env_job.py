@@ -160,8 +160,10 @@ def run_conformance_without_translator(results: Path, wheels: list[Path], scratc
 
 def _translator_skipped_as_absent(out: Path) -> bool:
     data = json.loads(out.read_text())
+    # a case whose syntax this version lacks is skipped for that reason in every mode
     wrong = [i for i in data["results"] if i["mode"] == "translator"
-             and not (i["status"] == "skip" and "framehook-translator is not installed" in i["reason"])]
+             and not (i["status"] == "skip" and ("framehook-translator is not installed" in i["reason"]
+                                                 or i["reason"].startswith("case needs CPython")))]
     for item in wrong[:3]:
         print(f"[env_job] conformance without the translator: {item['case']} translator mode was "
               f"{item['status']} ({item['reason']}), expected a skip naming the absent package", flush=True)

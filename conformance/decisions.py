@@ -7,7 +7,8 @@ from typing import Any, Optional
 # what the translator decided, without what only says where or when it ran
 KEPT = ("guards", "graphs", "restarts", "recompile_reasons", "backend")
 # guard texts may cut a long repr short with "..."
-_MODULE_REPR = re.compile(r"<module '([^']+)' (?:from '.*?(?:'>|\.\.\.)|\(built-in\)>|\(frozen\)>)")
+# (cut at any character, so the path is read up to its closing quote or the final "...")
+_MODULE_REPR = re.compile(r"<module '([^']+)' (?:from '[^']*(?:'>|\.\.\.$)|\(built-in\)>|\(frozen\)>)")
 
 
 def normalize(decisions: Optional[dict]) -> Optional[dict]:

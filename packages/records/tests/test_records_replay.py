@@ -346,3 +346,58 @@ def test_package_versions_listed():
                                  "framehook.profiler"}
     assert rec.packages["framehook.records"] == "0.1.0" or rec.packages["framehook.records"] is None
     assert rec.python["version"].startswith("%d.%d" % sys.version_info[:2])
+
+
+@pytest.mark.parametrize("fails_at", ["write", "rename"])
+def test_a_failed_save_leaves_neither_the_record_nor_its_temp_file(tmp_path, monkeypatch, fails_at):
+    import builtins
+    import os
+
+    rec = record_call(fact, (3,))
+    path = tmp_path / "out.fhrec"
+    save(rec, path)
+    before = path.read_bytes()
+    if fails_at == "rename":
+        monkeypatch.setattr(os, "replace", lambda *a: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    else:
+        real_open = builtins.open
+
+        class Full:
+            def __init__(self, fh):
+                self.fh = fh
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                self.fh.close()
+
+            def write(self, data):
+                self.fh.write(data[:10])
+                raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(builtins, "open", lambda name, mode="r", *a, **k:
+                            Full(real_open(name, mode, *a, **k)) if "w" in mode else real_open(name, mode, *a, **k))
+    with pytest.raises(OSError, match="No space left"):
+        save(record_call(fact, (4,)), path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before          # the old record is intact
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.fhrec"]
+
+
+def test_replay_does_not_repeat_the_sources_syntax_warnings(tmp_path, recwarn):
+    import warnings
+    source = "def f(x):\n    return x is 1\n"   # 'is' with a literal: a SyntaxWarning when compiled
+    module = tmp_path / "warns.py"
+    module.write_text(source)
+    ns = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        exec(compile(source, str(module), "exec"), ns)
+    rec = record_call(ns["f"], (1,))
+    assert rec.code["source"] == source
+    path = tmp_path / "warns.fhrec"
+    save(rec, path)
+    result = replay(path, modes=("plain",), prefer_source=True)
+    assert result.ok and result.code_from == "source"
+    assert not [w for w in recwarn if issubclass(w.category, SyntaxWarning)]

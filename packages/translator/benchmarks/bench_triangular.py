@@ -78,6 +78,17 @@ def jacobi_until(a, b, tol):
     return x, k
 
 
+def jacobi_steps(a, b, tol):
+    x = np.zeros_like(b)
+    d = np.diag(a)
+    for _ in range(500):
+        r = b - a @ x
+        x = x + r / d
+        if np.linalg.norm(r) < tol:
+            break
+    return x
+
+
 def _cases():
     rng = np.random.default_rng(0)
     out = []
@@ -88,15 +99,19 @@ def _cases():
                 (f"gram_schmidt {2 * n}x{n}", gram_schmidt, (rng.standard_normal((2 * n, n)),))]
     for n in (64, 256):
         a = np.diag(np.full(n, 4.0 * n)) + rng.uniform(-1, 1, (n, n))
-        out.append((f"jacobi_until {n}", jacobi_until, (a, rng.standard_normal(n), 1e-10)))
+        b = rng.standard_normal(n)
+        out.append((f"jacobi_until {n}", jacobi_until, (a, b, 1e-10)))
+        out.append((f"jacobi_steps {n}", jacobi_steps, (a, b, 1e-10)))
     return out
 
 
-def _worker(repeat: int, first: int) -> None:
+def _worker(repeat: int, first: int, only: str) -> None:
     import framehook.translator as ft
     rows = []
     ft.explain(cholesky)(np.eye(6) * 2)   # first-use imports, outside every measurement
     for label, fn, args in _cases():
+        if only and only not in label:
+            continue
         times, compiles = [], []
         for _ in range(first):
             ft.reset()
@@ -120,9 +135,10 @@ def _worker(repeat: int, first: int) -> None:
     print(json.dumps(rows))
 
 
-def _run(src: str, repeat: int, first: int) -> list:
+def _run(src: str, repeat: int, first: int, only: str = "") -> list:
     env = dict(os.environ, PYTHONPATH=src)
-    done = subprocess.run([sys.executable, __file__, "--worker", "--repeat", str(repeat), "--first", str(first)],
+    done = subprocess.run([sys.executable, __file__, "--worker", "--repeat", str(repeat), "--first", str(first),
+                           "--only", only],
                           env=env, check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -133,15 +149,16 @@ def main() -> None:
     ap.add_argument("--after", default=str(Path(__file__).resolve().parents[1] / "src"))
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--first", type=int, default=3)
+    ap.add_argument("--only", default="", help="run only the kernels whose label contains this text")
     ap.add_argument("--worker", action="store_true")
     opts = ap.parse_args()
     if opts.worker:
-        _worker(opts.repeat, opts.first)
+        _worker(opts.repeat, opts.first, opts.only)
         return
     if not opts.before:
         ap.error("--before: the translator source directory to compare with (e.g. main's packages/translator/src)")
-    before = _run(opts.before, opts.repeat, opts.first)
-    after = _run(opts.after, opts.repeat, opts.first)
+    before = _run(opts.before, opts.repeat, opts.first, opts.only)
+    after = _run(opts.after, opts.repeat, opts.first, opts.only)
     print(f"CPython {platform.python_version()}, numpy {np.__version__}, {sys.platform}")
     print()
     print("| kernel | before: compile ms | first call ms | ops | graphs/breaks | after: compile ms | first call ms "

@@ -456,12 +456,23 @@ def test_changing_int_argument_becomes_dynamic():
 
 
 def test_dynamic_int_is_specialized_where_its_value_is_needed():
+    with config.patch(automatic_dynamic_ints=False):
+        with Translations() as t:
+            opt = check_agrees(sum_over, (table(4), 0), (table(4), 1), (table(4), 0), (table(4), 1))
+        assert len(t) == 2   # axis 0; 1 (dynamic, but guarded on its value: the axis is needed)
+        assert "L['axis'] == 1" in ft.last_decisions(sum_over)["guards"]
+        check_agrees(sum_over, (table(4), 2), (table(4), -1), optimized=opt)
+        check_agrees(steps, (vector(3), 5), (vector(3), 6), (vector(3), 5), (vector(3), 9))
+
+
+def test_automatic_dynamic_int_needed_as_a_value_breaks_instead():
     with Translations() as t:
         opt = check_agrees(sum_over, (table(4), 0), (table(4), 1), (table(4), 0), (table(4), 1))
-    assert len(t) == 2   # axis 0; 1 (dynamic, but guarded on its value: the axis is needed)
-    assert "L['axis'] == 1" in ft.last_decisions(sum_over)["guards"]
-    check_agrees(sum_over, (table(4), 2), (table(4), -1), optimized=opt)
-    check_agrees(steps, (vector(3), 5), (vector(3), 6), (vector(3), 5), (vector(3), 9))
+    assert [r.graph_break.code for r in t.reports if r.graph_break is not None] == ["FH011"]
+    assert "L['axis'] ==" not in " ".join(ft.last_decisions(sum_over)["guards"])
+    with Translations() as t:
+        check_agrees(sum_over, (table(4), 1), (table(4), -1), (table(4), 2), optimized=opt)
+    assert len(t) <= 1   # at most the resume function, for a result of another shape
 
 
 def test_dynamic_false_keeps_int_arguments_specialized():

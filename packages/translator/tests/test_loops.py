@@ -240,7 +240,7 @@ def branch_on_index(x):
 
 
 UNROLLED = [
-    (breaks_out, (V1,), "FH"),
+    (breaks_out, (V1,), "goes on after its break"),   # the break comes first in the body
     (grows, (V1,), "changes from"),
     (changes_dtype, (V1,), "changes from"),
     (appends, (V1,), "made before the loop"),

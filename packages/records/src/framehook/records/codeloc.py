@@ -16,6 +16,7 @@ import platform
 import re
 import sys
 import types
+import warnings
 from typing import Iterator
 
 from . import bytecheck, marshalscan
@@ -116,7 +117,11 @@ def compile_source(source: str, filename: str, path: str | None = None) -> CodeI
     if cached is not None:
         return cached
     try:
-        module_code = compile(source, filename, "exec", dont_inherit=True)
+        # the record's own code, compiled again: its SyntaxWarnings were the recording's
+        # to show (3.14 warns of 'return' in 'finally'), not the replay's
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            module_code = compile(source, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
         raise SourceUnavailableError(
             f"the recorded source of {filename} does not compile on Python {platform.python_version()}: "

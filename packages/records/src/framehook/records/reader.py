@@ -1,6 +1,7 @@
 """Reading and writing record files. Loading validates everything and executes nothing."""
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 
@@ -21,9 +22,15 @@ def save(rec: Record, path: "str | os.PathLike", *, compress: bool = True) -> st
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        # a full disk or an interrupt leaves neither a partial record nor the temp file
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
     rec.path = path
     return path
 

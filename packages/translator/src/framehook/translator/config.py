@@ -102,6 +102,11 @@ def _settings() -> Dict[str, Setting]:
                 "with nopython=False: also swallow internal errors (they are logged once)", (bool,)),
         Setting("automatic_dynamic_shapes", True,
                 "a shape change on recompilation marks the dimension dynamic", (bool,)),
+        Setting("automatic_dynamic_ints", True,
+                "an int input whose value changed between compilations is guarded on its type only "
+                "(one cache entry serves every value); where Python needs its value the trace breaks "
+                "(FH011) instead of guarding on it. False: it is specialized where its value is needed",
+                (bool,)),
         Setting("assume_static_by_default", True,
                 "first compilation specializes on every dimension", (bool,)),
         Setting("record_on_failure", False,

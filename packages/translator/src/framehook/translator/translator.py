@@ -164,6 +164,14 @@ class MinimalTranslator(InstructionTranslatorBase):
         ints[name] = seen
         return seen is _DYNAMIC
 
+    def unspecialized_int(self, name: str) -> bool:
+        """Is the int input ``name`` never to be guarded on its value: it went dynamic
+        automatically (its value changed between compilations) and
+        ``config.automatic_dynamic_ints`` is on. ``dynamic=True`` keeps specializing where
+        the value is needed."""
+        return (self.dynamic is None and config.automatic_dynamic_shapes and config.automatic_dynamic_ints
+                and self.frame_state.get("ints", {}).get(name) is _DYNAMIC)
+
     def run(self) -> TranslationOutput:
         code = self.frame.code
         f_locals = self.frame.f_locals

@@ -101,6 +101,15 @@ class _Names:
         self._vars: Dict[Node, str] = {}
         self._taken: set = set()
 
+    def fresh(self, base: str) -> str:
+        """A local name no node uses (the exit flag of a loop)."""
+        name, n = base, 1
+        while name in self._taken:
+            n += 1
+            name = f"{base}_v{n}"
+        self._taken.add(name)
+        return name
+
     def var(self, node: Node) -> str:
         """The local variable holding ``node``'s value: its name, made unique across the
         graph and the bodies of its loops (which may come from different graphs)."""
@@ -198,7 +207,13 @@ def _loop_statements(node: Node, names: _Names, where: _Where) -> _Lines:
     lines.append((f"for {names.var(loop.index)} in range({bounds}):", line))
     body = _body_lines(loop.body, names, where)
     out = loop.body.output_node.args[0]
-    if loop.carried:
+    if loop.exits:
+        flag = names.fresh("exit_now")
+        targets = ", ".join([names.var(ph) for ph in loop.carried] + [flag])
+        body.append((f"{targets}, = {render_arg(out, names)}", None))
+        body.append((f"if {flag}:", None))
+        body.append(("    break", None))
+    elif loop.carried:
         targets = ", ".join(names.var(ph) for ph in loop.carried)
         body.append((f"{targets}, = {render_arg(out, names)}", None))
     lines += [(f"    {text}", at) for text, at in body or [("pass", None)]]

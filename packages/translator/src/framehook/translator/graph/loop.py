@@ -8,7 +8,9 @@ carried values for the next iteration. The node's arguments are
 values after the last iteration. ``start`` and ``stop`` are ints or graph ints (nodes: a
 bound computed from an enclosing loop's index, ``range(i + 1, n)``); ``step`` is an int.
 Code generation writes the body inline as a Python ``for`` loop, so a captured 100-step
-loop is one loop in the generated code, not 100 copies of its body.
+loop is one loop in the generated code, not 100 copies of its body. A loop that ``exits``
+early (a ``break`` on a graph value at the end of the body) has one more body output after
+the carried values, the exit flag: the loop stops after an iteration whose flag is true.
 
 A while-loop node's target is a ``WhileLoop``: its body's placeholders are the condition
 (unused by the body), the carried values and the invariants; its output is the carried
@@ -47,18 +49,22 @@ class Loop(_BodyLayout):
     graph_target_name = "loop"
     __name__ = "loop"
 
-    def __init__(self, body: Graph, n_carried: int) -> None:
+    def __init__(self, body: Graph, n_carried: int, exits: bool = False) -> None:
         placeholders = body.placeholders
         if body.output_node is None:
             raise ValueError("a loop body needs its output node")
         if len(placeholders) < 1 + n_carried:
             raise ValueError(f"a loop body needs an index and {n_carried} carried inputs, "
                              f"it has {len(placeholders)} placeholders")
+        if type(exits) is not bool:
+            raise TypeError(f"exits must be a bool, got {type(exits).__name__}")
         out = body.output_node.args[0]
-        if type(out) is not tuple or len(out) != n_carried:
-            raise ValueError(f"a loop body must output a tuple of its {n_carried} carried values")
+        if type(out) is not tuple or len(out) != n_carried + exits:
+            raise ValueError(f"a loop body must output a tuple of its {n_carried} carried values"
+                             + (" and the exit flag" if exits else ""))
         self.body = body
         self.n_carried = n_carried
+        self.exits = exits
 
     @property
     def index(self) -> Node:
@@ -73,8 +79,15 @@ class Loop(_BodyLayout):
                  invariants: Tuple[Any, ...]) -> Tuple[Any, ...]:
         forward = self.body.forward
         values = tuple(carried)
+        if not self.exits:
+            for i in range(start, stop, step):
+                values = forward(i, *values, *invariants)
+            return values
         for i in range(start, stop, step):
-            values = forward(i, *values, *invariants)
+            *head, stop_now = forward(i, *values, *invariants)
+            values = tuple(head)
+            if stop_now:
+                break
         return values
 
     def __repr__(self) -> str:

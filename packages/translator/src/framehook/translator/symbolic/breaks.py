@@ -29,7 +29,9 @@ _TABLE = [
     BreakKind("FH002", "data-dependent control flow",
               "a branch (`if`, `while`, `and`/`or`, an assert) depends on the contents of an array; a `while` "
               "loop whose condition is a 0-d array, a numpy scalar or a graph number is captured as a "
-              "while-loop node instead, and breaks here (saying why) only when its body cannot be captured",
+              "while-loop node instead, as is a `for` loop over a range whose body ends with `if <graph "
+              "value>: break` (a loop node that exits early); either breaks here (saying why) only when "
+              "its body cannot be captured",
               "compute both sides and select with `np.where`, or move the decision out of the function"),
     BreakKind("FH003", "call to an unsupported callable",
               "the function calls something the translator cannot look into (a C function outside numpy, "
@@ -88,7 +90,9 @@ _TABLE = [
               "raise config.max_unrolled_iterations, or use a vectorized numpy formulation"),
     BreakKind("FH011", "data-dependent or dynamic size needed as a number",
               "Python needs, at trace time, the value of a size that is only known when the graph runs: "
-              "a dimension marked dynamic (after a recompilation, or with `dynamic=True`) or the length of a "
+              "a dimension marked dynamic (after a recompilation, or with `dynamic=True`), an int input "
+              "whose value changed between compilations (config.automatic_dynamic_ints: guarded on its "
+              "type only, so one entry serves every value) or the length of a "
               "boolean-mask result used by `range()`, a branch, formatting, list indexing or as an axis; "
               "iteration over an array whose first dimension is dynamic; a mask inside a list or a nested "
               "tuple of an index (masks as items of a tuple index, and 0-d masks, are captured), "

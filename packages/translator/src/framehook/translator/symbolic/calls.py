@@ -12,6 +12,7 @@ import numpy as np
 from ..graph import ArrayMeta
 from . import errstate, objects
 from . import numpy_support as nps
+from .breaks import GraphBreak
 from .loops import symbolic_range
 from .values import BoundMethodV, Const, DictV, FuncV, IterV, ListV, MethodV, ObjV, Tensor, TupleV, V, flatten
 
@@ -142,7 +143,16 @@ for _fn in (range, slice, str, repr, round, divmod, pow, hash, chr, ord, bin, he
 @_builtin(range)
 def _range(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
     sym = symbolic_range(fr, args, kwargs)   # bounds from a loop index: a loop node's bounds
-    return sym if sym is not None else _fold(fr, range, args, kwargs)
+    if sym is not None:
+        return sym
+    try:
+        return _fold(fr, range, args, kwargs)
+    except GraphBreak as e:
+        if any(isinstance(a, Tensor) and fr.tracer.unspecialized_in(a.node) for a in args):
+            # a loop over range(k) of an int that is not specialized: the whole loop runs in
+            # Python, so that the code after it does not receive a range guarded on its value
+            e.whole_statement = True  # type: ignore[attr-defined]
+        raise
 
 
 def _make_convert(fn: type) -> Handler:

@@ -30,7 +30,7 @@ from ..sources import AttrSource, GlobalSource, ItemSource, Source
 from . import errstate
 from . import numpy_support as nps
 from .breaks import GraphBreak
-from .loops import LoopAbort, SymIter, SymRange, capture_loop, capture_while, left_body
+from .loops import LoopAbort, SymIter, SymRange, capture_loop, capture_while, exits_early, left_body
 from . import objects
 from .tracer import Tracer
 from .values import NULL, Cell, CellContents, CellV, Const, DictV, FuncV, IterV, Lazy, ListV, MethodV, NewObjV, ObjV, SliceV, Tensor, TupleV, V, flatten
@@ -121,6 +121,7 @@ class FrameTracer:
         self.kw_names: Optional[Tuple[str, ...]] = None
         self.loop_counts: Dict[int, int] = {}
         self.loop_failed: set = set()     # FOR_ITER instructions whose loop could not be captured
+        self.exit_failures: Dict[int, Any] = {}   # (head, end) -> why a for loop with a break was not captured
         self.body_range: Any = None   # the instructions of the loop body being captured (loops.py)
         self.cur_index = 0
         self.parent: Optional[FrameTracer] = None   # the frame whose call is being inlined here
@@ -224,6 +225,11 @@ class FrameTracer:
             if dims:
                 what = "a branch" if why == "branch" else (why or "a Python value")
                 raise self.brk("FH011", f"{what} needs the value of {' and '.join(dims)} (a dynamic dimension)")
+            ints = self.tracer.unspecialized_in(v.node) if v.is_python_scalar else []
+            if ints:
+                what = "a branch" if why == "branch" else (why or "a Python value")
+                raise self.brk("FH011", f"{what} needs the value of {' and '.join(ints)} (an int that changed "
+                               "between compilations, not specialized: config.automatic_dynamic_ints)")
             code = "FH002" if why == "branch" else "FH012"
             raise self.brk(code, f"{why or 'a Python value'} needs the value of {v.describe()} computed in the graph")
         if isinstance(v, ListV) and v.source is None or isinstance(v, TupleV) and not any(
@@ -1089,7 +1095,7 @@ class FrameTracer:
         if isinstance(it, SymIter):
             capture_loop(self, inst, it)   # captured, or LoopAbort: the enclosing loop unrolls
         elif (config.capture_loops and it.live is None and id(inst) not in self.loop_failed
-                and id(inst) in self.loop_counts):
+                and (id(inst) in self.loop_counts or exits_early(self, inst))):
             capture_loop(self, inst, it)   # on success the iterator is exhausted: the loop exits below
         v = it.next()
         if v is None:

@@ -40,6 +40,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
+from ..bytecode.behaviour import BEHAVIOUR
 from ..config import config
 from ..graph import ArrayMeta, Graph, Loop, ScalarMeta, TupleMeta, WhileLoop
 from .breaks import GraphBreak
@@ -49,8 +50,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .interpreter import FrameTracer
     from .tracer import Tracer
 
-__all__ = ["LoopAbort", "LoopNote", "SymRange", "SymIter", "capture_loop", "capture_while", "symbolic_range",
-           "lift", "left_body", "live_in"]
+__all__ = ["LoopAbort", "LoopNote", "SymRange", "SymIter", "capture_loop", "capture_while", "exits_early",
+           "symbolic_range", "lift", "left_body", "live_in"]
 
 _STORES = frozenset({"STORE_FAST", "DELETE_FAST", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST",
                      "LOAD_FAST_AND_CLEAR"})
@@ -420,14 +421,20 @@ def _stored_names(frame: "FrameTracer", indices: Iterable[int]) -> List[str]:
 
 
 class _ForRegion:
-    """The instructions of a ``for`` body: strictly between its FOR_ITER and its exit."""
+    """The instructions of a ``for`` body: strictly between its FOR_ITER and its exit; and
+    the body's early exit once the trace has met it (``_early_exit``)."""
 
-    __slots__ = ("head", "end", "outer")
+    __slots__ = ("head", "end", "outer", "exit_at", "exit_when", "exit_cond", "exit_locals", "exit_ops")
 
     def __init__(self, head: int, end: int, outer: Any) -> None:
         self.head = head
         self.end = end
         self.outer = outer
+        self.exit_at: Optional[int] = None   # the conditional jump that breaks out
+        self.exit_when = True                # the truth value of exit_cond that breaks out
+        self.exit_cond: Optional[V] = None
+        self.exit_locals: Dict[str, Any] = {}
+        self.exit_ops = 0
 
     def admits(self, k: int) -> bool:
         return self.head < k < self.end
@@ -436,6 +443,84 @@ class _ForRegion:
         if k == self.head:
             return _BodyDone()
         return LoopAbort("control leaves the loop body (a break, or a jump out of the loop)")
+
+
+# ---------------------------------------------------------------- early exits of for loops
+# ``for ...: <body>; if <graph value>: break`` is captured as a loop node that exits early:
+# the body is traced once; at the conditional jump whose one side pops the iterator (a break)
+# the condition is kept and the trace goes on along the other side. The break must be the
+# body's last effect (no operation or assignment after it on the way back to the loop head),
+# and the code the break leads to must be the code after the loop (3.12+ copy it to the
+# break's side): the trace then continues after the loop whichever way the loop ended.
+_ITER_POPS = frozenset({"POP_TOP", "POP_ITER"})
+_LOOP_ENDS = frozenset({"END_FOR", "POP_TOP", "POP_ITER"})
+_RETURNS = frozenset({"RETURN_VALUE", "RETURN_CONST"})
+
+
+def exits_early(frame: "FrameTracer", inst: Any) -> bool:
+    """Does the body of the ``for`` loop whose FOR_ITER is ``inst`` pop the iterator (a
+    ``break`` or a ``return`` inside it)? Such a loop is captured at its first iteration,
+    since tracing that iteration straight would stop at the break."""
+    flow = frame.flow
+    head, end = flow.index_of(inst), flow.index_of(inst.target)
+    depths = flow.stack_depths
+    d = depths.get(head)
+    return d is not None and any(frame.insts[k].opname in _ITER_POPS and depths.get(k) == d
+                                 for k in range(head + 1, end))
+
+
+def _after_pops(frame: "FrameTracer", k: int, depth: int) -> int:
+    """From ``k``: past the instructions that drop the loop's iterator (and its index slot
+    where there is one), and past jumps. ``depth``: the stack depth at the loop head."""
+    depths = frame.flow.stack_depths
+    below = depth - (2 if BEHAVIOUR.iterators_take_two_slots else 1)
+    for _ in range(6):
+        k = _settle(frame, k)
+        if frame.insts[k].opname in _LOOP_ENDS and depths.get(k, depth) > below:
+            k += 1
+        else:
+            break
+    return _settle(frame, k)
+
+
+def _same_exit(frame: "FrameTracer", a: int, b: int) -> bool:
+    """Do the code at ``a`` and at ``b`` do the same (one place, or copies of straight-line
+    code ending in a return)?"""
+    for _ in range(32):
+        a, b = _settle(frame, a), _settle(frame, b)
+        if a == b:
+            return True
+        x, y = frame.insts[a], frame.insts[b]
+        if x.opname != y.opname or x.target is not None or y.target is not None or x.argval != y.argval:
+            return False
+        if x.opname in _RETURNS:
+            return True
+        a, b = a + 1, b + 1
+    return False
+
+
+def _early_exit(frame: "FrameTracer", region: _ForRegion, k: int, cond: V) -> bool:
+    """At the conditional jump ``k`` on the graph value ``cond`` inside a for body: when one
+    side breaks out of the loop, keep the exit and go on along the other side (True)."""
+    sides = _sides(frame, k)
+    if sides is None:
+        return False
+    depth = frame.flow.stack_depths.get(region.head)
+    for (go, when), (stay, _) in (sides, sides[::-1]):
+        out = _settle(frame, go)
+        if frame.insts[out].opname not in _ITER_POPS or frame.flow.stack_depths.get(out) != depth \
+                or not region.admits(_settle(frame, stay)) and _settle(frame, stay) != region.head:
+            continue
+        if region.exit_at is not None:
+            raise LoopAbort("a second exit from the loop on a graph value")
+        if depth is None or not _same_exit(frame, _after_pops(frame, out, depth), _after_pops(frame, region.end, depth)):
+            raise LoopAbort("the code the break leads to is not the code after the loop (a for-else, or a return)")
+        region.exit_at, region.exit_when, region.exit_cond = k, when, cond
+        region.exit_locals = dict(frame.locals)
+        region.exit_ops = len(frame.tracer.graph.operations())
+        frame.ip = stay
+        return True
+    return False
 
 
 def left_body(frame: "FrameTracer") -> Exception:
@@ -466,6 +551,8 @@ def capture_loop(frame: "FrameTracer", inst: Any, it: IterV) -> bool:
         note.reason = str(e)
         if not symbolic:
             frame.loop_failed.add(id(inst))
+        if exits_early(frame, inst):   # the break then says why the loop was not captured
+            frame.exit_failures[(frame.flow.index_of(inst), frame.flow.index_of(inst.target))] = note.reason
     tracer.loop_notes.append(note)
     if symbolic and not note.captured:
         raise LoopAbort(f"the loop at line {note.lineno} over a range computed from a loop index cannot be "
@@ -619,7 +706,7 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
     state = _State(frame, names, promote)
     index_meta = ScalarMeta(int, start_v.value if isinstance(start_v, Const) else start_v.meta.hint)
     scope, (index_v, *carried) = _open_body(frame, state, [n for n in stored if n not in names], (var, index_meta))
-    frame.body_range = _ForRegion(head, end, frame.body_range)
+    region = frame.body_range = _ForRegion(head, end, frame.body_range)
     frame.stack.append(index_v)   # what FOR_ITER pushes
     why = ""
     try:
@@ -636,22 +723,46 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
     promotable: List[str] = []
     if not why and frame.locals.get(var) is not index_v:
         why = f"the body reassigns the loop variable {var!r}"
+    exits = region.exit_at is not None
+    if not why and exits:
+        if var in live[end]:
+            why = f"the loop variable {var!r} is read after a loop that may break (its last value is not known)"
+        elif len(scope.graph.operations()) != region.exit_ops or any(
+                frame.locals.get(n) is not region.exit_locals.get(n) for n in state.templates):
+            why = "the body goes on after its break (only a break at the end of the body is captured)"
     if not why:
         ends, why, promotable = _match_end(frame, state, promote)
     if why:
         state.restore(frame)
         raise LoopAbort(why, tuple(promotable))
 
-    _close_body(frame, scope, ends, len(state.leaves))
-    loop = Loop(scope.graph, len(state.leaves))
+    extra: Tuple[Any, ...] = ()
+    if exits:
+        flag = region.exit_cond
+        if not region.exit_when:
+            tracer.loop_scopes.append(scope)
+            tracer.graph = scope.graph
+            try:
+                flag = Tensor(scope.graph.call(operator.not_, (tracer.to_arg(flag),), meta=ScalarMeta(bool, True),
+                                               stack=frame.location()), ScalarMeta(bool, True))
+            finally:
+                tracer.loop_scopes.pop()
+                tracer.graph = scope.parent
+        extra = (flag,)
+    _close_body(frame, scope, ends, len(state.leaves), extra)
+    loop = Loop(scope.graph, len(state.leaves), exits)
     location = frame.location()
     carried_in = tuple(leaf.value if isinstance(leaf, _Promoted) else tracer.to_arg(leaf) for leaf in state.leaves)
     invariants = tuple(tracer.lifted_from[ph] for ph in loop.invariants)
     node = tracer.graph.call(loop, (tracer.to_arg(start_v), tracer.to_arg(stop_v), step, carried_in, invariants),
                              stack=location)
-    fold = None if count is None else (lambda k: _folded(state.leaves[k], ends[k], carried[k], count))
+    fold = None if count is None or exits else (lambda k: _folded(state.leaves[k], ends[k], carried[k], count))
     _results(frame, state, node, loop.carried, fold)
-    if count is not None:
+    if exits:
+        frame.locals.pop(var, None)   # not read after the loop (checked above)
+        if count is not None:
+            it.pos += count
+    elif count is not None:
         frame.locals[var] = Const(start + (count - 1) * step)
         it.pos += count
     note.captured = True
@@ -772,6 +883,12 @@ def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -
         return False
     k = frame.flow.index_of(jump)
     region = frame.body_range
+    if isinstance(region, _ForRegion) and _early_exit(frame, region, k, cond):
+        return True
+    for (head, end), reason in frame.exit_failures.items():
+        if head < k < end and "a for loop not captured" not in error.reason:
+            error.reason = f"{error.reason} (a for loop not captured: {reason})"
+            error.args = (error._message(),)
     if isinstance(region, _WhileRegion):
         again = region.repeat_sense(frame, k)
         if again is not None:

@@ -65,6 +65,7 @@ class Tracer:
         self.keepalive: List[Any] = []
         self.dynamic_dims: Callable[[Source, np.ndarray], Tuple[int, ...]] = lambda source, value: ()
         self.dynamic_int: Callable[[Source, int], bool] = lambda source, value: False
+        self.unspecialized_int: Callable[[Source], bool] = lambda source: False
         self._syms = 0
         self._dims: Dict[Tuple[Any, Any, int], Tensor] = {}   # (graph, array node, axis) -> its size read
         self._items: Dict[Tuple[Any, Any, int], Tensor] = {}  # (graph, named-tuple node, i) -> its item read
@@ -128,6 +129,8 @@ class Tracer:
             v = Tensor(self.placeholder_for(source, meta), meta, source)
             if t is int and self.dynamic_int(source, value):
                 v.node.meta["dynamic"] = True   # a graph int where it is a size (see number_sources)
+                if self.unspecialized_int(source):
+                    v.node.meta["unspecialized"] = True   # never guarded on its value (automatic dynamic ints)
             if isinstance(value, np.ndarray):
                 self.first_source_of[id(value)] = (source, v)
                 self.keepalive.append(value)
@@ -288,7 +291,7 @@ class Tracer:
             if not isinstance(n.meta.get("val"), ScalarMeta):
                 return None
             if n.kind.value == "placeholder":
-                if n in self.inputs and (dynamic_ok or not n.meta.get("dynamic")):
+                if n in self.inputs and (dynamic_ok and not n.meta.get("unspecialized") or not n.meta.get("dynamic")):
                     sources.append(self.inputs[n])
                 elif n in self.inputs:
                     return None
@@ -298,6 +301,29 @@ class Tracer:
                     return None   # a loop index or carried value: different every iteration
             todo.extend(n.inputs())
         return sources
+
+    def _upstream(self, node: Any, stop: Any = None) -> Any:
+        """``node`` and every node it is computed from, each once, looking through loop
+        invariants to their outer values; a node for which ``stop`` holds is yielded but
+        not looked through."""
+        seen = set()
+        todo = [node]
+        while todo:
+            n = todo.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            yield n
+            if stop is not None and stop(n):
+                continue
+            if n in self.lifted_from:
+                todo.append(self.lifted_from[n])
+            todo.extend(n.inputs())
+
+    def unspecialized_in(self, node: Any) -> List[str]:
+        """The inputs never to be specialized (automatic dynamic ints) ``node`` is computed from."""
+        return sorted(self.inputs[n].name() for n in self._upstream(node)
+                      if n.meta.get("unspecialized") and n in self.inputs)
 
     def is_symbolic_number(self, v: Any) -> bool:
         """A Python number the graph computes that cannot be specialized (it depends on a
@@ -309,22 +335,8 @@ class Tracer:
 
     def dims_in(self, node: Any) -> List[str]:
         """The dynamic dimensions (as ``L['x'].shape[0]``) a graph number is computed from."""
-        seen = set()
-        todo = [node]
-        found: List[str] = []
-        while todo:
-            n = todo.pop()
-            if n in seen:
-                continue
-            seen.add(n)
-            label = n.meta.get("dim")
-            if label is not None:
-                found.append(label)
-                continue
-            if n in self.lifted_from:
-                todo.append(self.lifted_from[n])
-            todo.extend(n.inputs())
-        return sorted(set(found))
+        labelled = lambda n: n.meta.get("dim") is not None  # noqa: E731
+        return sorted({n.meta["dim"] for n in self._upstream(node, labelled) if labelled(n)})
 
     # ------------------------------------------------------------ the budget
     # A trace that cannot finish (a loop nest that unrolls until a limit, say) should cost

@@ -142,6 +142,8 @@ class SymbolicTranslator(InstructionTranslatorBase):
         flow = ControlFlow(decode(code))
         try:
             try:
+                if getattr(e, "whole_statement", False):
+                    raise CannotResume("the break asks for its whole statement")
                 site = break_site(code, flow.insts, e.break_index, flow)
             except CannotResume:
                 # run the whole statement holding it (a loop, a try/with block) in Python
@@ -160,6 +162,7 @@ class SymbolicTranslator(InstructionTranslatorBase):
         tracer = Tracer(code, frame.f_globals, frame.f_builtins, self.add_guard, name=name)
         tracer.dynamic_dims = self.source_dynamic_dims
         tracer.dynamic_int = lambda source, value: MinimalTranslator.dynamic_int(self, source.name(), value)  # type: ignore[arg-type]
+        tracer.unspecialized_int = lambda source: MinimalTranslator.unspecialized_int(self, source.name())  # type: ignore[arg-type]
         report.loops = tracer.loop_notes
         values: Dict[Any, Any] = {}
         derefs = set(code.co_cellvars) | set(code.co_freevars)
