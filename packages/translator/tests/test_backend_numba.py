@@ -40,7 +40,8 @@ def numba_cache(tmp_path_factory: Any) -> Any:
     path = tmp_path_factory.mktemp("numba-cache")
     old = os.environ.get("FRAMEHOOK_NUMBA_CACHE_DIR")
     os.environ["FRAMEHOOK_NUMBA_CACHE_DIR"] = str(path)
-    yield path
+    with ft.config.patch(numba_measure_calls=0):   # every call runs the kernel (one test measures)
+        yield path
     if old is None:
         del os.environ["FRAMEHOOK_NUMBA_CACHE_DIR"]
     else:
@@ -121,10 +122,19 @@ def _object_graph(x, table):
     return x + table[1]
 
 
+def _int_cube(n, x):
+    return x + n * n * n
+
+
+def _int8_plus(a, k):
+    return a + k
+
+
 @pytest.mark.parametrize("fn,args,why", [
-    (_floor, (np.arange(-3, 4), 0), "integer // or %"),
-    (_errstate, (np.array([0.0, 2.0]),), "np.errstate"),
-    (_int_power, (3, np.ones(3)), "** or << of Python integers"),
+    (_floor, (np.arange(-3, 4), 0), "integer-array // or %"),
+    (_int_power, (3, np.ones(3)), "more than 64 bits"),
+    (_int_cube, (2 ** 30, np.ones(3)), "more than 64 bits"),
+    (_int8_plus, (np.arange(3, dtype=np.int8), 5), "OverflowError"),
 ])
 def test_risky_graphs_fall_back_with_a_reason(fn, args, why, notes):
     ft.reset()
@@ -135,6 +145,148 @@ def test_risky_graphs_fall_back_with_a_reason(fn, args, why, notes):
     assert_close(got[1], want[1])
     falls = [n for n in notes if n.status == "fallback"]
     assert falls and why in falls[0].reason and falls[0].code == "FH016"
+    ft.reset()
+
+
+# ------------------------------------------------------------------ as plain Python does
+
+
+def _observed(fn: Any, args: Any) -> Any:
+    """What a call does: its result or exception (type and message), the warnings it
+    gives (category and message), and its array arguments afterwards."""
+    import copy
+    import warnings
+    args = copy.deepcopy(args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result: Any = ("return", fn(*args))
+        except Exception as e:  # noqa: BLE001 - compared with plain's
+            result = ("raise", type(e), str(e))
+    return result, [(w.category, str(w.message)) for w in caught], args
+
+
+def assert_as_plain(fn: Any, *calls: Any) -> List[bnb.NumbaNote]:
+    """Each call of ``fn`` under numba (twice: compiling, then compiled) does exactly what
+    plain code does; the notes the backend gave."""
+    seen: List[bnb.NumbaNote] = []
+    bnb.add_note_observer(seen.append)
+    ft.reset()
+    try:
+        opt = ft.optimize("numba")(fn)
+        for args in calls:
+            for _ in range(2):
+                want, got = _observed(fn, args), _observed(opt, args)
+                assert got[0][0] == want[0][0], (got[0], want[0])
+                if want[0][0] == "raise":
+                    assert got[0][1:] == want[0][1:]
+                else:
+                    assert_close(got[0][1], want[0][1])
+                assert got[1] == want[1], "warnings differ"
+                assert_close(got[2], want[2], "arguments after the call")
+    finally:
+        bnb.remove_note_observer(seen.append)
+        ft.reset()
+    return seen
+
+
+def _recip(x):
+    return (1.0 / x) * 2.0 + np.log(x)
+
+
+@pytest.mark.parametrize("settings", [{}, {"all": "ignore"}, {"divide": "raise"}, {"invalid": "raise"},
+                                      {"all": "warn", "under": "warn"}])
+def test_floating_point_warnings_and_errors_as_plain_under_each_errstate(settings):
+    x = np.array([1.0, 0.0, -1.0, 1e-310])
+    ok = np.array([1.0, 2.0, 4.0])
+    with np.errstate(**settings):
+        notes = assert_as_plain(_recip, (ok,), (x,), (ok,))
+    assert any(n.status == "compiled" for n in notes), [str(n) for n in notes]
+
+
+def test_a_captured_errstate_block_as_plain():
+    notes = assert_as_plain(_errstate, (np.array([0.0, 2.0]),), (np.array([1.0, 2.0]),))
+    assert any(n.status == "compiled" for n in notes), [str(n) for n in notes]
+
+
+def test_python_float_math_raises_as_plain_even_where_numpy_ignores_errors():
+    import math
+
+    def grow(x, s):
+        return x * math.exp(s)
+
+    with np.errstate(all="ignore"):
+        assert_as_plain(grow, (np.ones(3), 2.0), (np.ones(3), 1000.0))
+
+
+def test_a_kernel_that_keeps_needing_plain_error_handling_runs_eager_for_good(notes):
+    ft.reset()
+    opt = ft.optimize("numba")(_recip)
+    x = np.array([0.0, 1.0])
+    with np.errstate(all="raise"):
+        for _ in range(bnb.RERUN_LIMIT + 1):
+            with pytest.raises(FloatingPointError):
+                opt(x)
+    falls = [n for n in notes if n.status == "fallback"]
+    assert len(falls) == 1 and "floating-point error handling" in falls[0].reason
+    ft.reset()
+
+
+def _write_then_index(a, x, k):
+    a[0] = 5.0
+    a[1:] = a[1:] * 2.0
+    return a + x[k]
+
+
+def test_an_exception_mid_kernel_leaves_the_writes_and_message_plain_gives():
+    a, x = np.arange(4.0), np.arange(3.0)
+    notes = assert_as_plain(_write_then_index, (a, x, 1), (a, x, 9), (a, x, -2), (a, x, -4))
+    assert any(n.status == "compiled" for n in notes), [str(n) for n in notes]
+
+
+def _loop_update(a, b, n):
+    for t in range(n):
+        a[1:-1] = (a[:-2] + a[2:]) * 0.5 + b[t]
+    return a
+
+
+def test_an_exception_in_a_captured_loop_leaves_the_writes_plain_gives():
+    # b has fewer elements than the loop has steps: plain raises at step 3 with its writes
+    a = np.arange(8.0)
+    assert_as_plain(_loop_update, (a, np.ones(5), 4), (a, np.ones(3), 4))
+
+
+def _index_math(x, n):
+    m = n * 2 - 1
+    return x[: m % x.shape[0]] * (n + x.shape[0])
+
+
+def test_bounded_python_int_arithmetic_compiles_and_agrees():
+    notes = assert_as_plain(_index_math, (np.arange(10.0), 3), (np.arange(10.0), 4))
+    assert any(n.status == "compiled" for n in notes), [str(n) for n in notes]
+
+
+def test_python_ints_beyond_the_argument_bound_run_eager_exactly():
+    def scale(x, n):
+        return x * (n * n)
+
+    big = 2 ** 40
+    assert_as_plain(scale, (np.ones(2), 3), (np.ones(2), big))
+
+
+def test_a_returned_view_of_an_input_is_linked_as_plain(notes):
+    def evens(x):
+        y = x[::2]
+        return y * 1.0, y
+
+    ft.reset()
+    x = np.arange(6.0)
+    opt = ft.optimize("numba")(evens)
+    for _ in range(2):
+        got = opt(x)
+        assert got[1].base is evens(x)[1].base is x
+        np.testing.assert_array_equal(got[0], evens(x)[0])
+    assert any("view of an input" in n.reason for n in notes if n.status == "fallback")
     ft.reset()
 
 
@@ -365,5 +517,40 @@ def test_explain_reports_numba_notes_and_times():
     assert out.compile_times and "Backend notes:" in str(out)
     out = ft.explain(g, backend="numba")(np.arange(5), 2)
     assert [n.code for n in out.backend_notes] == ["FH016"]
-    assert "FH016" in str(out) and "integer //" in str(out)
+    assert "FH016" in str(out) and "integer-array //" in str(out)
+    ft.reset()
+
+
+def test_a_kernel_measured_slower_than_eager_runs_eager_for_good(notes, monkeypatch):
+    def f(x):
+        return x * 2.0 + 1.0
+
+    import time
+    kernel = bnb.NumbaGraph._call_kernel
+
+    def slow_kernel(self, entry, args):   # a kernel made surely slower than eager
+        time.sleep(0.005)
+        return kernel(self, entry, args)
+
+    monkeypatch.setattr(bnb.NumbaGraph, "_call_kernel", slow_kernel)
+    ft.reset()
+    with ft.config.patch(numba_measure_calls=2):
+        opt = ft.optimize("numba")(f)
+        for _ in range(5):
+            np.testing.assert_array_equal(opt(np.ones(3)), f(np.ones(3)))
+    assert [n.status for n in notes] == ["compiled", "fallback"], [str(n) for n in notes]
+    assert "measured slower than eager" in notes[-1].reason
+    ft.reset()
+
+
+def test_eager_first_compiles_on_a_later_call(notes):
+    def f(x):
+        return np.sqrt(x * x + 1.0)
+
+    ft.reset()
+    with ft.config.patch(numba_compile_after=2):
+        opt = ft.optimize("numba")(f)
+        for i in range(3):
+            np.testing.assert_allclose(opt(np.arange(4.0)), f(np.arange(4.0)))
+            assert [n.status for n in notes] == (["compiled"] if i == 2 else []), i
     ft.reset()

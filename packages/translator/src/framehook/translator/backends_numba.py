@@ -54,10 +54,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ._runtime import runtime
+from .config import config
 from .backends import register_backend
 from .exc import InvalidBackendError
 from .graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
 from .graph import codegen
+from . import fpstatus
+from .numba_checks import ARG_INT_BITS, integer_risk, mutated_inputs
 
 __all__ = ["numba_backend", "require_numba", "NUMBA_EXTRA", "NumbaGraph", "NumbaNote", "lower", "cache_dir",
            "add_note_observer", "remove_note_observer", "FALLBACK_CODE"]
@@ -65,8 +68,10 @@ __all__ = ["numba_backend", "require_numba", "NUMBA_EXTRA", "NumbaGraph", "Numba
 NUMBA_EXTRA = "framehook-translator[numba]"
 FALLBACK_CODE = "FH016"
 _call_with = runtime.call_with
-_DEFAULT_ERR = {"divide": "warn", "over": "warn", "under": "ignore", "invalid": "warn"}
-_INT64 = (-(2 ** 63), 2 ** 63 - 1)
+_FE = fpstatus.FLAGS or {}
+_ARG_INT = 2 ** ARG_INT_BITS
+#: calls of one graph that had to be redone eager before the graph runs eager for good
+RERUN_LIMIT = 3
 
 
 def require_numba() -> Any:
@@ -132,9 +137,6 @@ def _notify(note: NumbaNote) -> None:
 
 # ---------------------------------------------------------------- lowering checks
 
-_INT_DIVISIONS = {operator.floordiv, operator.mod, operator.ifloordiv, operator.imod, np.floor_divide,
-                  np.remainder, np.fmod, divmod, np.divmod}
-_INT_GROWTH = {operator.pow, operator.ipow, operator.lshift, operator.ilshift, pow}
 _SAFE_MODULES = ("numpy", "math", "builtins", "cmath")
 
 
@@ -146,34 +148,16 @@ def _walk(graph: Graph) -> Any:
             yield from _walk(body)
 
 
-def _integer_result(node: Node) -> bool:
-    meta = node.meta.get("val")
-    if isinstance(meta, ArrayMeta):
-        return meta.dtype.kind in "iub"
-    if isinstance(meta, ScalarMeta):
-        return meta.pytype in (int, bool)
-    return True   # unknown: assume the risky case
-
-
-def _risk(node: Node) -> Optional[str]:
-    """Why numba would not do what plain Python does for this node, or None."""
-    where = f" ({node.name})"
-    if node.meta.get("errstate"):
-        return "operations under a captured np.errstate block (numba neither warns nor raises as it asks)" + where
-    if node.kind is not NodeKind.CALL:
-        return None
-    target = node.target
-    try:
-        hash(target)
-    except TypeError:
-        return None
-    if target in _INT_DIVISIONS and _integer_result(node):
-        return "integer // or % (numpy and numba differ on division by zero)" + where
-    if target in _INT_GROWTH:
+def _python_float_math(graph: Graph) -> bool:
+    """Does the graph do Python-float math (``math.exp``, ``**``), which raises where numpy
+    and numba give inf or nan, whatever ``np.errstate`` says?"""
+    for node in _walk(graph):
         meta = node.meta.get("val")
-        if isinstance(meta, ScalarMeta) and meta.pytype is int:
-            return "** or << of Python integers (numba's integers are 64-bit)" + where
-    return None
+        if node.kind is NodeKind.CALL and isinstance(meta, ScalarMeta) and meta.pytype in (float, complex):
+            target = node.target
+            if getattr(target, "__module__", None) in ("math", "cmath") or target in (operator.pow, pow):
+                return True
+    return False
 
 
 def _global_ok(name: str, value: Any) -> Tuple[Optional[str], str]:
@@ -208,6 +192,10 @@ class Lowered:
     reason: Optional[str] = None
     #: variable -> the dtype numpy gives it (numba's promotion rules are not numpy 2's)
     dtypes: Optional[Dict[str, np.dtype]] = None
+    #: positions of the inputs the graph may write (kept to undo a kernel run that must be redone eager)
+    mutated: Sequence[int] = ()
+    #: the graph does Python-float math, which raises on the errors numpy only warns about
+    float_math: bool = False
 
 
 def _type_text(value: Any) -> str:
@@ -228,10 +216,9 @@ def _without_del(source: str) -> str:
 
 def lower(graph: Graph, example_inputs: Sequence[Any] = ()) -> Lowered:
     """The graph as the source numba compiles, or the reason it runs eager instead."""
-    for node in _walk(graph):
-        why = _risk(node)
-        if why is not None:
-            return Lowered("", {}, "", why)
+    why = integer_risk(graph)
+    if why is not None:
+        return Lowered("", {}, "", why)
     names = codegen._Names()
     try:
         source, _ = codegen._source(graph, names, "forward", lambda node: None)
@@ -239,6 +226,11 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = ()) -> Lowered:
         return Lowered("", {}, "", str(e))
     source = _without_del(source)
     scope = dict(names.globals)
+    for name in [n for n, v in scope.items() if v is np.errstate]:
+        # numba cannot enter a context manager: the block's statements run plain and the
+        # floating-point flags tell when a call must be redone eager under the settings
+        source = re.sub(rf"(?m)^(\s*)with {re.escape(name)}\(.*\):$", r"\1if True:", source)
+        del scope[name]
     for name, value in list(scope.items()):
         if type(value) is slice and all(p is None or type(p) is int for p in (value.start, value.stop, value.step)):
             # numba cannot read a slice from the globals: spell it out where it is used
@@ -259,7 +251,8 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = ()) -> Lowered:
         meta = node.meta.get("val")
         if isinstance(meta, ArrayMeta) and var.isidentifier():
             dtypes[var] = meta.dtype
-    return Lowered(source, scope, key, dtypes=dtypes)
+    return Lowered(source, scope, key, dtypes=dtypes, mutated=mutated_inputs(graph),
+                   float_math=_python_float_math(graph))
 
 
 # ---------------------------------------------------------------- the compiled graph
@@ -271,8 +264,10 @@ def _arg_ok(value: Any) -> bool:
     if t is bool or t is float or t is complex:
         return True
     if t is int:
-        return _INT64[0] <= value <= _INT64[1]
-    return isinstance(value, np.generic) and value.dtype.kind in "biufc"
+        return -_ARG_INT <= value <= _ARG_INT
+    if isinstance(value, np.integer):
+        return -_ARG_INT <= int(value) <= _ARG_INT
+    return isinstance(value, np.generic) and value.dtype.kind in "bfc"
 
 
 def _arg_key(value: Any) -> Any:
@@ -323,9 +318,16 @@ class NumbaGraph:
         self.lowered = lowered
         self.lowering_seconds = lowering_seconds
         self.fallback_reason: Optional[str] = lowered.reason
+        if self.fallback_reason is None and not fpstatus.available():
+            self.fallback_reason = "the CPU's floating-point flags cannot be read here (numpy's warnings would be lost)"
         self.dispatcher: Any = None
         self.notes: List[NumbaNote] = []
         self._ready: Dict[Tuple[Any, ...], Any] = {}   # argument types -> compiled entry point
+        self._reruns = 0
+        self._calls = 0
+        #: (kernel, eager) call times while measuring which is faster; None once decided
+        self._timings: Optional[Tuple[List[float], List[float]]] = \
+            ([], []) if config.numba_measure_calls else None
         self._lock = threading.Lock()
         self._restore = self._output_restorer(graph)
         self.__name__ = "forward"
@@ -463,21 +465,89 @@ class NumbaGraph:
             pass
         return verdict
 
-    def _run(self, entry: Any, args: Sequence[Any]) -> Any:
-        return self._restore(entry(*args), args)
+    def _run(self, entry: Any, args: Sequence[Any]) -> Tuple[Any, int]:
+        fpstatus.clear()
+        value = entry(*args)
+        flags = fpstatus.raised()
+        return self._restore(value, args), flags
+
+    def _must_redo(self, flags: int) -> bool:
+        """Would plain code have warned or raised on these floating-point flags?"""
+        if self.lowered.float_math and flags & ~_FE["under"]:
+            return True
+        return any(flags & _FE[kind] for kind, mode in np.geterr().items() if mode != "ignore")
+
+    def _redo(self, saved: List[Tuple[np.ndarray, np.ndarray]], args: Sequence[Any], why: str) -> Any:
+        """Undo the kernel's writes to the inputs and run the eager code, which warns, raises
+        and writes exactly as plain code does."""
+        for array, copy in saved:
+            array[...] = copy
+        self._reruns += 1
+        if self._reruns >= RERUN_LIMIT and self.fallback_reason is None:
+            self._fall_back(f"{why} on {self._reruns} calls: runs eager, as plain code does")
+        return self.eager(*args)
+
+    def _shares_an_input(self, value: Any, args: Sequence[Any]) -> bool:
+        """Is a returned array a view of an input? (numba's views are not linked to their
+        base array through ``.base``, plain numpy's are.)"""
+        t = type(value)
+        if t is np.ndarray:
+            return any(type(a) is np.ndarray and a is not value and np.may_share_memory(a, value) for a in args)
+        if t is tuple or t is list:
+            return any(self._shares_an_input(v, args) for v in value)
+        if t is dict:
+            return any(self._shares_an_input(v, args) for v in value.values())
+        return False
 
     def __call__(self, *args: Any) -> Any:
-        if self.fallback_reason is None and np.geterr() == _DEFAULT_ERR and all(_arg_ok(a) for a in args):
+        if self.fallback_reason is None and all(_arg_ok(a) for a in args):
+            if self._calls < config.numba_compile_after:   # eager-first: compile once it is called again
+                self._calls += 1
+                return self.eager(*args)
             key = tuple(_arg_key(a) for a in args)
             entry = self._ready.get(key)
             if entry is None and self._prepare(key, args):
                 entry = self._ready[key]
             if entry is not None:
-                # the kernel compiled for exactly these argument types (the key says so): its
-                # entry point, never numba's dispatch, which could compile again on this stack
-                # (restoring may run numba's Python code too: a typed dict's methods compile lazily)
-                return _call_with(None, self._run, entry, args)
+                if self._timings is not None:
+                    return self._measured(entry, args)
+                return self._call_kernel(entry, args)
         return self.eager(*args)
+
+    def _measured(self, entry: Any, args: Sequence[Any]) -> Any:
+        """Alternate kernel and eager calls, timing each, until enough of both are timed;
+        then keep the kernel only if its fastest call beat eager's fastest."""
+        timings = self._timings
+        assert timings is not None
+        which = len(timings[0]) > len(timings[1])
+        start = time.perf_counter()
+        result = self.eager(*args) if which else self._call_kernel(entry, args)
+        timings[which].append(time.perf_counter() - start)
+        if len(timings[1]) >= config.numba_measure_calls and self.fallback_reason is None:
+            self._timings = None
+            kernel, eager = min(timings[0]), min(timings[1])
+            if kernel > eager:
+                self._fall_back(f"measured slower than eager ({kernel * 1e6:.1f} us against "
+                                f"{eager * 1e6:.1f} us a call)")
+        return result
+
+    def _call_kernel(self, entry: Any, args: Sequence[Any]) -> Any:
+        saved = [(a, a.copy()) for a in (args[i] for i in self.lowered.mutated) if type(a) is np.ndarray]
+        try:
+            # the kernel compiled for exactly these argument types (the key says so): its
+            # entry point, never numba's dispatch, which could compile again on this stack
+            # (restoring may run numba's Python code too: a typed dict's methods compile lazily)
+            value, flags = _call_with(None, self._run, entry, args)
+        except Exception:   # noqa: BLE001 - plain code raises its own exception, or none
+            return self._redo(saved, args, "raised an exception")
+        if flags and self._must_redo(flags):
+            return self._redo(saved, args, "needed numpy's floating-point error handling")
+        if self._shares_an_input(value, args):
+            self._fall_back("it returns a view of an input (numba's views are not linked to it by .base)")
+            for array, copy in saved:
+                array[...] = copy
+            return self.eager(*args)
+        return value
 
 
 def _numba_backend(graph: Any, example_inputs: Sequence[Any]) -> Callable[..., Any]:
