@@ -39,6 +39,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent / "tests"
+sys.path.insert(0, str(HERE))
+import npbench_kernels  # noqa: E402
 
 
 def _load(path: Path, name: str):
@@ -48,51 +50,26 @@ def _load(path: Path, name: str):
     return mod
 
 
-def heat_steps(u, steps, alpha):
-    for _ in range(steps):
-        u[1:-1] = u[1:-1] + alpha * (u[2:] - 2.0 * u[1:-1] + u[:-2])
-    return u
-
-
-def running_max_sum(x):
-    best = 0.0
-    total = 0.0
-    for i in range(x.shape[0]):
-        total = total + x[i]
-        if total > best:
-            best = total
-    return best
-
-
-def prefix_decay(x, r):
-    out = np.empty_like(x)
-    acc = 0.0
-    for i in range(x.shape[0]):
-        acc = acc * r + x[i]
-        out[i] = acc
-    return out
-
-
 def loop_kernels():
-    tri = _load(HERE / "bench_triangular.py", "_bench_triangular")
-    rng = np.random.default_rng(0)
-    out = []
-    for n in (32, 64):
-        m = rng.standard_normal((n, n))
-        spd = m @ m.T + n * np.eye(n)
-        out += [(f"cholesky {n}x{n}", tri.cholesky, (spd,)), (f"lu {n}x{n}", tri.lu, (spd,)),
-                (f"gram_schmidt {2 * n}x{n}", tri.gram_schmidt, (rng.standard_normal((2 * n, n)),))]
-    a = np.diag(np.full(64, 256.0)) + rng.uniform(-1, 1, (64, 64))
-    out.append(("jacobi_until 64", tri.jacobi_until, (a, rng.standard_normal(64), 1e-10)))
-    out.append(("heat_steps 1000x200", heat_steps, (rng.standard_normal(1000), 200, 0.1)))
-    out.append(("prefix_decay 10000", prefix_decay, (rng.standard_normal(10000), 0.99)))
-    out.append(("running_max_sum 10000", running_max_sum, (rng.standard_normal(10000),)))
-    return out
+    """(label, numpy function, arguments) of the NPBench-class kernels."""
+    return [(name, fn, args) for name, fn, _, args in npbench_kernels.kernels()]
 
 
 def _time(fn, args, number):
-    fresh = copy.deepcopy(args)
-    return timeit.timeit(lambda: fn(*fresh), number=number) / number
+    """Seconds a call, each call on fresh copies of the arguments (kernels write them)."""
+    total = 0.0
+    for _ in range(number):
+        fresh = copy.deepcopy(args)
+        start = time.perf_counter()
+        fn(*fresh)
+        total += time.perf_counter() - start
+    return total / number
+
+
+def _warm(opt, args):
+    from framehook.translator import config
+    for _ in range(2 * config.numba_measure_calls + 2):   # past the backend's measuring calls
+        opt(*copy.deepcopy(args))
 
 
 def steady(fn, args, repeat):
@@ -104,8 +81,7 @@ def steady(fn, args, repeat):
     for backend in ("eager", "numba"):
         ft.reset()
         opt = ft.optimize(backend)(fn)
-        opt(*copy.deepcopy(args))
-        opt(*copy.deepcopy(args))
+        _warm(opt, args)
         for _ in range(repeat):   # alternate so that machine noise hits both alike
             t["plain"].append(_time(fn, args, number))
             t[backend].append(_time(opt, args, number))
@@ -159,17 +135,55 @@ def corpus_table(repeat):
     return compiled
 
 
-def loop_table(repeat):
+def _agrees(a, b):
+    if isinstance(a, tuple):
+        return all(_agrees(x, y) for x, y in zip(a, b))
+    return np.allclose(a, b, equal_nan=True)
+
+
+def kernel_table(repeat, only=None):
+    """NPBench-class kernels: plain numpy, captured and compiled (numba backend), the same
+    kernel hand-written for numba; medians of ``repeat`` alternating rounds."""
+    import numba
+    import framehook.translator as ft
+    from framehook.translator import backends_numba as bnb
+    notes = []
+    bnb.add_note_observer(notes.append)
     rows = []
-    for label, fn, args in loop_kernels():
-        rows.append((label, steady(fn, args, repeat)))
-    print(f"\n### Loop-heavy kernels, median of {repeat}\n")
-    print("| kernel | plain | eager | numba | eager / plain | numba / plain |\n|---|---|---|---|---|---|")
-    for label, r in rows:
-        print(f"| {label} | {r['plain'] * 1e3:.3f} ms | {r['eager'] * 1e3:.3f} ms | {r['numba'] * 1e3:.3f} ms "
-              f"| {r['eager'] / r['plain']:.2f} | {r['numba'] / r['plain']:.2f} |")
-    print(f"| geomean | | | | {geomean([r['eager'] / r['plain'] for _, r in rows]):.2f} "
-          f"| {geomean([r['numba'] / r['plain'] for _, r in rows]):.2f} |")
+    for name, fn, hand_fn, args in npbench_kernels.kernels():
+        if only and name not in only:
+            continue
+        hand = numba.njit(hand_fn)
+        ft.reset()
+        before = len(notes)
+        opt = ft.optimize("numba")(fn)
+        _warm(opt, args)
+        hand(*copy.deepcopy(args))
+        ok = _agrees(opt(*copy.deepcopy(args)), fn(*copy.deepcopy(args))) and \
+            _agrees(hand(*copy.deepcopy(args)), fn(*copy.deepcopy(args)))
+        number = max(1, int(0.02 / max(_time(fn, args, 1), 1e-7)))
+        t = {"plain": [], "numba": [], "hand": []}
+        for _ in range(repeat):
+            for key, f in (("plain", fn), ("numba", opt), ("hand", hand)):
+                t[key].append(_time(f, args, number))
+        r = {k: statistics.median(v) for k, v in t.items()}
+        mine = notes[before:]
+        state = ("numba" if any(n.status == "compiled" for n in mine) else "") + \
+            "".join(f"; eager: {n.reason.split(' (')[0]}" for n in mine if n.status == "fallback")
+        rows.append((name, r, state.lstrip("; ") or "no graph", ok))
+        ft.reset()
+    bnb.remove_note_observer(notes.append)
+    print(f"\n### NPBench-class kernels, median of {repeat} rounds (plain, captured, hand-written alternating)\n")
+    print("| kernel | plain | numba / plain | hand-written / plain | captured / hand-written | graphs |")
+    print("|---|---|---|---|---|---|")
+    for name, r, state, ok in rows:
+        print(f"| {name} | {r['plain'] * 1e3:.2f} ms | {r['numba'] / r['plain']:.2f} | {r['hand'] / r['plain']:.2f} "
+              f"| {r['numba'] / r['hand']:.2f} | {state}{'' if ok else ' MISMATCH'} |")
+    ratios = [r["numba"] / r["plain"] for _, r, _, _ in rows]
+    print(f"| geomean | | {geomean(ratios):.2f} | {geomean([r['hand'] / r['plain'] for _, r, _, _ in rows]):.2f} "
+          f"| {geomean([r['numba'] / r['hand'] for _, r, _, _ in rows]):.2f} | |")
+    print(f"\nmax numba / plain: {max(ratios):.2f}; kernels over 1.2x: "
+          f"{[n for n, r, _, _ in rows if r['numba'] / r['plain'] > 1.2]}")
 
 
 def _first_worker():
@@ -230,6 +244,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--first", type=int, default=3, help="fresh-process runs for the first-call table")
     ap.add_argument("--skip-corpus", action="store_true")
+    ap.add_argument("--only", nargs="*", help="kernels to run (default: all)")
     ap.add_argument("--first-worker", action="store_true", help=argparse.SUPPRESS)
     opts = ap.parse_args()
     warnings.simplefilter("ignore")
@@ -241,8 +256,9 @@ def main():
           f"{os.cpu_count()} cores; numba cache in {os.environ.get('FRAMEHOOK_NUMBA_CACHE_DIR', 'the default')}")
     if not opts.skip_corpus:
         corpus_table(opts.repeat)
-    loop_table(opts.repeat)
-    first_call_table(opts.first)
+    kernel_table(opts.repeat, opts.only)
+    if opts.first:
+        first_call_table(opts.first)
 
 
 if __name__ == "__main__":

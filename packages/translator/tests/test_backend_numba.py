@@ -406,9 +406,11 @@ def test_numba_frames_are_never_translated(notes):
 
 
 def test_missing_numba_names_the_extra(monkeypatch):
+    # at decoration time, in one line, as for numexpr
     monkeypatch.setitem(sys.modules, "numba", None)
-    with pytest.raises(InvalidBackendError, match=r"framehook-translator\[numba\]"):
+    with pytest.raises(InvalidBackendError, match=r"framehook-translator\[numba\]") as raised:
         ft.optimize("numba")
+    assert "\n" not in str(raised.value)
 
 
 # ------------------------------------------------------------------ the on-disk cache
@@ -554,3 +556,27 @@ def test_eager_first_compiles_on_a_later_call(notes):
             np.testing.assert_allclose(opt(np.arange(4.0)), f(np.arange(4.0)))
             assert [n.status for n in notes] == (["compiled"] if i == 2 else []), i
     ft.reset()
+
+
+# ------------------------------------------------------------------ the fuzz kernel family
+
+_FUZZ = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir, "fuzz")
+
+
+@pytest.mark.skipif(not os.path.isdir(_FUZZ), reason="fuzz/ is not beside the package (an sdist)")
+def test_fuzz_kernel_and_errstate_programs_agree_under_numba():
+    # fuzz/run.py's numba mode: floats within numpy.allclose, everything else exact
+    sys.path.insert(0, os.path.abspath(_FUZZ))
+    try:
+        import run as fuzz_run
+    finally:
+        sys.path.pop(0)
+    watcher = fuzz_run.FailedTranslations()
+    share = 1 if _WHOLE else 2
+    seeds = fuzz_run.seeds(3, 8 // share, "kernel") + fuzz_run.seeds(4, 4 // share, "errstate")
+    compared = 0
+    for seed in seeds:
+        findings, n, _ = fuzz_run.check_seed(seed, ["numba"], watcher)
+        assert findings == [], findings[0]
+        compared += n
+    assert compared > 3 * len(seeds)

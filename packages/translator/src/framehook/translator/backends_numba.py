@@ -18,24 +18,27 @@ the names it uses are bound to, the example inputs' types and the Python, numpy 
 versions, so a changed graph or environment never reuses a kernel (numba's own index keys
 each kernel by signature too). ``cache_dir()`` says where (``FRAMEHOOK_NUMBA_CACHE_DIR``).
 
-A graph runs as the eager backend's code instead (a *fallback*, reported as FH016 by
+Each call behaves as plain Python's: the floating-point flags are cleared before the kernel
+and read after it (``fpstatus``); where plain numpy would have warned or raised (under the
+caller's ``np.errstate``, a captured errstate block, or Python-float math), or where the
+kernel raised, the inputs the graph writes are restored from a copy taken before the call
+and the call is redone by the eager code (plain's warnings, exception, message and writes).
+
+A graph runs as the eager backend's code for good (a *fallback*, reported as FH016 by
 ``explain(fn, backend="numba")``) when:
 
-* lowering finds an operation whose numba semantics differ from plain Python's: a captured
-  ``np.errstate`` block (numba neither warns nor raises as it asks), integer ``//`` and ``%``
-  (numpy gives 0 with a warning on division by zero, numba raises or gives 0 silently),
-  ``**`` and ``<<`` on Python integers (numba's are 64-bit), a bound value numba would
-  freeze as a constant or cannot call;
+* ``numba_checks.integer_risk`` finds integer arithmetic whose numba semantics differ
+  (Python integers that could outgrow int64, integer-array ``//``/``%``, Python scalars with
+  narrow integer arrays), or a bound value numba would freeze or cannot call;
 * numba cannot type or lower the graph (any error numba raises while compiling: it never
-  reaches the user);
-* at call time, an argument numba would convert differently (an integer outside int64, an
-  object array, a list) or numpy's error settings are not the defaults (``np.seterr``):
-  that call runs eager.
+  reaches the user), or types a value with another dtype than numpy;
+* it returns a view of an input (numba's views are not ``.base``-linked to it), needed the
+  eager redo on ``RERUN_LIMIT`` calls, or measured slower than eager over its first calls
+  (``config.numba_measure_calls``).
 
-Known differences that are not fallbacks (documented in the README): numba does not emit
-numpy's RuntimeWarnings for floating-point errors under the default settings; IndexError
-messages are numba's; additions and multiplications of Python integers are 64-bit; sums may
-be accumulated in another order (floating results agree within ``numpy.allclose``).
+A single call runs eager when an argument is one numba would convert differently (an integer
+beyond 31 bits, an object array, a list). ``config.numba_compile_after`` runs the first calls
+eager before compiling.
 """
 from __future__ import annotations
 
