@@ -204,9 +204,18 @@ def test_floating_point_warnings_and_errors_as_plain_under_each_errstate(setting
     assert any(n.status == "compiled" for n in notes), [str(n) for n in notes]
 
 
-def test_a_captured_errstate_block_as_plain():
-    notes = assert_as_plain(_errstate, (np.array([0.0, 2.0]),), (np.array([1.0, 2.0]),))
-    assert any(n.status == "compiled" for n in notes), [str(n) for n in notes]
+def _errstate_raise(x):
+    with np.errstate(divide="raise"):
+        y = 1.0 / x
+    return y * 2.0
+
+
+@pytest.mark.parametrize("outer", [{}, {"all": "ignore"}])
+def test_a_captured_errstate_block_as_plain(outer):
+    with np.errstate(**outer):
+        for fn in (_errstate, _errstate_raise):
+            notes = assert_as_plain(fn, (np.array([1.0, 2.0]),), (np.array([0.0, 2.0]),))
+            assert any(n.status == "compiled" for n in notes), [str(n) for n in notes]
 
 
 def test_python_float_math_raises_as_plain_even_where_numpy_ignores_errors():
@@ -580,3 +589,23 @@ def test_fuzz_kernel_and_errstate_programs_agree_under_numba():
         assert findings == [], findings[0]
         compared += n
     assert compared > 3 * len(seeds)
+
+
+def test_an_input_returned_after_swaps_in_a_loop_is_the_input_itself(notes):
+    def ping_pong(a, b, steps):
+        for _ in range(steps):
+            b[1:-1] = (a[:-2] + a[2:]) * 0.5
+            a, b = b, a
+        return a
+
+    ft.reset()
+    opt = ft.optimize("numba")(ping_pong)
+    for steps in (6, 7):
+        a, b = np.arange(8.0), np.zeros(8)
+        pa, pb = a.copy(), b.copy()
+        want = ping_pong(pa, pb, steps)
+        got = opt(a, b, steps)
+        assert got is (a if want is pa else b)
+        np.testing.assert_allclose(got, want)
+    assert not [n for n in notes if n.status == "fallback"], [str(n) for n in notes]
+    ft.reset()

@@ -72,6 +72,7 @@ NUMBA_EXTRA = "framehook-translator[numba]"
 FALLBACK_CODE = "FH016"
 _call_with = runtime.call_with
 _FE = fpstatus.FLAGS or {}
+_VIEW = object()   # a returned array that is part of an input
 _ARG_INT = 2 ** ARG_INT_BITS
 #: calls of one graph that had to be redone eager before the graph runs eager for good
 RERUN_LIMIT = 3
@@ -199,6 +200,8 @@ class Lowered:
     mutated: Sequence[int] = ()
     #: the graph does Python-float math, which raises on the errors numpy only warns about
     float_math: bool = False
+    #: the graph has captured np.errstate blocks (their settings are not the caller's)
+    errstate_blocks: bool = False
 
 
 def _type_text(value: Any) -> str:
@@ -255,7 +258,8 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = ()) -> Lowered:
         if isinstance(meta, ArrayMeta) and var.isidentifier():
             dtypes[var] = meta.dtype
     return Lowered(source, scope, key, dtypes=dtypes, mutated=mutated_inputs(graph),
-                   float_math=_python_float_math(graph))
+                   float_math=_python_float_math(graph),
+                   errstate_blocks=any(n.meta.get("errstate") for n in _walk(graph)))
 
 
 # ---------------------------------------------------------------- the compiled graph
@@ -476,7 +480,7 @@ class NumbaGraph:
 
     def _must_redo(self, flags: int) -> bool:
         """Would plain code have warned or raised on these floating-point flags?"""
-        if self.lowered.float_math and flags & ~_FE["under"]:
+        if self.lowered.errstate_blocks or self.lowered.float_math and flags & ~_FE["under"]:
             return True
         return any(flags & _FE[kind] for kind, mode in np.geterr().items() if mode != "ignore")
 
@@ -490,17 +494,27 @@ class NumbaGraph:
             self._fall_back(f"{why} on {self._reruns} calls: runs eager, as plain code does")
         return self.eager(*args)
 
-    def _shares_an_input(self, value: Any, args: Sequence[Any]) -> bool:
-        """Is a returned array a view of an input? (numba's views are not linked to their
-        base array through ``.base``, plain numpy's are.)"""
+    def _relinked(self, value: Any, args: Sequence[Any]) -> Any:
+        """The result with every returned array that is a whole input (numba gives a new
+        array object over the same memory) replaced by that input, as plain code returns
+        it; ``_VIEW`` when a returned array is part of an input (plain's is a view linked
+        to it by ``.base``, numba's is not)."""
         t = type(value)
         if t is np.ndarray:
-            return any(type(a) is np.ndarray and a is not value and np.may_share_memory(a, value) for a in args)
+            for a in args:
+                if type(a) is np.ndarray and a is not value and np.may_share_memory(a, value):
+                    if (a.__array_interface__["data"][0] == value.__array_interface__["data"][0]
+                            and a.shape == value.shape and a.strides == value.strides and a.dtype == value.dtype):
+                        return a
+                    return _VIEW
+            return value
         if t is tuple or t is list:
-            return any(self._shares_an_input(v, args) for v in value)
+            items = [self._relinked(v, args) for v in value]
+            return _VIEW if any(v is _VIEW for v in items) else t(items)
         if t is dict:
-            return any(self._shares_an_input(v, args) for v in value.values())
-        return False
+            items = {k: self._relinked(v, args) for k, v in value.items()}
+            return _VIEW if any(v is _VIEW for v in items.values()) else items
+        return value
 
     def __call__(self, *args: Any) -> Any:
         if self.fallback_reason is None and all(_arg_ok(a) for a in args):
@@ -545,7 +559,8 @@ class NumbaGraph:
             return self._redo(saved, args, "raised an exception")
         if flags and self._must_redo(flags):
             return self._redo(saved, args, "needed numpy's floating-point error handling")
-        if self._shares_an_input(value, args):
+        value = self._relinked(value, args)
+        if value is _VIEW:
             self._fall_back("it returns a view of an input (numba's views are not linked to it by .base)")
             for array, copy in saved:
                 array[...] = copy
