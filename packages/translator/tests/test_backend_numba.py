@@ -532,7 +532,7 @@ def test_explain_reports_numba_notes_and_times():
     ft.reset()
 
 
-def test_a_kernel_measured_slower_than_eager_runs_eager_for_good(notes, monkeypatch):
+def test_a_kernel_not_measured_faster_than_eager_runs_eager_for_good(notes, monkeypatch):
     def f(x):
         return x * 2.0 + 1.0
 
@@ -550,7 +550,7 @@ def test_a_kernel_measured_slower_than_eager_runs_eager_for_good(notes, monkeypa
         for _ in range(5):
             np.testing.assert_array_equal(opt(np.ones(3)), f(np.ones(3)))
     assert [n.status for n in notes] == ["compiled", "fallback"], [str(n) for n in notes]
-    assert "measured slower than eager" in notes[-1].reason
+    assert "not measured faster than eager" in notes[-1].reason
     ft.reset()
 
 

@@ -145,7 +145,8 @@ def _settings() -> Dict[str, Setting]:
                 "compile on the first call)", (int,), lambda v: v >= 0, "must be >= 0"),
         Setting("numba_measure_calls", 3,
                 "after compiling a graph, the numba backend times this many calls of the kernel and as many "
-                "of the eager code, alternating, and keeps the faster for good (0: always the kernel)",
+                "of the eager code, alternating, and keeps the kernel only if it was at least 10% faster (0: always "
+                "the kernel)",
                 (int,), lambda v: v >= 0, "must be >= 0"),
         Setting("raise_on_ctx_manager_usage", False,
                 "reject optimize(...) used as a context manager", (bool,)),
