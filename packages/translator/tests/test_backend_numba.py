@@ -609,3 +609,17 @@ def test_an_input_returned_after_swaps_in_a_loop_is_the_input_itself(notes):
         np.testing.assert_allclose(got, want)
     assert not [n for n in notes if n.status == "fallback"], [str(n) for n in notes]
     ft.reset()
+
+
+def test_a_python_int_growing_around_a_captured_loop_runs_eager_exactly(notes):
+    # 3**60 is far past int64: numba's loop would wrap, Python's int does not
+    def grow(x, k, n):
+        s = k
+        for i in range(n):
+            s = s * 3 + i
+            x = x + s
+        return x, s
+
+    assert_as_plain(grow, (np.ones(2), 1, 10), (np.ones(2), 2, 12), (np.ones(2), 5, 60))
+    falls = [n for n in notes if n.status == "fallback"]
+    assert falls and "carried around a loop" in falls[0].reason, [str(n) for n in notes]
