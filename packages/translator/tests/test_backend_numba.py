@@ -3,9 +3,10 @@ recompiles, first call again), graphs numba cannot take or whose semantics diffe
 back to eager with an FH016 note, the on-disk cache is reused only for the same graph and
 input types, and explain() reports the notes.
 
-The corpus run compiles about 230 graphs cold: 3m40s for the file on 3.11 on an idle core,
-about 10 minutes with other jobs on the machine; under a tracer (coverage) every fourth case
-runs unless FRAMEHOOK_NUMBA_CORPUS=all.
+The corpus run compiles about 230 graphs cold: 6-12 minutes for the file on 3.11 with the
+machine's two cores shared (load 3-5). Under a tracer (coverage, as in CI) every fourth case
+runs unless FRAMEHOOK_NUMBA_CORPUS=all, and half the fuzz programs: 93 tests in 173 s in the
+3.11 CI env (1.5-6 minutes per interpreter untraced, by load).
 Kernels are compiled into one cache directory per test session (FRAMEHOOK_NUMBA_CACHE_DIR),
 so the cache-hit tests reload kernels the corpus run compiled.
 """
