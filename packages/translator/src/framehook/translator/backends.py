@@ -70,3 +70,4 @@ def eager(graph: Any, example_inputs: Sequence[Any]) -> Callable[..., Any]:
 
 
 from . import backends_numexpr  # noqa: E402,F401 - registers "numexpr" (needs the numexpr extra to run)
+from . import backends_numba  # noqa: E402,F401 - registers "numba" (needs the numba extra to run)

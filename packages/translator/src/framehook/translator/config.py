@@ -140,6 +140,14 @@ def _settings() -> Dict[str, Setting]:
         Setting("verify_backend", False,
                 "check every result of a compiled graph against the graph's output types, dtypes and shapes "
                 "(a debug check for backends; costs a little per call)", (bool,)),
+        Setting("numba_compile_after", 0,
+                "the numba backend runs a graph eager for this many calls before compiling it (0: "
+                "compile on the first call)", (int,), lambda v: v >= 0, "must be >= 0"),
+        Setting("numba_measure_calls", 3,
+                "after compiling a graph, the numba backend times this many calls of the kernel and as many "
+                "of the eager code, alternating, and keeps the kernel only if it was at least 10% faster (0: always "
+                "the kernel)",
+                (int,), lambda v: v >= 0, "must be >= 0"),
         Setting("raise_on_ctx_manager_usage", False,
                 "reject optimize(...) used as a context manager", (bool,)),
     ]

@@ -6,7 +6,7 @@
     out.guards[0], .frame, .guard   # "TYPE_MATCH(L['k']): type(L['k']) is int", in frame "step"
     print(out)                      # graphs, breaks with hints, op counts, guards, compile times
 
-The call runs once under ``optimize("eager")`` with every cache entry set aside, so every
+The call runs once under ``optimize(backend)`` (default "eager") with every cache entry set aside, so every
 frame it reaches is translated afresh and reported; afterwards the entries it made are dropped
 and those set aside come back (on each function's next call, with no retranslation), so
 functions compiled before keep their cache. When the call raises, the exception propagates
@@ -75,6 +75,9 @@ class ExplainOutput:
     compile_times: List[float] = field(default_factory=list)
     frames: List[FrameReport] = field(default_factory=list)
     loops: List[Any] = field(default_factory=list)   # one LoopNote per loop met: captured, or unrolled and why
+    # what a compiling backend did with each graph (backends_numba.NumbaNote: compiled, with
+    # its numba time, or a FH016 fallback and why); compile_times are the tracing times
+    backend_notes: List[Any] = field(default_factory=list)
     result: Any = None
 
     @property
@@ -110,6 +113,10 @@ class ExplainOutput:
             lines.append("Loops:")
             lines += [f"  {note}" for note in self.loops]
             lines.append("")
+        if self.backend_notes:
+            lines.append("Backend notes:")
+            lines += [f"  {note}" for note in self.backend_notes]
+            lines.append("")
         if self.guards:
             lines.append("Guards:")
             frame = None
@@ -122,10 +129,12 @@ class ExplainOutput:
         return "\n".join(lines).rstrip() + "\n"
 
 
-def explain(fn: Callable[..., Any]) -> Callable[..., ExplainOutput]:
+def explain(fn: Callable[..., Any], backend: Any = "eager") -> Callable[..., ExplainOutput]:
     """A callable that runs ``fn(*args, **kwargs)`` under the translator and reports
     the graphs, graph breaks, op counts, guards and compile time (``.result`` holds the
-    return value)."""
+    return value). ``backend`` compiles the graphs (default ``"eager"``); with ``"numba"``
+    the report's ``backend_notes`` say which graphs numba compiled, in how long, and which
+    fell back to eager (FH016) and why."""
     if not callable(fn):
         raise TypeError(f"explain() expects a callable, got {type(fn).__name__}")
     from .eval_frame import innermost_fn, optimize
@@ -137,17 +146,22 @@ def explain(fn: Callable[..., Any]) -> Callable[..., ExplainOutput]:
         error: Optional[BaseException] = None
         result = None
         check_fns: Dict[str, Any] = {}
+        notes: List[Any] = []
+        from . import backends_numba
+        backends_numba.add_note_observer(notes.append)
         try:
-            result = optimize("eager")(innermost_fn(fn))(*args, **kwargs)
+            result = optimize(backend)(innermost_fn(fn))(*args, **kwargs)
         except Exception as e:
             error = e
         finally:
             remove_observer(reports.append)
+            backends_numba.remove_note_observer(notes.append)
             for seen in {id(r.code): r.code for r in reports}.values():
                 for entry in runtime.cache_entries(seen):
                     check_fns[getattr(entry.check_fn, "compile_id", "")] = entry.check_fn
             _restore_caches(kept, [r.code for r in reports])
         out = _summarize(reports, result, check_fns)
+        out.backend_notes = notes
         if error is not None:
             error.explain_output = out  # type: ignore[attr-defined]
             raise error

@@ -128,6 +128,19 @@ _TABLE = [
               "(a later call that misses the cache runs it unmodified)",
               "vectorize the loop, move it into a function of its own, or raise the budget the reason names "
               "(`config.patch(max_traced_ops=...)`)"),
+    BreakKind("FH016", "compiling backend fell back to eager",
+              "not a graph break: the graph is captured whole, but the `numba` backend runs it as the "
+              "`eager` backend's Python code, because lowering found integer arithmetic whose numba semantics "
+              "differ from plain Python's (Python integers that could outgrow 64 bits, integer-array `//` or "
+              "`%`, a Python scalar with an array narrower than int64, a float converted to a Python int), a "
+              "bound object numba cannot compile, numba could not type or compile the graph (the reason quotes "
+              "numba's first line) or types a value with another dtype than numpy; or, at run time, the graph "
+              "returned a view of an input, needed plain Python's floating-point error handling or exceptions "
+              "on 3 calls (each of those calls was redone eager, with plain's warnings and errors), or was not "
+              "measured at least 10% faster than eager over its first calls. `explain(fn, backend=\"numba\")` "
+              "lists these under backend notes, with the compile time of every graph that did compile",
+              "the result is the same as plain; for speed, keep the graph to numpy arrays, numbers and the "
+              "numpy functions numba supports, or move the named operation out of the hot function"),
 ]
 
 BREAKS: Dict[str, BreakKind] = {k.code: k for k in _TABLE}
