@@ -30,7 +30,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import timeit
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -128,7 +127,7 @@ def corpus_table(repeat):
     print(f"| geomean | {geomean([r['eager'] / r['plain'] for _, r in rows]):.2f} "
           f"| {geomean([r['numba'] / r['plain'] for _, r in rows]):.2f} |")
     compiled = [r for name, r in rows]
-    print(f"\nnumba outcome per case: " + ", ".join(f"{k} {v}" for k, v in status.most_common()))
+    print("\nnumba outcome per case: " + ", ".join(f"{k} {v}" for k, v in status.most_common()))
     fastest = sorted(rows, key=lambda x: x[1]["numba"] / x[1]["plain"])
     print("\nbest numba/plain: " + ", ".join(f"{n} {r['numba'] / r['plain']:.2f}" for n, r in fastest[:5]))
     print("worst numba/plain: " + ", ".join(f"{n} {r['numba'] / r['plain']:.2f}" for n, r in fastest[-5:]))

@@ -464,10 +464,10 @@ class NumbaGraph:
         if getattr(getattr(overload, "type_annotation", None), "typemap", None) is None:
             try:
                 with open(marker) as f:
-                    verdict = f.read()
+                    recorded = f.read()
             except OSError:
                 return "a cached kernel without the record of its type check"
-            return verdict or None
+            return recorded or None
         verdict = _type_mismatch(dispatcher, signature, self.lowered.dtypes or {})
         try:
             _write_source(marker, verdict or "")
@@ -515,8 +515,8 @@ class NumbaGraph:
             items = [self._relinked(v, args) for v in value]
             return _VIEW if any(v is _VIEW for v in items) else t(items)
         if t is dict:
-            items = {k: self._relinked(v, args) for k, v in value.items()}
-            return _VIEW if any(v is _VIEW for v in items.values()) else items
+            entries = {k: self._relinked(v, args) for k, v in value.items()}
+            return _VIEW if any(v is _VIEW for v in entries.values()) else entries
         return value
 
     def __call__(self, *args: Any) -> Any:

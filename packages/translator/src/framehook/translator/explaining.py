@@ -120,12 +120,12 @@ class ExplainOutput:
         if self.guards:
             lines.append("Guards:")
             frame = None
-            for g in self.guards:
-                where = getattr(g, "frame", None)
+            for guard in self.guards:
+                where = getattr(guard, "frame", None)
                 if where != frame and where is not None:
                     lines.append(f"  {where}:")
                     frame = where
-                lines.append(f"    {g}" if frame is not None else f"  {g}")
+                lines.append(f"    {guard}" if frame is not None else f"  {guard}")
         return "\n".join(lines).rstrip() + "\n"
 
 
