@@ -9,6 +9,7 @@ frames with cells and free variables around graph breaks, ``ErrstateGenerator`` 
 that divides by zero, overflows and makes NaN inside ``with np.errstate(...)`` blocks. A
 program is determined by its seed (``family`` picks the generator).
 """
+
 from __future__ import annotations
 
 import random
@@ -48,8 +49,14 @@ class ProgramGenerator:
 
     def array_expr(self) -> str:
         choices = [
-            "arr * {i}", "arr + {i}", "(arr - {i}) * arr", "arr[::-1] + {i}", "arr.cumsum()",
-            "np.maximum(arr, {i})", "np.where(arr > {i}, arr, -arr)", "arr.reshape(-1)[:2] * {i}",
+            "arr * {i}",
+            "arr + {i}",
+            "(arr - {i}) * arr",
+            "arr[::-1] + {i}",
+            "arr.cumsum()",
+            "np.maximum(arr, {i})",
+            "np.where(arr > {i}, arr, -arr)",
+            "arr.reshape(-1)[:2] * {i}",
         ]
         return self.rng.choice(choices).format(i=self.int_expr(2))
 
@@ -63,8 +70,22 @@ class ProgramGenerator:
     def statement(self, depth: int, indent: str) -> List[str]:
         kinds = ["assign", "assign", "acc", "array"]
         if depth < self.max_depth:
-            kinds += ["if", "for", "try", "closure", "comp", "while", "nonlocal", "star_call",
-                      "generator", "klass", "finally", "fstring", "array_loop", "with"]
+            kinds += [
+                "if",
+                "for",
+                "try",
+                "closure",
+                "comp",
+                "while",
+                "nonlocal",
+                "star_call",
+                "generator",
+                "klass",
+                "finally",
+                "fstring",
+                "array_loop",
+                "with",
+            ]
         kind = self.rng.choice(kinds)
         if kind == "assign":
             name = self.fresh("v")
@@ -94,32 +115,52 @@ class ProgramGenerator:
             name, var = self.fresh("t"), self.fresh("i")
             saved = list(self.ints)
             self.ints.append(var)
-            steps = [self.rng.choice([
-                "{t} = {t} * 0.5 + {i}", "{t} = np.where({t} > {i}, {t} - 1.0, {t} + 1.0)",
-                "{t} = np.maximum({t}, {i}) - 0.25", "{t} = {t}[::-1] * 0.75 + {t}",
-                "{t}[1:] = {t}[1:] + {t}[:-1] * 0.5", "{t} = np.sin({t}) + {i}",
-                "acc.append({i})", "{t} = {t} + {t}.sum() / 8.0"]).format(t=name, i=self.int_expr(1))
-                for _ in range(self.rng.randint(1, 3))]
+            steps = [
+                self.rng.choice(
+                    [
+                        "{t} = {t} * 0.5 + {i}",
+                        "{t} = np.where({t} > {i}, {t} - 1.0, {t} + 1.0)",
+                        "{t} = np.maximum({t}, {i}) - 0.25",
+                        "{t} = {t}[::-1] * 0.75 + {t}",
+                        "{t}[1:] = {t}[1:] + {t}[:-1] * 0.5",
+                        "{t} = np.sin({t}) + {i}",
+                        "acc.append({i})",
+                        "{t} = {t} + {t}.sum() / 8.0",
+                    ]
+                ).format(t=name, i=self.int_expr(1))
+                for _ in range(self.rng.randint(1, 3))
+            ]
             self.ints = saved
-            return [f"{indent}{name} = arr * 1.0",
-                    f"{indent}for {var} in range({self.rng.randint(0, 12)}):",
-                    *(f"{indent}    {line}" for line in steps),
-                    f"{indent}arrs.append({name})"]
+            return [
+                f"{indent}{name} = arr * 1.0",
+                f"{indent}for {var} in range({self.rng.randint(0, 12)}):",
+                *(f"{indent}    {line}" for line in steps),
+                f"{indent}arrs.append({name})",
+            ]
         if kind == "while":
             var = self.fresh("w")
             saved = list(self.ints)
             body = self.block(depth + 1, indent + "    ")
             self.ints = saved
-            return [f"{indent}{var} = 0", f"{indent}while {var} < {self.rng.randint(1, 3)}:",
-                    f"{indent}    {var} += 1", *body]
+            return [
+                f"{indent}{var} = 0",
+                f"{indent}while {var} < {self.rng.randint(1, 3)}:",
+                f"{indent}    {var} += 1",
+                *body,
+            ]
         if kind == "try":
             saved = list(self.ints)
             body = self.block(depth + 1, indent + "    ")
             self.ints = list(saved)
             handler = self.block(depth + 1, indent + "    ")
             self.ints = saved
-            return [f"{indent}try:", *body, f"{indent}except ZeroDivisionError as exc:",
-                    f"{indent}    acc.append(str(exc))", *handler]
+            return [
+                f"{indent}try:",
+                *body,
+                f"{indent}except ZeroDivisionError as exc:",
+                f"{indent}    acc.append(str(exc))",
+                *handler,
+            ]
         if kind == "with":
             # a context manager that logs its enter/exit and swallows ZeroDivisionError; the
             # body may raise it (a zero divisor) and is left by the exception
@@ -127,32 +168,38 @@ class ProgramGenerator:
             body = self.block(depth + 1, indent + "    ")
             self.ints = saved
             cls = self.fresh("M")
-            return [f"{indent}class {cls}:",
-                    f"{indent}    def __enter__(self):",
-                    f"{indent}        acc.append('enter')",
-                    f"{indent}        return self",
-                    f"{indent}    def __exit__(self, kind, value, tb):",
-                    f"{indent}        acc.append('exit' if kind is None else kind.__name__)",
-                    f"{indent}        return kind is ZeroDivisionError",
-                    f"{indent}with {cls}():",
-                    f"{indent}    acc.append(100 // ({self.int_expr(1)} - {self.int_expr(1)}))",
-                    *body]
+            return [
+                f"{indent}class {cls}:",
+                f"{indent}    def __enter__(self):",
+                f"{indent}        acc.append('enter')",
+                f"{indent}        return self",
+                f"{indent}    def __exit__(self, kind, value, tb):",
+                f"{indent}        acc.append('exit' if kind is None else kind.__name__)",
+                f"{indent}        return kind is ZeroDivisionError",
+                f"{indent}with {cls}():",
+                f"{indent}    acc.append(100 // ({self.int_expr(1)} - {self.int_expr(1)}))",
+                *body,
+            ]
         if kind == "nonlocal":
             # a nested function rebinding a variable of this frame: it becomes a cell
             target = self.rng.choice(self.ints)
             name = self.fresh("h")
-            return [f"{indent}def {name}():",
-                    f"{indent}    nonlocal {target}",
-                    f"{indent}    {target} = {target} + {self.rng.randint(1, 3)}",
-                    f"{indent}    return {target}",
-                    f"{indent}acc.append({name}())"]
+            return [
+                f"{indent}def {name}():",
+                f"{indent}    nonlocal {target}",
+                f"{indent}    {target} = {target} + {self.rng.randint(1, 3)}",
+                f"{indent}    return {target}",
+                f"{indent}acc.append({name}())",
+            ]
         if kind == "star_call":
             name = self.fresh("s")
             result = self.fresh("v")
-            line = [f"{indent}def {name}(x, *xs, key=0, **kw):",
-                    f"{indent}    return x + sum(xs) + key + len(kw)",
-                    f"{indent}{result} = {name}({self.int_expr(1)}, *[{self.int_expr(1)}, {self.int_expr(1)}], "
-                    f"key={self.int_expr(1)}, **{{'z': {self.int_expr(1)}}})"]
+            line = [
+                f"{indent}def {name}(x, *xs, key=0, **kw):",
+                f"{indent}    return x + sum(xs) + key + len(kw)",
+                f"{indent}{result} = {name}({self.int_expr(1)}, *[{self.int_expr(1)}, {self.int_expr(1)}], "
+                f"key={self.int_expr(1)}, **{{'z': {self.int_expr(1)}}})",
+            ]
             self.ints.append(result)
             return line
         if kind == "generator":
@@ -164,35 +211,41 @@ class ProgramGenerator:
             self.ints = saved
             result = self.fresh("v")
             self.ints.append(result)
-            return [f"{indent}def {name}(n):",
-                    f"{indent}    for {var} in range(n):",
-                    f"{indent}        yield {elem}",
-                    f"{indent}{result} = sum({name}({self.rng.randint(0, 4)}))"]
+            return [
+                f"{indent}def {name}(n):",
+                f"{indent}    for {var} in range(n):",
+                f"{indent}        yield {elem}",
+                f"{indent}{result} = sum({name}({self.rng.randint(0, 4)}))",
+            ]
         if kind == "klass":
             base, cls = self.fresh("B"), self.fresh("C")
             result = self.fresh("v")
             expr = self.int_expr(1)
             self.ints.append(result)
-            return [f"{indent}class {base}:",
-                    f"{indent}    def m(self, x):",
-                    f"{indent}        return x * 2",
-                    f"{indent}class {cls}({base}):",
-                    f"{indent}    def __init__(self, x):",
-                    f"{indent}        self.x = x",
-                    f"{indent}    def m(self, y):",
-                    f"{indent}        return super().m(self.x) - y",
-                    f"{indent}{result} = {cls}({expr}).m({self.rng.randint(0, 5)})"]
+            return [
+                f"{indent}class {base}:",
+                f"{indent}    def m(self, x):",
+                f"{indent}        return x * 2",
+                f"{indent}class {cls}({base}):",
+                f"{indent}    def __init__(self, x):",
+                f"{indent}        self.x = x",
+                f"{indent}    def m(self, y):",
+                f"{indent}        return super().m(self.x) - y",
+                f"{indent}{result} = {cls}({expr}).m({self.rng.randint(0, 5)})",
+            ]
         if kind == "finally":
             saved = list(self.ints)
             body = self.block(depth + 1, indent + "        ")
             self.ints = saved
-            return [f"{indent}try:",
-                    f"{indent}    try:",
-                    *body,
-                    f"{indent}    finally:",
-                    f"{indent}        acc.append('finally')",
-                    f"{indent}except ArithmeticError as exc:",
-                    f"{indent}    acc.append(type(exc).__name__)"]
+            return [
+                f"{indent}try:",
+                f"{indent}    try:",
+                *body,
+                f"{indent}    finally:",
+                f"{indent}        acc.append('finally')",
+                f"{indent}except ArithmeticError as exc:",
+                f"{indent}    acc.append(type(exc).__name__)",
+            ]
         if kind == "fstring":
             return [f"{indent}acc.append(f'{{{self.int_expr(1)}}}-{{{self.int_expr(1)}!r:>4}}')"]
         if kind == "closure":
@@ -205,28 +258,37 @@ class ProgramGenerator:
             argument = self.int_expr(1)
             result = self.fresh("v")
             self.ints.append(result)
-            return [f"{indent}def {name}({param}, k={self.rng.randint(0, 3)}):",
-                    f"{indent}    return {body_expr} + k",
-                    f"{indent}{result} = {name}({argument})"]
+            return [
+                f"{indent}def {name}({param}, k={self.rng.randint(0, 3)}):",
+                f"{indent}    return {body_expr} + k",
+                f"{indent}{result} = {name}({argument})",
+            ]
         # comprehension
         var = self.fresh("c")
         saved = list(self.ints)
         self.ints.append(var)
         elem = self.int_expr(1)
         self.ints = saved
-        return [f"{indent}acc.extend([{elem} for {var} in range({self.rng.randint(0, 4)}) "
-                f"if {var} % 2 == {self.rng.randint(0, 1)}])"]
+        return [
+            f"{indent}acc.extend([{elem} for {var} in range({self.rng.randint(0, 4)}) "
+            f"if {var} % 2 == {self.rng.randint(0, 1)}])"
+        ]
 
     def program(self) -> str:
         body = self.block(0, "    ")
         ret = self.int_expr()
-        return "\n".join([
-            "def f(a, b, arr):",
-            "    acc = []",
-            "    arrs = []",
-            *body,
-            f"    return {ret}, acc, [x.tolist() for x in arrs]",
-        ]) + "\n"
+        return (
+            "\n".join(
+                [
+                    "def f(a, b, arr):",
+                    "    acc = []",
+                    "    arrs = []",
+                    *body,
+                    f"    return {ret}, acc, [x.tolist() for x in arrs]",
+                ]
+            )
+            + "\n"
+        )
 
 
 class KernelGenerator(ProgramGenerator):
@@ -235,16 +297,24 @@ class KernelGenerator(ProgramGenerator):
     bodies that change a shape or a dtype, so the capture has to give up)."""
 
     UPDATES = [
-        "{x} = {x} * 0.5 + {y}", "{x} = np.where({x} > {y}, {x}, {y} * 0.5)", "{x} = np.maximum({x}, {i}) - 0.25",
-        "{x} = {x}[::-1] + {i}", "{x} = np.tanh({x}) - {y}", "{x} = {x}.cumsum(axis=-1) * 0.1",
-        "{x} = {x} + {x}.sum() / 8.0", "{x}[:, 1:] = {x}[:, 1:] + {y}[:, :-1] * 0.5",
-        "{x} = ({x} - {x}.mean(axis=0)) * {i}", "{x} = {x} @ {y}.T", "{x} = {x}.astype(np.float32) + 1",
-        "{x} = np.concatenate([{x}, {y}])[:2]", "{x} = {x}.T.T * 2",
-        "{x}[{x} > {i}, ...] = {y}.sum() * 0.5",                    # a mask in a tuple index, stored
+        "{x} = {x} * 0.5 + {y}",
+        "{x} = np.where({x} > {y}, {x}, {y} * 0.5)",
+        "{x} = np.maximum({x}, {i}) - 0.25",
+        "{x} = {x}[::-1] + {i}",
+        "{x} = np.tanh({x}) - {y}",
+        "{x} = {x}.cumsum(axis=-1) * 0.1",
+        "{x} = {x} + {x}.sum() / 8.0",
+        "{x}[:, 1:] = {x}[:, 1:] + {y}[:, :-1] * 0.5",
+        "{x} = ({x} - {x}.mean(axis=0)) * {i}",
+        "{x} = {x} @ {y}.T",
+        "{x} = {x}.astype(np.float32) + 1",
+        "{x} = np.concatenate([{x}, {y}])[:2]",
+        "{x} = {x}.T.T * 2",
+        "{x}[{x} > {i}, ...] = {y}.sum() * 0.5",  # a mask in a tuple index, stored
         "{x} = {x} + {x}[{x}.sum() > {i}, ...].sum(axis=0) * 0.25",  # a 0-d mask
         "{x} = {x} + np.linalg.eigh(np.outer(np.tanh({x}), np.tanh({x})) + np.eye({x}.size)).eigenvalues * 0.1",
         "{x} = {x} * np.tanh(np.linalg.svd(np.outer(np.tanh({x}), {y}), compute_uv=False)).sum()",
-        "acc.append(round(float({x}.sum()), 6))",   # a break: a Python float of array data
+        "acc.append(round(float({x}.sum()), 6))",  # a break: a Python float of array data
     ]
 
     def update(self, names: List[str], index: str) -> str:
@@ -255,16 +325,18 @@ class KernelGenerator(ProgramGenerator):
         r = self.rng.random()
         if depth < 2 and r < 0.4:
             var = self.fresh("i")
-            body = [self.update(names, self.rng.choice([var, self.int_expr(1)]))
-                    for _ in range(self.rng.randint(1, 3))]
+            body = [self.update(names, self.rng.choice([var, self.int_expr(1)])) for _ in range(self.rng.randint(1, 3))]
             if self.rng.random() < 0.3:
                 inner = self.fresh("j")
-                body += [f"for {inner} in range({self.rng.randint(0, 7)}):",
-                         "    " + self.update(names, inner)]
+                body += [f"for {inner} in range({self.rng.randint(0, 7)}):", "    " + self.update(names, inner)]
             return [f"{indent}for {var} in range({self.rng.randint(0, 14)}):", *(f"{indent}    {b}" for b in body)]
         if r < 0.5:
-            return [f"{indent}if {self.cond()}:", f"{indent}    {self.update(names, self.int_expr(1))}",
-                    f"{indent}else:", f"{indent}    {self.update(names, self.int_expr(1))}"]
+            return [
+                f"{indent}if {self.cond()}:",
+                f"{indent}    {self.update(names, self.int_expr(1))}",
+                f"{indent}else:",
+                f"{indent}    {self.update(names, self.int_expr(1))}",
+            ]
         return [f"{indent}{self.update(names, self.int_expr(1))}"]
 
     def program(self) -> str:
@@ -272,14 +344,19 @@ class KernelGenerator(ProgramGenerator):
         body: List[str] = []
         for _ in range(self.rng.randint(1, 4)):
             body += self.kernel_statement(0, "    ", names)
-        return "\n".join([
-            "def f(a, b, arr):",
-            "    acc = []",
-            "    x = arr * 1.0",
-            "    y = arr + 0.5",
-            *body,
-            "    return a, acc, [x.tolist(), y.tolist(), str(x.dtype), str(y.dtype)]",
-        ]) + "\n"
+        return (
+            "\n".join(
+                [
+                    "def f(a, b, arr):",
+                    "    acc = []",
+                    "    x = arr * 1.0",
+                    "    y = arr + 0.5",
+                    *body,
+                    "    return a, acc, [x.tolist(), y.tolist(), str(x.dtype), str(y.dtype)]",
+                ]
+            )
+            + "\n"
+        )
 
 
 class ClosureGenerator(ProgramGenerator):
@@ -296,15 +373,32 @@ class ClosureGenerator(ProgramGenerator):
     statement, so also inside loops and try/with blocks. ``f`` returns its cells' values and
     its escaping closures, so the comparison sees what the cells hold."""
 
-    KINDS = ("read", "read", "rebind", "rebind", "counter", "late", "factory", "factory", "escape", "lambdas",
-             "array", "array", "argument", "recursive", "loop", "klass", "exception")
+    KINDS = (
+        "read",
+        "read",
+        "rebind",
+        "rebind",
+        "counter",
+        "late",
+        "factory",
+        "factory",
+        "escape",
+        "lambdas",
+        "array",
+        "array",
+        "argument",
+        "recursive",
+        "loop",
+        "klass",
+        "exception",
+    )
 
     def __init__(self, seed: int, max_depth: int = 3) -> None:
         super().__init__(seed, max_depth)
-        self.cells: List[str] = []      # variables inner functions read or rebind
-        self.escaping: List[str] = []   # closures f returns (made at its top level: always bound)
-        self.made = 0                   # closure statements generated
-        self.fn_depth = 0               # 0 while generating f's own statements
+        self.cells: List[str] = []  # variables inner functions read or rebind
+        self.escaping: List[str] = []  # closures f returns (made at its top level: always bound)
+        self.made = 0  # closure statements generated
+        self.fn_depth = 0  # 0 while generating f's own statements
 
     def statement(self, depth: int, indent: str) -> List[str]:
         r = self.rng.random()
@@ -313,7 +407,7 @@ class ClosureGenerator(ProgramGenerator):
         if depth < self.max_depth and r < 0.6:
             kind = self.rng.choice(self.KINDS)
             if (kind == "escape" and depth > 0) or (kind == "argument" and self.fn_depth > 0):
-                kind = "read"   # escaping closures are made at f's top level; arguments are f's
+                kind = "read"  # escaping closures are made at f's top level; arguments are f's
             self.made += 1
             return getattr(self, f"closure_{kind}")(depth, indent)
         return super().statement(depth, indent)
@@ -322,13 +416,18 @@ class ClosureGenerator(ProgramGenerator):
     def break_statement(self, indent: str, subject: str = "arr") -> List[str]:
         """One statement the translator breaks at; ``subject`` is an array in scope."""
         e1, e2 = self.int_expr(1), self.int_expr(1)
-        return [indent + self.rng.choice([
-            f"print('at', {e1}, {e2})",                                  # I/O
-            f"acc.append(sorted([{e1}, {e2}]))",                         # an unsupported callable
-            f"acc.append(float({subject}.sum()) + {e1})",                # array data as a Python float
-            f"acc.append({subject}.tolist())",                           # ... as a list
-            f"acc.append(len(getattr(acc, 'append').__name__) + {e1})",  # an unsupported value
-        ])]
+        return [
+            indent
+            + self.rng.choice(
+                [
+                    f"print('at', {e1}, {e2})",  # I/O
+                    f"acc.append(sorted([{e1}, {e2}]))",  # an unsupported callable
+                    f"acc.append(float({subject}.sum()) + {e1})",  # array data as a Python float
+                    f"acc.append({subject}.tolist())",  # ... as a list
+                    f"acc.append(len(getattr(acc, 'append').__name__) + {e1})",  # an unsupported value
+                ]
+            )
+        ]
 
     def outer_read(self) -> str:
         """An int expression that certainly reads a variable of the enclosing scope."""
@@ -357,7 +456,7 @@ class ClosureGenerator(ProgramGenerator):
     def closure_read(self, depth: int, indent: str) -> List[str]:
         """A function (or lambda) made before a break and called after it."""
         name, p, q, r = self.fresh("g"), self.fresh("p"), self.fresh("q"), self.fresh("r")
-        dq, dr = self.int_expr(1), self.int_expr(1)   # defaults: evaluated when it is made
+        dq, dr = self.int_expr(1), self.int_expr(1)  # defaults: evaluated when it is made
         if self.rng.random() < 0.35:
             outer = self.outer_read()
             saved = list(self.ints)
@@ -371,14 +470,18 @@ class ClosureGenerator(ProgramGenerator):
             if self.rng.random() < 0.3:
                 # a decorator made in f: the wrapper closes over the function it wraps
                 deco, fn, wrapper = self.fresh("deco"), self.fresh("fn"), self.fresh("wrapper")
-                lines += [f"{indent}def {deco}({fn}):",
-                          f"{indent}    def {wrapper}(*args, **kw):",
-                          f"{indent}        acc.append({fn}.__name__)",
-                          f"{indent}        return {fn}(*args, **kw)",
-                          f"{indent}    return {wrapper}",
-                          f"{indent}@{deco}"]
-            lines += [f"{indent}def {name}({p}, {q}={dq}, *, {r}={dr}):",
-                      *self.inner_body(depth, indent + "    ", [p, q, r])]
+                lines += [
+                    f"{indent}def {deco}({fn}):",
+                    f"{indent}    def {wrapper}(*args, **kw):",
+                    f"{indent}        acc.append({fn}.__name__)",
+                    f"{indent}        return {fn}(*args, **kw)",
+                    f"{indent}    return {wrapper}",
+                    f"{indent}@{deco}",
+                ]
+            lines += [
+                f"{indent}def {name}({p}, {q}={dq}, *, {r}={dr}):",
+                *self.inner_body(depth, indent + "    ", [p, q, r]),
+            ]
             second = f"{name}({self.int_expr(1)}, {r}={self.int_expr(1)})"
         if self.rng.random() < 0.5:
             lines += self.statement(depth + 1, indent)
@@ -392,26 +495,30 @@ class ClosureGenerator(ProgramGenerator):
         """A cell assigned before a break and again after it (straight-line, in a loop, or in
         a try block), read by a closure made before the break."""
         cell, fn = self.fresh("z"), self.fresh("g")
-        lines = [f"{indent}{cell} = {self.int_expr()}",
-                 f"{indent}{fn} = lambda: {cell} * {self.rng.randint(1, 3)} + {self.outer_read()}",
-                 f"{indent}acc.append({fn}())"]
+        lines = [
+            f"{indent}{cell} = {self.int_expr()}",
+            f"{indent}{fn} = lambda: {cell} * {self.rng.randint(1, 3)} + {self.outer_read()}",
+            f"{indent}acc.append({fn}())",
+        ]
         self.bind_cell(cell)
         form = self.rng.choice(["straight", "straight", "loop", "try", "del"])
         if form == "straight":
             lines += self.break_statement(indent)
             lines.append(f"{indent}{cell} = {cell} + {self.int_expr(1)}")
-            var = self.fresh("c")   # a generator expression over the cell
+            var = self.fresh("c")  # a generator expression over the cell
             lines.append(f"{indent}acc.append(sum({cell} * {var} for {var} in range({self.rng.randint(0, 4)})))")
         elif form == "del":
             # the cell emptied after the break: the closure's read raises NameError
             lines += self.break_statement(indent)
             self.ints.remove(cell)
             self.cells.remove(cell)
-            return lines + [f"{indent}del {cell}",
-                            f"{indent}try:",
-                            f"{indent}    acc.append({fn}())",
-                            f"{indent}except NameError as exc:",
-                            f"{indent}    acc.append(type(exc).__name__)"]
+            return lines + [
+                f"{indent}del {cell}",
+                f"{indent}try:",
+                f"{indent}    acc.append({fn}())",
+                f"{indent}except NameError as exc:",
+                f"{indent}    acc.append(type(exc).__name__)",
+            ]
         elif form == "loop":
             var = self.fresh("i")
             saved = list(self.ints)
@@ -419,36 +526,45 @@ class ClosureGenerator(ProgramGenerator):
             step = f"{indent}    {cell} = {cell} + {var} * {self.int_expr(1)}"
             brk = self.break_statement(indent + "    ")
             self.ints = saved
-            lines += [f"{indent}for {var} in range({self.rng.randint(0, 4)}):", step, *brk,
-                      f"{indent}    acc.append({fn}())"]
+            lines += [
+                f"{indent}for {var} in range({self.rng.randint(0, 4)}):",
+                step,
+                *brk,
+                f"{indent}    acc.append({fn}())",
+            ]
         else:
-            lines += [f"{indent}try:",
-                      f"{indent}    {cell} = {cell} * 2",
-                      *self.break_statement(indent + "    "),
-                      f"{indent}    acc.append(100 // ({self.int_expr(1)} - {self.int_expr(1)}))",
-                      f"{indent}    {cell} = {cell} - 1",
-                      f"{indent}except ZeroDivisionError:",
-                      f"{indent}    {cell} = -{cell}"]
+            lines += [
+                f"{indent}try:",
+                f"{indent}    {cell} = {cell} * 2",
+                *self.break_statement(indent + "    "),
+                f"{indent}    acc.append(100 // ({self.int_expr(1)} - {self.int_expr(1)}))",
+                f"{indent}    {cell} = {cell} - 1",
+                f"{indent}except ZeroDivisionError:",
+                f"{indent}    {cell} = -{cell}",
+            ]
         lines.append(f"{indent}acc.append({fn}())")
         return lines
 
     def closure_counter(self, depth: int, indent: str) -> List[str]:
         """A nonlocal counter bumped before and after a break (sometimes breaking inside)."""
         cell, fn, d = self.fresh("n"), self.fresh("bump"), self.fresh("d")
-        lines = [f"{indent}{cell} = {self.int_expr()}",
-                 f"{indent}def {fn}({d}={self.rng.randint(1, 3)}):",
-                 f"{indent}    nonlocal {cell}",
-                 f"{indent}    {cell} += {d}"]
+        lines = [
+            f"{indent}{cell} = {self.int_expr()}",
+            f"{indent}def {fn}({d}={self.rng.randint(1, 3)}):",
+            f"{indent}    nonlocal {cell}",
+            f"{indent}    {cell} += {d}",
+        ]
         if self.rng.random() < 0.35:
             lines.append(f"{indent}    print('bump', {cell})")
         peek = self.fresh("peek")
-        lines += [f"{indent}    return {cell}",
-                  f"{indent}{peek} = lambda: {cell} * 10",   # a second closure over the same cell
-                  f"{indent}acc.append({fn}())"]
+        lines += [
+            f"{indent}    return {cell}",
+            f"{indent}{peek} = lambda: {cell} * 10",  # a second closure over the same cell
+            f"{indent}acc.append({fn}())",
+        ]
         self.bind_cell(cell)
         lines += self.break_statement(indent)
-        lines += [f"{indent}acc.append({fn}({self.int_expr(1)}))",
-                  f"{indent}acc.append({peek}())"]
+        lines += [f"{indent}acc.append({fn}({self.int_expr(1)}))", f"{indent}acc.append({peek}())"]
         return lines
 
     def closure_late(self, depth: int, indent: str) -> List[str]:
@@ -456,10 +572,12 @@ class ClosureGenerator(ProgramGenerator):
         cell, fn = self.fresh("z"), self.fresh("g")
         lines = [f"{indent}{fn} = lambda: {cell} + {self.outer_read()}"]
         if self.rng.random() < 0.4:
-            lines += [f"{indent}try:",
-                      f"{indent}    acc.append({fn}())",
-                      f"{indent}except NameError as exc:",
-                      f"{indent}    acc.append(type(exc).__name__)"]
+            lines += [
+                f"{indent}try:",
+                f"{indent}    acc.append({fn}())",
+                f"{indent}except NameError as exc:",
+                f"{indent}    acc.append(type(exc).__name__)",
+            ]
         lines += self.break_statement(indent)
         lines.append(f"{indent}{cell} = {self.int_expr()}")
         self.bind_cell(cell)
@@ -485,13 +603,17 @@ class ClosureGenerator(ProgramGenerator):
             body = [f"acc.append({y}.tolist())"]
         elif brk == "loop":
             var = self.fresh("i")
-            body = [f"for {var} in range({self.rng.randint(1, 3)}):",
-                    f"    {y} = {y} + {var}",
-                    f"    print('loop', {var}, {cnt})"]
+            body = [
+                f"for {var} in range({self.rng.randint(1, 3)}):",
+                f"    {y} = {y} + {var}",
+                f"    print('loop', {var}, {cnt})",
+            ]
         else:
-            body = [line[len(indent):] for line in self.break_statement(indent, subject=y)]
+            body = [line[len(indent) :] for line in self.break_statement(indent, subject=y)]
         self.ints = saved
-        return [f"{indent}def {mk}({k}, {s}={self.rng.randint(-2, 3)}):",
+        return (
+            [
+                f"{indent}def {mk}({k}, {s}={self.rng.randint(-2, 3)}):",
                 f"{indent}    {cnt} = 0",
                 f"{indent}    def {step}({x}{'=arr' if default_x else ''}, *, {m}={self.rng.randint(1, 3)}):",
                 f"{indent}        nonlocal {cnt}",
@@ -499,20 +621,28 @@ class ClosureGenerator(ProgramGenerator):
                 f"{indent}        {y} = {x} * {k} + {s}",
                 *(f"{indent}        {line}" for line in body),
                 f"{indent}        return {y} * {m} + {cnt} + {outer}",
-                f"{indent}    return {step}"], mk, m
+                f"{indent}    return {step}",
+            ],
+            mk,
+            m,
+        )
 
     def closure_factory(self, depth: int, indent: str) -> List[str]:
         """A factory called with different captured values; one product called twice."""
         lines, mk, m = self.factory_def(indent, default_x=False)
         st = self.fresh("st")
-        lines += [f"{indent}{st} = {mk}({self.int_expr(1)})",
-                  f"{indent}arrs.append({st}(arr))",
-                  f"{indent}arrs.append({st}(arr + 1, {m}={self.int_expr(1)}))",
-                  f"{indent}arrs.append({mk}({self.int_expr(1)}, {self.rng.randint(-2, 3)})(arr))"]
+        lines += [
+            f"{indent}{st} = {mk}({self.int_expr(1)})",
+            f"{indent}arrs.append({st}(arr))",
+            f"{indent}arrs.append({st}(arr + 1, {m}={self.int_expr(1)}))",
+            f"{indent}arrs.append({mk}({self.int_expr(1)}, {self.rng.randint(-2, 3)})(arr))",
+        ]
         if self.rng.random() < 0.5:
             var = self.fresh("i")
-            lines += [f"{indent}for {var} in range({self.rng.randint(1, 3)}):",
-                      f"{indent}    arrs.append({mk}({var})(arr * {var}))"]
+            lines += [
+                f"{indent}for {var} in range({self.rng.randint(1, 3)}):",
+                f"{indent}    arrs.append({mk}({var})(arr * {var}))",
+            ]
         return lines
 
     def closure_escape(self, depth: int, indent: str) -> List[str]:
@@ -522,18 +652,19 @@ class ClosureGenerator(ProgramGenerator):
         if form == "factory":
             lines, mk, _ = self.factory_def(indent, default_x=True)
             st = self.fresh("st")
-            lines += [f"{indent}{st} = {mk}({self.int_expr(1)})",
-                      f"{indent}arrs.append({st}())"]
+            lines += [f"{indent}{st} = {mk}({self.int_expr(1)})", f"{indent}arrs.append({st}())"]
             lines += self.break_statement(indent)
             self.escaping.append(st)
             return lines
         cell, fn, t = self.fresh("z"), self.fresh("g"), self.fresh("t")
         lines = [f"{indent}{cell} = {self.int_expr()}"]
         if form == "nonlocal":
-            lines += [f"{indent}def {fn}({t}={self.rng.randint(1, 3)}):",
-                      f"{indent}    nonlocal {cell}",
-                      f"{indent}    {cell} = {cell} + {t}",
-                      f"{indent}    return {cell} * {self.rng.randint(1, 3)} + {self.outer_read()}"]
+            lines += [
+                f"{indent}def {fn}({t}={self.rng.randint(1, 3)}):",
+                f"{indent}    nonlocal {cell}",
+                f"{indent}    {cell} = {cell} + {t}",
+                f"{indent}    return {cell} * {self.rng.randint(1, 3)} + {self.outer_read()}",
+            ]
         else:
             lines.append(f"{indent}{fn} = lambda: {cell} * {self.rng.randint(1, 3)} + {self.outer_read()}")
         self.bind_cell(cell)
@@ -548,8 +679,10 @@ class ClosureGenerator(ProgramGenerator):
         comprehension), one binds it as a default."""
         fs, var, p, h = self.fresh("fs"), self.fresh("c"), self.fresh("p"), self.fresh("h")
         outer = self.outer_read()
-        lines = [f"{indent}{fs} = [lambda {p}={var}: {p} * {self.rng.randint(1, 3)} + {var} + {outer} "
-                 f"for {var} in range({self.rng.randint(0, 4)})]"]
+        lines = [
+            f"{indent}{fs} = [lambda {p}={var}: {p} * {self.rng.randint(1, 3)} + {var} + {outer} "
+            f"for {var} in range({self.rng.randint(0, 4)})]"
+        ]
         if self.rng.random() < 0.5:
             lines += self.break_statement(indent)
         lines.append(f"{indent}acc.append([{h}() for {h} in {fs}])")
@@ -559,15 +692,26 @@ class ClosureGenerator(ProgramGenerator):
         """A cell holding an array (a graph value) read by a closure, assigned or updated in
         place after a break; the array itself is kept too (later in-place updates show)."""
         cell, fn = self.fresh("u"), self.fresh("g")
-        lines = [f"{indent}{cell} = arr * {self.int_expr(1)} + 0.5",
-                 f"{indent}{fn} = lambda: {cell} * {self.rng.randint(1, 3)} + {self.outer_read()}",
-                 f"{indent}arrs.append({fn}())"]
+        lines = [
+            f"{indent}{cell} = arr * {self.int_expr(1)} + 0.5",
+            f"{indent}{fn} = lambda: {cell} * {self.rng.randint(1, 3)} + {self.outer_read()}",
+            f"{indent}arrs.append({fn}())",
+        ]
         for _ in range(self.rng.randint(1, 2)):
             lines += self.break_statement(indent, subject=cell)
             e = self.int_expr(1)
-            lines.append(indent + self.rng.choice([
-                f"{cell} = {cell}[::-1] + {e}", f"{cell} += {e}", f"{cell}[1:] = {cell}[:-1] * {e}",
-                f"{cell} = np.maximum({cell}, {e})", f"{cell} = {cell} * {fn}()"]))
+            lines.append(
+                indent
+                + self.rng.choice(
+                    [
+                        f"{cell} = {cell}[::-1] + {e}",
+                        f"{cell} += {e}",
+                        f"{cell}[1:] = {cell}[:-1] * {e}",
+                        f"{cell} = np.maximum({cell}, {e})",
+                        f"{cell} = {cell} * {fn}()",
+                    ]
+                )
+            )
             lines.append(f"{indent}arrs.append({fn}())")
         lines.append(f"{indent}arrs.append({cell})")
         return lines
@@ -577,31 +721,37 @@ class ClosureGenerator(ProgramGenerator):
         fn = self.fresh("g")
         target = self.rng.choice(["a", "b", "arr"])
         if target == "arr":
-            lines = [f"{indent}{fn} = lambda: arr * {self.int_expr(1)}",
-                     f"{indent}arrs.append({fn}())",
-                     *self.break_statement(indent),
-                     f"{indent}arr = arr + {self.int_expr(1)}",
-                     f"{indent}arrs.append({fn}())"]
+            lines = [
+                f"{indent}{fn} = lambda: arr * {self.int_expr(1)}",
+                f"{indent}arrs.append({fn}())",
+                *self.break_statement(indent),
+                f"{indent}arr = arr + {self.int_expr(1)}",
+                f"{indent}arrs.append({fn}())",
+            ]
         else:
-            lines = [f"{indent}{fn} = lambda: {target} * {self.rng.randint(1, 3)} + {self.int_expr(1)}",
-                     f"{indent}acc.append({fn}())",
-                     *self.break_statement(indent),
-                     f"{indent}{target} = {target} + {self.int_expr(1)}",
-                     f"{indent}acc.append({fn}())"]
+            lines = [
+                f"{indent}{fn} = lambda: {target} * {self.rng.randint(1, 3)} + {self.int_expr(1)}",
+                f"{indent}acc.append({fn}())",
+                *self.break_statement(indent),
+                f"{indent}{target} = {target} + {self.int_expr(1)}",
+                f"{indent}acc.append({fn}())",
+            ]
         return lines
 
     def closure_klass(self, depth: int, indent: str) -> List[str]:
         """A class made after a break whose body and method read a cell of f; the cell is
         assigned again afterwards (the method sees the new value, the class attribute not)."""
         cell, cls, result = self.fresh("z"), self.fresh("K"), self.fresh("v")
-        lines = [f"{indent}{cell} = {self.int_expr()}",
-                 *self.break_statement(indent),
-                 f"{indent}class {cls}:",
-                 f"{indent}    val = {cell} * 2 + {self.outer_read()}",
-                 f"{indent}    def get(self):",
-                 f"{indent}        return self.val + {cell}",
-                 f"{indent}{cell} = {cell} + {self.int_expr(1)}",
-                 f"{indent}{result} = {cls}().get() - {cls}.val"]
+        lines = [
+            f"{indent}{cell} = {self.int_expr()}",
+            *self.break_statement(indent),
+            f"{indent}class {cls}:",
+            f"{indent}    val = {cell} * 2 + {self.outer_read()}",
+            f"{indent}    def get(self):",
+            f"{indent}        return self.val + {cell}",
+            f"{indent}{cell} = {cell} + {self.int_expr(1)}",
+            f"{indent}{result} = {cls}().get() - {cls}.val",
+        ]
         self.bind_cell(cell)
         self.ints.append(result)
         return lines
@@ -610,30 +760,34 @@ class ClosureGenerator(ProgramGenerator):
         """A closure over an except clause's name (a cell the clause deletes at its end), made
         and called around a break inside the handler, called again after it."""
         fn, exc, late = self.fresh("h"), self.fresh("e"), self.fresh("e")
-        return [f"{indent}{fn} = lambda: 'none'",
-                f"{indent}try:",
-                f"{indent}    acc.append(100 // ({self.int_expr(1)} - {self.int_expr(1)}))",
-                f"{indent}except ZeroDivisionError as {exc}:",
-                f"{indent}    {fn} = lambda: type({exc}).__name__ + str({self.outer_read()})",
-                f"{indent}    acc.append({fn}())",
-                *self.break_statement(indent + "    "),
-                f"{indent}    acc.append({fn}())",
-                f"{indent}try:",
-                f"{indent}    acc.append({fn}())",
-                f"{indent}except NameError as {late}:",
-                f"{indent}    acc.append(type({late}).__name__)"]
+        return [
+            f"{indent}{fn} = lambda: 'none'",
+            f"{indent}try:",
+            f"{indent}    acc.append(100 // ({self.int_expr(1)} - {self.int_expr(1)}))",
+            f"{indent}except ZeroDivisionError as {exc}:",
+            f"{indent}    {fn} = lambda: type({exc}).__name__ + str({self.outer_read()})",
+            f"{indent}    acc.append({fn}())",
+            *self.break_statement(indent + "    "),
+            f"{indent}    acc.append({fn}())",
+            f"{indent}try:",
+            f"{indent}    acc.append({fn}())",
+            f"{indent}except NameError as {late}:",
+            f"{indent}    acc.append(type({late}).__name__)",
+        ]
 
     def closure_recursive(self, depth: int, indent: str) -> List[str]:
         """A function calling itself through its own cell, breaking at its base case."""
         fn, m = self.fresh("rec"), self.fresh("m")
         base = [f"{indent}        print('base', {m})"] if self.rng.random() < 0.5 else []
         result = self.fresh("v")
-        lines = [f"{indent}def {fn}({m}):",
-                 f"{indent}    if {m} <= 0:",
-                 *base,
-                 f"{indent}        return {self.outer_read()}",
-                 f"{indent}    return ({m} * {self.rng.randint(1, 3)} + {fn}({m} - 1)) % 1000",
-                 f"{indent}{result} = {fn}({self.rng.randint(0, 4)})"]
+        lines = [
+            f"{indent}def {fn}({m}):",
+            f"{indent}    if {m} <= 0:",
+            *base,
+            f"{indent}        return {self.outer_read()}",
+            f"{indent}    return ({m} * {self.rng.randint(1, 3)} + {fn}({m} - 1)) % 1000",
+            f"{indent}{result} = {fn}({self.rng.randint(0, 4)})",
+        ]
         self.ints.append(result)
         return lines
 
@@ -646,25 +800,32 @@ class ClosureGenerator(ProgramGenerator):
         self.ints.append(var)
         body = self.break_statement(indent + "    ") if self.rng.random() < 0.6 else []
         self.ints = saved
-        return [f"{indent}{fs} = []",
-                f"{indent}for {var} in range({self.rng.randint(0, 4)}):",
-                f"{indent}    {fs}.append(lambda: {var} * {self.rng.randint(1, 3)} + {outer})",
-                *body,
-                f"{indent}acc.append([{h}() for {h} in {fs}])"]
+        return [
+            f"{indent}{fs} = []",
+            f"{indent}for {var} in range({self.rng.randint(0, 4)}):",
+            f"{indent}    {fs}.append(lambda: {var} * {self.rng.randint(1, 3)} + {outer})",
+            *body,
+            f"{indent}acc.append([{h}() for {h} in {fs}])",
+        ]
 
     def program(self) -> str:
         body = self.block(0, "    ")
-        while not self.made:   # every program has closures
+        while not self.made:  # every program has closures
             body += self.statement(0, "    ")
         cells = [c for c in dict.fromkeys(self.cells) if c in self.ints]
         ret = " + ".join([self.int_expr(), *cells])
-        return "\n".join([
-            "def f(a, b, arr):",
-            "    acc = []",
-            "    arrs = []",
-            *body,
-            f"    return {ret}, acc, [x.tolist() for x in arrs], [{', '.join(cells)}], [{', '.join(self.escaping)}]",
-        ]) + "\n"
+        return (
+            "\n".join(
+                [
+                    "def f(a, b, arr):",
+                    "    acc = []",
+                    "    arrs = []",
+                    *body,
+                    f"    return {ret}, acc, [x.tolist() for x in arrs], [{', '.join(cells)}], [{', '.join(self.escaping)}]",
+                ]
+            )
+            + "\n"
+        )
 
 
 class ErrstateGenerator(ProgramGenerator):
@@ -680,28 +841,45 @@ class ErrstateGenerator(ProgramGenerator):
     KINDS = ("divide", "over", "under", "invalid", "all")
     MODES = ("ignore", "warn", "raise")
     HAZARDS = (
-        "1.0 / {u}", "{u} / {v}", "np.log({u})", "np.sqrt({u})", "np.exp({u} * 400.0)",
-        "np.exp(-{u} * 800.0)", "{u} * 1e308", "({u} * 1e-200) * 1e-200",
-        "{u}.astype(np.float32) * np.float32(3e38)", "np.log({u} - {i})", "{u} ** 400.0",
-        "np.arccos({u})", "np.divide({i}, {u})", "arr // {u}.astype(arr.dtype)",
-        "np.remainder(arr, arr)", "np.float64({i}) / {u}.sum()",
+        "1.0 / {u}",
+        "{u} / {v}",
+        "np.log({u})",
+        "np.sqrt({u})",
+        "np.exp({u} * 400.0)",
+        "np.exp(-{u} * 800.0)",
+        "{u} * 1e308",
+        "({u} * 1e-200) * 1e-200",
+        "{u}.astype(np.float32) * np.float32(3e38)",
+        "np.log({u} - {i})",
+        "{u} ** 400.0",
+        "np.arccos({u})",
+        "np.divide({i}, {u})",
+        "arr // {u}.astype(arr.dtype)",
+        "np.remainder(arr, arr)",
+        "np.float64({i}) / {u}.sum()",
         # numpy scalars of the int arguments (constants to the translator: folding them must
         # still warn or raise as the settings ask)
-        "np.float64({i}) / 0.0", "np.log(np.float64({i}))", "np.exp(np.float64({i}) * 300.0)",
-        "np.sqrt(np.float64({i}) - 4.0)", "np.float32({i}) * np.float32(1e38)",
+        "np.float64({i}) / 0.0",
+        "np.log(np.float64({i}))",
+        "np.exp(np.float64({i}) * 300.0)",
+        "np.sqrt(np.float64({i}) - 4.0)",
+        "np.float32({i}) * np.float32(1e38)",
         "np.exp(np.float64({i}) * -800.0)",
     )
     SAFE = (
-        "{u} * 0.5 + {v}", "np.where(np.isfinite({u}), {u}, -1.0)", "np.maximum({u}, {v})",
-        "np.nan_to_num({u}) + {i}", "{u}[::-1] - {i}",
+        "{u} * 0.5 + {v}",
+        "np.where(np.isfinite({u}), {u}, -1.0)",
+        "np.maximum({u}, {v})",
+        "np.nan_to_num({u}) + {i}",
+        "{u}[::-1] - {i}",
     )
 
     def __init__(self, seed: int, max_depth: int = 3) -> None:
         super().__init__(seed, max_depth)
-        self.arrays = ["x", "y", "arr"]   # names that hold arrays
-        self.in_loop = 0                  # loops around the statement being generated
-        self.in_block = 0                 # errstate blocks around it
-        self.helper = False               # a module-level function with a block f calls
+        self.arrays = ["x", "y", "arr"]  # names that hold arrays
+        self.in_loop = 0  # loops around the statement being generated
+        self.in_block = 0  # errstate blocks around it
+        self.helper = False  # a module-level function with a block f calls
 
     def settings(self) -> str:
         keys = self.rng.sample(self.KINDS, self.rng.randint(1, 3))
@@ -709,28 +887,36 @@ class ErrstateGenerator(ProgramGenerator):
 
     def arr_expr(self, hazard: float = 0.7) -> str:
         pool = self.HAZARDS if self.rng.random() < hazard else self.SAFE
-        if "arr" not in self.arrays:   # in the helper
+        if "arr" not in self.arrays:  # in the helper
             pool = tuple(e for e in pool if "arr" not in e)
-        return self.rng.choice(pool).format(u=self.rng.choice(self.arrays), v=self.rng.choice(self.arrays),
-                                            i=self.int_expr(2))
+        return self.rng.choice(pool).format(
+            u=self.rng.choice(self.arrays), v=self.rng.choice(self.arrays), i=self.int_expr(2)
+        )
 
     def break_statement(self, indent: str) -> List[str]:
         """A statement the translator cannot capture."""
         u = self.rng.choice(self.arrays)
-        return [indent + self.rng.choice([
-            f"print('at', {self.int_expr(1)})",
-            f"acc.append(float({u}.sum()))",
-            f"acc.append({u}.tolist())",
-            f"acc.append(sorted([{self.int_expr(1)}, {self.int_expr(1)}]))",
-        ])]
+        return [
+            indent
+            + self.rng.choice(
+                [
+                    f"print('at', {self.int_expr(1)})",
+                    f"acc.append(float({u}.sum()))",
+                    f"acc.append({u}.tolist())",
+                    f"acc.append(sorted([{self.int_expr(1)}, {self.int_expr(1)}]))",
+                ]
+            )
+        ]
 
     def errstate_block(self, depth: int, indent: str) -> List[str]:
         header = [f"{indent}with np.errstate({self.settings()}):"]
         if self.rng.random() < 0.05:
             # settings from a variable: not a constant, so the with statement runs in Python
             mode = self.fresh("mode")
-            header = [f"{indent}{mode} = 'raise' if {self.cond()} else 'ignore'",
-                      f"{indent}with np.errstate(divide={mode}, invalid='warn'):"]
+            header = [
+                f"{indent}{mode} = 'raise' if {self.cond()} else 'ignore'",
+                f"{indent}with np.errstate(divide={mode}, invalid='warn'):",
+            ]
         saved = list(self.arrays)
         self.in_block += 1
         body = self.block(depth + 1, indent + "    ")
@@ -745,7 +931,7 @@ class ErrstateGenerator(ProgramGenerator):
         if depth < self.max_depth and r < 0.3:
             return self.errstate_block(depth, indent)
         if self.in_block and 0.65 <= r < 0.95 and self.rng.random() < 0.6:
-            r = self.rng.random() * 0.65   # most blocks are captured whole: fewer breaks in them
+            r = self.rng.random() * 0.65  # most blocks are captured whole: fewer breaks in them
         if r < 0.5:
             name = self.fresh("t")
             line = f"{indent}{name} = {self.arr_expr()}"
@@ -765,8 +951,12 @@ class ErrstateGenerator(ProgramGenerator):
             self.arrays = list(saved)
             other = self.block(depth + 1, indent + "    ")
             self.arrays = saved
-            return [f"{indent}if np.isnan({u}).any() or {u}.sum() > {self.int_expr(1)}:", *body,
-                    f"{indent}else:", *other]
+            return [
+                f"{indent}if np.isnan({u}).any() or {u}.sum() > {self.int_expr(1)}:",
+                *body,
+                f"{indent}else:",
+                *other,
+            ]
         if depth < self.max_depth and r < 0.85:
             var = self.fresh("i")
             saved = list(self.ints), list(self.arrays)
@@ -784,8 +974,12 @@ class ErrstateGenerator(ProgramGenerator):
             saved = list(self.arrays)
             body = self.block(depth + 1, indent + "    ")
             self.arrays = saved
-            return [f"{indent}try:", *body, f"{indent}except FloatingPointError as exc:",
-                    f"{indent}    acc.append(('FPE', str(exc)))"]
+            return [
+                f"{indent}try:",
+                *body,
+                f"{indent}except FloatingPointError as exc:",
+                f"{indent}    acc.append(('FPE', str(exc)))",
+            ]
         if r < 0.95 and self.helper and self.rng.random() < 0.6:
             u, v = self.rng.choice(self.arrays), self.rng.choice(self.arrays)
             return [f"{indent}arrs.append(helper({u}, {v}))"]
@@ -816,22 +1010,34 @@ class ErrstateGenerator(ProgramGenerator):
             body += self.errstate_block(0, "    ")
         if self.helper and not any("helper(" in line for line in body):
             call = f"arrs.append(helper({self.rng.choice(self.arrays)}, {self.rng.choice(self.arrays)}))"
-            body += ([f"    with np.errstate({self.settings()}):", f"        {call}"]
-                     if self.rng.random() < 0.5 else [f"    {call}"])
+            body += (
+                [f"    with np.errstate({self.settings()}):", f"        {call}"]
+                if self.rng.random() < 0.5
+                else [f"    {call}"]
+            )
         if self.rng.random() < 0.2:
             # what ran before a FloatingPointError stays visible in the result
-            body = ["    try:", *("    " + line for line in body), "    except FloatingPointError as exc:",
-                    "        acc.append(('FPE', str(exc)))"]
-        return "\n".join([
-            *helper,
-            "def f(a, b, arr):",
-            "    acc = []",
-            "    arrs = []",
-            "    x = arr * 1.0",
-            "    y = arr - 1.0",
-            *body,
-            f"    return {self.result()}",
-        ]) + "\n"
+            body = [
+                "    try:",
+                *("    " + line for line in body),
+                "    except FloatingPointError as exc:",
+                "        acc.append(('FPE', str(exc)))",
+            ]
+        return (
+            "\n".join(
+                [
+                    *helper,
+                    "def f(a, b, arr):",
+                    "    acc = []",
+                    "    arrs = []",
+                    "    x = arr * 1.0",
+                    "    y = arr - 1.0",
+                    *body,
+                    f"    return {self.result()}",
+                ]
+            )
+            + "\n"
+        )
 
     def result(self) -> str:
         # lists of Python floats: compared exactly (their reprs round-trip), NaN equal to NaN
@@ -893,8 +1099,13 @@ class ObjectGenerator(ProgramGenerator):
         if r < 0.45 or not objs:
             name = self.fresh("o")
             cls = self.rng.choice(["Acc", "Acc", "Leaky"])
-            line = self.rng.choice([f"{name} = {cls}(arr * 1.0, {self.int_expr(1)})", f"{name} = {cls}(arr + 0.5)",
-                                    f"{name} = {cls}.make(arr)"])
+            line = self.rng.choice(
+                [
+                    f"{name} = {cls}(arr * 1.0, {self.int_expr(1)})",
+                    f"{name} = {cls}(arr + 0.5)",
+                    f"{name} = {cls}.make(arr)",
+                ]
+            )
             objs.append(name)
             return line
         if r < 0.75:
@@ -911,12 +1122,18 @@ class ObjectGenerator(ProgramGenerator):
         o = self.rng.choice(objs)
         i = self.int_expr(1)
         choices = [
-            f"acc.append({o}.step(arr + {i}))", f"x = x + {o}.scaled({i})", f"x = x * 0.5 + {o}.total",
-            f"{o}.w = {o}.w + {i}", f"{o}.extra = x * {i}", f"x = {o}.act(x - {i})", f"{o}.v = {o}.v + x",
-            f"acc.append({o}.n)", f"acc.append({o} is {self.rng.choice(objs)})",
-            f"{o}.other = {self.rng.choice(objs)}",          # objects referring to each other
-            "print('tick', x.shape)",                         # a break: objects cross it as real ones
-            f"acc.append(float({o}.v.sum()))",                # a break: array data as a Python float
+            f"acc.append({o}.step(arr + {i}))",
+            f"x = x + {o}.scaled({i})",
+            f"x = x * 0.5 + {o}.total",
+            f"{o}.w = {o}.w + {i}",
+            f"{o}.extra = x * {i}",
+            f"x = {o}.act(x - {i})",
+            f"{o}.v = {o}.v + x",
+            f"acc.append({o}.n)",
+            f"acc.append({o} is {self.rng.choice(objs)})",
+            f"{o}.other = {self.rng.choice(objs)}",  # objects referring to each other
+            "print('tick', x.shape)",  # a break: objects cross it as real ones
+            f"acc.append(float({o}.v.sum()))",  # a break: array data as a Python float
         ]
         if cfgs:
             c = self.rng.choice(cfgs)
@@ -935,8 +1152,12 @@ class ObjectGenerator(ProgramGenerator):
                     continue
                 body = [indent + "    " + self.use(objs, cfgs) for _ in range(self.rng.randint(1, 2))]
                 other = [indent + "    " + self.use(objs, cfgs)]
-                lines += [f"{indent}if {o}.n {self.rng.choice(CMP_OPS)} {self.int_expr(1)}:", *body,
-                          f"{indent}else:", *other]
+                lines += [
+                    f"{indent}if {o}.n {self.rng.choice(CMP_OPS)} {self.int_expr(1)}:",
+                    *body,
+                    f"{indent}else:",
+                    *other,
+                ]
             elif depth < 2 and r < 0.5 and objs:
                 var = self.fresh("i")
                 saved = list(self.ints)
@@ -953,19 +1174,29 @@ class ObjectGenerator(ProgramGenerator):
         cfgs: List[str] = []
         first = self.make(objs, cfgs)
         body = self.object_block(0, "    ", objs, cfgs)
-        return "\n".join([
-            *self.CLASSES,
-            "def f(a, b, arr):",
-            "    acc = []",
-            "    x = arr * 1.0",
-            f"    {first}",
-            *body,
-            f"    return acc, x, [{', '.join(objs + cfgs)}]",
-        ]) + "\n"
+        return (
+            "\n".join(
+                [
+                    *self.CLASSES,
+                    "def f(a, b, arr):",
+                    "    acc = []",
+                    "    x = arr * 1.0",
+                    f"    {first}",
+                    *body,
+                    f"    return acc, x, [{', '.join(objs + cfgs)}]",
+                ]
+            )
+            + "\n"
+        )
 
 
-GENERATORS = {"python": ProgramGenerator, "kernel": KernelGenerator, "closure": ClosureGenerator, "errstate": ErrstateGenerator,
-              "objects": ObjectGenerator}
+GENERATORS = {
+    "python": ProgramGenerator,
+    "kernel": KernelGenerator,
+    "closure": ClosureGenerator,
+    "errstate": ErrstateGenerator,
+    "objects": ObjectGenerator,
+}
 
 
 def family(seed: int) -> str:

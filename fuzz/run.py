@@ -22,6 +22,7 @@ counted and listed by seed. --stats also runs each program under `explain()` and
 programs with closures and the graph breaks in frames with cells or free variables, resumed
 or not. Only the packages' public APIs are used.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -74,8 +75,14 @@ def observe(value: Any, call: Call) -> Any:
                 cells.append((name, stable_repr(cell.cell_contents)))
             except ValueError:
                 cells.append((name, "<empty>"))
-        return ("function", value.__qualname__, stable_repr(value.__defaults__),
-                stable_repr(value.__kwdefaults__), calls, cells)
+        return (
+            "function",
+            value.__qualname__,
+            stable_repr(value.__defaults__),
+            stable_repr(value.__kwdefaults__),
+            calls,
+            cells,
+        )
     if isinstance(value, (list, tuple)):
         return type(value)(observe(v, call) for v in value)
     return value
@@ -101,7 +108,7 @@ def outcome(fn: Callable[..., Any], *args: Any, call: Call = plain_call) -> Tupl
             status, text = _outcome(lambda: fn(*args), call)
     after = np.geterr()
     if after != before:
-        np.seterr(**before)   # the next run starts from the same settings
+        np.seterr(**before)  # the next run starts from the same settings
     shown = tuple(f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})" for w in caught)
     leaked = "" if after == before else f"np.geterr() left changed: {after}"
     return (status, text, printed.getvalue(), shown, leaked)
@@ -131,8 +138,9 @@ def outer_errstate(seed: int) -> Optional[Dict[str, str]]:
     return {k: rng.choice(["ignore", "warn", "raise"]) for k in kinds}
 
 
-def run_modes(fn: Callable[..., Any], args: tuple, other_args: tuple, modes: List[str],
-              outer: Optional[Dict[str, str]] = None) -> Dict[str, List[Tuple[str, ...]]]:
+def run_modes(
+    fn: Callable[..., Any], args: tuple, other_args: tuple, modes: List[str], outer: Optional[Dict[str, str]] = None
+) -> Dict[str, List[Tuple[str, ...]]]:
     got: Dict[str, List[Tuple[str, ...]]] = {}
     if "shadow" in modes:
         import framehook.runtime as rt
@@ -153,8 +161,9 @@ def run_modes(fn: Callable[..., Any], args: tuple, other_args: tuple, modes: Lis
     return got
 
 
-def translated_outcomes(fn: Callable[..., Any], args: tuple, other_args: tuple, backend: str,
-                        outer: Optional[Dict[str, str]]) -> List[Tuple[str, ...]]:
+def translated_outcomes(
+    fn: Callable[..., Any], args: tuple, other_args: tuple, backend: str, outer: Optional[Dict[str, str]]
+) -> List[Tuple[str, ...]]:
     """The program through ``optimize(backend=...)``: twice, with other arguments, and (errstate
     programs) twice under the caller's error settings, then once more without."""
     import framehook.translator as ft
@@ -163,11 +172,13 @@ def translated_outcomes(fn: Callable[..., Any], args: tuple, other_args: tuple, 
         return ft.optimize(backend=backend)(g)()
 
     optimized = ft.optimize(backend=backend)(fn)
-    got = [outcome(optimized, *args, call=translated_call),
-           outcome(optimized, *args, call=translated_call),
-           ("other-args", "") + outcome(optimized, *other_args, call=translated_call)]  # type: ignore[list-item]
+    got = [
+        outcome(optimized, *args, call=translated_call),
+        outcome(optimized, *args, call=translated_call),
+        ("other-args", "") + outcome(optimized, *other_args, call=translated_call),
+    ]  # type: ignore[list-item]
     if outer is not None:
-        with np.errstate(**outer):   # a first call and a cache hit under the caller's settings
+        with np.errstate(**outer):  # a first call and a cache hit under the caller's settings
             got += [("outer", "") + outcome(optimized, *args, call=translated_call) for _ in range(2)]
         got.append(outcome(optimized, *args, call=translated_call))
     ft.reset()
@@ -230,8 +241,7 @@ def code_tree(code: types.CodeType) -> List[types.CodeType]:
 def has_closures(code: types.CodeType) -> bool:
     """An inner function or lambda reads a variable of an enclosing function (comprehensions,
     inlined on 3.12+, are left out so that the count means the same on every version)."""
-    return any(c.co_freevars for c in code_tree(code)
-               if c.co_name == "<lambda>" or not c.co_name.startswith("<"))
+    return any(c.co_freevars for c in code_tree(code) if c.co_name == "<lambda>" or not c.co_name.startswith("<"))
 
 
 def frame_kind(code: types.CodeType, program: types.CodeType) -> str:
@@ -244,8 +254,13 @@ def frame_kind(code: types.CodeType, program: types.CodeType) -> str:
     return "resume functions" + cells
 
 
-def explain_stats(fn: Callable[..., Any], args: tuple, kind: str, stats: "collections.Counter[str]",
-                  reasons: "collections.Counter[str]") -> None:
+def explain_stats(
+    fn: Callable[..., Any],
+    args: tuple,
+    kind: str,
+    stats: "collections.Counter[str]",
+    reasons: "collections.Counter[str]",
+) -> None:
     """Counts, for --stats, what the translator did with one program's frames (explain() runs
     the call once more, and each closure it returns once)."""
     import framehook.translator as ft
@@ -312,9 +327,13 @@ def seeds(first: int, count: int, only: Optional[str] = None) -> List[int]:
     return found
 
 
-def check_seed(seed: int, modes: List[str], watcher: "FailedTranslations",
-               stats: "Optional[collections.Counter[str]]" = None,
-               reasons: "Optional[collections.Counter[str]]" = None) -> Tuple[List[Dict[str, Any]], int, List[str]]:
+def check_seed(
+    seed: int,
+    modes: List[str],
+    watcher: "FailedTranslations",
+    stats: "Optional[collections.Counter[str]]" = None,
+    reasons: "Optional[collections.Counter[str]]" = None,
+) -> Tuple[List[Dict[str, Any]], int, List[str]]:
     """Runs program ``seed`` plainly (twice: the oracle must be deterministic) and in every
     mode; returns the mismatches, the number of outcomes compared and the translator's
     failed translations."""
@@ -331,8 +350,9 @@ def check_seed(seed: int, modes: List[str], watcher: "FailedTranslations",
     findings: List[Dict[str, Any]] = []
     again = outcome(build(source, f"<fuzz program {seed}>"), *call_args)
     if again != expected:
-        findings.append({"seed": seed, "mode": "plain, run again", "expected": expected, "got": again,
-                         "source": source})
+        findings.append(
+            {"seed": seed, "mode": "plain, run again", "expected": expected, "got": again, "source": source}
+        )
     watcher.messages.clear()
     try:
         got = run_modes(fn, call_args, other_args, modes, outer)
@@ -355,13 +375,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=0, help="first program seed (default 0)")
     parser.add_argument("--count", type=int, default=200, help="number of programs (default 200)")
-    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of %s (or numba: the translator's numba backend)" % ",".join(MODES))
+    parser.add_argument(
+        "--modes",
+        default=",".join(MODES),
+        help="comma-separated subset of %s (or numba: the translator's numba backend)" % ",".join(MODES),
+    )
     parser.add_argument("--save", type=Path, help="directory for findings (.py and .fhrec)")
     parser.add_argument("--json", type=Path, help="write a summary as JSON")
-    parser.add_argument("--only", choices=sorted(GENERATORS),
-                        help="run only programs of this family (the next --count seeds of it from --seed)")
-    parser.add_argument("--stats", action="store_true",
-                        help="count closures and graph breaks in frames with cells (runs explain() too)")
+    parser.add_argument(
+        "--only",
+        choices=sorted(GENERATORS),
+        help="run only programs of this family (the next --count seeds of it from --seed)",
+    )
+    parser.add_argument(
+        "--stats", action="store_true", help="count closures and graph breaks in frames with cells (runs explain() too)"
+    )
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = sorted(set(modes) - set(MODES) - set(EXTRA_MODES))
@@ -384,11 +412,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         if messages:
             failed[seed] = messages
     for finding in findings:
-        print(f"MISMATCH seed={finding['seed']} mode={finding['mode']}\n  plain: {finding['expected']}\n"
-              f"  {finding['mode']}: {finding['got']}\n" + "".join(f"    | {l}\n" for l in finding["source"].splitlines()))
+        print(
+            f"MISMATCH seed={finding['seed']} mode={finding['mode']}\n  plain: {finding['expected']}\n"
+            f"  {finding['mode']}: {finding['got']}\n" + "".join(f"    | {l}\n" for l in finding["source"].splitlines())
+        )
         if args.save:
-            print("  saved: " + ", ".join(save_finding(args.save, finding["seed"], finding["source"],
-                                                        inputs(finding["seed"]))))
+            print(
+                "  saved: "
+                + ", ".join(save_finding(args.save, finding["seed"], finding["source"], inputs(finding["seed"])))
+            )
     logging.getLogger("framehook").removeHandler(watcher)
     for seed, messages in failed.items():
         print(f"translation failed (ran unmodified) seed={seed}: " + "; ".join(messages))
@@ -398,13 +430,25 @@ def main(argv: Optional[List[str]] = None) -> int:
         for reason, n in reasons.most_common(8):
             print(f"stats: not resumed in a frame with cells x{n}: {reason}")
     run = seeds(args.seed, args.count, args.only)
-    print(f"fuzz: {args.count} {args.only + ' ' if args.only else ''}programs (seeds {run[0]}-{run[-1]}) x modes {','.join(modes)} "
-          f"on CPython {sys.version.split()[0]}: {compared - len(findings)} outcomes matched, {len(findings)} mismatched; "
-          f"{len(failed)} programs with failed translations")
+    print(
+        f"fuzz: {args.count} {args.only + ' ' if args.only else ''}programs (seeds {run[0]}-{run[-1]}) x modes {','.join(modes)} "
+        f"on CPython {sys.version.split()[0]}: {compared - len(findings)} outcomes matched, {len(findings)} mismatched; "
+        f"{len(failed)} programs with failed translations"
+    )
     if args.json:
-        args.json.write_text(json.dumps({"python": sys.version.split()[0], "programs": args.count,
-                                         "compared": compared, "mismatches": findings,
-                                         "failed_translations": failed, "stats": dict(stats)}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "python": sys.version.split()[0],
+                    "programs": args.count,
+                    "compared": compared,
+                    "mismatches": findings,
+                    "failed_translations": failed,
+                    "stats": dict(stats),
+                },
+                indent=1,
+            )
+        )
     return 1 if findings else 0
 
 

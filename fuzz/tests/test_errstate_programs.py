@@ -4,6 +4,7 @@ translator captures or breaks at, over operations that really divide by zero, ov
 underflow and produce NaN; the harness compares warnings (category, message, file, line),
 FloatingPointErrors and ``np.geterr()``; a translator whose graphs ignore the blocks'
 settings is reported."""
+
 from __future__ import annotations
 
 import contextlib
@@ -35,10 +36,21 @@ def test_one_program_in_eight_is_an_errstate_program():
 
 def test_generator_emits_every_form_of_errstate_block():
     sources = [programs.generate(s) for s in run.seeds(0, 300, "errstate")]
-    assert sources == [programs.generate(s) for s in run.seeds(0, 300, "errstate")]   # seeded
+    assert sources == [programs.generate(s) for s in run.seeds(0, 300, "errstate")]  # seeded
     settings = set()
-    forms = {k: 0 for k in ("nested", "in loop", "loop inside", "return inside", "break inside",
-                            "print inside", "data branch inside", "variable settings")}
+    forms = {
+        k: 0
+        for k in (
+            "nested",
+            "in loop",
+            "loop inside",
+            "return inside",
+            "break inside",
+            "print inside",
+            "data branch inside",
+            "variable settings",
+        )
+    }
     for src in sources:
         compile(src, "<generated>", "exec")
         assert "with np.errstate(" in src
@@ -49,7 +61,7 @@ def test_generator_emits_every_form_of_errstate_block():
                 continue
             depth = len(line) - len(line.lstrip())
             body = []
-            for inner in lines[n + 1:]:
+            for inner in lines[n + 1 :]:
                 if len(inner) - len(inner.lstrip()) <= depth:
                     break
                 body.append(inner.strip())
@@ -62,8 +74,9 @@ def test_generator_emits_every_form_of_errstate_block():
             forms["print inside"] += any(b.startswith("print(") for b in body)
             forms["data branch inside"] += any(b.startswith("if np.isnan(") for b in body)
             forms["variable settings"] += "divide=mode" in line
-    assert settings == {(k, m) for k in ("divide", "over", "under", "invalid", "all")
-                        for m in ("ignore", "warn", "raise")}
+    assert settings == {
+        (k, m) for k in ("divide", "over", "under", "invalid", "all") for m in ("ignore", "warn", "raise")
+    }
     assert all(n >= 3 for n in forms.values()), forms
 
 
@@ -95,8 +108,10 @@ def test_outcome_records_warnings_with_their_location_and_numpy_error_state():
     x = np.array([0.0, -1.0])
     status, text, printed, shown, leaked = run.outcome(_warns, x)
     assert (status, leaked) == ("ok", "")
-    assert [s.split(" (")[0] for s in shown] == ["RuntimeWarning: divide by zero encountered in log",
-                                                  "RuntimeWarning: invalid value encountered in log"]
+    assert [s.split(" (")[0] for s in shown] == [
+        "RuntimeWarning: divide by zero encountered in log",
+        "RuntimeWarning: invalid value encountered in log",
+    ]
     assert all(s.endswith(f"{__file__}:{_warns.__code__.co_firstlineno + 1})") for s in shown)
     # same warnings at another line: a different outcome
     assert run.outcome(_warns_elsewhere, x)[3] != shown
@@ -106,7 +121,7 @@ def test_outcome_records_warnings_with_their_location_and_numpy_error_state():
         np.seterr(divide="raise")
 
     assert run.outcome(leaks)[4] == "np.geterr() left changed: " + str(dict(before, divide="raise"))
-    assert np.geterr() == before   # the harness restored it for the next run
+    assert np.geterr() == before  # the harness restored it for the next run
 
 
 @pytest.fixture
@@ -154,13 +169,15 @@ def test_a_nondeterministic_plain_run_is_reported(watcher, monkeypatch):
 def test_errstate_programs_also_run_under_the_callers_settings(watcher, monkeypatch):
     assert run.outer_errstate(5) is None and all(run.outer_errstate(s) for s in ERRSTATE_SEEDS)
     assert len({tuple(sorted(run.outer_errstate(s).items())) for s in ERRSTATE_SEEDS}) > 10
-    got = run.run_modes(run.build(programs.generate(4), "p"), run.inputs(4), run.inputs(4, 1),
-                        ["translator"], {"divide": "raise"})
+    got = run.run_modes(
+        run.build(programs.generate(4), "p"), run.inputs(4), run.inputs(4, 1), ["translator"], {"divide": "raise"}
+    )
     assert [r[0] for r in got["translator"]][3:] == ["outer", "outer", got["translator"][0][0]]
     # an underflow the default settings ignore is folded at trace time; under the caller's
     # 'warn' it must warn, so the graph made under the defaults must not be reused
-    monkeypatch.setattr(run, "generate", lambda seed: "def f(a, b, arr):\n"
-                                                      "    return arr + np.exp(np.float64(5) * -800.0)\n")
+    monkeypatch.setattr(
+        run, "generate", lambda seed: "def f(a, b, arr):\n    return arr + np.exp(np.float64(5) * -800.0)\n"
+    )
     monkeypatch.setattr(run, "outer_errstate", lambda seed: {"under": "warn"})
     assert run.check_seed(4, ["translator"], watcher)[0] == []
     from framehook.translator import guard_builder
@@ -186,12 +203,17 @@ def test_stats_run_under_explain_shows_no_warnings(watcher):
     import warnings
 
     warning = [s for s in ERRSTATE_SEEDS if run.outcome(run.build(programs.generate(s), "<p>"), *run.inputs(s))[3]]
-    assert warning   # programs that do warn when run
+    assert warning  # programs that do warn when run
     stats: "collections.Counter[str]" = collections.Counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for seed in warning[:5]:
-            run.explain_stats(run.build(programs.generate(seed), f"<fuzz program {seed}>"), run.inputs(seed),
-                              "errstate", stats, collections.Counter())
+            run.explain_stats(
+                run.build(programs.generate(seed), f"<fuzz program {seed}>"),
+                run.inputs(seed),
+                "errstate",
+                stats,
+                collections.Counter(),
+            )
     assert stats["errstate programs"] == len(warning[:5])
-    assert [str(w.message) for w in caught] == []   # already compared by the runs; not printed again
+    assert [str(w.message) for w in caught] == []  # already compared by the runs; not printed again

@@ -3,6 +3,7 @@ properties, static and class methods, dataclasses, and classes the translator do
 model, whose objects ``f`` creates, mutates and returns around graph breaks; the harness
 compares their state (every attribute, through ``__repr__``), and a translator that loses
 the attributes of the objects it makes after the graph is reported."""
+
 from __future__ import annotations
 
 import sys
@@ -25,10 +26,27 @@ def test_one_program_in_32_is_an_objects_program():
 
 def test_generator_emits_every_form():
     sources = [programs.generate(s) for s in SEEDS]
-    assert sources == [programs.generate(s) for s in SEEDS]   # determined by the seed
+    assert sources == [programs.generate(s) for s in SEEDS]  # determined by the seed
     text = "\n".join(s.split("def f(a, b, arr):", 1)[1] for s in sources)
-    for form in ("= Acc(", "= Leaky(", ".make(arr)", "= Cfg(", "Frozen(", "Slot(", ".step(", ".scaled(", ".total",
-                 ".act(", ".extra = ", ".other = ", " is ", "print('tick'", "float(", "for i", "if o"):
+    for form in (
+        "= Acc(",
+        "= Leaky(",
+        ".make(arr)",
+        "= Cfg(",
+        "Frozen(",
+        "Slot(",
+        ".step(",
+        ".scaled(",
+        ".total",
+        ".act(",
+        ".extra = ",
+        ".other = ",
+        " is ",
+        "print('tick'",
+        "float(",
+        "for i",
+        "if o",
+    ):
         assert form in text, form
 
 
@@ -51,7 +69,7 @@ def test_a_translator_losing_attributes_is_reported(monkeypatch):
 
     original = rebuild.Rebuilder._emit_object
 
-    def forgetful(self, cg, v):   # makes the object, without the attributes it was given
+    def forgetful(self, cg, v):  # makes the object, without the attributes it was given
         saved = dict(v.attrs)
         v.attrs.clear()
         try:

@@ -1,4 +1,5 @@
 """A finding saved by run.py --save replays from its recorded source, as on another CPython."""
+
 from __future__ import annotations
 
 import sys
@@ -19,6 +20,6 @@ def test_saved_finding_replays_from_its_source(tmp_path):
     written = run.save_finding(tmp_path, 7, SOURCE, (3,))
     assert written == [str(tmp_path / "fuzz_7.py"), str(tmp_path / "fuzz_7.fhrec")]
     rec = records.load(written[1])
-    assert rec.code["firstlineno"] == 4   # after the file's three header lines
+    assert rec.code["firstlineno"] == 4  # after the file's three header lines
     result = records.replay(written[1], modes=("plain",), prefer_source=True)
     assert result.code_from == "source" and result.ok, result.report()

@@ -5,6 +5,7 @@
 Every function is run plainly and under optimize("eager") in the same process, alternating,
 and the medians of several timeit repeats are compared. Prints a markdown table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,10 +48,10 @@ def jacobi(u, steps=50):
 
 
 def black_scholes(s, k, t, r, sigma):
-    d1 = (np.log(s / k) + (r + 0.5 * sigma ** 2) * t) / (sigma * np.sqrt(t))
+    d1 = (np.log(s / k) + (r + 0.5 * sigma**2) * t) / (sigma * np.sqrt(t))
     d2 = d1 - sigma * np.sqrt(t)
-    c1 = 0.5 * (1 + np.tanh(0.79788456 * (d1 + 0.044715 * d1 ** 3)))
-    c2 = 0.5 * (1 + np.tanh(0.79788456 * (d2 + 0.044715 * d2 ** 3)))
+    c1 = 0.5 * (1 + np.tanh(0.79788456 * (d1 + 0.044715 * d1**3)))
+    c2 = 0.5 * (1 + np.tanh(0.79788456 * (d2 + 0.044715 * d2**3)))
     return s * c1 - k * np.exp(-r * t) * c2
 
 
@@ -110,7 +111,7 @@ def main() -> None:
         t0 = per_call(fn, args, 10, 3)
         number = max(1, min(20000, int(0.02 / max(t0, 1e-7))))
         plain, eager = [], []
-        for _ in range(repeat):   # alternate so that machine noise hits both alike
+        for _ in range(repeat):  # alternate so that machine noise hits both alike
             plain.append(per_call(fn, args, number, 1))
             eager.append(per_call(opt, args, number, 1))
         p, e = statistics.median(plain), statistics.median(eager)
@@ -118,12 +119,15 @@ def main() -> None:
             pass
         else:
             ratios.append(e / p)
-        print(f"| {name} | {out.graph_count} | {out.graph_break_count} | {out.compile_time * 1e3:.2f} | "
-              f"{p * 1e6:.2f} | {e * 1e6:.2f} | {(e - p) * 1e6:+.2f} | {e / p:.3f} |")
+        print(
+            f"| {name} | {out.graph_count} | {out.graph_break_count} | {out.compile_time * 1e3:.2f} | "
+            f"{p * 1e6:.2f} | {e * 1e6:.2f} | {(e - p) * 1e6:+.2f} | {e / p:.3f} |"
+        )
     gm = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
     print(f"\ngeometric mean eager/plain over the kernels (without the two overhead rows): {gm:.3f}")
-    print(f"compile time per frame: median {statistics.median(compiles) * 1e3:.2f} ms, "
-          f"max {max(compiles) * 1e3:.2f} ms")
+    print(
+        f"compile time per frame: median {statistics.median(compiles) * 1e3:.2f} ms, max {max(compiles) * 1e3:.2f} ms"
+    )
     sys.stdout.flush()
 
 

@@ -42,6 +42,7 @@ Prints markdown: a summary (geometric means over fully captured cases and over a
 time per frame, first call, against the targets of issue #8), the worst rows by steady-state
 ratio with the cost breakdown, and counts. ``--csv`` writes every row.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -76,9 +77,9 @@ sys.path.insert(0, str(TESTS))
 from corpus_helpers import corpus_modules  # noqa: E402  (the corpus lives with the tests)
 from symbolic_helpers import assert_same  # noqa: E402
 
-TARGET_RATIO = 1.10        # steady state, geometric mean over fully captured functions
+TARGET_RATIO = 1.10  # steady state, geometric mean over fully captured functions
 TARGET_FIRST_MEDIAN = 0.05  # s, first call at the median
-TARGET_FIRST_MAX = 2.0      # s, no function's first call over this
+TARGET_FIRST_MAX = 2.0  # s, no function's first call over this
 
 
 @dataclass
@@ -97,25 +98,30 @@ class Row:
     case: Case
     graphs: int = 0
     breaks: List[str] = field(default_factory=list)
-    frames: List[float] = field(default_factory=list)   # compile time per frame, s
+    frames: List[float] = field(default_factory=list)  # compile time per frame, s
     first: float = 0.0
     plain: float = 0.0
     captured: float = 0.0
-    direct: Optional[float] = None   # the cache entry's code run as a plain function
+    direct: Optional[float] = None  # the cache entry's code run as a plain function
     check: Optional[float] = None
     mutates: bool = False
     recompiled: int = 0
 
-    ratio: float = 0.0               # median over repetitions of captured / plain of the repetition
-    added: float = 0.0               # median over repetitions of captured - plain
-    hit: Optional[float] = None      # median over repetitions of captured - direct
-    graph: Optional[float] = None    # median over repetitions of direct - plain
-    direct_ratio: Optional[float] = None   # median over repetitions of direct / plain
+    ratio: float = 0.0  # median over repetitions of captured / plain of the repetition
+    added: float = 0.0  # median over repetitions of captured - plain
+    hit: Optional[float] = None  # median over repetitions of captured - direct
+    graph: Optional[float] = None  # median over repetitions of direct - plain
+    direct_ratio: Optional[float] = None  # median over repetitions of direct / plain
     wrapper: Optional[float] = None  # median over repetitions of captured - call_with
     runtime: Optional[float] = None  # median over repetitions of call_with - direct
 
-    def set_times(self, plain: List[float], captured: List[float], direct: Optional[List[float]],
-                  call_with: Optional[List[float]] = None) -> None:
+    def set_times(
+        self,
+        plain: List[float],
+        captured: List[float],
+        direct: Optional[List[float]],
+        call_with: Optional[List[float]] = None,
+    ) -> None:
         self.plain, self.captured = statistics.median(plain), statistics.median(captured)
         self.ratio = statistics.median(c / p for c, p in zip(captured, plain))
         self.added = statistics.median(c - p for c, p in zip(captured, plain))
@@ -167,8 +173,9 @@ def calls_for(fn: Callable[..., Any], args: tuple, fresh: bool, min_time: float)
     return max(1, min(20000, int(min_time / max(one, 1e-7))))
 
 
-def steady_state(variants: Dict[str, Callable[..., Any]], args: tuple, fresh: bool, repeat: int,
-                 min_time: float) -> Dict[str, List[float]]:
+def steady_state(
+    variants: Dict[str, Callable[..., Any]], args: tuple, fresh: bool, repeat: int, min_time: float
+) -> Dict[str, List[float]]:
     """Seconds per call of each variant, one figure per repetition; the variants are timed in
     turn within each repetition, starting one further along every time, so that a load change
     hits them alike and figures of one repetition can be paired."""
@@ -224,8 +231,9 @@ def check_time(fn: Callable[..., Any], args: tuple) -> Optional[float]:
     return statistics.median(times) / 2000
 
 
-def first_calls(fn: Callable[..., Any], args: tuple, fresh: bool,
-                repeat: int) -> Tuple[float, List[float], int, List[str]]:
+def first_calls(
+    fn: Callable[..., Any], args: tuple, fresh: bool, repeat: int
+) -> Tuple[float, List[float], int, List[str]]:
     firsts: List[float] = []
     per_frame: List[List[float]] = []
     graphs, breaks = 0, []
@@ -295,18 +303,26 @@ def fixed_cost(repeat: int, min_time: float) -> Dict[str, float]:
     direct = replacement_function(_one_array)
     assert direct is not None
     via_c = via_call_with(opt, _one_array)
-    t = steady_state({"plain": _one_array, "captured": opt, "direct": direct, "call_with": via_c},
-                     (x,), False, repeat, min_time)
+    t = steady_state(
+        {"plain": _one_array, "captured": opt, "direct": direct, "call_with": via_c}, (x,), False, repeat, min_time
+    )
     check = check_time(_one_array, (x,)) or 0.0
     ft.reset()
 
     def paired(a: str, b: str) -> float:
         return statistics.median(p - q for p, q in zip(t[a], t[b]))
 
-    return {"plain": statistics.median(t["plain"]), "direct": statistics.median(t["direct"]),
-            "call_with": statistics.median(t["call_with"]), "captured": statistics.median(t["captured"]),
-            "check": check, "hit": paired("captured", "direct"), "wrapper": paired("captured", "call_with"),
-            "lookup": paired("call_with", "direct") - check, "graph_call": paired("direct", "plain")}
+    return {
+        "plain": statistics.median(t["plain"]),
+        "direct": statistics.median(t["direct"]),
+        "call_with": statistics.median(t["call_with"]),
+        "captured": statistics.median(t["captured"]),
+        "check": check,
+        "hit": paired("captured", "direct"),
+        "wrapper": paired("captured", "call_with"),
+        "lookup": paired("call_with", "direct") - check,
+        "graph_call": paired("direct", "plain"),
+    }
 
 
 def _probe(x):
@@ -360,76 +376,109 @@ def report(rows: List[Row], fixed: Dict[str, float], lookup: float, worst: int) 
     frames = [t for r in rows for t in r.frames]
     firsts = [r.first for r in rows]
     gm_full, gm_all = geomean([r.ratio for r in full]), geomean([r.ratio for r in rows])
-    print(f"{len(rows)} cases: {len(full)} fully captured (0 breaks), {len(rows) - len(full)} with breaks; "
-          f"{len(frames)} frames translated by the first calls")
+    print(
+        f"{len(rows)} cases: {len(full)} fully captured (0 breaks), {len(rows) - len(full)} with breaks; "
+        f"{len(frames)} frames translated by the first calls"
+    )
     print()
     print("| figure | value | target |")
     print("|---|---:|---|")
-    print(f"| steady state captured/plain, geometric mean, fully captured | {gm_full:.3f} | "
-          f"<= {TARGET_RATIO:.2f}: {met(gm_full <= TARGET_RATIO)} |")
+    print(
+        f"| steady state captured/plain, geometric mean, fully captured | {gm_full:.3f} | "
+        f"<= {TARGET_RATIO:.2f}: {met(gm_full <= TARGET_RATIO)} |"
+    )
     print(f"| steady state captured/plain, geometric mean, all | {gm_all:.3f} | |")
     ratios = sorted(r.ratio for r in rows)
     print(f"| steady state captured/plain, median / max, all | {statistics.median(ratios):.3f} / {ratios[-1]:.3f} | |")
     print(f"| cases at or below {TARGET_RATIO:.2f} | {sum(r <= TARGET_RATIO for r in ratios)} of {len(ratios)} | |")
     if split:
-        print(f"| replacement code alone / plain (no wrapper, lookup, guards), geometric mean, "
-              f"{len(split)} single-frame captures | {geomean([r.direct_ratio for r in split]):.3f} | |")
+        print(
+            f"| replacement code alone / plain (no wrapper, lookup, guards), geometric mean, "
+            f"{len(split)} single-frame captures | {geomean([r.direct_ratio for r in split]):.3f} | |"
+        )
         print(f"| same cases, captured/plain | {geomean([r.ratio for r in split]):.3f} | |")
         hits = [r.hit for r in split]
-        print(f"| cache-hit path (captured - replacement alone), median / max | {us(statistics.median(hits))} / "
-              f"{us(max(hits))} us | |")
+        print(
+            f"| cache-hit path (captured - replacement alone), median / max | {us(statistics.median(hits))} / "
+            f"{us(max(hits))} us | |"
+        )
         wrappers = [r.wrapper for r in split if r.wrapper is not None]
         runtimes = [r.runtime for r in split if r.runtime is not None]
-        print(f"| cache-hit path, its optimize wrapper part / runtime part (lookup, check, frame switch), medians | "
-              f"{us(statistics.median(wrappers))} / {us(statistics.median(runtimes))} us | |")
-        print(f"| cache-hit path / plain time, median | "
-              f"{statistics.median(r.hit / r.plain for r in split):.3f} | |")
-    print(f"| compile time per frame, median / max | {statistics.median(frames) * 1e3:.2f} / "
-          f"{max(frames) * 1e3:.2f} ms | |")
-    print(f"| first call, median | {statistics.median(firsts) * 1e3:.2f} ms | "
-          f"<= {TARGET_FIRST_MEDIAN * 1e3:.0f} ms: {met(statistics.median(firsts) <= TARGET_FIRST_MEDIAN)} |")
+        print(
+            f"| cache-hit path, its optimize wrapper part / runtime part (lookup, check, frame switch), medians | "
+            f"{us(statistics.median(wrappers))} / {us(statistics.median(runtimes))} us | |"
+        )
+        print(f"| cache-hit path / plain time, median | {statistics.median(r.hit / r.plain for r in split):.3f} | |")
+    print(
+        f"| compile time per frame, median / max | {statistics.median(frames) * 1e3:.2f} / "
+        f"{max(frames) * 1e3:.2f} ms | |"
+    )
+    print(
+        f"| first call, median | {statistics.median(firsts) * 1e3:.2f} ms | "
+        f"<= {TARGET_FIRST_MEDIAN * 1e3:.0f} ms: {met(statistics.median(firsts) <= TARGET_FIRST_MEDIAN)} |"
+    )
     outside = statistics.median(r.first - sum(r.frames) for r in rows)
     print(f"| first call - its frames' compile time, median | {outside * 1e3:.2f} ms | |")
     print(f"| frame view's function lookup in a callback, median | {lookup * 1e3:.3f} ms | |")
     slowest = max(rows, key=lambda r: r.first)
-    print(f"| first call, max | {slowest.first * 1e3:.2f} ms ({slowest.case.name}) | "
-          f"<= {TARGET_FIRST_MAX:.0f} s: {met(slowest.first <= TARGET_FIRST_MAX)} |")
-    print(f"| x + 1 on 4 elements: plain / replacement alone / call_with / captured | {us(fixed['plain'])} / "
-          f"{us(fixed['direct'])} / {us(fixed['call_with'])} / {us(fixed['captured'])} us | |")
-    print(f"| x + 1: cache-hit path = optimize wrapper + lookup and frame switch + check | {us(fixed['hit'])} = "
-          f"{us(fixed['wrapper'])} + {us(fixed['lookup'])} + {us(fixed['check'])} us | |")
-    print(f"| x + 1: the replacement's call of the graph function (replacement alone - plain) | "
-          f"{us(fixed['graph_call'], True)} us | |")
+    print(
+        f"| first call, max | {slowest.first * 1e3:.2f} ms ({slowest.case.name}) | "
+        f"<= {TARGET_FIRST_MAX:.0f} s: {met(slowest.first <= TARGET_FIRST_MAX)} |"
+    )
+    print(
+        f"| x + 1 on 4 elements: plain / replacement alone / call_with / captured | {us(fixed['plain'])} / "
+        f"{us(fixed['direct'])} / {us(fixed['call_with'])} / {us(fixed['captured'])} us | |"
+    )
+    print(
+        f"| x + 1: cache-hit path = optimize wrapper + lookup and frame switch + check | {us(fixed['hit'])} = "
+        f"{us(fixed['wrapper'])} + {us(fixed['lookup'])} + {us(fixed['check'])} us | |"
+    )
+    print(
+        f"| x + 1: the replacement's call of the graph function (replacement alone - plain) | "
+        f"{us(fixed['graph_call'], True)} us | |"
+    )
     recompiled = [r for r in rows if r.recompiled]
     if recompiled:
-        print(f"| cases that translated again in the steady state | "
-              f"{', '.join(f'{r.case.name} ({r.recompiled})' for r in recompiled)} | |")
+        print(
+            f"| cases that translated again in the steady state | "
+            f"{', '.join(f'{r.case.name} ({r.recompiled})' for r in recompiled)} | |"
+        )
     print()
-    print(f"Worst {worst} by steady-state ratio. plain: median; added, captured/plain, hit (captured - "
-          f"replacement alone; in parentheses its parts: the optimize wrapper (captured - call_with) / the runtime's "
-          f"lookup, check and frame switch (call_with - replacement alone)) and graph (replacement alone - plain): medians of the "
-          f"per-repetition figures; - where the function broke or kept more than one entry:")
+    print(
+        f"Worst {worst} by steady-state ratio. plain: median; added, captured/plain, hit (captured - "
+        f"replacement alone; in parentheses its parts: the optimize wrapper (captured - call_with) / the runtime's "
+        f"lookup, check and frame switch (call_with - replacement alone)) and graph (replacement alone - plain): medians of the "
+        f"per-repetition figures; - where the function broke or kept more than one entry:"
+    )
     print()
-    print("| case | graphs / breaks | first call ms | compile ms (frames) | plain us | added us "
-          "| captured/plain | hit us (wrapper / runtime) | hit / plain | graph us | check us |")
+    print(
+        "| case | graphs / breaks | first call ms | compile ms (frames) | plain us | added us "
+        "| captured/plain | hit us (wrapper / runtime) | hit / plain | graph us | check us |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in sorted(rows, key=lambda r: r.ratio, reverse=True)[:worst]:
         hit, graph = r.hit, r.graph
-        print(f"| {r.case.name} | {r.graphs} / {len(r.breaks)} | {r.first * 1e3:.2f} | "
-              f"{sum(r.frames) * 1e3:.2f} ({len(r.frames)}) | {us(r.plain)} | "
-              f"{us(r.added, True)} | {r.ratio:.3f} | {split_hit(r)} | "
-              f"{'-' if hit is None else f'{hit / r.plain:.2f}'} | {us(graph, True)} | {us(r.check)} |")
+        print(
+            f"| {r.case.name} | {r.graphs} / {len(r.breaks)} | {r.first * 1e3:.2f} | "
+            f"{sum(r.frames) * 1e3:.2f} ({len(r.frames)}) | {us(r.plain)} | "
+            f"{us(r.added, True)} | {r.ratio:.3f} | {split_hit(r)} | "
+            f"{'-' if hit is None else f'{hit / r.plain:.2f}'} | {us(graph, True)} | {us(r.check)} |"
+        )
     print()
     plains = [r.plain for r in rows]
     small = [r for r in rows if r.plain < 20e-6]
-    print(f"plain time per call: median {statistics.median(plains) * 1e6:.1f} us; "
-          f"{len(small)} of {len(rows)} cases under 20 us "
-          f"(captured/plain geometric mean there {geomean([r.ratio for r in small]):.3f}, elsewhere "
-          f"{geomean([r.ratio for r in rows if r.plain >= 20e-6]):.3f})")
+    print(
+        f"plain time per call: median {statistics.median(plains) * 1e6:.1f} us; "
+        f"{len(small)} of {len(rows)} cases under 20 us "
+        f"(captured/plain geometric mean there {geomean([r.ratio for r in small]):.3f}, elsewhere "
+        f"{geomean([r.ratio for r in rows if r.plain >= 20e-6]):.3f})"
+    )
     checks = [r.check for r in rows if r.check is not None]
     if checks:
-        print(f"check function per call: median {us(statistics.median(checks))} us, "
-              f"max {us(max(checks))} us over {len(checks)} cases")
+        print(
+            f"check function per call: median {us(statistics.median(checks))} us, "
+            f"max {us(max(checks))} us over {len(checks)} cases"
+        )
 
 
 def write_csv(path: str, rows: List[Row]) -> None:
@@ -438,23 +487,63 @@ def write_csv(path: str, rows: List[Row]) -> None:
 
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["case", "graphs", "breaks", "frames", "compile_ms_per_frame", "first_ms", "plain_us",
-                    "captured_us", "direct_us", "ratio", "added_us", "hit_us", "wrapper_us", "runtime_us",
-                    "graph_us", "direct_ratio", "check_us", "mutates", "recompiled"])
+        w.writerow(
+            [
+                "case",
+                "graphs",
+                "breaks",
+                "frames",
+                "compile_ms_per_frame",
+                "first_ms",
+                "plain_us",
+                "captured_us",
+                "direct_us",
+                "ratio",
+                "added_us",
+                "hit_us",
+                "wrapper_us",
+                "runtime_us",
+                "graph_us",
+                "direct_ratio",
+                "check_us",
+                "mutates",
+                "recompiled",
+            ]
+        )
         for r in rows:
-            w.writerow([r.case.name, r.graphs, " ".join(r.breaks), len(r.frames),
-                        " ".join(f"{t * 1e3:.3f}" for t in r.frames), cell(r.first, 1e3), cell(r.plain),
-                        cell(r.captured), cell(r.direct), cell(r.ratio, 1), cell(r.added), cell(r.hit),
-                        cell(r.wrapper), cell(r.runtime), cell(r.graph), cell(r.direct_ratio, 1), cell(r.check), int(r.mutates), r.recompiled])
+            w.writerow(
+                [
+                    r.case.name,
+                    r.graphs,
+                    " ".join(r.breaks),
+                    len(r.frames),
+                    " ".join(f"{t * 1e3:.3f}" for t in r.frames),
+                    cell(r.first, 1e3),
+                    cell(r.plain),
+                    cell(r.captured),
+                    cell(r.direct),
+                    cell(r.ratio, 1),
+                    cell(r.added),
+                    cell(r.hit),
+                    cell(r.wrapper),
+                    cell(r.runtime),
+                    cell(r.graph),
+                    cell(r.direct_ratio, 1),
+                    cell(r.check),
+                    int(r.mutates),
+                    r.recompiled,
+                ]
+            )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=15, help="steady-state repetitions per case (default 15)")
     ap.add_argument("--first-repeat", type=int, default=3, help="fresh compilations per case (default 3)")
-    ap.add_argument("--filter", default=None, help="regular expression searched in 'area/function' (e.g. 'ml/|softmax')")
-    ap.add_argument("--min-time", type=float, default=0.005,
-                    help="seconds per timed loop of calls (default 0.005)")
+    ap.add_argument(
+        "--filter", default=None, help="regular expression searched in 'area/function' (e.g. 'ml/|softmax')"
+    )
+    ap.add_argument("--min-time", type=float, default=0.005, help="seconds per timed loop of calls (default 0.005)")
     ap.add_argument("--worst", type=int, default=10, help="rows shown by steady-state ratio (default 10)")
     ap.add_argument("--csv", default=None, help="write every case's figures to this file")
     opts = ap.parse_args()
@@ -467,18 +556,22 @@ def main() -> None:
     cases = load_cases(opts.filter)
     if not cases:
         ap.error(f"--filter {opts.filter!r} matches no case")
-    print(f"CPython {platform.python_version()}, numpy {np.__version__}, {sys.platform}, "
-          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    warnings.simplefilter("ignore")   # both sides alike: no warning printing in the timings
+    print(
+        f"CPython {platform.python_version()}, numpy {np.__version__}, {sys.platform}, "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+    warnings.simplefilter("ignore")  # both sides alike: no warning printing in the timings
     rows = []
     start = time.perf_counter()
-    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):   # corpus functions that print
-        fixed_cost(3, opts.min_time)   # warm-up: first-use imports of the translator
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):  # corpus functions that print
+        fixed_cost(3, opts.min_time)  # warm-up: first-use imports of the translator
         fixed = fixed_cost(3 * opts.repeat, opts.min_time)
         for case in cases:
             rows.append(measure(case, opts.repeat, opts.first_repeat, opts.min_time))
-    print(f"{time.perf_counter() - start:.0f} s, --repeat {opts.repeat} --first-repeat {opts.first_repeat} "
-          f"--min-time {opts.min_time}")
+    print(
+        f"{time.perf_counter() - start:.0f} s, --repeat {opts.repeat} --first-repeat {opts.first_repeat} "
+        f"--min-time {opts.min_time}"
+    )
     print()
     report(rows, fixed, function_lookup(), min(opts.worst, len(rows)))
     if opts.csv:

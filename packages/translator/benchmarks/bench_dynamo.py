@@ -27,6 +27,7 @@ derived values are constants, globals are bound once); the ratio column says so.
 
 Without torch (it is never a dependency) only the framehook columns are printed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,6 +54,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 # ---------------------------------------------------------------------------------------------
 # numpy kernels (the style of bench_capture.py)
 
+
 def np_one_array(x):
     return x + 1
 
@@ -73,7 +75,7 @@ def np_layer_norm(x):
 
 
 def np_gelu(x):
-    return 0.5 * x * (1.0 + np.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1.0 + np.tanh(0.79788456 * (x + 0.044715 * x**3)))
 
 
 def np_moving_average(x, w=4):
@@ -95,10 +97,10 @@ def np_jacobi(u, steps=50):
 
 
 def np_black_scholes(s, k, t, r, sigma):
-    d1 = (np.log(s / k) + (r + 0.5 * sigma ** 2) * t) / (sigma * math.sqrt(t))
+    d1 = (np.log(s / k) + (r + 0.5 * sigma**2) * t) / (sigma * math.sqrt(t))
     d2 = d1 - sigma * math.sqrt(t)
-    c1 = 0.5 * (1 + np.tanh(0.79788456 * (d1 + 0.044715 * d1 ** 3)))
-    c2 = 0.5 * (1 + np.tanh(0.79788456 * (d2 + 0.044715 * d2 ** 3)))
+    c1 = 0.5 * (1 + np.tanh(0.79788456 * (d1 + 0.044715 * d1**3)))
+    c2 = 0.5 * (1 + np.tanh(0.79788456 * (d2 + 0.044715 * d2**3)))
     return s * c1 - k * math.exp(-r * t) * c2
 
 
@@ -124,6 +126,7 @@ def np_small_linalg(a, b):
 # ---------------------------------------------------------------------------------------------
 # the same kernels for torch (``torch`` is looked up when they run)
 
+
 def th_one_array(x):
     return x + 1
 
@@ -144,7 +147,7 @@ def th_layer_norm(x):
 
 
 def th_gelu(x):
-    return 0.5 * x * (1.0 + torch.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1.0 + torch.tanh(0.79788456 * (x + 0.044715 * x**3)))
 
 
 def th_moving_average(x, w=4):
@@ -166,10 +169,10 @@ def th_jacobi(u, steps=50):
 
 
 def th_black_scholes(s, k, t, r, sigma):
-    d1 = (torch.log(s / k) + (r + 0.5 * sigma ** 2) * t) / (sigma * math.sqrt(t))
+    d1 = (torch.log(s / k) + (r + 0.5 * sigma**2) * t) / (sigma * math.sqrt(t))
     d2 = d1 - sigma * math.sqrt(t)
-    c1 = 0.5 * (1 + torch.tanh(0.79788456 * (d1 + 0.044715 * d1 ** 3)))
-    c2 = 0.5 * (1 + torch.tanh(0.79788456 * (d2 + 0.044715 * d2 ** 3)))
+    c1 = 0.5 * (1 + torch.tanh(0.79788456 * (d1 + 0.044715 * d1**3)))
+    c2 = 0.5 * (1 + torch.tanh(0.79788456 * (d2 + 0.044715 * d2**3)))
     return s * c1 - k * math.exp(-r * t) * c2
 
 
@@ -204,13 +207,26 @@ CASES = [
     ("layer_norm 8x16", np_layer_norm, th_layer_norm, (_rng.standard_normal((8, 16)),)),
     ("gelu 64", np_gelu, th_gelu, (_rng.standard_normal(64),)),
     ("moving_average 64, w=4", np_moving_average, th_moving_average, (_rng.standard_normal(64),)),
-    ("mlp 4x8 -> 16 -> 4", np_mlp, th_mlp,
-     (_rng.standard_normal((4, 8)), _rng.standard_normal((8, 16)), _rng.standard_normal(16),
-      _rng.standard_normal((16, 4)), _rng.standard_normal(4))),
+    (
+        "mlp 4x8 -> 16 -> 4",
+        np_mlp,
+        th_mlp,
+        (
+            _rng.standard_normal((4, 8)),
+            _rng.standard_normal((8, 16)),
+            _rng.standard_normal(16),
+            _rng.standard_normal((16, 4)),
+            _rng.standard_normal(4),
+        ),
+    ),
     ("jacobi 50 steps 16x16", np_jacobi, th_jacobi, (_rng.standard_normal((16, 16)),)),
     ("black_scholes 64", np_black_scholes, th_black_scholes, (np.linspace(50, 150, 64), 100.0, 1.0, 0.05, 0.2)),
-    ("kmeans_step 32x2, k=4", np_kmeans_step, th_kmeans_step,
-     (_rng.standard_normal((32, 2)), _rng.standard_normal((4, 2)))),
+    (
+        "kmeans_step 32x2, k=4",
+        np_kmeans_step,
+        th_kmeans_step,
+        (_rng.standard_normal((32, 2)), _rng.standard_normal((4, 2))),
+    ),
     ("power_iteration 20 steps 8x8", np_power_iteration, th_power_iteration, (_rng.standard_normal((8, 8)),)),
     ("small_linalg 8x8", np_small_linalg, th_small_linalg, (_rng.standard_normal((8, 8)), _rng.standard_normal(8))),
 ]
@@ -229,6 +245,7 @@ def check_same(name, np_out, th_out) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # measurement
+
 
 def calibrate(calls, target_s: float) -> int:
     """Calls per timing run so that the slowest variant takes about target_s."""
@@ -292,6 +309,7 @@ def fmt_ratio(num: float, den: float) -> str:
 def entries_of(kernel) -> int:
     """Compiled entries of a numpy kernel's code object in framehook's cache."""
     from framehook.translator._runtime import runtime
+
     return len(runtime.cache_entries(kernel.__code__))
 
 
@@ -321,8 +339,10 @@ def main() -> None:
         head += f", torch {torch.__version__} (threads {torch.get_num_threads()})"
     print(head)
     if not have_torch:
-        print("torch is not installed: printing the framehook figures only "
-              "(pip install torch==2.13.0 on CPython 3.11 for the Dynamo columns)")
+        print(
+            "torch is not installed: printing the framehook figures only "
+            "(pip install torch==2.13.0 on CPython 3.11 for the Dynamo columns)"
+        )
     sys.stdout.flush()
 
     # warm-up: one compile of every kernel on both sides (one-time imports, Dynamo's lazy setup)
@@ -382,23 +402,29 @@ def main() -> None:
 
     print()
     if have_torch:
-        print("| kernel | graphs / breaks fh | graphs / breaks Dynamo | plain numpy us | plain torch us "
-              "| fh added ns | Dynamo added ns | Dynamo / fh added | fh first call ms | Dynamo first call ms "
-              "| fh / Dynamo first call |")
+        print(
+            "| kernel | graphs / breaks fh | graphs / breaks Dynamo | plain numpy us | plain torch us "
+            "| fh added ns | Dynamo added ns | Dynamo / fh added | fh first call ms | Dynamo first call ms "
+            "| fh / Dynamo first call |"
+        )
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in rows:
-            print(f"| {r['name']} | {r['ft_graphs']} / {r['ft_breaks']} | {r['th_graphs']} / {r['th_breaks']} "
-                  f"| {r['np_plain'] * 1e6:.2f} | {r['th_plain'] * 1e6:.2f} "
-                  f"| {r['ft_added'] * 1e9:+.0f} ({r['ft_added_min'] * 1e9:+.0f}) | {r['th_added'] * 1e9:+.0f} ({r['th_added_min'] * 1e9:+.0f}) "
-                  f"| {fmt_ratio(r['th_added'], r['ft_added'])} ({fmt_ratio(r['th_added_min'], r['ft_added_min'])}) "
-                  f"| {r['ft_compile'] * 1e3:.2f} | {r['th_compile'] * 1e3:.2f} "
-                  f"| {r['ft_compile'] / r['th_compile']:.3f} |")
+            print(
+                f"| {r['name']} | {r['ft_graphs']} / {r['ft_breaks']} | {r['th_graphs']} / {r['th_breaks']} "
+                f"| {r['np_plain'] * 1e6:.2f} | {r['th_plain'] * 1e6:.2f} "
+                f"| {r['ft_added'] * 1e9:+.0f} ({r['ft_added_min'] * 1e9:+.0f}) | {r['th_added'] * 1e9:+.0f} ({r['th_added_min'] * 1e9:+.0f}) "
+                f"| {fmt_ratio(r['th_added'], r['ft_added'])} ({fmt_ratio(r['th_added_min'], r['ft_added_min'])}) "
+                f"| {r['ft_compile'] * 1e3:.2f} | {r['th_compile'] * 1e3:.2f} "
+                f"| {r['ft_compile'] / r['th_compile']:.3f} |"
+            )
     else:
         print("| kernel | graphs / breaks fh | plain numpy us | fh added ns | fh first call ms |")
         print("|---|---:|---:|---:|---:|")
         for r in rows:
-            print(f"| {r['name']} | {r['ft_graphs']} / {r['ft_breaks']} | {r['np_plain'] * 1e6:.2f} "
-                  f"| {r['ft_added'] * 1e9:+.0f} ({r['ft_added_min'] * 1e9:+.0f}) | {r['ft_compile'] * 1e3:.2f} |")
+            print(
+                f"| {r['name']} | {r['ft_graphs']} / {r['ft_breaks']} | {r['np_plain'] * 1e6:.2f} "
+                f"| {r['ft_added'] * 1e9:+.0f} ({r['ft_added_min'] * 1e9:+.0f}) | {r['ft_compile'] * 1e3:.2f} |"
+            )
 
     for r in rows:
         if r["recompiled"]:
@@ -406,32 +432,42 @@ def main() -> None:
     print()
     ft_comp = [r["ft_compile"] for r in rows]
     ft_add = [r["ft_added"] for r in rows]
-    print(f"framehook: added per cache-hit call median {statistics.median(ft_add) * 1e9:.0f} ns "
-          f"(max {max(ft_add) * 1e9:.0f}); first call median {statistics.median(ft_comp) * 1e3:.2f} ms, "
-          f"max {max(ft_comp) * 1e3:.2f} ms")
+    print(
+        f"framehook: added per cache-hit call median {statistics.median(ft_add) * 1e9:.0f} ns "
+        f"(max {max(ft_add) * 1e9:.0f}); first call median {statistics.median(ft_comp) * 1e3:.2f} ms, "
+        f"max {max(ft_comp) * 1e3:.2f} ms"
+    )
     if have_torch:
         th_comp = [r["th_compile"] for r in rows]
         th_add = [r["th_added"] for r in rows]
-        print(f"Dynamo:    added per cache-hit call median {statistics.median(th_add) * 1e9:.0f} ns "
-              f"(max {max(th_add) * 1e9:.0f}); first call median {statistics.median(th_comp) * 1e3:.2f} ms, "
-              f"max {max(th_comp) * 1e3:.2f} ms")
+        print(
+            f"Dynamo:    added per cache-hit call median {statistics.median(th_add) * 1e9:.0f} ns "
+            f"(max {max(th_add) * 1e9:.0f}); first call median {statistics.median(th_comp) * 1e3:.2f} ms, "
+            f"max {max(th_comp) * 1e3:.2f} ms"
+        )
         over = [r for r in rows if r["name"] in OVERHEAD_ROWS]
         if over:
-            print("added-time ratio Dynamo / framehook, overhead rows: "
-                  + ", ".join(f"{r['name']} {fmt_ratio(r['th_added'], r['ft_added'])}" for r in over))
+            print(
+                "added-time ratio Dynamo / framehook, overhead rows: "
+                + ", ".join(f"{r['name']} {fmt_ratio(r['th_added'], r['ft_added'])}" for r in over)
+            )
         for key, label in (("", "median of paired differences"), ("_min", "difference of minima")):
             fa, ta = [r["ft_added" + key] for r in rows], [r["th_added" + key] for r in rows]
             met = sum(f <= 0 or t >= 8 * f for f, t in zip(fa, ta))
-            print(f"added-time ratio Dynamo / framehook ({label}): medians over kernels "
-                  f"{statistics.median(ta) * 1e9:.0f} / {statistics.median(fa) * 1e9:.0f} ns = "
-                  f"{fmt_ratio(statistics.median(ta), statistics.median(fa))}; {met} of {len(rows)} kernels "
-                  f"at or above 8x (framehook <= 0 counted as met) (target >= 8x)")
+            print(
+                f"added-time ratio Dynamo / framehook ({label}): medians over kernels "
+                f"{statistics.median(ta) * 1e9:.0f} / {statistics.median(fa) * 1e9:.0f} ns = "
+                f"{fmt_ratio(statistics.median(ta), statistics.median(fa))}; {met} of {len(rows)} kernels "
+                f"at or above 8x (framehook <= 0 counted as met) (target >= 8x)"
+            )
         per_kernel = [r["ft_compile"] / r["th_compile"] for r in rows]
         worst = rows[per_kernel.index(max(per_kernel))]["name"]
-        print(f"first-call ratio framehook / Dynamo: medians {statistics.median(ft_comp) / statistics.median(th_comp):.3f}, "
-              f"maxima {max(ft_comp) / max(th_comp):.3f}; per kernel median {statistics.median(per_kernel):.3f}, "
-              f"worst {max(per_kernel):.3f} ({worst}); {sum(x <= 1 / 3 for x in per_kernel)} of {len(rows)} kernels "
-              f"at or below 1/3 (target <= 0.333)")
+        print(
+            f"first-call ratio framehook / Dynamo: medians {statistics.median(ft_comp) / statistics.median(th_comp):.3f}, "
+            f"maxima {max(ft_comp) / max(th_comp):.3f}; per kernel median {statistics.median(per_kernel):.3f}, "
+            f"worst {max(per_kernel):.3f} ({worst}); {sum(x <= 1 / 3 for x in per_kernel)} of {len(rows)} kernels "
+            f"at or below 1/3 (target <= 0.333)"
+        )
     if hasattr(os, "getloadavg"):
         print("load average at the end: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     sys.stdout.flush()

@@ -8,6 +8,7 @@ A run of the whole corpus takes seconds, so several interpreters can be run in t
 round, and compared by the per-round ratio: a load change on a shared machine then hits the
 compared versions alike (see BENCHMARKS.md, "3.14 and 3.15: first call").
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,16 +34,23 @@ def main() -> None:
     if not cases:
         parser.error(f"--filter {opts.filter!r} matches no corpus case")
     firsts, frames = [], []
-    with contextlib.redirect_stdout(io.StringIO()):   # some corpus functions print
-        bc.fixed_cost(3, 0.001)   # warm-up: first-use imports of the translator, as bench_corpus does
+    with contextlib.redirect_stdout(io.StringIO()):  # some corpus functions print
+        bc.fixed_cost(3, 0.001)  # warm-up: first-use imports of the translator, as bench_corpus does
         for case in cases:
-            mutates = bc.mutates_arguments(case.fn, case.args)   # also runs the plain function once
+            mutates = bc.mutates_arguments(case.fn, case.args)  # also runs the plain function once
             first, per_frame, _graphs, _breaks = bc.first_calls(case.fn, case.args, mutates, opts.first_repeat)
             firsts.append(first)
             frames.extend(per_frame)
-    print(json.dumps({"python": sys.version.split()[0], "cases": len(cases),
-                      "first_call_ms": round(statistics.median(firsts) * 1e3, 3),
-                      "compile_per_frame_ms": round(statistics.median(frames) * 1e3, 3)}))
+    print(
+        json.dumps(
+            {
+                "python": sys.version.split()[0],
+                "cases": len(cases),
+                "first_call_ms": round(statistics.median(firsts) * 1e3, 3),
+                "compile_per_frame_ms": round(statistics.median(frames) * 1e3, 3),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ side, medians over ``--repeat`` runs (each run: ``reset()``, then the calls in o
 The last columns name the graph break that ended the first trace under each setting.
 Prints a markdown table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,7 +41,7 @@ import timing  # noqa: E402
 timing.use_test_kernels()
 from loop_kernels import fill_row  # noqa: E402
 
-OLD_LIMITS = dict(max_traced_ops=10 ** 9, max_traced_instructions=100_000, max_trace_seconds=None)
+OLD_LIMITS = dict(max_traced_ops=10**9, max_traced_instructions=100_000, max_trace_seconds=None)
 
 
 def band(a, x):
@@ -92,7 +93,7 @@ def via_helper(a):
     n = a.shape[0]
     out = np.zeros_like(a)
     for i in range(n):
-        fill_row(out, a, i, n)   # inlined: its loop restarts the unroll count every call
+        fill_row(out, a, i, n)  # inlined: its loop restarts the unroll count every call
     return out
 
 
@@ -107,7 +108,7 @@ def cases() -> List[Tuple[Callable[..., Any], tuple, tuple]]:
     ]
 
 
-CLOCK = time.perf_counter   # --clock cpu: time.process_time, which a loaded machine inflates less
+CLOCK = time.perf_counter  # --clock cpu: time.process_time, which a loaded machine inflates less
 
 
 def timed(fn: Callable[..., Any], args: tuple) -> float:
@@ -132,36 +133,48 @@ def one_run(fn: Callable[..., Any], args: tuple, other: tuple) -> Dict[str, Any]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs per case (default 5)")
-    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
-                        help="wall: time.perf_counter (default); cpu: time.process_time of this process")
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="wall: time.perf_counter (default); cpu: time.process_time of this process",
+    )
     opts = parser.parse_args()
     if opts.repeat < 1:
         parser.error(f"--repeat must be at least 1, got {opts.repeat}")
     global CLOCK
     CLOCK = time.perf_counter if opts.clock == "wall" else time.process_time
     import warnings
+
     warnings.simplefilter("ignore")
     import logging
-    logging.getLogger("framehook.translator").setLevel(logging.ERROR)   # cache-limit warnings of helpers
-    ft.explain(upper_scaled)(np.ones((3, 3)))   # warm-up: first-use imports are not counted
-    print(f"CPython {sys.version.split()[0]}, numpy {np.__version__}; {opts.clock} time, medians of "
-          f"{opts.repeat} runs, ms\n")
-    print("| function | plain | first call | first / plain | first call, old limits | old / new | second call "
-          "| new shape | break | break, old limits |")
+
+    logging.getLogger("framehook.translator").setLevel(logging.ERROR)  # cache-limit warnings of helpers
+    ft.explain(upper_scaled)(np.ones((3, 3)))  # warm-up: first-use imports are not counted
+    print(
+        f"CPython {sys.version.split()[0]}, numpy {np.__version__}; {opts.clock} time, medians of "
+        f"{opts.repeat} runs, ms\n"
+    )
+    print(
+        "| function | plain | first call | first / plain | first call, old limits | old / new | second call "
+        "| new shape | break | break, old limits |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
     for fn, args, other in cases():
         plain = statistics.median(timed(fn, args) for _ in range(opts.repeat))
         new: List[Dict[str, Any]] = []
         old: List[Dict[str, Any]] = []
-        for _ in range(opts.repeat):   # in turn, so that a load change hits both alike
+        for _ in range(opts.repeat):  # in turn, so that a load change hits both alike
             new.append(one_run(fn, args, other))
             with config.patch(**OLD_LIMITS):
                 old.append(one_run(fn, args, other))
         med = {k: statistics.median(r[k] for r in new) for k in ("first", "second", "new_shape")}
         old_first = statistics.median(r["first"] for r in old)
-        print(f"| {fn.__name__} | {plain * 1e3:.2f} | {med['first'] * 1e3:.1f} | {med['first'] / plain:.0f}x "
-              f"| {old_first * 1e3:.1f} | {old_first / med['first']:.1f}x | {med['second'] * 1e3:.2f} "
-              f"| {med['new_shape'] * 1e3:.2f} | {new[0]['break']} | {old[0]['break']} |")
+        print(
+            f"| {fn.__name__} | {plain * 1e3:.2f} | {med['first'] * 1e3:.1f} | {med['first'] / plain:.0f}x "
+            f"| {old_first * 1e3:.1f} | {old_first / med['first']:.1f}x | {med['second'] * 1e3:.2f} "
+            f"| {med['new_shape'] * 1e3:.2f} | {new[0]['break']} | {old[0]['break']} |"
+        )
     ft.reset()
 
 

@@ -18,6 +18,7 @@ median of repeated timeit runs of the check function called on the same f_locals
 way the runtime calls it on a cache hit (through a lambda: the call floor, reported, is
 included in every figure). The paths of one row are timed in turn within each repetition.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -106,6 +107,7 @@ def main() -> int:
     if args.dynamo:
         try:
             import torch
+
             have_dynamo = True
             print(f"torch {torch.__version__}")
         except ImportError:

@@ -7,6 +7,7 @@ and compilation) and the graph's operation count with ``config.capture_loops`` o
 then the steady-state time of the captured function against plain numpy (alternating,
 median of N timeit repeats). Prints a markdown table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,8 +58,13 @@ def leapfrog(p, q, dt, steps):
 
 def first_call(fn, args, capture):
     ft.reset()
-    with config.patch(capture_loops=capture, max_unrolled_iterations=100_000, max_traced_instructions=10_000_000,
-                      max_traced_ops=10 ** 9, max_trace_seconds=None):
+    with config.patch(
+        capture_loops=capture,
+        max_unrolled_iterations=100_000,
+        max_traced_instructions=10_000_000,
+        max_traced_ops=10**9,
+        max_trace_seconds=None,
+    ):
         start = time.perf_counter()
         out = ft.explain(fn)(*args)
         elapsed = time.perf_counter() - start
@@ -82,13 +88,18 @@ def main() -> None:
     u1 = rng.standard_normal(1000)
     a = rng.standard_normal((32, 32))
     a = a @ a.T
-    cases = [("jacobi 100x100", jacobi, lambda n: (u2, n)), ("heat_1d 1000", heat_1d, lambda n: (u1, 0.1, n)),
-             ("power_iteration 32x32", power_iteration, lambda n: (a, n)),
-             ("leapfrog 1000", leapfrog, lambda n: (u1, u1[::-1].copy(), 0.01, n))]
+    cases = [
+        ("jacobi 100x100", jacobi, lambda n: (u2, n)),
+        ("heat_1d 1000", heat_1d, lambda n: (u1, 0.1, n)),
+        ("power_iteration 32x32", power_iteration, lambda n: (a, n)),
+        ("leapfrog 1000", leapfrog, lambda n: (u1, u1[::-1].copy(), 0.01, n)),
+    ]
     print(f"CPython {platform.python_version()}, numpy {np.__version__}, {sys.platform}")
     print()
-    print("| kernel | steps | captured: first call ms | ops | unrolled: first call ms | ops | breaks "
-          "| plain us | captured us | captured/plain |")
+    print(
+        "| kernel | steps | captured: first call ms | ops | unrolled: first call ms | ops | breaks "
+        "| plain us | captured us | captured/plain |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     ratios = []
     for label, fn, make in cases:
@@ -98,8 +109,10 @@ def main() -> None:
             t_unr, ops_unr, breaks = first_call(fn, args, False)
             plain, captured = steady(fn, args, opts.repeat)
             ratios.append(captured / plain)
-            print(f"| {label} | {steps} | {t_cap * 1e3:.1f} | {ops_cap} | {t_unr * 1e3:.1f} | {ops_unr} | {breaks} "
-                  f"| {plain * 1e6:.1f} | {captured * 1e6:.1f} | {captured / plain:.3f} |")
+            print(
+                f"| {label} | {steps} | {t_cap * 1e3:.1f} | {ops_cap} | {t_unr * 1e3:.1f} | {ops_unr} | {breaks} "
+                f"| {plain * 1e6:.1f} | {captured * 1e6:.1f} | {captured / plain:.3f} |"
+            )
     geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
     print()
     print(f"geometric mean captured/plain: {geo:.3f}")

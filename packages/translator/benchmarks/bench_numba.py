@@ -16,6 +16,7 @@ Steady state: plain and the optimized functions alternate, each the median of ``
 timeit repeats of enough calls to last about 20 ms. Nothing here is asserted: the figures
 go to BENCHMARKS.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,7 +68,8 @@ def _time(fn, args, number):
 
 def _warm(opt, args):
     from framehook.translator import config
-    for _ in range(2 * config.numba_measure_calls + 2):   # past the backend's measuring calls
+
+    for _ in range(2 * config.numba_measure_calls + 2):  # past the backend's measuring calls
         opt(*copy.deepcopy(args))
 
 
@@ -75,13 +77,14 @@ def steady(fn, args, repeat):
     """Median seconds per call: plain, eager and numba. The translator caches per code
     object, whatever the backend: each backend gets the function afresh (reset between)."""
     import framehook.translator as ft
+
     number = max(1, int(0.02 / max(_time(fn, args, 1), 1e-7)))
     t = {"plain": [], "eager": [], "numba": []}
     for backend in ("eager", "numba"):
         ft.reset()
         opt = ft.optimize(backend)(fn)
         _warm(opt, args)
-        for _ in range(repeat):   # alternate so that machine noise hits both alike
+        for _ in range(repeat):  # alternate so that machine noise hits both alike
             t["plain"].append(_time(fn, args, number))
             t[backend].append(_time(opt, args, number))
     ft.reset()
@@ -96,6 +99,7 @@ def corpus_table(repeat):
     sys.path.insert(0, str(TESTS))
     from corpus_helpers import corpus_modules
     from framehook.translator import backends_numba as bnb
+
     cases = [case for m in corpus_modules() for case in m.CORPUS]
     notes = []
     bnb.add_note_observer(notes.append)
@@ -103,14 +107,15 @@ def corpus_table(repeat):
     for case in cases:
         fn, calls = case[0], case[1]
         call = calls[0]
-        args, kwargs = (call if len(call) == 2 and isinstance(call[0], tuple) and isinstance(call[1], dict)
-                        else (call, {}))
+        args, kwargs = (
+            call if len(call) == 2 and isinstance(call[0], tuple) and isinstance(call[1], dict) else (call, {})
+        )
         if kwargs:
             continue
         before = len(notes)
         try:
             row = steady(fn, args, repeat)
-        except Exception as e:   # a case that raises by design: its outcome is the test's business
+        except Exception as e:  # a case that raises by design: its outcome is the test's business
             status[f"raises ({type(e).__name__})"] += 1
             continue
         mine = notes[before:]
@@ -124,8 +129,10 @@ def corpus_table(repeat):
     bnb.remove_note_observer(notes.append)
     print(f"\n### Test corpus, {len(rows)} cases (calls[0]), median of {repeat}\n")
     print("| | eager / plain | numba / plain |\n|---|---|---|")
-    print(f"| geomean | {geomean([r['eager'] / r['plain'] for _, r in rows]):.2f} "
-          f"| {geomean([r['numba'] / r['plain'] for _, r in rows]):.2f} |")
+    print(
+        f"| geomean | {geomean([r['eager'] / r['plain'] for _, r in rows]):.2f} "
+        f"| {geomean([r['numba'] / r['plain'] for _, r in rows]):.2f} |"
+    )
     compiled = [r for name, r in rows]
     print("\nnumba outcome per case: " + ", ".join(f"{k} {v}" for k, v in status.most_common()))
     fastest = sorted(rows, key=lambda x: x[1]["numba"] / x[1]["plain"])
@@ -146,6 +153,7 @@ def kernel_table(repeat, only=None):
     import numba
     import framehook.translator as ft
     from framehook.translator import backends_numba as bnb
+
     notes = []
     bnb.add_note_observer(notes.append)
     rows = []
@@ -158,8 +166,9 @@ def kernel_table(repeat, only=None):
         opt = ft.optimize("numba")(fn)
         _warm(opt, args)
         hand(*copy.deepcopy(args))
-        ok = _agrees(opt(*copy.deepcopy(args)), fn(*copy.deepcopy(args))) and \
-            _agrees(hand(*copy.deepcopy(args)), fn(*copy.deepcopy(args)))
+        ok = _agrees(opt(*copy.deepcopy(args)), fn(*copy.deepcopy(args))) and _agrees(
+            hand(*copy.deepcopy(args)), fn(*copy.deepcopy(args))
+        )
         number = max(1, int(0.02 / max(_time(fn, args, 1), 1e-7)))
         t = {"plain": [], "numba": [], "hand": []}
         for _ in range(repeat):
@@ -167,8 +176,9 @@ def kernel_table(repeat, only=None):
                 t[key].append(_time(f, args, number))
         r = {k: statistics.median(v) for k, v in t.items()}
         mine = notes[before:]
-        state = ("numba" if any(n.status == "compiled" for n in mine) else "") + \
-            "".join(f"; eager: {n.reason.split(' (')[0]}" for n in mine if n.status == "fallback")
+        state = ("numba" if any(n.status == "compiled" for n in mine) else "") + "".join(
+            f"; eager: {n.reason.split(' (')[0]}" for n in mine if n.status == "fallback"
+        )
         rows.append((name, r, state.lstrip("; ") or "no graph", ok))
         ft.reset()
     bnb.remove_note_observer(notes.append)
@@ -176,13 +186,19 @@ def kernel_table(repeat, only=None):
     print("| kernel | plain | numba / plain | hand-written / plain | captured / hand-written | graphs |")
     print("|---|---|---|---|---|---|")
     for name, r, state, ok in rows:
-        print(f"| {name} | {r['plain'] * 1e3:.2f} ms | {r['numba'] / r['plain']:.2f} | {r['hand'] / r['plain']:.2f} "
-              f"| {r['numba'] / r['hand']:.2f} | {state}{'' if ok else ' MISMATCH'} |")
+        print(
+            f"| {name} | {r['plain'] * 1e3:.2f} ms | {r['numba'] / r['plain']:.2f} | {r['hand'] / r['plain']:.2f} "
+            f"| {r['numba'] / r['hand']:.2f} | {state}{'' if ok else ' MISMATCH'} |"
+        )
     ratios = [r["numba"] / r["plain"] for _, r, _, _ in rows]
-    print(f"| geomean | | {geomean(ratios):.2f} | {geomean([r['hand'] / r['plain'] for _, r, _, _ in rows]):.2f} "
-          f"| {geomean([r['numba'] / r['hand'] for _, r, _, _ in rows]):.2f} | |")
-    print(f"\nmax numba / plain: {max(ratios):.2f}; kernels over 1.2x: "
-          f"{[n for n, r, _, _ in rows if r['numba'] / r['plain'] > 1.2]}")
+    print(
+        f"| geomean | | {geomean(ratios):.2f} | {geomean([r['hand'] / r['plain'] for _, r, _, _ in rows]):.2f} "
+        f"| {geomean([r['numba'] / r['hand'] for _, r, _, _ in rows]):.2f} | |"
+    )
+    print(
+        f"\nmax numba / plain: {max(ratios):.2f}; kernels over 1.2x: "
+        f"{[n for n, r, _, _ in rows if r['numba'] / r['plain'] > 1.2]}"
+    )
 
 
 def _first_worker():
@@ -190,6 +206,7 @@ def _first_worker():
     import framehook.translator as ft
     from framehook.translator import backends_numba as bnb
     import numba  # noqa: F401 - its import is not part of any kernel's first call
+
     notes = []
     bnb.add_note_observer(notes.append)
     out = []
@@ -200,9 +217,15 @@ def _first_worker():
         ft.optimize("numba")(fn)(*copy.deepcopy(args))
         total = time.perf_counter() - start
         mine = notes[before:]
-        out.append({"label": label, "first": total, "numba": sum(n.numba_seconds for n in mine),
-                    "compiled": sum(n.status == "compiled" for n in mine),
-                    "fallback": [n.reason for n in mine if n.status == "fallback"]})
+        out.append(
+            {
+                "label": label,
+                "first": total,
+                "numba": sum(n.numba_seconds for n in mine),
+                "compiled": sum(n.status == "compiled" for n in mine),
+                "fallback": [n.reason for n in mine if n.status == "fallback"],
+            }
+        )
     print(json.dumps(out))
 
 
@@ -214,8 +237,9 @@ def first_call_table(runs):
         for kind in ("cold", "warm"):
             if kind == "cold":
                 subprocess.run(["rm", "-rf", cache], check=True)
-            done = subprocess.run([sys.executable, __file__, "--first-worker"], env=env, capture_output=True,
-                                  text=True, check=True)
+            done = subprocess.run(
+                [sys.executable, __file__, "--first-worker"], env=env, capture_output=True, text=True, check=True
+            )
             results[kind].append(json.loads(done.stdout.strip().splitlines()[-1]))
     print(f"\n### First call in a fresh process, {runs} runs (numba imported beforehand)\n")
     print("| | cold median | cold max | warm median | warm max | numba share cold / warm |\n|---|---|---|---|---|---|")
@@ -225,13 +249,17 @@ def first_call_table(runs):
         w = [run[j]["first"] for run in results["warm"]]
         cn = statistics.median(run[j]["numba"] for run in results["cold"])
         wn = statistics.median(run[j]["numba"] for run in results["warm"])
-        print(f"| {label} | {statistics.median(c) * 1e3:.0f} ms | {max(c) * 1e3:.0f} ms "
-              f"| {statistics.median(w) * 1e3:.0f} ms | {max(w) * 1e3:.0f} ms "
-              f"| {cn * 1e3:.0f} / {wn * 1e3:.0f} ms |")
+        print(
+            f"| {label} | {statistics.median(c) * 1e3:.0f} ms | {max(c) * 1e3:.0f} ms "
+            f"| {statistics.median(w) * 1e3:.0f} ms | {max(w) * 1e3:.0f} ms "
+            f"| {cn * 1e3:.0f} / {wn * 1e3:.0f} ms |"
+        )
     allc = [r["first"] for run in results["cold"] for r in run]
     allw = [r["first"] for run in results["warm"] for r in run]
-    print(f"| all kernels | {statistics.median(allc) * 1e3:.0f} ms | {max(allc) * 1e3:.0f} ms "
-          f"| {statistics.median(allw) * 1e3:.0f} ms | {max(allw) * 1e3:.0f} ms | |")
+    print(
+        f"| all kernels | {statistics.median(allc) * 1e3:.0f} ms | {max(allc) * 1e3:.0f} ms "
+        f"| {statistics.median(allw) * 1e3:.0f} ms | {max(allw) * 1e3:.0f} ms | |"
+    )
     falls = {r["label"]: r["fallback"] for r in results["cold"][0] if r["fallback"]}
     if falls:
         print("\nFH016 fallbacks: " + "; ".join(f"{k}: {v}" for k, v in falls.items()))
@@ -251,8 +279,11 @@ def main():
         _first_worker()
         return
     import numba
-    print(f"Python {platform.python_version()}, numpy {np.__version__}, numba {numba.__version__}, "
-          f"{os.cpu_count()} cores; numba cache in {os.environ.get('FRAMEHOOK_NUMBA_CACHE_DIR', 'the default')}")
+
+    print(
+        f"Python {platform.python_version()}, numpy {np.__version__}, numba {numba.__version__}, "
+        f"{os.cpu_count()} cores; numba cache in {os.environ.get('FRAMEHOOK_NUMBA_CACHE_DIR', 'the default')}"
+    )
     if not opts.skip_corpus:
         corpus_table(opts.repeat)
     kernel_table(opts.repeat, opts.only)

@@ -6,6 +6,7 @@ Each function runs plainly, under optimize("eager") and under optimize("numexpr"
 same process, alternating per repetition; the medians of the repetitions are compared.
 Prints a markdown table (numexpr's thread count and the machine's CPU count included).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,7 +33,7 @@ def black_scholes_call(s, k, t, r, v):
 
 
 def polynomial(x):
-    return 0.25 * x ** 3 + 0.75 * x ** 2 - 1.5 * x - 2.0
+    return 0.25 * x**3 + 0.75 * x**2 - 1.5 * x - 2.0
 
 
 def gaussian_mix(x, y):
@@ -107,14 +108,17 @@ def time_one(fn, args, number):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--size", type=int, default=10 ** 6)
+    parser.add_argument("--size", type=int, default=10**6)
     opts = parser.parse_args()
     import numexpr
+
     repeats, number = (5, 3) if opts.quick else (15, 5)
     rng = np.random.default_rng(0)
     data = inputs(opts.size, rng)
-    print(f"Python {platform.python_version()}, numpy {np.__version__}, numexpr {numexpr.__version__} "
-          f"({numexpr.get_num_threads()} threads), {os.cpu_count()} CPUs, n = {opts.size}")
+    print(
+        f"Python {platform.python_version()}, numpy {np.__version__}, numexpr {numexpr.__version__} "
+        f"({numexpr.get_num_threads()} threads), {os.cpu_count()} CPUs, n = {opts.size}"
+    )
     print()
     print("| function | numpy (ms) | eager (ms) | numexpr (ms) | numpy / numexpr | eager / numexpr |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
@@ -137,10 +141,14 @@ def main() -> None:
         speedups.append(ratio)
         if fn in ARITHMETIC:
             arith.append(ratio)
-        print(f"| {fn.__name__} | {med['numpy'] * 1e3:.2f} | {med['eager'] * 1e3:.2f} | "
-              f"{med['numexpr'] * 1e3:.2f} | {ratio:.2f}x | {med['eager'] / med['numexpr']:.2f}x |")
+        print(
+            f"| {fn.__name__} | {med['numpy'] * 1e3:.2f} | {med['eager'] * 1e3:.2f} | "
+            f"{med['numexpr'] * 1e3:.2f} | {ratio:.2f}x | {med['eager'] / med['numexpr']:.2f}x |"
+        )
+
     def geo(xs):
         return math.exp(sum(math.log(s) for s in xs) / len(xs))
+
     print(f"| geometric mean, arithmetic chains | | | | {geo(arith):.2f}x | |")
     print(f"| geometric mean, all | | | | {geo(speedups):.2f}x | |")
     sys.stdout.flush()

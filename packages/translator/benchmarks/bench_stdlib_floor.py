@@ -8,6 +8,7 @@ Python loop, Python calls, ``dis.get_instructions`` (the translator's decoder re
 (the tracer's fake arrays). Run it on several interpreters in turn, round after round
 (BENCHMARKS.md, "3.14 and 3.15: first call").
 """
+
 from __future__ import annotations
 
 import dis
@@ -32,8 +33,7 @@ def _kernel(x, w, b):
     return out.mean(), out.std()
 
 
-_SOURCE = "\n".join(["def graph(a, b, c):"] + [f"    t{i} = a * {i} + b - c" for i in range(40)]
-                    + ["    return t39"])
+_SOURCE = "\n".join(["def graph(a, b, c):"] + [f"    t{i} = a * {i} + b - c" for i in range(40)] + ["    return t39"])
 
 
 def _loop() -> int:
@@ -46,6 +46,7 @@ def _loop() -> int:
 def _calls() -> None:
     def pair(a: Any, b: Any) -> Any:
         return a, b
+
     for i in range(300):
         pair(i, i)
 

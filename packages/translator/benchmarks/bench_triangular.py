@@ -15,6 +15,7 @@ many times in turn, and each figure is the median over the rounds). ``--unrolled
 compile time with every loop unrolled (``capture_loops=False``, no trace budget). The kernels
 come from ``tests/loop_kernels.py``. ``--worker`` is the worker's entry point.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,7 +36,14 @@ from timing import steady_state, use_test_kernels  # noqa: E402
 
 use_test_kernels()
 from loop_kernels import (  # noqa: E402
-    cholesky, cholesky_sums, gram_schmidt, jacobi_steps, jacobi_until, lu, lu_sums)
+    cholesky,
+    cholesky_sums,
+    gram_schmidt,
+    jacobi_steps,
+    jacobi_until,
+    lu,
+    lu_sums,
+)
 
 
 def _cases():
@@ -44,9 +52,13 @@ def _cases():
     for n in (32, 64, 128):
         m = rng.standard_normal((n, n))
         spd = m @ m.T + n * np.eye(n)
-        out += [(f"cholesky {n}x{n}", cholesky, (spd,)), (f"lu {n}x{n}", lu, (spd,)),
-                (f"gram_schmidt {2 * n}x{n}", gram_schmidt, (rng.standard_normal((2 * n, n)),)),
-                (f"cholesky_sums {n}x{n}", cholesky_sums, (spd,)), (f"lu_sums {n}x{n}", lu_sums, (spd,))]
+        out += [
+            (f"cholesky {n}x{n}", cholesky, (spd,)),
+            (f"lu {n}x{n}", lu, (spd,)),
+            (f"gram_schmidt {2 * n}x{n}", gram_schmidt, (rng.standard_normal((2 * n, n)),)),
+            (f"cholesky_sums {n}x{n}", cholesky_sums, (spd,)),
+            (f"lu_sums {n}x{n}", lu_sums, (spd,)),
+        ]
     for n in (64, 256):
         a = np.diag(np.full(n, 4.0 * n)) + rng.uniform(-1, 1, (n, n))
         b = rng.standard_normal(n)
@@ -55,14 +67,20 @@ def _cases():
     return out
 
 
-UNROLLED = dict(capture_loops=False, max_traced_ops=10 ** 9, max_traced_instructions=10 ** 8,
-                max_trace_seconds=None, max_unrolled_iterations=10 ** 6)
+UNROLLED = dict(
+    capture_loops=False,
+    max_traced_ops=10**9,
+    max_traced_instructions=10**8,
+    max_trace_seconds=None,
+    max_unrolled_iterations=10**6,
+)
 
 
 def _worker(repeat: int, first: int, only: str, unrolled: bool) -> None:
     import framehook.translator as ft
+
     rows = []
-    ft.explain(cholesky)(np.eye(6) * 2)   # first-use imports, outside every measurement
+    ft.explain(cholesky)(np.eye(6) * 2)  # first-use imports, outside every measurement
     for label, fn, args in _cases():
         if only and only not in label:
             continue
@@ -78,10 +96,19 @@ def _worker(repeat: int, first: int, only: str, unrolled: bool) -> None:
         opt = ft.optimize("eager")(fn)
         opt(*args)
         plain, optimized = steady_state(fn, opt, args, repeat)
-        rows.append({"label": label, "first": statistics.median(times), "compile": statistics.median(compiles),
-                     "ops": ops, "graphs": out.graph_count, "breaks": out.graph_break_count, "plain": plain,
-                     "optimized": optimized})
-        if unrolled:   # every loop unrolled (capture off, no trace budget): one run
+        rows.append(
+            {
+                "label": label,
+                "first": statistics.median(times),
+                "compile": statistics.median(compiles),
+                "ops": ops,
+                "graphs": out.graph_count,
+                "breaks": out.graph_break_count,
+                "plain": plain,
+                "optimized": optimized,
+            }
+        )
+        if unrolled:  # every loop unrolled (capture off, no trace budget): one run
             ft.reset()
             with ft.config.patch(**UNROLLED):
                 rows[-1]["unrolled"] = ft.explain(fn)(*args).compile_time
@@ -91,9 +118,14 @@ def _worker(repeat: int, first: int, only: str, unrolled: bool) -> None:
 
 def _run(src: str, repeat: int, first: int, only: str = "", unrolled: bool = False) -> list:
     env = dict(os.environ, PYTHONPATH=src)
-    done = subprocess.run([sys.executable, __file__, "--worker", "--repeat", str(repeat), "--first", str(first),
-                           "--only", only] + (["--unrolled"] if unrolled else []),
-                          env=env, check=True, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, __file__, "--worker", "--repeat", str(repeat), "--first", str(first), "--only", only]
+        + (["--unrolled"] if unrolled else []),
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -116,8 +148,11 @@ def main() -> None:
     ap.add_argument("--first", type=int, default=3)
     ap.add_argument("--only", default="", help="run only the kernels whose label contains this text")
     ap.add_argument("--rounds", type=int, default=1, help="worker runs per source, in turn (medians over them)")
-    ap.add_argument("--unrolled", action="store_true",
-                    help="also compile each kernel with every loop unrolled (slow for the large sizes)")
+    ap.add_argument(
+        "--unrolled",
+        action="store_true",
+        help="also compile each kernel with every loop unrolled (slow for the large sizes)",
+    )
     ap.add_argument("--worker", action="store_true")
     opts = ap.parse_args()
     if opts.worker:
@@ -126,29 +161,35 @@ def main() -> None:
     if not opts.before:
         ap.error("--before: the translator source directory to compare with (e.g. main's packages/translator/src)")
     befores, afters = [], []
-    for r in range(opts.rounds):   # in turn, so that a change of the machine's load hits both alike
+    for r in range(opts.rounds):  # in turn, so that a change of the machine's load hits both alike
         befores.append(_run(opts.before, opts.repeat, opts.first, opts.only))
         afters.append(_run(opts.after, opts.repeat, opts.first, opts.only, opts.unrolled and r == 0))
     before, after = _merge(befores), _merge(afters)
     print(f"CPython {platform.python_version()}, numpy {np.__version__}, {sys.platform}")
     print()
-    print("| kernel | before: compile ms | first call ms | ops | graphs/breaks | after: compile ms | first call ms "
-          "| ops | graphs/breaks | compile before/after | first call before/after | plain us | before us | after us "
-          "| after/plain |")
+    print(
+        "| kernel | before: compile ms | first call ms | ops | graphs/breaks | after: compile ms | first call ms "
+        "| ops | graphs/breaks | compile before/after | first call before/after | plain us | before us | after us "
+        "| after/plain |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for b, a in zip(before, after):
-        print(f"| {a['label']} | {b['compile'] * 1e3:.1f} | {b['first'] * 1e3:.1f} | {b['ops']} | {b['graphs']}/{b['breaks']} "
-              f"| {a['compile'] * 1e3:.1f} | {a['first'] * 1e3:.1f} | {a['ops']} | {a['graphs']}/{a['breaks']} "
-              f"| {b['compile'] / a['compile']:.1f}x | {b['first'] / a['first']:.1f}x "
-              f"| {a['plain'] * 1e6:.1f} | {b['optimized'] * 1e6:.1f} | {a['optimized'] * 1e6:.1f} "
-              f"| {a['optimized'] / a['plain']:.3f} |")
+        print(
+            f"| {a['label']} | {b['compile'] * 1e3:.1f} | {b['first'] * 1e3:.1f} | {b['ops']} | {b['graphs']}/{b['breaks']} "
+            f"| {a['compile'] * 1e3:.1f} | {a['first'] * 1e3:.1f} | {a['ops']} | {a['graphs']}/{a['breaks']} "
+            f"| {b['compile'] / a['compile']:.1f}x | {b['first'] / a['first']:.1f}x "
+            f"| {a['plain'] * 1e6:.1f} | {b['optimized'] * 1e6:.1f} | {a['optimized'] * 1e6:.1f} "
+            f"| {a['optimized'] / a['plain']:.3f} |"
+        )
     if opts.unrolled:
         print()
         print("| kernel | unrolled: compile ms | after: compile ms | unrolled/after |")
         print("|---|---:|---:|---:|")
         for a in after:
-            print(f"| {a['label']} | {a['unrolled'] * 1e3:.1f} | {a['compile'] * 1e3:.1f} "
-                  f"| {a['unrolled'] / a['compile']:.0f}x |")
+            print(
+                f"| {a['label']} | {a['unrolled'] * 1e3:.1f} | {a['compile'] * 1e3:.1f} "
+                f"| {a['unrolled'] / a['compile']:.0f}x |"
+            )
     geo = math.exp(sum(math.log(a["optimized"] / a["plain"]) for a in after) / len(after))
     print()
     print(f"geometric mean after/plain: {geo:.3f}")

@@ -6,12 +6,14 @@ sizes chosen so that plain numpy takes at least about 1 ms a call.
 Written for this benchmark; the hand-written versions are compiled with ``numba.njit`` by
 bench_numba.py and are never part of the product.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 
 # ---------------------------------------------------------------- stencils with time loops
+
 
 def jacobi_1d(a, b, steps):
     for _ in range(steps):
@@ -51,10 +53,12 @@ def jacobi_2d_hand(a, b, steps):
 
 def heat_3d(a, b, steps):
     for _ in range(steps):
-        b[1:-1, 1:-1, 1:-1] = (0.125 * (a[2:, 1:-1, 1:-1] - 2.0 * a[1:-1, 1:-1, 1:-1] + a[:-2, 1:-1, 1:-1])
-                               + 0.125 * (a[1:-1, 2:, 1:-1] - 2.0 * a[1:-1, 1:-1, 1:-1] + a[1:-1, :-2, 1:-1])
-                               + 0.125 * (a[1:-1, 1:-1, 2:] - 2.0 * a[1:-1, 1:-1, 1:-1] + a[1:-1, 1:-1, :-2])
-                               + a[1:-1, 1:-1, 1:-1])
+        b[1:-1, 1:-1, 1:-1] = (
+            0.125 * (a[2:, 1:-1, 1:-1] - 2.0 * a[1:-1, 1:-1, 1:-1] + a[:-2, 1:-1, 1:-1])
+            + 0.125 * (a[1:-1, 2:, 1:-1] - 2.0 * a[1:-1, 1:-1, 1:-1] + a[1:-1, :-2, 1:-1])
+            + 0.125 * (a[1:-1, 1:-1, 2:] - 2.0 * a[1:-1, 1:-1, 1:-1] + a[1:-1, 1:-1, :-2])
+            + a[1:-1, 1:-1, 1:-1]
+        )
         a, b = b, a
     return a
 
@@ -66,9 +70,12 @@ def heat_3d_hand(a, b, steps):
             for j in range(1, n - 1):
                 for k in range(1, n - 1):
                     c = a[i, j, k]
-                    b[i, j, k] = (0.125 * (a[i + 1, j, k] - 2.0 * c + a[i - 1, j, k])
-                                  + 0.125 * (a[i, j + 1, k] - 2.0 * c + a[i, j - 1, k])
-                                  + 0.125 * (a[i, j, k + 1] - 2.0 * c + a[i, j, k - 1]) + c)
+                    b[i, j, k] = (
+                        0.125 * (a[i + 1, j, k] - 2.0 * c + a[i - 1, j, k])
+                        + 0.125 * (a[i, j + 1, k] - 2.0 * c + a[i, j - 1, k])
+                        + 0.125 * (a[i, j, k + 1] - 2.0 * c + a[i, j, k - 1])
+                        + c
+                    )
         a, b = b, a
     return a
 
@@ -118,7 +125,7 @@ def heat_steps_hand(u, steps, alpha):
 
 def floyd_warshall(path):
     for k in range(path.shape[0]):
-        path[:, :] = np.minimum(path, path[:, k:k + 1] + path[k:k + 1, :])
+        path[:, :] = np.minimum(path, path[:, k : k + 1] + path[k : k + 1, :])
     return path
 
 
@@ -133,6 +140,7 @@ def floyd_warshall_hand(path):
 
 
 # ---------------------------------------------------------------- triangular linear algebra
+
 
 def trisolv(low, b):
     x = np.zeros_like(b)
@@ -181,9 +189,9 @@ def cholesky_hand(a):
 def lu(a):
     n = a.shape[0]
     for k in range(n):
-        a[k + 1:, k] = a[k + 1:, k] / a[k, k]
+        a[k + 1 :, k] = a[k + 1 :, k] / a[k, k]
         for i in range(k + 1, n):
-            a[i, k + 1:] = a[i, k + 1:] - a[i, k] * a[k, k + 1:]
+            a[i, k + 1 :] = a[i, k + 1 :] - a[i, k] * a[k, k + 1 :]
     return a
 
 
@@ -202,7 +210,7 @@ def lu_hand(a):
 def symm_lower(a, c):
     # c = tril(a) applied row by row (a symm-like triangular update)
     for i in range(a.shape[0]):
-        c[i, :] = c[i, :] * 0.5 + (a[i, :i + 1] * c[i, :i + 1]).sum()
+        c[i, :] = c[i, :] * 0.5 + (a[i, : i + 1] * c[i, : i + 1]).sum()
     return c
 
 
@@ -219,12 +227,13 @@ def symm_lower_hand(a, c):
 
 # ---------------------------------------------------------------- elementwise physics and finance
 
+
 def black_scholes(s, k, t, r, v):
     sq = v * np.sqrt(t)
     d1 = (np.log(s / k) + (r + 0.5 * v * v) * t) / sq
     d2 = d1 - sq
-    n1 = 0.5 * (1.0 + np.tanh(0.7978845608 * (d1 + 0.044715 * d1 ** 3)))
-    n2 = 0.5 * (1.0 + np.tanh(0.7978845608 * (d2 + 0.044715 * d2 ** 3)))
+    n1 = 0.5 * (1.0 + np.tanh(0.7978845608 * (d1 + 0.044715 * d1**3)))
+    n2 = 0.5 * (1.0 + np.tanh(0.7978845608 * (d2 + 0.044715 * d2**3)))
     return s * n1 - k * np.exp(-r * t) * n2
 
 
@@ -234,8 +243,8 @@ def black_scholes_hand(s, k, t, r, v):
         sq = v[i] * np.sqrt(t[i])
         d1 = (np.log(s[i] / k[i]) + (r + 0.5 * v[i] * v[i]) * t[i]) / sq
         d2 = d1 - sq
-        n1 = 0.5 * (1.0 + np.tanh(0.7978845608 * (d1 + 0.044715 * d1 ** 3)))
-        n2 = 0.5 * (1.0 + np.tanh(0.7978845608 * (d2 + 0.044715 * d2 ** 3)))
+        n1 = 0.5 * (1.0 + np.tanh(0.7978845608 * (d1 + 0.044715 * d1**3)))
+        n2 = 0.5 * (1.0 + np.tanh(0.7978845608 * (d2 + 0.044715 * d2**3)))
         out[i] = s[i] * n1 - k[i] * np.exp(-r * t[i]) * n2
     return out
 
@@ -307,6 +316,7 @@ def leapfrog_hand(x, v, dt, steps):
 
 
 # ---------------------------------------------------------------- reductions
+
 
 def column_stats(x):
     mean = x.mean(axis=0)
@@ -382,6 +392,7 @@ def prefix_decay_hand(x, r):
 
 # ---------------------------------------------------------------- small neural-network layers
 
+
 def softmax_rows(x):
     e = np.exp(x - x.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
@@ -429,7 +440,7 @@ def layer_norm_hand(x, gamma, beta):
 
 
 def gelu(x):
-    return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))
 
 
 def gelu_hand(x):
@@ -438,7 +449,7 @@ def gelu_hand(x):
     flat = out.ravel()
     for i in range(flat_in.shape[0]):
         v = flat_in[i]
-        flat[i] = 0.5 * v * (1.0 + np.tanh(0.7978845608 * (v + 0.044715 * v ** 3)))
+        flat[i] = 0.5 * v * (1.0 + np.tanh(0.7978845608 * (v + 0.044715 * v**3)))
     return out
 
 
@@ -446,7 +457,7 @@ def conv1d_taps(x, w):
     n = x.shape[0] - w.shape[0] + 1
     out = np.zeros(n)
     for k in range(w.shape[0]):
-        out = out + w[k] * x[k:k + n]
+        out = out + w[k] * x[k : k + n]
     return np.maximum(out, 0.0)
 
 
@@ -472,20 +483,34 @@ def _args():
         "jacobi_1d": lambda: (rng.standard_normal(20_000), rng.standard_normal(20_000), 50),
         "jacobi_2d": lambda: (rng.standard_normal((250, 250)), rng.standard_normal((250, 250)), 10),
         "heat_3d": lambda: (rng.standard_normal((40, 40, 40)), rng.standard_normal((40, 40, 40)), 5),
-        "fdtd_2d": lambda: (rng.standard_normal((200, 220)), rng.standard_normal((200, 220)),
-                            rng.standard_normal((200, 220)), rng.standard_normal(10)),
+        "fdtd_2d": lambda: (
+            rng.standard_normal((200, 220)),
+            rng.standard_normal((200, 220)),
+            rng.standard_normal((200, 220)),
+            rng.standard_normal(10),
+        ),
         "heat_steps": lambda: (rng.standard_normal(20_000), 100, 0.1),
         "floyd_warshall": lambda: (dist.copy(),),
         "trisolv": lambda: (low, rng.standard_normal(400)),
         "cholesky": lambda: (spd,),
         "lu": lambda: (spd.copy(),),
         "symm_lower": lambda: (rng.standard_normal((500, 500)), rng.standard_normal((500, 500))),
-        "black_scholes": lambda: (rng.uniform(50, 150, n), rng.uniform(50, 150, n), rng.uniform(0.1, 2, n),
-                                  0.03, rng.uniform(0.1, 0.5, n)),
+        "black_scholes": lambda: (
+            rng.uniform(50, 150, n),
+            rng.uniform(50, 150, n),
+            rng.uniform(0.1, 2, n),
+            0.03,
+            rng.uniform(0.1, 0.5, n),
+        ),
         "arc_distance": lambda: tuple(rng.uniform(0, 1.5, n) for _ in range(4)),
         "lennard_jones": lambda: (rng.uniform(0.9, 3.0, 400_000), 1.0, 1.0),
-        "mandel_steps": lambda: (np.zeros(40_000), np.zeros(40_000), rng.uniform(-2, 1, 40_000),
-                                 rng.uniform(-1, 1, 40_000), 20),
+        "mandel_steps": lambda: (
+            np.zeros(40_000),
+            np.zeros(40_000),
+            rng.uniform(-2, 1, 40_000),
+            rng.uniform(-1, 1, 40_000),
+            20,
+        ),
         "leapfrog": lambda: (rng.standard_normal(50_000), rng.standard_normal(50_000), 0.01, 20),
         "column_stats": lambda: (rng.standard_normal((2000, 500)),),
         "logsumexp_rows": lambda: (rng.standard_normal((500, 400)),),

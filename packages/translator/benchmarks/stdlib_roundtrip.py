@@ -5,6 +5,7 @@ one computed. Prints the counts and the time taken.
 
     python benchmarks/stdlib_roundtrip.py
 """
+
 from __future__ import annotations
 
 import dis
@@ -62,8 +63,9 @@ def main() -> int:
                     problems.append("bytecode")
                 if line_info(new) != line_info(code):
                     problems.append("line table")
-                if sys.version_info >= (3, 11) and \
-                        parse_exception_table(new.co_exceptiontable) != parse_exception_table(code.co_exceptiontable):
+                if sys.version_info >= (3, 11) and parse_exception_table(
+                    new.co_exceptiontable
+                ) != parse_exception_table(code.co_exceptiontable):
                     problems.append("exception table")
                 if stacksize(decode(code)) > code.co_stacksize:
                     problems.append("stack size")
@@ -73,8 +75,10 @@ def main() -> int:
                 mismatched += 1
                 failures.append(f"{path}:{code.co_firstlineno} {code.co_name}: {', '.join(problems)}")
     elapsed = time.perf_counter() - start
-    print(f"CPython {sys.version.split()[0]}: {modules} modules, {codes} code objects, "
-          f"{mismatched} mismatched, {elapsed:.1f} s")
+    print(
+        f"CPython {sys.version.split()[0]}: {modules} modules, {codes} code objects, "
+        f"{mismatched} mismatched, {elapsed:.1f} s"
+    )
     for line in failures[:20]:
         print("  " + line)
     return 1 if mismatched else 0

@@ -1,5 +1,6 @@
 """Timing helpers shared by the benchmarks: one call timed, and the steady state of a
 function against its optimized version, alternated so that machine noise hits both alike."""
+
 from __future__ import annotations
 
 import statistics
@@ -25,8 +26,9 @@ def timed(fn: Callable[..., Any], args: tuple, clock: Callable[[], float] = time
     return clock() - start
 
 
-def steady_state(plain: Callable[..., Any], optimized: Callable[..., Any], args: tuple, repeat: int,
-                 budget: float = 0.02) -> Tuple[float, float]:
+def steady_state(
+    plain: Callable[..., Any], optimized: Callable[..., Any], args: tuple, repeat: int, budget: float = 0.02
+) -> Tuple[float, float]:
     """Median seconds per call of ``plain`` and ``optimized`` over ``repeat`` alternated timeit
     runs, each of as many calls as fit in about ``budget`` seconds of the plain function."""
     if repeat < 1:

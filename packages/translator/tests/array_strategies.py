@@ -1,4 +1,5 @@
 """Hypothesis strategy for numpy arrays in every memory layout a guard must tell apart."""
+
 import numpy as np
 from hypothesis import strategies as st
 

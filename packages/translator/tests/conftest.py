@@ -5,6 +5,7 @@ see the conversion loop run. ``set_trace_callbacks`` (exported by framehook.runt
 yet listed in docs/runtime-api.md) lets it; without it the tests still run, only the
 coverage figure drops.
 """
+
 import sys
 from pathlib import Path
 
@@ -26,6 +27,7 @@ def fresh_translator():
     logged-once message carries over between tests. A module asks for it with
     ``pytestmark = pytest.mark.usefixtures("fresh_translator")``."""
     import framehook.translator as ft
+
     ft.reset()
     yield
     ft.reset()

@@ -6,12 +6,16 @@ translate something: other shapes or dtypes recompile), then ``calls[0]`` again;
 exactly with the plain function. ``explain(fn)(*calls[0])`` must report ``graphs`` graphs and
 the break identifiers ``breaks``, in order, and return what the plain function returns.
 """
+
 from __future__ import annotations
 
 import copy
 import importlib.util
 from pathlib import Path
 from typing import Any, Callable, List, Sequence
+
+import numpy as np
+import pytest
 
 import framehook.translator as ft
 from framehook.translator.symbolic import add_observer, remove_observer
@@ -58,3 +62,43 @@ def corpus_modules() -> List[Any]:
         spec.loader.exec_module(mod)
         mods.append(mod)
     return mods
+
+
+# relative and absolute tolerance by precision: a fused kernel may round differently from
+# numpy's sequence of ufuncs (numexpr's own exp/log/sin..., a float32 expression computed
+# with double constants), by a few units in the last place
+_TOLERANCE = {2: 2e-3, 4: 2e-5, 8: 1e-10, 16: 1e-12}
+
+
+def tolerance(dtype: np.dtype) -> float:
+    size = dtype.itemsize // 2 if dtype.kind == "c" else dtype.itemsize
+    return _TOLERANCE[size]
+
+
+def assert_close(got: Any, want: Any, path: str = "result") -> None:
+    assert type(got) is type(want), f"{path}: type {type(got).__name__} != {type(want).__name__}"
+    if isinstance(want, (np.ndarray, np.generic)):
+        assert got.dtype == want.dtype, f"{path}: dtype {got.dtype} != {want.dtype}"
+        assert np.shape(got) == np.shape(want), f"{path}: shape {np.shape(got)} != {np.shape(want)}"
+        if want.dtype.kind in "fc":
+            tol = tolerance(want.dtype)
+            # scaled by the array's magnitude: a difference in the last place of a large
+            # value is not one of a value near zero
+            scale = float(np.max(np.abs(want[np.isfinite(want)]), initial=1.0)) if np.ndim(want) else 1.0
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale, err_msg=path)
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=path)
+    elif isinstance(want, (tuple, list)):
+        assert len(got) == len(want), f"{path}: length {len(got)} != {len(want)}"
+        if hasattr(want, "_fields"):
+            assert got._fields == want._fields, path
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert_close(g, w, f"{path}[{i}]")
+    elif isinstance(want, dict):
+        assert list(got) == list(want), f"{path}: keys {list(got)} != {list(want)}"
+        for k in want:
+            assert_close(got[k], want[k], f"{path}[{k!r}]")
+    elif isinstance(want, (float, complex)):
+        assert got == pytest.approx(want, rel=1e-10, abs=1e-12, nan_ok=True), f"{path}: {got!r} != {want!r}"
+    else:
+        assert got == want, f"{path}: {got!r} != {want!r}"

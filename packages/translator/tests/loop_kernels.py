@@ -2,6 +2,7 @@
 nests (Cholesky, LU, Gram-Schmidt), scalar accumulators in nests, while-loop solvers, and a
 helper whose loop branches on its indices (called from a Python loop); the Jacobi stencil
 of the numpy corpus."""
+
 from __future__ import annotations
 
 import numpy as np

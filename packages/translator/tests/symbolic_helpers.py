@@ -1,6 +1,7 @@
 """Shared checks for the symbolic-translator tests: a function optimized with the eager
 backend must agree exactly with the plain function (values, dtypes, shapes, types,
 exceptions, mutations of its arguments)."""
+
 from __future__ import annotations
 
 import copy
@@ -49,11 +50,14 @@ def check_agrees(fn: Callable[..., Any], *calls: tuple, optimized: Any = None) -
     """Each ``(args, kwargs)`` (or plain args tuple) gives the same outcome plainly and optimized."""
     opt = optimized or ft.optimize("eager")(fn)
     for call in calls:
-        args, kwargs = call if (len(call) == 2 and isinstance(call[1], dict) and isinstance(call[0], tuple)) \
-            else (call, {})
+        args, kwargs = (
+            call if (len(call) == 2 and isinstance(call[1], dict) and isinstance(call[0], tuple)) else (call, {})
+        )
         want = outcome(fn, args, kwargs)
         got = outcome(opt, args, kwargs)
-        assert want[0] == got[0], f"{fn.__name__}: plain {want[0]}s {want[1]!r:.200}, optimized {got[0]}s {got[1]!r:.200}"
+        assert want[0] == got[0], (
+            f"{fn.__name__}: plain {want[0]}s {want[1]!r:.200}, optimized {got[0]}s {got[1]!r:.200}"
+        )
         if want[0] == "raise":
             assert want[1] == got[1]
         else:
@@ -65,6 +69,7 @@ def check_agrees(fn: Callable[..., Any], *calls: tuple, optimized: Any = None) -
 def entries(fn: Callable[..., Any]) -> int:
     """How many cache entries the runtime holds for ``fn``'s code object."""
     import framehook.runtime as rt
+
     return len(rt.cache_entries(fn.__code__))
 
 
@@ -73,18 +78,21 @@ class Reports:
 
     def __enter__(self) -> list:
         from framehook.translator.symbolic import add_observer
+
         self.reports: list = []
         add_observer(self.reports.append)
         return self.reports
 
     def __exit__(self, *exc: Any) -> None:
         from framehook.translator.symbolic import remove_observer
+
         remove_observer(self.reports.append)
 
 
 def loop_nodes(graph: Any) -> list:
     """The for-loop and while-loop nodes among a graph's operations."""
     from framehook.translator.graph import is_loop
+
     return [n for n in graph.operations() if is_loop(n.target)]
 
 
@@ -110,6 +118,7 @@ def explained(fn, *args):
 def line_of(fn, text):
     """The line number of the first line of fn's source that contains text."""
     import inspect
+
     lines, start = inspect.getsourcelines(fn)
     for i, line in enumerate(lines):
         if text in line:

@@ -1,5 +1,6 @@
 """The numexpr backend: fusion planning (no numexpr needed) and results that agree with
 plain numpy within float tolerance (numexpr needed)."""
+
 from __future__ import annotations
 
 import operator
@@ -32,8 +33,19 @@ def chain_graph():
 
 
 def numpy_eval(kernel, *inputs):
-    scope = {"exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "sqrt": np.sqrt, "abs": np.abs,
-             "where": np.where, "tanh": np.tanh, "arctan2": np.arctan2, "True": True, "False": False}
+    scope = {
+        "exp": np.exp,
+        "log": np.log,
+        "sin": np.sin,
+        "cos": np.cos,
+        "sqrt": np.sqrt,
+        "abs": np.abs,
+        "where": np.where,
+        "tanh": np.tanh,
+        "arctan2": np.arctan2,
+        "True": True,
+        "False": False,
+    }
     scope.update(zip(kernel.names, inputs))
     text = kernel.expression.replace("~", "np.logical_not ")
     scope["np"] = np
@@ -73,23 +85,23 @@ class TestPlan:
         i = g.placeholder("i", arr(dtype="int64"))
         k = g.placeholder("k", ScalarMeta(int, 3))
         h = g.placeholder("h", arr(dtype="float16"))
-        n1 = g.call(operator.add, (i, 1), meta=arr(dtype="int64"))          # integer result
-        n2 = g.call(operator.pow, (x, k), meta=arr())                        # float power: fused
+        n1 = g.call(operator.add, (i, 1), meta=arr(dtype="int64"))  # integer result
+        n2 = g.call(operator.pow, (x, k), meta=arr())  # float power: fused
         n3 = g.call(np.add, (x, 1.0), {"dtype": np.float32}, meta=arr(dtype="float32"))  # kwargs
-        n4 = g.call(operator.mul, (x, 1e400), meta=arr())                    # inf constant
-        n5 = g.call(operator.mul, (x, 2 ** 40), meta=arr())                  # large int constant
+        n4 = g.call(operator.mul, (x, 1e400), meta=arr())  # inf constant
+        n5 = g.call(operator.mul, (x, 2**40), meta=arr())  # large int constant
         n6 = g.call(np.exp, (x,), meta=ArrayMeta((), np.dtype("float64"), np.float64))  # numpy scalar
-        n7 = g.call(operator.neg, (h,), meta=arr(dtype="float16"))          # float16
-        n8 = g.call(np.sin, (x, x), meta=arr())                              # wrong arity
-        n9 = g.call(np.matmul, (x, x), meta=arr())                           # not elementwise
-        n10 = g.call(operator.and_, (i, i), meta=arr(dtype="int64"))         # bitwise on ints
+        n7 = g.call(operator.neg, (h,), meta=arr(dtype="float16"))  # float16
+        n8 = g.call(np.sin, (x, x), meta=arr())  # wrong arity
+        n9 = g.call(np.matmul, (x, x), meta=arr())  # not elementwise
+        n10 = g.call(operator.and_, (i, i), meta=arr(dtype="int64"))  # bitwise on ints
         n11 = g.call(operator.neg, (i,), meta=arr(dtype="int64"))
         n12 = g.call(operator.invert, (i,), meta=arr(dtype="int64"))
-        n13 = g.call(np.where, (x, x, x), meta=arr())                        # float condition
+        n13 = g.call(np.where, (x, x, x), meta=arr())  # float condition
         n14 = g.call(np.square, (i,), meta=arr(dtype="int64"))
         n15 = g.call(np.absolute, (i,), meta=arr(dtype="int64"))
         n16 = g.call(np.exp, (i,), meta=arr(dtype="int64"))
-        n17 = g.call(operator.mul, (x, "s"), meta=arr())                     # not a number
+        n17 = g.call(operator.mul, (x, "s"), meta=arr())  # not a number
         m = g.call_method("copy", (x,), meta=arr())
         nodes = [n1, n3, n4, n5, n6, n7, n8, n9, n10, n11, n12, n13, n14, n15, n16, n17, m]
         g.output(tuple(nodes) + (n2,))
@@ -137,12 +149,14 @@ class TestPlan:
         ne = pytest.importorskip("numexpr", reason="numexpr is not installed")
         del ne
         from framehook.translator.translator import FrameGraph
+
         fg = FrameGraph(["x"])
         assert bn.numexpr_backend(fg, [np.ones(1)]) == fg.forward
 
 
 def test_missing_numexpr_names_the_extra(monkeypatch):
     import sys
+
     monkeypatch.setitem(sys.modules, "numexpr", None)  # import numexpr now raises ImportError
     with pytest.raises(InvalidBackendError, match=r"framehook-translator\[numexpr\]"):
         ft.optimize("numexpr")
@@ -155,8 +169,9 @@ def test_missing_numexpr_names_the_extra(monkeypatch):
 
 # ---------------------------------------------------------------- with numexpr
 
+
 def polynomial(x):
-    return 0.25 * x ** 3 + 0.75 * x ** 2 - 1.5 * x - 2.0
+    return 0.25 * x**3 + 0.75 * x**2 - 1.5 * x - 2.0
 
 
 def black_scholes(s, k, t, r, v):
@@ -171,7 +186,7 @@ def masked(x, y):
 
 
 def mixed(x, w):
-    h = np.tanh(x @ w)           # matmul is not fused
+    h = np.tanh(x @ w)  # matmul is not fused
     z = h * 2.0 - 1.0
     return z / z.sum(axis=-1, keepdims=True), np.abs(z), np.square(h)
 
@@ -182,8 +197,16 @@ def single_precision(x):
 
 CASES = [
     (polynomial, lambda rng: (rng.standard_normal(1000),)),
-    (black_scholes, lambda rng: (rng.random(500) + 50, rng.random(500) + 49, rng.random(500) + 0.5, 0.03,
-                                 rng.random(500) * 0.2 + 0.1)),
+    (
+        black_scholes,
+        lambda rng: (
+            rng.random(500) + 50,
+            rng.random(500) + 49,
+            rng.random(500) + 0.5,
+            0.03,
+            rng.random(500) * 0.2 + 0.1,
+        ),
+    ),
     (masked, lambda rng: (rng.random((20, 30)), rng.random((20, 30)))),
     (mixed, lambda rng: (rng.standard_normal((8, 5)), rng.standard_normal((5, 6)))),
     (single_precision, lambda rng: (rng.random(257).astype(np.float32),)),
@@ -232,6 +255,7 @@ def test_fused_graph_is_attached():
 def test_numexpr_frames_are_not_translated():
     ne = pytest.importorskip("numexpr", reason="numexpr is not installed")
     import framehook.runtime as rt
+
     ft.reset()
     opt = ft.optimize("numexpr")(polynomial)
     for n in (5, 6, 7):

@@ -2,6 +2,7 @@
 instructions, recorded config.max_traced_ops graph operations or run config.max_trace_seconds,
 the reason naming the budget; results stay those of plain execution, and a frame whose trace
 gave up inside a loop is not traced again."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -78,8 +79,13 @@ def test_tiny_op_budget_agrees_with_plain_on_every_call():
         with Reports() as reports:
             check_agrees(index_nest, (a, np.ones_like(a)))
             # later calls: the cache hit, then new shapes and dtypes
-            check_agrees(index_nest, (a, np.ones_like(a)), (a[:5], np.ones_like(a[:5])),
-                         (a.astype(np.float32), np.ones_like(a, dtype=np.float32)), optimized=opt)
+            check_agrees(
+                index_nest,
+                (a, np.ones_like(a)),
+                (a[:5], np.ones_like(a[:5])),
+                (a.astype(np.float32), np.ones_like(a, dtype=np.float32)),
+                optimized=opt,
+            )
         assert any(r.graph_break is not None and r.graph_break.code == "FH015" for r in reports)
 
 
@@ -94,11 +100,16 @@ def test_giving_up_is_remembered_and_later_calls_do_not_retrace():
         assert "config.max_traced_ops" in nest_reports[0].graph_break.reason
         with Reports() as later:
             # the same shapes hit the cache; other shapes would recompile, but the frame gave up
-            check_agrees(index_nest, (a, np.zeros_like(a)), (a[:6], np.zeros_like(a[:6])),
-                         (a[:4, :2], np.zeros_like(a[:4, :2])), optimized=opt)
+            check_agrees(
+                index_nest,
+                (a, np.zeros_like(a)),
+                (a[:6], np.zeros_like(a[:6])),
+                (a[:4, :2], np.zeros_like(a[:4, :2])),
+                optimized=opt,
+            )
         assert [r for r in later if r.code is index_nest.__code__] == []
     assert rt.is_skipped(index_nest.__code__)
-    ft.reset()   # reset() forgets the decision: the frame is traced again
+    ft.reset()  # reset() forgets the decision: the frame is traced again
     with Reports() as again:
         opt(a, np.zeros_like(a))
     assert any(r.code is index_nest.__code__ for r in again)
@@ -110,7 +121,7 @@ def test_a_budget_break_in_straight_line_code_is_not_a_give_up():
     with config.patch(max_traced_ops=4):
         check_agrees(six_ops, (x,), optimized=opt)
         with Reports() as reports:
-            check_agrees(six_ops, (np.arange(6.0),), optimized=opt)   # a new shape: recompiled
+            check_agrees(six_ops, (np.arange(6.0),), optimized=opt)  # a new shape: recompiled
     assert any(r.code is six_ops.__code__ for r in reports)
     assert not rt.is_skipped(six_ops.__code__)
 
@@ -140,8 +151,14 @@ def test_nopython_raises_the_budget_break():
 
 
 def test_budget_settings_are_validated():
-    for name, bad in (("max_traced_ops", 0), ("max_traced_ops", True), ("max_trace_seconds", 0),
-                      ("max_trace_seconds", -1.0), ("max_trace_seconds", "1"), ("max_traced_instructions", 0)):
+    for name, bad in (
+        ("max_traced_ops", 0),
+        ("max_traced_ops", True),
+        ("max_trace_seconds", 0),
+        ("max_trace_seconds", -1.0),
+        ("max_trace_seconds", "1"),
+        ("max_traced_instructions", 0),
+    ):
         with pytest.raises(ConfigError, match=name):
             config.patch(**{name: bad})
     with config.patch(max_trace_seconds=None, max_traced_ops=1, max_traced_instructions=1):
@@ -152,7 +169,7 @@ def test_budget_settings_are_validated():
 def test_the_unroll_limit_is_a_give_up_too():
     a = np.random.default_rng(3).normal(size=(6, 2))
     opt = ft.optimize("eager")(index_nest)
-    with config.patch(max_unrolled_iterations=8, max_traced_ops=10 ** 6, max_traced_instructions=10 ** 6):
+    with config.patch(max_unrolled_iterations=8, max_traced_ops=10**6, max_traced_instructions=10**6):
         with Reports() as first:
             check_agrees(index_nest, (a, np.zeros_like(a)), optimized=opt)
         assert [r.graph_break.code for r in first if r.code is index_nest.__code__] == ["FH010"]
@@ -169,7 +186,7 @@ def test_explain_and_nopython_still_trace_a_frame_that_gave_up():
         assert rt.is_skipped(index_nest.__code__)
         out = ft.explain(index_nest)(a, np.zeros_like(a))
         assert [b.code for b in out.break_reasons][:1] == ["FH015"]
-        assert rt.is_skipped(index_nest.__code__)   # explain() gives the skip mark back
+        assert rt.is_skipped(index_nest.__code__)  # explain() gives the skip mark back
         ft.reset()
         ft.optimize("eager")(index_nest)(a, np.zeros_like(a))
         strict = ft.optimize("eager", nopython=True, dynamic=False)(index_nest)
@@ -180,7 +197,7 @@ def test_explain_and_nopython_still_trace_a_frame_that_gave_up():
 def rows_in_python(a):
     b = a * 2.0
     out = []
-    for row in b:               # more rows than the unroll limit: refused at once (FH010)
+    for row in b:  # more rows than the unroll limit: refused at once (FH010)
         out.append(float(row.sum()))
     return np.array(out) + 1.0
 
@@ -192,6 +209,6 @@ def test_a_loop_refused_before_it_runs_is_not_a_give_up():
             check_agrees(rows_in_python, (np.ones((6, 2)),), optimized=opt)
         assert [r.graph_break.code for r in first if r.code is rows_in_python.__code__] == ["FH010"]
         with Reports() as later:
-            check_agrees(rows_in_python, (np.ones((7, 3)),), optimized=opt)   # traced again
+            check_agrees(rows_in_python, (np.ones((7, 3)),), optimized=opt)  # traced again
         assert [r for r in later if r.code is rows_in_python.__code__]
     assert not rt.is_skipped(rows_in_python.__code__)

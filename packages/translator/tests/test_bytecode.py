@@ -1,5 +1,6 @@
 """Bytecode tooling: decode / assemble round trips over a sample of the standard library,
 layout-changing transforms whose code still runs identically, and the analyses."""
+
 import dis
 import importlib
 import sys
@@ -11,10 +12,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from framehook.translator.bytecode import (AssembleError, BytecodeDecodeError, Codegen, Positions,
-                                           build_function, create_instruction, decode, encode_exception_table,
-                                           moves_values_only, needs_cleaning, parse_exception_table, prefix_length, remove_dead_code,
-                                           remove_pointless_jumps, stacksize, transform_code_object)
+from framehook.translator.bytecode import (
+    AssembleError,
+    BytecodeDecodeError,
+    Codegen,
+    Positions,
+    build_function,
+    create_instruction,
+    decode,
+    encode_exception_table,
+    moves_values_only,
+    needs_cleaning,
+    parse_exception_table,
+    prefix_length,
+    remove_dead_code,
+    remove_pointless_jumps,
+    stacksize,
+    transform_code_object,
+)
 from framehook.translator.bytecode.opcodes import JUMPS
 
 PY310 = sys.version_info >= (3, 10)
@@ -24,9 +39,26 @@ from framehook.translator.bytecode.exception_table import RawExnEntry
 from framehook.translator.bytecode.transform import code_options, localsplus_names, rebuild, resolve_args
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
-SAMPLE = ["textwrap.py", "difflib.py", "fractions.py", "statistics.py", "contextlib.py", "functools.py",
-          "argparse.py", "tokenize.py", "dataclasses.py", "asyncio/tasks.py", "json/decoder.py", "shlex.py",
-          "ipaddress.py", "string.py", "colorsys.py", "fnmatch.py", "inspect.py", "typing.py"]
+SAMPLE = [
+    "textwrap.py",
+    "difflib.py",
+    "fractions.py",
+    "statistics.py",
+    "contextlib.py",
+    "functools.py",
+    "argparse.py",
+    "tokenize.py",
+    "dataclasses.py",
+    "asyncio/tasks.py",
+    "json/decoder.py",
+    "shlex.py",
+    "ipaddress.py",
+    "string.py",
+    "colorsys.py",
+    "fnmatch.py",
+    "inspect.py",
+    "typing.py",
+]
 
 
 def stdlib_source(relpath):
@@ -79,20 +111,22 @@ def test_decoded_targets_match_dis(relpath):
         for inst in decode(code):
             if inst.opcode in JUMPS:
                 d = [x for x in dis.get_instructions(code) if x.opname == inst.opname and x.offset >= inst.offset][0]
-                assert by_offset[d.argval].offset == inst.target.offset or \
-                    dis.get_instructions  # the target is an instruction start
+                assert (
+                    by_offset[d.argval].offset == inst.target.offset or dis.get_instructions
+                )  # the target is an instruction start
                 assert inst.target.offset <= d.argval <= inst.target.offset + 2 * inst.target.min_ext
 
 
 # ---------------------------------------------------------------- layout-changing transforms
 
+
 def pad_with_nops(insts, opts):
     """A NOP in front of every instruction (same location): every offset moves, short jumps
     grow EXTENDED_ARG prefixes, exception-table ranges must follow."""
     out = []
-    for inst in insts[:prefix_length(insts)]:
+    for inst in insts[: prefix_length(insts)]:
         out.append(inst)
-    for k, inst in enumerate(insts[prefix_length(insts):], prefix_length(insts)):
+    for k, inst in enumerate(insts[prefix_length(insts) :], prefix_length(insts)):
         # 3.12+ FOR_ITER skips the instruction it targets (END_FOR, and on 3.13+ the POP_TOP or POP_ITER
         # after it): those must stay where FOR_ITER expects them
         if inst.opname == "END_FOR" or (inst.opname in ("POP_TOP", "POP_ITER") and insts[k - 1].opname == "END_FOR"):
@@ -102,7 +136,8 @@ def pad_with_nops(insts, opts):
         # over the CALL after it, 3.12+'s CALL_(NO_KW_)LIST_APPEND over the POP_TOP after it.
         # A NOP in between would make the interpreter run that neighbour twice.
         if (inst.opname == "CALL" and insts[k - 1].opname == "PRECALL") or (
-                sys.version_info >= (3, 12) and inst.opname == "POP_TOP" and insts[k - 1].opname == "CALL"):
+            sys.version_info >= (3, 12) and inst.opname == "POP_TOP" and insts[k - 1].opname == "CALL"
+        ):
             out.append(inst)
             continue
         nop = create_instruction("NOP", positions=inst.positions)
@@ -143,24 +178,41 @@ TEXT = ("The quick brown fox jumps over the lazy dog. " * 7) + "\n  indented\n\t
 
 def workloads():
     return {
-        "textwrap": lambda m: (m.wrap(TEXT, 23), m.fill(TEXT, 31), m.dedent("  a\n   b\n"), m.indent(TEXT, "> "),
-                               m.shorten(TEXT, 40)),
-        "difflib": lambda m: (m.SequenceMatcher(None, TEXT, TEXT[::-1]).ratio(),
-                              list(m.unified_diff(TEXT.split(), TEXT.split()[::2], lineterm="")),
-                              m.get_close_matches("appel", ["ape", "apple", "peach", "puppy"]),
-                              list(m.ndiff(["a\n", "b\n"], ["a\n", "c\n"]))),
-        "fractions": lambda m: (str(m.Fraction(3, 7) + m.Fraction("2.5") ** 3),
-                                str(m.Fraction(3.14159).limit_denominator(100)),
-                                m.Fraction(-7, 3).__floor__(), repr(m.Fraction(1, 3) / 2)),
-        "statistics": lambda m: (m.mean([1, 2, 3.5]), m.median([5, 1, 4, 2]), m.stdev([1.5, 2.5, 2.5, 2.75]),
-                                 m.quantiles(range(1, 30), n=4), m.mode([1, 1, 2])),
+        "textwrap": lambda m: (
+            m.wrap(TEXT, 23),
+            m.fill(TEXT, 31),
+            m.dedent("  a\n   b\n"),
+            m.indent(TEXT, "> "),
+            m.shorten(TEXT, 40),
+        ),
+        "difflib": lambda m: (
+            m.SequenceMatcher(None, TEXT, TEXT[::-1]).ratio(),
+            list(m.unified_diff(TEXT.split(), TEXT.split()[::2], lineterm="")),
+            m.get_close_matches("appel", ["ape", "apple", "peach", "puppy"]),
+            list(m.ndiff(["a\n", "b\n"], ["a\n", "c\n"])),
+        ),
+        "fractions": lambda m: (
+            str(m.Fraction(3, 7) + m.Fraction("2.5") ** 3),
+            str(m.Fraction(3.14159).limit_denominator(100)),
+            m.Fraction(-7, 3).__floor__(),
+            repr(m.Fraction(1, 3) / 2),
+        ),
+        "statistics": lambda m: (
+            m.mean([1, 2, 3.5]),
+            m.median([5, 1, 4, 2]),
+            m.stdev([1.5, 2.5, 2.5, 2.75]),
+            m.quantiles(range(1, 30), n=4),
+            m.mode([1, 1, 2]),
+        ),
         "shlex": lambda m: (m.split("a 'b c' \"d e\" f\\ g # c", comments=True), m.quote("it's")),
         "fnmatch": lambda m: (m.translate("*.py[co]"), m.filter(["a.py", "b.txt", "c.pyc"], "*.py*")),
         "colorsys": lambda m: tuple(round(v, 9) for v in m.hls_to_rgb(*m.rgb_to_hls(0.2, 0.4, 0.4))),
-        "ipaddress": lambda m: (str(m.ip_network("10.0.0.0/22").supernet()),
-                                [str(n) for n in m.ip_network("192.168.0.0/29").subnets(1)],
-                                m.ip_address("::ffff:1.2.3.4").ipv4_mapped is not None,
-                                str(m.ip_interface("10.1.2.3/24").network)),
+        "ipaddress": lambda m: (
+            str(m.ip_network("10.0.0.0/22").supernet()),
+            [str(n) for n in m.ip_network("192.168.0.0/29").subnets(1)],
+            m.ip_address("::ffff:1.2.3.4").ipv4_mapped is not None,
+            str(m.ip_interface("10.1.2.3/24").network),
+        ),
         "string": lambda m: (m.Template("$a-${b}").substitute(a=1, b=2), m.capwords(" hello  world ")),
     }
 
@@ -240,8 +292,13 @@ def _corpus():
 
     def comps(n):
         k = 3
-        return ([i * k for i in range(n) if i % 2], {i: i * i for i in range(n)}, sorted({i % 3 for i in range(n)}),
-                sum(x for x in range(n)), (lambda y: y + k)(n))
+        return (
+            [i * k for i in range(n) if i % 2],
+            {i: i * i for i in range(n)},
+            sorted({i % 3 for i in range(n)}),
+            sum(x for x in range(n)),
+            (lambda y: y + k)(n),
+        )
 
     def closures(n):
         acc = []
@@ -249,6 +306,7 @@ def _corpus():
         def add(v):
             acc.append(v + n)
             return len(acc)
+
         for i in range(3):
             add(i)
         return acc
@@ -275,22 +333,68 @@ def _corpus():
         s = 0
         for i in range(n):
             if i == 0:
-                s += 1; s += 2; s += 3; s += 4; s += 5; s += 6; s += 7; s += 8; s += 9; s += 10
-                s += 1; s += 2; s += 3; s += 4; s += 5; s += 6; s += 7; s += 8; s += 9; s += 10
-                s += 1; s += 2; s += 3; s += 4; s += 5; s += 6; s += 7; s += 8; s += 9; s += 10
-                s += 1; s += 2; s += 3; s += 4; s += 5; s += 6; s += 7; s += 8; s += 9; s += 10
+                s += 1
+                s += 2
+                s += 3
+                s += 4
+                s += 5
+                s += 6
+                s += 7
+                s += 8
+                s += 9
+                s += 10
+                s += 1
+                s += 2
+                s += 3
+                s += 4
+                s += 5
+                s += 6
+                s += 7
+                s += 8
+                s += 9
+                s += 10
+                s += 1
+                s += 2
+                s += 3
+                s += 4
+                s += 5
+                s += 6
+                s += 7
+                s += 8
+                s += 9
+                s += 10
+                s += 1
+                s += 2
+                s += 3
+                s += 4
+                s += 5
+                s += 6
+                s += 7
+                s += 8
+                s += 9
+                s += 10
             else:
                 s -= i
         return s
 
-    return [(loops, 20), (excepts, [1, 0, "x", 5]), (withs, True), (withs, False), (gen_driver, 3), (comps, 9),
-            (closures, 4), (run_coro, 4), (big, 5)]
+    return [
+        (loops, 20),
+        (excepts, [1, 0, "x", 5]),
+        (withs, True),
+        (withs, False),
+        (gen_driver, 3),
+        (comps, 9),
+        (closures, 4),
+        (run_coro, 4),
+        (big, 5),
+    ]
 
 
 @pytest.mark.parametrize("fn,arg", _corpus(), ids=lambda v: getattr(v, "__name__", repr(v)))
 def test_padded_functions_run_identically(fn, arg):
-    padded = types.FunctionType(deep_transform(fn.__code__, pad_with_nops), fn.__globals__, fn.__name__,
-                                fn.__defaults__, fn.__closure__)
+    padded = types.FunctionType(
+        deep_transform(fn.__code__, pad_with_nops), fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__
+    )
     # helpers the function calls are closures: swap their code too
     assert padded(arg) == fn(arg)
     assert len(padded.__code__.co_code) > len(fn.__code__.co_code)
@@ -315,9 +419,11 @@ def test_many_nops_force_extended_args():
     assert any(i.opname == "EXTENDED_ARG" for i in dis.get_instructions(new))
     g = types.FunctionType(new, f.__globals__)
     assert g([1, 0, 2, 0]) == f([1, 0, 2, 0])
+
     # removing the NOPs again gives back working code (decoded prefixes are kept as a floor)
     def drop_nops(insts, opts):
         insts[:] = [i for i in insts if i.opname != "NOP"]
+
     back = transform_code_object(new, drop_nops)
     assert len(back.co_code) < len(new.co_code)
     assert types.FunctionType(back, f.__globals__)([3, 0]) == f([3, 0])
@@ -349,11 +455,13 @@ def test_jump_direction_is_fixed_by_the_assembler():
 
 def test_dead_code_and_pointless_jumps():
     ret = create_instruction("RETURN_VALUE")
-    body = [create_instruction("LOAD_CONST", argval=1),
-            create_instruction("JUMP_FORWARD", target=ret),
-            ret,
-            create_instruction("LOAD_CONST", argval=2),
-            create_instruction("RETURN_VALUE")]
+    body = [
+        create_instruction("LOAD_CONST", argval=1),
+        create_instruction("JUMP_FORWARD", target=ret),
+        ret,
+        create_instruction("LOAD_CONST", argval=2),
+        create_instruction("RETURN_VALUE"),
+    ]
     assert reachable(body) == [True, True, True, False, False]
     live = remove_dead_code(list(body))
     assert [i.opname for i in live] == ["LOAD_CONST", "JUMP_FORWARD", "RETURN_VALUE"]
@@ -385,28 +493,37 @@ def test_clean_rebuild_drops_dead_code():
 
 
 def test_stacksize_and_errors():
-    body = [create_instruction("LOAD_CONST", argval=1), create_instruction("LOAD_CONST", argval=2),
-            create_instruction("BINARY_ADD" if not PY311 else "BINARY_OP", arg=None if not PY311 else 0),
-            create_instruction("RETURN_VALUE")]
+    body = [
+        create_instruction("LOAD_CONST", argval=1),
+        create_instruction("LOAD_CONST", argval=2),
+        create_instruction("BINARY_ADD" if not PY311 else "BINARY_OP", arg=None if not PY311 else 0),
+        create_instruction("RETURN_VALUE"),
+    ]
     assert stacksize(body) == 2
     assert build_function(body)() == 3
     assert stacksize([]) == 0
     with pytest.raises(StackDepthError):
         stacksize([create_instruction("POP_TOP"), create_instruction("RETURN_VALUE")])
     with pytest.raises(AssembleError, match="no target"):
-        transform_code_object((lambda: 0).__code__, lambda i, o: i.insert(prefix_length(i), create_instruction("JUMP_FORWARD")))
+        transform_code_object(
+            (lambda: 0).__code__, lambda i, o: i.insert(prefix_length(i), create_instruction("JUMP_FORWARD"))
+        )
     stray = create_instruction("RETURN_VALUE")
     with pytest.raises(AssembleError, match="not in the list"):
-        transform_code_object((lambda: 0).__code__,
-                              lambda i, o: i.insert(prefix_length(i), create_instruction("JUMP_FORWARD", target=stray)))
+        transform_code_object(
+            (lambda: 0).__code__,
+            lambda i, o: i.insert(prefix_length(i), create_instruction("JUMP_FORWARD", target=stray)),
+        )
     with pytest.raises(AssembleError, match="give arg="):
         build_function([create_instruction("BUILD_TUPLE"), create_instruction("RETURN_VALUE")])
     from framehook.translator.bytecode import assemble
+
     with pytest.raises(AssembleError, match="no argument"):
         assemble([create_instruction("BUILD_TUPLE"), create_instruction("RETURN_VALUE")], 1)
     handler = create_instruction("RETURN_VALUE")
     covered = create_instruction("NOP")
     from framehook.translator.bytecode import ExnTabEntry
+
     covered.exn_tab_entry = ExnTabEntry(handler, 0, False)
     with pytest.raises(AssembleError, match="handler is not in the list"):
         assemble([covered], 1)
@@ -424,9 +541,14 @@ def test_stacksize_and_errors():
 
 def test_resolve_args_adds_names_and_constants():
     opts = code_options((lambda a: a).__code__)
-    insts = [create_instruction("LOAD_CONST", argval=1.0), create_instruction("LOAD_CONST", argval=1),
-             create_instruction("LOAD_CONST", argval=True), create_instruction("LOAD_FAST", argval="tmp"),
-             create_instruction("LOAD_ATTR", argval="real"), create_instruction("COMPARE_OP", argval="<")]
+    insts = [
+        create_instruction("LOAD_CONST", argval=1.0),
+        create_instruction("LOAD_CONST", argval=1),
+        create_instruction("LOAD_CONST", argval=True),
+        create_instruction("LOAD_FAST", argval="tmp"),
+        create_instruction("LOAD_ATTR", argval="real"),
+        create_instruction("COMPARE_OP", argval="<"),
+    ]
     resolve_args(insts, opts)
     consts = opts["co_consts"]
     assert [type(consts[i.arg]) for i in insts[:3]] == [float, int, bool]
@@ -442,7 +564,9 @@ def test_resolve_args_adds_names_and_constants():
 
         def inner(a):
             return a + c
+
         return inner
+
     names = localsplus_names(code_options(outer().__code__))
     assert names[-1] == "c"
 
@@ -456,7 +580,10 @@ def test_codegen_global_and_call():
         cg2 = Codegen()
         cg2.load_global("abs", push_null=True)
         cg2.load_const(-4)
-        cg2.emit("CALL", arg=1) if sys.version_info >= (3, 12) else (cg2.emit("PRECALL", arg=1), cg2.emit("CALL", arg=1))
+        cg2.emit("CALL", arg=1) if sys.version_info >= (3, 12) else (
+            cg2.emit("PRECALL", arg=1),
+            cg2.emit("CALL", arg=1),
+        )
         cg2.return_value()
         assert build_function(cg2.instructions, globals_={"abs": abs})() == 4
     else:
@@ -471,33 +598,41 @@ def test_line_tables_far_apart_and_backwards():
         pos = Positions(line, line, 4, 9) if line is not None else None
         body.append(create_instruction("LOAD_CONST", argval=k, positions=pos))
         body.append(create_instruction("POP_TOP", positions=pos))
-    body += [create_instruction("LOAD_CONST", argval=None, positions=Positions(8, 8, None, None)),
-             create_instruction("RETURN_VALUE", positions=Positions(8, 8, None, None))]
+    body += [
+        create_instruction("LOAD_CONST", argval=None, positions=Positions(8, 8, None, None)),
+        create_instruction("RETURN_VALUE", positions=Positions(8, 8, None, None)),
+    ]
     fn = build_function(body, firstlineno=1)
     code = fn.__code__
     assert fn() is None
     seen = [line for _, line in dis.findlinestarts(code) if line is not None]
     expected = [line for line in lines if line is not None] + [8]
-    assert seen[-len(expected):] == expected  # (3.11+: RESUME keeps the template's line)
+    assert seen[-len(expected) :] == expected  # (3.11+: RESUME keeps the template's line)
     if PY311:
         pos = [p for p in code.co_positions() if p[0] == 400]
         assert pos and pos[0] == (400, 400, 4, 9)
     insts = decode(code)
-    assert [i.lineno for i in insts[prefix_length(insts):]][:4] == [1, 1, 400, 400]
+    assert [i.lineno for i in insts[prefix_length(insts) :]][:4] == [1, 1, 400, 400]
 
 
 def test_long_instruction_runs_split_line_entries():
     body = [create_instruction("NOP", positions=Positions(5, 5, 0, 1)) for _ in range(300)]
-    body += [create_instruction("LOAD_CONST", argval=3, positions=Positions(5, 5, 0, 1)),
-             create_instruction("RETURN_VALUE", positions=Positions(5, 5, 0, 1))]
+    body += [
+        create_instruction("LOAD_CONST", argval=3, positions=Positions(5, 5, 0, 1)),
+        create_instruction("RETURN_VALUE", positions=Positions(5, 5, 0, 1)),
+    ]
     fn = build_function(body, firstlineno=2)
     assert fn() == 3
     assert [line for _, line in dis.findlinestarts(fn.__code__)][-1] == 5
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5000), st.integers(1, 300), st.integers(0, 5000), st.integers(0, 40),
-                          st.booleans()), max_size=6))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5000), st.integers(1, 300), st.integers(0, 5000), st.integers(0, 40), st.booleans()),
+        max_size=6,
+    )
+)
 def test_exception_table_encoding_round_trips(rows):
     entries = [RawExnEntry(2 * s, 2 * (s + n), 2 * t, d, lasti) for s, n, t, d, lasti in rows]
     assert parse_exception_table(encode_exception_table(entries)) == entries
@@ -510,6 +645,7 @@ def test_exception_entries_are_decoded():
             return 1
         except ValueError:
             return 2
+
     insts = decode(f.__code__)
     covered = [i for i in insts if i.exn_tab_entry is not None]
     assert covered and all(e.exn_tab_entry.target in insts for e in covered)
@@ -520,6 +656,7 @@ def test_decode_errors():
         if x:
             return 1
         return 2
+
     code = f.__code__
     raw = bytearray(code.co_code)
     insts = decode(code)
@@ -540,6 +677,7 @@ def test_moves_values_only():
     def closure(x):
         def inner():
             return x
+
         return inner
 
     def global_reader():
@@ -559,8 +697,8 @@ def test_moves_values_only():
         return a
 
     assert moves_values_only(decode(plain.__code__))
-    assert moves_values_only(decode(closure(1).__code__))   # reads a free variable
-    assert moves_values_only(decode(global_reader.__code__))   # reads a global
+    assert moves_values_only(decode(closure(1).__code__))  # reads a free variable
+    assert moves_values_only(decode(global_reader.__code__))  # reads a global
     for fn in (closure, branches, calls, attribute, unpacks):
         assert not moves_values_only(decode(fn.__code__)), fn.__name__
 
@@ -589,14 +727,19 @@ def test_needs_cleaning():
     assert not needs_cleaning(straight.__code__)
     # when it says so, cleaning leaves the code as it is
     assert transform_code_object(straight.__code__, clean=True).co_code == straight.__code__.co_code
+
     def spins():
         while True:
             pass
 
-    for fn in (branches, loops, handles, spins):   # spins ends with a jump, not a return
+    for fn in (branches, loops, handles, spins):  # spins ends with a jump, not a return
         assert needs_cleaning(fn.__code__), fn.__name__
-    dead_tail = transform_code_object(straight.__code__, lambda insts, opts: insts.extend(
-        [create_instruction("LOAD_CONST", argval=None), create_instruction("RETURN_VALUE")]))
+    dead_tail = transform_code_object(
+        straight.__code__,
+        lambda insts, opts: insts.extend(
+            [create_instruction("LOAD_CONST", argval=None), create_instruction("RETURN_VALUE")]
+        ),
+    )
     assert needs_cleaning(dead_tail)
     assert transform_code_object(dead_tail, clean=True).co_code == straight.__code__.co_code
 
@@ -653,8 +796,12 @@ def _code_named(top, name):
 
 def _clash_cases():
     yield pytest.param(_CELL_AND_FREE, "Inner", id="class-cell-and-free")
-    yield pytest.param(_TYPE_PARAM_AND_LOCAL, "T", id="type-param-and-local", marks=pytest.mark.skipif(
-        sys.version_info < (3, 12), reason="type parameter syntax is 3.12+"))
+    yield pytest.param(
+        _TYPE_PARAM_AND_LOCAL,
+        "T",
+        id="type-param-and-local",
+        marks=pytest.mark.skipif(sys.version_info < (3, 12), reason="type parameter syntax is 3.12+"),
+    )
 
 
 @pytest.mark.parametrize("source, name", list(_clash_cases()))
@@ -667,18 +814,27 @@ def test_a_name_both_cell_and_free_keeps_its_slot(source, name):
     # them and the class body must still read the enclosing scope's value
     def add_local(insts, opts):
         at = prefix_length(insts)
-        insts[at:at] = [create_instruction("LOAD_CONST", argval=None),
-                        create_instruction("STORE_FAST", argval="added_local")]
+        insts[at:at] = [
+            create_instruction("LOAD_CONST", argval=None),
+            create_instruction("STORE_FAST", argval="added_local"),
+        ]
+
     moved = transform_code_object(code, add_local)
+
     def variable_reads(c):
-        return [(i.opname, i.argval) for i in dis.get_instructions(c)
-                if (i.opcode in dis.hasfree or i.opcode in dis.haslocal) and i.argval != "added_local"]
+        return [
+            (i.opname, i.argval)
+            for i in dis.get_instructions(c)
+            if (i.opcode in dis.hasfree or i.opcode in dis.haslocal) and i.argval != "added_local"
+        ]
+
     assert variable_reads(moved) == variable_reads(code)
     if name == "Inner":
         ns = {}
         exec(compile(source, "<clash>", "exec"), ns)
         ns["Outer"].method.__code__ = ns["Outer"].method.__code__.replace(
-            co_consts=tuple(moved if c is code else c for c in ns["Outer"].method.__code__.co_consts))
+            co_consts=tuple(moved if c is code else c for c in ns["Outer"].method.__code__.co_consts)
+        )
         assert ns["Outer"]().method() is ns["Outer"]
 
 
@@ -686,6 +842,7 @@ def test_an_extended_arg_prefix_keeps_a_line_of_its_own():
     # 3.9 sometimes gives an EXTENDED_ARG another line than its instruction (the stdlib's
     # test/support/__init__.py); decode and assembly keep that line on the prefix only
     from framehook.translator.bytecode.linetable import unit_positions
+
     source = "def many():\n    x = 0\n" + "".join(f"    x = {k}.5\n" for k in range(300)) + "    return x\n"
     ns = {}
     exec(compile(source, "<many>", "exec"), ns)

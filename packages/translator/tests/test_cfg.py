@@ -1,6 +1,7 @@
 """The control-flow graph (``bytecode/cfg.py``) and the stack-effect table
 (``bytecode/effects.py``), on code the running CPython's compiler wrote: loops, try/except,
 with blocks, generators, and a sample of the standard library."""
+
 import ast
 import dis
 import importlib.util
@@ -15,7 +16,14 @@ from framehook.translator.bytecode.behaviour import BEHAVIOUR
 from framehook.translator.bytecode.effects import call_shape, effect, net_effect
 from framehook.translator.bytecode.opcodes import JUMPS, stack_effect
 
-SAMPLE = ["textwrap", "argparse", "json.decoder", "contextlib", "asyncio.tasks", "string"]   # modules (string is a package on 3.14+)
+SAMPLE = [
+    "textwrap",
+    "argparse",
+    "json.decoder",
+    "contextlib",
+    "asyncio.tasks",
+    "string",
+]  # modules (string is a package on 3.14+)
 
 
 def loop_sum(xs):
@@ -64,8 +72,17 @@ FUNCTIONS = [loop_sum, count_down, guarded, managed, doubles, calls]
 
 # what a compiler may put on a statement's line besides the statement: the implicit
 # ``return None`` of a generator (3.9), block set-up and clean-up
-_NOT_THE_STATEMENT = ("LOAD_CONST", "RETURN_VALUE", "RETURN_CONST", "POP_BLOCK", "JUMP_FORWARD", "DUP_TOP",
-                      "CALL_FUNCTION", "POP_TOP", "NOP")
+_NOT_THE_STATEMENT = (
+    "LOAD_CONST",
+    "RETURN_VALUE",
+    "RETURN_CONST",
+    "POP_BLOCK",
+    "JUMP_FORWARD",
+    "DUP_TOP",
+    "CALL_FUNCTION",
+    "POP_TOP",
+    "NOP",
+)
 
 
 def lines_of(fn, text):
@@ -74,8 +91,9 @@ def lines_of(fn, text):
     source, first = inspect.getsourcelines(fn)
     line = first + next(k for k, s in enumerate(source) if text in s)
     flow = ControlFlow(decode(fn.__code__))
-    return flow, [k for k, inst in enumerate(flow.insts)
-                  if inst.lineno == line and inst.opname not in _NOT_THE_STATEMENT]
+    return flow, [
+        k for k, inst in enumerate(flow.insts) if inst.lineno == line and inst.opname not in _NOT_THE_STATEMENT
+    ]
 
 
 def all_codes(code):
@@ -123,8 +141,12 @@ def test_blocks_partition_the_instructions_and_carry_the_edges(fn):
             # inside a block: straight on, under one handler
             assert flow.target(k) is None and flow.falls_through(k)
             assert flow.handler(k) == flow.handler(b.start)
-        edges = {flow.block_of(j) for k in range(b.start, b.end) for j in flow.successors[k]
-                 if not (j == k + 1 and j < b.end)}
+        edges = {
+            flow.block_of(j)
+            for k in range(b.start, b.end)
+            for j in flow.successors[k]
+            if not (j == k + 1 and j < b.end)
+        }
         assert set(b.successors) == edges
         for s in b.successors:
             assert blocks[s].start in starts and i in blocks[s].predecessors
@@ -152,8 +174,13 @@ def test_a_try_body_has_its_handler_as_a_successor():
 # ---------------------------------------------------------------- reachability
 def test_reachability_from_the_start_skips_dead_code():
     ret = create_instruction("RETURN_VALUE")
-    insts = [create_instruction("LOAD_CONST", argval=1), create_instruction("JUMP_FORWARD", target=ret), ret,
-             create_instruction("LOAD_CONST", argval=2), create_instruction("RETURN_VALUE")]
+    insts = [
+        create_instruction("LOAD_CONST", argval=1),
+        create_instruction("JUMP_FORWARD", target=ret),
+        ret,
+        create_instruction("LOAD_CONST", argval=2),
+        create_instruction("RETURN_VALUE"),
+    ]
     flow = ControlFlow(insts)
     assert flow.live == [True, True, True, False, False]
     assert flow.reachable_from(3) == {3, 4}
@@ -183,11 +210,14 @@ def test_reachability_not_passing_a_stop_keeps_to_the_loop():
 
 
 # ---------------------------------------------------------------- loops
-@pytest.mark.parametrize("fn,inside,outside", [
-    (loop_sum, "total += x", "return total"),
-    (count_down, "n -= 1", "return n"),
-    (doubles, "yield i * 2", None),
-])
+@pytest.mark.parametrize(
+    "fn,inside,outside",
+    [
+        (loop_sum, "total += x", "return total"),
+        (count_down, "n -= 1", "return n"),
+        (doubles, "yield i * 2", None),
+    ],
+)
 def test_loops_cover_their_bodies(fn, inside, outside):
     flow, body = lines_of(fn, inside)
     assert body and all(flow.in_cycle[k] for k in body)
@@ -242,16 +272,19 @@ def test_a_generator_resumes_with_the_sent_value():
     first = flow.insts[0].opname
     if first in ("RETURN_GENERATOR", "GEN_START"):
         after = 1 if first == "RETURN_GENERATOR" else 0
-        assert flow.stack_depths[after] == 1   # POP_TOP (3.11+) or GEN_START (3.10) pops it
+        assert flow.stack_depths[after] == 1  # POP_TOP (3.11+) or GEN_START (3.10) pops it
     _, body = lines_of(doubles, "yield i * 2")
-    assert all(flow.stack_depths[k] >= 1 for k in body)   # the range iterator is under the yield
+    assert all(flow.stack_depths[k] >= 1 for k in body)  # the range iterator is under the yield
 
 
 # ---------------------------------------------------------------- exception regions
-@pytest.mark.parametrize("fn,inside,outside", [
-    (guarded, "y = 1 / x", "return y"),
-    (managed, "x = x + 1", "return x"),
-])
+@pytest.mark.parametrize(
+    "fn,inside,outside",
+    [
+        (guarded, "y = 1 / x", "return y"),
+        (managed, "x = x + 1", "return x"),
+    ],
+)
 def test_protected_regions(fn, inside, outside):
     flow, body = lines_of(fn, inside)
     _, after = lines_of(fn, outside)

@@ -1,6 +1,7 @@
 """Graph breaks in frames with cells and free variables: the frame's cells are shared with
 its resume functions (their free variables), so a closure made before the break sees
 assignments made after it, exactly as in plain Python."""
+
 from __future__ import annotations
 
 import sys
@@ -21,6 +22,7 @@ def closure_read_after(x):
 
     def inner():
         return k
+
     y = x * 2
     print("between", inner())
     return y + inner()
@@ -28,7 +30,7 @@ def closure_read_after(x):
 
 def cell_assigned_after(x):
     k = 3.0
-    g = lambda: k   # noqa: E731
+    g = lambda: k  # noqa: E731
     y = x * g()
     print("k was", g())
     k = 5.0
@@ -36,7 +38,7 @@ def cell_assigned_after(x):
 
 
 def cell_unbound_at_break(x):
-    g = lambda: k   # noqa: E731
+    g = lambda: k  # noqa: E731
     y = x + 1
     print("no k yet")
     k = 4.0
@@ -44,7 +46,7 @@ def cell_unbound_at_break(x):
 
 
 def argument_cell(x, s):
-    g = lambda: s * 2   # noqa: E731
+    g = lambda: s * 2  # noqa: E731
     y = x - 1
     print("s", s)
     return y * g()
@@ -52,7 +54,7 @@ def argument_cell(x, s):
 
 def closure_escapes(x):
     k = 2.0
-    g = lambda: k   # noqa: E731
+    g = lambda: k  # noqa: E731
     y = x * k
     print("escaping")
     k = 7.0
@@ -66,6 +68,7 @@ def nonlocal_counter(x):
         nonlocal n
         n += 1
         return n
+
     bump()
     y = x * 3
     print("bumped", n)
@@ -78,6 +81,7 @@ def closure_with_defaults(x):
 
     def scale(v, factor=2.0, *, offset=0.25):
         return v * factor * k + offset
+
     y = scale(x)
     print("scaled")
     return scale(y, 3.0, offset=1.0), scale.__defaults__, scale.__kwdefaults__, scale.__qualname__
@@ -86,7 +90,7 @@ def closure_with_defaults(x):
 def loop_in_closure_frame(x, n):
     acc = x * 0
     k = 0.5
-    g = lambda v: v * k   # noqa: E731
+    g = lambda v: v * k  # noqa: E731
     for i in range(n):
         print("step", i)
         acc = acc + g(x)
@@ -110,7 +114,7 @@ def test_breaks_in_frames_with_cells_keep_their_graphs(fn, args, graphs, capsys)
     out, failures = explained(fn, *args)
     capsys.readouterr()
     assert out.graph_count >= graphs, str(out)
-    assert failures[0] is None, failures   # the first break resumes instead of running the frame as it was
+    assert failures[0] is None, failures  # the first break resumes instead of running the frame as it was
 
 
 def test_a_closure_made_before_the_break_sees_later_assignments(capsys):
@@ -128,6 +132,7 @@ def make_stepper(k, offset):
         y = x * k
         print("step with", k)
         return y + offset
+
     return step
 
 
@@ -139,7 +144,7 @@ def test_a_closure_frame_with_a_break_resumes_with_its_own_cells(capsys):
     out, failures = explained(a, np.arange(3.0))
     assert out.graph_count == 2 and failures == [None], str(out)
     opt_a, opt_b = ft.optimize("eager")(a), ft.optimize("eager")(b)
-    for _ in range(2):   # one code object, two sets of cells: each call gets its own
+    for _ in range(2):  # one code object, two sets of cells: each call gets its own
         np.testing.assert_array_equal(opt_a(np.arange(3.0)), np.arange(3.0) * 2.0 + 1.0)
         np.testing.assert_array_equal(opt_b(np.arange(3.0)), np.arange(3.0) * 3.0 - 1.0)
     capsys.readouterr()
@@ -153,7 +158,9 @@ def test_an_exception_after_the_break_in_a_closure_frame_matches_plain(capsys):
             if limit < 0:
                 raise ValueError(f"negative limit {limit}")
             return y * limit
+
         return checked
+
     check_agrees(outer(2), (np.ones(2),), (np.ones(2),))
     check_agrees(outer(-1), (np.ones(2),), (np.ones(2),))
     capsys.readouterr()
@@ -170,8 +177,9 @@ def test_what_a_backend_returns_is_not_translated():
         forward = graph.forward
 
         def run(*args):
-            print("running the graph")   # a graph break, were this frame translated
+            print("running the graph")  # a graph break, were this frame translated
             return forward(*args)
+
         return run
 
     def fn(x):
@@ -195,6 +203,7 @@ def many_locals_with_a_cell(x):
 
     def inner():
         return k
+
     return a0 + a9 + b0 + b5 + inner() + x, (a1, a2, a3, a4, a5, a6, a7, a8, b1, b2, b3, b4)
 
 
@@ -208,8 +217,7 @@ def test_new_locals_keep_cells_and_free_variables_in_place():
         for i in range(20):
             cg.load_const(i)
             cg.emit("STORE_FAST", argval=f"___extra{i}")
-        keep = next(i for i, inst in enumerate(insts) if inst.opname not in
-                    ("MAKE_CELL", "COPY_FREE_VARS", "RESUME"))
+        keep = next(i for i, inst in enumerate(insts) if inst.opname not in ("MAKE_CELL", "COPY_FREE_VARS", "RESUME"))
         insts[keep:keep] = cg.instructions
 
     new = transform_code_object(code, add_locals)
@@ -224,11 +232,14 @@ def pair_and_cell():
 
     def inner():
         return k
+
     return a + b + inner(), b - a
 
 
-@pytest.mark.skipif(sys.version_info < (3, 11), reason="before 3.11 cells are numbered apart from locals: "
-                    "reordering locals moves no cell")
+@pytest.mark.skipif(
+    sys.version_info < (3, 11),
+    reason="before 3.11 cells are numbered apart from locals: reordering locals moves no cell",
+)
 def test_reordered_locals_are_resolved_by_name_and_pairs_split():
     code = pair_and_cell.__code__
 
@@ -241,7 +252,11 @@ def test_reordered_locals_are_resolved_by_name_and_pairs_split():
     if sys.version_info >= (3, 13):
         # a and b now sit at slots 20 and 21, which a two-local instruction cannot encode
         # (3.14+ spells the pair LOAD_FAST_BORROW_LOAD_FAST_BORROW)
-        pairs = ("LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW_LOAD_FAST_BORROW", "STORE_FAST_LOAD_FAST",
-                 "STORE_FAST_STORE_FAST")
+        pairs = (
+            "LOAD_FAST_LOAD_FAST",
+            "LOAD_FAST_BORROW_LOAD_FAST_BORROW",
+            "STORE_FAST_LOAD_FAST",
+            "STORE_FAST_STORE_FAST",
+        )
         assert any(i.opname in pairs[:2] for i in decode(code))
         assert not any(i.opname in pairs for i in decode(new))

@@ -1,4 +1,5 @@
 """CodeIdentityMap: code objects that compare equal are still different keys."""
+
 import gc
 
 import pytest

@@ -1,4 +1,5 @@
 """The config object (validation, patch as context manager and decorator) and FRAMEHOOK_LOGS."""
+
 import logging
 import os
 import subprocess
@@ -68,7 +69,10 @@ def test_env_disable_read_at_import():
 
 def test_parse_log_spec():
     assert fh_logging.parse_log_spec("guards, +bytecode,-translator") == {
-        "guards": logging.INFO, "bytecode": logging.DEBUG, "translator": logging.ERROR}
+        "guards": logging.INFO,
+        "bytecode": logging.DEBUG,
+        "translator": logging.ERROR,
+    }
     assert set(fh_logging.parse_log_spec("all")) == set(fh_logging.COMPONENTS)
     assert fh_logging.parse_log_spec(" , ") == {}
     with pytest.raises(fh_logging.LogSpecError, match="unknown component 'gards'"):
@@ -97,15 +101,21 @@ def test_set_logs_levels():
 
 
 def test_framehook_logs_env_var():
-    code = ("import logging; from framehook.translator import logs as l; "
-            "print(l.get_logger('guards').level, l.get_logger('bytecode').level); "
-            "l.get_logger('guards').info('hello-guards')")
+    code = (
+        "import logging; from framehook.translator import logs as l; "
+        "print(l.get_logger('guards').level, l.get_logger('bytecode').level); "
+        "l.get_logger('guards').info('hello-guards')"
+    )
     env = dict(os.environ, FRAMEHOOK_LOGS="guards,+bytecode")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == [str(logging.INFO), str(logging.DEBUG)]
     assert "[framehook.translator.guards] INFO: hello-guards" in out.stderr
-    bad = subprocess.run([sys.executable, "-c", "import framehook.translator.logs"],
-                         env=dict(os.environ, FRAMEHOOK_LOGS="nonsense"), capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-c", "import framehook.translator.logs"],
+        env=dict(os.environ, FRAMEHOOK_LOGS="nonsense"),
+        capture_output=True,
+        text=True,
+    )
     # not an import failure: the entry is skipped with one line naming it (test_rough_edges.py)
     assert bad.returncode == 0 and "ignoring 'nonsense' in FRAMEHOOK_LOGS" in bad.stderr
 

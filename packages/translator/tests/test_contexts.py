@@ -1,5 +1,6 @@
 """CompileId/TraceId, the thread-local compile and tracing contexts, the user's stack on
 exceptions, and the global-state checkpoint/restore/diff."""
+
 import random
 import threading
 import traceback
@@ -8,9 +9,20 @@ import numpy as np
 import pytest
 
 from framehook.translator.contexts import (
-    Checkpointable, CompileContext, CompileId, GlobalStateCheckpoint, GlobalStateContext, TraceId,
-    TracingContext, compile_context, register_global_state, registered_global_states, states_equal,
-    tracing, unregister_global_state)
+    Checkpointable,
+    CompileContext,
+    CompileId,
+    GlobalStateCheckpoint,
+    GlobalStateContext,
+    TraceId,
+    TracingContext,
+    compile_context,
+    register_global_state,
+    registered_global_states,
+    states_equal,
+    tracing,
+    unregister_global_state,
+)
 
 
 def test_ids_print_like_dynamo():

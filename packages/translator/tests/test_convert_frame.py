@@ -1,6 +1,7 @@
 """The conversion loop on the real runtime: caching, recompilation reasons, the cache-size
 limit, restart analysis, global-state preservation, strict vs non-strict failures,
 bytecode hooks and the skip rules."""
+
 import collections
 import logging
 import random
@@ -15,10 +16,22 @@ import framehook.translator as ft
 from framehook.translator import config
 from framehook.translator.bytecode import create_instruction, transform_code_object
 from framehook.translator.contexts import CompileContext, register_global_state, unregister_global_state
-from framehook.translator.convert_frame import (ConvertFrame, convert_frame, convert_frame_assert,
-                                                has_array_in_frame, last_decisions)
-from framehook.translator.exc import (BackendCompilerFailed, CacheLimitExceeded, InternalTranslatorError, SkipFrame,
-                                      SpeculationRestartAnalysis, Unsupported, UnspecializeRestartAnalysis)
+from framehook.translator.convert_frame import (
+    ConvertFrame,
+    convert_frame,
+    convert_frame_assert,
+    has_array_in_frame,
+    last_decisions,
+)
+from framehook.translator.exc import (
+    BackendCompilerFailed,
+    CacheLimitExceeded,
+    InternalTranslatorError,
+    SkipFrame,
+    SpeculationRestartAnalysis,
+    Unsupported,
+    UnspecializeRestartAnalysis,
+)
 from framehook.translator.translator import InstructionTranslatorBase, MinimalTranslator, TranslationOutput
 
 
@@ -49,7 +62,7 @@ def test_compiles_once_then_hits_cache():
     a = np.arange(3.0)
     np.testing.assert_array_equal(f(a, 2), a * 2)
     np.testing.assert_array_equal(f(a + 1, 3), (a + 1) * 3)
-    assert calls == [(["x", "k"], [(3,), ()])]   # k is a graph input: one entry for every int
+    assert calls == [(["x", "k"], [(3,), ()])]  # k is a graph input: one entry for every int
     (entry,) = entries(f)
     assert entry.hits >= 1
     d = last_decisions(f)
@@ -84,6 +97,7 @@ def test_recompile_reason_and_guard_fail_fn(caplog):
 
 def test_python_guards_are_compiled_only_for_recompilation_reasons(monkeypatch):
     from framehook.translator import guard_builder
+
     compiled = []
     real = compile
 
@@ -96,12 +110,13 @@ def test_python_guards_are_compiled_only_for_recompilation_reasons(monkeypatch):
     f = ft.optimize("eager", dynamic=False)(scale)
     np.testing.assert_array_equal(f(np.ones(3), 2), np.full(3, 2.0))
     (entry,) = entries(f)
-    assert isinstance(entry.check_fn, rt.GuardChecker) and compiled == []   # the plain first call
+    assert isinstance(entry.check_fn, rt.GuardChecker) and compiled == []  # the plain first call
     assert "type(L['k']) is int" in last_decisions(f)["guards"]
-    f(np.ones(3), 2.5)   # the reason for recompiling comes from entry 0's Python form
+    f(np.ones(3), 2.5)  # the reason for recompiling comes from entry 0's Python form
     assert len(compiled) == 1
     assert last_decisions(f)["recompile_reasons"] == [
-        "cache entry 0 [0/0]: TYPE_MATCH: L['k'] -- expected type int, got type float"]
+        "cache entry 0 [0/0]: TYPE_MATCH: L['k'] -- expected type int, got type float"
+    ]
 
 
 def test_output_code_is_the_same_with_or_without_the_cleaning_pass():
@@ -110,7 +125,7 @@ def test_output_code_is_the_same_with_or_without_the_cleaning_pass():
 
     def branches(x, k):
         y = x * 2
-        print(end="")   # a graph break that resumes: its output code jumps
+        print(end="")  # a graph break that resumes: its output code jumps
         return y + k
 
     for fn in (plus_one, branches):
@@ -121,7 +136,7 @@ def test_output_code_is_the_same_with_or_without_the_cleaning_pass():
                 np.testing.assert_array_equal(ft.optimize("eager")(fn)(np.ones(2), 2), fn(np.ones(2), 2))
             codes.append(entries(fn)[0].code)
         assert codes[0] is not fn.__code__
-        if fn is plus_one:   # nothing to clean: the pass is skipped, and would change nothing
+        if fn is plus_one:  # nothing to clean: the pass is skipped, and would change nothing
             assert codes[0].co_code == codes[1].co_code
 
 
@@ -142,8 +157,7 @@ def test_cache_size_limit_non_strict(caplog):
     f = ft.optimize("eager")(scale)
     with config.patch(cache_size_limit=2), caplog.at_level(logging.WARNING, logger="framehook.translator"):
         for k in (1, 2.0, 3j, "s", b"b"):
-            assert f(np.ones(2), k).tolist() == (np.ones(2) * k).tolist() if not isinstance(k, (str, bytes)) \
-                else True
+            assert f(np.ones(2), k).tolist() == (np.ones(2) * k).tolist() if not isinstance(k, (str, bytes)) else True
     assert len(entries(f)) == 2
     warnings = [r for r in caplog.records if "cache_size_limit" in r.getMessage()]
     assert len(warnings) == 1
@@ -222,8 +236,10 @@ class Skipping(InstructionTranslatorBase):
 
 
 def test_skip_frame_runs_unmodified(caplog):
-    with caplog.at_level(logging.INFO, logger="framehook.translator"), \
-            rt.enable(convert_frame_assert(ft.lookup_backend("eager"), translator=Skipping)):
+    with (
+        caplog.at_level(logging.INFO, logger="framehook.translator"),
+        rt.enable(convert_frame_assert(ft.lookup_backend("eager"), translator=Skipping)),
+    ):
         assert scale(np.ones(1), 4).tolist() == [4.0]
     assert "not today" in caplog.text and rt.is_skipped(scale.__code__)
 
@@ -253,11 +269,14 @@ def test_global_state_restored_after_translation():
 
 def _state_changer(box, step):
     """A translator that changes a registered piece of global state while it runs."""
+
     class Changer(MinimalTranslator):
         def run(self):
             box["v"] += step
             return MinimalTranslator.run(self)
+
     return Changer
+
 
 def test_unrestorable_global_state_change_is_an_error():
     box = {"v": 0}
@@ -286,7 +305,7 @@ def test_global_state_is_set_back_only_when_it_changed():
     try:
         with rt.enable(convert_frame(ft.lookup_backend("eager"))):
             scale(np.ones(1), 2)
-        assert sets == [] and box["v"] == 0   # nothing changed: nothing set back
+        assert sets == [] and box["v"] == 0  # nothing changed: nothing set back
         ft.reset()
         with rt.enable(convert_frame_assert(ft.lookup_backend("eager"), translator=Changer)):
             scale(np.ones(1), 2)
@@ -297,7 +316,7 @@ def test_global_state_is_set_back_only_when_it_changed():
 
 def test_global_state_whose_setter_does_not_restore_is_an_error():
     box = {"v": 0}
-    register_global_state("test.sticky", lambda: box["v"], lambda v: None)   # ignores the value
+    register_global_state("test.sticky", lambda: box["v"], lambda v: None)  # ignores the value
 
     Changer = _state_changer(box, 1)
     try:
@@ -311,6 +330,7 @@ def test_global_state_whose_setter_does_not_restore_is_an_error():
 class Broken(InstructionTranslatorBase):
     def run(self):
         from framehook.translator.contexts import TracingContext
+
         TracingContext.set_current_loc(self.frame.code.co_filename, self.frame.code.co_firstlineno + 1, "scale")
         return {}["missing"]
 
@@ -374,6 +394,7 @@ def test_bytecode_hooks_and_generated_code():
 
             def add_dead(insts, opts):
                 insts.extend([create_instruction("LOAD_CONST", argval=None), create_instruction("RETURN_VALUE")])
+
             return TranslationOutput(code=transform_code_object(self.frame.code, add_dead))
 
     handle = ft.register_bytecode_hook(hook)
@@ -413,12 +434,14 @@ def test_skip_rules():
         scale([np.ones(1)], 2)  # an array inside a list counts
         P(np.ones(1), 1)
         import json
+
         json.dumps({"a": np.ones(1).tolist()})
     assert rt.is_skipped(no_numpy.__code__)
     assert not rt.is_skipped(uses_np_global.__code__) and rt.cache_entries(uses_np_global.__code__)
     assert rt.cache_entries(scale.__code__)
     assert rt.is_skipped(P.__new__.__code__)
     import json.encoder
+
     assert rt.is_skipped(json.dumps.__code__)
     with config.patch(trace_numpy=False):
         with rt.enable(cb):
@@ -432,6 +455,7 @@ def test_skip_rules():
 
 def test_skip_dirs_and_force_dirs(tmp_path):
     import os
+
     here = os.path.dirname(__file__)
     cb = convert_frame(ft.lookup_backend("eager"))
     with config.patch(skip_dirs=(here,)):
@@ -449,6 +473,7 @@ def test_has_array_in_frame_and_started():
     class View:
         def __init__(self, code, g, L):
             self.f_code, self.f_globals, self.f_locals = code, g, L
+
     code = no_numpy.__code__
     assert not has_array_in_frame(View(code, {}, {"a": 1, "b": [1, (2, {"k": "v"})]}))
     assert has_array_in_frame(View(code, {}, {"a": 1, "b": [1, (2, {"k": np.float32(1)})]}))
@@ -504,6 +529,7 @@ def _ones_plus(n):
 
 def test_skip_reason_reads_the_function_only_for_exec_code():
     from framehook.translator.convert_frame import frame_skip_reason
+
     seen = []
 
     def callback(frame, cache_entry, frame_state):

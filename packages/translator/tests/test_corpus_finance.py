@@ -1,5 +1,6 @@
 """Corpus: quantitative-finance kernels (option pricing and greeks, binomial trees, simulated
 paths, portfolio statistics, drawdowns, bond maths). Checked by corpus_helpers.run_case."""
+
 from __future__ import annotations
 
 import math
@@ -35,8 +36,8 @@ def black_scholes_put(s, k, t, r, sigma):
 
 
 def bs_greeks(s, k, t, r, sigma):
-    d1 = (np.log(s / k) + (r + 0.5 * sigma ** 2) * t) / (sigma * np.sqrt(t))
-    pdf = np.exp(-0.5 * d1 ** 2) / np.sqrt(2 * np.pi)
+    d1 = (np.log(s / k) + (r + 0.5 * sigma**2) * t) / (sigma * np.sqrt(t))
+    pdf = np.exp(-0.5 * d1**2) / np.sqrt(2 * np.pi)
     delta = norm_cdf(d1)
     gamma = pdf / (s * sigma * np.sqrt(t))
     vega = s * pdf * np.sqrt(t)
@@ -49,7 +50,7 @@ def binomial_call(s, k, r, sigma, t, steps=12):
     d = 1 / u
     q = (math.exp(r * dt) - d) / (u - d)
     j = np.arange(steps + 1)
-    values = np.maximum(s * u ** j * d ** (steps - j) - k, 0.0)
+    values = np.maximum(s * u**j * d ** (steps - j) - k, 0.0)
     disc = math.exp(-r * dt)
     for _ in range(steps):
         values = disc * (q * values[1:] + (1 - q) * values[:-1])
@@ -57,7 +58,7 @@ def binomial_call(s, k, r, sigma, t, steps=12):
 
 
 def gbm_paths(s0, mu, sigma, dt, z):
-    increments = (mu - 0.5 * sigma ** 2) * dt + sigma * math.sqrt(dt) * z
+    increments = (mu - 0.5 * sigma**2) * dt + sigma * math.sqrt(dt) * z
     log_paths = np.cumsum(increments, axis=1)
     return s0 * np.exp(np.concatenate([np.zeros((z.shape[0], 1)), log_paths], axis=1))
 
@@ -89,10 +90,10 @@ def log_returns(prices):
 
 def rolling_volatility(returns, window=10, periods=252):
     c1 = np.cumsum(returns, axis=0)
-    c2 = np.cumsum(returns ** 2, axis=0)
-    s1 = c1[window - 1:] - np.concatenate([np.zeros((1,) + returns.shape[1:]), c1[:-window]])
-    s2 = c2[window - 1:] - np.concatenate([np.zeros((1,) + returns.shape[1:]), c2[:-window]])
-    var = (s2 - s1 ** 2 / window) / (window - 1)
+    c2 = np.cumsum(returns**2, axis=0)
+    s1 = c1[window - 1 :] - np.concatenate([np.zeros((1,) + returns.shape[1:]), c1[:-window]])
+    s2 = c2[window - 1 :] - np.concatenate([np.zeros((1,) + returns.shape[1:]), c2[:-window]])
+    var = (s2 - s1**2 / window) / (window - 1)
     return np.sqrt(var * periods)
 
 
@@ -103,7 +104,7 @@ def bond_price(cashflows, times, y):
 def duration_convexity(cashflows, times, y):
     pv = cashflows * np.exp(-y * times)
     price = pv.sum()
-    return price, (times * pv).sum() / price, (times ** 2 * pv).sum() / price
+    return price, (times * pv).sum() / price, (times**2 * pv).sum() / price
 
 
 def annuity_schedule(principal, rate, n):
@@ -127,7 +128,7 @@ def expected_shortfall(pnl, level=0.95):
 def ewma_volatility(returns, lam=0.94):
     n = returns.shape[0]
     w = (1 - lam) * lam ** np.arange(n - 1, -1, -1)
-    return np.sqrt((w[:, None] * returns ** 2).sum(axis=0) / w.sum())
+    return np.sqrt((w[:, None] * returns**2).sum(axis=0) / w.sum())
 
 
 def min_variance_weights(returns):
@@ -139,17 +140,17 @@ def min_variance_weights(returns):
 
 def implied_vol_newton(price, s, k, t, r, sigma=0.3, iters=6):
     for _ in range(iters):
-        d1 = (np.log(s / k) + (r + 0.5 * sigma ** 2) * t) / (sigma * np.sqrt(t))
+        d1 = (np.log(s / k) + (r + 0.5 * sigma**2) * t) / (sigma * np.sqrt(t))
         d2 = d1 - sigma * np.sqrt(t)
         model = s * norm_cdf(d1) - k * np.exp(-r * t) * norm_cdf(d2)
-        vega = s * np.exp(-0.5 * d1 ** 2) / np.sqrt(2 * np.pi) * np.sqrt(t)
+        vega = s * np.exp(-0.5 * d1**2) / np.sqrt(2 * np.pi) * np.sqrt(t)
         sigma = sigma - (model - price) / vega
     return sigma
 
 
 def crossover_signal(prices, fast=3, slow=8):
     c = np.cumsum(np.concatenate([np.zeros((1,) + prices.shape[1:]), prices]), axis=0)
-    fast_ma = (c[fast:] - c[:-fast])[slow - fast:] / fast
+    fast_ma = (c[fast:] - c[:-fast])[slow - fast :] / fast
     slow_ma = (c[slow:] - c[:-slow]) / slow
     return np.sign(fast_ma - slow_ma)
 
@@ -161,16 +162,17 @@ def rebalance(weights, period_returns):
 
 # ---- expected to break
 
+
 def pnl_report(weights, returns):
     daily = returns @ weights
-    total = float(daily.sum())                # FH012
-    print(f"total pnl {total:.4%}")           # FH005
+    total = float(daily.sum())  # FH012
+    print(f"total pnl {total:.4%}")  # FH005
     return daily
 
 
 def stop_loss(prices, limit=-0.05):
     ret = prices[-1] / prices[0] - 1
-    if (ret < limit).any():                   # data-dependent: FH002
+    if (ret < limit).any():  # data-dependent: FH002
         return np.zeros_like(prices[-1])
     return ret
 
@@ -195,7 +197,12 @@ CORPUS = [
     (expected_shortfall, [(RETURNS,), (RETURNS[:20, :2], 0.9)], 1, []),
     (ewma_volatility, [(RETURNS,), (RETURNS[:10, 1:3], 0.9)], 1, []),
     (min_variance_weights, [(RETURNS,), (RETURNS[:, :2],)], 1, []),
-    (implied_vol_newton, [(CALLS, NEAR, 100.0, 1.0, 0.02), (CALLS[:2].copy(), NEAR[:2].copy(), 100.0, 1.0, 0.02, 0.2, 4)], 1, []),
+    (
+        implied_vol_newton,
+        [(CALLS, NEAR, 100.0, 1.0, 0.02), (CALLS[:2].copy(), NEAR[:2].copy(), 100.0, 1.0, 0.02, 0.2, 4)],
+        1,
+        [],
+    ),
     (crossover_signal, [(PRICES,), (PRICES[:12, 0], 2, 5)], 1, []),
     (rebalance, [(WEIGHTS, RETURNS[0]), (WEIGHTS[None, :2], RETURNS[:3, :2])], 1, []),
     (pnl_report, [(WEIGHTS, RETURNS), (WEIGHTS[:2], RETURNS[:5, :2])], 1, ["FH012", "FH005"]),

@@ -1,6 +1,7 @@
 """Corpus: computational geometry (polygons by np.roll, rotations, meshes indexed by face
 arrays, coordinate transforms, grids from meshgrid/mgrid/ogrid). Checked by
 corpus_helpers.run_case."""
+
 from __future__ import annotations
 
 import math
@@ -40,8 +41,7 @@ def rotate_2d(points, theta):
 
 def rodrigues(v, axis, theta):
     k = axis / np.linalg.norm(axis)
-    return (v * np.cos(theta) + np.cross(k, v) * np.sin(theta)
-            + k * (v @ k)[..., None] * (1 - np.cos(theta)))
+    return v * np.cos(theta) + np.cross(k, v) * np.sin(theta) + k * (v @ k)[..., None] * (1 - np.cos(theta))
 
 
 def triangle_normals(verts, faces):
@@ -111,8 +111,8 @@ def radial_grid(n, scale=1.0):
 
 
 def mgrid_disk_fraction(n):
-    yy, xx = np.mgrid[-1:1:n * 1j, -1:1:n * 1j]
-    return (xx ** 2 + yy ** 2 <= 1).mean()
+    yy, xx = np.mgrid[-1 : 1 : n * 1j, -1 : 1 : n * 1j]
+    return (xx**2 + yy**2 <= 1).mean()
 
 
 def ogrid_gaussian(n, sigma=0.3):
@@ -124,7 +124,7 @@ def ogrid_gaussian(n, sigma=0.3):
 def align_centroids(src, dst):
     src_c = src - src.mean(axis=0)
     dst_c = dst - dst.mean(axis=0)
-    scale = np.sqrt((dst_c ** 2).sum() / (src_c ** 2).sum())
+    scale = np.sqrt((dst_c**2).sum() / (src_c**2).sum())
     return src_c * scale + dst.mean(axis=0)
 
 
@@ -144,15 +144,16 @@ def signed_distance_box(points, half=(1.0, 0.5)):
 
 # ---- expected to break
 
+
 def hull_extreme(points):
-    i = int(points[:, 0].argmax())            # FH012
+    i = int(points[:, 0].argmax())  # FH012
     return points[i], points - points[i]
 
 
 def inside_count_report(points, radius=1.0):
-    inside = (points ** 2).sum(axis=1) <= radius ** 2
-    print("inside:", inside.sum())            # FH005
-    return points[inside]                     # boolean mask: captured in the resume function
+    inside = (points**2).sum(axis=1) <= radius**2
+    print("inside:", inside.sum())  # FH005
+    return points[inside]  # boolean mask: captured in the resume function
 
 
 TRANSFORM = np.array([[1.0, 0.0, 0.0, 0.5], [0.0, 0.8, 0.0, 0.0], [0.0, 0.0, 1.0, 0.2], [0.0, 0.0, 0.1, 1.0]])
@@ -166,12 +167,24 @@ CORPUS = [
     (triangle_areas, [(VERTS, FACES), (VERTS[:4], FACES[:2])], 1, []),
     (bounding_box, [(PTS3,), (PTS2, 0.5)], 1, []),
     (nearest_neighbour, [(PTS2,), (PTS3[:4],)], 1, []),
-    (barycentric, [(PTS2, np.zeros(2), np.array([1.0, 0.0]), np.array([0.0, 1.0])),
-                   (PTS2[:3], np.ones(2), np.array([2.0, 1.0]), np.array([1.0, 3.0]))], 1, []),
+    (
+        barycentric,
+        [
+            (PTS2, np.zeros(2), np.array([1.0, 0.0]), np.array([0.0, 1.0])),
+            (PTS2[:3], np.ones(2), np.array([2.0, 1.0]), np.array([1.0, 3.0])),
+        ],
+        1,
+        [],
+    ),
     (to_polar, [(PTS2,), (PTS2[:4].astype(np.float32),)], 1, []),
     (spherical_to_cartesian, [(1.0, ANGLES / 2, ANGLES), (np.ones(3), ANGLES[:3], ANGLES[3:6])], 1, []),
     (apply_homogeneous, [(PTS3, TRANSFORM), (PTS3[:2], np.eye(4))], 1, []),
-    (point_segment_distance, [(PTS2, np.zeros(2), np.ones(2)), (PTS2[:4], np.array([1.0, -1.0]), np.array([2.0, 0.5]))], 1, []),
+    (
+        point_segment_distance,
+        [(PTS2, np.zeros(2), np.ones(2)), (PTS2[:4], np.array([1.0, -1.0]), np.array([2.0, 0.5]))],
+        1,
+        [],
+    ),
     (angle_between, [(PTS3, PTS3[::-1].copy()), (PTS2[:3], PTS2[3:6])], 1, []),
     (radial_grid, [(5,), (7, 2.0)], 1, []),
     (mgrid_disk_fraction, [(9,), (5,)], 1, []),

@@ -1,6 +1,7 @@
 """Corpus: image processing on small arrays (colour conversion, filters by padded slicing,
 pooling by reshape, morphology, integral images, thresholds, Mandelbrot escape counts).
 Checked by corpus_helpers.run_case."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,7 +32,7 @@ def box_blur(img, r=1):
     acc = np.zeros_like(img)
     for dy in range(2 * r + 1):
         for dx in range(2 * r + 1):
-            acc = acc + p[dy:dy + h, dx:dx + w]
+            acc = acc + p[dy : dy + h, dx : dx + w]
     return acc / (2 * r + 1) ** 2
 
 
@@ -70,7 +71,7 @@ def augment(img):
 def center_crop(img, size=4):
     top = (img.shape[0] - size) // 2
     left = (img.shape[1] - size) // 2
-    return img[top:top + size, left:left + size]
+    return img[top : top + size, left : left + size]
 
 
 def normalize_channels(img, eps=1e-6):
@@ -101,7 +102,7 @@ def convolve_same(img, kernel):
     out = np.zeros(img.shape)
     for i in range(kh):
         for j in range(kw):
-            out += kernel[i, j] * p[i:i + img.shape[0], j:j + img.shape[1]]
+            out += kernel[i, j] * p[i : i + img.shape[0], j : j + img.shape[1]]
     return out
 
 
@@ -118,7 +119,7 @@ def mandelbrot_counts(c, iters=12):
 def median_3x3(img):
     p = np.pad(img, 1, mode="edge")
     h, w = img.shape
-    stack = np.stack([p[i:i + h, j:j + w] for i in range(3) for j in range(3)])
+    stack = np.stack([p[i : i + h, j : j + w] for i in range(3) for j in range(3)])
     return np.median(stack, axis=0)
 
 
@@ -156,21 +157,22 @@ def u8_to_float(img):
 def vignette(img, strength=0.5):
     h, w = img.shape[:2]
     yy, xx = np.meshgrid(np.linspace(-1, 1, h), np.linspace(-1, 1, w), indexing="ij")
-    falloff = 1 - strength * (xx ** 2 + yy ** 2) / 2
+    falloff = 1 - strength * (xx**2 + yy**2) / 2
     return img * falloff.reshape(falloff.shape + (1,) * (img.ndim - 2))
 
 
 def zero_dark_pixels(img, level=0.2):
     out = img.copy()
-    out[out < level] = 0.0                    # boolean-mask assignment keeps the shape: captured
+    out[out < level] = 0.0  # boolean-mask assignment keeps the shape: captured
     return out
 
 
 # ---- expected to break
 
+
 def save_preview(img):
     small = downsample2(img)
-    print("preview", small.shape, small.dtype)   # FH005
+    print("preview", small.shape, small.dtype)  # FH005
     return small
 
 

@@ -1,6 +1,7 @@
 """Corpus: small linear-algebra kernels (iterative solvers with a fixed number of steps,
 orthogonalization, einsum contractions, factorizations from numpy.linalg). Checked by
 corpus_helpers.run_case."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -150,8 +151,9 @@ def vdot_inner(u, v):
 
 # ---- expected to break
 
+
 def checked_solve(a, b):
-    if abs(np.linalg.det(a)) < 1e-12:       # data-dependent: FH002
+    if abs(np.linalg.det(a)) < 1e-12:  # data-dependent: FH002
         raise np.linalg.LinAlgError("singular")
     return np.linalg.solve(a, b)
 

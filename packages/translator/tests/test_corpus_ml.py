@@ -1,6 +1,7 @@
 """Corpus: machine-learning building blocks written in numpy (activations, losses,
 normalization layers, optimizer steps, pooling and convolution by slicing, attention with
 reshapes, a few fixed training steps). Checked by corpus_helpers.run_case."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -76,7 +77,7 @@ def conv2d_valid(x, w):
     out = np.zeros(x.shape[:-3] + (w.shape[0], oh, ow), dtype=x.dtype)
     for i in range(kh):
         for j in range(kw):
-            patch = x[..., i:i + oh, j:j + ow]
+            patch = x[..., i : i + oh, j : j + ow]
             out += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j])
     return out
 
@@ -84,8 +85,8 @@ def conv2d_valid(x, w):
 def adam_step(param, grad, m, v, t, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
     m = b1 * m + (1 - b1) * grad
     v = b2 * v + (1 - b2) * grad * grad
-    mhat = m / (1 - b1 ** t)
-    vhat = v / (1 - b2 ** t)
+    mhat = m / (1 - b1**t)
+    vhat = v / (1 - b2**t)
     return param - lr * mhat / (np.sqrt(vhat) + eps), m, v
 
 
@@ -111,7 +112,7 @@ def linear(x, w, b=None):
 
 def mse_and_grad(w, x, y):
     resid = x @ w - y
-    return (resid ** 2).mean(), 2 * x.T @ resid / len(y)
+    return (resid**2).mean(), 2 * x.T @ resid / len(y)
 
 
 def accuracy(logits, labels):
@@ -163,12 +164,13 @@ def positional_encoding(seq_len, dim):
 
 # ---- expected to break
 
+
 def train_with_early_stop(x, y, lr=0.5, steps=20, tol=0.3):
     w = np.zeros(x.shape[1])
     for _ in range(steps):
         p = 1 / (1 + np.exp(-(x @ w)))
         loss = -np.mean(y * np.log(p + 1e-9) + (1 - y) * np.log(1 - p + 1e-9))
-        if loss < tol:                    # a data-dependent exit with more body after it: a loop node that exits
+        if loss < tol:  # a data-dependent exit with more body after it: a loop node that exits
             break
         w = w - lr * x.T @ (p - y) / len(y)
     return w
@@ -193,21 +195,39 @@ CORPUS = [
     (swish, [(ACT,), (ACT32, 2.0)], 1, []),
     (cross_entropy, [(LOGITS, TARGETS), (LOGITS[:3, :3], TARGETS[:3] % 3)], 1, []),
     (one_hot, [(TARGETS, 5), (TARGETS[:4] % 3, 3)], 1, []),
-    (batch_norm, [(ACT, np.ones(10), np.zeros(10)), (ACT32, np.full(4, 2.0, np.float32), np.ones(4, np.float32))], 1, []),
+    (
+        batch_norm,
+        [(ACT, np.ones(10), np.zeros(10)), (ACT32, np.full(4, 2.0, np.float32), np.ones(4, np.float32))],
+        1,
+        [],
+    ),
     (rms_norm, [(ACT, np.linspace(0.5, 1.5, 10)), (ACT32, np.ones(4, np.float32))], 1, []),
     (inverted_dropout, [(ACT, RNG.uniform(size=(6, 10)) < 0.5), (ACT32, np.ones((3, 4), bool), 0.2)], 1, []),
     (max_pool_2x2, [(IMGS,), (IMGS[:1, :2, :4, :6],)], 1, []),
     (avg_pool_2x2, [(IMGS,), (IMGS[0, :, :6, :4],)], 1, []),
     (conv2d_valid, [(IMGS, CONV_W), (IMGS[:1, :, :5, :5], CONV_W[:2, :, :2, :2])], 1, []),
-    (adam_step, [(ACT, ACT * 0.1, np.zeros_like(ACT), np.zeros_like(ACT), 1),
-                 (ACT32, ACT32, ACT32 * 0, ACT32 * 0, 3, 0.01)], 1, []),
-    (sgd_momentum, [([ACT, LOGITS], [ACT * 0.1, LOGITS * 0.2], [ACT * 0, LOGITS * 0]),
-                    ([ACT32], [ACT32], [ACT32 * 0], 0.01)], 1, []),
+    (
+        adam_step,
+        [(ACT, ACT * 0.1, np.zeros_like(ACT), np.zeros_like(ACT), 1), (ACT32, ACT32, ACT32 * 0, ACT32 * 0, 3, 0.01)],
+        1,
+        [],
+    ),
+    (
+        sgd_momentum,
+        [([ACT, LOGITS], [ACT * 0.1, LOGITS * 0.2], [ACT * 0, LOGITS * 0]), ([ACT32], [ACT32], [ACT32 * 0], 0.01)],
+        1,
+        [],
+    ),
     (causal_mask_scores, [(SEQ, SEQ), (SEQ[:, :3], SEQ[:, :3])], 1, []),
     (linear, [(ACT, WQ[:, :3].repeat(2, axis=0)[:10], np.ones(3)), (ACT32, np.ones((4, 2), np.float32))], 1, []),
     (mse_and_grad, [(np.ones(4), FEATS, FEATS[:, 0]), (np.ones(2), FEATS[:5, :2], FEATS[:5, 3])], 1, []),
     (accuracy, [(LOGITS, TARGETS), (LOGITS[:4, :2], TARGETS[:4] % 2)], 1, []),
-    (knn_predict, [(FEATS, YBIN.astype(np.int64), FEATS[:5] + 0.1), (FEATS[:10], YBIN[:10].astype(np.int64), FEATS[:2], 1)], 1, []),
+    (
+        knn_predict,
+        [(FEATS, YBIN.astype(np.int64), FEATS[:5] + 0.1), (FEATS[:10], YBIN[:10].astype(np.int64), FEATS[:2], 1)],
+        1,
+        [],
+    ),
     (logistic_train, [(FEATS, YBIN), (FEATS[:12, :2], YBIN[:12], 0.1, 5)], 1, []),
     (gru_cell, [(GX, GH, WZ, WR, WH), (GX[:2], GH[:2], WZ, WR, WH)], 1, []),
     (positional_encoding, [(6, 8), (4, 4)], 1, []),

@@ -1,6 +1,7 @@
 """Corpus: physics simulation kernels (integrators over a few fixed steps, stencils on 1-D and
 2-D grids with slicing and np.roll, particle systems with pairwise broadcasting). Checked by
 corpus_helpers.run_case."""
+
 from __future__ import annotations
 
 import math
@@ -36,20 +37,20 @@ def leapfrog_energy(x, v, k=1.0, m=1.0, dt=0.1, steps=10):
         x = x + dt * v
         v = v - dt * k * x / m
     v = v + 0.5 * dt * k * x / m
-    return 0.5 * m * (v ** 2).sum() + 0.5 * k * (x ** 2).sum()
+    return 0.5 * m * (v**2).sum() + 0.5 * k * (x**2).sum()
 
 
 def lennard_jones_energy(pos, eps=1.0, sigma=0.5):
     d = pos[:, None, :] - pos[None, :, :]
-    r2 = (d ** 2).sum(axis=-1) + np.eye(pos.shape[0])
-    s6 = (sigma ** 2 / r2) ** 3
+    r2 = (d**2).sum(axis=-1) + np.eye(pos.shape[0])
+    s6 = (sigma**2 / r2) ** 3
     pair = 4 * eps * (s6 * s6 - s6)
     return np.triu(pair, 1).sum()
 
 
 def gravity_accelerations(pos, mass, g=1.0, soft=0.05):
     d = pos[None, :, :] - pos[:, None, :]
-    inv_r3 = ((d ** 2).sum(-1) + soft ** 2) ** -1.5
+    inv_r3 = ((d**2).sum(-1) + soft**2) ** -1.5
     return g * np.einsum("ijk,ij,j->ik", d, inv_r3, mass)
 
 
@@ -68,8 +69,7 @@ def upwind_advection(u, c=0.5, steps=6):
 
 def burgers_step(u, nu=0.01, dt=0.001, dx=0.05):
     un = u.copy()
-    u[1:-1] = (un[1:-1] - un[1:-1] * dt / dx * (un[1:-1] - un[:-2])
-               + nu * dt / dx ** 2 * (un[2:] - 2 * un[1:-1] + un[:-2]))
+    u[1:-1] = un[1:-1] - un[1:-1] * dt / dx * (un[1:-1] - un[:-2]) + nu * dt / dx**2 * (un[2:] - 2 * un[1:-1] + un[:-2])
     return u
 
 
@@ -81,8 +81,7 @@ def implicit_heat(u, r=0.4):
 
 def diffusion_periodic(f, d=0.1, steps=4):
     for _ in range(steps):
-        lap = (np.roll(f, 1, axis=0) + np.roll(f, -1, axis=0)
-               + np.roll(f, 1, axis=1) + np.roll(f, -1, axis=1) - 4 * f)
+        lap = np.roll(f, 1, axis=0) + np.roll(f, -1, axis=0) + np.roll(f, 1, axis=1) + np.roll(f, -1, axis=1) - 4 * f
         f = f + d * lap
     return f
 
@@ -112,12 +111,12 @@ def spring_chain_forces(x, k=10.0, rest=0.1):
 def projectile(v0, angle_deg, t, g=9.81):
     theta = math.radians(angle_deg)
     x = v0 * math.cos(theta) * t
-    y = v0 * math.sin(theta) * t - 0.5 * g * t ** 2
+    y = v0 * math.sin(theta) * t - 0.5 * g * t**2
     return np.stack([x, np.maximum(y, 0.0)], axis=-1)
 
 
 def temperature(vel, mass, kb=1.0):
-    kinetic = 0.5 * (mass[:, None] * vel ** 2).sum()
+    kinetic = 0.5 * (mass[:, None] * vel**2).sum()
     dof = vel.size - 3
     return 2 * kinetic / (dof * kb)
 
@@ -148,7 +147,7 @@ def center_of_mass(pos, mass):
 
 
 def inertia_tensor(pos, mass):
-    r2 = (pos ** 2).sum(axis=1)
+    r2 = (pos**2).sum(axis=1)
     return (mass * r2).sum() * np.eye(3) - np.einsum("i,ij,ik->jk", mass, pos, pos)
 
 
@@ -164,29 +163,35 @@ def radial_profile(field, nbins=4):
 def poisson_jacobi(rho, h=0.1, iters=10):
     phi = np.zeros_like(rho)
     for _ in range(iters):
-        phi[1:-1, 1:-1] = 0.25 * (phi[:-2, 1:-1] + phi[2:, 1:-1] + phi[1:-1, :-2] + phi[1:-1, 2:]
-                                  + h * h * rho[1:-1, 1:-1])
+        phi[1:-1, 1:-1] = 0.25 * (
+            phi[:-2, 1:-1] + phi[2:, 1:-1] + phi[1:-1, :-2] + phi[1:-1, 2:] + h * h * rho[1:-1, 1:-1]
+        )
     return phi
 
 
 # ---- expected to break
 
+
 def life_step_genexpr(board):
-    neighbours = sum(np.roll(np.roll(board, i, 0), j, 1)      # a generator expression: FH014
-                     for i in (-1, 0, 1) for j in (-1, 0, 1) if (i, j) != (0, 0))
+    neighbours = sum(
+        np.roll(np.roll(board, i, 0), j, 1)  # a generator expression: FH014
+        for i in (-1, 0, 1)
+        for j in (-1, 0, 1)
+        if (i, j) != (0, 0)
+    )
     return ((neighbours == 3) | ((board == 1) & (neighbours == 2))).astype(board.dtype)
 
 
 def energy_log(x, v, k=1.0):
-    e = 0.5 * (v ** 2).sum() + 0.5 * k * (x ** 2).sum()
-    print(f"energy {e:.4f}")                     # formatting a graph value: FH012, then print: FH005
+    e = 0.5 * (v**2).sum() + 0.5 * k * (x**2).sum()
+    print(f"energy {e:.4f}")  # formatting a graph value: FH012, then print: FH005
     return e
 
 
 def run_until_settled(u, tol=1e-3, max_steps=50):
     for _ in range(max_steps):
         nxt = 0.5 * (np.roll(u, 1) + np.roll(u, -1))
-        if np.abs(nxt - u).max() < tol:          # data-dependent exit inside a loop: FH002
+        if np.abs(nxt - u).max() < tol:  # data-dependent exit inside a loop: FH002
             return nxt
         u = nxt
     return u
@@ -215,9 +220,9 @@ CORPUS = [
     (inertia_tensor, [(POS, MASS), (POS[:5], MASS[:5])], 1, []),
     (radial_profile, [(FIELD,), (FIELD[:7, :7], 3)], 1, []),
     (poisson_jacobi, [(FIELD,), (FIELD[:8, :8], 0.2, 4)], 1, []),
-    (life_step_genexpr, [(LIFE,), (LIFE[:5, :6],)], 0, ["FH014"]),   # the frame runs its original code
-    (energy_log, [(POS, VEL), (POS[:2], VEL[:2], 3.0)], 1, ["FH012", "FH005"]),   # nothing left to capture after
-    (run_until_settled, [(ROD.copy(),), (ROD[:8].copy(), 1e-2)], 0, ["FH002"]),   # break in a loop: original code
+    (life_step_genexpr, [(LIFE,), (LIFE[:5, :6],)], 0, ["FH014"]),  # the frame runs its original code
+    (energy_log, [(POS, VEL), (POS[:2], VEL[:2], 3.0)], 1, ["FH012", "FH005"]),  # nothing left to capture after
+    (run_until_settled, [(ROD.copy(),), (ROD[:8].copy(), 1e-2)], 0, ["FH002"]),  # break in a loop: original code
 ]
 
 

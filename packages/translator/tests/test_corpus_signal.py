@@ -1,5 +1,6 @@
 """Corpus: 1-D signal processing (FIR/IIR filters, windows, a DFT by matrix product,
 resampling, peak and zero-crossing detection). Checked by corpus_helpers.run_case."""
+
 from __future__ import annotations
 
 import math
@@ -31,7 +32,7 @@ def fir_filter(x, taps):
     n = len(x) - len(taps) + 1
     y = np.zeros(n, dtype=np.result_type(x, taps))
     for k, h in enumerate(taps[::-1]):
-        y += h * x[k:k + n]
+        y += h * x[k : k + n]
     return y
 
 
@@ -96,7 +97,7 @@ def detrend(x):
 def autocorrelation(x, max_lag=6):
     xc = x - x.mean()
     denom = xc @ xc
-    return np.array([xc[:len(xc) - lag] @ xc[lag:] / denom for lag in range(max_lag)])
+    return np.array([xc[: len(xc) - lag] @ xc[lag:] / denom for lag in range(max_lag)])
 
 
 def median3(x):
@@ -110,13 +111,13 @@ def local_peaks(x):
 
 
 def rms_db(x, ref=1.0):
-    rms = np.sqrt(np.mean(x ** 2))
+    rms = np.sqrt(np.mean(x**2))
     return 20 * np.log10(rms / ref)
 
 
 def chirp(t, f0=1.0, f1=8.0):
     k = (f1 - f0) / t[-1]
-    return np.sin(2 * np.pi * (f0 * t + 0.5 * k * t ** 2))
+    return np.sin(2 * np.pi * (f0 * t + 0.5 * k * t**2))
 
 
 def quantize(x, bits=8):
@@ -129,13 +130,13 @@ def envelope(x, width=4):
     padded = np.pad(mag, (width // 2, width - width // 2 - 1), mode="edge")
     out = padded[: len(x)]
     for k in range(1, width):
-        out = np.maximum(out, padded[k:k + len(x)])
+        out = np.maximum(out, padded[k : k + len(x)])
     return out
 
 
 def gradient_energy(x, dt=1.0):
     g = np.gradient(x, dt)
-    return g, 0.5 * (g ** 2).sum() * dt
+    return g, 0.5 * (g**2).sum() * dt
 
 
 def sinc_interpolate(samples, t_new, period=1.0):
@@ -165,10 +166,11 @@ def spectral_centroid(x):
 
 def snr_db(clean, noisy):
     noise = noisy - clean
-    return 10 * math.log10(1.0) + 10 * np.log10((clean ** 2).sum() / (noise ** 2).sum())
+    return 10 * math.log10(1.0) + 10 * np.log10((clean**2).sum() / (noise**2).sum())
 
 
 # ---- expected to break
+
 
 def peak_positions(x):
     return np.arange(x.shape[0])[local_peaks(x)]  # boolean mask: captured, its length a symbolic dimension
@@ -176,8 +178,8 @@ def peak_positions(x):
 
 def clipping_warning(x, limit=1.0):
     clipped = np.abs(x) > limit
-    if clipped.any():                             # data-dependent: FH002
-        print("clipping", clipped.sum())          # FH005 in the resumed branch (sum: a graph of its own)
+    if clipped.any():  # data-dependent: FH002
+        print("clipping", clipped.sum())  # FH005 in the resumed branch (sum: a graph of its own)
     return np.clip(x, -limit, limit)
 
 

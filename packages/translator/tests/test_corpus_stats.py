@@ -1,6 +1,7 @@
 """Corpus: descriptive statistics, as data-analysis code writes it (reductions with axis and
 keepdims, weighted moments, rolling windows by cumulative sums, quantiles, empirical
 distributions). Checked by corpus_helpers.run_case."""
+
 from __future__ import annotations
 
 import math
@@ -51,7 +52,7 @@ def ewma(x, alpha=0.3):
 def pearson(x, y):
     xc = x - x.mean()
     yc = y - y.mean()
-    return (xc * yc).sum() / np.sqrt((xc ** 2).sum() * (yc ** 2).sum())
+    return (xc * yc).sum() / np.sqrt((xc**2).sum() * (yc**2).sum())
 
 
 def correlation_matrix(x):
@@ -89,15 +90,15 @@ def bootstrap_means(x, idx):
 def skew_kurtosis(x):
     m = x.mean(axis=0)
     d = x - m
-    m2 = (d ** 2).mean(axis=0)
-    m3 = (d ** 3).mean(axis=0)
-    m4 = (d ** 4).mean(axis=0)
-    return m3 / m2 ** 1.5, m4 / m2 ** 2 - 3.0
+    m2 = (d**2).mean(axis=0)
+    m3 = (d**3).mean(axis=0)
+    m4 = (d**4).mean(axis=0)
+    return m3 / m2**1.5, m4 / m2**2 - 3.0
 
 
 def moving_max(x, width=4):
     n = len(x) - width + 1
-    windows = [x[i:i + n] for i in range(width)]
+    windows = [x[i : i + n] for i in range(width)]
     return np.max(np.stack(windows), axis=0)
 
 
@@ -125,8 +126,7 @@ def standard_error(x):
 
 
 def summary(x):
-    return {"mean": x.mean(axis=0), "std": x.std(axis=0), "min": x.min(axis=0), "max": x.max(axis=0),
-            "n": x.shape[0]}
+    return {"mean": x.mean(axis=0), "std": x.std(axis=0), "min": x.min(axis=0), "max": x.max(axis=0), "n": x.shape[0]}
 
 
 def nan_robust_mean(x):
@@ -142,23 +142,24 @@ def autocovariance(x, lags=5):
 
 # ---- expected to break
 
+
 def rescale_if_wide(x):
     spread = x.max() - x.min()
-    if spread > 10:                     # data-dependent: FH002
+    if spread > 10:  # data-dependent: FH002
         x = x / spread
     return x - x.mean()
 
 
 def outlier_report(x, k=2.0):
     z = np.abs(zscore_rows(x.T)).T
-    n = int((z > k).sum())              # array value -> int: FH012
-    print("outliers:", n)               # FH005
+    n = int((z > k).sum())  # array value -> int: FH012
+    print("outliers:", n)  # FH005
     return np.where(z > k, 0.0, x)
 
 
 def trimmed_values(x, k=1.0):
     keep = np.abs(x - x.mean()) <= k * x.std()
-    return x[keep].mean()               # boolean mask: captured (a symbolic dimension)
+    return x[keep].mean()  # boolean mask: captured (a symbolic dimension)
 
 
 BOOT = RNG.integers(0, 24, size=(5, 24))
@@ -167,7 +168,7 @@ BOOT = RNG.integers(0, 24, size=(5, 24))
 def coefficient_of_variation(x):
     mu = x.mean(axis=0)
     sd = x.std(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):   # a column of zeros has no ratio
+    with np.errstate(divide="ignore", invalid="ignore"):  # a column of zeros has no ratio
         cv = sd / np.abs(mu)
     return np.where(np.isfinite(cv), cv, np.nan)
 
@@ -183,7 +184,7 @@ CORPUS = [
     (weighted_moments, [(TABLE, WEIGHTS), (TABLE[:10], WEIGHTS[:10])], 1, []),
     (rolling_std, [(SERIES, 5), (SHORT, 3)], 1, []),
     (ewma, [(SHORT,), (SHORT[:7], 0.5)], 1, []),
-    (pearson, [(SERIES, SERIES ** 2), (SHORT, SHORT[::-1].copy())], 1, []),
+    (pearson, [(SERIES, SERIES**2), (SHORT, SHORT[::-1].copy())], 1, []),
     (correlation_matrix, [(TABLE,), (TABLE32,)], 1, []),
     (shrunk_covariance, [(TABLE,), (TABLE32, 0.5)], 1, []),
     (quantile_bands, [(TABLE,), (TABLE32,)], 1, []),
@@ -204,8 +205,12 @@ CORPUS = [
     (outlier_report, [(TABLE,), (TABLE32, 1.0)], 2, ["FH012", "FH005"]),
     (trimmed_values, [(SERIES,), (TABLE32,)], 1, []),
     (coefficient_of_variation, [(np.hstack([TABLE, np.zeros((24, 1))]),), (TABLE32,)], 1, []),
-    (log_fold_change, [(np.abs(SHORT) * (SHORT > 0), np.abs(SHORT[::-1])), (np.abs(SERIES), np.abs(SERIES) + 1, 0.5)],
-     1, []),
+    (
+        log_fold_change,
+        [(np.abs(SHORT) * (SHORT > 0), np.abs(SHORT[::-1])), (np.abs(SERIES), np.abs(SERIES) + 1, 0.5)],
+        1,
+        [],
+    ),
 ]
 
 

@@ -5,6 +5,7 @@ run next to the original on fresh inputs: results, printed output, mutated argum
 globals must be the same. Hand-made bytecode checks what compilers never emit but the
 translator does (values left on the stack across statements, stack copies of calls).
 """
+
 import contextlib
 import io
 import sys
@@ -12,8 +13,14 @@ import sys
 import numpy as np
 import pytest
 
-from framehook.translator.bytecode import (Codegen, build_function, create_instruction, create_jump, decode,
-                                          prefix_length)
+from framehook.translator.bytecode import (
+    Codegen,
+    build_function,
+    create_instruction,
+    create_jump,
+    decode,
+    prefix_length,
+)
 from framehook.translator.decompiler.decompile import decompile, literal_text
 
 COUNTER = 0
@@ -40,8 +47,15 @@ def bump():
 
 
 def s_arith(a, b, c):
-    return ((a + b) * c - a ** -b / (c - 1) % 3, -a ** 2, (-a) ** 2, a - (b - c), ~a << 2 >> 1 & 7 | 1 ^ 3,
-            a // b, a @ np.eye(2) if False else a * 1.5)
+    return (
+        (a + b) * c - a**-b / (c - 1) % 3,
+        -(a**2),
+        (-a) ** 2,
+        a - (b - c),
+        ~a << 2 >> 1 & 7 | 1 ^ 3,
+        a // b,
+        a @ np.eye(2) if False else a * 1.5,
+    )
 
 
 def s_compare(a, b, c):
@@ -50,8 +64,18 @@ def s_compare(a, b, c):
 
 def s_calls(a, items, d):
     box = Box()
-    return (kw(a, k=items), type(box).__name__, kw(*items), kw(**d), len(items), kw(a, *items, x=1, **d),
-            "-".join(map(str, items)), (1).bit_length(), kw(*items, a, *items), kw(**d, y=2))
+    return (
+        kw(a, k=items),
+        type(box).__name__,
+        kw(*items),
+        kw(**d),
+        len(items),
+        kw(a, *items, x=1, **d),
+        "-".join(map(str, items)),
+        (1).bit_length(),
+        kw(*items, a, *items),
+        kw(**d, y=2),
+    )
 
 
 def s_stores(a, b, items, d):
@@ -105,14 +129,26 @@ def s_order(items):
 
 def s_displays(a, b, items, d):
     arr = np.arange(12).reshape(3, 4)
-    return ({a: b, **d}, sorted({a, *items}), set(), {}, arr[1:, ::2], arr[0, 1:3], items[::2], items[a:b],
-            arr[..., 0], arr[:, None].shape, items[-1], (a, *items))
+    return (
+        {a: b, **d},
+        sorted({a, *items}),
+        set(),
+        {},
+        arr[1:, ::2],
+        arr[0, 1:3],
+        items[::2],
+        items[a:b],
+        arr[..., 0],
+        arr[:, None].shape,
+        items[-1],
+        (a, *items),
+    )
 
 
 def s_constants(a):
     if a:
         raise KeyError(a) from None
-    return 1e309, (1, 2.5, None), -0.0, 2j, b"x", frozenset({1}), -1 ** 2, (-1) ** 2, ..., 10 ** 30
+    return 1e309, (1, 2.5, None), -0.0, 2j, b"x", frozenset({1}), -(1**2), (-1) ** 2, ..., 10**30
 
 
 def s_numpy(a, b):
@@ -156,6 +192,7 @@ def _namer(bound):
         key = f"___c{len(bound)}"
         bound[key] = value
         return key
+
     return name
 
 
@@ -166,7 +203,7 @@ def rebuild(fn):
     bound = {}
     out = decompile(insts, prefix_length(insts), const_name=_namer(bound), consts=code.co_consts)
     assert out.complete, f"{fn.__name__} stopped at {out.stopped_at}: {out.reason}"
-    head = f"def {code.co_name}({', '.join(code.co_varnames[:code.co_argcount])}):\n"
+    head = f"def {code.co_name}({', '.join(code.co_varnames[: code.co_argcount])}):\n"
     if out.global_stores:
         head += f"    global {', '.join(sorted(out.global_stores))}\n"
     text = head + out.text()
@@ -218,7 +255,7 @@ def test_a_global_read_before_a_call_that_changes_it_is_bound_first():
         g["G"] += 10
 
     def emit(cg):
-        cg.load_global("G")                          # stays on the stack across the call
+        cg.load_global("G")  # stays on the stack across the call
         cg.call_builtin(change, lambda: None, nargs=0)
         cg.emit("POP_TOP")
         cg.load_global("G")
@@ -237,7 +274,7 @@ def test_a_global_read_before_a_call_that_changes_it_is_bound_first():
 
 def test_a_local_read_before_it_is_assigned_is_bound_first():
     def emit(cg):
-        cg.load_fast("x")                            # old x stays on the stack
+        cg.load_fast("x")  # old x stays on the stack
         cg.load_const(5)
         cg.emit("STORE_FAST", argval="x")
         cg.load_fast("x")
@@ -281,7 +318,7 @@ def test_a_value_left_under_a_conditional_jump():
     name = "POP_JUMP_FORWARD_IF_FALSE" if sys.version_info[:2] == (3, 11) else "POP_JUMP_IF_FALSE"
 
     def emit(cg):
-        cg.load_fast("a")                            # stays on the stack on both ways
+        cg.load_fast("a")  # stays on the stack on both ways
         cg.load_fast("b")
         if sys.version_info >= (3, 13):
             cg.emit("TO_BOOL")
@@ -341,7 +378,7 @@ def test_constants_without_a_literal_form_need_a_name():
         return 1e309
 
     insts = decode(fn.__code__)
-    out = decompile(insts, prefix_length(insts))   # no namer: stops, naming why
+    out = decompile(insts, prefix_length(insts))  # no namer: stops, naming why
     assert not out.complete and "1e309" not in out.reason and "inf" in out.reason
 
 

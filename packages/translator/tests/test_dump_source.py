@@ -2,6 +2,7 @@
 Python (decompiler/render.py): files that say they are exact run like the original function on
 fresh inputs (result, printed output, globals and arguments changed); the others say why
 and list the original lines."""
+
 import contextlib
 import dis
 import io
@@ -60,7 +61,7 @@ def guarded(x):
         print("shape", y.shape)
     except ValueError:
         y = None
-    z = y + 1   # not a return: 3.13 copies a small return block into the handler
+    z = y + 1  # not a return: 3.13 copies a small return block into the handler
     return z * 2
 
 
@@ -91,6 +92,7 @@ def make_scaled(s):
         y = x * s
         print("inner")
         return y + s
+
     return scaled
 
 
@@ -100,7 +102,7 @@ def _dump(fn, args, tmp_path):
     paths = debug.dump(fn, str(tmp_path))
     for p in paths:
         if p.endswith(".py"):
-            compile(open(p).read(), p, "exec", dont_inherit=True)   # every file is valid Python
+            compile(open(p).read(), p, "exec", dont_inherit=True)  # every file is valid Python
     return {os.path.basename(p): p for p in paths}
 
 
@@ -145,12 +147,15 @@ def test_top_level_break_bound_by_hand(tmp_path):
     generated, resume = _text(files["entry0_generated.py"]), _text(files["resume1_code.py"])
     assert _exact(files["entry0_generated.py"]) and _exact(files["resume1_code.py"])
     assert "___print('hi')" in generated and "return ___resume1(" in generated
-    assert "\n    return y + 1\n" in resume   # the user's own line
+    assert "\n    return y + 1\n" in resume  # the user's own line
     assert "code: resume1_code.py (exact)" in _text(files["index.txt"])
     # bind what the header lists, by hand
     binds = dict(re.findall(r"^# bind (\w+): (.*)$", generated, re.M))
-    assert binds == {"___entry0_graph0": "graph entry0_graph0.py", "___print": "import builtins.print",
-                     "___resume1": "resume resume1_code.py"}
+    assert binds == {
+        "___entry0_graph0": "graph entry0_graph0.py",
+        "___print": "import builtins.print",
+        "___resume1": "resume resume1_code.py",
+    }
     namespace = dict(globals())
     namespace["___entry0_graph0"] = debug.load_graph(files["entry0_graph0.py"])
     namespace["___print"] = print
@@ -161,14 +166,18 @@ def test_top_level_break_bound_by_hand(tmp_path):
     _same(_outcome(namespace["top"], x), _outcome(top, x))
 
 
-@pytest.mark.parametrize("fn,args,fresh", [
-    (top, (np.ones(3),), (np.array([3.0, -1.0, 0.25]),)),
-    (several, (np.ones(2),), (np.array([4.0, -9.0]),)),
-    (branchy, (np.ones(2),), (np.array([4.0, -1.0]),)),
-    (branchy, (np.ones(2),), (np.array([-4.0, 1.0]),)),
-    (mid_expression, (np.ones(3),), (np.array([1.0, 2.0, -0.5]),)),
-    (guarded, (np.ones(2),), (np.array([2.0, 5.0]),)),
-], ids=["top", "several", "branch-true", "branch-false", "mid-expression", "try-statement"])
+@pytest.mark.parametrize(
+    "fn,args,fresh",
+    [
+        (top, (np.ones(3),), (np.array([3.0, -1.0, 0.25]),)),
+        (several, (np.ones(2),), (np.array([4.0, -9.0]),)),
+        (branchy, (np.ones(2),), (np.array([4.0, -1.0]),)),
+        (branchy, (np.ones(2),), (np.array([-4.0, 1.0]),)),
+        (mid_expression, (np.ones(3),), (np.array([1.0, 2.0, -0.5]),)),
+        (guarded, (np.ones(2),), (np.array([2.0, 5.0]),)),
+    ],
+    ids=["top", "several", "branch-true", "branch-false", "mid-expression", "try-statement"],
+)
 def test_exact_renderings_run_like_the_original(tmp_path, fn, args, fresh):
     files = _dump(fn, args, tmp_path)
     assert _chain_exact(files), _text(files["entry0_generated.py"])
@@ -178,20 +187,21 @@ def test_exact_renderings_run_like_the_original(tmp_path, fn, args, fresh):
 
 def test_every_resume_function_is_written_and_its_entries_run_like_its_code(tmp_path):
     files = _dump(several, (np.ones(2),), tmp_path)
-    assert {"resume1_code.py", "resume2_code.py", "resume1_entry0_generated.py", "resume2_entry0_generated.py"} <= \
-        set(files)
+    assert {"resume1_code.py", "resume2_code.py", "resume1_entry0_generated.py", "resume2_entry0_generated.py"} <= set(
+        files
+    )
     index = _text(files["index.txt"])
     assert "resume1: framehook dump of" in index and "code: resume2_code.py (exact)" in index
     # resume 1's own compiled entry (its graph, the second print, resume 2) against its code
     head = re.search(r"^def several\((.*)\):$", _text(files["resume1_code.py"]), re.M).group(1)
     x = np.array([0.5, -3.0])
-    args = [{"x": x, "y": x * 2}[name] for name in head.split(", ")]   # the locals live after the break
+    args = [{"x": x, "y": x * 2}[name] for name in head.split(", ")]  # the locals live after the break
     entry = debug.load_function(files["resume1_entry0_generated.py"], dict(globals()))
     code = debug.load_function(files["resume1_code.py"], dict(globals()))
     assert _chain_exact(files, "resume1_entry0_generated.py")
     _same(_outcome(entry, *args), _outcome(code, *args))
     want = _outcome(several, x)
-    _same(_outcome(code, *args), (want[0], want[1].split("\n", 1)[1]))   # from the second print on
+    _same(_outcome(code, *args), (want[0], want[1].split("\n", 1)[1]))  # from the second print on
 
 
 def test_side_effects_on_a_global_and_an_argument_list(tmp_path):
@@ -203,7 +213,7 @@ def test_side_effects_on_a_global_and_an_argument_list(tmp_path):
     x = np.array([2.0, 3.0, -1.0])
     COUNT = 5
     namespace = dict(globals())
-    want_list, got_list = [], []   # the entry's guards hold for an empty list
+    want_list, got_list = [], []  # the entry's guards hold for an empty list
     want = _outcome(replays, x, want_list)
     got = _outcome(debug.load_function(files["entry0_generated.py"], namespace), x, got_list)
     _same(got, want)
@@ -240,18 +250,21 @@ def test_a_frame_with_cells_is_not_rendered_and_says_why(tmp_path):
     scaled = make_scaled(3.0)
     files = _dump(scaled, (np.ones(2),), tmp_path)
     first = scaled.__code__.co_firstlineno
-    for name, line in (("entry0_generated.py", f'{first + 2}:         print("inner")'),
-                       ("resume1_code.py", f"{first + 3}:         return y + s")):
+    for name, line in (
+        ("entry0_generated.py", f'{first + 2}:         print("inner")'),
+        ("resume1_code.py", f"{first + 3}:         return y + s"),
+    ):
         text = _text(files[name])
         assert not _exact(files[name])
         assert "the frame has cell variables (s)" in text and "raise NotImplementedError" in text
-        assert f"{scaled.__code__.co_filename}:{line}" in text   # the lines it comes from
+        assert f"{scaled.__code__.co_filename}:{line}" in text  # the lines it comes from
         assert "# bytecode:" in text
 
 
 def test_generated_code_that_only_calls_the_graph(tmp_path):
     def plain(x):
         return x * 2 + 1
+
     files = _dump(plain, (np.ones(2),), tmp_path)
     text = _text(files["entry0_generated.py"])
     assert _exact(files["entry0_generated.py"]) and "return ___entry0_graph0(x)" in text

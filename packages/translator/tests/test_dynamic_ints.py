@@ -3,6 +3,7 @@ between compilations is guarded on its type only, so one cache entry serves ever
 value, and where Python needs its value the trace breaks (FH011) instead of specializing.
 Every call is compared with plain execution (values, dtypes, exceptions, warnings, mutation
 of the arguments)."""
+
 from __future__ import annotations
 
 import warnings
@@ -50,6 +51,7 @@ def uses_global(x):
 def make_closure(k):
     def inner(x):
         return x[:k] + k
+
     return inner
 
 
@@ -69,23 +71,28 @@ def test_helper_with_a_new_index_each_call_is_translated_twice():
     calls = row_calls(7)
     with Reports() as reports:
         opt = check_agrees(fill_row, *calls)
-        check_agrees(fill_row, *calls, optimized=opt)   # every value again: cache hits
+        check_agrees(fill_row, *calls, optimized=opt)  # every value again: cache hits
     mine = translations(reports, fill_row)
     assert len(mine) == 2, [str(r.graph_break) for r in mine]
-    assert mine[0].graph_break is None   # the first value: specialized, captured
+    assert mine[0].graph_break is None  # the first value: specialized, captured
     assert mine[1].graph_break.code == "FH011" and "L['i']" in mine[1].graph_break.reason
     assert "automatic_dynamic_ints" in mine[1].graph_break.reason
     assert 1 <= entries(fill_row) <= 2
-    assert "EQUALS_MATCH(L['i'])" in mine[0].guards and mine[1].guards == []   # it gave up: runs unmodified
+    assert "EQUALS_MATCH(L['i'])" in mine[0].guards and mine[1].guards == []  # it gave up: runs unmodified
 
 
 def test_first_call_cache_hit_recompilation_and_a_new_shape_agree():
     opt = ft.optimize("eager")(fill_row)
     a5, a6 = square(5), square(6)
-    sequence = [(np.zeros((5, 5)), a5, 0, 5), (np.zeros((5, 5)), a5, 0, 5),   # first call, hit
-                (np.zeros((5, 5)), a5, 3, 5), (np.zeros((5, 5)), a5, 4, 5),   # recompile (dynamic), hit
-                (np.zeros((6, 6)), a6, 2, 6), (np.zeros((6, 6)), a6, 5, 6),   # a new shape
-                (np.zeros((5, 5)), a5, 9, 5)]                                 # IndexError, as plain
+    sequence = [
+        (np.zeros((5, 5)), a5, 0, 5),
+        (np.zeros((5, 5)), a5, 0, 5),  # first call, hit
+        (np.zeros((5, 5)), a5, 3, 5),
+        (np.zeros((5, 5)), a5, 4, 5),  # recompile (dynamic), hit
+        (np.zeros((6, 6)), a6, 2, 6),
+        (np.zeros((6, 6)), a6, 5, 6),  # a new shape
+        (np.zeros((5, 5)), a5, 9, 5),
+    ]  # IndexError, as plain
     with Reports() as reports:
         check_agrees(fill_row, *sequence, optimized=opt)
     assert len(translations(reports, fill_row)) <= 4
@@ -102,8 +109,8 @@ def test_many_values_keep_one_or_two_entries():
     dynamic = reports[-1]
     assert [n.captured and n.iterations is None for n in dynamic.loops] == [True], [str(n) for n in dynamic.loops]
     (node,) = loop_nodes(dynamic.graph)
-    assert isinstance(node.args[1], Node), node.format()   # the bound is the graph int k
-    guards = ft.last_decisions(steps)["guards"]   # of the entry the last call (k=2) ran
+    assert isinstance(node.args[1], Node), node.format()  # the bound is the graph int k
+    guards = ft.last_decisions(steps)["guards"]  # of the entry the last call (k=2) ran
     assert not any("L['k'] ==" in g for g in guards), guards
     with Reports() as more:
         check_agrees(steps, *[(np.arange(4.0), k) for k in (8, 9, 10, 11)], optimized=opt)
@@ -122,7 +129,7 @@ def last_index(x, k):
     i = -1
     for i in range(k):
         x = x + i
-    return x, i     # the loop variable after the loop: not captured, runs in Python
+    return x, i  # the loop variable after the loop: not captured, runs in Python
 
 
 def test_dynamic_range_loop_node_carries_python_numbers():
@@ -182,12 +189,12 @@ def test_graph_int_keeps_its_warnings_and_errors():
 
     opt = ft.optimize("eager")(scaled_tail)
     with Reports() as reports:
-        for k in (1, 1, 2, 3, 5, 4, 3, 7):   # 3: division by zero warns; 7: an empty slice
+        for k in (1, 1, 2, 3, 5, 4, 3, 7):  # 3: division by zero warns; 7: an empty slice
             want, got = run(scaled_tail, k), run(opt, k)
             assert got[1] == want[1], (k, got[1], want[1])
             assert got[0][0] == want[0][0]
             assert_same(got[0][1], want[0][1])
-    assert len(reports) == 2   # x[k:] and k - 3 stay in the graph: no break, one dynamic entry
+    assert len(reports) == 2  # x[k:] and k - 3 stay in the graph: no break, one dynamic entry
     assert all(r.graph_break is None for r in reports)
 
 
@@ -202,7 +209,7 @@ def test_int_global_goes_dynamic():
                 check_agrees(uses_global, (x,), optimized=opt)
     finally:
         K = 2
-    assert len(translations(reports, uses_global)) <= 3   # K == 2; dynamic: breaks at the branch
+    assert len(translations(reports, uses_global)) <= 3  # K == 2; dynamic: breaks at the branch
     assert entries(uses_global) <= 2
     assert any(r.graph_break is not None and "G['K']" in r.graph_break.reason for r in reports)
 
@@ -218,7 +225,7 @@ def test_int_closure_cell_goes_dynamic():
 
 
 def test_explain_shows_the_break_of_the_dynamic_int():
-    with config.patch(max_unrolled_iterations=2):   # the driver's loop left to Python: calls from Python
+    with config.patch(max_unrolled_iterations=2):  # the driver's loop left to Python: calls from Python
         out = ft.explain(lambda a: fill_rows_of_two(a))(square(6))
     assert_same(out.result, fill_rows_of_two(square(6)))
     codes = [b.code for b in out.break_reasons]
@@ -226,7 +233,7 @@ def test_explain_shows_the_break_of_the_dynamic_int():
     b = out.break_reasons[codes.index("FH011")]
     assert b.function == "fill_row" and "config.automatic_dynamic_ints" in b.reason
     helper_guards = [g for g in out.guards if g.frame == "fill_row"]
-    assert any(g.startswith("EQUALS_MATCH(L['i'])") for g in helper_guards)   # the first value only
+    assert any(g.startswith("EQUALS_MATCH(L['i'])") for g in helper_guards)  # the first value only
 
 
 def fill_rows_of_two(a):

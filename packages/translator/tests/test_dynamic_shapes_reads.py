@@ -2,6 +2,7 @@
 ``x.size``, ``n, m = x.shape`` are graph ints once the dimension is dynamic, so a function
 that reads its input's size compiles twice (static, then dynamic after the size changed)
 and then serves every further size from the same entry."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -74,15 +75,24 @@ def compares(x):
 def slices_and_indices(x):
     n = len(x)
     out = np.empty(n)
-    out[: n // 2] = x[n - n // 2:]
-    out[n // 2:] = 0.0
-    return out, x[n - 1], x[-n:], x[1:n - 1:2]
+    out[: n // 2] = x[n - n // 2 :]
+    out[n // 2 :] = 0.0
+    return out, x[n - 1], x[-n:], x[1 : n - 1 : 2]
 
 
 def creation(x):
     n = len(x)
-    return (np.ones((n, 2)), np.full(n, 7), np.linspace(0.0, 1.0, n), np.eye(n), np.arange(1, n + 1, 2),
-            np.identity(n), np.zeros_like(x, shape=(2, n)), np.broadcast_to(x, (3, n)), np.tile(x, 2))
+    return (
+        np.ones((n, 2)),
+        np.full(n, 7),
+        np.linspace(0.0, 1.0, n),
+        np.eye(n),
+        np.arange(1, n + 1, 2),
+        np.identity(n),
+        np.zeros_like(x, shape=(2, n)),
+        np.broadcast_to(x, (3, n)),
+        np.tile(x, 2),
+    )
 
 
 def builtins_on_sizes(x):
@@ -116,10 +126,22 @@ def square(n):
 
 
 PATTERNS = [
-    (mean_by_rows, vector), (standardize, vector), (rows, table), (zeros_n, vector), (zeros_like, table),
-    (first_half, vector), (weighted, vector), (unpacked, table), (per_element, table), (shape_tuple, table),
-    (compares, vector), (slices_and_indices, vector), (creation, vector), (builtins_on_sizes, vector),
-    (matrix, table), (two_dims, square),
+    (mean_by_rows, vector),
+    (standardize, vector),
+    (rows, table),
+    (zeros_n, vector),
+    (zeros_like, table),
+    (first_half, vector),
+    (weighted, vector),
+    (unpacked, table),
+    (per_element, table),
+    (shape_tuple, table),
+    (compares, vector),
+    (slices_and_indices, vector),
+    (creation, vector),
+    (builtins_on_sizes, vector),
+    (matrix, table),
+    (two_dims, square),
 ]
 SIZES = (5, 6, 4, 9, 2, 7, 1, 0)
 
@@ -149,7 +171,6 @@ def calls_translated(fn, make, sizes, opt):
             check_agrees(fn, (make(n),), optimized=opt)
         counts.append(len(t))
     return counts
-
 
 
 @pytest.mark.parametrize("fn,make", PATTERNS, ids=[f.__name__ for f, _ in PATTERNS])
@@ -192,17 +213,19 @@ def test_graph_reads_the_size_when_it_runs():
     (graph,) = out.graphs
     text = str(graph)
     assert "getattr x.shape" in text and "operator.getitem(shape, 0)" in text
-    assert "placeholder x" in text and text.count("getattr x.shape") == 1   # one read, used twice
-    assert "float64(s" in text   # the reshape's result has symbolic dimensions
+    assert "placeholder x" in text and text.count("getattr x.shape") == 1  # one read, used twice
+    assert "float64(s" in text  # the reshape's result has symbolic dimensions
     # dynamic in both dimensions: dtype, ndim and layout checked, no size
-    assert ("NDARRAY_MATCH(L['x']) dynamic_dims=(0, 1): type(L['x']) is numpy.ndarray and "
-            "(L['x'].dtype is dtype('float64') or L['x'].dtype == dtype('float64')) and L['x'].ndim == 2 and "
-            "L['x'].flags.c_contiguous and L['x'].flags.writeable") in out.guards, out.guards
+    assert (
+        "NDARRAY_MATCH(L['x']) dynamic_dims=(0, 1): type(L['x']) is numpy.ndarray and "
+        "(L['x'].dtype is dtype('float64') or L['x'].dtype == dtype('float64')) and L['x'].ndim == 2 and "
+        "L['x'].flags.c_contiguous and L['x'].flags.writeable"
+    ) in out.guards, out.guards
 
 
 def test_unused_size_read_is_dropped():
     def f(x):
-        n, m = x.shape   # m unused
+        n, m = x.shape  # m unused
         return x * n
 
     with config.patch(assume_static_by_default=False):
@@ -239,11 +262,13 @@ def iterate_rows(x):
 
 
 def test_python_needs_the_number_breaks_with_the_reason():
-    cases = [(loop_over_size, (vector(5),), "range() needs the value of L['x'].shape[0]"),
-             (branch_on_size, (vector(5),), "a branch needs the value of L['x'].shape[0]"),
-             (format_size, (vector(5),), "formatting needs the value of L['x'].shape[0]"),
-             (list_by_size, (vector(5), list("abcdefgh")), "indexing a list of 8 needs the value of L['x'].shape[0]"),
-             (iterate_rows, (table(5),), "iteration over an array with a symbolic first dimension")]
+    cases = [
+        (loop_over_size, (vector(5),), "range() needs the value of L['x'].shape[0]"),
+        (branch_on_size, (vector(5),), "a branch needs the value of L['x'].shape[0]"),
+        (format_size, (vector(5),), "formatting needs the value of L['x'].shape[0]"),
+        (list_by_size, (vector(5), list("abcdefgh")), "indexing a list of 8 needs the value of L['x'].shape[0]"),
+        (iterate_rows, (table(5),), "iteration over an array with a symbolic first dimension"),
+    ]
     for fn, args, reason in cases:
         with config.patch(assume_static_by_default=False):
             out = ft.explain(fn)(*args)
@@ -292,11 +317,18 @@ def stack_rows(x, y):
 def test_mismatched_dynamic_dimensions_raise_like_numpy(fn):
     opt = ft.optimize("eager")(fn)
     check_agrees(fn, (vector(3), vector(3)), optimized=opt)
-    check_agrees(fn, (vector(4), vector(4)), optimized=opt)   # both dimensions dynamic now
+    check_agrees(fn, (vector(4), vector(4)), optimized=opt)  # both dimensions dynamic now
     with Translations() as t:
         # the graph does not assume the two sizes equal: numpy checks them when it runs
-        check_agrees(fn, (vector(5), vector(6)), (vector(6), vector(1)), (vector(2), vector(2)),
-                     (vector(1), vector(7)), (vector(0), vector(3)), optimized=opt)
+        check_agrees(
+            fn,
+            (vector(5), vector(6)),
+            (vector(6), vector(1)),
+            (vector(2), vector(2)),
+            (vector(1), vector(7)),
+            (vector(0), vector(3)),
+            optimized=opt,
+        )
     assert len(t) == 0
     with pytest.raises(ValueError, match="could not be broadcast"):
         opt(vector(5), vector(6))
@@ -304,8 +336,14 @@ def test_mismatched_dynamic_dimensions_raise_like_numpy(fn):
 
 def test_mismatch_when_the_dynamic_entry_is_made():
     opt = ft.optimize("eager")(add)
-    check_agrees(add, (vector(3), vector(3)), (vector(4), vector(5)), (vector(6), vector(6)),
-                 (vector(7), vector(2)), optimized=opt)
+    check_agrees(
+        add,
+        (vector(3), vector(3)),
+        (vector(4), vector(5)),
+        (vector(6), vector(6)),
+        (vector(7), vector(2)),
+        optimized=opt,
+    )
 
 
 def test_two_dynamic_inputs_read_together():
@@ -314,7 +352,7 @@ def test_two_dynamic_inputs_read_together():
     assert counts[2:] == [0, 0, 0], counts
     with Translations() as t:
         check_agrees(stack_rows, (vector(3), vector(5)), (table(2), table(4)), optimized=opt)
-    assert len(t) == 2   # 2-d inputs: static, then dynamic again
+    assert len(t) == 2  # 2-d inputs: static, then dynamic again
 
 
 def test_only_the_dimension_that_changed_is_dynamic():
@@ -331,7 +369,7 @@ def test_only_the_dimension_that_changed_is_dynamic():
     assert "L['a'].shape[1] == 2" in guards
     with Translations() as t:
         check_agrees(f, (np.ones((6, 3)),), (np.ones((7, 5)),), optimized=opt)
-    assert len(t) == 1   # the second dimension changes: it becomes dynamic too
+    assert len(t) == 1  # the second dimension changes: it becomes dynamic too
 
 
 def test_int_power_by_a_size_is_specialized():
@@ -349,8 +387,7 @@ def test_squeeze_on_dynamic_dimensions_breaks():
         return x.squeeze() * 2, np.squeeze(x).ndim
 
     opt = ft.optimize("eager")(f)
-    check_agrees(f, (np.ones((3, 1)),), (np.ones((4, 1)),), (np.ones((1, 1)),), (np.ones((2, 1)),),
-                 optimized=opt)
+    check_agrees(f, (np.ones((3, 1)),), (np.ones((4, 1)),), (np.ones((1, 1)),), (np.ones((2, 1)),), optimized=opt)
 
 
 def test_dynamic_sizes_inside_captured_loops():
@@ -358,7 +395,7 @@ def test_dynamic_sizes_inside_captured_loops():
         n = len(x)
         acc = np.zeros(n)
         for i in range(8):
-            acc = acc + x[: n] * i
+            acc = acc + x[:n] * i
         return acc, acc[: n // 2]
 
     opt = ft.optimize("eager")(f)
@@ -381,14 +418,14 @@ def test_dynamic_size_read_inside_a_loop_body():
     def invariant_read(x):
         acc = 0.0
         for i in range(8):
-            acc = acc + x[: len(x) // 2].sum() * i   # x is a loop invariant of the body
+            acc = acc + x[: len(x) // 2].sum() * i  # x is a loop invariant of the body
         return acc
 
     def branch_in_body(x):
         n = len(x)
         acc = 0.0
         for i in range(8):
-            if i < n:    # needs n: the loop is unrolled, and the first branch breaks
+            if i < n:  # needs n: the loop is unrolled, and the first branch breaks
                 acc = acc + x[i % n]
         return acc
 
@@ -406,9 +443,9 @@ def test_dynamic_size_read_inside_a_loop_body():
 # ----------------------------------------------------------------- int arguments
 def branch_then_size(x):
     n = len(x)
-    if n > 4:   # breaks: the code after it gets n as an int argument of a resume function
+    if n > 4:  # breaks: the code after it gets n as an int argument of a resume function
         return np.zeros(n) + x.sum(), x[: n // 2]
-    return np.ones(n), x[n - 1:]
+    return np.ones(n), x[n - 1 :]
 
 
 def reshape_by(x, n):
@@ -442,12 +479,10 @@ def test_changing_int_argument_becomes_dynamic():
         opt = check_agrees(reshape_by, (vector(12), 3), (vector(12), 4))
     assert len(t) == 2
     with Translations() as t:
-        check_agrees(reshape_by, (vector(12), 6), (vector(12), 2), (vector(12), 12), (vector(12), 5),
-                     optimized=opt)
-    assert len(t) == 0   # 5 does not divide 12: numpy raises, as in plain code
+        check_agrees(reshape_by, (vector(12), 6), (vector(12), 2), (vector(12), 12), (vector(12), 5), optimized=opt)
+    assert len(t) == 0  # 5 does not divide 12: numpy raises, as in plain code
     with Translations() as t:
-        opt = check_agrees(index_by, (vector(6), 1), (vector(6), 2), (vector(6), 4), (vector(6), 5),
-                           (vector(6), 7))
+        opt = check_agrees(index_by, (vector(6), 1), (vector(6), 2), (vector(6), 4), (vector(6), 5), (vector(6), 7))
     assert len(t) == 2
     assert not any(g.startswith("L['k'] ==") for g in ft.last_decisions(index_by)["guards"])
 
@@ -456,7 +491,7 @@ def test_dynamic_int_is_specialized_where_its_value_is_needed():
     with config.patch(automatic_dynamic_ints=False):
         with Translations() as t:
             opt = check_agrees(sum_over, (table(4), 0), (table(4), 1), (table(4), 0), (table(4), 1))
-        assert len(t) == 2   # axis 0; 1 (dynamic, but guarded on its value: the axis is needed)
+        assert len(t) == 2  # axis 0; 1 (dynamic, but guarded on its value: the axis is needed)
         assert "L['axis'] == 1" in ft.last_decisions(sum_over)["guards"]
         check_agrees(sum_over, (table(4), 2), (table(4), -1), optimized=opt)
         check_agrees(steps, (vector(3), 5), (vector(3), 6), (vector(3), 5), (vector(3), 9))
@@ -469,7 +504,7 @@ def test_automatic_dynamic_int_needed_as_a_value_breaks_instead():
     assert "L['axis'] ==" not in " ".join(ft.last_decisions(sum_over)["guards"])
     with Translations() as t:
         check_agrees(sum_over, (table(4), 1), (table(4), -1), (table(4), 2), optimized=opt)
-    assert len(t) <= 1   # at most the resume function, for a result of another shape
+    assert len(t) <= 1  # at most the resume function, for a result of another shape
 
 
 def test_dynamic_false_keeps_int_arguments_specialized():

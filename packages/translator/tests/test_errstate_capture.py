@@ -2,6 +2,7 @@
 run under the same numpy error settings as the plain code: values, exceptions and warnings
 match the plain function on the first call and on a cache hit; a break inside the block, or
 settings the translator does not model, keep the with statement in Python (FH007)."""
+
 import sys
 import warnings
 
@@ -14,6 +15,7 @@ from framehook.translator.graph import Interpreter
 
 try:
     import numexpr  # noqa: F401
+
     HAVE_NUMEXPR = True
 except ImportError:  # pragma: no cover - the dev venvs have it
     HAVE_NUMEXPR = False
@@ -27,7 +29,7 @@ def observe(fn, *args):
         warnings.simplefilter("always")
         try:
             outcome = ("ok", fn(*args))
-        except Exception as e:   # noqa: BLE001 - compared with the plain function's
+        except Exception as e:  # noqa: BLE001 - compared with the plain function's
             outcome = ("raise", type(e), str(e))
     assert np.geterr() == before, "the call changed the global numpy error state"
     return outcome, [(w.category, str(w.message), w.lineno) for w in caught]
@@ -52,7 +54,7 @@ def explain(fn, *args):
         warnings.simplefilter("ignore")
         try:
             return ft.explain(fn)(*args)
-        except Exception as e:   # noqa: BLE001 - the function raises: the report comes with it
+        except Exception as e:  # noqa: BLE001 - the function raises: the report comes with it
             return e.explain_output
 
 
@@ -101,17 +103,18 @@ def test_the_plain_function_does_warn_without_the_block():
     # the comparison above is not vacuous: the same operations warn outside a block
     def bare(x, y):
         return x / y
+
     _, warns = observe(bare, X, Y)
     assert warns and warns[0][0] is RuntimeWarning
     check(bare, [(X, Y)], 1, [])
 
 
 def raises_at_division(x, y, out):
-    out[0] = 7.0                     # before the raising operation: happens
+    out[0] = 7.0  # before the raising operation: happens
     with np.errstate(all="raise"):
         a = x + 1
-        q = x / y                    # FloatingPointError here
-        out[1] = 9.0                 # after it: does not happen
+        q = x / y  # FloatingPointError here
+        out[1] = 9.0  # after it: does not happen
     return a + q
 
 
@@ -124,7 +127,7 @@ def test_all_raise_raises_at_the_same_operation():
         before = np.geterr()
         with pytest.raises(FloatingPointError, match="divide by zero"):
             fn(X, Y, buf)
-        assert np.geterr() == before   # restored when the graph raises
+        assert np.geterr() == before  # restored when the graph raises
         assert buf.tolist() == [7.0, 0.0]
         # the caller carries on after catching it
         np.testing.assert_array_equal(fn(X, Y + 1, buf), (X + 1) + X / (Y + 1))
@@ -136,19 +139,20 @@ def test_unused_operation_under_raise_still_raises():
         with np.errstate(invalid="raise"):
             np.sqrt(x)
         return x + 1
+
     check(unused, [(np.array([-1.0, 4.0]),), (np.array([1.0, 4.0]),)], 1, [])
 
 
 def unused_helper(u, v):
     with np.errstate(over="warn", under="ignore"):
-        u = u.astype(np.float32) * np.float32(3e38)   # overwritten: its value goes unused
+        u = u.astype(np.float32) * np.float32(3e38)  # overwritten: its value goes unused
         u = v * 2.0
         return u
 
 
 def unused_in_caller(x):
     with np.errstate(divide="ignore"):
-        np.log(x)          # unused: invalid and over are still the caller's
+        np.log(x)  # unused: invalid and over are still the caller's
         y = x * 3.0
     return y + unused_helper(x, x)
 
@@ -158,6 +162,7 @@ def test_unused_operation_that_warns_still_warns():
     # in a block (an inlined function's block here), and its warning with it
     x = np.array([-1.0, 2.0, 0.0])
     check(unused_in_caller, [(x,), (np.array([1.0, 2.0]),)], 1, [])
+
     def unused_ops(out):
         return sorted(str(n).split("(")[0].split(" = ")[-1] for n in out.graphs[0].operations() if not n.users)
 
@@ -186,12 +191,12 @@ def nested(x, y):
     with np.errstate(divide="ignore", invalid="raise"):
         a = x / y
         with np.errstate(invalid="warn", over="ignore"):
-            b = (x - x) / y           # 0/0: invalid, warns here
-            c = x / y                 # divide: still ignored from the outer block
+            b = (x - x) / y  # 0/0: invalid, warns here
+            c = x / y  # divide: still ignored from the outer block
             with np.errstate(all="ignore"):
                 d = (x - x) / y
             e = np.exp(x * 1000.0)
-        f = np.log(y)                 # divide ignored
+        f = np.log(y)  # divide ignored
     return a, b, c, d, e, f
 
 
@@ -200,7 +205,7 @@ def test_nested_blocks_combine_as_numpy_nests_them():
     states = [n.meta.get("errstate") for n in out.graphs[0].operations()]
     assert {"divide": "ignore", "invalid": "warn", "over": "ignore"} in states
     assert {"divide": "ignore", "invalid": "ignore", "over": "ignore", "under": "ignore"} in states
-    with np.errstate(all="ignore"):   # the outer invalid="raise" holds after the inner blocks
+    with np.errstate(all="ignore"):  # the outer invalid="raise" holds after the inner blocks
         check(nested_then_raise, [(X, Y)], 1, [])
 
 
@@ -208,7 +213,7 @@ def nested_then_raise(x, y):
     with np.errstate(invalid="raise"):
         with np.errstate(invalid="ignore"):
             a = (x - x) / y
-        b = (x - x) / y               # raises
+        b = (x - x) / y  # raises
     return a, b
 
 
@@ -258,7 +263,7 @@ def test_a_break_inside_the_block_keeps_the_with_statement_in_python(capsys):
 def helper_block(x, y):
     with np.errstate(divide="ignore"):
         q = x / y
-        if q.sum() > 0:   # a branch on array data: FH002 inside the block
+        if q.sum() > 0:  # a branch on array data: FH002 inside the block
             q = q * 2
     return q
 
@@ -310,14 +315,16 @@ def test_settings_the_translator_does_not_model_stay_fh007():
     def with_call(x, y):
         with np.errstate(divide="ignore", call=None):
             return x / y
+
     check(with_call, [(X, Y)], 0, ["FH007"])
 
     class Mode(str):
         pass
+
     # values the translator does not know at trace time break before or at the call
     check(non_constant, [(X, Y, Mode("ignore"))], 0, ["FH008"])
-    check(non_constant, [(X, Y, 3)], 0, ["FH007"])         # a graph number: numpy's error, in Python
-    check(non_constant, [(X, Y, "bogus")], 0, ["FH007"])   # numpy's own error, raised in Python
+    check(non_constant, [(X, Y, 3)], 0, ["FH007"])  # a graph number: numpy's error, in Python
+    check(non_constant, [(X, Y, "bogus")], 0, ["FH007"])  # numpy's own error, raised in Python
 
 
 def test_an_errstate_not_entered_at_once_stays_fh007():
@@ -327,6 +334,7 @@ def test_an_errstate_not_entered_at_once_stays_fh007():
         with es:
             q = x / y
         return q + z
+
     # the call, then the with statement in its resume function
     out = check(stored, [(X, Y)], 2, ["FH007", "FH007"])
     assert not any(n.meta.get("errstate") for g in out.graphs for n in g.operations())
@@ -340,6 +348,7 @@ def test_other_with_and_try_blocks_inside_an_errstate_block_stay_fh007():
             except ZeroDivisionError:
                 q = x
         return q
+
     check(try_inside, [(X, Y)], 0, ["FH007"])
 
 
@@ -350,7 +359,7 @@ def test_generated_code_and_interpreter_apply_the_settings():
     expected = safe_div(X, Y)
     for run in (graph.forward, lambda *a: Interpreter(graph).run(*a)):
         with warnings.catch_warnings():
-            warnings.simplefilter("error")   # a warning would fail here
+            warnings.simplefilter("error")  # a warning would fail here
             got = run(*[{"x": X, "y": Y}[p.target] for p in graph.placeholders])
         same(tuple(got), expected)
 
@@ -366,15 +375,19 @@ def test_graph_interpreter_raises_under_raise():
 
 
 @pytest.mark.skipif(not HAVE_NUMEXPR, reason="numexpr is not installed")
-@pytest.mark.parametrize("fn, calls", [
-    (safe_div, [(X, Y)]),
-    (nested, [(X, Y), (X, Y + 1)]),
-    (overflow_warns, [(np.array([1.0, 1000.0]),)]),
-    (raises_at_division, [(X, Y, np.zeros(2)), (X, Y + 1, np.zeros(2))]),
-])
+@pytest.mark.parametrize(
+    "fn, calls",
+    [
+        (safe_div, [(X, Y)]),
+        (nested, [(X, Y), (X, Y + 1)]),
+        (overflow_warns, [(np.array([1.0, 1000.0]),)]),
+        (raises_at_division, [(X, Y, np.zeros(2)), (X, Y + 1, np.zeros(2))]),
+    ],
+)
 def test_numexpr_backend_agrees(fn, calls):
     out = check(fn, calls, 1, [], backend="numexpr")
     from framehook.translator.backends_numexpr import plan
+
     fused = plan(out.graphs[0], ("arith", "math", "logic"))
     for node in fused.operations():
         if type(node.target).__name__ == "FusedKernel":
@@ -397,7 +410,7 @@ def break_out_of_block(x, n):
         with np.errstate(divide="ignore"):
             acc = acc + 1 / (x - i)
             if i == 2:
-                break                 # leaves the block through its __exit__
+                break  # leaves the block through its __exit__
     return acc * 2
 
 
@@ -411,7 +424,7 @@ def block_after_a_break(x, y):
 def test_break_out_of_the_block_and_a_block_in_a_resume_function(capsys):
     x = np.array([0.0, 1.0, 2.0, 5.0])
     check(break_out_of_block, [(x, 6), (x, 2)], 1, [])
-    out = check(block_after_a_break, [(X, Y)], 1, ["FH005"])   # the resume function's graph has the block
+    out = check(block_after_a_break, [(X, Y)], 1, ["FH005"])  # the resume function's graph has the block
     assert any(n.meta.get("errstate") for n in out.graphs[0].operations())
     capsys.readouterr()
 
@@ -424,7 +437,7 @@ def test_verify_backend_agrees():
 
 def folded_log(x):
     with np.errstate(divide="raise"):
-        return x + np.log(0.0)        # computed at trace time: must still raise
+        return x + np.log(0.0)  # computed at trace time: must still raise
 
 
 def folded_ok(x):
@@ -439,8 +452,8 @@ def folded_overflow(x):
 
 
 def test_values_folded_at_trace_time_keep_the_block_settings():
-    check(folded_log, [(X,)], 0, ["FH007"])       # the with statement runs in Python and raises
-    check(folded_ok, [(X,)], 1, [])               # ignored: folded, captured
+    check(folded_log, [(X,)], 0, ["FH007"])  # the with statement runs in Python and raises
+    check(folded_ok, [(X,)], 1, [])  # ignored: folded, captured
     with np.errstate(over="ignore"):
         check(folded_overflow, [(X,)], 0, ["FH007"])
 
@@ -460,19 +473,23 @@ def test_values_folded_outside_a_block_keep_the_callers_settings(fn, graphs):
     # time outside any block, so the graph neither warned nor raised as the caller's settings
     # ask (the trace's own warning escaped from the translator's file on the first call)
     # an error the settings report: the operation runs in Python, between graphs
-    for settings, n in [({}, graphs[0]), ({"all": "raise"}, graphs[1]), ({"over": "warn", "invalid": "warn"}, graphs[0])]:
+    for settings, n in [
+        ({}, graphs[0]),
+        ({"all": "raise"}, graphs[1]),
+        ({"over": "warn", "invalid": "warn"}, graphs[0]),
+    ]:
         with np.errstate(**settings):
             check(fn, [(X,), (X[:2],)], n, ["FH009"])
     with np.errstate(all="ignore"):
-        check(fn, [(X,), (X[:2],)], 1, [])                # ignored: folded, one graph
+        check(fn, [(X,), (X[:2],)], 1, [])  # ignored: folded, one graph
 
 
 def folded_nanmean_of_nans(x):
-    return x + np.nanmean([float("nan")])     # warns "Mean of empty slice", no FP error
+    return x + np.nanmean([float("nan")])  # warns "Mean of empty slice", no FP error
 
 
 def folded_mean_of_empty(x):
-    return x + np.mean([])                    # warns, then 0/0 (invalid)
+    return x + np.mean([])  # warns, then 0/0 (invalid)
 
 
 @pytest.mark.parametrize("fn", [folded_nanmean_of_nans, folded_mean_of_empty])

@@ -1,5 +1,6 @@
 """optimize / optimize_assert / disable / run, innermost_fn, remove_from_cache, reset,
 the backend registry, FRAMEHOOK_DISABLE and bad input."""
+
 import gc
 import inspect
 import os
@@ -62,7 +63,7 @@ def test_methods_callable_objects_and_classes():
     assert rt.cache_entries(Model.forward.__code__)
     obj = ft.optimize()(m)
     assert obj(np.ones(1)).tolist() == [3.0]
-    call_code = Model.__call__.__code__   # before the class is wrapped in place
+    call_code = Model.__call__.__code__  # before the class is wrapped in place
     assert rt.cache_entries(call_code)
     Wrapped = ft.optimize()(Model)
     assert Wrapped is Model
@@ -72,10 +73,10 @@ def test_methods_callable_objects_and_classes():
     ft.remove_from_cache(m.forward)
     assert not rt.cache_entries(Model.forward.__code__)
     assert rt.cache_entries(call_code)
-    ft.remove_from_cache(obj)   # a callable object: its class's __call__, found under the class's wrapper
+    ft.remove_from_cache(obj)  # a callable object: its class's __call__, found under the class's wrapper
     assert not rt.cache_entries(call_code)
     assert inst(np.ones(1)).tolist() == [2.0] and rt.cache_entries(call_code)
-    ft.remove_from_cache(Model.__call__)   # the wrapper the class got
+    ft.remove_from_cache(Model.__call__)  # the wrapper the class got
     assert not rt.cache_entries(call_code)
 
 
@@ -91,7 +92,7 @@ def test_the_wrapper_is_the_runtimes_c_wrapper_and_looks_like_the_function():
     assert (f.__name__, f.__qualname__, f.__doc__, f.__module__) == ("scale", "scale", "Scales x.", __name__)
     assert f.__wrapped__ is scale and f._framehook_orig_callable is scale and f._framehook_context is ctx
     assert inspect.signature(f) == inspect.signature(scale)
-    again = ft.disable(f)   # rewrapping wraps the innermost function, not the wrapper
+    again = ft.disable(f)  # rewrapping wraps the innermost function, not the wrapper
     assert again.fn is scale and again.callback is None
     assert f(np.ones(2)).tolist() == [2.0, 2.0]
     assert rt.cache_entries(scale.__code__)
@@ -120,7 +121,7 @@ def test_decorated_methods_bind_and_their_class_is_collected():
 
             @ft.optimize()
             def step(self, x):
-                return super().step(x) * self.k   # __class__ cell: a cycle through the wrapper
+                return super().step(x) * self.k  # __class__ cell: a cycle through the wrapper
 
             @classmethod
             @ft.disable
@@ -132,11 +133,11 @@ def test_decorated_methods_bind_and_their_class_is_collected():
         assert Scaled.step(s, np.zeros(1)).tolist() == [3.0]
         assert s.name() == ("Scaled", None) and Scaled.name() == ("Scaled", None)
         assert rt.cache_entries(ft.innermost_fn(Scaled.step).__code__)
-        ft.reset()   # the cache entries hold the code, not the class; dropped for a clean check
+        ft.reset()  # the cache entries hold the code, not the class; dropped for a clean check
         return weakref.ref(Scaled)
 
     ref = make()
-    for _ in range(3):   # as test.support.gc_collect: garbage that runs finalizers is freed on a later pass
+    for _ in range(3):  # as test.support.gc_collect: garbage that runs finalizers is freed on a later pass
         gc.collect()
     assert ref() is None
 
@@ -178,8 +179,10 @@ def test_disable_and_run():
 def test_optimize_assert_is_strict():
     def failing(graph, inputs):
         raise ValueError("nope")
+
     f = ft.optimize_assert(failing)(add)
     from framehook.translator.exc import BackendCompilerFailed
+
     with pytest.raises(BackendCompilerFailed, match="nope"):
         f(np.ones(1), 1)
 
@@ -198,6 +201,7 @@ def test_bad_input_is_reported_at_the_call():
     with pytest.raises(TypeError, match="guard_fail_fn must be callable"):
         ft.optimize(guard_fail_fn=5)
     from framehook.translator.config import ConfigError
+
     with pytest.raises(ConfigError, match="cache_size_limit"):
         config.cache_size_limit = "many"
 
@@ -214,10 +218,12 @@ def test_disabled_optimize_is_a_no_op():
 
 
 def test_framehook_disable_env():
-    code = ("import numpy as np, framehook.translator as ft, framehook.runtime as rt\n"
-            "def f(x): return x + 1\n"
-            "g = ft.optimize()(f); g(np.ones(1))\n"
-            "print(g is f, len(rt.cache_entries(f.__code__)))\n")
+    code = (
+        "import numpy as np, framehook.translator as ft, framehook.runtime as rt\n"
+        "def f(x): return x + 1\n"
+        "g = ft.optimize()(f); g(np.ones(1))\n"
+        "print(g is f, len(rt.cache_entries(f.__code__)))\n"
+    )
     env = dict(os.environ, FRAMEHOOK_DISABLE="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "0"]
@@ -254,6 +260,7 @@ def test_lazy_package_attributes():
     with pytest.raises(AttributeError):
         ft.does_not_exist
     from framehook.translator.translator import FrameGraph
+
     g = FrameGraph(["a"])
     assert g(1) == () and "placeholders=['a']" in repr(g)
     with pytest.raises(TypeError, match="takes 1 inputs"):

@@ -1,5 +1,6 @@
 """explain(): graphs, breaks with identifiers and locations, op counts, guards, compile
 time, readable text; the FH documentation page is generated from the table."""
+
 from __future__ import annotations
 
 import pathlib
@@ -21,7 +22,7 @@ def softmax(x):
 
 
 def inner_breaks(x):
-    if x.sum() > 0:   # data-dependent: breaks
+    if x.sum() > 0:  # data-dependent: breaks
         return softmax(x)
     return x
 
@@ -31,14 +32,16 @@ def test_explain_captured_function():
     assert out.graph_count == 1 and out.graph_break_count == 0
     assert out.ops_per_graph == [{".max": 1, "operator.sub": 1, "numpy.exp": 1, ".sum": 1, "operator.truediv": 1}]
     assert out.op_count == 5 and out.compile_time > 0 and len(out.compile_times) == 1
-    assert ("NDARRAY_MATCH(L['x']): type(L['x']) is numpy.ndarray and (L['x'].dtype is dtype('float64') or "
-            "L['x'].dtype == dtype('float64')) and L['x'].shape == (2, 3) and L['x'].strides == (24, 8) and "
-            "L['x'].flags.writeable") in out.guards, out.guards
+    assert (
+        "NDARRAY_MATCH(L['x']): type(L['x']) is numpy.ndarray and (L['x'].dtype is dtype('float64') or "
+        "L['x'].dtype == dtype('float64')) and L['x'].shape == (2, 3) and L['x'].strides == (24, 8) and "
+        "L['x'].flags.writeable"
+    ) in out.guards, out.guards
     np.testing.assert_allclose(out.result, np.full((2, 3), 1 / 3))
     text = str(out)
     assert text.startswith("Graph count: 1\nGraph break count: 0\nOp count: 5\n")
     assert "Graph 1: .max x1" in text and "Guards:\n  " in text
-    assert rt.cache_entries(softmax.__code__) == []   # explain leaves no cache entries behind
+    assert rt.cache_entries(softmax.__code__) == []  # explain leaves no cache entries behind
 
 
 def test_explain_break_then_callee_captured():
@@ -46,8 +49,12 @@ def test_explain_break_then_callee_captured():
     # the branch ends the first graph; the resume function captures softmax (inlined) in a second one
     assert out.graph_break_count == 1 and out.graph_count == 2
     b = out.break_reasons[0]
-    assert (b.code, b.filename, b.lineno, b.function) == ("FH002", __file__, inner_breaks.__code__.co_firstlineno + 1,
-                                                          "inner_breaks")
+    assert (b.code, b.filename, b.lineno, b.function) == (
+        "FH002",
+        __file__,
+        inner_breaks.__code__.co_firstlineno + 1,
+        "inner_breaks",
+    )
     assert "branch" in b.reason and b.hint == BREAKS["FH002"].hint
     assert str(b).startswith(f"FH002 in inner_breaks at {__file__}:")
     assert "hint: " in str(out)
@@ -57,7 +64,7 @@ def test_explain_on_wrapped_function_and_bad_input():
     wrapped = ft.optimize("eager")(softmax)
     wrapped(np.ones(3))
     out = ft.explain(wrapped)(np.ones(3))
-    assert out.graph_count == 1   # the cache was emptied first, so it compiled again
+    assert out.graph_count == 1  # the cache was emptied first, so it compiled again
     with pytest.raises(TypeError, match="explain\\(\\) expects a callable"):
         ft.explain(3)
 
@@ -80,7 +87,7 @@ def test_graph_break_identifiers():
     assert e.filename is None and "FH004 (unsupported numpy function or arguments)" in str(e)
     e.locate("f.py", 3)
     assert "at f.py:3" in str(e) and e.kind.title == BREAKS["FH004"].title
-    e.locate("g.py", 9)   # the first location wins
+    e.locate("g.py", 9)  # the first location wins
     assert e.lineno == 3
     with pytest.raises(ValueError, match="unknown graph-break identifier"):
         GraphBreak("FH999", "x")
@@ -94,14 +101,16 @@ def test_documentation_page_is_up_to_date():
 
 # ------------------------------------------------------------------ guards, readable and by frame
 
+
 def scaled_sum(x, k, weights):
     y = x * k + weights[0]
-    print("between graphs")   # the break
+    print("between graphs")  # the break
     return y.sum() + len(weights)
 
 
 def line_after_break():
     import inspect
+
     lines, first = inspect.getsourcelines(scaled_sum)
     return first + next(i for i, text in enumerate(lines) if text.rstrip().endswith("# the break")) + 1
 
@@ -109,7 +118,7 @@ def line_after_break():
 def test_explain_guards_say_what_they_expect_and_where():
     out = ft.explain(scaled_sum)(np.ones((3, 4)), 2, [1.0, 2.0])
     assert out.graph_break_count == 1
-    assert all(isinstance(g, str) for g in out.guards)   # still a list of str
+    assert all(isinstance(g, str) for g in out.guards)  # still a list of str
     resume = f"scaled_sum (resume at line {line_after_break()})"
     by_frame = {}
     for g in out.guards:
@@ -117,9 +126,11 @@ def test_explain_guards_say_what_they_expect_and_where():
     assert list(by_frame) == ["scaled_sum", resume]
     first, second = by_frame["scaled_sum"], by_frame[resume]
     assert "TYPE_MATCH(L['k']): type(L['k']) is int" in first
-    assert ("NDARRAY_MATCH(L['x']): type(L['x']) is numpy.ndarray and (L['x'].dtype is dtype('float64') or "
-            "L['x'].dtype == dtype('float64')) and L['x'].shape == (3, 4) and L['x'].strides == (32, 8) and "
-            "L['x'].flags.writeable") in first
+    assert (
+        "NDARRAY_MATCH(L['x']): type(L['x']) is numpy.ndarray and (L['x'].dtype is dtype('float64') or "
+        "L['x'].dtype == dtype('float64')) and L['x'].shape == (3, 4) and L['x'].strides == (32, 8) and "
+        "L['x'].flags.writeable"
+    ) in first
     assert "LENGTH_CHECK(L['weights']): type(L['weights']) is list and len(L['weights']) == 2" in first
     assert "TYPE_MATCH(L['weights'][0]): type(L['weights'][0]) is float" in first
     # the resume function guards what it receives: y computed by graph 1, the list again
@@ -127,7 +138,7 @@ def test_explain_guards_say_what_they_expect_and_where():
     assert "LENGTH_CHECK(L['weights']): type(L['weights']) is list and len(L['weights']) == 2" in second
     assert not any("L['x']" in g or "L['k']" in g for g in second)
     for texts in by_frame.values():
-        assert len(texts) == len(set(texts))   # no duplicates within a frame
+        assert len(texts) == len(set(texts))  # no duplicates within a frame
         assert "GLOBAL_STATE(___global_state): ___global_state_unchanged()" in texts
 
 
@@ -149,7 +160,7 @@ def doubled(v):
 def calls_in_a_loop(x):
     total = 0
     for i in range(2):
-        print(i)   # the loop statement runs in Python: doubled is a frame of its own
+        print(i)  # the loop statement runs in Python: doubled is a frame of its own
         total = total + doubled(x.astype(np.float32) if i else x)
     return total
 
@@ -170,6 +181,7 @@ def test_explain_merges_recompilations_of_a_frame_without_duplicates():
 def test_explain_guards_without_a_cache_entry_fall_back_to_the_trace():
     from framehook.translator.explaining import _frame_guards
     from framehook.translator.symbolic import FrameReport
+
     report = FrameReport(softmax.__code__, guards=["TYPE_MATCH(L['x'])"])
     (g,) = _frame_guards(report, None, "softmax")
     assert g == "TYPE_MATCH(L['x'])" and g.frame == "softmax" and g.guard is None and g.conditions == []

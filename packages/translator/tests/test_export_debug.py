@@ -1,5 +1,6 @@
 """export(), debug.dump(), guard_filter_fn, config.verify_backend and the recompilation /
 cache-limit diagnostics."""
+
 from __future__ import annotations
 
 import logging
@@ -43,6 +44,7 @@ def make_closure():
 
     def inner(x, *rest, **named):
         return x + offset + len(rest) + len(named)
+
     return inner
 
 
@@ -56,6 +58,7 @@ class Holder:
 
 # ------------------------------------------------------------------ export
 
+
 def test_export_runs_the_graph_behind_its_guards():
     exported = ft.export(step)(np.ones(4), 0.5)
     assert "exported step" in repr(exported) and exported.__name__ == "step"
@@ -68,6 +71,7 @@ def test_export_runs_the_graph_behind_its_guards():
     np.testing.assert_allclose(exported(x, 0.25, scale=4.0)[0], step(x, 0.25, scale=4.0)[0])
     # fn itself keeps no cache entry
     from framehook.runtime import cache_entries
+
     assert cache_entries(step.__code__) == []
 
 
@@ -110,10 +114,11 @@ def test_export_errors():
     with pytest.raises(ExportError, match="needs a Python function"):
         ft.export(np.sin)(np.ones(2))
     with pytest.raises(ExportError, match="did not capture it"):
-        ft.export(lambda n: n + 1)(3)   # no numpy reachable: not translated
+        ft.export(lambda n: n + 1)(3)  # no numpy reachable: not translated
 
 
 # ------------------------------------------------------------------ debug.dump
+
 
 def test_dump_writes_graphs_guards_and_generated_code(tmp_path):
     opt = ft.optimize("eager")(step)
@@ -121,8 +126,15 @@ def test_dump_writes_graphs_guards_and_generated_code(tmp_path):
     opt(np.ones((2, 2)), 0.5)
     paths = ft.debug.dump(step, str(tmp_path))
     names = sorted(os.path.basename(p) for p in paths)
-    assert names == ["entry0_generated.py", "entry0_graph0.py", "entry0_guards.py", "entry1_generated.py",
-                     "entry1_graph0.py", "entry1_guards.py", "index.txt"]
+    assert names == [
+        "entry0_generated.py",
+        "entry0_graph0.py",
+        "entry0_guards.py",
+        "entry1_generated.py",
+        "entry1_graph0.py",
+        "entry1_guards.py",
+        "index.txt",
+    ]
     for p in paths:
         if p.endswith(".py"):
             compile(open(p).read(), p, "exec")  # every file is valid Python
@@ -144,6 +156,7 @@ def test_dump_pickles_constants_and_backend_graphs(tmp_path):
 
     def poly(x):
         return (x * 2.0 + 1.0) * x + np.array([1.0, 2.0, 3.0])
+
     opt = ft.optimize("numexpr")(poly)
     opt(np.ones(3))
     paths = ft.debug.dump(poly, str(tmp_path))
@@ -164,18 +177,22 @@ def test_dump_without_entries(tmp_path):
 def test_generated_source_helpers():
     def sig(a, b=1, *args, c, d=2, **kw):
         return a
+
     assert debug._signature_text(sig.__code__) == "a, b, *args, c, d, **kw"
 
     def posonly(a, /, b):
         return a
+
     assert debug._signature_text(posonly.__code__) == "a, /, b"
 
     def kwonly(*, a):
         return a
+
     assert debug._signature_text(kwonly.__code__) == "*, a"
 
     def rebuilt(x, d):
         return np.add((x.T, [d["k"]]), 1)
+
     text = debug.generated_source(rebuilt.__code__)
     assert text is None or "def rebuilt(x, d):" in text
 
@@ -183,6 +200,7 @@ def test_generated_source_helpers():
         for i in x:
             x = i
         return x
+
     assert debug.generated_source(loop.__code__) is None
     assert debug._importable(np.sin) == "numpy.sin" and debug._importable(len) == "builtins.len"
     assert debug._importable(object()) is None and debug._importable(np) == "numpy"
@@ -192,6 +210,7 @@ def test_generated_source_helpers():
 
 def test_graph_module_source_unpicklable_constant():
     from framehook.translator.graph import ArrayMeta, Graph
+
     g = Graph("g")
     x = g.placeholder("x", ArrayMeta((2,), np.dtype("float64")))
     lock = __import__("threading").Lock()
@@ -202,6 +221,7 @@ def test_graph_module_source_unpicklable_constant():
 
 
 # ------------------------------------------------------------------ guard_filter_fn
+
 
 def test_guard_filter_fn_drops_guards():
     seen = []
@@ -225,6 +245,7 @@ def test_guard_filter_fn_validation():
         ft.optimize("eager", guard_filter_fn=3)
     from framehook.translator.sources import LocalSource
     from framehook.translator.guards import GuardKind
+
     g = LocalSource("x").make_guard(GuardKind.TYPE_MATCH)
     with pytest.raises(TypeError, match="one bool per guard"):
         filter_guards(lambda gs: [], {g})
@@ -237,6 +258,7 @@ def test_guard_filter_fn_validation():
 
 
 # ------------------------------------------------------------------ verify_backend
+
 
 def _wrong_dtype_backend(graph, example_inputs):
     forward = graph.forward
@@ -274,15 +296,18 @@ def test_verify_backend_accepts_right_results():
 
 def test_check_result_mismatches():
     from framehook.translator.graph import ArrayMeta, Graph, ScalarMeta
+
     g = Graph("g")
     x = g.placeholder("x", ArrayMeta((3,), np.dtype("float64")))
     s = g.placeholder("s", ArrayMeta((), np.dtype("float64"), np.float64))
     k = g.placeholder("k", ScalarMeta(int, 1))
     problems = []
     check_result((x, s, k), (np.ones(4), np.float32(1), 1.5), "output", problems)
-    assert problems == ["output[0]: expected ndarray float64(3,), got ndarray float64(4,)",
-                        "output[1]: expected numpy scalar float64, got numpy scalar float32",
-                        "output[2]: expected int, got float"]
+    assert problems == [
+        "output[0]: expected ndarray float64(3,), got ndarray float64(4,)",
+        "output[1]: expected numpy scalar float64, got numpy scalar float32",
+        "output[2]: expected int, got float",
+    ]
     problems = []
     check_result((x,), [np.ones(3)], "output", problems)
     check_result({"a": x}, {"b": 1}, "output", problems)
@@ -306,6 +331,7 @@ def test_verify_backend_structure_message():
 
 # ------------------------------------------------------------------ diagnostics
 
+
 def test_recompile_reason_lists_every_failing_guard_of_every_entry(caplog):
     reasons = []
 
@@ -320,13 +346,17 @@ def test_recompile_reason_lists_every_failing_guard_of_every_entry(caplog):
     entry0, entry1 = reasons[1:]
     # the newest entry (k float; x's first dimension dynamic after (3,) then (4,)): the guard
     # on k, x's dtype and x's ndim fail
-    assert entry0 == ("cache entry 0 [0/1]: TYPE_MATCH: L['k'] -- expected type float, got type int; "
-                      "NDARRAY_MATCH: L['x'] -- expected dtype float64, got dtype float32; "
-                      "NDARRAY_MATCH: L['x'] -- expected ndim 1, got 2")
+    assert entry0 == (
+        "cache entry 0 [0/1]: TYPE_MATCH: L['k'] -- expected type float, got type int; "
+        "NDARRAY_MATCH: L['x'] -- expected dtype float64, got dtype float32; "
+        "NDARRAY_MATCH: L['x'] -- expected ndim 1, got 2"
+    )
     # the first entry (k int, x of shape (3,)): k passes; x's dtype, shape and strides fail
-    assert entry1 == ("cache entry 1 [0/0]: NDARRAY_MATCH: L['x'] -- expected dtype float64, got dtype float32; "
-                      "NDARRAY_MATCH: L['x'] -- expected shape (3,), got (2, 2); "
-                      "NDARRAY_MATCH: L['x'] -- expected strides (8,), got (8, 4)")
+    assert entry1 == (
+        "cache entry 1 [0/0]: NDARRAY_MATCH: L['x'] -- expected dtype float64, got dtype float32; "
+        "NDARRAY_MATCH: L['x'] -- expected shape (3,), got (2, 2); "
+        "NDARRAY_MATCH: L['x'] -- expected strides (8,), got (8, 4)"
+    )
     assert ft.last_decisions(f)["recompile_reasons"] == reasons[1:]
 
 
@@ -375,6 +405,7 @@ def test_cache_limit_strict_raises():
 
 def test_pickle_of_fused_kernel_roundtrip():
     from framehook.translator.backends_numexpr import FusedKernel
+
     k = pickle.loads(pickle.dumps(FusedKernel("i0 + 1", ["i0"], np.dtype("float64"), 1)))
     assert k.expression == "i0 + 1"
 
@@ -388,6 +419,7 @@ def _rewriting_backend(graph, example_inputs):
 def test_dump_backend_graph_without_numexpr(tmp_path):
     def poly(x):
         return (x * 2.0 + 1.0) * x + np.array([1.0, 2.0, 3.0])
+
     ft.optimize(_rewriting_backend)(poly)(np.ones(3))
     names = {os.path.basename(p) for p in ft.debug.dump(poly, str(tmp_path))}
     assert "entry0_graph0_backend.py" in names
@@ -397,6 +429,7 @@ def test_dump_backend_graph_without_numexpr(tmp_path):
 
 def test_graph_module_source_pickles_constants(tmp_path):
     from framehook.translator.graph import ArrayMeta, Graph
+
     g = Graph("g")
     x = g.placeholder("x", ArrayMeta((2,), np.dtype("float64")))
     y = g.call(np.add, (x, 1.0), {"dtype": np.dtype("float32")}, meta=ArrayMeta((2,), np.dtype("float32")))
@@ -430,10 +463,12 @@ def test_dump_follows_resume_functions(tmp_path, capsys):
 def test_called_codes_skips_graph_functions():
     def f():
         return 1
+
     f.graph_source = "x"
 
     def g():
         return 2
+
     code = (lambda: None).__code__.replace(co_consts=(None, f, g))
     assert debug._called_codes(code) == [g.__code__]
 
@@ -468,7 +503,10 @@ def test_export_dynamic_and_backend():
 def test_explain_stays_the_function_after_export():
     import subprocess
     import sys
-    code = ("import numpy as np, framehook.translator as ft\n"
-            "ft.export(lambda x: x + 1)(np.ones(2))\n"
-            "assert callable(ft.explain), ft.explain\n")
+
+    code = (
+        "import numpy as np, framehook.translator as ft\n"
+        "ft.export(lambda x: x + 1)(np.ones(2))\n"
+        "assert callable(ft.explain), ft.explain\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

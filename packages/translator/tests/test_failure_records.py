@@ -1,5 +1,6 @@
 """Records of failed translations, written through framehook-records' public API, and
 records of functions the translator's decorators wrap."""
+
 from __future__ import annotations
 
 import sys
@@ -11,8 +12,9 @@ import pytest
 from framehook.translator import disable, optimize
 from framehook.translator.failure_records import args_from_locals, record_translation_failure
 
-records = pytest.importorskip("framehook.records", reason="framehook-records (the translator's optional "
-                                                          "'records' extra) is not installed")
+records = pytest.importorskip(
+    "framehook.records", reason="framehook-records (the translator's optional 'records' extra) is not installed"
+)
 
 SCALE = 3
 
@@ -51,7 +53,7 @@ def test_translation_failure_recording(tmp_path, monkeypatch):
 
 
 def test_without_framehook_records_no_record_is_written(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "framehook.records", None)   # as if it were not installed
+    monkeypatch.setitem(sys.modules, "framehook.records", None)  # as if it were not installed
     assert record_translation_failure(target, F_LOCALS, RuntimeError("x"), directory=str(tmp_path)) is None
     assert list(tmp_path.iterdir()) == []
 
@@ -70,7 +72,7 @@ def test_record_of_a_decorated_function_records_the_function_it_wraps():
         def scaled(self, k):
             return self.v * k
 
-    rec = records.record(Box(np.ones(2)).scaled, 3)   # bound: the instance is kept as the first argument
+    rec = records.record(Box(np.ones(2)).scaled, 3)  # bound: the instance is kept as the first argument
     assert rec.code["name"] == "scaled" and set(rec.locals) == {"self", "k"}
     assert rec.outcome["kind"] == "return"
 

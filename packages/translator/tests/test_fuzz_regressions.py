@@ -1,4 +1,5 @@
 """Programs found by fuzz/run.py where the translator once differed from plain Python."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,6 +13,7 @@ def unused_modulo(a, b, arr):
     # ZeroDivisionError Python raises for a == b vanished
     def g1(p2, k=1):
         return (0 % p2) + k
+
     v3 = g1(b - a)
     v4 = (-2 - v3) + (b % b)  # noqa: F841 - unused on purpose
     return 7

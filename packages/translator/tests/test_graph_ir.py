@@ -1,5 +1,6 @@
 """The graph IR: construction, printing, codegen to one straight-line function, the
 interpreter, metadata, dead-code elimination and bad input."""
+
 from __future__ import annotations
 
 import operator
@@ -7,8 +8,18 @@ import operator
 import numpy as np
 import pytest
 
-from framehook.translator.graph import (ArrayMeta, Graph, GraphCodegenError, Interpreter, NodeKind, ScalarMeta,
-                                        SymDim, compile_graph, format_shape, python_code)
+from framehook.translator.graph import (
+    ArrayMeta,
+    Graph,
+    GraphCodegenError,
+    Interpreter,
+    NodeKind,
+    ScalarMeta,
+    SymDim,
+    compile_graph,
+    format_shape,
+    python_code,
+)
 from framehook.translator.graph.ir import map_arg, target_name
 from framehook.translator.graph.meta import meta_of
 
@@ -24,7 +35,7 @@ def build():
     i = g.call(operator.getitem, (s, (slice(1, None), None, Ellipsis, slice(None, None, -1))))
     g.call(operator.setitem, (s, (0, slice(None)), 0.0))
     g.call(operator.iadd, (s, 1))
-    g.call(np.sqrt, (x,))   # dead: nobody uses it
+    g.call(np.sqrt, (x,))  # dead: nobody uses it
     g.output((r, i, 3, [s], {"dt": np.float32, "inf": float("inf")}, None, "s"))
     return g
 
@@ -38,8 +49,16 @@ def test_printing_lists_nodes_with_metadata_and_locations():
     assert "getattr mul.T" in text and "call_method sum(T, axis=0, keepdims=True)" in text
     assert "(1:, None, ..., ::-1)" in text
     assert repr(g) == "<Graph demo: 2 inputs, 8 operations>"
-    assert g.op_counts() == {"numpy.exp": 1, "numpy.sqrt": 1, "operator.mul": 1, ".T": 1, ".sum": 1, "operator.getitem": 1,
-                             "operator.setitem": 1, "operator.iadd": 1}
+    assert g.op_counts() == {
+        "numpy.exp": 1,
+        "numpy.sqrt": 1,
+        "operator.mul": 1,
+        ".T": 1,
+        ".sum": 1,
+        "operator.getitem": 1,
+        "operator.setitem": 1,
+        "operator.iadd": 1,
+    }
 
 
 def test_codegen_is_straight_line_python():
@@ -56,12 +75,13 @@ def test_codegen_is_straight_line_python():
 
 def test_codegen_folds_only_in_evaluation_order():
     import operator
+
     g = Graph("f")
     x = g.placeholder("x")
     y = g.placeholder("y")
     a = g.call(operator.mul, (x, 2.0))
     b = g.call(operator.add, (y, 1.0))
-    c = g.call(operator.sub, (b, a))      # b then a: the reverse of their statements
+    c = g.call(operator.sub, (b, a))  # b then a: the reverse of their statements
     d = g.call(operator.mul, (x, 3.0))
     e = g.call(operator.add, (d, 1.0))
     f = g.call(np.exp, (e,))
@@ -80,13 +100,13 @@ def test_generated_function_interpreter_and_plain_numpy_agree():
     got = g.forward(x, 2.0)
     again = Interpreter(g).run(x, 2.0)
     e = np.exp(x) * 2.0
-    r = e.T.sum(axis=0, keepdims=True)        # taken before the mutations below, as in the graph
+    r = e.T.sum(axis=0, keepdims=True)  # taken before the mutations below, as in the graph
     expect_i = e[1:, None, ..., ::-1].copy()
     e[0, :] = 0.0
     e += 1
     np.testing.assert_array_equal(got[0], r)
     np.testing.assert_array_equal(got[3][0], e)
-    np.testing.assert_array_equal(got[1], e[1:, None, ..., ::-1])   # a view: it sees the mutations
+    np.testing.assert_array_equal(got[1], e[1:, None, ..., ::-1])  # a view: it sees the mutations
     assert not np.array_equal(got[1], expect_i)
     assert got[2] == 3 and got[4]["dt"] is np.float32 and got[4]["inf"] == float("inf")
     assert got[5] is None and got[6] == "s"
@@ -116,7 +136,7 @@ def test_forward_is_cached_and_invalidated():
 
 def test_names_are_unique_and_valid():
     g = Graph("n")
-    a = g.placeholder("len")          # a builtin name: renamed
+    a = g.placeholder("len")  # a builtin name: renamed
     b = g.placeholder("1x")
     c = g.call(np.add, (a, b))
     d = g.call(np.add, (c, 1))
@@ -158,8 +178,15 @@ def test_bad_graphs():
 
 def test_metadata():
     m = ArrayMeta.of(np.zeros((2, 3), np.float32))
-    assert (m.shape, m.dtype, m.ndim, m.size, m.is_static, m.is_array, str(m)) == \
-        ((2, 3), np.dtype("float32"), 2, 6, True, True, "float32(2, 3)")
+    assert (m.shape, m.dtype, m.ndim, m.size, m.is_static, m.is_array, str(m)) == (
+        (2, 3),
+        np.dtype("float32"),
+        2,
+        6,
+        True,
+        True,
+        "float32(2, 3)",
+    )
     p = m.proxy()
     assert p.shape == (2, 3) and p.dtype == np.float32 and p.strides == (0, 0)
     s = ArrayMeta.of(np.float64(1.0))
@@ -205,7 +232,7 @@ def test_codegen_binds_ints_too_long_for_repr():
     g = Graph("big")
     x = g.placeholder("x", ArrayMeta((2,), np.dtype("f8")))
     k = g.placeholder("k", ScalarMeta(int, 3))
-    big = 2 ** 20000
+    big = 2**20000
     g.output((g.call(operator.add, (x, 1)), g.call(operator.mul, (k, big))))
     assert "2 ** 20000" not in g.python_code() and "__int" in g.python_code()
     out = compile_graph(g)(np.ones(2), 3)
@@ -213,7 +240,7 @@ def test_codegen_binds_ints_too_long_for_repr():
 
 
 def unused_inverse(a):
-    np.linalg.inv(a)   # unused: still raises LinAlgError on a singular matrix
+    np.linalg.inv(a)  # unused: still raises LinAlgError on a singular matrix
     return a + 1
 
 
@@ -226,6 +253,7 @@ def unused_decomposition(a):
 def test_an_unused_linalg_call_still_raises(fn):
     import framehook.translator as ft
     from symbolic_helpers import check_agrees
+
     good, singular, nan = np.eye(2), np.zeros((2, 2)), np.full((2, 2), np.nan)
     check_agrees(fn, (good,), (singular,), (nan,), (good,))
     kept = ft.explain(fn)(good).ops_per_graph[0]

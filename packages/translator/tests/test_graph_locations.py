@@ -2,6 +2,7 @@
 generated function's code is in the user's file with each statement on the user's line,
 and its globals carry the user's module name, so warning records, module-based warning
 filters and tracebacks see what they see for the plain function (graph/codegen.py)."""
+
 from __future__ import annotations
 
 import dis
@@ -223,7 +224,7 @@ def test_module_warning_filters_match_as_for_the_plain_function(mods, action):
             else:
                 fn(x, y)
         assert caught == []
-        with warnings.catch_warnings(record=True) as caught:   # another module's filter: no effect
+        with warnings.catch_warnings(record=True) as caught:  # another module's filter: no effect
             warnings.simplefilter("always")
             warnings.filterwarnings("error", category=RuntimeWarning, module=HELPER)
             fn(x, y)
@@ -239,13 +240,14 @@ def test_a_warning_shown_once_per_location_is_shown_once_for_plain_and_graph(mod
             warnings.simplefilter("default")
             first(x, y)
             assert len(caught) == 2
-            second(x, y)   # the module's registry has seen both locations
+            second(x, y)  # the module's registry has seen both locations
             assert len(caught) == 2
 
 
 # ------------------------------------------------------------------ exceptions
-@pytest.mark.parametrize("idx,error", [(np.array([0]), np.linalg.LinAlgError), (np.array([5]), IndexError)],
-                         ids=["singular", "index"])
+@pytest.mark.parametrize(
+    "idx,error", [(np.array([0]), np.linalg.LinAlgError), (np.array([5]), IndexError)], ids=["singular", "index"]
+)
 def test_exception_in_the_graph_has_the_users_file_and_line(mods, idx, error):
     main, _ = mods
     m = np.zeros((2, 2, 2))
@@ -271,7 +273,7 @@ def test_compiled_code_is_in_the_users_file_and_still_skipped(mods):
 def test_operations_on_one_line_are_still_written_as_one_expression(mods):
     main, _ = mods
     source = ft.explain(main.fused)(np.full(3, 3.0)).graphs[0].python_code()
-    assert "(x * 2) - 2" in source   # numpy may reuse the temporary, as in plain Python
+    assert "(x * 2) - 2" in source  # numpy may reuse the temporary, as in plain Python
 
 
 # ------------------------------------------------------------------ inlined from another module
@@ -332,8 +334,9 @@ def test_graph_built_by_hand_reports_its_nodes_stacks():
     b = g.call(np.linalg.inv, (a,), stack=("/src/model.py", 12, "f"))
     g.output(b)
     e = raised(g.forward, np.zeros((2, 2)))
-    assert [(f.filename, f.lineno, f.name) for f in traceback.extract_tb(e.__traceback__)
-            if f.filename == "/src/model.py"] == [("/src/model.py", 12, "forward")]
+    assert [
+        (f.filename, f.lineno, f.name) for f in traceback.extract_tb(e.__traceback__) if f.filename == "/src/model.py"
+    ] == [("/src/model.py", 12, "forward")]
 
 
 # ------------------------------------------------------------------ bytecode: relocate
@@ -346,7 +349,7 @@ def _sample(a):
 def test_relocate_gives_each_line_its_new_number_and_file():
     code = _sample.__code__
     first = code.co_firstlineno
-    mapping = {first + 1: 500, first + 2: None, first + 3: 30}   # None: keep the line before
+    mapping = {first + 1: 500, first + 2: None, first + 3: 30}  # None: keep the line before
     new = relocate(code, mapping.get, "/elsewhere/x.py", 20)
     assert new.co_filename == "/elsewhere/x.py" and new.co_firstlineno == 20
     lines = {ln for _, ln in dis.findlinestarts(new) if ln is not None}

@@ -1,5 +1,6 @@
 """The compiled check function: accepts exactly the inputs whose guarded properties are
 unchanged (checked against hypothesis-generated inputs), and explains its failures."""
+
 import collections
 import math
 
@@ -12,15 +13,30 @@ from hypothesis import strategies as st
 from framehook.translator.contexts import register_global_state, unregister_global_state
 from framehook.translator.guard_builder import GuardBuildError, build_check_fn, type_name
 from framehook.translator.guards import GlobalStateSource, Guard, GuardKind
-from framehook.translator.sources import (AttrSource, GlobalSource, ItemSource, LengthSource, LocalSource,
-                                          NdarrayPropertySource)
+from framehook.translator.sources import (
+    AttrSource,
+    GlobalSource,
+    ItemSource,
+    LengthSource,
+    LocalSource,
+    NdarrayPropertySource,
+)
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True, width=32),
-                    st.text(max_size=3), st.binary(max_size=2))
-containers = st.one_of(st.lists(st.integers(0, 3), max_size=3), st.tuples(st.integers(0, 2)),
-                       st.dictionaries(st.sampled_from("abc"), st.integers(0, 2), max_size=3))
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.floats(allow_nan=True, width=32),
+    st.text(max_size=3),
+    st.binary(max_size=2),
+)
+containers = st.one_of(
+    st.lists(st.integers(0, 3), max_size=3),
+    st.tuples(st.integers(0, 2)),
+    st.dictionaries(st.sampled_from("abc"), st.integers(0, 2), max_size=3),
+)
 values = st.one_of(scalars, containers)
 
 
@@ -69,8 +85,10 @@ def test_length_check(a, b):
 
 
 @SETTINGS
-@given(st.dictionaries(st.sampled_from("abcd"), st.integers(), max_size=4),
-       st.dictionaries(st.sampled_from("abcd"), st.integers(), max_size=4))
+@given(
+    st.dictionaries(st.sampled_from("abcd"), st.integers(), max_size=4),
+    st.dictionaries(st.sampled_from("abcd"), st.integers(), max_size=4),
+)
 def test_dict_keys(a, b):
     fn = one(GuardKind.DICT_KEYS, a)
     assert fn({"v": b}) == (list(a) == list(b))
@@ -111,8 +129,12 @@ def test_ndarray_match(a, b, dyn):
     if not dyn:
         expected = expected and b.shape == a.shape and b.strides == a.strides
     else:
-        expected = (expected and b.ndim == a.ndim and same_layout_kind(a, b)
-                    and all(b.shape[i] == a.shape[i] for i in range(a.ndim) if i not in dyn))
+        expected = (
+            expected
+            and b.ndim == a.ndim
+            and same_layout_kind(a, b)
+            and all(b.shape[i] == a.shape[i] for i in range(a.ndim) if i not in dyn)
+        )
     assert fn({"v": b}) == expected
     assert fn({"v": a})
     assert not fn({"v": a.tolist()})
@@ -132,8 +154,9 @@ def test_ndarray_match_rejects_bad_input():
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.sampled_from("abcd"), values), min_size=1, max_size=4, unique_by=lambda t: t[0]),
-       st.data())
+@given(
+    st.lists(st.tuples(st.sampled_from("abcd"), values), min_size=1, max_size=4, unique_by=lambda t: t[0]), st.data()
+)
 def test_guard_set_accepts_exactly_unchanged_inputs(items, data):
     """Several guards in one function: the result is the conjunction of each property."""
     ref = dict(items)
@@ -154,17 +177,20 @@ def test_guard_set_accepts_exactly_unchanged_inputs(items, data):
 
 def test_fail_reason_is_readable():
     L = {"x": np.zeros((3, 4)), "n": 3, "d": {"a": 1}}
-    guards = [LocalSource("x").make_guard(GuardKind.NDARRAY_MATCH),
-              LocalSource("n").make_guard(GuardKind.TYPE_MATCH),
-              ItemSource(LocalSource("d"), "a").make_guard(GuardKind.CONSTANT_MATCH),
-              LocalSource("d").make_guard(GuardKind.DICT_KEYS)]
+    guards = [
+        LocalSource("x").make_guard(GuardKind.NDARRAY_MATCH),
+        LocalSource("n").make_guard(GuardKind.TYPE_MATCH),
+        ItemSource(LocalSource("d"), "a").make_guard(GuardKind.CONSTANT_MATCH),
+        LocalSource("d").make_guard(GuardKind.DICT_KEYS),
+    ]
     fn = build_check_fn(guards, L, {})
     assert fn(L) and fn.fail_reason(L) is None
     assert fn.fail_reason(dict(L, n="3")) == "TYPE_MATCH: L['n'] -- expected type int, got type str"
-    assert fn.fail_reason(dict(L, x=np.zeros((3, 5)))) == \
-        "NDARRAY_MATCH: L['x'] -- expected shape (3, 4), got (3, 5)"
-    assert fn.fail_reason(dict(L, x=np.zeros((3, 4), np.float32))) == \
-        "NDARRAY_MATCH: L['x'] -- expected dtype float64, got dtype float32"
+    assert fn.fail_reason(dict(L, x=np.zeros((3, 5)))) == "NDARRAY_MATCH: L['x'] -- expected shape (3, 4), got (3, 5)"
+    assert (
+        fn.fail_reason(dict(L, x=np.zeros((3, 4), np.float32)))
+        == "NDARRAY_MATCH: L['x'] -- expected dtype float64, got dtype float32"
+    )
     assert fn.fail_reason(dict(L, d={"a": 2})) == "CONSTANT_MATCH: L['d']['a'] -- expected 1, got 2"
     assert fn.fail_reason({"n": 3}).startswith("DICT_KEYS: L['d'] -- expected type dict, but checking raised KeyError")
     assert "type(L['n']) is int" in fn.code_parts
@@ -177,10 +203,12 @@ def test_fail_reason_is_readable():
 
 def test_global_sources_and_chains():
     G = {"scale": 2.5, "cfg": collections.namedtuple("C", "n")(4)}
-    guards = [GlobalSource("scale").make_guard(GuardKind.EQUALS_MATCH),
-              AttrSource(GlobalSource("cfg"), "n").make_guard(GuardKind.EQUALS_MATCH),
-              LengthSource(LocalSource("xs")).make_guard(GuardKind.EQUALS_MATCH),
-              NdarrayPropertySource(LocalSource("a"), "shape", 0).make_guard(GuardKind.EQUALS_MATCH)]
+    guards = [
+        GlobalSource("scale").make_guard(GuardKind.EQUALS_MATCH),
+        AttrSource(GlobalSource("cfg"), "n").make_guard(GuardKind.EQUALS_MATCH),
+        LengthSource(LocalSource("xs")).make_guard(GuardKind.EQUALS_MATCH),
+        NdarrayPropertySource(LocalSource("a"), "shape", 0).make_guard(GuardKind.EQUALS_MATCH),
+    ]
     L = {"xs": [1, 2], "a": np.zeros(5)}
     fn = build_check_fn(guards, L, G)
     assert fn(L)
@@ -222,7 +250,7 @@ def test_global_state_guard():
         assert fn2({})
         box["v"] = 1
         assert not fn2({})
-        assert fn2.fail_reason({}) .endswith("changed: test.flag=1")
+        assert fn2.fail_reason({}).endswith("changed: test.flag=1")
     finally:
         unregister_global_state("test.flag")
 
@@ -245,10 +273,12 @@ def test_export_info_and_export_fn():
 def test_guard_create_logs_and_reraises(caplog):
     g = Guard(LocalSource("x"), GuardKind.LENGTH_CHECK)
     from framehook.translator.contexts import TracingContext, tracing
+
     gs_stack = None
     with tracing(TracingContext()):
         TracingContext.set_current_loc("user.py", 4, "f")
         from framehook.translator.guards import GuardsSet
+
         s = GuardsSet()
         s.add(g)
         gs_stack = g.user_stack

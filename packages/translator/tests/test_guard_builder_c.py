@@ -1,5 +1,6 @@
 """The C guard checker and the generated Python check function agree: same verdict and the
 same fail_reason on hypothesis-generated guard sets and inputs."""
+
 import collections
 
 import array_strategies
@@ -13,23 +14,45 @@ from framehook.translator import guard_builder
 from framehook.translator.contexts import register_global_state, unregister_global_state
 from framehook.translator.guard_builder import build_check_fn, c_checker_kinds, source_path
 from framehook.translator.guards import GlobalStateSource, Guard, GuardKind
-from framehook.translator.sources import (AttrSource, ChainedSource, ClosureCellSource, GlobalSource, IndexSource,
-                                          ItemSource, LengthSource, LocalSource, NdarrayPropertySource, TypeSource)
+from framehook.translator.sources import (
+    AttrSource,
+    ChainedSource,
+    ClosureCellSource,
+    GlobalSource,
+    IndexSource,
+    ItemSource,
+    LengthSource,
+    LocalSource,
+    NdarrayPropertySource,
+    TypeSource,
+)
 
-needs_not_same_as = pytest.mark.skipif("NOT_SAME_AS" not in c_checker_kinds(),
-                                       reason="runtime whose GuardChecker predates NOT_SAME_AS")
+needs_not_same_as = pytest.mark.skipif(
+    "NOT_SAME_AS" not in c_checker_kinds(), reason="runtime whose GuardChecker predates NOT_SAME_AS"
+)
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=True, width=32),
-                    st.text(max_size=2), st.binary(max_size=1))
-containers = st.one_of(st.lists(st.integers(0, 2), max_size=3), st.tuples(st.integers(0, 2)),
-                       st.dictionaries(st.sampled_from("abc"), st.integers(0, 2), max_size=3))
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.floats(allow_nan=True, width=32),
+    st.text(max_size=2),
+    st.binary(max_size=1),
+)
+containers = st.one_of(
+    st.lists(st.integers(0, 2), max_size=3),
+    st.tuples(st.integers(0, 2)),
+    st.dictionaries(st.sampled_from("abc"), st.integers(0, 2), max_size=3),
+)
 values = st.one_of(scalars, containers)
 
 
 def arrays():
-    return array_strategies.arrays(st.sampled_from([np.float64, np.float32, np.int64, np.bool_]),
-                                   st.lists(st.integers(0, 3), max_size=3).map(tuple))
+    return array_strategies.arrays(
+        st.sampled_from([np.float64, np.float32, np.int64, np.bool_]),
+        st.lists(st.integers(0, 3), max_size=3).map(tuple),
+    )
 
 
 KINDS_FOR = {
@@ -69,8 +92,15 @@ def agree(c, p, L):
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.sampled_from("abcd"), st.one_of(values, arrays())), min_size=1, max_size=4,
-                unique_by=lambda t: t[0]), st.data())
+@given(
+    st.lists(
+        st.tuples(st.sampled_from("abcd"), st.one_of(values, arrays())),
+        min_size=1,
+        max_size=4,
+        unique_by=lambda t: t[0],
+    ),
+    st.data(),
+)
 def test_c_and_python_agree(items, data):
     ref = dict(items)
     guards = []
@@ -100,6 +130,7 @@ def test_chained_sources_agree():
     def make_closure(v):
         def inner():
             return v
+
         return inner
 
     G = {"cfg": Box(n=4, items=[1, (2, 3)], d={"k": "v"}), "scale": 2.5}
@@ -122,8 +153,17 @@ def test_chained_sources_agree():
     assert agree(c, p, L)
     ro = np.zeros((2, 3))
     ro.flags.writeable = False
-    variants = [dict(L, a=np.zeros((2, 4))), dict(L, a=ro), dict(L, fn=make_closure(8)), dict(L, xs=(1, 2, 3)),
-                dict(L, xs=[1]), dict(L, t=(np.ones(3), 5)), dict(L, t=(np.ones(2),)), dict(L, fn=len), {}]
+    variants = [
+        dict(L, a=np.zeros((2, 4))),
+        dict(L, a=ro),
+        dict(L, fn=make_closure(8)),
+        dict(L, xs=(1, 2, 3)),
+        dict(L, xs=[1]),
+        dict(L, t=(np.ones(3), 5)),
+        dict(L, t=(np.ones(2),)),
+        dict(L, fn=len),
+        {},
+    ]
     for new in variants:
         assert not agree(c, p, new)
     G["cfg"] = Box(n=4, items=[1, (9, 3)], d={"k": "v"})
@@ -137,9 +177,11 @@ def test_chained_sources_agree():
 def test_duplicate_input_and_global_state_agree():
     a = np.zeros(3)
     L = {"x": a, "y": a}
-    guards = [LocalSource("x").make_guard(GuardKind.NDARRAY_MATCH),
-              LocalSource("y").make_guard(GuardKind.DUPLICATE_INPUT, other=LocalSource("x")),
-              GlobalStateSource().make_guard(GuardKind.GLOBAL_STATE)]
+    guards = [
+        LocalSource("x").make_guard(GuardKind.NDARRAY_MATCH),
+        LocalSource("y").make_guard(GuardKind.DUPLICATE_INPUT, other=LocalSource("x")),
+        GlobalStateSource().make_guard(GuardKind.GLOBAL_STATE),
+    ]
     c, p = both(guards, L, {})
     kinds = [g[1] for g in c.c_guards]
     assert "SAME_AS" in kinds and ("CONTEXTVAR_IS" in kinds or "CALL" in kinds)
@@ -169,14 +211,18 @@ def test_distinct_input_agrees():
     G = {"cache": [0]}
     a, b = [1], [1]
     L = {"x": a, "y": b, "box": Box(buf=[2])}
-    guards = [LocalSource("x").make_guard(GuardKind.LENGTH_CHECK),
-              LocalSource("y").make_guard(GuardKind.DISTINCT_INPUT, other=LocalSource("x")),
-              AttrSource(LocalSource("box"), "buf").make_guard(GuardKind.DISTINCT_INPUT, other=GlobalSource("cache")),
-              AttrSource(LocalSource("box"), "buf").make_guard(GuardKind.DISTINCT_INPUT, other=LocalSource("y"))]
+    guards = [
+        LocalSource("x").make_guard(GuardKind.LENGTH_CHECK),
+        LocalSource("y").make_guard(GuardKind.DISTINCT_INPUT, other=LocalSource("x")),
+        AttrSource(LocalSource("box"), "buf").make_guard(GuardKind.DISTINCT_INPUT, other=GlobalSource("cache")),
+        AttrSource(LocalSource("box"), "buf").make_guard(GuardKind.DISTINCT_INPUT, other=LocalSource("y")),
+    ]
     c, p = both(guards, L, G)
     assert sorted(g[1:] for g in c.c_guards if g[1] == "NOT_SAME_AS") == [
-        ("NOT_SAME_AS", (("global", "cache"),)), ("NOT_SAME_AS", (("local", "x"),)),
-        ("NOT_SAME_AS", (("local", "y"),))]
+        ("NOT_SAME_AS", (("global", "cache"),)),
+        ("NOT_SAME_AS", (("local", "x"),)),
+        ("NOT_SAME_AS", (("local", "y"),)),
+    ]
     assert agree(c, p, L)
     aliased = [dict(L, y=a), dict(L, box=Box(buf=G["cache"])), dict(L, box=Box(buf=b))]
     missing = [{"x": a, "box": L["box"]}, {"y": b, "box": L["box"]}, dict(L, box=Box()), {}]
@@ -185,18 +231,28 @@ def test_distinct_input_agrees():
     reason = c.fail_reason(dict(L, y=a))
     assert reason.startswith("DISTINCT_INPUT: L['y'] -- expected a different object from L['x'], got [1]")
     assert c.fail_reasons(dict(L, y=a)) == p.fail_reasons(dict(L, y=a))
-    del G["cache"]   # the other side is missing: both forms fail the guard alike
+    del G["cache"]  # the other side is missing: both forms fail the guard alike
     assert not agree(c, p, L)
 
 
 def test_nan_and_missing_values_agree():
     L = {"f": float("nan"), "d": {"a": 1}}
-    guards = [LocalSource("f").make_guard(GuardKind.EQUALS_MATCH),
-              ItemSource(LocalSource("d"), "a").make_guard(GuardKind.EQUALS_MATCH),
-              LocalSource("d").make_guard(GuardKind.DICT_KEYS)]
+    guards = [
+        LocalSource("f").make_guard(GuardKind.EQUALS_MATCH),
+        ItemSource(LocalSource("d"), "a").make_guard(GuardKind.EQUALS_MATCH),
+        LocalSource("d").make_guard(GuardKind.DICT_KEYS),
+    ]
     c, p = both(guards, L, {})
-    for new in (L, dict(L, f=float("nan")), dict(L, f=1.0), dict(L, d={"b": 1}), dict(L, d={"a": 2}),
-                dict(L, d=collections.OrderedDict(a=1)), {"f": L["f"]}, {}):
+    for new in (
+        L,
+        dict(L, f=float("nan")),
+        dict(L, f=1.0),
+        dict(L, d={"b": 1}),
+        dict(L, d={"a": 2}),
+        dict(L, d=collections.OrderedDict(a=1)),
+        {"f": L["f"]},
+        {},
+    ):
         agree(c, p, new)
     assert c.fail_reason({"f": L["f"]}).startswith("DICT_KEYS: L['d'] -- expected type dict, but checking raised")
 
@@ -261,21 +317,23 @@ def test_python_form_is_compiled_only_when_asked_for(monkeypatch):
     bad = {"x": np.zeros((3, 4), np.int64), "n": 3.0}
     assert isinstance(fn, rt.GuardChecker)
     assert fn(L) and not fn(bad) and fn.code_parts and "def ___make_check_fn" in fn.source
-    assert compiled == []   # the C checker decides; nothing asked for the Python form yet
-    assert fn.fail_reason(L) is None and compiled == []   # the C checker says every guard holds
+    assert compiled == []  # the C checker decides; nothing asked for the Python form yet
+    assert fn.fail_reason(L) is None and compiled == []  # the C checker says every guard holds
     assert fn.fail_reason(bad) == "TYPE_MATCH: L['n'] -- expected type int, got type float"
     assert len(compiled) == 1
-    assert fn.fail_reasons(bad) == ["TYPE_MATCH: L['n'] -- expected type int, got type float",
-                                    "NDARRAY_MATCH: L['x'] -- expected dtype float64, got dtype int64"]
+    assert fn.fail_reasons(bad) == [
+        "TYPE_MATCH: L['n'] -- expected type int, got type float",
+        "NDARRAY_MATCH: L['x'] -- expected dtype float64, got dtype int64",
+    ]
     assert fn.python_check_fn(L) and not fn.python_check_fn(bad)
-    assert len(compiled) == 1   # compiled once, then reused
+    assert len(compiled) == 1  # compiled once, then reused
 
 
 def test_python_form_is_compiled_at_once_without_the_c_checker(monkeypatch):
     compiled = _guard_compiles(monkeypatch)
     L = {"x": np.zeros(3)}
     fn = build_check_fn([LocalSource("x").make_guard(GuardKind.NDARRAY_MATCH)], L, {}, use_c=False)
-    assert len(compiled) == 1 and fn.python_check_fn is fn   # the runtime calls it: it must exist
+    assert len(compiled) == 1 and fn.python_check_fn is fn  # the runtime calls it: it must exist
 
 
 @needs_not_same_as
@@ -287,12 +345,13 @@ def test_distinct_input_is_checked_by_c(monkeypatch):
     assert isinstance(fn, rt.GuardChecker)
     assert fn.c_guards[-1] == ((("local", "y"),), "NOT_SAME_AS", (("local", "x"),))
     assert fn({"x": a, "y": b}) and not fn({"x": a, "y": a}) and not fn({"x": a})
-    assert compiled == []   # the C checker decides; the Python form is not even compiled
+    assert compiled == []  # the C checker decides; the Python form is not even compiled
     reason = fn.fail_reason({"x": a, "y": a})
     assert reason == f"DISTINCT_INPUT: L['y'] -- expected a different object from L['x'], got {a!r}"
     assert len(compiled) == 1
-    python = build_check_fn([LocalSource("x").make_guard(GuardKind.NDARRAY_MATCH), distinct], {"x": a, "y": b}, {},
-                            use_c=False)
+    python = build_check_fn(
+        [LocalSource("x").make_guard(GuardKind.NDARRAY_MATCH), distinct], {"x": a, "y": b}, {}, use_c=False
+    )
     assert python.fail_reason({"x": a, "y": a}) == reason
 
 
@@ -304,6 +363,7 @@ def _mutates_one_reads_other(x, a, b):
 @needs_not_same_as
 def test_translated_entry_with_distinct_input_is_checked_by_c():
     import framehook.translator as ft
+
     fn = _mutates_one_reads_other
     ft.reset()
     try:
@@ -319,8 +379,9 @@ def test_translated_entry_with_distinct_input_is_checked_by_c():
         shared = [0.0]
         assert not check({"x": x, "a": shared, "b": shared})
         assert check.fail_reason({"x": x, "a": shared, "b": shared}) == (
-            "DISTINCT_INPUT: L['a'] -- expected a different object from L['b'], got [0.0]")
-        assert np.array_equal(opt(x, shared, shared), x + 1) and shared[0] is x   # not the cached code
+            "DISTINCT_INPUT: L['a'] -- expected a different object from L['b'], got [0.0]"
+        )
+        assert np.array_equal(opt(x, shared, shared), x + 1) and shared[0] is x  # not the cached code
     finally:
         ft.reset()
 
@@ -333,17 +394,19 @@ def test_distinct_input_without_not_same_as_stays_python(monkeypatch):
     distinct = LocalSource("y").make_guard(GuardKind.DISTINCT_INPUT, other=LocalSource("x"))
     fn = build_check_fn([LocalSource("x").make_guard(GuardKind.NDARRAY_MATCH), distinct], {"x": a, "y": b}, {})
     assert not isinstance(fn, rt.GuardChecker) and fn.c_guards is None
-    assert len(compiled) == 1 and fn.python_check_fn is fn   # compiled at once: the runtime calls it
+    assert len(compiled) == 1 and fn.python_check_fn is fn  # compiled at once: the runtime calls it
     assert fn({"x": a, "y": b}) and not fn({"x": a, "y": a}) and not fn({"x": a})
     assert fn.fail_reason({"x": a, "y": a}) == (
-        f"DISTINCT_INPUT: L['y'] -- expected a different object from L['x'], got {a!r}")
+        f"DISTINCT_INPUT: L['y'] -- expected a different object from L['x'], got {a!r}"
+    )
     assert len(compiled) == 1
     # the same guards without DISTINCT_INPUT still go to C
-    assert isinstance(build_check_fn([LocalSource("x").make_guard(GuardKind.NDARRAY_MATCH)], {"x": a}, {}),
-                      rt.GuardChecker)
+    assert isinstance(
+        build_check_fn([LocalSource("x").make_guard(GuardKind.NDARRAY_MATCH)], {"x": a}, {}), rt.GuardChecker
+    )
 
 
 def test_runtime_kinds_are_detected():
     kinds = c_checker_kinds()
     assert kinds == frozenset(rt.GuardChecker.KINDS)
-    assert {"TYPE_MATCH", "NDARRAY_MATCH", "NOT_SAME_AS"} <= kinds   # API 2's runtime knows these
+    assert {"TYPE_MATCH", "NDARRAY_MATCH", "NOT_SAME_AS"} <= kinds  # API 2's runtime knows these

@@ -5,6 +5,7 @@ inner loop and a numpy scalar after one iteration. It is carried widened
 exception, warning and argument mutation agrees with plain Python, including inner loops
 that run no iteration (where ``s`` stays the Python number); where the type left by the
 loop would change what the code after it does, the outer loop unrolls as before."""
+
 from __future__ import annotations
 
 import copy
@@ -47,7 +48,7 @@ def dot_rows(a):
 def int_start(x):
     out = np.zeros(x.shape[0], dtype=x.dtype)
     for i in range(x.shape[0]):
-        s = 0                       # int + x's dtype: int32 stays int32, float32 stays float32
+        s = 0  # int + x's dtype: int32 stays int32, float32 stays float32
         for k in range(i):
             s += x[k]
         out[i] = s
@@ -81,7 +82,7 @@ def looks_at_the_type(a):
         s = 0.0
         for k in range(i):
             s += a[i, k]
-        out[i] = 1.0 if type(s) is float else 2.0   # tells a zero-trip loop apart
+        out[i] = 1.0 if type(s) is float else 2.0  # tells a zero-trip loop apart
     return out
 
 
@@ -167,7 +168,7 @@ def test_top_level_while_loop_with_a_python_start_is_not_captured():
         while x[k] > tol:
             s = s + x[k]
             k += 1
-        return s, type(s).__name__    # float when the loop runs no iteration
+        return s, type(s).__name__  # float when the loop runs no iteration
 
     x = np.array([4.0, 2.0, 1.0, 0.5, 0.0])
     out = ft.explain(halves)(x, 0.75)
@@ -180,7 +181,7 @@ def _warned(fn, args):
         warnings.simplefilter("always")
         try:
             result = ("return", fn(*args))
-        except Exception as e:   # the exception is compared too
+        except Exception as e:  # the exception is compared too
             result = ("raise", (type(e), str(e)))
     return result, [(w.category, str(w.message)) for w in caught]
 
@@ -191,8 +192,8 @@ def test_warnings_and_exceptions_match_plain_python():
         for i in range(a.shape[0]):
             s = 0.0
             for k in range(i):
-                s += a[i, k] / a[k, k]      # 0/0: RuntimeWarning
-            out[i] = np.sqrt(s)             # sqrt of a negative: RuntimeWarning
+                s += a[i, k] / a[k, k]  # 0/0: RuntimeWarning
+            out[i] = np.sqrt(s)  # sqrt of a negative: RuntimeWarning
         return out
 
     def raises(a):
@@ -200,7 +201,7 @@ def test_warnings_and_exceptions_match_plain_python():
         for i in range(a.shape[0]):
             s = 0.0
             for k in range(i):
-                s += a[i, k + 2]            # IndexError past the last column
+                s += a[i, k + 2]  # IndexError past the last column
             out[i] = s
         return out
 
@@ -208,7 +209,7 @@ def test_warnings_and_exceptions_match_plain_python():
     for fn in (divides, raises):
         want = _warned(fn, (a.copy(),))
         opt = ft.optimize("eager")(fn)
-        for _ in range(2):   # the compiling call, then a cache hit
+        for _ in range(2):  # the compiling call, then a cache hit
             got = _warned(opt, (a.copy(),))
             assert got[1] == want[1]
             assert got[0][0] == want[0][0]

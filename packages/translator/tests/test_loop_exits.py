@@ -3,6 +3,7 @@ or followed by more of it) captured as loop nodes that exit early; the other sha
 (or run in Python), with the reason. Every call is compared with plain execution (values,
 dtypes, exceptions, warnings, mutation of the arguments) on the first call, a cache hit and
 a recompilation."""
+
 from __future__ import annotations
 
 import warnings
@@ -95,7 +96,7 @@ def counts_after_break(x, tol):
         r = x.sum()
         if r < tol:
             break
-        x = x * 0.5          # the rest of the body runs only when the loop goes on
+        x = x * 0.5  # the rest of the body runs only when the loop goes on
         k += 1
     return x, k
 
@@ -104,13 +105,13 @@ def reads_after_break(x, idx, tol):
     for k in range(6):
         if x.sum() > tol:
             break
-        x = x + x[idx + k]   # an IndexError once idx + k passes the end, after the test
+        x = x + x[idx + k]  # an IndexError once idx + k passes the end, after the test
     return x
 
 
 def divides(x, d):
     for k in range(6):
-        x = x / (d - k)   # d == k: a division by zero warns, as in plain code
+        x = x / (d - k)  # d == k: a division by zero warns, as in plain code
         if np.abs(x).max() > 1e3:
             break
     return x
@@ -118,7 +119,7 @@ def divides(x, d):
 
 def reads(x, idx):
     for k in range(6):
-        x = x + x[idx + k]   # an IndexError once idx + k passes the end
+        x = x + x[idx + k]  # an IndexError once idx + k passes the end
         if x.sum() > 1e6:
             break
     return x
@@ -133,9 +134,16 @@ def explained(fn, *args):
     return out
 
 
-CAPTURED = [(halve_until, (V, 1e-3)), (shrink_while_large, (V, 0.5)), (fill_until, (np.zeros(6), V, 3.5)),
-            (index_stop, (V,)), (body_after_break, (V, 1e-3)), (breaks_first, (V,)),
-            (counts_after_break, (V, 1e-3)), (reads_after_break, (np.linspace(1.0, 2.0, 12), 0, 1e3))]
+CAPTURED = [
+    (halve_until, (V, 1e-3)),
+    (shrink_while_large, (V, 0.5)),
+    (fill_until, (np.zeros(6), V, 3.5)),
+    (index_stop, (V,)),
+    (body_after_break, (V, 1e-3)),
+    (breaks_first, (V,)),
+    (counts_after_break, (V, 1e-3)),
+    (reads_after_break, (np.linspace(1.0, 2.0, 12), 0, 1e3)),
+]
 
 
 @pytest.mark.parametrize("fn,args", CAPTURED, ids=[f.__name__ for f, _ in CAPTURED])
@@ -148,10 +156,24 @@ def test_captured_as_a_loop_that_exits(fn, args):
 
 
 def test_first_call_cache_hit_and_recompilation_agree():
-    opt = check_agrees(halve_until, (V, 1e-3), (V, 1e-3), (V, 10.0), (V, 1e-40), (V * 4, 0.25),
-                       (np.linspace(0, 1, 7), 1e-3), (V.astype(np.float32), 1e-3))
-    check_agrees(fill_until, (np.zeros(6), V, 3.5), (np.zeros(6), V, 3.5), (np.zeros(6), V, 100.0),
-                 (np.zeros(6), V, -1.0), (np.zeros(4), V[:4], 2.5))
+    opt = check_agrees(
+        halve_until,
+        (V, 1e-3),
+        (V, 1e-3),
+        (V, 10.0),
+        (V, 1e-40),
+        (V * 4, 0.25),
+        (np.linspace(0, 1, 7), 1e-3),
+        (V.astype(np.float32), 1e-3),
+    )
+    check_agrees(
+        fill_until,
+        (np.zeros(6), V, 3.5),
+        (np.zeros(6), V, 3.5),
+        (np.zeros(6), V, 100.0),
+        (np.zeros(6), V, -1.0),
+        (np.zeros(4), V[:4], 2.5),
+    )
     check_agrees(shrink_while_large, (V, 0.5), (V, 0.5), (V, 5.0), (V * 0, 0.5))
     check_agrees(index_stop, (V,), (V,), (np.arange(3),))
     check_agrees(body_after_break, (V, 1e-3), (V, 1e-3), (V, 10.0), (V, -1.0), (V.astype(np.float32), 1e-3))
@@ -162,7 +184,7 @@ def test_first_call_cache_hit_and_recompilation_agree():
 
 
 def test_errors_and_warnings_surface_as_in_python():
-    check_agrees(reads, (V, 0), (V, 3), (V, 0))   # 3: IndexError at the third iteration
+    check_agrees(reads, (V, 0), (V, 3), (V, 0))  # 3: IndexError at the third iteration
 
     def run(fn, *args):
         with warnings.catch_warnings(record=True) as caught:
@@ -177,11 +199,15 @@ def test_errors_and_warnings_surface_as_in_python():
         assert_same(got[0], want[0])
 
 
-@pytest.mark.parametrize("fn,args,why", [
-    (with_else, (V,), "a for-else"),
-    # 3.12+: after the loop ``i`` may be unbound (LOAD_FAST_CHECK), after the break not
-    (index_after, (V, 1e-3), ("read after a loop that may break", "not the code after the loop")),
-], ids=["with_else", "index_after"])
+@pytest.mark.parametrize(
+    "fn,args,why",
+    [
+        (with_else, (V,), "a for-else"),
+        # 3.12+: after the loop ``i`` may be unbound (LOAD_FAST_CHECK), after the break not
+        (index_after, (V, 1e-3), ("read after a loop that may break", "not the code after the loop")),
+    ],
+    ids=["with_else", "index_after"],
+)
 def test_other_breaks_are_not_captured_and_agree(fn, args, why):
     out = explained(fn, *args)
     assert not any(loop_nodes(g) for g in out.graphs), str(out)
@@ -223,7 +249,7 @@ def row_sums_until(a, tol):
     out = np.zeros(n)
     for i in range(n):
         s = a[i, 0] * 0.0
-        for j in range(i):   # bounds from the enclosing index: a loop node inside a loop node
+        for j in range(i):  # bounds from the enclosing index: a loop node inside a loop node
             s = s + a[i, j]
             if s > tol:
                 break

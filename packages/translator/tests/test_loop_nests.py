@@ -3,6 +3,7 @@ nests: Cholesky, LU, Gram-Schmidt) captured as a loop node inside a loop node wi
 bounds (symbolic/loops.py ``SymRange``), not unrolled; every result, dtype, exception,
 warning and argument mutation agrees with the plain function, on the first call, a cache
 hit and a recompilation; a nest that cannot be captured so unrolls as before."""
+
 from __future__ import annotations
 
 import copy
@@ -29,7 +30,6 @@ V = RNG.standard_normal(9)
 pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
-
 def graph_bounded(graph):
     """Loop nodes, at any depth, whose range has a bound computed in the graph."""
     found = []
@@ -46,7 +46,7 @@ def lu_in_place(a):
     for k in range(n):
         for i in range(k + 1, n):
             a[i, k] = a[i, k] / a[k, k]
-            a[i, k + 1:] = a[i, k + 1:] - a[i, k] * a[k, k + 1:]
+            a[i, k + 1 :] = a[i, k + 1 :] - a[i, k] * a[k, k + 1 :]
     return a
 
 
@@ -163,13 +163,13 @@ def test_inner_loop_errors_surface_as_in_python():
         acc = x[0] * 0
         for i in range(x.shape[0]):
             for j in range(i + 3):
-                acc = acc + x[j]       # j reaches len(x) in the last outer iterations
+                acc = acc + x[j]  # j reaches len(x) in the last outer iterations
         return acc
 
     with pytest.raises(IndexError):
         reads_past_the_end(V)
     check_agrees(reads_past_the_end, (V,), (V[:2].copy(),))
-    ok = V[:1].copy()   # one outer iteration: j < 3 reads past the end at once
+    ok = V[:1].copy()  # one outer iteration: j < 3 reads past the end at once
     check_agrees(reads_past_the_end, (ok,))
 
 
@@ -178,7 +178,7 @@ def _warned(fn, args):
         warnings.simplefilter("always")
         try:
             result = ("return", fn(*args))
-        except Exception as e:   # the exception is compared too
+        except Exception as e:  # the exception is compared too
             result = ("raise", (type(e), str(e)))
     return result, [(w.category, str(w.message), w.lineno) for w in caught]
 
@@ -188,13 +188,13 @@ def test_warnings_inside_the_nest_match_plain_python():
         out = np.zeros_like(x)
         for i in range(x.shape[0]):
             for j in range(i):
-                out[i] = out[i] + x[j] / (x[i] - x[i])   # 0/0 and x/0: RuntimeWarnings
+                out[i] = out[i] + x[j] / (x[i] - x[i])  # 0/0 and x/0: RuntimeWarnings
         return out
 
     x = np.arange(6.0)
     want = _warned(divides, (x.copy(),))
     opt = ft.optimize("eager")(divides)
-    for _ in range(2):   # the compiling call, then a cache hit
+    for _ in range(2):  # the compiling call, then a cache hit
         got = _warned(opt, (x.copy(),))
         assert got[1] == want[1]
         assert_same(got[0][1], want[0][1])
@@ -204,9 +204,9 @@ def test_zero_and_negative_trip_counts():
     def shifted(x):
         acc = np.zeros_like(x)
         for i in range(x.shape[0]):
-            for j in range(i - 4):          # no iterations while i < 5
+            for j in range(i - 4):  # no iterations while i < 5
                 acc = acc + x[j]
-            for j in range(i, i - 3, -1):   # three iterations each time
+            for j in range(i, i - 3, -1):  # three iterations each time
                 acc = acc * 0.5 + x[j]
         return acc
 
@@ -222,7 +222,7 @@ def test_index_read_after_the_inner_loop_unrolls_the_outer():
             j = 0
             for j in range(i):
                 acc = acc + x[j]
-            acc = acc + j          # the inner loop variable after the loop
+            acc = acc + j  # the inner loop variable after the loop
         return acc
 
     out = ft.explain(last_index)(V)
@@ -236,7 +236,7 @@ def test_temporaries_of_one_iteration_are_not_carried():
         out = np.zeros_like(x)
         for i in range(x.shape[0]):
             for j in range(i):
-                t = x[: j + 1].sum()     # a new length every iteration, dead at the loop head
+                t = x[: j + 1].sum()  # a new length every iteration, dead at the loop head
                 out[i] = out[i] + t
         return out
 
@@ -260,6 +260,7 @@ def test_nest_with_the_interpreter_and_numexpr_backends():
 
 def test_debug_dump_of_a_nest_is_runnable(tmp_path):
     from framehook.translator import debug
+
     ft.optimize("eager")(lower_sums)(V)
     written = debug.dump(lower_sums, tmp_path)
     graphs = [p for p in written if "graph" in str(p) and str(p).endswith(".py")]
@@ -305,14 +306,14 @@ def first_changes(x):
     acc = 0
     for i in range(x.shape[0]):
         for j in range(3):
-            acc = acc + x[i] * j    # an int before the first iteration, an array after
+            acc = acc + x[i] * j  # an int before the first iteration, an array after
     return acc
 
 
 def test_nest_is_captured_at_its_first_iteration():
     out = ft.explain(lower_sums)(V)
     outer = [n for n in out.loops if n.captured and n.iterations is not None]
-    assert [n.iterations for n in outer] == [V.shape[0]], str(out)   # all of them: none traced straight
+    assert [n.iterations for n in outer] == [V.shape[0]], str(out)  # all of them: none traced straight
     with config.patch(capture_loops=False):
         unrolled = ft.explain(lower_sums)(V)
     assert sum(out.ops_per_graph[0].values()) < sum(unrolled.ops_per_graph[0].values()) / 3

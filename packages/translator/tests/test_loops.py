@@ -1,6 +1,7 @@
 """Loops over ranges captured as one loop in the graph (symbolic/loops.py, graph/loop.py):
 results agree exactly with the plain function, the graph does not grow with the number of
 iterations, and every body that cannot be captured unrolls with its reason reported."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,7 +19,6 @@ V1 = RNG.standard_normal(16)
 
 
 pytestmark = pytest.mark.usefixtures("fresh_translator")
-
 
 
 # ---------------------------------------------------------------- captured loops
@@ -62,6 +62,7 @@ def tuple_state(x):
 def invariant_closure(x, k):
     def step(y):
         return np.tanh(y @ k)
+
     for _ in range(9):
         x = step(x)
     return x
@@ -105,7 +106,7 @@ def test_captured_loop_agrees_and_is_one_loop(fn, args):
 
 def test_graph_size_and_trace_do_not_grow_with_the_steps():
     small = ft.explain(jacobi)(U, 10)
-    large = ft.explain(jacobi)(U, 1000)   # more than config.max_unrolled_iterations
+    large = ft.explain(jacobi)(U, 1000)  # more than config.max_unrolled_iterations
     assert large.graph_break_count == 0
     assert small.ops_per_graph == large.ops_per_graph
     assert len(large.graphs[0].python_code().splitlines()) == len(small.graphs[0].python_code().splitlines())
@@ -116,7 +117,7 @@ def test_loop_code_is_a_python_for_loop():
     out = ft.explain(jacobi)(U, 30)
     code = out.graphs[0].python_code()
     assert code.count("for ") == 1 and "in range(1, 30, 1):" in code
-    assert "graph jacobi_loop(" in str(out.graphs[0])   # the body is listed under its node
+    assert "graph jacobi_loop(" in str(out.graphs[0])  # the body is listed under its node
     assert out.ops_per_graph[0]["loop"] == 1
     assert "captured as one loop (29 iterations)" in str(out)
 
@@ -134,7 +135,7 @@ def test_loop_index_errors_surface_as_in_python():
     def f(x):
         out = 0.0
         for i in range(12):
-            out = out + x[i]      # x has 10 rows: IndexError at i == 10, as in plain Python
+            out = out + x[i]  # x has 10 rows: IndexError at i == 10, as in plain Python
         return out
 
     x = np.arange(10.0)
@@ -160,6 +161,7 @@ def test_numexpr_backend_runs_captured_loops():
 
 def test_debug_dump_of_a_captured_loop_is_runnable(tmp_path):
     from framehook.translator import debug
+
     opt = ft.optimize("eager")(jacobi)
     opt(U, 20)
     written = debug.dump(jacobi, tmp_path)
@@ -200,7 +202,7 @@ def python_counter(x):
 def python_counter_to_string(x):
     label = ""
     for _ in range(6):
-        label = label + "a"        # a str that changes each iteration: not a number to carry
+        label = label + "a"  # a str that changes each iteration: not a number to carry
         x = x + len(label)
     return x
 
@@ -253,22 +255,24 @@ def time_stepping(u, steps, dt):
     k = 0
     for _ in range(steps):
         u = u + dt * (np.roll(u, 1) - 2 * u + np.roll(u, -1)) * t
-        t += dt          # Python numbers the body changes: carried through the loop
+        t += dt  # Python numbers the body changes: carried through the loop
         k += 1
-    return u, t, k, np.zeros(k % 5)   # t and k are plain Python numbers again after it
+    return u, t, k, np.zeros(k % 5)  # t and k are plain Python numbers again after it
 
 
 def data_dependent_scale(x, n):
     s = 1.0
     for i in range(n):
         x = x * 0.5
-        s = s * 0.5 + 0.25     # two operations: s comes out of the graph, not folded here
+        s = s * 0.5 + 0.25  # two operations: s comes out of the graph, not folded here
         x = x + s
     return x, s
 
 
-@pytest.mark.parametrize("fn,args", [(python_counter, (V1,)), (time_stepping, (np.linspace(0, 1, 16), 40, 0.01)),
-                                     (data_dependent_scale, (V1, 9))])
+@pytest.mark.parametrize(
+    "fn,args",
+    [(python_counter, (V1,)), (time_stepping, (np.linspace(0, 1, 16), 40, 0.01)), (data_dependent_scale, (V1, 9))],
+)
 def test_python_numbers_the_body_changes_are_carried(fn, args):
     out = ft.explain(fn)(*args)
     assert out.loops and out.loops[0].captured, str(out)
@@ -278,7 +282,9 @@ def test_python_numbers_the_body_changes_are_carried(fn, args):
     result = opt(*args)
     plain = fn(*args)
     # the counters come back as the same Python numbers, bit for bit
-    for got, want in zip(result if isinstance(result, tuple) else (result,), plain if isinstance(plain, tuple) else (plain,)):
+    for got, want in zip(
+        result if isinstance(result, tuple) else (result,), plain if isinstance(plain, tuple) else (plain,)
+    ):
         assert type(got) is type(want)
 
 
@@ -300,7 +306,7 @@ def test_loop_capture_can_be_turned_off_and_has_a_threshold():
         out = ft.explain(jacobi)(U, 20)
     assert not out.loops and not loop_nodes(out.graphs[0])
     with config.patch(min_captured_loop_iterations=30):
-        out = ft.explain(jacobi)(U, 20)   # 19 left after the first: below the threshold
+        out = ft.explain(jacobi)(U, 20)  # 19 left after the first: below the threshold
     assert not out.loops and not loop_nodes(out.graphs[0])
     with config.patch(min_captured_loop_iterations=19):
         out = ft.explain(jacobi)(U, 20)

@@ -5,6 +5,7 @@ data-dependent length (a fresh symbolic dimension) broadcast with the other adva
 indices and placed where they are, or first when a slice, None or Ellipsis separates them.
 Every function agrees exactly with the plain one (values, dtypes, shapes, exceptions,
 arguments after the call) on the first call, on cache hits and for other mask contents."""
+
 from __future__ import annotations
 
 import random
@@ -26,7 +27,6 @@ IDX = np.array([0, 2])
 
 
 pytestmark = pytest.mark.usefixtures("fresh_translator")
-
 
 
 def variants(mask):
@@ -56,15 +56,15 @@ def with_ints(x, m, idx):
 
 
 def with_column_ints(x, m, idx):
-    return x[m, idx[:, None]]              # (2, 1) broadcast with (N,): (2, N)
+    return x[m, idx[:, None]]  # (2, 1) broadcast with (N,): (2, N)
 
 
 def separated(x, m):
-    return x[0, :, m]                      # int and mask separated by a slice: N first
+    return x[0, :, m]  # int and mask separated by a slice: N first
 
 
 def adjacent(x, m):
-    return x[:, m, 0]                      # mask and int side by side: N in place
+    return x[:, m, 0]  # mask and int side by side: N in place
 
 
 def ellipsis_none(x, m):
@@ -80,9 +80,16 @@ def with_python_bools(x, m):
 
 
 READS = [
-    (first_col, X2, M4, ()), (first_row, X2, M5, ()), (rows_slice, X2, M4, ()), (all_rows, X2, M5, ()),
-    (with_ints, X2, M4, (IDX,)), (with_column_ints, X2, M4, (IDX,)), (separated, X3, M5, ()),
-    (adjacent, X3, M4, ()), (ellipsis_none, X3, M3, ()), (two_d_mask, X3, X3[:, :, 0] > 0, ()),
+    (first_col, X2, M4, ()),
+    (first_row, X2, M5, ()),
+    (rows_slice, X2, M4, ()),
+    (all_rows, X2, M5, ()),
+    (with_ints, X2, M4, (IDX,)),
+    (with_column_ints, X2, M4, (IDX,)),
+    (separated, X3, M5, ()),
+    (adjacent, X3, M4, ()),
+    (ellipsis_none, X3, M3, ()),
+    (two_d_mask, X3, X3[:, :, 0] > 0, ()),
     (with_python_bools, X2, M4, ()),
 ]
 
@@ -92,9 +99,9 @@ READS = [
 def test_masks_among_other_indices(fn, x, m, extra, dtype):
     x = (x * (1 + 1j) if np.dtype(dtype).kind == "c" else x).astype(dtype)
     calls = [(x, v) + extra for v in variants(m)]
-    if fn is with_ints:   # N must be 2 (the integer array's length) or 1: others raise, as numpy does
+    if fn is with_ints:  # N must be 2 (the integer array's length) or 1: others raise, as numpy does
         calls = [(x, v) + extra for v in (m & (np.arange(len(m)) < 2), np.eye(len(m), dtype=bool)[1], m)]
-    with ft.config.patch(verify_backend=True):   # every result matches the graph's metadata
+    with ft.config.patch(verify_backend=True):  # every result matches the graph's metadata
         check_agrees(fn, *calls)
     assert entries(fn) == 1, "other mask contents are cache hits"
     out = ft.explain(fn)(*calls[0])
@@ -117,17 +124,20 @@ def test_result_shapes_follow_numpy_placement():
     assert sym(meta_of(first_row, X2, M5)) == ("N",)
     assert sym(meta_of(lambda x, m: x[m, 1:3], X2, M4)) == ("N", 2)
     assert sym(meta_of(lambda x, m: x[:, m], X2, M5)) == (4, "N")
-    assert sym(meta_of(separated, X3, M5)) == ("N", 4)            # moved to the front
-    assert sym(meta_of(adjacent, X3, M4)) == (3, "N")              # kept in place
+    assert sym(meta_of(separated, X3, M5)) == ("N", 4)  # moved to the front
+    assert sym(meta_of(adjacent, X3, M4)) == (3, "N")  # kept in place
     assert sym(meta_of(lambda x, m: x[m, None, 1], X3, M3)) == ("N", 1, 5)
     assert sym(meta_of(lambda x, m: x[..., m], X3, M5)) == (3, 4, "N")
-    assert sym(meta_of(with_ints, X2, np.array([True, False, False, True]), IDX)) == (2,)            # N must broadcast with 2
+    assert sym(meta_of(with_ints, X2, np.array([True, False, False, True]), IDX)) == (2,)  # N must broadcast with 2
     assert sym(meta_of(with_column_ints, X2, M4, IDX)) == (2, "N")
     assert sym(meta_of(lambda x, m: x[m, np.array([1])], X2, M4)) == ("N",)
     assert sym(meta_of(lambda x: x[x.sum() > 0], X2)) == ("N", 4, 5)
     assert sym(meta_of(lambda x: x[x.sum() > 0, 1], X2)) == ("N", 5)
     assert sym(meta_of(lambda x: x[:, x[0, :, 0] > 0, 0], X3)) == (3, "N")
-    assert sym(meta_of(lambda x, m: x[m, False], X2, M4 & (np.arange(4) == 1))) == (0, 5)  # False: N is 0 (or numpy raises)
+    assert sym(meta_of(lambda x, m: x[m, False], X2, M4 & (np.arange(4) == 1))) == (
+        0,
+        5,
+    )  # False: N is 0 (or numpy raises)
 
 
 # ----------------------------------------------------------------- 0-d masks
@@ -161,7 +171,7 @@ def store_scalar(x, m):
 
 
 def store_array(x, m, v):
-    x[m, 1:3] = v                           # v broadcast to (N, 2)
+    x[m, 1:3] = v  # v broadcast to (N, 2)
     return x
 
 
@@ -177,7 +187,7 @@ def store_with_ints(x, m, idx, v):
 
 
 def store_number_input(x, m, k):
-    x[m, -1] = k                            # k stays a graph input (not specialized)
+    x[m, -1] = k  # k stays a graph input (not specialized)
     return x
 
 
@@ -185,22 +195,32 @@ def test_mask_stores():
     for dtype in (np.float64, np.float32, np.complex128):
         x = X2.astype(dtype)
         check_agrees(store_scalar, *[(x.copy(), v) for v in variants(M4)])
-        check_agrees(store_array, (x.copy(), M4, np.array([10.0, 20.0])), (x.copy(), ~M4, np.array([[1.0, 2.0]])),
-                      (x.copy(), M4, np.ones((3, 2))), (x.copy(), M4, np.ones((2, 2))))   # wrong N raises
+        check_agrees(
+            store_array,
+            (x.copy(), M4, np.array([10.0, 20.0])),
+            (x.copy(), ~M4, np.array([[1.0, 2.0]])),
+            (x.copy(), M4, np.ones((3, 2))),
+            (x.copy(), M4, np.ones((2, 2))),
+        )  # wrong N raises
         check_agrees(store_inplace, *[(x.copy(), v) for v in variants(M4)])
-        check_agrees(store_with_ints, (x.copy(), M4 & (np.arange(4) < 2), IDX, np.array([5.0, 6.0])),
-                     (x.copy(), M4, IDX, 3.0))
+        check_agrees(
+            store_with_ints, (x.copy(), M4 & (np.arange(4) < 2), IDX, np.array([5.0, 6.0])), (x.copy(), M4, IDX, 3.0)
+        )
         check_agrees(store_number_input, (x.copy(), M4, 2.5), (x.copy(), ~M4, -1.5), (x.copy(), M4, 4.0))
-    assert entries(store_number_input) == 3   # one per dtype: the number is not specialized
-    for fn, args in ((store_scalar, (X2.copy(), M4)), (store_array, (X2.copy(), M4, np.ones(2))),
-                     (store_inplace, (X2.copy(), M4)), (store_with_ints, (X2.copy(), ~M4 | (np.arange(4) == 1), IDX, 1.0))):
+    assert entries(store_number_input) == 3  # one per dtype: the number is not specialized
+    for fn, args in (
+        (store_scalar, (X2.copy(), M4)),
+        (store_array, (X2.copy(), M4, np.ones(2))),
+        (store_inplace, (X2.copy(), M4)),
+        (store_with_ints, (X2.copy(), ~M4 | (np.arange(4) == 1), IDX, 1.0)),
+    ):
         out = ft.explain(fn)(*args)
         assert out.graph_count == 1 and out.graph_break_count == 0, str(out)
 
 
 def test_stores_that_numpy_rejects_break_cleanly():
     def too_many_dims(x, m):
-        x[m, 0] = np.ones((2, 3))           # (2, 3) cannot broadcast to (N,)
+        x[m, 0] = np.ones((2, 3))  # (2, 3) cannot broadcast to (N,)
         return x
 
     def complex_into_float(x, m):
@@ -225,7 +245,7 @@ def test_wrong_mask_shapes_raise_as_numpy():
     assert "boolean index did not match" in out.break_reasons[0].reason
     # N that does not broadcast with the integer array: numpy raises when the graph runs
     check_agrees(with_ints, (X2, M4, IDX), (X2, np.ones(4, bool), IDX), (X2, np.zeros(4, bool), IDX))
-    check_agrees(lambda x, m: x[m, 0, 0, 0], (X2, M4))     # too many indices
+    check_agrees(lambda x, m: x[m, 0, 0, 0], (X2, M4))  # too many indices
 
 
 def test_masks_nested_in_sequences_break_with_a_hint():
@@ -260,7 +280,7 @@ def test_masks_under_dynamic_shapes():
         for n in (3, 5, 7, 9, 5):
             x = rng.standard_normal((n, 4))
             check_agrees(dynamic, (x, rng.random(n) > 0.5), (x, np.zeros(n, bool)), optimized=opt)
-    assert entries(dynamic) == 2   # the second size recompiles with dynamic dimensions, then hits
+    assert entries(dynamic) == 2  # the second size recompiles with dynamic dimensions, then hits
 
 
 def in_loop(x):
@@ -288,8 +308,7 @@ def test_masks_with_the_numexpr_backend():
 # ----------------------------------------------------------------- random indices against numpy
 def _random_case(rng):
     ndim = rng.randint(0, 4)
-    shape = tuple(rng.choice([0, 1, 2, 3, 4]) if rng.random() < 0.1 else rng.choice([1, 2, 3, 4])
-                  for _ in range(ndim))
+    shape = tuple(rng.choice([0, 1, 2, 3, 4]) if rng.random() < 0.1 else rng.choice([1, 2, 3, 4]) for _ in range(ndim))
     x = np.arange(int(np.prod(shape)), dtype=rng.choice([np.float64, np.float32, np.int32])).reshape(shape)
     items, args, dim, ellipsis = [], {}, 0, False
     for _ in range(rng.randint(1, 4)):
@@ -308,7 +327,7 @@ def _random_case(rng):
             items.append(name)
         elif kind in ("mask", "mask2"):
             nd = 2 if kind == "mask2" else 1
-            mshape = tuple(shape[dim:dim + nd]) if dim + nd <= ndim else (d,) * nd
+            mshape = tuple(shape[dim : dim + nd]) if dim + nd <= ndim else (d,) * nd
             args[name] = np.array([rng.random() < 0.5 for _ in range(int(np.prod(mshape)))], bool).reshape(mshape)
             items.append(name)
             dim += nd
@@ -320,8 +339,9 @@ def _random_case(rng):
             dim += 1
         elif kind == "intarr":
             ashape = rng.choice([(1,), (2,), (3,), (2, 1), (1, 2), ()])
-            args[name] = np.array([rng.randint(0, max(d - 1, 0)) for _ in range(int(np.prod(ashape)))],
-                                  np.intp).reshape(ashape)
+            args[name] = np.array(
+                [rng.randint(0, max(d - 1, 0)) for _ in range(int(np.prod(ashape)))], np.intp
+            ).reshape(ashape)
             items.append(name)
             dim += 1
     if not any(getattr(v, "dtype", None) == np.bool_ for v in args.values()):
@@ -347,9 +367,16 @@ def test_random_mask_indices_agree_with_numpy():
         value = rng.choice([-1.0, 2, np.ones(1) * 5, np.arange(2.0), np.float32(3)])
 
         def call(reseed):
-            a = {n: (np.array(rng.random() < 0.5, bool).reshape(v.shape) if v.ndim == 0 else
-                     np.array([rng.random() < 0.5 for _ in range(v.size)], bool).reshape(v.shape))
-                 if reseed and v.dtype == np.bool_ and isinstance(v, np.ndarray) else v for n, v in args.items()}
+            a = {
+                n: (
+                    np.array(rng.random() < 0.5, bool).reshape(v.shape)
+                    if v.ndim == 0
+                    else np.array([rng.random() < 0.5 for _ in range(v.size)], bool).reshape(v.shape)
+                )
+                if reseed and v.dtype == np.bool_ and isinstance(v, np.ndarray)
+                else v
+                for n, v in args.items()
+            }
             return (x.copy(),) + tuple(a[n] for n in names) + ((value,) if store else ())
 
         ft.reset()
@@ -363,7 +390,7 @@ def test_random_mask_indices_agree_with_numpy():
             try:
                 out = ft.explain(f)(*call(False))
             except Exception:
-                continue   # numpy raises for this index: checked above to agree
+                continue  # numpy raises for this index: checked above to agree
             if out.graph_break_count == 0:
                 captured += 1
     assert captured > 100

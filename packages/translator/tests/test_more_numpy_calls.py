@@ -3,6 +3,7 @@
 and a slice bound read from an array element (FH012, now a graph int). Each function agrees
 exactly with the plain one (values, dtypes, shapes, exceptions, arguments after the call) on
 the first call, a cache hit and a recompilation, and ``explain`` shows what is captured."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,14 +17,12 @@ from symbolic_helpers import check_agrees, entries
 # warning is the same as plain, so the other tests leave it out of the summary.
 pytestmark = [
     pytest.mark.usefixtures("fresh_translator"),
-    pytest.mark.filterwarnings(
-        "ignore:Setting the shape on a NumPy array:DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore:Setting the shape on a NumPy array:DeprecationWarning"),
 ]
 
 RNG = np.random.default_rng(20)
 X = RNG.standard_normal(6)
 M = RNG.standard_normal((4, 6))
-
 
 
 def captured(fn, *args, graphs=1):
@@ -38,7 +37,7 @@ def breaks_of(fn, *args):
     add_observer(reports.append)
     try:
         ft.optimize("eager")(fn)(*args)
-    except Exception:   # the plain function raises too (compared by check_agrees)
+    except Exception:  # the plain function raises too (compared by check_agrees)
         pass
     finally:
         remove_observer(reports.append)
@@ -46,8 +45,11 @@ def breaks_of(fn, *args):
 
 
 def ops(out):
-    return [str(n.target) if isinstance(n.target, str) else getattr(n.target, "__name__", "")
-            for g in out.graphs for n in g.nodes]
+    return [
+        str(n.target) if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+        for g in out.graphs
+        for n in g.nodes
+    ]
 
 
 # ----------------------------------------------------------------- np.ndarray(...)
@@ -85,6 +87,7 @@ def test_ndarray_order_is_kept():
         a = np.ndarray(x.shape, x.dtype, order="F")
         a[...] = x
         return a
+
     got = ft.optimize("eager")(f)(M)
     assert got.flags.f_contiguous and not got.flags.c_contiguous
     np.testing.assert_array_equal(got, M)
@@ -136,7 +139,7 @@ def test_histogram_is_captured():
 def test_histogram_errors_agree():
     nan = X.copy()
     nan[2] = np.nan
-    check_agrees(hist_bins, (X,), (nan,))   # "autodetected range of [nan, nan] is not finite", at run time
+    check_agrees(hist_bins, (X,), (nan,))  # "autodetected range of [nan, nan] is not finite", at run time
     check_agrees(hist_edges_range, (X, 1.0, -1.0))
 
 
@@ -175,7 +178,7 @@ def shape_after_uses(x):
 
 
 def shape_not_in_place(x):
-    y = x.T * 1.0            # F-ordered: the in-place reshape is impossible
+    y = x.T * 1.0  # F-ordered: the in-place reshape is impossible
     y.shape = (y.size,)
     return y
 
@@ -188,7 +191,7 @@ def shape_wrong_size(x):
 
 def shape_of_same_object(x):
     y = x * 2
-    z = np.asarray(y)        # the same object as y
+    z = np.asarray(y)  # the same object as y
     y.shape = (2, 3)
     return z.shape, z
 
@@ -197,7 +200,7 @@ def test_shape_assignment_is_an_in_place_reshape():
     check_agrees(shape_of_result, (X,), (X,), (np.arange(8.0),), (X.astype(np.float32),))
     out = captured(shape_of_result, X)
     assert "setattr" in ops(out), str(out)
-    check_agrees(shape_of_argument, (M,), (M,), (M[:2].copy(),))   # the argument's shape after the call too
+    check_agrees(shape_of_argument, (M,), (M,), (M[:2].copy(),))  # the argument's shape after the call too
     captured(shape_of_argument, M.copy())
     check_agrees(shape_seen_by_aliases, (X,), (X,))
     captured(shape_seen_by_aliases, X)
@@ -208,11 +211,11 @@ def test_shape_assignment_is_an_in_place_reshape():
 def test_shape_assignment_errors_are_numpys():
     # AttributeError("Incompatible shape for in-place modification ...") from the graph
     check_agrees(shape_not_in_place, (M,), (M,))
-    with pytest.raises(AttributeError, match="in-place"):   # raised by the graph: no break
+    with pytest.raises(AttributeError, match="in-place"):  # raised by the graph: no break
         ft.optimize("eager", nopython=True)(shape_not_in_place)(M)
     check_agrees(shape_wrong_size, (X,), (X,))
     ft.reset()
-    assert breaks_of(shape_wrong_size, X) == ["FH009"]   # known at trace time: runs in Python and raises
+    assert breaks_of(shape_wrong_size, X) == ["FH009"]  # known at trace time: runs in Python and raises
 
 
 def test_shape_assignment_of_an_aliased_array_breaks():
@@ -224,24 +227,24 @@ def test_shape_assignment_of_an_aliased_array_breaks():
 
 def test_shape_assignment_with_dynamic_dimensions():
     opt = check_agrees(shape_of_result, (X,), (np.arange(8.0),), (np.arange(10.0),), (np.arange(12.0),))
-    assert entries(shape_of_result) == 2   # the second length made the dimension dynamic
+    assert entries(shape_of_result) == 2  # the second length made the dimension dynamic
     del opt
 
 
 # ----------------------------------------------------------------- slice bounds from array elements
 def bound_from_element(x, idx):
-    head = x[:idx[0]]
-    return head.sum(), head * 2, x[idx[1]:idx[0]]
+    head = x[: idx[0]]
+    return head.sum(), head * 2, x[idx[1] : idx[0]]
 
 
 def bound_stored(x, idx):
     out = x.copy()
-    out[idx[0]:] = 0
+    out[idx[0] :] = 0
     return out
 
 
 def bound_of_wrong_kind(x, idx):
-    return x[:idx[0]]
+    return x[: idx[0]]
 
 
 def test_slice_bound_from_an_array_element_stays_in_the_graph():
@@ -251,7 +254,7 @@ def test_slice_bound_from_an_array_element_stays_in_the_graph():
     for other in (np.array([2, 0]), np.array([6, 3]), np.array([-1, -4]), np.array([9, 7])):
         check_agrees(bound_from_element, (X, other), optimized=opt)
     assert entries(bound_from_element) == 1
-    check_agrees(bound_from_element, (X, idx.astype(np.uint8)), optimized=opt)   # recompiles: other dtype
+    check_agrees(bound_from_element, (X, idx.astype(np.uint8)), optimized=opt)  # recompiles: other dtype
     assert entries(bound_from_element) == 2
     captured(bound_from_element, X, idx)
     check_agrees(bound_stored, (X, idx), (X, np.array([0, 0])), (M, np.array([2, 1])))
@@ -262,14 +265,18 @@ def test_slice_bound_of_other_kinds_agree():
     # a float element raises TypeError, a 1-d array element too: as in plain Python
     check_agrees(bound_of_wrong_kind, (X, np.array([2.0])), (X, np.array([[2]])), (X, np.array([True])))
     ft.reset()
-    assert breaks_of(bound_of_wrong_kind, X, np.array([2.0])) == ["FH012"]   # not a bound the graph takes
+    assert breaks_of(bound_of_wrong_kind, X, np.array([2.0])) == ["FH012"]  # not a bound the graph takes
 
 
 def test_numexpr_backend_agrees():
     pytest.importorskip("numexpr")
     idx = np.array([4, 1])
-    for fn, args in ((bound_from_element, (X, idx)), (shape_of_result, (X,)), (hist_bins, (X,)),
-                     (ndarray_filled, (X,))):
+    for fn, args in (
+        (bound_from_element, (X, idx)),
+        (shape_of_result, (X,)),
+        (hist_bins, (X,)),
+        (ndarray_filled, (X,)),
+    ):
         ft.reset()
         opt = ft.optimize("numexpr")(fn)
         check_agrees(fn, args, args, optimized=opt)
@@ -294,7 +301,7 @@ def test_shape_assignment_warns_as_plain():
 
 def shape_of_a_returned_input(x):
     y = x * 2
-    z = y.real               # for a real array, y itself
+    z = y.real  # for a real array, y itself
     z.shape = (2, 3)
     return y.shape, y, z
 

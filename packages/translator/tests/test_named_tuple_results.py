@@ -4,6 +4,7 @@ tuple, its items are ``getitem`` nodes, and the tuple reads like one (fields, un
 ``len``, iteration, slicing). Returned, stored or kept across a graph break it is the very
 object numpy returned. Every function agrees exactly with the plain one (values, dtypes,
 shapes, types, exceptions) on the first call, on cache hits and after recompilations."""
+
 from __future__ import annotations
 
 import operator
@@ -22,7 +23,6 @@ DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 
 
 pytestmark = pytest.mark.usefixtures("fresh_translator")
-
 
 
 def spd(n, dtype=np.float64, seed=0):
@@ -100,7 +100,7 @@ def svd_values_only(a):
 def qr_modes(a):
     q, r = np.linalg.qr(a)
     qc, rc = np.linalg.qr(a, mode="complete")
-    h, tau = np.linalg.qr(a, mode="raw")            # a plain tuple on every numpy
+    h, tau = np.linalg.qr(a, mode="raw")  # a plain tuple on every numpy
     return q @ r, qc.shape, rc.shape, np.linalg.qr(a, mode="r"), h.T, tau
 
 
@@ -121,13 +121,22 @@ def eig_values(a):
 
 def stacked(a):
     b = np.stack([a, a * 2])
-    w, v = np.linalg.eigh(b)                       # batched: one result per matrix
+    w, v = np.linalg.eigh(b)  # batched: one result per matrix
     u, s, vt = np.linalg.svd(b)
     return w, v, s, np.linalg.slogdet(b)
 
 
-SQUARE = [eigh_unpacked, eigh_fields, eigh_lower_upper, svd_reduced, svd_full, svd_values_only, qr_modes,
-          slogdet_parts, stacked]
+SQUARE = [
+    eigh_unpacked,
+    eigh_fields,
+    eigh_lower_upper,
+    svd_reduced,
+    svd_full,
+    svd_values_only,
+    qr_modes,
+    slogdet_parts,
+    stacked,
+]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
@@ -135,17 +144,28 @@ SQUARE = [eigh_unpacked, eigh_fields, eigh_lower_upper, svd_reduced, svd_full, s
 def test_named_tuple_results_are_captured(fn, dtype):
     a, b = spd(3, dtype), spd(3, dtype, seed=5)
     opt = check_agrees(fn, (a,), (b,), (a,))
-    assert entries(fn) == 1                       # the later calls hit the cache
-    check_agrees(fn, (spd(4, dtype),), optimized=opt)   # another shape: a recompilation
+    assert entries(fn) == 1  # the later calls hit the cache
+    check_agrees(fn, (spd(4, dtype),), optimized=opt)  # another shape: a recompilation
     graph = captured(fn, a)
     assert "getitem" in str(graph) or fn is svd_values_only
 
 
 @pytest.mark.parametrize("dtype", DTYPES + [np.int64], ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("name,kwargs", [
-    ("eigh", {}), ("svd", {}), ("svd", {"full_matrices": False}), ("svd", {"compute_uv": False}),
-    ("qr", {}), ("qr", {"mode": "complete"}), ("qr", {"mode": "raw"}), ("slogdet", {}), ("eig", {}),
-], ids=lambda v: v if isinstance(v, str) else "-".join(f"{k}={x}" for k, x in v.items()) or "default")
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [
+        ("eigh", {}),
+        ("svd", {}),
+        ("svd", {"full_matrices": False}),
+        ("svd", {"compute_uv": False}),
+        ("qr", {}),
+        ("qr", {"mode": "complete"}),
+        ("qr", {"mode": "raw"}),
+        ("slogdet", {}),
+        ("eig", {}),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "-".join(f"{k}={x}" for k, x in v.items()) or "default",
+)
 def test_metadata_is_what_numpy_returns(name, kwargs, dtype):
     """The node's metadata (named tuple type, each item's dtype and shape) is what numpy
     returns for inputs of that dtype: float32 eigenvalues for float32, real singular values
@@ -167,7 +187,7 @@ def test_metadata_is_what_numpy_returns(name, kwargs, dtype):
             continue
         assert out.graph_count == 1 and out.graph_break_count == 0, str(out)
         (node,) = call_nodes(out.graphs[0], fn)
-        if type(want) is tuple:   # qr(mode="raw"): a plain tuple, read item by item in the graph
+        if type(want) is tuple:  # qr(mode="raw"): a plain tuple, read item by item in the graph
             items = {u.args[1]: u.meta["val"] for u in node.users if u.target is operator.getitem}
             assert node.meta["val"] is None and sorted(items) == list(range(len(want)))
             for i, v in enumerate(want):
@@ -208,15 +228,28 @@ def protocol(a):
     items = [v * 1 for v in r]
     w, *rest = r
     pairs = dict(zip(r._fields, r))
-    return (_describe(r), d["eigenvalues"] + 1, items, rest, np.concatenate([*r[0:1], r.eigenvalues]), bool(r),
-            r + (1,), (1,) + tuple(r), pairs["eigenvectors"], np.linalg.norm(*r[1:]), hasattr(r, "eigenvalues"),
-            type(r) is type(np.linalg.eigh(a)), r.count(None) if False else len(list(r)), np.stack(r[1:] * 2))
+    return (
+        _describe(r),
+        d["eigenvalues"] + 1,
+        items,
+        rest,
+        np.concatenate([*r[0:1], r.eigenvalues]),
+        bool(r),
+        r + (1,),
+        (1,) + tuple(r),
+        pairs["eigenvectors"],
+        np.linalg.norm(*r[1:]),
+        hasattr(r, "eigenvalues"),
+        type(r) is type(np.linalg.eigh(a)),
+        r.count(None) if False else len(list(r)),
+        np.stack(r[1:] * 2),
+    )
 
 
 def test_named_tuple_reads_like_a_tuple():
     a = spd(3)
     check_agrees(protocol, (a,), (spd(3, seed=4),), (spd(3, np.complex128),))
-    assert entries(protocol) == 2   # float64 then complex128
+    assert entries(protocol) == 2  # float64 then complex128
     graph = captured(protocol, a)
     # the second one only gives its type, but stays: an unused linalg call may raise, as in Python
     assert len(call_nodes(graph, np.linalg.eigh)) == 2
@@ -244,7 +277,7 @@ def test_returned_named_tuple_is_the_object_numpy_made():
     assert_same(got.S, np.linalg.svd(a + 1).S)
     out = ft.optimize("eager")(returns_it_in_containers)(a)
     assert type(out[0][0]) is type(np.linalg.qr(a)) and type(out[2][0]) is type(np.linalg.slogdet(a))
-    assert out[1]["qr"] is out[0][0]    # one object, as in the plain function
+    assert out[1]["qr"] is out[0][0]  # one object, as in the plain function
 
 
 def errors(a, k):
@@ -269,7 +302,7 @@ def test_errors_on_named_tuples_agree():
 # ----------------------------------------------------------------- breaks, loops, side effects
 def across_a_break(a):
     r = np.linalg.svd(a + 1)
-    order = sorted([2, 1])                 # FH003: the graph so far runs, then this in Python
+    order = sorted([2, 1])  # FH003: the graph so far runs, then this in Python
     return r.U * r.S[order[0]], r, r.Vh.sum()
 
 
@@ -339,7 +372,7 @@ def test_named_tuples_under_dynamic_shapes():
         opt = ft.optimize(backend)(decompositions)
         for n in (2, 3, 4, 5, 3):
             check_agrees(decompositions, (rect(n, 3),), optimized=opt)
-    assert entries(decompositions) == 2   # the second size recompiles with a dynamic first dimension
+    assert entries(decompositions) == 2  # the second size recompiles with a dynamic first dimension
     (eigh,) = call_nodes(seen[-1], np.linalg.eigh)
     meta = eigh.meta["val"]
     assert isinstance(meta, TupleMeta) and all(isinstance(d, SymDim) for d in meta.items[0].shape)
@@ -358,8 +391,9 @@ def test_named_tuples_with_the_numexpr_backend():
 def test_verify_backend_checks_named_tuples():
     res = np.linalg.eigh(spd(2))
     g = Graph("g")
-    node = g.placeholder("x", TupleMeta((ArrayMeta((2,), np.dtype(np.float64)),
-                                         ArrayMeta((2, 2), np.dtype(np.float64))), type(res)))
+    node = g.placeholder(
+        "x", TupleMeta((ArrayMeta((2,), np.dtype(np.float64)), ArrayMeta((2, 2), np.dtype(np.float64))), type(res))
+    )
     problems = []
     check_result(node, res, "output", problems)
     assert problems == []

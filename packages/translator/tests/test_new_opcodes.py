@@ -2,6 +2,7 @@
 loads, subscripts as BINARY_OP, LOAD_SPECIAL, CALL_FUNCTION_EX's kwargs slot, t-strings;
 3.15: iterators in two slots). Each test runs wherever the form exists; the forms one
 version lacks are skipped there with the reason."""
+
 import dis
 import opcode
 import sys
@@ -83,8 +84,10 @@ def test_small_int_loads_resolve_from_their_value():
 
 @pytest.mark.skipif(not HAS_SMALL_INT, reason="LOAD_SPECIAL and LOAD_COMMON_CONSTANT do not exist before CPython 3.14")
 def test_special_method_and_common_constant_arguments_round_trip():
-    for name, values in (("LOAD_SPECIAL", opcode._special_method_names),
-                         ("LOAD_COMMON_CONSTANT", opcode._common_constants)):
+    for name, values in (
+        ("LOAD_SPECIAL", opcode._special_method_names),
+        ("LOAD_COMMON_CONSTANT", opcode._common_constants),
+    ):
         for arg, value in enumerate(values):
             inst = create_instruction(name, arg=arg)
             assert inst.argval is value or inst.argval == value
@@ -124,9 +127,14 @@ def test_an_errstate_block_is_captured_through_its_entry_instructions():
 
 def _tstring_fn():
     namespace = {}
-    exec(compile("def f(x, width):\n"
-                 "    label = t'sum {width!r:>{width}} of {x.size}'\n"
-                 "    return x.sum() * 2, label\n", "<tstring>", "exec"), namespace)
+    exec(
+        compile(
+            "def f(x, width):\n    label = t'sum {width!r:>{width}} of {x.size}'\n    return x.sum() * 2, label\n",
+            "<tstring>",
+            "exec",
+        ),
+        namespace,
+    )
     return namespace["f"]
 
 
@@ -138,8 +146,9 @@ def test_template_strings_of_known_values_are_built_at_trace_time():
     assert explained.graph_count == 1 and explained.graph_break_count == 0, str(explained)
     (got_sum, got), (want_sum, want) = ft.optimize("eager")(f)(x, 3), f(x, 3)
     assert got_sum == want_sum and got.strings == want.strings
-    assert [(i.value, i.expression, i.conversion, i.format_spec) for i in got.interpolations] == \
-        [(i.value, i.expression, i.conversion, i.format_spec) for i in want.interpolations]
+    assert [(i.value, i.expression, i.conversion, i.format_spec) for i in got.interpolations] == [
+        (i.value, i.expression, i.conversion, i.format_spec) for i in want.interpolations
+    ]
 
 
 @pytest.mark.skipif(not HAS_TSTRINGS, reason="template strings (PEP 750) do not exist before CPython 3.14")
@@ -171,6 +180,7 @@ def test_a_function_made_with_annotations_in_the_frame_is_inlined():
     def f(x):
         def inner(a: float, b=2) -> float:
             return a * b
+
         return inner(x)
 
     x = np.arange(3.0)

@@ -4,58 +4,19 @@ through corpus_helpers.corpus_modules) under the numexpr backend -- the register
 tolerance set by the result's dtype: same outcome, types, dtypes and shapes, integers and
 booleans exact, inexact values close. Calls follow run_case: the first call, a cache hit,
 the recompiling calls, the first call again."""
+
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 
 import framehook.translator as ft
-from corpus_helpers import corpus_modules
+from corpus_helpers import assert_close, corpus_modules
 from framehook.translator import backends_numexpr as bn
 from symbolic_helpers import outcome
 
 CASES = [(m.__name__.replace("_corpus_count_", ""), case) for m in corpus_modules() for case in m.CORPUS]
-
-# relative and absolute tolerance by precision: a fused kernel may round differently from
-# numpy's sequence of ufuncs (numexpr's own exp/log/sin..., a float32 expression computed
-# with double constants), by a few units in the last place
-_TOLERANCE = {2: 2e-3, 4: 2e-5, 8: 1e-10, 16: 1e-12}
-
-
-def tolerance(dtype: np.dtype) -> float:
-    size = dtype.itemsize // 2 if dtype.kind == "c" else dtype.itemsize
-    return _TOLERANCE[size]
-
-
-def assert_close(got: Any, want: Any, path: str = "result") -> None:
-    assert type(got) is type(want), f"{path}: type {type(got).__name__} != {type(want).__name__}"
-    if isinstance(want, (np.ndarray, np.generic)):
-        assert got.dtype == want.dtype, f"{path}: dtype {got.dtype} != {want.dtype}"
-        assert np.shape(got) == np.shape(want), f"{path}: shape {np.shape(got)} != {np.shape(want)}"
-        if want.dtype.kind in "fc":
-            tol = tolerance(want.dtype)
-            # scaled by the array's magnitude: a difference in the last place of a large
-            # value is not one of a value near zero
-            scale = float(np.max(np.abs(want[np.isfinite(want)]), initial=1.0)) if np.ndim(want) else 1.0
-            np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale, err_msg=path)
-        else:
-            np.testing.assert_array_equal(got, want, err_msg=path)
-    elif isinstance(want, (tuple, list)):
-        assert len(got) == len(want), f"{path}: length {len(got)} != {len(want)}"
-        if hasattr(want, "_fields"):
-            assert got._fields == want._fields, path
-        for i, (g, w) in enumerate(zip(got, want)):
-            assert_close(g, w, f"{path}[{i}]")
-    elif isinstance(want, dict):
-        assert list(got) == list(want), f"{path}: keys {list(got)} != {list(want)}"
-        for k in want:
-            assert_close(got[k], want[k], f"{path}[{k!r}]")
-    elif isinstance(want, (float, complex)):
-        assert got == pytest.approx(want, rel=1e-10, abs=1e-12, nan_ok=True), f"{path}: {got!r} != {want!r}"
-    else:
-        assert got == want, f"{path}: {got!r} != {want!r}"
 
 
 def _counting_backend(categories: Any, kernels: list) -> Any:
@@ -78,12 +39,14 @@ def run_under_numexpr(fn: Any, calls: Any, categories: Any) -> list:
     opt = ft.optimize(_counting_backend(categories, kernels))(fn)
     try:
         for call in [calls[0], calls[0], *calls[1:], calls[0]]:
-            args, kwargs = (call if len(call) == 2 and isinstance(call[0], tuple) and isinstance(call[1], dict)
-                            else (call, {}))
+            args, kwargs = (
+                call if len(call) == 2 and isinstance(call[0], tuple) and isinstance(call[1], dict) else (call, {})
+            )
             want = outcome(fn, args, kwargs)
             got = outcome(opt, args, kwargs)
-            assert got[0] == want[0], \
+            assert got[0] == want[0], (
                 f"{fn.__name__}: plain {want[0]}s {want[1]!r:.200}, numexpr {got[0]}s {got[1]!r:.200}"
+            )
             if want[0] == "raise":
                 assert got[1] == want[1]
             else:

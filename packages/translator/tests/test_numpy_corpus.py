@@ -1,6 +1,7 @@
 """A first corpus of numpy functions in the style of real scientific code. Each is checked
 against the plain function (exact agreement on first call, cache hit and a recompilation
 with other shapes/dtypes) and for its expected graph count and graph breaks via explain()."""
+
 from __future__ import annotations
 
 import copy
@@ -79,17 +80,17 @@ def laplacian_pad(u):
 
 
 def black_scholes_call(s, k, t, r, sigma):
-    d1 = (np.log(s / k) + (r + 0.5 * sigma ** 2) * t) / (sigma * np.sqrt(t))
+    d1 = (np.log(s / k) + (r + 0.5 * sigma**2) * t) / (sigma * np.sqrt(t))
     d2 = d1 - sigma * np.sqrt(t)
-    cdf1 = 0.5 * (1 + np.tanh(0.7978845608 * (d1 + 0.044715 * d1 ** 3)))
-    cdf2 = 0.5 * (1 + np.tanh(0.7978845608 * (d2 + 0.044715 * d2 ** 3)))
+    cdf1 = 0.5 * (1 + np.tanh(0.7978845608 * (d1 + 0.044715 * d1**3)))
+    cdf2 = 0.5 * (1 + np.tanh(0.7978845608 * (d2 + 0.044715 * d2**3)))
     return s * cdf1 - k * np.exp(-r * t) * cdf2
 
 
 def nbody_step(pos, vel, mass, dt=0.01):
     diff = pos[None, :, :] - pos[:, None, :]
-    dist2 = (diff ** 2).sum(-1) + 1e-3
-    inv = dist2 ** -1.5
+    dist2 = (diff**2).sum(-1) + 1e-3
+    inv = dist2**-1.5
     acc = (diff * (inv * mass[None, :])[:, :, None]).sum(axis=1)
     vel = vel + dt * acc
     return pos + dt * vel, vel
@@ -104,7 +105,7 @@ def conv1d_valid(x, k):
     n = len(x) - len(k) + 1
     out = np.zeros(n)
     for i in range(len(k)):
-        out = out + k[i] * x[i:i + n]
+        out = out + k[i] * x[i : i + n]
     return out
 
 
@@ -115,7 +116,7 @@ def mandelbrot_step(z, c, steps=6):
 
 
 def gelu(x):
-    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
 
 
 def mlp(x, w1, b1, w2, b2):
@@ -193,6 +194,7 @@ def polynomial(x, coeffs=(1.0, -2.0, 0.5, 3.0)):
 def rk4_step(y, t, dt):
     def f(t, y):
         return -0.5 * y + np.sin(t)
+
     k1 = f(t, y)
     k2 = f(t + dt / 2, y + dt / 2 * k1)
     k3 = f(t + dt / 2, y + dt / 2 * k2)
@@ -217,9 +219,10 @@ def clip_grad(g, max_norm):
 
 # ---- expected to break (graph count: callees translated on their own)
 
+
 def adaptive_step(u, tol):
     err = np.abs(laplacian_2d(u)).max()
-    if err > tol:          # data-dependent decision
+    if err > tol:  # data-dependent decision
         return u * 0.5
     return u
 
@@ -238,7 +241,12 @@ def masked_update(z, c):
 
 C = (RNG.standard_normal((6, 6)) + 1j * RNG.standard_normal((6, 6))) * 0.5
 Z0 = np.zeros((6, 6), dtype=complex)
-W1, B1, W2, B2 = RNG.standard_normal((5, 7)), RNG.standard_normal(7), RNG.standard_normal((7, 3)), RNG.standard_normal(3)
+W1, B1, W2, B2 = (
+    RNG.standard_normal((5, 7)),
+    RNG.standard_normal(7),
+    RNG.standard_normal((7, 3)),
+    RNG.standard_normal(3),
+)
 
 CORPUS = [
     # fn, calls (first, then recompilation inputs), graphs, break identifiers
@@ -251,7 +259,12 @@ CORPUS = [
     (laplacian_2d, [(GRID,), (GRID[:6, :7],)], 1, []),
     (jacobi, [(GRID, 5), (GRID[:8, :8], 3)], 1, []),
     (heat_explicit, [(GRID, 0.1, 0.2), (GRID[:5, :5], 0.2, 0.1, 3)], 1, []),
-    (black_scholes_call, [(np.linspace(50, 150, 9), 100.0, 1.0, 0.05, 0.2), (np.linspace(80, 90, 4), 85.0, 0.5, 0.01, 0.3)], 1, []),
+    (
+        black_scholes_call,
+        [(np.linspace(50, 150, 9), 100.0, 1.0, 0.05, 0.2), (np.linspace(80, 90, 4), 85.0, 0.5, 0.01, 0.3)],
+        1,
+        [],
+    ),
     (nbody_step, [(P[:5], P[5:10], np.ones(5)), (P[:7], P[7:14], np.arange(1.0, 8.0), 0.1)], 1, []),
     (rolling_mean, [(SIG, 4), (SIG[:20], 3)], 1, []),
     (conv1d_valid, [(SIG, np.array([0.25, 0.5, 0.25])), (SIG[:9], np.ones(2))], 1, []),
@@ -263,7 +276,12 @@ CORPUS = [
     (pairwise_distances, [(P,), (X,)], 1, []),
     (linear_regression, [(X, Y[:, 0]), (P, P[:, 0])], 1, []),
     (power_iteration, [(X.T @ X,), (P.T @ P, 3)], 1, []),
-    (logistic_loss_grad, [(np.zeros(5), X, (Y[:, 0] > 0).astype(float)), (np.ones(2), P, (P[:, 1] > 0).astype(float))], 1, []),
+    (
+        logistic_loss_grad,
+        [(np.zeros(5), X, (Y[:, 0] > 0).astype(float)), (np.ones(2), P, (P[:, 1] > 0).astype(float))],
+        1,
+        [],
+    ),
     (normalize_rows, [(X,), (P,)], 1, []),
     (minmax_scale, [(X,), (P,)], 1, []),
     (histogram_edges, [(SIG,), (SIG, 6)], 1, []),
@@ -274,9 +292,9 @@ CORPUS = [
     (covariance, [(X,), (P,)], 1, []),
     (grid_coords, [(3,), (4,)], 1, []),
     (clip_grad, [(X, 1.0), (Y, 5.0)], 1, []),
-    (adaptive_step, [(GRID, 0.5), (GRID, 1e9)], 2, ["FH002"]),   # graphs before and after the branch
-    (report, [(X,), (Y,)], 1, ["FH012", "FH005"]),   # float() resumes, then print() does
-    (masked_update, [(Z0.copy(), C), (Z0[:2, :2].copy(), C[:2, :2])], 1, []),   # the masks stay in the graph
+    (adaptive_step, [(GRID, 0.5), (GRID, 1e9)], 2, ["FH002"]),  # graphs before and after the branch
+    (report, [(X,), (Y,)], 1, ["FH012", "FH005"]),  # float() resumes, then print() does
+    (masked_update, [(Z0.copy(), C), (Z0[:2, :2].copy(), C[:2, :2])], 1, []),  # the masks stay in the graph
 ]
 
 
@@ -293,6 +311,7 @@ def test_corpus(fn, calls, graphs, breaks, capsys):
 def test_corpus_size():
     # this module and every test_corpus_<area>.py module: at least 150 functions in all
     from corpus_helpers import corpus_modules
+
     assert len(CORPUS) >= 35
     modules = corpus_modules()
     sizes = {m.__name__: len(m.CORPUS) for m in modules}

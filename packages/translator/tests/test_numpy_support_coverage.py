@@ -9,6 +9,7 @@ included. ``test_every_supported_function_is_called_by_a_test`` compares the sup
 with the calls found in the test sources (this module's cases included), so a function
 added to the tables without a test fails it.
 """
+
 from __future__ import annotations
 
 import ast
@@ -28,7 +29,7 @@ A = RNG.standard_normal((4, 6))
 A32 = A.astype(np.float32)
 I = RNG.integers(-5, 9, size=(4, 6))
 V = RNG.standard_normal(7)
-Z = (RNG.standard_normal((3, 4)) + 1j * RNG.standard_normal((3, 4)))
+Z = RNG.standard_normal((3, 4)) + 1j * RNG.standard_normal((3, 4))
 N = A.copy()
 N[1, 2] = N[3, 0] = np.nan
 ALLNAN = np.full((2, 3), np.nan)
@@ -39,6 +40,7 @@ pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
 # ------------------------------------------------------------------ the functions
+
 
 def amin_(x):
     return np.amin(x, axis=0), np.amin(x)
@@ -57,7 +59,7 @@ def around_(x):
 
 
 def array_split_(x):
-    parts = np.array_split(x, 4)          # uneven: 7 -> 2, 2, 2, 1
+    parts = np.array_split(x, 4)  # uneven: 7 -> 2, 2, 2, 1
     return [p * 2 for p in parts]
 
 
@@ -75,7 +77,7 @@ def ascontiguousarray_(x):
 
 
 def atleast_1d_(x, y):
-    a = np.atleast_1d(x.sum())          # 0-d -> (1,)
+    a = np.atleast_1d(x.sum())  # 0-d -> (1,)
     b, c = np.atleast_1d(y, x)
     return a, b + 1, c
 
@@ -99,7 +101,7 @@ def conj_(z):
 
 def copy_(x):
     y = np.copy(x)
-    y[0] = 0        # the copy only: x is unchanged
+    y[0] = 0  # the copy only: x is unchanged
     return y, x.sum()
 
 
@@ -155,8 +157,7 @@ def min_scalar_type_(x):
 
 
 def nan_reductions_(x):
-    return (np.nanmax(x, axis=0), np.nanmin(x, axis=1), np.nansum(x), np.nanstd(x, axis=0),
-            np.nanvar(x, ddof=1))
+    return (np.nanmax(x, axis=0), np.nanmin(x, axis=1), np.nansum(x), np.nanstd(x, axis=0), np.nanvar(x, ddof=1))
 
 
 def polyval_(x):
@@ -266,9 +267,9 @@ CASES = [
     ("view", view_resize_, [(A,), (A32,), (A[:, :2].copy(),)]),
     ("reduceat", reduceat_, [(A,), (I,), (A32,)]),
 ]
-if hasattr(np.ndarray, "mT"):       # numpy >= 2.0
+if hasattr(np.ndarray, "mT"):  # numpy >= 2.0
     CASES.append(("mT", mT_, [(A,), (I[:2],), (Z,)]))
-if hasattr(np.linalg, "svdvals"):   # numpy >= 2.0
+if hasattr(np.linalg, "svdvals"):  # numpy >= 2.0
     CASES.append(("numpy.linalg.svdvals", svdvals_, [(A[:4, :4],), (A,), (np.stack([A[:3, :3], A[1:, 3:]]),)]))
 
 FOLDED = set(nps.META_ONLY.values()) | set(nps.SHAPE_QUERIES.values())
@@ -294,7 +295,7 @@ def test_supported_function_is_captured_and_agrees(name, fn, calls):
     assert out.graph_count == 1 and out.graph_break_count == 0, str(out)
     ops = set(out.graphs[0].op_counts())
     if name in FOLDED:
-        assert op_label(name) not in ops, ops        # answered from dtypes and shapes at trace time
+        assert op_label(name) not in ops, ops  # answered from dtypes and shapes at trace time
     else:
         assert op_label(name) in ops, ops
     ft.reset()
@@ -307,10 +308,10 @@ def test_view_of_a_non_contiguous_array_raises_as_numpy_does():
 
 
 def test_empty_and_error_inputs_agree():
-    check_agrees(amin_, (A,), (E,))                  # zero-size reduction without identity: ValueError
+    check_agrees(amin_, (A,), (E,))  # zero-size reduction without identity: ValueError
     check_agrees(insert_, (A,), (E,))
-    check_agrees(take_, (A,), (np.zeros((1, 2)),))   # out of range along an axis: IndexError
-    check_agrees(take_out_of_range_, (np.arange(60.0),), (A,))   # flat index 50 of 24 elements
+    check_agrees(take_, (A,), (np.zeros((1, 2)),))  # out of range along an axis: IndexError
+    check_agrees(take_out_of_range_, (np.arange(60.0),), (A,))  # flat index 50 of 24 elements
     check_agrees(digitize_, (A, BINS), (E, BINS))
     check_agrees(quantile_, (A,), (E,))
 
@@ -325,20 +326,26 @@ def test_all_nan_slices_agree_and_warn_as_numpy_does():
         return result, sorted({(w.category, str(w.message)) for w in seen})
 
     opt = ft.optimize("eager")(nan_reductions_)
-    run(opt)                                  # compile
+    run(opt)  # compile
     (want, want_warnings), (got, got_warnings) = run(nan_reductions_), run(opt)
     assert want_warnings and got_warnings == want_warnings
     from symbolic_helpers import assert_same
+
     assert_same(got, want)
 
 
 # ------------------------------------------------------------------ supported vs exercised
 
+
 def supported_names():
     """The support tables' functions (as ``numpy.name``), array methods, ufunc methods and
     array attributes (bare names)."""
-    return (set(nps.NUMPY_FUNCTIONS.values()) | set(nps.ARRAY_METHODS) | set(nps.UFUNC_METHODS)
-            | {a for a in nps.ARRAY_NODE_ATTRS | nps.ARRAY_VALUE_ATTRS if hasattr(np.ndarray, a)})
+    return (
+        set(nps.NUMPY_FUNCTIONS.values())
+        | set(nps.ARRAY_METHODS)
+        | set(nps.UFUNC_METHODS)
+        | {a for a in nps.ARRAY_NODE_ATTRS | nps.ARRAY_VALUE_ATTRS if hasattr(np.ndarray, a)}
+    )
 
 
 def called_in_tests():
@@ -353,8 +360,11 @@ def called_in_tests():
             owner = node.value
             if isinstance(owner, ast.Name) and owner.id in ("np", "numpy"):
                 found.add(f"numpy.{node.attr}")
-            elif (isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name)
-                  and owner.value.id in ("np", "numpy")):
+            elif (
+                isinstance(owner, ast.Attribute)
+                and isinstance(owner.value, ast.Name)
+                and owner.value.id in ("np", "numpy")
+            ):
                 found.add(f"numpy.{owner.attr}.{node.attr}")
     return found
 

@@ -2,6 +2,7 @@
 ordinary Python, then a generated resume function (translated in its turn). Every function
 must agree exactly with the plain one (values, prints, exceptions, argument mutations) on
 the first call and on cache hits; explain() shows the graphs on either side of the break."""
+
 from __future__ import annotations
 
 import sys
@@ -183,7 +184,7 @@ def test_traceback_points_at_the_users_line():
     for _ in range(2):
         with pytest.raises(ValueError) as info:
             opt(np.ones(2))
-        last = traceback.extract_tb(info.value.__traceback__)[-1]   # the frame that called int()
+        last = traceback.extract_tb(info.value.__traceback__)[-1]  # the frame that called int()
         assert (last.filename, last.lineno) == (__file__, line_of(raises_in_call, "int("))
 
 
@@ -209,7 +210,7 @@ class Box:
     def __init__(self, v):
         self.v = v
 
-    def __getattr__(self, name):   # an attribute hook: not a plain object the translator models
+    def __getattr__(self, name):  # an attribute hook: not a plain object the translator models
         raise AttributeError(name)
 
 
@@ -222,7 +223,7 @@ def constructs_object(x):
 def test_unsupported_value_after_the_break_falls_back_in_the_resume_function():
     check_agrees(constructs_object, (np.ones(2),), (np.ones(2),))
     out, failures = explained(constructs_object, np.ones(2))
-    assert failures[0] is None and failures[-1] is not None   # the resume function ran its own code
+    assert failures[0] is None and failures[-1] is not None  # the resume function ran its own code
 
 
 def reads_strides(x):
@@ -234,7 +235,7 @@ def reads_strides(x):
 def masks(x):
     y = x - 1
     z = y[y > 0]
-    return z * len(f"{len(z)}")   # formatting needs the mask's length (FH011); len(z) alone stays in the graph
+    return z * len(f"{len(z)}")  # formatting needs the mask's length (FH011); len(z) alone stays in the graph
 
 
 def contains(x):
@@ -256,13 +257,13 @@ COUNTER = 0
 def stores_attribute(x):
     y = x + 1
     SCRATCH.value = 3
-    s = y.strides   # FH013: the store is replayed before the break
+    s = y.strides  # FH013: the store is replayed before the break
     return y * SCRATCH.value + s[0]
 
 
 def stores_function_attribute(x):
     y = x + 1
-    stores_function_attribute.value = 3   # FH006: attributes of functions are not replayed
+    stores_function_attribute.value = 3  # FH006: attributes of functions are not replayed
     return y * stores_function_attribute.value
 
 
@@ -270,12 +271,13 @@ def stores_global(x):
     global COUNTER
     y = x + 1
     COUNTER = 5
-    n = y.strides[0] + COUNTER   # FH013 after the store: the resume function reads 5
+    n = y.strides[0] + COUNTER  # FH013 after the store: the resume function reads 5
     return y + n
 
 
-@pytest.mark.parametrize("fn", [reads_strides, masks, contains, formats, stores_attribute, stores_function_attribute,
-                                stores_global])
+@pytest.mark.parametrize(
+    "fn", [reads_strides, masks, contains, formats, stores_attribute, stores_function_attribute, stores_global]
+)
 def test_other_resumable_instructions(fn):
     check_agrees(fn, (np.arange(3.0),), (np.arange(3.0),))
     out, failures = explained(fn, np.arange(3.0))
@@ -321,10 +323,17 @@ def attribute_then_method(x):
     return y + n
 
 
-@pytest.mark.parametrize("fn, args", [(method_tolist, (np.arange(3.0),)), (method_with_arguments, (np.arange(3.0) / 3, 2)),
-                                      (method_item, (np.ones(2),)), (method_result_appended, (np.ones(2), [])),
-                                      (method_star_args, (np.arange(3.0), ())),
-                                      (attribute_then_method, (np.arange(3.0),))])
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (method_tolist, (np.arange(3.0),)),
+        (method_with_arguments, (np.arange(3.0) / 3, 2)),
+        (method_item, (np.ones(2),)),
+        (method_result_appended, (np.ones(2), [])),
+        (method_star_args, (np.arange(3.0), ())),
+        (attribute_then_method, (np.arange(3.0),)),
+    ],
+)
 def test_method_calls_run_in_python(fn, args):
     # the method load, its arguments and the call run as the original instructions
     check_agrees(fn, args, args, args)
@@ -335,6 +344,7 @@ def test_method_calls_run_in_python(fn, args):
 
 def test_method_call_with_star_args_does_not_recompile():
     from framehook.translator.symbolic import add_observer, remove_observer
+
     seen = []
     ft.reset()
     add_observer(seen.append)
@@ -344,7 +354,7 @@ def test_method_call_with_star_args_does_not_recompile():
             opt(np.arange(3.0), ())
     finally:
         remove_observer(seen.append)
-    assert len(seen) == 2, [str(r.graph_break) for r in seen]   # the frame and one resume function, once each
+    assert len(seen) == 2, [str(r.graph_break) for r in seen]  # the frame and one resume function, once each
 
 
 def test_nopython_still_raises():
@@ -410,8 +420,11 @@ def test_generated_code_is_cached_and_reused(capsys):
 def test_break_site_refuses_what_it_cannot_resume():
     code = in_loop.__code__
     insts = decode(code)
-    call = next(i for i, inst in enumerate(insts) if inst.opname.startswith("CALL")
-                and inst.lineno == line_of(in_loop, "print(i)"))
+    call = next(
+        i
+        for i, inst in enumerate(insts)
+        if inst.opname.startswith("CALL") and inst.lineno == line_of(in_loop, "print(i)")
+    )
     with pytest.raises(resume.CannotResume, match="loop"):
         resume.break_site(code, insts, call)
     load = next(i for i, inst in enumerate(insts) if inst.opname.startswith("LOAD_FAST"))
@@ -425,7 +438,7 @@ def test_make_resume_code_starts_at_the_target():
     target = next(i for i, inst in enumerate(insts) if inst.lineno == line_of(print_between, "z = y + 1"))
     new, stack_names = resume.make_resume_code(code, target, [], ["y"], insts[target].lineno)
     assert resume.is_resume_code(new) and not resume.is_resume_code(code)
-    assert new.co_varnames[:new.co_argcount] == ("y",) and stack_names == []
+    assert new.co_varnames[: new.co_argcount] == ("y",) and stack_names == []
     assert new.co_filename == code.co_filename and new.co_firstlineno == code.co_firstlineno
     fn = types.FunctionType(new, print_between.__globals__)
     with rt.disable():
@@ -434,6 +447,7 @@ def test_make_resume_code_starts_at_the_target():
 
 def test_rebuilder_refuses_values_it_cannot_rebuild():
     from framehook.translator.symbolic.values import NULL, CellV, Cell, Const, IterV
+
     rb = resume.Rebuilder(tracer=None)
     for v in (IterV([]), CellV(Cell()), Const([1, 2])):
         with pytest.raises(resume.CannotResume):

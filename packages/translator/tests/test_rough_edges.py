@@ -1,5 +1,6 @@
 """Rough edges a new user met: graph-break logging, bare ``@optimize``, ``explain()`` keeping
 other functions' caches, FRAMEHOOK_LOGS / FRAMEHOOK_DISABLE values."""
+
 from __future__ import annotations
 
 import logging
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 def prints(x):
     y = x * 2.0
-    print("checkpoint")   # FH005
+    print("checkpoint")  # FH005
     return y + 1.0
 
 
@@ -52,7 +53,7 @@ def test_graph_breaks_are_logged_with_code_and_location(caplog, capsys):
 def test_a_break_that_cannot_resume_is_logged_as_such(caplog):
     def in_try(x):
         try:
-            y = x.tolist()       # FH012 inside a try block, which runs in Python
+            y = x.tolist()  # FH012 inside a try block, which runs in Python
         except ValueError:
             y = None
         return x * 2.0, y
@@ -73,14 +74,21 @@ def test_graph_breaks_are_not_logged_unless_asked(caplog, capsys):
 
 
 def test_framehook_logs_graph_breaks_env_var():
-    code = ("import numpy as np, framehook.translator as ft\n"
-            "def f(x):\n"
-            "    y = x + 1\n"
-            "    print('hi')\n"
-            "    return y\n"
-            "ft.optimize()(f)(np.ones(2))\n")
-    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, FRAMEHOOK_LOGS="graph_breaks"),
-                         capture_output=True, text=True, check=True)
+    code = (
+        "import numpy as np, framehook.translator as ft\n"
+        "def f(x):\n"
+        "    y = x + 1\n"
+        "    print('hi')\n"
+        "    return y\n"
+        "ft.optimize()(f)(np.ones(2))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=dict(os.environ, FRAMEHOOK_LOGS="graph_breaks"),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     lines = [x for x in out.stderr.splitlines() if "graph_breaks" in x]
     assert len(lines) == 1, out.stderr
     assert lines[0].startswith("[framehook.translator.graph_breaks] INFO: graph break FH005")
@@ -96,7 +104,7 @@ def test_bare_optimize_decorates_with_the_defaults():
     x = np.arange(4.0)
     with Reports() as reports:
         np.testing.assert_array_equal(triple(x), x * 3.0)
-        np.testing.assert_array_equal(triple(x), x * 3.0)   # a cache hit
+        np.testing.assert_array_equal(triple(x), x * 3.0)  # a cache hit
     assert len(reports) == 1 and reports[0].graph is not None
     assert entries(ft.innermost_fn(triple)) == 1
     assert ft.explain(triple)(x).graph_count == 1
@@ -143,7 +151,7 @@ def test_a_callable_of_two_arguments_is_still_a_backend():
 
 def test_bare_optimize_over_a_two_argument_function_says_what_happened():
     @ft.optimize
-    def add(a, b):      # indistinguishable from a backend(graph, example_inputs)
+    def add(a, b):  # indistinguishable from a backend(graph, example_inputs)
         return a + b
 
     with pytest.raises(TypeError, match=r"optimize\(add\), with add taken as the backend.*write `@optimize\(\)`"):
@@ -151,7 +159,7 @@ def test_bare_optimize_over_a_two_argument_function_says_what_happened():
     with pytest.raises(TypeError, match="taken as the backend"):
         add(np.ones(2))
     with pytest.raises(TypeError, match="expects a function, method, class or callable object, got int"):
-        ft.optimize()(3)   # a registered backend: the plain message
+        ft.optimize()(3)  # a registered backend: the plain message
 
 
 # ------------------------------------------------------------------ explain() keeps other caches
@@ -164,7 +172,7 @@ def test_explain_keeps_the_caches_of_other_functions():
     assert out.graph_count == 1
     with Reports() as reports:
         check_agrees(scale, (x,), optimized=opt)
-    assert reports == []          # the entry came back: no retranslation
+    assert reports == []  # the entry came back: no retranslation
     assert entries(scale) == 1 and entries(shift) == 0
 
 
@@ -178,7 +186,7 @@ def test_explain_of_a_compiled_function_translates_it_afresh_and_gives_its_cache
         check_agrees(scale, (x,), optimized=opt)
     assert reports == []
     with Reports() as reports:
-        opt(np.arange(7.0))            # another shape: a real recompilation
+        opt(np.arange(7.0))  # another shape: a real recompilation
     assert len(reports) == 1
 
 
@@ -186,7 +194,7 @@ def test_explain_twice_still_translates_and_the_cache_comes_back():
     opt = ft.optimize("eager")(scale)
     x = np.arange(5.0)
     opt(x)
-    for _ in range(2):   # the second explain() starts while the first one's entries are kept
+    for _ in range(2):  # the second explain() starts while the first one's entries are kept
         assert ft.explain(scale)(x).graph_count == 1
     with Reports() as reports:
         check_agrees(scale, (x,), optimized=opt)
@@ -221,8 +229,9 @@ def test_explain_keeps_skip_marks():
 
 # ------------------------------------------------------------------ FRAMEHOOK_LOGS=bogus
 def _import_with(env_name, value, code="import framehook.translator"):
-    return subprocess.run([sys.executable, "-c", code], env=dict(os.environ, **{env_name: value}),
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-c", code], env=dict(os.environ, **{env_name: value}), capture_output=True, text=True
+    )
 
 
 def test_bad_framehook_logs_is_one_line_and_the_rest_applies():
@@ -231,9 +240,8 @@ def test_bad_framehook_logs_is_one_line_and_the_rest_applies():
     lines = out.stderr.splitlines()
     assert len(lines) == 1, out.stderr
     assert "FRAMEHOOK_LOGS='bogus'" in lines[0] and "'bogus'" in lines[0]
-    assert "graph_breaks" in lines[0] and "all" in lines[0]   # the valid values
-    code = ("import logging; from framehook.translator import logs as l; "
-            "print(l.get_logger('guards').level)")
+    assert "graph_breaks" in lines[0] and "all" in lines[0]  # the valid values
+    code = "import logging; from framehook.translator import logs as l; print(l.get_logger('guards').level)"
     out = _import_with("FRAMEHOOK_LOGS", "guards,+nope", code)
     assert out.returncode == 0 and out.stdout.split() == [str(logging.INFO)]
     assert len(out.stderr.splitlines()) == 1 and "'+nope'" in out.stderr
@@ -262,10 +270,10 @@ def test_framehook_disable_other_values_warn_in_one_line(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "FRAMEHOOK_DISABLE='maybe'" in err and "true, yes, on" in err
     env_flag("FRAMEHOOK_DISABLE")
-    assert capsys.readouterr().err == ""   # once per value
+    assert capsys.readouterr().err == ""  # once per value
 
 
 def test_framehook_disable_yes_at_import():
     out = _import_with("FRAMEHOOK_DISABLE", "yes", "from framehook.translator import config; print(config.disable)")
     assert out.returncode == 0 and out.stdout.split() == ["True"] and out.stderr == ""
-    assert config.disable is False   # this process: unset
+    assert config.disable is False  # this process: unset

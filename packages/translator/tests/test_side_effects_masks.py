@@ -2,6 +2,7 @@
 argument containers) and boolean-mask indexing in the graph. Every function agrees exactly
 with the plain one on the first call, on cache hits and after the objects it mutates change
 (the guards make the cached code invalid), including the state it leaves behind."""
+
 from __future__ import annotations
 
 import copy
@@ -20,7 +21,6 @@ X = np.arange(-3.0, 6.0)
 pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 
-
 # ----------------------------------------------------------------- globals
 COUNTER = 0
 LAST = None
@@ -36,7 +36,7 @@ def bumps_counter(x):
 def stores_array(x):
     global LAST
     LAST = x * 2
-    return LAST.sum() + 1   # the read after the store sees the new value
+    return LAST.sum() + 1  # the read after the store sees the new value
 
 
 def creates_global(x):
@@ -74,18 +74,22 @@ def run_with_globals(fn, args, start):
     return out, snapshot_globals()
 
 
-@pytest.mark.parametrize("fn,starts", [
-    (bumps_counter, [{"COUNTER": 0}, {"COUNTER": 0}, {"COUNTER": 5}, {"COUNTER": 2.5}, {"COUNTER": 0}]),
-    (stores_array, [{"LAST": None}, {"LAST": None}, {"LAST": 3}]),
-    (creates_global, [{}, {}]),
-    (stores_in_inlined_call, [{"LAST": None}, {"LAST": 1.0}]),
-    (swaps_globals, [{"COUNTER": 1, "LAST": 2.0}, {"COUNTER": 1, "LAST": 2.0}, {"COUNTER": X, "LAST": None}]),
-], ids=lambda v: getattr(v, "__name__", "starts"))
+@pytest.mark.parametrize(
+    "fn,starts",
+    [
+        (bumps_counter, [{"COUNTER": 0}, {"COUNTER": 0}, {"COUNTER": 5}, {"COUNTER": 2.5}, {"COUNTER": 0}]),
+        (stores_array, [{"LAST": None}, {"LAST": None}, {"LAST": 3}]),
+        (creates_global, [{}, {}]),
+        (stores_in_inlined_call, [{"LAST": None}, {"LAST": 1.0}]),
+        (swaps_globals, [{"COUNTER": 1, "LAST": 2.0}, {"COUNTER": 1, "LAST": 2.0}, {"COUNTER": X, "LAST": None}]),
+    ],
+    ids=lambda v: getattr(v, "__name__", "starts"),
+)
 def test_global_stores_are_replayed(fn, starts):
     saved = snapshot_globals()
     try:
         opt = ft.optimize("eager")(fn)
-        for start in starts:   # first call, cache hits, changed global values (recompiles)
+        for start in starts:  # first call, cache hits, changed global values (recompiles)
             want = run_with_globals(fn, (X,), start)
             got = run_with_globals(opt, (X,), start)
             assert_same(got[0], want[0])
@@ -105,7 +109,7 @@ def test_counter_type_change_invalidates():
         opt(X)
         opt(X)
         assert entries(bumps_counter) == 1 and COUNTER == 2
-        globals()["COUNTER"] = 0.5     # TYPE_MATCH(G['COUNTER']) fails: a new entry
+        globals()["COUNTER"] = 0.5  # TYPE_MATCH(G['COUNTER']) fails: a new entry
         assert_same(opt(X), X * 1.5)
         assert COUNTER == 1.5 and entries(bumps_counter) == 2
     finally:
@@ -171,9 +175,11 @@ def compare_objects(fn, make_args, rounds=3):
 
 def test_namespace_attributes():
     opt = compare_objects(updates_namespace, lambda r: (X + r, types.SimpleNamespace(total=1.0 if r < 2 else 2)))
-    assert entries(updates_namespace) == 2   # the attribute's type changed on the third call
+    assert entries(updates_namespace) == 2  # the attribute's type changed on the third call
     out = ft.explain(updates_namespace)(X, types.SimpleNamespace(total=1.0))
-    assert out.graph_break_count == 0 and "TYPE_MATCH(L['ns'].total): type(L['ns'].total) is float" in out.guards, str(out)
+    assert out.graph_break_count == 0 and "TYPE_MATCH(L['ns'].total): type(L['ns'].total) is float" in out.guards, str(
+        out
+    )
     del opt
 
 
@@ -184,8 +190,7 @@ def test_user_object_attributes():
 
 
 def test_nested_plain_objects():
-    compare_objects(nested_attribute,
-                    lambda r: (X[:r + 3], types.SimpleNamespace(inner=types.SimpleNamespace(v=0))))
+    compare_objects(nested_attribute, lambda r: (X[: r + 3], types.SimpleNamespace(inner=types.SimpleNamespace(v=0))))
 
 
 def test_module_attributes():
@@ -255,13 +260,17 @@ def container_in_attribute(x, ns):
     return ns.items
 
 
-@pytest.mark.parametrize("fn,calls", [
-    (appends, [(X, [1.0]), (X, [1.0]), (X, [1.0, 2.0]), (X, [np.ones(2)])]),
-    (updates_dict, [(X, {"k": 1.0}), (X, {"k": 1.0}), (X, {"k": 1.0, "z": 2}), (X, {"k": X})]),
-    (extends_and_pops, [(X, [7.0], {"drop": 1}), (X, [7.0], {"drop": 1}), (X, [7, 8], {"drop": 1, "a": 2})]),
-], ids=lambda v: getattr(v, "__name__", "calls"))
+@pytest.mark.parametrize(
+    "fn,calls",
+    [
+        (appends, [(X, [1.0]), (X, [1.0]), (X, [1.0, 2.0]), (X, [np.ones(2)])]),
+        (updates_dict, [(X, {"k": 1.0}), (X, {"k": 1.0}), (X, {"k": 1.0, "z": 2}), (X, {"k": X})]),
+        (extends_and_pops, [(X, [7.0], {"drop": 1}), (X, [7.0], {"drop": 1}), (X, [7, 8], {"drop": 1, "a": 2})]),
+    ],
+    ids=lambda v: getattr(v, "__name__", "calls"),
+)
 def test_argument_containers_are_replayed(fn, calls):
-    check_agrees(fn, *calls)   # results and the arguments' contents after the call
+    check_agrees(fn, *calls)  # results and the arguments' contents after the call
     out = ft.explain(fn)(*copy.deepcopy(calls[0]))
     assert out.graph_break_count == 0 and out.graph_count == 1, str(out)
 
@@ -309,7 +318,7 @@ def test_aliasing_after_trace_invalidates():
     shared = [1]
     plain_shared = [1]
     want = mutates_one_returns_other(X, plain_shared, plain_shared)
-    got = opt(X, shared, shared)   # DISTINCT_INPUT fails: not the cached code
+    got = opt(X, shared, shared)  # DISTINCT_INPUT fails: not the cached code
     assert_same(got, want)
     assert len(shared) == len(plain_shared)
     out = ft.explain(mutates_one_returns_other)(X, [1], [2])
@@ -340,7 +349,7 @@ def mutates_then_breaks(x, lst, ns):
     COUNTER = 7
     lst.append(x.sum())
     ns.v = x * 2
-    print("state", COUNTER, len(lst), ns.v.sum())   # runs after the replay
+    print("state", COUNTER, len(lst), ns.v.sum())  # runs after the replay
     return ns.v + COUNTER
 
 
@@ -378,7 +387,7 @@ def mask_mean(x, m):
 
 def mask_rows(a):
     rows = a[a[:, 0] > 0]
-    return rows.sum(axis=0), (rows ** 2).mean(axis=1).max(initial=-1.0)
+    return rows.sum(axis=0), (rows**2).mean(axis=1).max(initial=-1.0)
 
 
 def mask_returned(x):
@@ -407,15 +416,19 @@ A2 = np.arange(-6.0, 6.0).reshape(4, 3)
 Z = (np.arange(12.0).reshape(3, 4) - 5) / 3 + 0.5j
 
 
-@pytest.mark.parametrize("fn,calls", [
-    (mask_sum, [(X,), (X,), (-X,), (X.astype(np.float32),)]),
-    (mask_mean, [(X, M), (X, M), (X, ~M)]),
-    (mask_rows, [(A2,), (A2,), (-A2,)]),
-    (mask_returned, [(X,), (X,), (X * 10,)]),
-    (mask_assign, [(X.copy(), M), (X.copy(), M), (X.copy(), ~M)]),
-    (mask_assign_array_values, [(Z.copy(), Z * 0.1), (Z.copy(), Z * 0.1), (Z.copy() * 3, Z)]),
-    (mask_then_elementwise, [(X, X[::-1].copy()), (X, X[::-1].copy()), (X, X)]),
-], ids=lambda v: getattr(v, "__name__", "calls"))
+@pytest.mark.parametrize(
+    "fn,calls",
+    [
+        (mask_sum, [(X,), (X,), (-X,), (X.astype(np.float32),)]),
+        (mask_mean, [(X, M), (X, M), (X, ~M)]),
+        (mask_rows, [(A2,), (A2,), (-A2,)]),
+        (mask_returned, [(X,), (X,), (X * 10,)]),
+        (mask_assign, [(X.copy(), M), (X.copy(), M), (X.copy(), ~M)]),
+        (mask_assign_array_values, [(Z.copy(), Z * 0.1), (Z.copy(), Z * 0.1), (Z.copy() * 3, Z)]),
+        (mask_then_elementwise, [(X, X[::-1].copy()), (X, X[::-1].copy()), (X, X)]),
+    ],
+    ids=lambda v: getattr(v, "__name__", "calls"),
+)
 def test_boolean_masks_stay_in_the_graph(fn, calls):
     check_agrees(fn, *calls)
     out = ft.explain(fn)(*copy.deepcopy(calls[0]))

@@ -1,4 +1,5 @@
 """Sources (expressions, roots, emitted bytecode) and Guard / GuardsSet / GuardsContext."""
+
 import collections
 import traceback
 
@@ -7,11 +8,30 @@ import pytest
 
 from framehook.translator.bytecode import Codegen, build_function
 from framehook.translator.contexts import TracingContext, tracing
-from framehook.translator.guards import (DuplicateInputs, GlobalStateSource, Guard, GuardKind,
-                                         GuardsCheckpointState, GuardsContext, GuardsSet)
+from framehook.translator.guards import (
+    DuplicateInputs,
+    GlobalStateSource,
+    Guard,
+    GuardKind,
+    GuardsCheckpointState,
+    GuardsContext,
+    GuardsSet,
+)
 from framehook.translator.sources import (
-    AttrSource, ClosureCellSource, ConstantSource, GlobalSource, GuardSource, IndexSource, ItemSource,
-    LengthSource, LocalSource, NdarrayPropertySource, SyntheticLocalSource, TypeSource, is_literal)
+    AttrSource,
+    ClosureCellSource,
+    ConstantSource,
+    GlobalSource,
+    GuardSource,
+    IndexSource,
+    ItemSource,
+    LengthSource,
+    LocalSource,
+    NdarrayPropertySource,
+    SyntheticLocalSource,
+    TypeSource,
+    is_literal,
+)
 
 P = collections.namedtuple("P", "a b")
 
@@ -21,8 +41,9 @@ def _load(source, argnames=(), args=(), freevars=(), cells=(), globals_=None):
     cg = Codegen()
     source.reconstruct(cg)
     cg.return_value()
-    fn = build_function(cg.instructions, list(argnames), freevars=list(freevars), closure_values=list(cells),
-                        globals_=globals_ or {})
+    fn = build_function(
+        cg.instructions, list(argnames), freevars=list(freevars), closure_values=list(cells), globals_=globals_ or {}
+    )
     return fn(*args)
 
 
@@ -35,6 +56,7 @@ def _closure():
 
     def inner():
         return z
+
     return inner
 
 
@@ -162,8 +184,10 @@ def test_guards_set_records_stacks_and_dedups():
     assert g.stack is not None and any("test_guards_set" in f.name for f in g.stack)
     # the same frames as traceback.extract_stack() in the caller, the source line read when asked
     assert g.stack[-1].name == "test_guards_set_records_stacks_and_dedups" and g.stack[-1].line == "gs.add(g)"
-    assert [(f.filename, f.name) for f in g.stack[:-1]] == [(f.filename, f.name) for f in traceback.extract_stack()[:-1]]
-    g.stack = None   # assignable, as a plain attribute
+    assert [(f.filename, f.name) for f in g.stack[:-1]] == [
+        (f.filename, f.name) for f in traceback.extract_stack()[:-1]
+    ]
+    g.stack = None  # assignable, as a plain attribute
     assert g.stack is None
     other = GuardsSet()
     other.update([LocalSource("y").make_guard(GuardKind.TYPE_MATCH)], gs)

@@ -1,6 +1,7 @@
 """Graph breaks inside loops and try/with blocks: the graph before the statement runs, the
 statement itself runs in Python (copied from the frame, jumps and exception handlers
 included), and a resume function continues after it (``resume.statement_site``)."""
+
 from __future__ import annotations
 
 import logging
@@ -50,7 +51,7 @@ def nested_break(x):
     y = x + 1
     for i in range(3):
         for j in range(3):
-            if (y * i).sum() > 4:     # a branch on array contents, inside two loops
+            if (y * i).sum() > 4:  # a branch on array contents, inside two loops
                 break
             y = y + j
     return y * 2
@@ -106,24 +107,27 @@ def reads_global(x):
     return y
 
 
-@pytest.mark.parametrize("fn, calls, graphs", [
-    (loop_print, [(np.arange(3.0), 3), (np.arange(3.0), 0), (np.ones(5), 2)], 2),
-    (while_print, [(np.arange(3.0),)], 2),
-    (loop_index_after, [(np.arange(3.0), 3), (np.arange(3.0), 1)], 2),
-    (nested_break, [(np.arange(3.0),), (np.zeros(3),)], 2),
-    (early_return, [(np.arange(4.0),), (np.zeros(4),)], 1),
-    (deletes, [(np.arange(2.0), True), (np.arange(2.0), False)], 1),
-    (raises_in_loop, [(np.arange(2.0), ["1", "2"])], 2),
-    (two_loops, [(np.arange(2.0),)], 3),
-    (reads_global, [(np.arange(2.0),)], 1),
-])
+@pytest.mark.parametrize(
+    "fn, calls, graphs",
+    [
+        (loop_print, [(np.arange(3.0), 3), (np.arange(3.0), 0), (np.ones(5), 2)], 2),
+        (while_print, [(np.arange(3.0),)], 2),
+        (loop_index_after, [(np.arange(3.0), 3), (np.arange(3.0), 1)], 2),
+        (nested_break, [(np.arange(3.0),), (np.zeros(3),)], 2),
+        (early_return, [(np.arange(4.0),), (np.zeros(4),)], 1),
+        (deletes, [(np.arange(2.0), True), (np.arange(2.0), False)], 1),
+        (raises_in_loop, [(np.arange(2.0), ["1", "2"])], 2),
+        (two_loops, [(np.arange(2.0),)], 3),
+        (reads_global, [(np.arange(2.0),)], 1),
+    ],
+)
 def test_break_in_a_loop_keeps_the_graphs_around_it(fn, calls, graphs, capsys):
     for call in calls:
         run_both(fn, call, capsys)
     check_agrees(fn, *calls)
     out, failures = explained(fn, *calls[0])
     assert out.graph_count == graphs, str(out)
-    assert failures[0] is None, failures   # the frame did not fall back to its original code
+    assert failures[0] is None, failures  # the frame did not fall back to its original code
 
 
 def test_a_locally_unbound_name_after_the_loop_matches_plain():
@@ -178,7 +182,7 @@ class Recorder:
 
     def __exit__(self, *exc):
         self.log.append("exit " + (exc[0].__name__ if exc[0] else "ok"))
-        return exc[0] is KeyError      # swallows KeyError only
+        return exc[0] is KeyError  # swallows KeyError only
 
 
 def try_except(x, text):
@@ -214,7 +218,7 @@ def with_errstate(x):
     y = x - 1
     with np.errstate(divide="ignore"):
         z = 1 / y
-        print("inside")   # a break inside a captured errstate block: the with statement runs in Python
+        print("inside")  # a break inside a captured errstate block: the with statement runs in Python
     return np.nan_to_num(z, posinf=0.0) + y
 
 
@@ -228,13 +232,16 @@ def try_in_loop(x, items):
     return y * 2
 
 
-@pytest.mark.parametrize("fn, calls, graphs", [
-    (try_except, [(np.arange(3.0), "2"), (np.arange(3.0), "z")], 2),
-    (try_finally, [(np.arange(3.0), []), (np.full(3, 50.0), [])], 2),
-    (with_block, [(np.arange(2.0), ["a"], None), (np.arange(2.0), ["a"], "k")], 2),
-    (with_errstate, [(np.arange(3.0),)], 2),
-    (try_in_loop, [(np.arange(2.0), ["1", "a", "2"]), (np.arange(2.0), [])], 2),
-])
+@pytest.mark.parametrize(
+    "fn, calls, graphs",
+    [
+        (try_except, [(np.arange(3.0), "2"), (np.arange(3.0), "z")], 2),
+        (try_finally, [(np.arange(3.0), []), (np.full(3, 50.0), [])], 2),
+        (with_block, [(np.arange(2.0), ["a"], None), (np.arange(2.0), ["a"], "k")], 2),
+        (with_errstate, [(np.arange(3.0),)], 2),
+        (try_in_loop, [(np.arange(2.0), ["1", "a", "2"]), (np.arange(2.0), [])], 2),
+    ],
+)
 def test_break_in_a_try_or_with_block_keeps_the_graphs_around_it(fn, calls, graphs, capsys):
     for call in calls:
         run_both(fn, call, capsys)
@@ -297,6 +304,7 @@ def test_a_statement_running_to_the_end_of_the_frame_is_not_split_at_the_start()
             return x
         finally:
             x = None
+
     code = tail.__code__
     insts = decode(code)
     call = next(i for i, inst in enumerate(insts) if inst.argval == "print")
@@ -347,11 +355,15 @@ def nested_try_then_raise(x, a):
     return y * 2, [v for v in y]
 
 
-@pytest.mark.parametrize("fn, args", [
-    (nested_try_then_print, (np.arange(3.0),)),
-    (nested_try_then_raise, (np.arange(3.0), 3)),
-    (nested_try_then_raise, (np.arange(3.0), 5)),
-], ids=["finally", "excepts-raising", "excepts"])
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (nested_try_then_print, (np.arange(3.0),)),
+        (nested_try_then_raise, (np.arange(3.0), 3)),
+        (nested_try_then_raise, (np.arange(3.0), 5)),
+    ],
+    ids=["finally", "excepts-raising", "excepts"],
+)
 def test_a_jump_to_a_jump_leaving_the_statement_reaches_the_exit(fn, args, capsys, caplog):
     # fuzz seeds 5 (3.11) and 58 (3.12/3.13): inside the copied statement, a jump to a jump
     # that leaves it (the one re-pointed at the exit code) kept the replaced instruction as
@@ -373,6 +385,7 @@ def test_copied_handlers_keep_their_depths():
         except Exception:
             y = y - 1
         return y
+
     check_agrees(f, (np.ones(2),))
     out, failures = explained(f, np.ones(2))
     assert out.graph_count == 1 and failures[0] is None

@@ -1,6 +1,7 @@
 """Builtins, container methods and trace-time Python under the symbolic interpreter:
 each function agrees with the plain one; captured ones give one graph, the others break
 with the expected identifier."""
+
 from __future__ import annotations
 
 import math
@@ -55,10 +56,32 @@ def iterators(x):
 
 
 def attrs_builtins(x, n):
-    return (getattr(x, "shape"), hasattr(x, "T"), hasattr(np, "nothing"), getattr(math, "pi"),
-            callable(len), hash("a") == hash("a"), chr(65), ord("A"), bin(n), hex(n), oct(n), repr("s"),
-            pow(n, 2), divmod(7, n), round(2.25, 1), divmod(x, 4.0), pow(x, 2), n.bit_length() if False else 0,
-            math.floor(2.5), math.exp(n), "-".join(NAMES), NAMES.index("b"), "AbC".lower(), isinstance(x, (list, tuple)))
+    return (
+        getattr(x, "shape"),
+        hasattr(x, "T"),
+        hasattr(np, "nothing"),
+        getattr(math, "pi"),
+        callable(len),
+        hash("a") == hash("a"),
+        chr(65),
+        ord("A"),
+        bin(n),
+        hex(n),
+        oct(n),
+        repr("s"),
+        pow(n, 2),
+        divmod(7, n),
+        round(2.25, 1),
+        divmod(x, 4.0),
+        pow(x, 2),
+        n.bit_length() if False else 0,
+        math.floor(2.5),
+        math.exp(n),
+        "-".join(NAMES),
+        NAMES.index("b"),
+        "AbC".lower(),
+        isinstance(x, (list, tuple)),
+    )
 
 
 def scalar_math(x, t):
@@ -80,15 +103,32 @@ def numpy_misc(x):
     y = x.copy()
     y.fill(3.0)
     y.sort(axis=1)
-    return (out, y, np.shape(x), np.ndim(x), np.size(x), np.promote_types(np.float32, np.int64),
-            np.can_cast(np.int8, np.int64), np.float64(x[0, 0]), x.astype(np.int32).dtype, np.where(x > 2, 1.0, x),
-            np.clip(x, 1, None), np.full(3, x[0, 0]), np.linspace(x[0, 0], x[1, 2], 4), np.s_[1:2], np.index_exp[0],
-            np.add(x, 1, dtype=np.float32), np.round(x, 0), np.sum(x, axis=(0, 1)))
+    return (
+        out,
+        y,
+        np.shape(x),
+        np.ndim(x),
+        np.size(x),
+        np.promote_types(np.float32, np.int64),
+        np.can_cast(np.int8, np.int64),
+        np.float64(x[0, 0]),
+        x.astype(np.int32).dtype,
+        np.where(x > 2, 1.0, x),
+        np.clip(x, 1, None),
+        np.full(3, x[0, 0]),
+        np.linspace(x[0, 0], x[1, 2], 4),
+        np.s_[1:2],
+        np.index_exp[0],
+        np.add(x, 1, dtype=np.float32),
+        np.round(x, 0),
+        np.sum(x, axis=(0, 1)),
+    )
 
 
 def closures_defaults(x, k=2, *, scale=1.5):
     def inner(y, *args, z=1, **kw):
         return y * z + sum(args) + len(kw) + k
+
     return inner(x, 1, 2, z=scale, q=1), inner(x)
 
 
@@ -186,16 +226,27 @@ def br_repeat_data(x):
 
 
 def br_bool_index(x):
-    return list(range(len(x[x[:, 0] > 0])))   # the mask is captured; range() needs its data-dependent length
+    return list(range(len(x[x[:, 0] > 0])))  # the mask is captured; range() needs its data-dependent length
 
 
 BREAKING = [
-    (br_next_exhausted, (A,), "FH009"), (br_list_pop_empty, (A,), "FH009"), (br_missing_key, (A,), "FH009"),
-    (br_unpack, (A,), "FH009"), (br_bad_call, (A,), "FH009"), (br_name_error, (A,), "FH009"),
-    (br_isinstance_bad, (A,), "FH009"), (br_shape_from_data, (A,), "FH012"), (br_keys_returned, (A,), "FH008"),
-    (br_minmax_arrays, (A,), "FH002"), (br_in_array, (A,), "FH002"), (br_dict_bad_method, (A,), "FH004"),
-    (br_iterate_number, (A,), "FH008"), (br_call_array, (A,), "FH003"), (br_where_one_arg, (A,), "FH011"),
-    (br_repeat_data, (A,), "FH011"), (br_bool_index, (A,), "FH011"),
+    (br_next_exhausted, (A,), "FH009"),
+    (br_list_pop_empty, (A,), "FH009"),
+    (br_missing_key, (A,), "FH009"),
+    (br_unpack, (A,), "FH009"),
+    (br_bad_call, (A,), "FH009"),
+    (br_name_error, (A,), "FH009"),
+    (br_isinstance_bad, (A,), "FH009"),
+    (br_shape_from_data, (A,), "FH012"),
+    (br_keys_returned, (A,), "FH008"),
+    (br_minmax_arrays, (A,), "FH002"),
+    (br_in_array, (A,), "FH002"),
+    (br_dict_bad_method, (A,), "FH004"),
+    (br_iterate_number, (A,), "FH008"),
+    (br_call_array, (A,), "FH003"),
+    (br_where_one_arg, (A,), "FH011"),
+    (br_repeat_data, (A,), "FH011"),
+    (br_bool_index, (A,), "FH011"),
 ]
 
 

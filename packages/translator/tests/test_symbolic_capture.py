@@ -1,6 +1,7 @@
 """The symbolic interpreter: each function is captured whole (one graph) or breaks with
 the expected FH identifier, and optimize("eager") agrees exactly with the plain function
 on the first call, on cache hits and after recompilations (dtype and shape changes)."""
+
 from __future__ import annotations
 
 import math
@@ -29,12 +30,24 @@ pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 # ----------------------------------------------------------------- captured functions
 
+
 def arith(x, y):
-    return (x + y, x - y, x * y, x / (y + 3), x // 2, x % 3, x ** 2, -x, +x, abs(y), x @ y.T, 2 - x, 1 / (x + 1))
+    return (x + y, x - y, x * y, x / (y + 3), x // 2, x % 3, x**2, -x, +x, abs(y), x @ y.T, 2 - x, 1 / (x + 1))
 
 
 def compare(x, y):
-    return x < y, x <= y, x > y, x >= y, x == y, x != y, (x > 0) & (y < 0), (x > 1) | (y > 0), ~(x > 1), (x > 1) ^ (y > 0)
+    return (
+        x < y,
+        x <= y,
+        x > y,
+        x >= y,
+        x == y,
+        x != y,
+        (x > 0) & (y < 0),
+        (x > 1) | (y > 0),
+        ~(x > 1),
+        (x > 1) ^ (y > 0),
+    )
 
 
 def int_ops(i):
@@ -58,41 +71,126 @@ def inplace_argument(x):
 
 
 def reductions(x):
-    return (np.sum(x), np.sum(x, axis=0), x.sum(axis=1, keepdims=True), np.mean(x, axis=-1), x.max(), x.min(axis=0),
-            np.std(x), x.var(axis=0), np.prod(x + 1, axis=1), np.argmax(x), x.argmin(axis=1), np.cumsum(x, axis=1),
-            np.cumprod(x, axis=0), np.all(x >= 0), np.any(x > 10, axis=0), np.median(x), np.amax(x, axis=1))
+    return (
+        np.sum(x),
+        np.sum(x, axis=0),
+        x.sum(axis=1, keepdims=True),
+        np.mean(x, axis=-1),
+        x.max(),
+        x.min(axis=0),
+        np.std(x),
+        x.var(axis=0),
+        np.prod(x + 1, axis=1),
+        np.argmax(x),
+        x.argmin(axis=1),
+        np.cumsum(x, axis=1),
+        np.cumprod(x, axis=0),
+        np.all(x >= 0),
+        np.any(x > 10, axis=0),
+        np.median(x),
+        np.amax(x, axis=1),
+    )
 
 
 def shapes(x):
-    return (x.reshape(4, 3), np.reshape(x, (2, -1)), x.T, np.transpose(x), x.ravel(), x.flatten(),
-            np.expand_dims(x, 0), np.squeeze(x[None]), np.swapaxes(x, 0, 1), np.moveaxis(x, 0, -1),
-            np.concatenate([x, x], axis=0), np.stack((x, x)), np.vstack([x, x]), np.hstack([x, x]),
-            np.split(x, 2, axis=1), np.flip(x, 0), np.roll(x, 1, axis=1), np.tile(x, (2, 1)), np.repeat(x, 2, axis=0),
-            np.broadcast_to(x[:1], (3, 4)), np.atleast_2d(x[0]), np.pad(x, 1), np.diff(x, axis=1), np.triu(x), np.tril(x))
+    return (
+        x.reshape(4, 3),
+        np.reshape(x, (2, -1)),
+        x.T,
+        np.transpose(x),
+        x.ravel(),
+        x.flatten(),
+        np.expand_dims(x, 0),
+        np.squeeze(x[None]),
+        np.swapaxes(x, 0, 1),
+        np.moveaxis(x, 0, -1),
+        np.concatenate([x, x], axis=0),
+        np.stack((x, x)),
+        np.vstack([x, x]),
+        np.hstack([x, x]),
+        np.split(x, 2, axis=1),
+        np.flip(x, 0),
+        np.roll(x, 1, axis=1),
+        np.tile(x, (2, 1)),
+        np.repeat(x, 2, axis=0),
+        np.broadcast_to(x[:1], (3, 4)),
+        np.atleast_2d(x[0]),
+        np.pad(x, 1),
+        np.diff(x, axis=1),
+        np.triu(x),
+        np.tril(x),
+    )
 
 
 def creation(x):
     n = x.shape[0]
-    return (np.zeros((n, 2)), np.ones(3, dtype=np.float32), np.full((2, 2), 7), np.zeros_like(x), np.ones_like(x),
-            np.empty_like(x).shape, np.arange(n), np.linspace(0, 1, 5), np.eye(n), np.identity(2), np.full_like(x, 2.5),
-            np.array([1, 2, 3]), np.asarray(x), np.indices((2, 3)), np.meshgrid(np.arange(2), np.arange(3)),
-            np.mgrid[0:2, 0:3], np.ogrid[0:3, 0:2])
+    return (
+        np.zeros((n, 2)),
+        np.ones(3, dtype=np.float32),
+        np.full((2, 2), 7),
+        np.zeros_like(x),
+        np.ones_like(x),
+        np.empty_like(x).shape,
+        np.arange(n),
+        np.linspace(0, 1, 5),
+        np.eye(n),
+        np.identity(2),
+        np.full_like(x, 2.5),
+        np.array([1, 2, 3]),
+        np.asarray(x),
+        np.indices((2, 3)),
+        np.meshgrid(np.arange(2), np.arange(3)),
+        np.mgrid[0:2, 0:3],
+        np.ogrid[0:3, 0:2],
+    )
 
 
 def elementwise(x):
     y = np.abs(x) + 0.5
-    return (np.exp(x), np.log(y), np.sqrt(y), np.sin(x), np.cos(x), np.tanh(x), np.maximum(x, 2), np.minimum(x, 2),
-            np.where(x > 3, x, -x), np.clip(x, 1, 5), np.round(x / 3, 2), np.floor(x / 3), np.ceil(x / 3),
-            np.sign(x - 5), np.power(y, 1.5), np.hypot(x, y), np.arctan2(x, y), np.isclose(x, 3.0), np.nan_to_num(x),
-            np.add.reduce(x, axis=0), np.maximum.accumulate(x, axis=1), np.multiply.outer(x[0], x[1]))
+    return (
+        np.exp(x),
+        np.log(y),
+        np.sqrt(y),
+        np.sin(x),
+        np.cos(x),
+        np.tanh(x),
+        np.maximum(x, 2),
+        np.minimum(x, 2),
+        np.where(x > 3, x, -x),
+        np.clip(x, 1, 5),
+        np.round(x / 3, 2),
+        np.floor(x / 3),
+        np.ceil(x / 3),
+        np.sign(x - 5),
+        np.power(y, 1.5),
+        np.hypot(x, y),
+        np.arctan2(x, y),
+        np.isclose(x, 3.0),
+        np.nan_to_num(x),
+        np.add.reduce(x, axis=0),
+        np.maximum.accumulate(x, axis=1),
+        np.multiply.outer(x[0], x[1]),
+    )
 
 
 def linalg(x):
     m = x[:, :3] + np.eye(3)
-    return (np.dot(x, x.T), np.matmul(x.T, x), np.einsum("ij,kj->ik", x, x), np.outer(x[0], x[1]),
-            np.linalg.norm(x), np.linalg.norm(x, axis=1), np.linalg.inv(m), np.linalg.solve(m, x[:, 0]),
-            np.linalg.det(m), np.trace(x), np.diagonal(x), np.inner(x, x), np.kron(x[:1, :2], x[:2, :1]),
-            np.tensordot(x, x, axes=([1], [1])))
+    return (
+        np.dot(x, x.T),
+        np.matmul(x.T, x),
+        np.einsum("ij,kj->ik", x, x),
+        np.outer(x[0], x[1]),
+        np.linalg.norm(x),
+        np.linalg.norm(x, axis=1),
+        np.linalg.inv(m),
+        np.linalg.solve(m, x[:, 0]),
+        np.linalg.det(m),
+        np.trace(x),
+        np.diagonal(x),
+        np.inner(x, x),
+        np.kron(x[:1, :2], x[:2, :1]),
+        np.tensordot(x, x, axes=([1], [1])),
+    )
 
 
 def attributes(x):
@@ -100,8 +198,21 @@ def attributes(x):
 
 
 def indexing(x):
-    return (x[0], x[-1, 2], x[1:], x[:, 1], x[::2, ::-1], x[None], x[..., 0], x[:, None, 1:3], x[(0, 1)],
-            x[np.array([0, 2])], x[[2, 0]], x[0][1], x[1:][0])
+    return (
+        x[0],
+        x[-1, 2],
+        x[1:],
+        x[:, 1],
+        x[::2, ::-1],
+        x[None],
+        x[..., 0],
+        x[:, None, 1:3],
+        x[(0, 1)],
+        x[np.array([0, 2])],
+        x[[2, 0]],
+        x[0][1],
+        x[1:][0],
+    )
 
 
 def setitem(x):
@@ -116,9 +227,29 @@ def setitem(x):
 def builtins_use(x, n):
     t = tuple(range(n))
     lst = list(t)
-    return (len(lst), min(t), max(3, n), abs(-n), int(2.7), float(n), bool(n), isinstance(x, np.ndarray),
-            isinstance(n, (int, float)), sum(lst), sum([x, x]), round(2.567, 1), divmod(n, 2), type(x) is np.ndarray,
-            str(n), list(zip(t, t)), list(enumerate(t)), any(t), all([1, 2]), sorted_pairs(t), range(n)[1])
+    return (
+        len(lst),
+        min(t),
+        max(3, n),
+        abs(-n),
+        int(2.7),
+        float(n),
+        bool(n),
+        isinstance(x, np.ndarray),
+        isinstance(n, (int, float)),
+        sum(lst),
+        sum([x, x]),
+        round(2.567, 1),
+        divmod(n, 2),
+        type(x) is np.ndarray,
+        str(n),
+        list(zip(t, t)),
+        list(enumerate(t)),
+        any(t),
+        all([1, 2]),
+        sorted_pairs(t),
+        range(n)[1],
+    )
 
 
 def sorted_pairs(t):
@@ -166,14 +297,22 @@ def calls(x):
     def inner(y, k=2):
         return y * k + x
 
-    sq = lambda z: z ** 2  # noqa: E731
-    return helper_add(x), helper_add(x, 2, 3, 4, scale=0.5, w=1), inner(x), inner(x, k=3), sq(x), \
-        helper_add(*(x, 1), **{"scale": 2.0}), [sq(v) for v in (1, 2)]
+    sq = lambda z: z**2  # noqa: E731
+    return (
+        helper_add(x),
+        helper_add(x, 2, 3, 4, scale=0.5, w=1),
+        inner(x),
+        inner(x, k=3),
+        sq(x),
+        helper_add(*(x, 1), **{"scale": 2.0}),
+        [sq(v) for v in (1, 2)],
+    )
 
 
 def closure_factory(k):
     def scaled(x):
         return x * k + OFFSET
+
     return scaled
 
 
@@ -186,7 +325,7 @@ def uses_closure(x):
 
 
 def floats(x, dt):
-    return x * dt + dt ** 2, dt * 2
+    return x * dt + dt**2, dt * 2
 
 
 def numpy_scalars(x):
@@ -203,6 +342,7 @@ def fstrings(x, n):
 def import_inside(x):
     import numpy
     from numpy import exp
+
     return numpy.exp(x) + exp(x)
 
 
@@ -289,7 +429,7 @@ def test_cache_hits_and_recompiles_on_dtype_and_shape():
 
     f = ft.optimize(backend)(arith)
     f(A, B)
-    f(A + 1, B)        # same guards: cache hit
+    f(A + 1, B)  # same guards: cache hit
     assert len(seen) == 1
     f(A.astype(np.float32), B.astype(np.float32))
     f(np.ones((2, 2)), np.ones((2, 2)))
@@ -310,6 +450,7 @@ def test_nopython_raises_with_identifier_and_line():
 
 
 # ----------------------------------------------------------------- graph breaks
+
 
 class Box:
     def __init__(self, v):
@@ -339,7 +480,7 @@ def br_item(x):
 
 
 def br_mask(x):
-    return str(x[x > 3].shape)   # the masked array is captured; str() needs its data-dependent length
+    return str(x[x > 3].shape)  # the masked array is captured; str() needs its data-dependent length
 
 
 def br_nonzero(x):
@@ -354,12 +495,12 @@ def br_try(x):
 
 
 def br_with(x):
-    with np.errstate(all="ignore", call=None):   # call=: not captured (np.seterrcall's object)
+    with np.errstate(all="ignore", call=None):  # call=: not captured (np.seterrcall's object)
         return x / 0
 
 
 def br_attr_delete(x, box):
-    del box.v   # deletions are not replayed
+    del box.v  # deletions are not replayed
     return x
 
 
@@ -369,19 +510,19 @@ def br_attr_store(x, box):
 
 
 class WithProperty:
-    v = property(len)   # a getter that is no Python function: not inlined
+    v = property(len)  # a getter that is no Python function: not inlined
 
     def __len__(self):
         return 2
 
 
 def br_user_object(x, box):
-    return x * box.v   # a property the translator cannot inline: the attribute is not a plain value
+    return x * box.v  # a property the translator cannot inline: the attribute is not a plain value
 
 
 def br_arg_mutation(x, lst, other):
     lst.append(x)
-    return other   # the same list as lst: a mutated object reachable through a second source
+    return other  # the same list as lst: a mutated object reachable through a second source
 
 
 def br_raise(x):
@@ -402,12 +543,13 @@ def br_inline_generator(x):
 
 def br_unknown_c(x):
     import os
+
     return os.getpid() + x
 
 
 def br_long_loop(x):
     seen = []
-    for i in range(300):   # mutates a list made before it: unrolled, past the limit
+    for i in range(300):  # mutates a list made before it: unrolled, past the limit
         seen.append(i)
         x = x + len(seen)
     return x
@@ -415,7 +557,7 @@ def br_long_loop(x):
 
 def br_while(x):
     i = 0
-    while i < 10 ** 6:
+    while i < 10**6:
         i += 1
     return x + i
 
@@ -477,11 +619,11 @@ def test_graph_breaks_fall_back_and_agree(fn, args, code, capsys):
     with config.patch(max_unrolled_iterations=64, max_traced_instructions=20_000):
         try:
             out = ft.explain(fn)(*args)
-        except Exception as e:   # the function itself raises: the report comes with the exception
+        except Exception as e:  # the function itself raises: the report comes with the exception
             assert fn is br_raise
             out = e.explain_output
         codes = [b.code for b in out.break_reasons]
-        if code is None:   # generator expressions: any FH break, the frame still runs correctly
+        if code is None:  # generator expressions: any FH break, the frame still runs correctly
             assert codes and all(c.startswith("FH") for c in codes)
         else:
             assert codes[0] == code, str(out)
@@ -505,7 +647,7 @@ def test_global_store_really_happens():
     saved = OFFSET
     try:
         opt = ft.optimize("eager")(global_store)
-        for _ in range(2):   # first call and cache hit: the store is replayed after the graph
+        for _ in range(2):  # first call and cache hit: the store is replayed after the graph
             OFFSET = saved
             opt(A)
             assert OFFSET == 1.0
@@ -614,6 +756,7 @@ def test_cell_arguments_and_nonlocal_closures():
     def f(x, k):
         def g():
             return x * k
+
         return g() + 1
 
     check_agrees(f, (A, 2), (V, 3))
@@ -625,6 +768,7 @@ def test_cell_arguments_and_nonlocal_closures():
         def bump():
             nonlocal total
             total = total + 1
+
         bump()
         return total
 
@@ -680,12 +824,12 @@ def test_unsupported_numpy_function_resumes_and_named_tuple_results_are_read():
 
     def counts_rebuild(a):
         b = a * 2
-        values, counts = np.unique_counts(b)   # not captured (data-dependent sizes): runs in Python
+        values, counts = np.unique_counts(b)  # not captured (data-dependent sizes): runs in Python
         return values * counts
 
     def counts_fields(a):
         r = np.unique_counts(a + 1)
-        return r.values * r.counts, r          # the named tuple itself comes back unchanged
+        return r.values * r.counts, r  # the named tuple itself comes back unchanged
 
     a = np.diag([1.0, 2.0, 3.0])
     for fn in (counts_rebuild, counts_fields):
@@ -701,6 +845,7 @@ def test_unsupported_numpy_function_resumes_and_named_tuple_results_are_read():
 
 
 # ----------------------------------------------------------------- nothing to compute
+
 
 def returns_input(x):
     return x
@@ -733,15 +878,16 @@ def test_empty_graph_keeps_the_original_code_behind_its_guards():
         got = opt(*args)
         assert_same(got, fn(*args))
         (entry,) = rt.cache_entries(fn.__code__)
-        assert entry.code is fn.__code__ and backend_calls == []   # no backend call, no output code
+        assert entry.code is fn.__code__ and backend_calls == []  # no backend call, no output code
         assert any("L['x']" in g for g in ft.last_decisions(fn)["guards"])
         assert opt(*args) is not None and rt.cache_entries(fn.__code__)[0].hits >= 1
     assert returns_input(A) is A and ft.optimize(backend)(returns_input)(A) is A
     opt = ft.optimize(backend, dynamic=False)(returns_input)
-    assert_same(opt(I), I)   # another dtype: the guards fail, a new entry, still the original code
+    assert_same(opt(I), I)  # another dtype: the guards fail, a new entry, still the original code
     assert [e.code for e in rt.cache_entries(returns_input.__code__)] == [returns_input.__code__] * 2
     assert ft.last_decisions(returns_input)["recompile_reasons"][0].startswith(
-        "cache entry 0 [0/0]: NDARRAY_MATCH: L['x'] -- expected dtype float64, got dtype int64")
+        "cache entry 0 [0/0]: NDARRAY_MATCH: L['x'] -- expected dtype float64, got dtype int64"
+    )
     check_agrees(returns_inputs_and_constants, (A, 3), (B, 4.5), (V, None), (I, "s"))
 
 
@@ -750,7 +896,7 @@ def test_empty_graph_of_code_that_does_more_than_return_gets_output_code():
         opt = ft.optimize("eager")(fn)
         assert opt(A) is A
         (entry,) = rt.cache_entries(fn.__code__)
-        assert entry.code is not fn.__code__   # one call to the graph, not the loop or the call again
+        assert entry.code is not fn.__code__  # one call to the graph, not the loop or the call again
         assert rt.cache_entries(returns_input.__code__) == []
 
 

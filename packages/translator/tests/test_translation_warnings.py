@@ -1,6 +1,7 @@
 """Translating a frame leaves the user's warning state alone: what a module has already
 shown stays shown ("default" and "once" actions), the filters are the user's, and the
 translator's own numpy calls on proxy values warn nobody."""
+
 import threading
 import warnings
 
@@ -17,7 +18,7 @@ def _user_warning():
 
 
 def _empty_mean(x):
-    return np.mean(x[:0]) + x   # numpy warns "Mean of empty slice" on real (and proxy) values
+    return np.mean(x[:0]) + x  # numpy warns "Mean of empty slice" on real (and proxy) values
 
 
 def _shown(action, between):
@@ -33,7 +34,7 @@ def _shown(action, between):
 def _translate():
     ft.reset()
     opt = ft.optimize("eager")(_empty_mean)
-    opt(np.ones(3))   # its own "Mean of empty slice" is not counted
+    opt(np.ones(3))  # its own "Mean of empty slice" is not counted
     assert ft.explain(_empty_mean)(np.ones(3)).graph_count == 1
 
 
@@ -52,8 +53,8 @@ def test_the_captured_function_warns_like_plain_numpy():
     opt = ft.optimize("eager")(_empty_mean)
     with warnings.catch_warnings(record=True) as captured:
         warnings.simplefilter("always")
-        opt(np.ones(3))   # translation (proxy values: quiet) and the graph's run (warns)
-        opt(np.ones(3))   # cache hit
+        opt(np.ones(3))  # translation (proxy values: quiet) and the graph's run (warns)
+        opt(np.ones(3))  # cache hit
     messages = [str(w.message) for w in plain]
     assert messages and [str(w.message) for w in captured] == messages * 2
 
@@ -63,9 +64,9 @@ def test_warnings_ignored_restores_the_filters_in_force():
         warnings.simplefilter("error")
         before = list(warnings.filters)
         with warnings_ignored():
-            warnings.warn("hidden", UserWarning)   # would raise under "error"
+            warnings.warn("hidden", UserWarning)  # would raise under "error"
             inner = warnings.filters
-            inner.insert(0, ("always", None, DeprecationWarning, None, 0))   # user code inside
+            inner.insert(0, ("always", None, DeprecationWarning, None, 0))  # user code inside
         assert warnings.filters is inner
         assert warnings.filters[1:] == before and warnings.filters[0][0] == "always"
         try:
@@ -91,7 +92,7 @@ def test_the_translators_filters_leave_other_threads_alone(quiet):
     def other():
         try:
             warnings.warn("from another thread", UserWarning)
-        except Exception as e:   # noqa: BLE001 - what the test checks
+        except Exception as e:  # noqa: BLE001 - what the test checks
             errors.append(e)
 
     with warnings.catch_warnings(record=True) as caught:

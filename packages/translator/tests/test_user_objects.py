@@ -4,6 +4,7 @@ creates by calling a class (made after the graph where they outlive it). Every f
 agrees with the plain one -- result, exceptions, and the state of every object it was given
 or returns (attributes, recursively) -- on the first call, on cache hits, and after the
 objects or classes change (the guards send the call to a new compilation)."""
+
 from __future__ import annotations
 
 import copy
@@ -79,7 +80,7 @@ def break_codes(fn, *args):
     add_observer(reports.append)
     try:
         ft.optimize("eager")(fn)(*copy.deepcopy(args))
-    except Exception:   # compared with the plain function by agree()
+    except Exception:  # compared with the plain function by agree()
         pass
     finally:
         remove_observer(reports.append)
@@ -216,8 +217,13 @@ def reads_frozen_and_slots(x, f, s):
 def test_methods_properties_and_static_methods_are_inlined():
     agree(uses_methods, (X, Linear(W, 0.5)), (X, Linear(W, 0.5)), (X, Linear(W * 2, 1)))
     out = captured(uses_methods, X, Linear(W, 0.5))
-    for guard in ("ID_MATCH(L['m'].forward.__func__)", "DUPLICATE_INPUT(L['m'].forward.__self__)",
-                  "TYPE_MATCH(L['m'].forward)", "ID_MATCH(type(L['m']).wt.fget)", "ID_MATCH(L['m'].act)"):
+    for guard in (
+        "ID_MATCH(L['m'].forward.__func__)",
+        "DUPLICATE_INPUT(L['m'].forward.__self__)",
+        "TYPE_MATCH(L['m'].forward)",
+        "ID_MATCH(type(L['m']).wt.fget)",
+        "ID_MATCH(L['m'].act)",
+    ):
         assert has_guard(out, guard), (guard, out.guards)
 
 
@@ -236,6 +242,7 @@ def test_dataclasses_frozen_dataclasses_and_slots_are_read():
 def test_attribute_hooks_still_break():
     def f(x, h):
         return x * h.v + h.missing
+
     agree(f, (X, Hooked()), (X, Hooked()))
     codes, reasons = break_codes(f, X, Hooked())
     assert codes and codes[0] == "FH008" and "Hooked" in reasons[0]
@@ -247,7 +254,7 @@ def test_method_replaced_on_the_class_recompiles():
     assert entries(uses_methods) == 1
     saved = Linear.forward
     try:
-        Linear.forward = lambda self, x: x * 10.0   # the guard on forward.__func__ fails
+        Linear.forward = lambda self, x: x * 10.0  # the guard on forward.__func__ fails
         agree(uses_methods, (X, Linear(W, 0.5)), opt=opt)
         assert entries(uses_methods) == 2
     finally:
@@ -258,20 +265,20 @@ def test_method_shadowed_by_an_instance_attribute():
     m = Linear(W, 0.5)
     opt = agree(uses_methods, (X, m))
     shadow = Linear(W, 0.5)
-    shadow.forward = lambda x: x - 100.0                # an instance attribute hides the method
+    shadow.forward = lambda x: x - 100.0  # an instance attribute hides the method
     agree(uses_methods, (X, shadow), opt=opt)
     other = Linear(W, 0.5)
-    other.forward = Linear(W * 3, 0.0).forward          # a method bound to another object
+    other.forward = Linear(W * 3, 0.0).forward  # a method bound to another object
     agree(uses_methods, (X, other), opt=opt)
 
 
 def test_attribute_type_and_class_changes_recompile():
     opt = agree(reads_config, (X, Config(2.0)), (X, Config(5.0)))
-    assert entries(reads_config) == 1                   # a float attribute is a graph input
-    agree(reads_config, (X, Config(2)), opt=opt)         # an int: TYPE_MATCH fails
+    assert entries(reads_config) == 1  # a float attribute is a graph input
+    agree(reads_config, (X, Config(2)), opt=opt)  # an int: TYPE_MATCH fails
     assert entries(reads_config) == 2
     sub = type("SubConfig", (Config,), {"shift": 4.0})
-    agree(reads_config, (X, sub(1.0)), opt=opt)         # another class: TYPE_MATCH on the object fails
+    agree(reads_config, (X, sub(1.0)), opt=opt)  # another class: TYPE_MATCH on the object fails
     assert entries(reads_config) == 3
 
 
@@ -296,6 +303,7 @@ def test_store_on_frozen_dataclass_or_property_breaks():
     def f(x, c):
         c.scale = x.sum()
         return x
+
     agree(f, (X, Frozen(1.0)))
     codes, reasons = break_codes(f, X, Frozen(1.0))
     assert codes[0] == "FH006" and "__setattr__" in reasons[0], reasons
@@ -303,6 +311,7 @@ def test_store_on_frozen_dataclass_or_property_breaks():
     def g(x, m):
         m.wt = x
         return x
+
     agree(g, (X, Linear(W)))
     assert break_codes(g, X, Linear(W))[0][0] == "FH006"
 
@@ -337,7 +346,7 @@ def cycle(x):
 
 def created_then_break(x):
     p = Point(x * 2, x.sum())
-    print("shape", x.shape)   # FH005: p is live across the break
+    print("shape", x.shape)  # FH005: p is live across the break
     p.x = p.x + 1
     return p, p.norm()
 
@@ -368,8 +377,9 @@ def test_class_rebound_recompiles():
     class Point2(saved):
         def norm(self):
             return self.x - self.y
+
     try:
-        Point = Point2                                  # ID_MATCH(G['Point']) fails
+        Point = Point2  # ID_MATCH(G['Point']) fails
         agree(makes_points, (X,), opt=opt)
         assert entries(makes_points) == 2
     finally:
@@ -378,20 +388,30 @@ def test_class_rebound_recompiles():
 
 def test_init_errors_agree():
     def f(x):
-        return Point(x)             # TypeError: missing argument
+        return Point(x)  # TypeError: missing argument
 
     def g(x):
-        return Empty(x)             # TypeError: takes no arguments
+        return Empty(x)  # TypeError: takes no arguments
+
     agree(f, (X,))
     agree(g, (X,))
 
 
-@pytest.mark.parametrize("cls,why", [(WithNew, "__new__"), (WithDel, "__del__"), (Slotted, "__slots__"),
-                                     (ListLike, "builtin type list"), (Frozen, "__setattr__")])
+@pytest.mark.parametrize(
+    "cls,why",
+    [
+        (WithNew, "__new__"),
+        (WithDel, "__del__"),
+        (Slotted, "__slots__"),
+        (ListLike, "builtin type list"),
+        (Frozen, "__setattr__"),
+    ],
+)
 def test_classes_not_modelled_keep_the_break(cls, why):
     def f(x):
         obj = cls(x, x) if cls is Slotted else cls([x]) if cls is ListLike else cls(x)
         return obj, x + 1
+
     agree(f, (X,), (X,))
     codes, reasons = break_codes(f, X)
     assert codes[0] == "FH003" and why in reasons[0], reasons
@@ -414,9 +434,9 @@ def test_property_replaced_on_the_class_recompiles():
     opt = agree(uses_methods, (X, Linear(W, 0.5)))
     saved = Linear.__dict__["wt"]
     try:
-        Linear.wt = _Descriptor(saved.fget)      # same fget, not a property: TYPE_MATCH fails
+        Linear.wt = _Descriptor(saved.fget)  # same fget, not a property: TYPE_MATCH fails
         agree(uses_methods, (X, Linear(W, 0.5)), opt=opt)
-        Linear.wt = property(lambda self: self.w * 2)   # another getter: ID_MATCH fails
+        Linear.wt = property(lambda self: self.w * 2)  # another getter: ID_MATCH fails
         agree(uses_methods, (X, Linear(W, 0.5)), opt=opt)
     finally:
         Linear.wt = saved
@@ -448,9 +468,9 @@ def test_class_attributes_classmethods_and_static_methods():
     assert has_guard(out, "DUPLICATE_INPUT(G['Table'].build.__self__)") and has_guard(out, "ID_MATCH(G['Table'].act)")
     saved = Table.SCALE
     try:
-        Table.SCALE = 5.0               # a float class attribute: a graph input, no recompilation
+        Table.SCALE = 5.0  # a float class attribute: a graph input, no recompilation
         agree(uses_class_attributes, (X,), opt=opt)
-        Table.SCALE = 2                 # its type changed: recompiles
+        Table.SCALE = 2  # its type changed: recompiles
         agree(uses_class_attributes, (X,), opt=opt)
         assert entries(uses_class_attributes) == 2
     finally:
@@ -458,7 +478,7 @@ def test_class_attributes_classmethods_and_static_methods():
 
 
 class Lazy:
-    callers = []   # the file of the code that read the property, each time it was computed
+    callers = []  # the file of the code that read the property, each time it was computed
 
     def __init__(self, v):
         self.v = v
@@ -482,7 +502,7 @@ def test_other_descriptors_break_without_running_at_trace_time():
     lz = Lazy(X)
     ft.reset()
     ft.optimize("eager")(reads_cached_property)(X, lz)
-    assert Lazy.callers == [__file__] and "doubled" in vars(lz)   # computed once, by the user's code
+    assert Lazy.callers == [__file__] and "doubled" in vars(lz)  # computed once, by the user's code
     codes, reasons = break_codes(reads_cached_property, X, Lazy(X))
     assert codes[0] == "FH008" and "cached_property" in reasons[0], reasons
 
@@ -516,8 +536,9 @@ def test_properties_and_methods_of_new_objects_and_a_replaced_init():
     def wider(self, lo, hi):
         self.lo = lo * 2
         self.hi = hi * 2
+
     try:
-        Box.__init__ = wider            # ID_MATCH(G['Box'].__init__) fails: traced again
+        Box.__init__ = wider  # ID_MATCH(G['Box'].__init__) fails: traced again
         agree(uses_new_box, (X,), opt=opt)
         assert entries(uses_new_box) == 2
     finally:
@@ -562,9 +583,9 @@ def test_getattr_with_a_default_and_hasattr():
     assert has_guard(out, "TYPE_MATCH(L['m'].gain)"), out.guards
     ft.reset()
     opt = agree(optional_bias, (X, with_gain))
-    no_gain = Linear(W, 0.5)                 # gain missing: the guard fails, the default is Python's
+    no_gain = Linear(W, 0.5)  # gain missing: the guard fails, the default is Python's
     agree(optional_bias, (X, no_gain), (X, with_gain), opt=opt)
     codes, reasons = break_codes(optional_bias, X, no_gain)
     assert codes[0] == "FH003" and "'gain'" in reasons[0], reasons
     no_bias = types.SimpleNamespace(w=W, gain=2.0)
-    agree(optional_bias, (X, no_bias), opt=opt)   # hasattr False: runs in Python
+    agree(optional_bias, (X, no_bias), opt=opt)  # hasattr False: runs in Python

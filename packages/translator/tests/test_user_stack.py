@@ -1,6 +1,7 @@
 """The user's stack in diagnostics: the "from user code:" block of a nopython error is the
 stack of the break through the inlined calls (file, line, function, outermost first), and
 a recompilation names the Python stack at the call, without framehook's own frames."""
+
 from __future__ import annotations
 
 import logging
@@ -32,6 +33,7 @@ def line_of(fn, marker):
 
 def _source(fn):
     import inspect
+
     return inspect.getsourcelines(fn)
 
 
@@ -46,7 +48,7 @@ def block(message):
     found = []
     for line in text.splitlines():
         if line.startswith('  File "'):
-            name, rest = line[len('  File "'):].split('", line ', 1)
+            name, rest = line[len('  File "') :].split('", line ', 1)
             lineno, fn = rest.split(", in ", 1)
             found.append((os.path.abspath(name), int(lineno), fn))
     return found
@@ -54,38 +56,39 @@ def block(message):
 
 # ------------------------------------------------------------------ nopython errors
 
+
 def prints(x):
     y = x + 1
-    print("y", y.shape)   # print-line
+    print("y", y.shape)  # print-line
     return y
 
 
 def leaf(y):
     z = y * 2
-    open(os.devnull)   # open-line
+    open(os.devnull)  # open-line
     return z
 
 
 def middle(y):
     w = y - 1
-    return leaf(w) + 1   # middle-call
+    return leaf(w) + 1  # middle-call
 
 
 def calls_helper(x):
     a = x + 1
-    b = leaf(a)   # direct-call
+    b = leaf(a)  # direct-call
     return b
 
 
 def calls_two_deep(x):
     a = np.exp(x)
-    return middle(a) * 2   # outer-call
+    return middle(a) * 2  # outer-call
 
 
 @ft.optimize("eager", nopython=True)
 def decorated(x):
     y = x * 3
-    print(y)   # decorated-print
+    print(y)  # decorated-print
     return y
 
 
@@ -94,8 +97,9 @@ def test_nopython_break_in_the_frame_shows_its_line():
         ft.optimize("eager", nopython=True)(prints)(np.ones(3))
     line = line_of(prints, "print-line")
     message = str(info.value)
-    assert message.startswith(f"FH005 (I/O or other side effect) at {HERE}:{line}: a call to print()") or \
-        message.startswith(f"FH005 (I/O or other side effect) at {prints.__code__.co_filename}:{line}:")
+    assert message.startswith(
+        f"FH005 (I/O or other side effect) at {HERE}:{line}: a call to print()"
+    ) or message.startswith(f"FH005 (I/O or other side effect) at {prints.__code__.co_filename}:{line}:")
     assert block(message) == [(HERE, line, "prints")]
     assert rows(info.value.real_stack) == [(HERE, line, "prints")]
     # the block shows the source line, as a traceback does
@@ -105,8 +109,10 @@ def test_nopython_break_in_the_frame_shows_its_line():
 def test_nopython_break_in_a_helper_shows_the_call_chain():
     with pytest.raises(GraphBreak) as info:
         ft.optimize("eager", nopython=True)(calls_helper)(np.ones(3))
-    expected = [(HERE, line_of(calls_helper, "direct-call"), "calls_helper"),
-                (HERE, line_of(leaf, "open-line"), "leaf")]
+    expected = [
+        (HERE, line_of(calls_helper, "direct-call"), "calls_helper"),
+        (HERE, line_of(leaf, "open-line"), "leaf"),
+    ]
     assert f"at {leaf.__code__.co_filename}:{expected[1][1]}: a call to open()" in str(info.value)
     assert block(str(info.value)) == expected
     assert rows(info.value.real_stack) == expected
@@ -115,9 +121,11 @@ def test_nopython_break_in_a_helper_shows_the_call_chain():
 def test_nopython_break_two_calls_deep():
     with pytest.raises(GraphBreak) as info:
         ft.optimize("eager", nopython=True)(calls_two_deep)(np.ones(3))
-    assert block(str(info.value)) == [(HERE, line_of(calls_two_deep, "outer-call"), "calls_two_deep"),
-                                      (HERE, line_of(middle, "middle-call"), "middle"),
-                                      (HERE, line_of(leaf, "open-line"), "leaf")]
+    assert block(str(info.value)) == [
+        (HERE, line_of(calls_two_deep, "outer-call"), "calls_two_deep"),
+        (HERE, line_of(middle, "middle-call"), "middle"),
+        (HERE, line_of(leaf, "open-line"), "leaf"),
+    ]
 
 
 def test_nopython_break_in_a_decorated_function_is_not_the_decorator_line():
@@ -151,25 +159,28 @@ def test_internal_error_in_a_helper_carries_the_stack(monkeypatch):
     monkeypatch.setattr(Tracer, "record", boom)
 
     def only_helper(x):
-        return leaf(x)   # only-call
+        return leaf(x)  # only-call
 
     with pytest.raises(InternalTranslatorError) as info:
         ft.optimize("eager", nopython=True)(only_helper)(np.ones(3))
     assert isinstance(info.value.__cause__, ZeroDivisionError)
     # the first array operation is in leaf (y * 2), reached from only_helper's call
-    assert rows(info.value.real_stack) == [(HERE, line_of(only_helper, "only-call"), "only_helper"),
-                                           (HERE, line_of(leaf, "open-line") - 1, "leaf")]
+    assert rows(info.value.real_stack) == [
+        (HERE, line_of(only_helper, "only-call"), "only_helper"),
+        (HERE, line_of(leaf, "open-line") - 1, "leaf"),
+    ]
     assert block(str(info.value)) == rows(info.value.real_stack)
 
 
 # ------------------------------------------------------------------ recompilations
+
 
 def scaled(x):
     return x * 2
 
 
 def calls_scaled(f, x):
-    return f(x)   # scaled-call
+    return f(x)  # scaled-call
 
 
 def test_recompile_log_and_guard_fail_fn_show_the_call_stack(caplog):
@@ -177,14 +188,16 @@ def test_recompile_log_and_guard_fail_fn_show_the_call_stack(caplog):
     f = ft.optimize("eager", guard_fail_fn=fails.append)(scaled)
     calls_scaled(f, np.ones(3))
     with caplog.at_level(logging.INFO, logger="framehook.translator.recompiles"):
-        calls_scaled(f, np.ones(3, np.float32))   # recompiling-call
+        calls_scaled(f, np.ones(3, np.float32))  # recompiling-call
     here = line_of(test_recompile_log_and_guard_fail_fn_show_the_call_stack, "recompiling-call")
     inner = line_of(calls_scaled, "scaled-call")
     assert len(fails) == 1
     stack = rows(fails[0].user_stack)
     # the real stack: the test runner's frames, then this test, then the helper making the call
-    assert stack[-2:] == [(HERE, here, "test_recompile_log_and_guard_fail_fn_show_the_call_stack"),
-                          (HERE, inner, "calls_scaled")]
+    assert stack[-2:] == [
+        (HERE, here, "test_recompile_log_and_guard_fail_fn_show_the_call_stack"),
+        (HERE, inner, "calls_scaled"),
+    ]
     assert len(stack) > 2 and not any(path.startswith(TRANSLATOR_DIR + os.sep) for path, _, _ in stack)
     # the frames above this test are exactly the interpreter's
     assert stack[:-2] == rows(traceback.extract_stack())[:-1]
@@ -199,16 +212,20 @@ def test_cache_limit_warning_shows_the_last_call_stack(caplog):
     f = ft.optimize("eager")(scaled)
     with ft.config.patch(cache_size_limit=2), caplog.at_level(logging.WARNING, logger="framehook.translator"):
         for dtype in ("float64", "float32", "int64"):
-            calls_scaled(f, np.ones(3, dtype))   # limit-call
+            calls_scaled(f, np.ones(3, dtype))  # limit-call
     warnings = [r.getMessage() for r in caplog.records if "cache_size_limit" in r.getMessage()]
     assert len(warnings) == 1
     inner = line_of(calls_scaled, "scaled-call")
     assert f"(last call from {calls_scaled.__code__.co_filename}:{inner} in calls_scaled)" in warnings[0]
     shown = warnings[0].split("user's stack at the last call (most recent call last):\n", 1)[1]
     assert block("\n\nfrom user code:\n" + shown)[-2:] == [
-        (HERE, line_of(test_cache_limit_warning_shows_the_last_call_stack, "limit-call"),
-         "test_cache_limit_warning_shows_the_last_call_stack"),
-        (HERE, inner, "calls_scaled")]
+        (
+            HERE,
+            line_of(test_cache_limit_warning_shows_the_last_call_stack, "limit-call"),
+            "test_cache_limit_warning_shows_the_last_call_stack",
+        ),
+        (HERE, inner, "calls_scaled"),
+    ]
 
 
 def test_strict_cache_limit_error_shows_the_stack():
@@ -224,6 +241,7 @@ def test_strict_cache_limit_error_shows_the_stack():
 def test_user_call_stack_leaves_out_framehook_frames():
     from framehook.translator.convert_frame import user_call_stack
     import sys
+
     assert rows(user_call_stack(None)) == []
     here = sys._getframe()
     assert rows(user_call_stack(here))[-1] == (HERE, here.f_lineno, "test_user_call_stack_leaves_out_framehook_frames")
@@ -233,12 +251,14 @@ def test_user_call_stack_leaves_out_framehook_frames():
     def probe():
         seen.append(user_call_stack(sys._getframe(1)))
 
-    wrapper_code = compile("def wrapper():\n    return probe()\n", os.path.join(TRANSLATOR_DIR, "eval_frame.py"), "exec")
+    wrapper_code = compile(
+        "def wrapper():\n    return probe()\n", os.path.join(TRANSLATOR_DIR, "eval_frame.py"), "exec"
+    )
     ns = {"probe": probe}
     exec(wrapper_code, ns)
 
     def caller():
-        return ns["wrapper"]()   # through-wrapper
+        return ns["wrapper"]()  # through-wrapper
 
     caller()
     assert rows(seen[0])[-1] == (HERE, line_of(caller, "through-wrapper"), "caller")

@@ -2,6 +2,7 @@
 
 Every other module asks ``BEHAVIOUR`` for a named behaviour and reads an instruction's
 decoded fields (``push_null``, ``to_bool``, ...) instead of its raw argument bits."""
+
 import re
 from pathlib import Path
 
@@ -53,8 +54,7 @@ def test_no_raw_argument_bits_outside_the_decoders():
 def test_patterns_catch_what_they_are_for():
     assert VERSION_CHECK.search("if sys.version_info >= (3, 11):")
     assert VERSION_CHECK.search("null = PY311 and x")
-    for text in ("null = inst.arg & 1", "spec = arg & 0x04", "before = inst.arg >> 8",
-                 "flags = (inst.arg or 0) & 3"):
+    for text in ("null = inst.arg & 1", "spec = arg & 0x04", "before = inst.arg >> 8", "flags = (inst.arg or 0) & 3"):
         assert RAW_BITS.search(text), text
     assert not RAW_BITS.search("args = self.popn(inst.arg)")
 
@@ -71,6 +71,7 @@ def test_behaviours_differ_by_version_only_in_the_table():
 def test_decoder_for_an_unknown_version_names_the_supported_ones():
     import pytest
     from framehook.translator.bytecode.arguments import decoder_for
+
     with pytest.raises(RuntimeError, match=r"no bytecode decoder for CPython 3\.8; supported: 3\.9, .*3\.13"):
         decoder_for((3, 8))
     assert repr(behaviour.behaviour_for((3, 10))) == "Behaviour(3.10)"

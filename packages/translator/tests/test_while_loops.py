@@ -4,6 +4,7 @@ condition is tested each time round inside the generated code; results, dtypes,
 exceptions, warnings and argument mutation agree with the plain function on the first
 call, a cache hit and a recompilation; a loop that cannot be captured breaks (FH002) and
 runs in Python as before."""
+
 from __future__ import annotations
 
 import copy
@@ -42,14 +43,14 @@ def while_nodes(graph):
 # ---------------------------------------------------------------- captured
 def never_runs(x, tol):
     err = np.abs(x).max()
-    while err < tol:          # false at once for these inputs
+    while err < tol:  # false at once for these inputs
         x = x * 2
         err = np.abs(x).max()
     return x, err
 
 
 def halve_until_small(x):
-    while np.abs(x).sum() > 1.0:    # the condition is the whole expression
+    while np.abs(x).sum() > 1.0:  # the condition is the whole expression
         x = x * 0.5
     return x
 
@@ -63,14 +64,14 @@ def not_converged(x):
 
 
 def in_place(x, tol):
-    while x.max() > tol:       # mutates its argument, as the plain loop does
+    while x.max() > tol:  # mutates its argument, as the plain loop does
         x *= 0.5
     return x
 
 
 def search(x, limit):
     k = 0
-    while x[k] < limit:        # the index is a carried graph int
+    while x[k] < limit:  # the index is a carried graph int
         k += 1
     return k
 
@@ -83,7 +84,7 @@ def newton_sqrt(a):
 
 
 def until_small(x):
-    while True:                # the exit is a break in the middle: the same loop, rotated
+    while True:  # the exit is a break in the middle: the same loop, rotated
         x = x * 0.5
         if x.sum() < 1:
             break
@@ -95,7 +96,7 @@ def with_inner_nest(x):
     while x.sum() > 1:
         x = x * 0.5
         k += 1
-        for j in range(k):     # bounds from the carried counter: a loop node inside
+        for j in range(k):  # bounds from the carried counter: a loop node inside
             x[0] = x[0] + 0.001 * j
     return x, k
 
@@ -136,7 +137,7 @@ def breaks_on_count(x, tol):
         x = x * 0.5
         k += 1
         if k > 3:
-            break              # the rest (the next test) runs only when the loop goes on
+            break  # the rest (the next test) runs only when the loop goes on
     return x, k
 
 
@@ -145,7 +146,7 @@ def break_then_more(x, tol):
         x = x * 0.5
         if x.min() < 0.01:
             break
-        x = x + 0.001          # skipped by the iteration that breaks
+        x = x + 0.001  # skipped by the iteration that breaks
     return x
 
 
@@ -236,7 +237,7 @@ def test_condition_errors_and_warnings_match_plain_python():
     def ambiguous_later(x):
         s = x.sum(keepdims=True).reshape(())
         while s > 1:
-            s = s * x[:2] * 0   # the next condition is a 2-element array: ValueError
+            s = s * x[:2] * 0  # the next condition is a 2-element array: ValueError
         return s
 
     x = np.arange(1.0, 5.0)
@@ -247,7 +248,7 @@ def test_condition_errors_and_warnings_match_plain_python():
     def warns(x):
         v = x.sum()
         while v > 1e-300:
-            v = v / (x[0] - x[0]) * 0 + v * 1e-100   # 0/0: RuntimeWarning each iteration
+            v = v / (x[0] - x[0]) * 0 + v * 1e-100  # 0/0: RuntimeWarning each iteration
         return v
 
     def run(fn):
@@ -258,14 +259,14 @@ def test_condition_errors_and_warnings_match_plain_python():
 
     want = run(warns)
     opt = ft.optimize("eager")(warns)
-    for _ in range(2):   # compiling call, cache hit
+    for _ in range(2):  # compiling call, cache hit
         got = run(opt)
         assert got[1] == want[1] and got[1]
         assert_same(got[0], want[0])
 
 
 def test_body_errors_surface_as_in_python():
-    check_agrees(search, (np.arange(5.0), 99.0))   # IndexError after five iterations
+    check_agrees(search, (np.arange(5.0), 99.0))  # IndexError after five iterations
 
 
 def test_interpreter_and_numexpr_backends_run_a_while_node():
@@ -281,6 +282,7 @@ def test_interpreter_and_numexpr_backends_run_a_while_node():
 
 def test_debug_dump_of_a_while_loop_is_runnable(tmp_path):
     from framehook.translator import debug
+
     ft.optimize("eager")(halve_until_small)(B * 40)
     written = debug.dump(halve_until_small, tmp_path)
     graphs = [p for p in written if "graph" in str(p) and str(p).endswith(".py")]
@@ -290,10 +292,10 @@ def test_debug_dump_of_a_while_loop_is_runnable(tmp_path):
 
 # ---------------------------------------------------------------- not captured
 def prints(x):
-    x = x + 1                  # a graph before the loop, a resumed one after it
+    x = x + 1  # a graph before the loop, a resumed one after it
     while x.max() > 1:
         x = x * 0.5
-        print("step")          # the body breaks (FH005)
+        print("step")  # the body breaks (FH005)
     return x * 2
 
 
@@ -303,10 +305,14 @@ def grows(x):
     return x
 
 
-@pytest.mark.parametrize("fn,args,why", [
-    (prints, (np.arange(5.0),), "FH005"),
-    (grows, (np.ones(3),), "changes from"),
-], ids=["body_breaks", "grows"])
+@pytest.mark.parametrize(
+    "fn,args,why",
+    [
+        (prints, (np.arange(5.0),), "FH005"),
+        (grows, (np.ones(3),), "changes from"),
+    ],
+    ids=["body_breaks", "grows"],
+)
 def test_uncapturable_while_breaks_as_before(fn, args, why, capsys):
     out = ft.explain(fn)(*copy.deepcopy(args))
     first = out.break_reasons[0]
@@ -326,7 +332,7 @@ def test_capture_can_be_turned_off():
 def test_if_on_an_array_is_not_a_loop():
     def branch(x):
         for _ in range(5):
-            if x.sum() > 0:    # both sides stay in the for loop: a branch, FH002 as before
+            if x.sum() > 0:  # both sides stay in the for loop: a branch, FH002 as before
                 x = x - 1
         return x
 

@@ -4,6 +4,7 @@ Public entry points (``optimize``, ``disable``, ``run``, ...) need the runtime e
 and are imported on first use, so that the guard, source, context and bytecode modules
 work on their own.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -46,8 +47,16 @@ if TYPE_CHECKING:  # the lazy names as type checkers and editors should see them
     from .backends import list_backends, lookup_backend, register_backend
     from .contexts import CompileId, TraceId, register_global_state
     from .convert_frame import last_decisions, register_bytecode_hook
-    from .eval_frame import (OptimizeContext, disable, innermost_fn, optimize, optimize_assert,
-                             remove_from_cache, reset, run)
+    from .eval_frame import (
+        OptimizeContext,
+        disable,
+        innermost_fn,
+        optimize,
+        optimize_assert,
+        remove_from_cache,
+        reset,
+        run,
+    )
     from .explaining import explain
     from .exporting import ExportError, Exported, ExportGuardError, export
     from .guards import Guard, GuardKind
@@ -58,11 +67,33 @@ _SUBMODULES = ("debug",)
 
 # written out (not built from _LAZY) so that linters and type checkers can read it
 __all__ = [
-    "__version__", "config", "debug",
-    "optimize", "optimize_assert", "disable", "run", "innermost_fn", "remove_from_cache", "reset",
-    "OptimizeContext", "register_bytecode_hook", "last_decisions", "register_backend",
-    "lookup_backend", "list_backends", "set_logs", "CompileId", "TraceId", "register_global_state",
-    "Guard", "GuardKind", "explain", "export", "Exported", "ExportError", "ExportGuardError",
+    "__version__",
+    "config",
+    "debug",
+    "optimize",
+    "optimize_assert",
+    "disable",
+    "run",
+    "innermost_fn",
+    "remove_from_cache",
+    "reset",
+    "OptimizeContext",
+    "register_bytecode_hook",
+    "last_decisions",
+    "register_backend",
+    "lookup_backend",
+    "list_backends",
+    "set_logs",
+    "CompileId",
+    "TraceId",
+    "register_global_state",
+    "Guard",
+    "GuardKind",
+    "explain",
+    "export",
+    "Exported",
+    "ExportError",
+    "ExportGuardError",
 ]
 
 

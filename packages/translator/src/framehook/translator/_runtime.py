@@ -1,4 +1,5 @@
 """The runtime, imported once with its API version checked."""
+
 from __future__ import annotations
 
 REQUIRED_API = 2  # 2: CallbackWrapper, which optimize/disable/run decorators return

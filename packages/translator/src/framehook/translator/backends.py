@@ -1,5 +1,6 @@
 """The backend registry. A backend is ``callable(graph, example_inputs) -> callable``;
 ``optimize(backend=...)`` takes one, or the name it was registered under."""
+
 from __future__ import annotations
 
 import threading
@@ -15,8 +16,9 @@ _registry: Dict[str, CompilerFn] = {}
 _lock = threading.Lock()
 
 
-def register_backend(compiler_fn: Optional[CompilerFn] = None, name: Optional[str] = None, *,
-                     replace: bool = False) -> Any:
+def register_backend(
+    compiler_fn: Optional[CompilerFn] = None, name: Optional[str] = None, *, replace: bool = False
+) -> Any:
     """Register ``compiler_fn`` under ``name`` (default: its __name__); usable as a decorator."""
     if compiler_fn is None:
         return lambda fn: register_backend(fn, name, replace=replace)
@@ -42,8 +44,7 @@ def lookup_backend(backend: Union[str, CompilerFn]) -> CompilerFn:
         with _lock:
             fn = _registry.get(backend)
         if fn is None:
-            raise InvalidBackendError(
-                f"unknown backend {backend!r}; registered backends: {', '.join(list_backends())}")
+            raise InvalidBackendError(f"unknown backend {backend!r}; registered backends: {', '.join(list_backends())}")
         check = getattr(fn, "check_available", None)
         if check is not None:
             check()  # e.g. an optional dependency that is missing: say which extra installs it
@@ -51,7 +52,8 @@ def lookup_backend(backend: Union[str, CompilerFn]) -> CompilerFn:
     if callable(backend):
         return backend
     raise InvalidBackendError(
-        f"backend must be a registered name or a callable(graph, example_inputs), got {type(backend).__name__}")
+        f"backend must be a registered name or a callable(graph, example_inputs), got {type(backend).__name__}"
+    )
 
 
 def list_backends() -> List[str]:

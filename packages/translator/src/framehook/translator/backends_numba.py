@@ -41,6 +41,7 @@ A single call runs eager when an argument is one numba would convert differently
 beyond 31 bits, an object array, a list). ``config.numba_compile_after`` runs the first calls
 eager before compiling.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -66,15 +67,25 @@ from .graph import codegen
 from . import fpstatus
 from .numba_checks import ARG_INT_BITS, integer_risk, mutated_inputs
 
-__all__ = ["numba_backend", "require_numba", "NUMBA_EXTRA", "NumbaGraph", "NumbaNote", "lower", "cache_dir",
-           "add_note_observer", "remove_note_observer", "FALLBACK_CODE"]
+__all__ = [
+    "numba_backend",
+    "require_numba",
+    "NUMBA_EXTRA",
+    "NumbaGraph",
+    "NumbaNote",
+    "lower",
+    "cache_dir",
+    "add_note_observer",
+    "remove_note_observer",
+    "FALLBACK_CODE",
+]
 
 NUMBA_EXTRA = "framehook-translator[numba]"
 FALLBACK_CODE = "FH016"
 _call_with = runtime.call_with
 _FE = fpstatus.FLAGS or {}
-_VIEW = object()   # a returned array that is part of an input
-_ARG_INT = 2 ** ARG_INT_BITS
+_VIEW = object()  # a returned array that is part of an input
+_ARG_INT = 2**ARG_INT_BITS
 #: calls of one graph that had to be redone eager before the graph runs eager for good
 RERUN_LIMIT = 3
 #: a measured kernel is kept when its fastest call took at most this share of eager's fastest
@@ -88,7 +99,8 @@ def require_numba() -> Any:
     except ImportError as e:
         raise InvalidBackendError(
             f"the 'numba' backend needs the numba package, which is not installed; "
-            f"install it with: pip install \"{NUMBA_EXTRA}\"") from e
+            f"install it with: pip install \"{NUMBA_EXTRA}\""
+        ) from e
     return numba
 
 
@@ -121,8 +133,10 @@ class NumbaNote:
     def __str__(self) -> str:
         if self.status == "fallback":
             return f"{FALLBACK_CODE} {self.graph}: runs eager: {self.reason}"
-        return (f"{self.graph}: numba, lowering {self.lowering_seconds * 1e3:.1f} ms, "
-                f"numba {self.numba_seconds * 1e3:.1f} ms (cache {self.cache or 'off'})")
+        return (
+            f"{self.graph}: numba, lowering {self.lowering_seconds * 1e3:.1f} ms, "
+            f"numba {self.numba_seconds * 1e3:.1f} ms (cache {self.cache or 'off'})"
+        )
 
 
 _observers: List[Callable[[NumbaNote], None]] = []
@@ -219,7 +233,7 @@ def _without_del(source: str) -> str:
     lines = []
     for line in source.splitlines():
         body = line.lstrip()
-        lines.append(line[:len(line) - len(body)] + "pass" if body.startswith("del ") else line)
+        lines.append(line[: len(line) - len(body)] + "pass" if body.startswith("del ") else line)
     return "\n".join(lines) + "\n"
 
 
@@ -260,12 +274,19 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = ()) -> Lowered:
         meta = node.meta.get("val")
         if isinstance(meta, ArrayMeta) and var.isidentifier():
             dtypes[var] = meta.dtype
-    return Lowered(source, scope, key, dtypes=dtypes, mutated=mutated_inputs(graph),
-                   float_math=_python_float_math(graph),
-                   errstate_blocks=any(n.meta.get("errstate") for n in _walk(graph)))
+    return Lowered(
+        source,
+        scope,
+        key,
+        dtypes=dtypes,
+        mutated=mutated_inputs(graph),
+        float_math=_python_float_math(graph),
+        errstate_blocks=any(n.meta.get("errstate") for n in _walk(graph)),
+    )
 
 
 # ---------------------------------------------------------------- the compiled graph
+
 
 def _arg_ok(value: Any) -> bool:
     t = type(value)
@@ -302,9 +323,10 @@ def _type_mismatch(dispatcher: Any, signature: Tuple[Any, ...], dtypes: Dict[str
     """Where numba typed a graph value with another dtype than numpy gives it (numba
     promotes ``float32 * 2.0`` to float64, numpy 2 keeps float32), or None."""
     from numba.np.numpy_support import as_dtype
+
     try:
         typemap = dispatcher.overloads[signature].type_annotation.typemap
-    except (KeyError, AttributeError):   # pragma: no cover - numba without type annotations
+    except (KeyError, AttributeError):  # pragma: no cover - numba without type annotations
         return "numba's types could not be checked against numpy's"
     for var, typ in typemap.items():
         want = dtypes.get(var.split(".")[0])
@@ -312,7 +334,7 @@ def _type_mismatch(dispatcher: Any, signature: Tuple[Any, ...], dtypes: Dict[str
             continue
         try:
             got = as_dtype(getattr(typ, "dtype", typ))
-        except Exception:   # noqa: BLE001 - a type with no numpy equivalent: not the one numpy gives
+        except Exception:  # noqa: BLE001 - a type with no numpy equivalent: not the one numpy gives
             return f"numba types {var.split('.')[0]} as {typ}, numpy gives {want}"
         if got != want:
             return f"numba's type promotion differs: {var.split('.')[0]} is {got} in numba, {want} in numpy"
@@ -332,12 +354,11 @@ class NumbaGraph:
             self.fallback_reason = "the CPU's floating-point flags cannot be read here (numpy's warnings would be lost)"
         self.dispatcher: Any = None
         self.notes: List[NumbaNote] = []
-        self._ready: Dict[Tuple[Any, ...], Any] = {}   # argument types -> compiled entry point
+        self._ready: Dict[Tuple[Any, ...], Any] = {}  # argument types -> compiled entry point
         self._reruns = 0
         self._calls = 0
         #: (kernel, eager) call times while measuring which is faster; None once decided
-        self._timings: Optional[Tuple[List[float], List[float]]] = \
-            ([], []) if config.numba_measure_calls else None
+        self._timings: Optional[Tuple[List[float], List[float]]] = ([], []) if config.numba_measure_calls else None
         self._lock = threading.Lock()
         self._restore = self._output_restorer(graph)
         self.__name__ = "forward"
@@ -368,14 +389,17 @@ class NumbaGraph:
                     result = value
                     if isinstance(meta, ArrayMeta) and not meta.is_array and type(value) is not meta.pytype:
                         result = meta.pytype(value)
-                    elif isinstance(meta, ScalarMeta) and meta.pytype in (int, float, bool, complex) \
-                            and type(value) is not meta.pytype:
+                    elif (
+                        isinstance(meta, ScalarMeta)
+                        and meta.pytype in (int, float, bool, complex)
+                        and type(value) is not meta.pytype
+                    ):
                         result = meta.pytype(value)
                 seen[spec] = result
                 return result
             if type(spec) in (tuple, list):
                 return type(spec)(one(s, v, args, seen) for s, v in zip(spec, value))
-            if type(spec) is dict:   # numba gives its typed dict: give a dict, in the same order
+            if type(spec) is dict:  # numba gives its typed dict: give a dict, in the same order
                 return {k: one(s, value[k], args, seen) for k, s in spec.items()}
             return value
 
@@ -421,23 +445,23 @@ class NumbaGraph:
                 numba = require_numba()
                 signature = tuple(numba.typeof(a) for a in args)
                 refused = self._marker(signature, "refused")
-                if os.path.exists(refused):   # numba refused it before: do not spend the time again
+                if os.path.exists(refused):  # numba refused it before: do not spend the time again
                     with open(refused) as f:
                         self._fall_back(f.read())
                     return False
                 stats = dispatcher.stats
                 hits = stats.cache_hits.copy() if hasattr(stats, "cache_hits") else {}
-                with warnings.catch_warnings():   # numba's performance hints are not the user's warnings
+                with warnings.catch_warnings():  # numba's performance hints are not the user's warnings
                     warnings.simplefilter("ignore", numba.NumbaWarning)
                     dispatcher.compile(signature)
-            except Exception as e:   # noqa: BLE001 - whatever numba raises, the user never sees it
+            except Exception as e:  # noqa: BLE001 - whatever numba raises, the user never sees it
                 first = str(e).strip().splitlines()
                 reason = f"numba cannot compile it: {type(e).__name__}: {first[0] if first else ''}"[:300]
                 self._fall_back(reason)
-                if signature is not None:   # refused for these types (not a failure to find numba)
+                if signature is not None:  # refused for these types (not a failure to find numba)
                     try:
                         _write_source(self._marker(signature, "refused"), reason)
-                    except OSError:   # a read-only cache: numba is asked again next time
+                    except OSError:  # a read-only cache: numba is asked again next time
                         pass
                 return False
             seconds = time.perf_counter() - start
@@ -471,7 +495,7 @@ class NumbaGraph:
         verdict = _type_mismatch(dispatcher, signature, self.lowered.dtypes or {})
         try:
             _write_source(marker, verdict or "")
-        except OSError:   # a read-only cache: the check is made again next time
+        except OSError:  # a read-only cache: the check is made again next time
             pass
         return verdict
 
@@ -506,8 +530,12 @@ class NumbaGraph:
         if t is np.ndarray:
             for a in args:
                 if type(a) is np.ndarray and a is not value and np.may_share_memory(a, value):
-                    if (a.__array_interface__["data"][0] == value.__array_interface__["data"][0]
-                            and a.shape == value.shape and a.strides == value.strides and a.dtype == value.dtype):
+                    if (
+                        a.__array_interface__["data"][0] == value.__array_interface__["data"][0]
+                        and a.shape == value.shape
+                        and a.strides == value.strides
+                        and a.dtype == value.dtype
+                    ):
                         return a
                     return _VIEW
             return value
@@ -521,7 +549,7 @@ class NumbaGraph:
 
     def __call__(self, *args: Any) -> Any:
         if self.fallback_reason is None and all(_arg_ok(a) for a in args):
-            if self._calls < config.numba_compile_after:   # eager-first: compile once it is called again
+            if self._calls < config.numba_compile_after:  # eager-first: compile once it is called again
                 self._calls += 1
                 return self.eager(*args)
             key = tuple(_arg_key(a) for a in args)
@@ -548,8 +576,9 @@ class NumbaGraph:
             self._timings = None
             kernel, eager = min(timings[0]), min(timings[1])
             if kernel > eager * KEEP_BELOW:
-                self._fall_back(f"not measured faster than eager ({kernel * 1e6:.1f} us against "
-                                f"{eager * 1e6:.1f} us a call)")
+                self._fall_back(
+                    f"not measured faster than eager ({kernel * 1e6:.1f} us against {eager * 1e6:.1f} us a call)"
+                )
         return result
 
     def _call_kernel(self, entry: Any, args: Sequence[Any]) -> Any:
@@ -559,7 +588,7 @@ class NumbaGraph:
             # entry point, never numba's dispatch, which could compile again on this stack
             # (restoring may run numba's Python code too: a typed dict's methods compile lazily)
             value, flags = _call_with(None, self._run, entry, args)
-        except Exception:   # noqa: BLE001 - plain code raises its own exception, or none
+        except Exception:  # noqa: BLE001 - plain code raises its own exception, or none
             return self._redo(saved, args, "raised an exception")
         if flags and self._must_redo(flags):
             return self._redo(saved, args, "needed numpy's floating-point error handling")
@@ -577,7 +606,7 @@ def _numba_backend(graph: Any, example_inputs: Sequence[Any]) -> Callable[..., A
     if not isinstance(graph, Graph):
         return graph.forward
     if not any(n.kind not in (NodeKind.PLACEHOLDER, NodeKind.OUTPUT) for n in graph.nodes):
-        return graph.forward   # nothing to compile
+        return graph.forward  # nothing to compile
     start = time.perf_counter()
     lowered = lower(graph, example_inputs)
     return NumbaGraph(graph, lowered, time.perf_counter() - start)

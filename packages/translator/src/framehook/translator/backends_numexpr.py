@@ -22,6 +22,7 @@ so a float32 expression can differ in the last bits).
 ``plan(graph)`` returns the rewritten graph without needing numexpr (the kernels then
 refuse to run), so the fusion itself can be inspected: ``print(plan(g))``.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,31 +37,78 @@ from .exc import InvalidBackendError
 from .graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
 from .graph.ir import map_arg
 
-__all__ = ["numexpr_backend", "make_numexpr_backend", "plan", "FusedKernel", "require_numexpr", "NUMEXPR_EXTRA",
-           "fusable", "default_categories", "CATEGORIES"]
+__all__ = [
+    "numexpr_backend",
+    "make_numexpr_backend",
+    "plan",
+    "FusedKernel",
+    "require_numexpr",
+    "NUMEXPR_EXTRA",
+    "fusable",
+    "default_categories",
+    "CATEGORIES",
+]
 
 NUMEXPR_EXTRA = "framehook-translator[numexpr]"
 _call_with = runtime.call_with
 
 #: operator -> numexpr infix spelling
 _BINARY = {
-    operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", operator.pow: "**",
-    operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.eq: "==",
-    operator.ne: "!=", np.add: "+", np.subtract: "-", np.multiply: "*", np.true_divide: "/",
-    np.power: "**", np.less: "<", np.less_equal: "<=", np.greater: ">", np.greater_equal: ">=",
-    np.equal: "==", np.not_equal: "!=",
+    operator.add: "+",
+    operator.sub: "-",
+    operator.mul: "*",
+    operator.truediv: "/",
+    operator.pow: "**",
+    operator.lt: "<",
+    operator.le: "<=",
+    operator.gt: ">",
+    operator.ge: ">=",
+    operator.eq: "==",
+    operator.ne: "!=",
+    np.add: "+",
+    np.subtract: "-",
+    np.multiply: "*",
+    np.true_divide: "/",
+    np.power: "**",
+    np.less: "<",
+    np.less_equal: "<=",
+    np.greater: ">",
+    np.greater_equal: ">=",
+    np.equal: "==",
+    np.not_equal: "!=",
 }
 #: boolean-only operators (numexpr's & | ~ are logical)
-_LOGICAL = {operator.and_: "&", operator.or_: "|", np.logical_and: "&", np.logical_or: "|",
-            np.bitwise_and: "&", np.bitwise_or: "|"}
+_LOGICAL = {
+    operator.and_: "&",
+    operator.or_: "|",
+    np.logical_and: "&",
+    np.logical_or: "|",
+    np.bitwise_and: "&",
+    np.bitwise_or: "|",
+}
 _NEGATE = {operator.neg, np.negative}
 _INVERT = {operator.invert, np.logical_not, np.invert}
 #: ufunc -> numexpr function name
 _FUNCTIONS = {
-    np.exp: "exp", np.log: "log", np.log10: "log10", np.log1p: "log1p", np.expm1: "expm1",
-    np.sqrt: "sqrt", np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arcsin: "arcsin",
-    np.arccos: "arccos", np.arctan: "arctan", np.sinh: "sinh", np.cosh: "cosh", np.tanh: "tanh",
-    np.arcsinh: "arcsinh", np.arccosh: "arccosh", np.arctanh: "arctanh", np.arctan2: "arctan2",
+    np.exp: "exp",
+    np.log: "log",
+    np.log10: "log10",
+    np.log1p: "log1p",
+    np.expm1: "expm1",
+    np.sqrt: "sqrt",
+    np.sin: "sin",
+    np.cos: "cos",
+    np.tan: "tan",
+    np.arcsin: "arcsin",
+    np.arccos: "arccos",
+    np.arctan: "arctan",
+    np.sinh: "sinh",
+    np.cosh: "cosh",
+    np.tanh: "tanh",
+    np.arcsinh: "arcsinh",
+    np.arccosh: "arccosh",
+    np.arctanh: "arctanh",
+    np.arctan2: "arctan2",
 }
 _SQUARE = {np.square}
 _COMPARISONS = frozenset({"<", "<=", ">", ">=", "==", "!="})
@@ -79,7 +127,8 @@ def require_numexpr() -> Any:
     except ImportError as e:
         raise InvalidBackendError(
             f"the 'numexpr' backend needs the numexpr package, which is not installed; "
-            f"install it with: pip install \"{NUMEXPR_EXTRA}\"") from e
+            f"install it with: pip install \"{NUMEXPR_EXTRA}\""
+        ) from e
     return numexpr
 
 
@@ -102,8 +151,7 @@ class FusedKernel:
         if evaluate is None:
             evaluate = self._evaluate = require_numexpr().evaluate
         # numexpr's own Python frames must not be translated: run them with no callback
-        out = _call_with(None, evaluate, self.expression, local_dict=dict(zip(self.names, inputs)),
-                         global_dict={})
+        out = _call_with(None, evaluate, self.expression, local_dict=dict(zip(self.names, inputs)), global_dict={})
         return out if out.dtype == self.dtype else out.astype(self.dtype)
 
     def __getstate__(self) -> Dict[str, Any]:
@@ -123,7 +171,7 @@ def _constant_text(value: Any) -> Optional[str]:
     t = type(value)
     if t is bool:
         return "True" if value else "False"
-    if t is int and abs(value) < 2 ** 31:
+    if t is int and abs(value) < 2**31:
         return f"({value})" if value < 0 else str(value)
     if t is float and math.isfinite(value):
         text = repr(value)
@@ -297,8 +345,7 @@ def plan(graph: Graph, categories: Optional[Sequence[str]] = None) -> Graph:
         elif node.kind is NodeKind.CALL:
             mapping[node] = new.call(node.target, remap(node.args), remap(node.kwargs), meta=meta, stack=stack)
         elif node.kind is NodeKind.CALL_METHOD:
-            mapping[node] = new.call_method(node.target, remap(node.args), remap(node.kwargs), meta=meta,
-                                            stack=stack)
+            mapping[node] = new.call_method(node.target, remap(node.args), remap(node.kwargs), meta=meta, stack=stack)
         else:
             mapping[node] = new.getattr(remap(node.args[0]), node.target, meta=meta, stack=stack)
         if node in mapping and node.meta.get("impure"):

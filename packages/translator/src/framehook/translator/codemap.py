@@ -4,6 +4,7 @@ A ``WeakKeyDictionary`` compares keys by equality, and code objects that differ 
 ``co_qualname`` (two resume functions of one frame made by different translations), or
 two compilations of the same source, are equal: the entry of one would stand for the
 other, and vanish when the first is collected."""
+
 from __future__ import annotations
 
 import types

@@ -10,6 +10,7 @@
 
 Both contexts live in thread-local storage: a translation on one thread never sees another's.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -17,8 +18,7 @@ import random
 import threading
 import traceback
 from abc import ABC, abstractmethod
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Generic, Iterator, List, NamedTuple, Optional,
-                    Set, TypeVar)
+from typing import TYPE_CHECKING, Any, Callable, Dict, Generic, Iterator, List, NamedTuple, Optional, Set, TypeVar
 
 import numpy as np
 
@@ -26,9 +26,20 @@ if TYPE_CHECKING:  # pragma: no cover
     from .guards import GuardsContext
 
 __all__ = [
-    "CompileId", "TraceId", "Checkpointable", "CompileContext", "TracingContext", "compile_context",
-    "tracing", "GlobalStateContext", "GlobalStateCheckpoint", "register_global_state",
-    "unregister_global_state", "registered_global_states", "GlobalStateEntry", "states_equal",
+    "CompileId",
+    "TraceId",
+    "Checkpointable",
+    "CompileContext",
+    "TracingContext",
+    "compile_context",
+    "tracing",
+    "GlobalStateContext",
+    "GlobalStateCheckpoint",
+    "register_global_state",
+    "unregister_global_state",
+    "registered_global_states",
+    "GlobalStateEntry",
+    "states_equal",
 ]
 
 T = TypeVar("T")
@@ -72,6 +83,7 @@ class Checkpointable(ABC, Generic[T]):
 
 # ---------------------------------------------------------------- compile / tracing contexts
 
+
 class CompileContext:
     """One compilation of a frame (all its restart attempts)."""
 
@@ -110,6 +122,7 @@ class TracingContext:
 
     def __init__(self) -> None:
         from .guards import GuardsContext  # guards imports this module
+
         self.guards_context: GuardsContext = GuardsContext()
         self.global_context = GlobalStateContext()
         self.frame_summary_stack: List[traceback.FrameSummary] = []
@@ -229,10 +242,11 @@ def tracing(context: Optional[TracingContext]) -> Iterator[Optional[TracingConte
 
 # ---------------------------------------------------------------- global state
 
+
 class GlobalStateEntry(NamedTuple):
     name: str
     getter: Callable[[], Any]
-    setter: Optional[Callable[[Any], object]]   # what it returns is ignored (np.seterr's old state)
+    setter: Optional[Callable[[Any], object]]  # what it returns is ignored (np.seterr's old state)
     guarded: bool
 
 
@@ -254,8 +268,9 @@ _registry: Dict[str, GlobalStateEntry] = _builtin_entries()
 _registry_lock = threading.Lock()
 
 
-def register_global_state(name: str, getter: Callable[[], Any], setter: Optional[Callable[[Any], None]] = None,
-                          *, guarded: bool = True) -> None:
+def register_global_state(
+    name: str, getter: Callable[[], Any], setter: Optional[Callable[[Any], None]] = None, *, guarded: bool = True
+) -> None:
     """Track a piece of global state: saved before and restored after every translation
     (when ``setter`` is given), compared by the GLOBAL_STATE guard when ``guarded``."""
     if not isinstance(name, str) or not name:
@@ -288,17 +303,21 @@ _PLAIN = frozenset({int, float, str, bytes, bool, type(None)})
 def states_equal(a: Any, b: Any) -> bool:
     """Equality that understands numpy arrays nested in tuples, lists and dicts."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
-                and a.shape == b.shape and bool(np.array_equal(a, b)))
+        return (
+            isinstance(a, np.ndarray)
+            and isinstance(b, np.ndarray)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and bool(np.array_equal(a, b))
+        )
     if isinstance(a, (tuple, list)):
         if type(a) is not type(b) or len(a) != len(b):
             return False
         if _PLAIN.issuperset(map(type, a)):
-            return a == b   # random.getstate()'s 625 ints: one C comparison, not 625 calls
+            return a == b  # random.getstate()'s 625 ints: one C comparison, not 625 calls
         return all(states_equal(x, y) for x, y in zip(a, b))
     if isinstance(a, dict):
-        return (isinstance(b, dict) and a.keys() == b.keys()
-                and all(states_equal(a[k], b[k]) for k in a))
+        return isinstance(b, dict) and a.keys() == b.keys() and all(states_equal(a[k], b[k]) for k in a)
     try:
         return bool(a == b)
     except Exception:

@@ -5,6 +5,7 @@ lock, translates with restart analysis, preserves global state, builds the guard
 check function and returns ``GuardedCode``; or returns None so the frame runs unmodified
 and is not intercepted again.
 """
+
 from __future__ import annotations
 
 import collections
@@ -26,11 +27,27 @@ from .backends import CompilerFn, backend_name
 from .bytecode import needs_cleaning, remove_dead_code, remove_pointless_jumps, transform_code_object
 from .codemap import CodeIdentityMap
 from .config import config
-from .contexts import (CompileContext, CompileId, GlobalStateContext, TracingContext, compile_context,
-                       registered_global_states, tracing)
-from .exc import (CacheLimitExceeded, InternalTranslatorError, RestartAnalysis, SkipFrame,
-                  SpeculationRestartAnalysis, TranslatorError, Unsupported, UnspecializeRestartAnalysis,
-                  augment_message, format_user_stack)
+from .contexts import (
+    CompileContext,
+    CompileId,
+    GlobalStateContext,
+    TracingContext,
+    compile_context,
+    registered_global_states,
+    tracing,
+)
+from .exc import (
+    CacheLimitExceeded,
+    InternalTranslatorError,
+    RestartAnalysis,
+    SkipFrame,
+    SpeculationRestartAnalysis,
+    TranslatorError,
+    Unsupported,
+    UnspecializeRestartAnalysis,
+    augment_message,
+    format_user_stack,
+)
 from .guard_builder import build_check_fn
 from .guards import GlobalStateSource, GuardKind
 from .hooks import GuardFail, Hooks
@@ -39,9 +56,21 @@ from .skipfiles import skip_reason
 from .speculation import SpeculationLog
 from .translator import FrameInfo, TranslationOutput
 
-__all__ = ["ConvertFrame", "convert_frame", "convert_frame_assert", "compile_lock", "register_bytecode_hook",
-           "has_array_in_frame", "frame_skip_reason", "input_codes", "output_codes",
-           "last_decisions", "reset_state", "always_translate_code_objects", "BytecodeHook"]
+__all__ = [
+    "ConvertFrame",
+    "convert_frame",
+    "convert_frame_assert",
+    "compile_lock",
+    "register_bytecode_hook",
+    "has_array_in_frame",
+    "frame_skip_reason",
+    "input_codes",
+    "output_codes",
+    "last_decisions",
+    "reset_state",
+    "always_translate_code_objects",
+    "BytecodeHook",
+]
 
 log = fh_logging.get_logger("translator")
 recompiles_log = fh_logging.get_logger("recompiles")
@@ -91,7 +120,7 @@ class _CodeTracker:
             self._codes[code] = True
 
     def __contains__(self, code: object) -> bool:
-        return code in self._codes   # type: ignore[operator]
+        return code in self._codes  # type: ignore[operator]
 
     def live(self) -> List[types.CodeType]:
         return self._codes.keys()
@@ -151,6 +180,7 @@ def _innermost(fn: Any) -> Any:
 
 # ------------------------------------------------------------------ skip rules
 
+
 def _is_numpy_object(obj: Any) -> bool:
     if isinstance(obj, types.ModuleType):
         return obj is np or obj.__name__.startswith("numpy.")
@@ -203,8 +233,8 @@ def frame_skip_reason(frame: Any) -> Optional[str]:
         return reason
     # frame.function is a heap scan on 3.9/3.10: read it only for code made by exec
     if code.co_filename == "<string>" and (
-            code.co_name == "__new__"
-            or getattr(getattr(frame, "function", None), "__qualname__", "").endswith(".__new__")):
+        code.co_name == "__new__" or getattr(getattr(frame, "function", None), "__qualname__", "").endswith(".__new__")
+    ):
         return "namedtuple constructor"
     if config.trace_numpy and not has_array_in_frame(frame):
         return "no numpy array or numpy object reachable from the frame"
@@ -213,8 +243,10 @@ def frame_skip_reason(frame: Any) -> Optional[str]:
 
 # ------------------------------------------------------------------ global state
 
+
 def preserve_global_state(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Run ``fn`` with the registered global state saved, restored and checked afterwards."""
+
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         ctx = GlobalStateContext()
         before = ctx.copy_graphstate()
@@ -232,12 +264,15 @@ def preserve_global_state(fn: Callable[..., Any]) -> Callable[..., Any]:
                 lost = sorted(n for n in changed if n not in entries or entries[n].setter is None)
                 raise InternalTranslatorError(
                     "global state changed while translating and could not be restored: "
-                    + ", ".join(lost or sorted(changed)))
+                    + ", ".join(lost or sorted(changed))
+                )
+
     wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
     return wrapper
 
 
 # ------------------------------------------------------------------ the loop
+
 
 def _code_location(code: types.CodeType) -> str:
     return f"{getattr(code, 'co_qualname', code.co_name)} ({code.co_filename}:{code.co_firstlineno})"
@@ -247,8 +282,15 @@ class ConvertFrame:
     """The runtime callback. ``strict`` (nopython=True) raises translation errors at the
     call; otherwise they are logged once and the frame runs unmodified."""
 
-    def __init__(self, compiler_fn: CompilerFn, hooks: Optional[Hooks] = None, *, strict: bool = False,
-                 dynamic: Optional[bool] = None, translator: Optional[Callable[..., Any]] = None) -> None:
+    def __init__(
+        self,
+        compiler_fn: CompilerFn,
+        hooks: Optional[Hooks] = None,
+        *,
+        strict: bool = False,
+        dynamic: Optional[bool] = None,
+        translator: Optional[Callable[..., Any]] = None,
+    ) -> None:
         self.compiler_fn = compiler_fn
         self.hooks = hooks or Hooks()
         self.strict = strict
@@ -268,14 +310,15 @@ class ConvertFrame:
             return None
         info = FrameInfo.from_view(frame)
         with compile_lock:
-            return self._convert(info, frame_state if frame_state is not None else {},
-                                 caller=getattr(frame, "f_back", None))
+            return self._convert(
+                info, frame_state if frame_state is not None else {}, caller=getattr(frame, "f_back", None)
+            )
 
     # one frame, under the compile lock; ``caller`` is the calling frame (alive during the callback)
     def _convert(self, frame: FrameInfo, frame_state: Dict[str, Any], caller: Any = None) -> Any:
         code = frame.code
         input_codes.add(code)
-        restored = set_aside.take(code, frame.f_locals, frame_state)   # kept while explain() ran
+        restored = set_aside.take(code, frame.f_locals, frame_state)  # kept while explain() ran
         if restored is not None:
             return restored
         entries = runtime.cache_entries(code)
@@ -302,18 +345,24 @@ class ConvertFrame:
         except Exception as e:
             return self._failed(frame, e, compile_id)
 
-    def _recompile_reasons(self, frame: FrameInfo, entries: List[Any],
-                           stack: Optional[traceback.StackSummary] = None) -> List[str]:
+    def _recompile_reasons(
+        self, frame: FrameInfo, entries: List[Any], stack: Optional[traceback.StackSummary] = None
+    ) -> List[str]:
         reasons = []
         for i, entry in enumerate(entries):
             found = describe_failures(entry.check_fn, frame.f_locals)
-            label = f"cache entry {i}" + (f" [{entry.check_fn.compile_id}]"
-                                          if getattr(entry.check_fn, "compile_id", None) else "")
+            label = f"cache entry {i}" + (
+                f" [{entry.check_fn.compile_id}]" if getattr(entry.check_fn, "compile_id", None) else ""
+            )
             reasons.append(f"{label}: " + "; ".join(found))
         code = frame.code
         if recompiles_log.isEnabledFor(logging.INFO):
-            recompiles_log.info("Recompiling %s, triggered by the failing guard(s):\n%s%s", _code_location(code),
-                                "\n".join(f"  - {r}" for r in reasons), _format_call_stack(stack))
+            recompiles_log.info(
+                "Recompiling %s, triggered by the failing guard(s):\n%s%s",
+                _code_location(code),
+                "\n".join(f"  - {r}" for r in reasons),
+                _format_call_stack(stack),
+            )
         if self.hooks.guard_fail_fn is not None:
             for reason in reasons:
                 self.hooks.guard_fail_fn(GuardFail(reason, code, stack))
@@ -331,13 +380,19 @@ class ConvertFrame:
         text = augment_message(e)
         if config.verbose:
             text += "\n" + "".join(traceback.format_exception(type(e), e, e.__traceback__))
-        fh_logging.warn_once(log, ("failed", id(code)),
-                             "framehook: translating %s failed [%s]; it runs unmodified.\n%s",
-                             _code_location(code), compile_id, text)
+        fh_logging.warn_once(
+            log,
+            ("failed", id(code)),
+            "framehook: translating %s failed [%s]; it runs unmodified.\n%s",
+            _code_location(code),
+            compile_id,
+            text,
+        )
         return None
 
-    def _compile(self, frame: FrameInfo, frame_state: Dict[str, Any], compile_id: CompileId,
-                 recompile_reasons: List[str]) -> Any:
+    def _compile(
+        self, frame: FrameInfo, frame_state: Dict[str, Any], compile_id: CompileId, recompile_reasons: List[str]
+    ) -> Any:
         code = frame.code
         speculation_log = SpeculationLog()
         restart_reasons: List[str] = []
@@ -347,11 +402,18 @@ class ConvertFrame:
         @preserve_global_state
         def attempt() -> TranslationOutput:
             speculation_log.restart()
-            tracer = self.translator(frame, compiler_fn=compiler_fn, speculation_log=speculation_log,
-                                     frame_state=frame_state, one_graph=self.strict, dynamic=self.dynamic)
+            tracer = self.translator(
+                frame,
+                compiler_fn=compiler_fn,
+                speculation_log=speculation_log,
+                frame_state=frame_state,
+                one_graph=self.strict,
+                dynamic=self.dynamic,
+            )
             tctx = TracingContext()
-            summary = traceback.FrameSummary(code.co_filename, code.co_firstlineno,
-                                             getattr(code, "co_qualname", code.co_name), lookup_line=False)
+            summary = traceback.FrameSummary(
+                code.co_filename, code.co_firstlineno, getattr(code, "co_qualname", code.co_name), lookup_line=False
+            )
             with tracing(tctx), TracingContext.current_frame(summary):
                 result = tracer.run()
             guards.clear()
@@ -361,6 +423,7 @@ class ConvertFrame:
         compiler_fn = self.compiler_fn
         if config.verify_backend:
             from .verify import verifying_backend
+
             compiler_fn = verifying_backend(compiler_fn)
 
         cctx = CompileContext(compile_id)
@@ -375,35 +438,47 @@ class ConvertFrame:
                     restart_reasons.append(f"unspecialize: {e.reason}")
                 except SpeculationRestartAnalysis as e:
                     restart_reasons.append(f"speculation: {e.reason}")
-                restarts_log.info("restarting %s [%s]: %s", _code_location(code), cctx.current_trace_id(),
-                                  restart_reasons[-1])
+                restarts_log.info(
+                    "restarting %s [%s]: %s", _code_location(code), cctx.current_trace_id(), restart_reasons[-1]
+                )
                 if len(restart_reasons) > config.restart_limit:
-                    raise Unsupported(f"gave up after {len(restart_reasons)} restarts "
-                                      f"(config.restart_limit={config.restart_limit}): "
-                                      + "; ".join(restart_reasons[-3:]))
+                    raise Unsupported(
+                        f"gave up after {len(restart_reasons)} restarts "
+                        f"(config.restart_limit={config.restart_limit}): " + "; ".join(restart_reasons[-3:])
+                    )
         assert out is not None
         new_code = out.code if out.code is not None else code
         # most output code (load the inputs, call the graph, return) has nothing to clean
         if out.code is not None and config.dead_code_elimination and needs_cleaning(new_code):
             new_code = transform_code_object(
-                new_code, lambda insts, opts: insts.__setitem__(slice(None), remove_pointless_jumps(remove_dead_code(insts))))
+                new_code,
+                lambda insts, opts: insts.__setitem__(slice(None), remove_pointless_jumps(remove_dead_code(insts))),
+            )
         for hook in list(_bytecode_hooks.values()):
             replaced = hook(code, new_code)
             if replaced is not None:
                 new_code = replaced
         if bytecode_log.isEnabledFor(logging.DEBUG):
-            bytecode_log.debug("%s [%s]\nORIGINAL\n%s\nGENERATED\n%s", _code_location(code), compile_id,
-                               _dis_text(code), _dis_text(new_code))
+            bytecode_log.debug(
+                "%s [%s]\nORIGINAL\n%s\nGENERATED\n%s",
+                _code_location(code),
+                compile_id,
+                _dis_text(code),
+                _dis_text(new_code),
+            )
         if config.guard_global_state:
             guards.add(GlobalStateSource().make_guard(GuardKind.GLOBAL_STATE))
         if self.hooks.guard_filter_fn is not None:
             guards = filter_guards(self.hooks.guard_filter_fn, guards)
-        check_fn = build_check_fn(guards, frame.f_locals, frame.f_globals,
-                                  guard_export_fn=self.hooks.guard_export_fn)
+        check_fn = build_check_fn(guards, frame.f_locals, frame.f_globals, guard_export_fn=self.hooks.guard_export_fn)
         # what debug.dump and export() read back from the cache entry
-        for attr, value in (("compile_id", str(compile_id)), ("graphs", list(out.graphs)),
-                            ("compiled_fns", list(out.compiled_fns)), ("generated_code", new_code),
-                            ("original_code", code)):
+        for attr, value in (
+            ("compile_id", str(compile_id)),
+            ("graphs", list(out.graphs)),
+            ("compiled_fns", list(out.compiled_fns)),
+            ("generated_code", new_code),
+            ("original_code", code),
+        ):
             try:
                 setattr(check_fn, f"framehook_{attr}" if attr != "compile_id" else attr, value)
             except (AttributeError, TypeError):  # pragma: no cover - every check function takes attributes
@@ -464,15 +539,22 @@ def _format_call_stack(stack: Optional[traceback.StackSummary], title: str = "th
     return f"\nuser's stack at {title} (most recent call last):\n" + format_user_stack(stack)
 
 
-def cache_limit_message(code: types.CodeType, entries: int, reasons: List[str], shown: int = 20,
-                        stack: Optional[traceback.StackSummary] = None) -> str:
+def cache_limit_message(
+    code: types.CodeType,
+    entries: int,
+    reasons: List[str],
+    shown: int = 20,
+    stack: Optional[traceback.StackSummary] = None,
+) -> str:
     """The one warning given when a function reaches config.cache_size_limit."""
     last = stack[-1] if stack else None
-    lines = [f"{_code_location(code)} reached config.cache_size_limit ({config.cache_size_limit}) "
-             f"with {entries} cache entries"
-             + (f" (last call from {last.filename}:{last.lineno} in {last.name})" if last else "")
-             + "; it now runs unmodified (raise the limit, or mark the changing inputs dynamic). "
-             f"Recompilation reasons seen ({len(reasons)}):"]
+    lines = [
+        f"{_code_location(code)} reached config.cache_size_limit ({config.cache_size_limit}) "
+        f"with {entries} cache entries"
+        + (f" (last call from {last.filename}:{last.lineno} in {last.name})" if last else "")
+        + "; it now runs unmodified (raise the limit, or mark the changing inputs dynamic). "
+        f"Recompilation reasons seen ({len(reasons)}):"
+    ]
     lines += [f"  - {r}" for r in reasons[:shown]]
     if len(reasons) > shown:
         lines.append(f"  ... and {len(reasons) - shown} more")
@@ -485,8 +567,7 @@ def filter_guards(guard_filter_fn: Callable[[List[Any]], Any], guards: Set[Any])
     ordered = sorted(guards, key=lambda g: g.sort_key())
     keep = list(guard_filter_fn(list(ordered)))
     if len(keep) != len(ordered) or not all(isinstance(k, bool) for k in keep):
-        raise TypeError(f"guard_filter_fn must return one bool per guard ({len(ordered)} guards), "
-                        f"got {keep!r:.200}")
+        raise TypeError(f"guard_filter_fn must return one bool per guard ({len(ordered)} guards), got {keep!r:.200}")
     dropped = [g for g, k in zip(ordered, keep) if not k]
     if dropped and log.isEnabledFor(logging.DEBUG):
         log.debug("guard_filter_fn dropped: %s", ", ".join(g.describe() for g in dropped))
@@ -496,6 +577,7 @@ def filter_guards(guard_filter_fn: Callable[[List[Any]], Any], guards: Set[Any])
 def _default_translator() -> Callable[..., Any]:
     """The symbolic interpreter (captures numpy code into graphs)."""
     from .symbolic import SymbolicTranslator
+
     return SymbolicTranslator
 
 
@@ -520,9 +602,11 @@ def _user_facing(e: Exception) -> Exception:
 
 def _record_failure(frame: FrameInfo, e: Exception) -> Optional[str]:
     from .failure_records import record_translation_failure
+
     with runtime.run_only():
-        return record_translation_failure(frame.function, frame.f_locals, e, directory=config.record_dir,
-                                          decisions=None)
+        return record_translation_failure(
+            frame.function, frame.f_locals, e, directory=config.record_dir, decisions=None
+        )
 
 
 def convert_frame(compiler_fn: CompilerFn, hooks: Optional[Hooks] = None, **kwargs: Any) -> ConvertFrame:

@@ -31,6 +31,7 @@ returns a rendered function with the names its header lists bound (graphs via
 ``load_graph``, resume functions from their files, objects imported or unpickled);
 ``fn`` must have run under ``optimize`` first (``dump`` reads the cache; it compiles nothing).
 """
+
 from __future__ import annotations
 
 import builtins
@@ -56,6 +57,7 @@ __all__ = ["dump", "load_graph", "load_function", "graph_module_source", "genera
 
 def _code_of(fn: Any) -> types.CodeType:
     from .eval_frame import _code_of as code_of
+
     code = code_of(fn)
     if code is None:
         raise TypeError(f"debug.dump: cannot find the code object of {fn!r:.80}")
@@ -65,6 +67,7 @@ def _code_of(fn: Any) -> types.CodeType:
 def _importable(obj: Any) -> Optional[str]:
     """``module.attr.attr`` naming ``obj`` when importing it gives the very same object."""
     from .graph.ir import target_name
+
     candidates = []
     if isinstance(obj, types.ModuleType):
         candidates.append(obj.__name__)
@@ -107,8 +110,11 @@ def graph_module_source(graph: Any, constants_file: Optional[str] = None) -> Tup
     """A runnable module defining the graph's ``forward``, and the constants to pickle for it."""
     forward = graph.forward
     source = getattr(forward, "graph_source", None) or graph.python_code()
-    bound = {name: value for name, value in forward.__globals__.items()
-             if name.startswith("__") and not name.endswith("__") and re.search(rf"\b{re.escape(name)}\b", source)}
+    bound = {
+        name: value
+        for name, value in forward.__globals__.items()
+        if name.startswith("__") and not name.endswith("__") and re.search(rf"\b{re.escape(name)}\b", source)
+    }
     lines = [f"# framehook: captured graph {graph.name}", "#"]
     lines += [f"# {line}" for line in str(graph).splitlines()]
     lines += ["", _PREAMBLE]
@@ -154,7 +160,7 @@ def generated_source(code: types.CodeType, names: Optional[Dict[int, str]] = Non
     insts = decode(code)
     try:
         d = decompile(insts, prefix_length(insts), const_name=const_name, consts=code.co_consts)
-    except ValueError:   # pragma: no cover - decompile reports problems in its result
+    except ValueError:  # pragma: no cover - decompile reports problems in its result
         return None
     if not d.complete:
         return None
@@ -185,7 +191,7 @@ class _Names:
 
     def __init__(self, dumper: "_Dumper", fixed: Dict[int, Tuple[str, str]], pickle_file: str) -> None:
         self.dumper = dumper
-        self.fixed = fixed                    # id -> (name, binding): graphs of this entry
+        self.fixed = fixed  # id -> (name, binding): graphs of this entry
         self.pickle_file = pickle_file
         self.by_id: Dict[int, str] = {}
         self.bindings: Dict[str, str] = {}
@@ -245,9 +251,9 @@ class _Dumper:
         self.directory = directory
         self.written: List[str] = []
         self.index: List[str] = []
-        self.resume_ids: Dict[int, int] = {}      # id(resume code) -> k
-        self.resumes: List[Tuple[int, types.CodeType, str]] = []   # (k, code, how it is called)
-        self.pick_ids: Dict[int, int] = {}        # id(_ResumeUnbound) -> n
+        self.resume_ids: Dict[int, int] = {}  # id(resume code) -> k
+        self.resumes: List[Tuple[int, types.CodeType, str]] = []  # (k, code, how it is called)
+        self.pick_ids: Dict[int, int] = {}  # id(_ResumeUnbound) -> n
         self.keep: List[Any] = []
 
     def write(self, name: str, text: str) -> str:
@@ -274,16 +280,23 @@ class _Dumper:
     def resume_binding(self, value: Any) -> Optional[Tuple[str, str]]:
         """(name, binding) for a resume function, or for the object that picks one at run time."""
         from .symbolic.resume import _ResumeUnbound, _WithCells, is_resume_code
+
         if isinstance(value, types.FunctionType) and is_resume_code(value.__code__):
             k = self.resume_number(value.__code__)
             return f"___resume{k}", f"resume resume{k}_code.py"
         if isinstance(value, _WithCells):
             k = self.resume_number(value.code)
-            return f"___resume{k}", f"live {self._live(value)} resume{k}_code.py made around the caller's cells " \
-                                    f"(called with the tuple of cells first)"
+            return (
+                f"___resume{k}",
+                f"live {self._live(value)} resume{k}_code.py made around the caller's cells "
+                f"(called with the tuple of cells first)",
+            )
         if isinstance(value, _ResumeUnbound):
-            made = [(key, fn) for key, fn in value.resume_cache.items()
-                    if isinstance(key, tuple) and key[0] == value.target and key[1] == ()]
+            made = [
+                (key, fn)
+                for key, fn in value.resume_cache.items()
+                if isinstance(key, tuple) and key[0] == value.target and key[1] == ()
+            ]
             picks = []
             for key, fn in made:
                 code = fn.code if isinstance(fn, _WithCells) else getattr(fn, "__code__", None)
@@ -292,9 +305,10 @@ class _Dumper:
             k = self.pick_ids.setdefault(id(value), len(self.pick_ids) + 1)
             self.keep.append(value)
             maybe = ", ".join(value.maybe)
-            return f"___resume_pick{k}", (f"live {self._live(value)} calls the resume function for the locals "
-                                          f"bound in the calling frame (of {maybe}): "
-                                          + (", ".join(picks) or "none made yet"))
+            return f"___resume_pick{k}", (
+                f"live {self._live(value)} calls the resume function for the locals "
+                f"bound in the calling frame (of {maybe}): " + (", ".join(picks) or "none made yet")
+            )
         return None
 
     @staticmethod
@@ -303,21 +317,25 @@ class _Dumper:
         _LIVE[token] = value
         return token
 
-    def rendered_file(self, stem: str, title: List[str], code: types.CodeType, resume: bool,
-                      fixed: Dict[int, Tuple[str, str]]) -> Tuple[str, Rendered]:
+    def rendered_file(
+        self, stem: str, title: List[str], code: types.CodeType, resume: bool, fixed: Dict[int, Tuple[str, str]]
+    ) -> Tuple[str, Rendered]:
         names = _Names(self, fixed, f"{stem}_constants.pkl")
         try:
             rendered = render_code(code, names, resume)
-        except Exception as e:   # noqa: BLE001 - the bytecode listing is still worth writing
-            rendered = Rendered(f"def {code.co_name}({signature_text(code)}):\n    raise NotImplementedError("
-                                f"'framehook dump: not rendered as Python')\n", False,
-                                f"not rendered: {type(e).__name__}: {e}")
+        except Exception as e:  # noqa: BLE001 - the bytecode listing is still worth writing
+            rendered = Rendered(
+                f"def {code.co_name}({signature_text(code)}):\n    raise NotImplementedError("
+                f"'framehook dump: not rendered as Python')\n",
+                False,
+                f"not rendered: {type(e).__name__}: {e}",
+            )
         used = names.used(rendered.text)
         pickled = {n: names.values[n] for n, b in used if b.startswith("pickle ")}
         if pickled:
             self.write_pickle(f"{stem}_constants.pkl", pickled)
         lines = [f"# framehook: {t}" if i == 0 else f"# {t}" for i, t in enumerate(title)]
-        if rendered.future:   # the module's, for the function to compile as it does there
+        if rendered.future:  # the module's, for the function to compile as it does there
             lines.append(f"from __future__ import {', '.join(rendered.future)}")
         lines.append("#")
         if rendered.exact:
@@ -325,8 +343,9 @@ class _Dumper:
         else:
             lines.append(f"# NOT EXACT: {rendered.how}.")
             lines.append("# What is rendered runs as the bytecode does; the rest is described in comments.")
-        lines.append("# It runs in the globals of the function's module (defaults are not rendered: pass every "
-                     "argument),")
+        lines.append(
+            "# It runs in the globals of the function's module (defaults are not rendered: pass every argument),"
+        )
         if used:
             lines.append("# with these names bound (debug.load_function(path, namespace) binds them):")
             lines += [f"# bind {n}: {b}" for n, b in used]
@@ -344,9 +363,11 @@ class _Dumper:
         label = f"{prefix[:-1]}: " if prefix else ""
         self.index += [f"{label}framehook dump of {qualname} ({where}): {len(entries)} cache entries"]
         if prefix:
-            k = int(prefix[len("resume"):-1])
-            title = [f"resume function {k}: {qualname} ({where})",
-                     "the arguments are the values on the stack at the break (___stack<n>) and the live locals"]
+            k = int(prefix[len("resume") : -1])
+            title = [
+                f"resume function {k}: {qualname} ({where})",
+                "the arguments are the values on the stack at the break (___stack<n>) and the live locals",
+            ]
             name, rendered = self.rendered_file(f"resume{k}_code", title, code, True, {})
             self.index.append(f"  code: {name} ({'exact' if rendered.exact else 'not exact'})")
         self.index.append("")
@@ -377,21 +398,30 @@ class _Dumper:
                 self.index.append(f"  graph {j} as compiled by the backend: {self.write(base + '_backend.py', text)}")
                 fixed[id(compiled)] = (f"___{base}_backend", f"graph {base}_backend.py")
         guards = getattr(check_fn, "code_parts", None) or []
-        lines = [f"# framehook: guards of cache entry {i} of {qualname} [compile {compile_id}]",
-                 "# the entry runs when every condition holds (L: the frame's arguments, G: its globals):", "#"]
+        lines = [
+            f"# framehook: guards of cache entry {i} of {qualname} [compile {compile_id}]",
+            "# the entry runs when every condition holds (L: the frame's arguments, G: its globals):",
+            "#",
+        ]
         lines += [f"#   {g}" for g in guards]
         source = getattr(check_fn, "source", None)
         if source:
-            lines += ["", "# the generated check function (___make_check_fn binds G and the guarded objects):",
-                      "", source.rstrip()]
+            lines += [
+                "",
+                "# the generated check function (___make_check_fn binds G and the guarded objects):",
+                "",
+                source.rstrip(),
+            ]
         self.index.append(f"  guards: {self.write(f'{prefix}entry{i}_guards.py', chr(10).join(lines) + chr(10))}")
         generated = getattr(check_fn, "framehook_generated_code", None)
         original = getattr(check_fn, "framehook_original_code", None)
         runs_original = generated is not None and generated is original
-        for c in entry.code.co_consts:   # resume functions in the order the code holds them
+        for c in entry.code.co_consts:  # resume functions in the order the code holds them
             self.resume_binding(c)
-        title = [f"the code that replaced the body of {qualname} in cache entry {i} [compile {compile_id}]",
-                 f"({code.co_filename}:{code.co_firstlineno})"]
+        title = [
+            f"the code that replaced the body of {qualname} in cache entry {i} [compile {compile_id}]",
+            f"({code.co_filename}:{code.co_firstlineno})",
+        ]
         if runs_original:
             title[0] = f"cache entry {i} of {qualname} [compile {compile_id}] runs its original code, guarded"
         name, rendered = self.rendered_file(f"{prefix}entry{i}_generated", title, entry.code, runs_original, fixed)
@@ -424,8 +454,7 @@ def dump(fn: Any, directory: str) -> List[str]:
 
 def _called_codes(code: types.CodeType) -> List[types.CodeType]:
     """Code objects of the plain functions a generated code object holds as constants."""
-    return [c.__code__ for c in code.co_consts
-            if isinstance(c, types.FunctionType) and not hasattr(c, "graph_source")]
+    return [c.__code__ for c in code.co_consts if isinstance(c, types.FunctionType) and not hasattr(c, "graph_source")]
 
 
 # ------------------------------------------------------------------ loading dumped files
@@ -447,8 +476,9 @@ def load_graph(path: str) -> Any:
 _BIND = re.compile(r"^# bind (\w+): (\w+) ?(.*)$", re.M)
 
 
-def load_function(path: str, namespace: Optional[Dict[str, Any]] = None,
-                  live: Optional[Dict[str, Any]] = None) -> types.FunctionType:
+def load_function(
+    path: str, namespace: Optional[Dict[str, Any]] = None, live: Optional[Dict[str, Any]] = None
+) -> types.FunctionType:
     """The function a dumped ``entry<i>_generated.py`` or ``resume<k>_code.py`` defines,
     with ``namespace`` as its globals (pass the module's globals, or a copy, for the code
     to read and assign the globals it uses; a new dict by default). The names the file's
@@ -484,8 +514,10 @@ def load_function(path: str, namespace: Optional[Dict[str, Any]] = None,
             elif token in _LIVE:
                 namespace[name] = _LIVE[token]
             else:
-                raise LookupError(f"load_function: {name} ({detail}) exists only in the process that dumped "
-                                  f"{os.path.basename(path)}; pass it in live={{{name!r}: ...}}")
+                raise LookupError(
+                    f"load_function: {name} ({detail}) exists only in the process that dumped "
+                    f"{os.path.basename(path)}; pass it in live={{{name!r}: ...}}"
+                )
         else:
             raise ValueError(f"load_function: {path} binds {name} as {kind!r}, which is unknown")
     module = compile(text, path, "exec", dont_inherit=True)

@@ -1,14 +1,15 @@
 """User entry points: optimize / optimize_assert / disable / run, and cache management.
 
-    @optimize(backend="eager")          # decorator (functions, methods, callable objects, classes)
-    def f(x): ...
-    @optimize                           # bare: the defaults (backend "eager")
-    def f2(x): ...
-    with optimize("eager"):             # or context manager: every call inside is translated
-        g(x)
-    @disable                            # never translate inside
-    def h(): ...
+@optimize(backend="eager")          # decorator (functions, methods, callable objects, classes)
+def f(x): ...
+@optimize                           # bare: the defaults (backend "eager")
+def f2(x): ...
+with optimize("eager"):             # or context manager: every call inside is translated
+    g(x)
+@disable                            # never translate inside
+def h(): ...
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,8 +26,18 @@ from .convert_frame import ConvertFrame, reset_state
 from .hooks import Hooks
 from .set_aside import set_aside
 
-__all__ = ["optimize", "optimize_assert", "disable", "run", "innermost_fn", "remove_from_cache", "reset",
-           "OptimizeContext", "DisableContext", "RunOnlyContext"]
+__all__ = [
+    "optimize",
+    "optimize_assert",
+    "disable",
+    "run",
+    "innermost_fn",
+    "remove_from_cache",
+    "reset",
+    "OptimizeContext",
+    "DisableContext",
+    "RunOnlyContext",
+]
 
 log = fh_logging.get_logger("translator")
 
@@ -98,14 +109,18 @@ class OptimizeContext(_Context):
             return super()._misuse(args, kwargs)
         # an unregistered backend that was perhaps the function under a bare ``@optimize``
         # (one of two positional arguments cannot be told from a backend)
-        return (super()._misuse(args, kwargs) + f"; this is optimize({backend_name(backend)}), with "
-                f"{backend_name(backend)} taken as the backend: if it is the function to optimize (a bare "
-                "`@optimize` over a function of two positional arguments), write `@optimize()`")
+        return (
+            super()._misuse(args, kwargs) + f"; this is optimize({backend_name(backend)}), with "
+            f"{backend_name(backend)} taken as the backend: if it is the function to optimize (a bare "
+            "`@optimize` over a function of two positional arguments), write `@optimize()`"
+        )
 
     def __enter__(self) -> "OptimizeContext":
         if config.raise_on_ctx_manager_usage:
-            raise RuntimeError("optimize(...) used as a context manager while config.raise_on_ctx_manager_usage "
-                               "is set; use it as a decorator")
+            raise RuntimeError(
+                "optimize(...) used as a context manager while config.raise_on_ctx_manager_usage "
+                "is set; use it as a decorator"
+            )
         super().__enter__()
         return self
 
@@ -151,24 +166,30 @@ def _disabled_by_env() -> bool:
 def _is_target_not_backend(value: Any) -> bool:
     """Was ``value``, given as the backend, the function to optimize (bare ``@optimize``)?"""
     if isinstance(value, str) or not callable(value) or getattr(value, "compiler_name", None) is not None:
-        return False   # a name, bad input (reported by lookup_backend) or a registered backend
+        return False  # a name, bad input (reported by lookup_backend) or a registered backend
     if inspect.isclass(value) or hasattr(value, "_framehook_orig_callable"):
         return True
     try:
         signature = inspect.signature(value)
     except (TypeError, ValueError):
-        return False   # no signature to tell by (a C callable): a backend, as documented
+        return False  # no signature to tell by (a C callable): a backend, as documented
     try:
         signature.bind(None, None)
     except TypeError:
-        return True    # cannot be called as backend(graph, example_inputs)
+        return True  # cannot be called as backend(graph, example_inputs)
     return False
 
 
-def optimize(backend: Union[str, CompilerFn] = "eager", *, nopython: bool = False, dynamic: Optional[bool] = None,
-             guard_export_fn: Optional[Callable[..., Any]] = None, guard_fail_fn: Optional[Callable[..., Any]] = None,
-             guard_filter_fn: Optional[Callable[..., Any]] = None,
-             disable: bool = False) -> Union[OptimizeContext, _NullContext]:
+def optimize(
+    backend: Union[str, CompilerFn] = "eager",
+    *,
+    nopython: bool = False,
+    dynamic: Optional[bool] = None,
+    guard_export_fn: Optional[Callable[..., Any]] = None,
+    guard_fail_fn: Optional[Callable[..., Any]] = None,
+    guard_filter_fn: Optional[Callable[..., Any]] = None,
+    disable: bool = False,
+) -> Union[OptimizeContext, _NullContext]:
     """Translate the frames run inside the decorated callable or ``with`` block.
 
     backend: a registered name (``list_backends()``) or ``callable(graph, example_inputs) -> callable``.
@@ -188,8 +209,14 @@ def optimize(backend: Union[str, CompilerFn] = "eager", *, nopython: bool = Fals
     ``backend(graph, example_inputs)``).
     """
     if _is_target_not_backend(backend):
-        return optimize(nopython=nopython, dynamic=dynamic, guard_export_fn=guard_export_fn,
-                        guard_fail_fn=guard_fail_fn, guard_filter_fn=guard_filter_fn, disable=disable)(backend)
+        return optimize(
+            nopython=nopython,
+            dynamic=dynamic,
+            guard_export_fn=guard_export_fn,
+            guard_fail_fn=guard_fail_fn,
+            guard_filter_fn=guard_filter_fn,
+            disable=disable,
+        )(backend)
     for name, value in (("nopython", nopython), ("disable", disable)):
         if not isinstance(value, bool):
             raise TypeError(f"optimize(): {name} must be True or False, got {value!r}")
@@ -205,13 +232,23 @@ def optimize(backend: Union[str, CompilerFn] = "eager", *, nopython: bool = Fals
     return OptimizeContext(ConvertFrame(compiler_fn, hooks, strict=nopython, dynamic=dynamic))
 
 
-def optimize_assert(backend: Union[str, CompilerFn] = "eager", *, dynamic: Optional[bool] = None,
-                    guard_export_fn: Optional[Callable[..., Any]] = None,
-                    guard_fail_fn: Optional[Callable[..., Any]] = None,
-                    guard_filter_fn: Optional[Callable[..., Any]] = None) -> Union[OptimizeContext, _NullContext]:
+def optimize_assert(
+    backend: Union[str, CompilerFn] = "eager",
+    *,
+    dynamic: Optional[bool] = None,
+    guard_export_fn: Optional[Callable[..., Any]] = None,
+    guard_fail_fn: Optional[Callable[..., Any]] = None,
+    guard_filter_fn: Optional[Callable[..., Any]] = None,
+) -> Union[OptimizeContext, _NullContext]:
     """``optimize(..., nopython=True)``: every translation error is raised."""
-    return optimize(backend, nopython=True, dynamic=dynamic, guard_export_fn=guard_export_fn,
-                    guard_fail_fn=guard_fail_fn, guard_filter_fn=guard_filter_fn)
+    return optimize(
+        backend,
+        nopython=True,
+        dynamic=dynamic,
+        guard_export_fn=guard_export_fn,
+        guard_fail_fn=guard_fail_fn,
+        guard_filter_fn=guard_filter_fn,
+    )
 
 
 def disable(fn: Optional[Callable[..., Any]] = None) -> Any:
@@ -231,7 +268,7 @@ def _code_of(f: Any) -> Optional[types.CodeType]:
         return f
     f = innermost_fn(f)
     for candidate in (f, getattr(f, "__func__", None), getattr(type(f), "__call__", None)):
-        code = getattr(innermost_fn(candidate), "__code__", None)   # the class's __call__ may be wrapped
+        code = getattr(innermost_fn(candidate), "__code__", None)  # the class's __call__ may be wrapped
         if isinstance(code, types.CodeType):
             return code
     return None
@@ -245,7 +282,7 @@ def remove_from_cache(f: Any) -> None:
         reset()
         return
     runtime.reset_code(code)
-    set_aside.discard(code)   # entries explain() kept aside would come back otherwise
+    set_aside.discard(code)  # entries explain() kept aside would come back otherwise
 
 
 def reset() -> None:

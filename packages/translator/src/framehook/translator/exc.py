@@ -1,13 +1,22 @@
 """Exceptions of the translator and the way the user's stack is attached to them."""
+
 from __future__ import annotations
 
 import traceback
 from typing import Optional
 
 __all__ = [
-    "TranslatorError", "InternalTranslatorError", "Unsupported", "BackendCompilerFailed",
-    "InvalidBackendError", "RestartAnalysis", "SpeculationRestartAnalysis",
-    "UnspecializeRestartAnalysis", "SkipFrame", "CacheLimitExceeded", "format_user_stack",
+    "TranslatorError",
+    "InternalTranslatorError",
+    "Unsupported",
+    "BackendCompilerFailed",
+    "InvalidBackendError",
+    "RestartAnalysis",
+    "SpeculationRestartAnalysis",
+    "UnspecializeRestartAnalysis",
+    "SkipFrame",
+    "CacheLimitExceeded",
+    "format_user_stack",
     "augment_message",
 ]
 

@@ -12,6 +12,7 @@ and those set aside come back (on each function's next call, with no retranslati
 functions compiled before keep their cache. When the call raises, the exception propagates
 with the report attached as ``exc.explain_output``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -38,8 +39,9 @@ class ExplainedGuard(str):
     guard: Any
     conditions: List[str]
 
-    def __new__(cls, text: str = "", frame: str = "", guard: Any = None,
-                conditions: Optional[List[str]] = None) -> "ExplainedGuard":
+    def __new__(
+        cls, text: str = "", frame: str = "", guard: Any = None, conditions: Optional[List[str]] = None
+    ) -> "ExplainedGuard":
         self = super().__new__(cls, text)
         self.frame = frame
         self.guard = guard
@@ -71,10 +73,10 @@ class ExplainOutput:
     graphs: List[Graph] = field(default_factory=list)
     break_reasons: List[BreakReason] = field(default_factory=list)
     ops_per_graph: List[Dict[str, int]] = field(default_factory=list)
-    guards: List[str] = field(default_factory=list)   # ExplainedGuard: readable, with its frame
+    guards: List[str] = field(default_factory=list)  # ExplainedGuard: readable, with its frame
     compile_times: List[float] = field(default_factory=list)
     frames: List[FrameReport] = field(default_factory=list)
-    loops: List[Any] = field(default_factory=list)   # one LoopNote per loop met: captured, or unrolled and why
+    loops: List[Any] = field(default_factory=list)  # one LoopNote per loop met: captured, or unrolled and why
     # what a compiling backend did with each graph (backends_numba.NumbaNote: compiled, with
     # its numba time, or a FH016 fallback and why); compile_times are the tracing times
     backend_notes: List[Any] = field(default_factory=list)
@@ -97,8 +99,13 @@ class ExplainOutput:
         return sum(self.compile_times)
 
     def __str__(self) -> str:
-        lines = [f"Graph count: {self.graph_count}", f"Graph break count: {self.graph_break_count}",
-                 f"Op count: {self.op_count}", f"Compile time: {self.compile_time * 1e3:.2f} ms", ""]
+        lines = [
+            f"Graph count: {self.graph_count}",
+            f"Graph break count: {self.graph_break_count}",
+            f"Op count: {self.op_count}",
+            f"Compile time: {self.compile_time * 1e3:.2f} ms",
+            "",
+        ]
         if self.break_reasons:
             lines.append("Break reasons:")
             for i, b in enumerate(self.break_reasons, 1):
@@ -141,13 +148,14 @@ def explain(fn: Callable[..., Any], backend: Any = "eager") -> Callable[..., Exp
 
     def run(*args: Any, **kwargs: Any) -> ExplainOutput:
         reports: List[FrameReport] = []
-        kept = _set_aside_caches()   # every frame the call reaches is translated afresh
+        kept = _set_aside_caches()  # every frame the call reaches is translated afresh
         add_observer(reports.append)
         error: Optional[BaseException] = None
         result = None
         check_fns: Dict[str, Any] = {}
         notes: List[Any] = []
         from . import backends_numba
+
         backends_numba.add_note_observer(notes.append)
         try:
             result = optimize(backend)(innermost_fn(fn))(*args, **kwargs)
@@ -172,6 +180,7 @@ def explain(fn: Callable[..., Any], backend: Any = "eager") -> Callable[..., Exp
 
 def _known_codes() -> List[Any]:
     from .convert_frame import input_codes, skipped_codes
+
     return list({id(c): c for c in input_codes.live() + skipped_codes.live()}.values())
 
 
@@ -179,9 +188,10 @@ def _set_aside_caches() -> Dict[int, Any]:
     """Drop every cache entry, frame_state and skip mark the translator made, keeping them
     (``set_aside``) to be given back when explain() is done."""
     from .convert_frame import compile_lock
+
     kept: Dict[int, Any] = {}
     with compile_lock:
-        earlier = set_aside.drain()   # still kept from an earlier explain(): not given back during this one
+        earlier = set_aside.drain()  # still kept from an earlier explain(): not given back during this one
         for code in _known_codes():
             entries = [(e.code, e.check_fn) for e in runtime.cache_entries(code)]
             state = runtime.frame_state(code)
@@ -200,6 +210,7 @@ def _restore_caches(kept: Dict[int, Any], reached: List[Any]) -> None:
     """Drop what explain() made (entries, skip marks) and give back what was there before:
     skip marks at once, cache entries on each code's next cache miss."""
     from .convert_frame import compile_lock
+
     with compile_lock:
         for code in list({id(c): c for c in _known_codes() + reached}.values()):
             if id(code) not in kept:
@@ -220,7 +231,7 @@ def _summarize(reports: List[FrameReport], result: Any, check_fns: Optional[Dict
         frame = frame_label(r.code)
         seen = shown.setdefault(frame, set())
         for g in _frame_guards(r, (check_fns or {}).get(r.compile_id or ""), frame):
-            if g not in seen:   # the same guard from another compilation of the frame
+            if g not in seen:  # the same guard from another compilation of the frame
                 seen.add(g)
                 out.guards.append(g)
         out.loops.extend(r.loops)
@@ -229,8 +240,9 @@ def _summarize(reports: List[FrameReport], result: Any, check_fns: Optional[Dict
             out.ops_per_graph.append(r.graph.op_counts())
         if r.graph_break is not None:
             b = r.graph_break
-            out.break_reasons.append(BreakReason(b.code, b.reason, b.filename, b.lineno,
-                                                 getattr(r.code, "co_qualname", r.code.co_name)))
+            out.break_reasons.append(
+                BreakReason(b.code, b.reason, b.filename, b.lineno, getattr(r.code, "co_qualname", r.code.co_name))
+            )
     return out
 
 
@@ -248,5 +260,6 @@ def _frame_guards(report: FrameReport, check_fn: Any, frame: str) -> List[Explai
             by_guard[id(guard)] = []
             order.append(guard)
         by_guard[id(guard)].append(part)
-    return [ExplainedGuard(f"{g.describe()}: " + " and ".join(by_guard[id(g)]), frame, g, by_guard[id(g)])
-            for g in order]
+    return [
+        ExplainedGuard(f"{g.describe()}: " + " and ".join(by_guard[id(g)]), frame, g, by_guard[id(g)]) for g in order
+    ]

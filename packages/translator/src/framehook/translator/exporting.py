@@ -12,6 +12,7 @@ raises ``ExportError`` listing every graph break (identifier, reason, file:line)
 the exported function with inputs its guards reject raises ``ExportGuardError`` naming
 every failing guard; it never falls back to running ``fn``.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -51,8 +52,9 @@ class Exported:
     """The captured function: checks its guards, then runs the generated code (which calls the
     compiled graph) with no frame interception."""
 
-    def __init__(self, function: types.FunctionType, bound: tuple, check_fn: Any, code: types.CodeType,
-                 graph: Any, result: Any) -> None:
+    def __init__(
+        self, function: types.FunctionType, bound: tuple, check_fn: Any, code: types.CodeType, graph: Any, result: Any
+    ) -> None:
         self._function = function
         self._bound = bound
         self._signature = inspect.signature(function)
@@ -63,8 +65,9 @@ class Exported:
         self.__name__ = function.__name__
         self.__qualname__ = function.__qualname__
         self.__doc__ = function.__doc__
-        self._run = types.FunctionType(code, function.__globals__, function.__name__, function.__defaults__,
-                                       function.__closure__)
+        self._run = types.FunctionType(
+            code, function.__globals__, function.__name__, function.__defaults__, function.__closure__
+        )
         self._run.__kwdefaults__ = function.__kwdefaults__
 
     @property
@@ -86,20 +89,24 @@ class Exported:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         from .convert_frame import describe_failures
+
         f_locals = self.f_locals(*args, **kwargs)
         if not self.check_fn(f_locals):
             reasons = describe_failures(self.check_fn, f_locals)
             raise ExportGuardError(
                 f"exported {self.__qualname__} was called with inputs its guards reject:\n"
-                + "\n".join(f"  - {r}" for r in reasons), reasons)
+                + "\n".join(f"  - {r}" for r in reasons),
+                reasons,
+            )
         return runtime.call_with(None, self._run, *self._bound, *args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<exported {self.__qualname__}: {len(self.guards)} guards, graph {getattr(self.graph, 'name', '?')}>"
 
 
-def export(fn: Callable[..., Any], *, backend: Union[str, CompilerFn] = "eager",
-           dynamic: Optional[bool] = None) -> Callable[..., Exported]:
+def export(
+    fn: Callable[..., Any], *, backend: Union[str, CompilerFn] = "eager", dynamic: Optional[bool] = None
+) -> Callable[..., Exported]:
     """A callable that traces ``fn(*args, **kwargs)`` and returns an ``Exported``, or raises
     ``ExportError`` listing every graph break."""
     if not callable(fn):
@@ -136,8 +143,10 @@ def export(fn: Callable[..., Any], *, backend: Union[str, CompilerFn] = "eager",
         # the translator's check functions carry the graphs they guard
         graphs = getattr(entries[0].check_fn, "framehook_graphs", None) if entries else None
         if not graphs:
-            raise ExportError(f"cannot export {name}: the translator did not capture it (no numpy reachable "
-                              "from the frame, or its file is skipped: see config.skip_dirs/force_dirs)")
+            raise ExportError(
+                f"cannot export {name}: the translator did not capture it (no numpy reachable "
+                "from the frame, or its file is skipped: see config.skip_dirs/force_dirs)"
+            )
         entry = entries[0]
         graph = graphs[0]
         return Exported(function, bound, entry.check_fn, entry.code, graph, result)

@@ -8,6 +8,7 @@ path goes into the error message. The record is written through framehook-record
 calls this with interception disabled (run-only). framehook-records is optional (the
 ``records`` extra): without it no record is written and this returns None.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -30,7 +31,7 @@ def args_from_locals(code: types.CodeType, f_locals: dict) -> tuple[tuple, dict]
     nkw = code.co_kwonlyargcount
     names = code.co_varnames
     args = [f_locals[n] for n in names[:npos] if n in f_locals]
-    kwargs = {n: f_locals[n] for n in names[npos:npos + nkw] if n in f_locals}
+    kwargs = {n: f_locals[n] for n in names[npos : npos + nkw] if n in f_locals}
     i = npos + nkw
     if code.co_flags & inspect.CO_VARARGS:
         args.extend(f_locals.get(names[i], ()))
@@ -40,15 +41,16 @@ def args_from_locals(code: types.CodeType, f_locals: dict) -> tuple[tuple, dict]
     return tuple(args), kwargs
 
 
-def record_translation_failure(function: Any, f_locals: dict, error: BaseException, *,
-                               directory: str | None = None, decisions: dict | None = None) -> str | None:
+def record_translation_failure(
+    function: Any, f_locals: dict, error: BaseException, *, directory: str | None = None, decisions: dict | None = None
+) -> str | None:
     """Write a record of the failing frame; return its path, or None. Never raises."""
     folder = record_directory(directory)
     if folder is None or not isinstance(function, types.FunctionType):
         return None
     try:
         from framehook.records import record_call
-    except ImportError:   # framehook-records is not installed: no records
+    except ImportError:  # framehook-records is not installed: no records
         return None
     try:
         args, kwargs = args_from_locals(function.__code__, f_locals)
@@ -58,5 +60,5 @@ def record_translation_failure(function: Any, f_locals: dict, error: BaseExcepti
         translator = {"error": note[:2000], "decisions": decisions or {}}
         record_call(function, args, kwargs, path=path, translator=translator, notes=[note[:2000]])
         return path
-    except Exception:   # recording is best effort: never mask the original failure
+    except Exception:  # recording is best effort: never mask the original failure
         return None

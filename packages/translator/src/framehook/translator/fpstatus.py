@@ -8,6 +8,7 @@ numpy would have warned or raised somewhere in it.
 The flag values are the C library's ``FE_*`` macros, which differ by architecture: they
 live in ``_FLAGS`` below, the one place that knows them.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -31,7 +32,7 @@ def _load() -> Optional[ctypes.CDLL]:
         lib = ctypes.CDLL(name)
         lib.fetestexcept.argtypes = lib.feclearexcept.argtypes = [ctypes.c_int]
         lib.fetestexcept.restype = lib.feclearexcept.restype = ctypes.c_int
-    except (OSError, AttributeError, TypeError):   # no C library with fenv.h functions (Windows)
+    except (OSError, AttributeError, TypeError):  # no C library with fenv.h functions (Windows)
         return None
     return lib
 

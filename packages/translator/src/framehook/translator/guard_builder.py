@@ -21,6 +21,7 @@ With the C checker the Python source is still written (``source``, debug dumps) 
 compiled when something first needs it (``fail_reason``, ``fail_reasons``,
 ``python_check_fn``): most frames never fail a guard, and compiling is most of the cost.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -35,11 +36,32 @@ import numpy as np
 from ._runtime import runtime
 from .contexts import GlobalStateContext, registered_global_states, states_equal
 from .guards import GlobalStateSource, Guard, GuardKind
-from .sources import (AttrSource, ChainedSource, ClosureCellSource, GlobalSource, IndexSource, ItemSource,
-                      LengthSource, LocalSource, NdarrayPropertySource, Source, TypeSource, is_literal)
+from .sources import (
+    AttrSource,
+    ChainedSource,
+    ClosureCellSource,
+    GlobalSource,
+    IndexSource,
+    ItemSource,
+    LengthSource,
+    LocalSource,
+    NdarrayPropertySource,
+    Source,
+    TypeSource,
+    is_literal,
+)
 
-__all__ = ["GuardBuilder", "CodePart", "build_check_fn", "CheckFn", "GuardBuildError", "type_name",
-           "make_global_state_check", "c_checker_kinds", "source_path"]
+__all__ = [
+    "GuardBuilder",
+    "CodePart",
+    "build_check_fn",
+    "CheckFn",
+    "GuardBuildError",
+    "type_name",
+    "make_global_state_check",
+    "c_checker_kinds",
+    "source_path",
+]
 
 guards_log = logging.getLogger("framehook.translator.guards")
 
@@ -93,8 +115,7 @@ def _equality_guardable(value: Any, depth: int = 0) -> bool:
     if type(value) in (tuple, list, set, frozenset):
         return all(_equality_guardable(v, depth + 1) for v in value)
     if type(value) is dict:
-        return all(_equality_guardable(k, depth + 1) and _equality_guardable(v, depth + 1)
-                   for k, v in value.items())
+        return all(_equality_guardable(k, depth + 1) and _equality_guardable(v, depth + 1) for k, v in value.items())
     return False
 
 
@@ -124,6 +145,7 @@ def _errstate_var() -> Any:
     """numpy's error-state context variable (numpy >= 2), or None."""
     try:
         from numpy._core import _ufunc_config
+
         return getattr(_ufunc_config, "_extobj_contextvar", None)
     except ImportError:  # pragma: no cover - numpy 1.x
         return None
@@ -166,13 +188,14 @@ class CodePart:
 
     __slots__ = ("guard", "template", "expected", "actual", "c_spec")
 
-    def __init__(self, guard: Guard, template: str, expected: str, actual: str,
-                 c_spec: Optional[Tuple[Any, ...]] = None) -> None:
+    def __init__(
+        self, guard: Guard, template: str, expected: str, actual: str, c_spec: Optional[Tuple[Any, ...]] = None
+    ) -> None:
         self.guard = guard
-        self.template = template      # condition with {v} (and {w}) for the source values
-        self.expected = expected      # readable expected value
-        self.actual = actual          # expression template for what was found instead
-        self.c_spec = c_spec          # (kind, *args) of the C checker, _COVERED, or None: Python only
+        self.template = template  # condition with {v} (and {w}) for the source values
+        self.expected = expected  # readable expected value
+        self.actual = actual  # expression template for what was found instead
+        self.c_spec = c_spec  # (kind, *args) of the C checker, _COVERED, or None: Python only
 
     def render(self, v: str, w: str = "") -> str:
         # plain replacement: only numbers are inlined, so no other braces can occur
@@ -193,7 +216,7 @@ class GuardBuilder:
     # ---- helpers
     def get(self, source: Source) -> Any:
         try:
-            if type(source) is LocalSource:   # the common case, without compiling its expression
+            if type(source) is LocalSource:  # the common case, without compiling its expression
                 return self.f_locals[source.local_name]
             return eval(source.name(), self.scope)  # noqa: S307 - expressions we generated
         except Exception as e:
@@ -211,8 +234,9 @@ class GuardBuilder:
             self.consts[name] = obj
         return name
 
-    def _add(self, guard: Guard, template: str, expected: str, actual: str = "{v}",
-             c: Optional[Tuple[Any, ...]] = None) -> None:
+    def _add(
+        self, guard: Guard, template: str, expected: str, actual: str = "{v}", c: Optional[Tuple[Any, ...]] = None
+    ) -> None:
         self.parts.append(CodePart(guard, template, expected, actual, c))
 
     def _export(self, guard: Guard, value: Any, kind: str) -> None:
@@ -231,8 +255,7 @@ class GuardBuilder:
         return other.name() if isinstance(other, Source) else ""
 
     def _type_part(self, guard: Guard, t: type, c: Optional[Tuple[Any, ...]] = None) -> None:
-        self._add(guard, f"type({{v}}) is {self.const(t)}", f"type {type_name(t)}", "type({v})",
-                  c or ("TYPE_MATCH", t))
+        self._add(guard, f"type({{v}}) is {self.const(t)}", f"type {type_name(t)}", "type({v})", c or ("TYPE_MATCH", t))
 
     # ---- one method per guard kind (Guard.create_fn looks them up by kind name)
     def TYPE_MATCH(self, guard: Guard) -> None:
@@ -244,8 +267,13 @@ class GuardBuilder:
         value = self.get(guard.originating_source)
         # a strong reference: the id of a dead object could be reused by a different one
         # never inline: an equal literal in the check function may be a different object
-        self._add(guard, f"{{v}} is {self.const(value, inline=False)}",
-                  f"the same object ({type_name(type(value))} at {hex(id(value))})", "{v}", ("ID_MATCH", value))
+        self._add(
+            guard,
+            f"{{v}} is {self.const(value, inline=False)}",
+            f"the same object ({type_name(type(value))} at {hex(id(value))})",
+            "{v}",
+            ("ID_MATCH", value),
+        )
         self._export(guard, value, "ID_MATCH")
 
     def CONSTANT_MATCH(self, guard: Guard) -> None:
@@ -261,7 +289,8 @@ class GuardBuilder:
         if not _equality_guardable(value):
             raise GuardBuildError(
                 f"EQUALS_MATCH on {guard.name}: values of type {type_name(type(value))} cannot be "
-                "guarded by equality; use ID_MATCH or TYPE_MATCH")
+                "guarded by equality; use ID_MATCH or TYPE_MATCH"
+            )
         self._type_part(guard, type(value))
         if isinstance(value, float) and math.isnan(value):
             self._add(guard, "{v} != {v}", "nan", c=("EQUALS_MATCH", math.nan))  # any float NaN
@@ -283,20 +312,27 @@ class GuardBuilder:
             raise GuardBuildError(f"DICT_KEYS on {guard.name}: a {type_name(type(value))} has no keys()")
         keys = list(value.keys())
         self._type_part(guard, type(value))
-        self._add(guard, f"list({{v}}.keys()) == {self.const(keys)}", f"keys {_short_repr(keys)}",
-                  "list({v}.keys())", ("DICT_KEYS", tuple(keys)))
+        self._add(
+            guard,
+            f"list({{v}}.keys()) == {self.const(keys)}",
+            f"keys {_short_repr(keys)}",
+            "list({v}.keys())",
+            ("DICT_KEYS", tuple(keys)),
+        )
         self._export(guard, value, "DICT_KEYS")
 
     def NDARRAY_MATCH(self, guard: Guard) -> None:
         value = self.get(guard.originating_source)
         if not isinstance(value, np.ndarray):
-            raise GuardBuildError(f"NDARRAY_MATCH on {guard.name}: expected a numpy.ndarray, "
-                                  f"got {type_name(type(value))}")
+            raise GuardBuildError(
+                f"NDARRAY_MATCH on {guard.name}: expected a numpy.ndarray, got {type_name(type(value))}"
+            )
         dynamic = frozenset(guard.detail("dynamic_dims", ()) or ())
         bad = [d for d in dynamic if not (isinstance(d, int) and 0 <= d < value.ndim)]
         if bad:
-            raise GuardBuildError(f"NDARRAY_MATCH on {guard.name}: dynamic dims {sorted(bad)} out of "
-                                  f"range for ndim {value.ndim}")
+            raise GuardBuildError(
+                f"NDARRAY_MATCH on {guard.name}: dynamic dims {sorted(bad)} out of range for ndim {value.ndim}"
+            )
         writeable = bool(value.flags.writeable)
         if not dynamic:
             contiguity = None
@@ -307,42 +343,60 @@ class GuardBuilder:
         else:
             contiguity = "neither"
         # one C guard checks all the parts below, reading numpy's array struct
-        spec = {"type": type(value), "dtype": value.dtype,
-                "shape": tuple(None if i in dynamic else n for i, n in enumerate(value.shape)),
-                "strides": None if dynamic else tuple(value.strides), "contiguity": contiguity,
-                "writeable": writeable}
+        spec = {
+            "type": type(value),
+            "dtype": value.dtype,
+            "shape": tuple(None if i in dynamic else n for i, n in enumerate(value.shape)),
+            "strides": None if dynamic else tuple(value.strides),
+            "contiguity": contiguity,
+            "writeable": writeable,
+        }
         self._type_part(guard, type(value), c=("NDARRAY_MATCH", spec))
         d = self.const(value.dtype)
-        self._add(guard, f"({{v}}.dtype is {d} or {{v}}.dtype == {d})", f"dtype {value.dtype}", "{v}.dtype",
-                  _COVERED)
+        self._add(guard, f"({{v}}.dtype is {d} or {{v}}.dtype == {d})", f"dtype {value.dtype}", "{v}.dtype", _COVERED)
         if not dynamic:
             self._add(guard, f"{{v}}.shape == {value.shape!r}", f"shape {value.shape}", "{v}.shape", _COVERED)
-            self._add(guard, f"{{v}}.strides == {value.strides!r}", f"strides {value.strides}", "{v}.strides",
-                      _COVERED)
+            self._add(guard, f"{{v}}.strides == {value.strides!r}", f"strides {value.strides}", "{v}.strides", _COVERED)
         else:
             self._add(guard, f"{{v}}.ndim == {value.ndim}", f"ndim {value.ndim}", "{v}.ndim", _COVERED)
             for i, n in enumerate(value.shape):
                 if i not in dynamic:
-                    self._add(guard, f"{{v}}.shape[{i}] == {n}", f"size {n} in dimension {i}", f"{{v}}.shape[{i}]",
-                              _COVERED)
+                    self._add(
+                        guard, f"{{v}}.shape[{i}] == {n}", f"size {n} in dimension {i}", f"{{v}}.shape[{i}]", _COVERED
+                    )
             if contiguity == "C":
-                self._add(guard, "{v}.flags.c_contiguous", "a C-contiguous array", "{v}.flags.c_contiguous",
-                          _COVERED)
+                self._add(guard, "{v}.flags.c_contiguous", "a C-contiguous array", "{v}.flags.c_contiguous", _COVERED)
             elif contiguity == "F":
-                self._add(guard, "{v}.flags.f_contiguous", "a Fortran-contiguous array", "{v}.flags.f_contiguous",
-                          _COVERED)
+                self._add(
+                    guard, "{v}.flags.f_contiguous", "a Fortran-contiguous array", "{v}.flags.f_contiguous", _COVERED
+                )
             else:
-                self._add(guard, "not ({v}.flags.c_contiguous or {v}.flags.f_contiguous)",
-                          "a non-contiguous array", "{v}.strides", _COVERED)
-        self._add(guard, "{v}.flags.writeable" if writeable else "not {v}.flags.writeable",
-                  "writeable" if writeable else "read-only", "{v}.flags.writeable", _COVERED)
+                self._add(
+                    guard,
+                    "not ({v}.flags.c_contiguous or {v}.flags.f_contiguous)",
+                    "a non-contiguous array",
+                    "{v}.strides",
+                    _COVERED,
+                )
+        self._add(
+            guard,
+            "{v}.flags.writeable" if writeable else "not {v}.flags.writeable",
+            "writeable" if writeable else "read-only",
+            "{v}.flags.writeable",
+            _COVERED,
+        )
         self._export(guard, value, "NDARRAY_MATCH")
 
     def GLOBAL_STATE(self, guard: Guard) -> None:
         check = make_global_state_check()
         fast = check.fast_path  # type: ignore[attr-defined]
-        self._add(guard, f"{self.const(check)}()", "numpy's error state and registered global state unchanged",
-                  "___global_state_now()", ("CONTEXTVAR_IS", fast[0], fast[1], check) if fast else ("CALL", check))
+        self._add(
+            guard,
+            f"{self.const(check)}()",
+            "numpy's error state and registered global state unchanged",
+            "___global_state_now()",
+            ("CONTEXTVAR_IS", fast[0], fast[1], check) if fast else ("CALL", check),
+        )
         guard.code_list = None
         guard.set_export_info("GLOBAL_STATE", None, [f"{self.const(check)}()"], None)
 
@@ -350,23 +404,35 @@ class GuardBuilder:
         value = self.get(guard.originating_source)
         other = self.get(guard.detail("other"))
         if value is not other:
-            raise GuardBuildError(f"DUPLICATE_INPUT: {guard.name} and {guard.detail('other').name()} "
-                                  "are not the same object")
+            raise GuardBuildError(
+                f"DUPLICATE_INPUT: {guard.name} and {guard.detail('other').name()} are not the same object"
+            )
         other_path = source_path(guard.detail("other"))
-        self._add(guard, "{v} is {w}", f"the same object as {guard.detail('other').name()}", "{v}",
-                  ("SAME_AS", other_path) if other_path is not None else None)
+        self._add(
+            guard,
+            "{v} is {w}",
+            f"the same object as {guard.detail('other').name()}",
+            "{v}",
+            ("SAME_AS", other_path) if other_path is not None else None,
+        )
         self._export(guard, value, "DUPLICATE_INPUT")
 
     def DISTINCT_INPUT(self, guard: Guard) -> None:
         value = self.get(guard.originating_source)
         other = self.get(guard.detail("other"))
         if value is other:
-            raise GuardBuildError(f"DISTINCT_INPUT: {guard.name} and {guard.detail('other').name()} "
-                                  "are the same object")
+            raise GuardBuildError(
+                f"DISTINCT_INPUT: {guard.name} and {guard.detail('other').name()} are the same object"
+            )
         # a runtime whose checker lacks NOT_SAME_AS leaves the whole entry to the Python function
         other_path = source_path(guard.detail("other")) if "NOT_SAME_AS" in _C_KINDS else None
-        self._add(guard, "{v} is not {w}", f"a different object from {guard.detail('other').name()}", "{v}",
-                  ("NOT_SAME_AS", other_path) if other_path is not None else None)
+        self._add(
+            guard,
+            "{v} is not {w}",
+            f"a different object from {guard.detail('other').name()}",
+            "{v}",
+            ("NOT_SAME_AS", other_path) if other_path is not None else None,
+        )
         self._export(guard, value, "DISTINCT_INPUT")
 
 
@@ -530,9 +596,14 @@ def _python_source(parts: List[CodePart], const_names: List[str]) -> str:
     )
 
 
-def build_check_fn(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals: Dict[str, Any], *,
-                   guard_export_fn: Optional[Callable[[List[Guard]], Any]] = None,
-                   use_c: Optional[bool] = None) -> CheckFn:
+def build_check_fn(
+    guards: Iterable[Guard],
+    f_locals: Dict[str, Any],
+    f_globals: Dict[str, Any],
+    *,
+    guard_export_fn: Optional[Callable[[List[Guard]], Any]] = None,
+    use_c: Optional[bool] = None,
+) -> CheckFn:
     """Compile ``guards`` into one check function of ``f_locals`` (see the module docstring).
 
     ``use_c``: True/None (default: ``USE_C_CHECKER``) builds the runtime's C ``GuardChecker``
@@ -556,8 +627,9 @@ def build_check_fn(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals:
     checker: Any = None
     if c_guards is not None:
         try:
-            checker = _GuardChecker(c_guards[0], f_globals if isinstance(f_globals, dict) else None,
-                                    ndarray_type=np.ndarray)
+            checker = _GuardChecker(
+                c_guards[0], f_globals if isinstance(f_globals, dict) else None, ndarray_type=np.ndarray
+            )
         except (TypeError, ValueError) as e:  # e.g. globals that are not a dict: the Python function copes
             guards_log.debug("guards compiled to Python, not the C checker: %s", e)
             c_guards = None
@@ -570,13 +642,17 @@ def build_check_fn(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals:
             try:
                 ok = bool(fn(f_locals_now))
             except Exception as e:
-                found.append(f"{part.guard.kind.name}: {part.guard.name} -- expected {part.expected}, "
-                             f"but checking raised {type(e).__name__}: {e}")
+                found.append(
+                    f"{part.guard.kind.name}: {part.guard.name} -- expected {part.expected}, "
+                    f"but checking raised {type(e).__name__}: {e}"
+                )
             else:
                 if ok:
                     continue
-                found.append(f"{part.guard.kind.name}: {part.guard.name} -- expected {part.expected}, "
-                             f"got {_describe_actual(part, f_locals_now, f_globals, consts)}")
+                found.append(
+                    f"{part.guard.kind.name}: {part.guard.name} -- expected {part.expected}, "
+                    f"got {_describe_actual(part, f_locals_now, f_globals, consts)}"
+                )
             if first_only:
                 break
         return found
@@ -600,23 +676,27 @@ def build_check_fn(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals:
         reason = scan(f_locals_now, starts[index])
         if reason is None:  # pragma: no cover - the two paths disagree (state changed in between)
             part = parts[starts[index]]
-            reason = (f"{part.guard.kind.name}: {part.guard.name} -- expected {part.expected}, "
-                      "rejected by the C guard checker")
+            reason = (
+                f"{part.guard.kind.name}: {part.guard.name} -- expected {part.expected}, "
+                "rejected by the C guard checker"
+            )
         return reason
 
     if checker is not None:
         check_fn: Any = checker
-        check_fn.python_check_fn = form.check   # compiles on its first call
+        check_fn.python_check_fn = form.check  # compiles on its first call
     else:
-        check_fn = form.compiled()[0]   # the runtime calls it: compile now
+        check_fn = form.compiled()[0]  # the runtime calls it: compile now
         check_fn.python_check_fn = check_fn
     check_fn.fail_reason = fail_reason
     check_fn.fail_reasons = fail_reasons
     check_fn.c_guards = c_guards[0] if c_guards is not None else None
     check_fn.guards = ordered  # type: ignore[attr-defined]
     readable = _Readable(consts)
-    check_fn.code_parts = [readable(p.render(p.guard.name, GuardBuilder._second_name(p.guard)))  # type: ignore[attr-defined]
-                           for p in parts]
+    check_fn.code_parts = [
+        readable(p.render(p.guard.name, GuardBuilder._second_name(p.guard)))  # type: ignore[attr-defined]
+        for p in parts
+    ]
     # which guard each code part checks (explain() lists the parts guard by guard)
     check_fn.code_part_guards = [p.guard for p in parts]  # type: ignore[attr-defined]
     check_fn.source = source  # type: ignore[attr-defined]
@@ -657,8 +737,9 @@ class _Readable:
         return text
 
 
-def _describe_actual(part: CodePart, f_locals: Dict[str, Any], f_globals: Dict[str, Any],
-                     consts: Dict[str, Any]) -> str:
+def _describe_actual(
+    part: CodePart, f_locals: Dict[str, Any], f_globals: Dict[str, Any], consts: Dict[str, Any]
+) -> str:
     if part.guard.kind is GuardKind.GLOBAL_STATE:
         now = _global_state_now()
         check = next(v for v in consts.values() if callable(v) and hasattr(v, "snapshot"))

@@ -5,6 +5,7 @@ A ``Guard`` pairs a source with a kind (``GuardKind``); the guard builder
 the deduplicating collection a translation fills; ``GuardsContext`` holds it inside a
 ``TracingContext`` and supports checkpoint/restore/diff for restart analysis.
 """
+
 from __future__ import annotations
 
 import enum
@@ -18,8 +19,15 @@ from typing import Any, Callable, Iterable, Iterator, List, Optional, Set, Tuple
 from .contexts import Checkpointable, TracingContext
 from .sources import GuardSource, Source
 
-__all__ = ["GuardKind", "Guard", "GuardsSet", "GuardsCheckpointState", "GuardsContext",
-           "GlobalStateSource", "DuplicateInputs"]
+__all__ = [
+    "GuardKind",
+    "Guard",
+    "GuardsSet",
+    "GuardsCheckpointState",
+    "GuardsContext",
+    "GlobalStateSource",
+    "DuplicateInputs",
+]
 
 log = logging.getLogger("framehook.translator.guards")
 
@@ -27,16 +35,16 @@ log = logging.getLogger("framehook.translator.guards")
 class GuardKind(enum.Enum):
     """What a guard checks. The order is the order guards on one source are checked in."""
 
-    TYPE_MATCH = 0        # type(x) is T
-    ID_MATCH = 1          # x is obj
-    CONSTANT_MATCH = 2    # x is None/True/False/..., else equality with a literal
-    EQUALS_MATCH = 3      # type(x) is T and x == value
-    LENGTH_CHECK = 4      # type(x) is T and len(x) == n
-    DICT_KEYS = 5         # type(x) is T and list(x) == keys (order included)
-    NDARRAY_MATCH = 6     # ndarray dtype, ndim, static dims, strides/contiguity, writeable
-    GLOBAL_STATE = 7      # numpy's error state and registered global state unchanged
-    DUPLICATE_INPUT = 8   # x is y (two sources alias one object)
-    DISTINCT_INPUT = 9    # x is not y (a mutated object does not alias another one read)
+    TYPE_MATCH = 0  # type(x) is T
+    ID_MATCH = 1  # x is obj
+    CONSTANT_MATCH = 2  # x is None/True/False/..., else equality with a literal
+    EQUALS_MATCH = 3  # type(x) is T and x == value
+    LENGTH_CHECK = 4  # type(x) is T and len(x) == n
+    DICT_KEYS = 5  # type(x) is T and list(x) == keys (order included)
+    NDARRAY_MATCH = 6  # ndarray dtype, ndim, static dims, strides/contiguity, writeable
+    GLOBAL_STATE = 7  # numpy's error state and registered global state unchanged
+    DUPLICATE_INPUT = 8  # x is y (two sources alias one object)
+    DISTINCT_INPUT = 9  # x is not y (a mutated object does not alias another one read)
 
 
 @dataclass(frozen=True)
@@ -68,7 +76,7 @@ class Guard:
     guarded_class_weakref: Optional[Any] = None
     # where in the user's code the guard was made; where in the translator: ``stack``
     user_stack: Optional[traceback.StackSummary] = None
-    _stack: Any = field(default=None, repr=False)   # a StackSummary, or raw (file, line, name) rows
+    _stack: Any = field(default=None, repr=False)  # a StackSummary, or raw (file, line, name) rows
     _hash: Optional[int] = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -76,15 +84,16 @@ class Guard:
             raise TypeError(f"Guard source must be a Source, got {type(self.originating_source).__name__}")
         if not isinstance(self.kind, GuardKind):
             raise TypeError(f"Guard kind must be a GuardKind, got {self.kind!r}")
-        if self.kind in (GuardKind.DUPLICATE_INPUT, GuardKind.DISTINCT_INPUT) and \
-                not isinstance(self.detail("other"), Source):
+        if self.kind in (GuardKind.DUPLICATE_INPUT, GuardKind.DISTINCT_INPUT) and not isinstance(
+            self.detail("other"), Source
+        ):
             raise ValueError(f"a {self.kind.name} guard needs other=<Source>")
 
     @property
     def stack(self) -> Optional[traceback.StackSummary]:
         """Where in the translator the guard was made (outermost frame first)."""
         if self._stack is not None and not isinstance(self._stack, traceback.StackSummary):
-            self._stack = traceback.StackSummary.from_list(self._stack)   # source lines read only now
+            self._stack = traceback.StackSummary.from_list(self._stack)  # source lines read only now
         return self._stack
 
     @stack.setter
@@ -109,6 +118,7 @@ class Guard:
     def create_fn(self) -> Callable[..., Any]:
         """The builder method that compiles this kind of guard."""
         from .guard_builder import GuardBuilder
+
         return getattr(GuardBuilder, self.kind.name)
 
     def _key(self) -> Tuple[Any, ...]:
@@ -127,8 +137,14 @@ class Guard:
     def sort_key(self) -> Tuple[Any, ...]:
         # aliasing checks go last: they name two sources and assume both were checked already
         name = self.name
-        return (self.kind in (GuardKind.DUPLICATE_INPUT, GuardKind.DISTINCT_INPUT), self.source.value, len(name), name,
-                self.kind.value, repr(self.details))
+        return (
+            self.kind in (GuardKind.DUPLICATE_INPUT, GuardKind.DISTINCT_INPUT),
+            self.source.value,
+            len(name),
+            name,
+            self.kind.value,
+            repr(self.details),
+        )
 
     def __lt__(self, other: "Guard") -> bool:
         return self.sort_key() < other.sort_key()
@@ -170,8 +186,10 @@ class Guard:
         return f"{self.kind.name}({self.name}){extra}"
 
     def __repr__(self) -> str:
-        return (f"Guard({self.source.name.lower()} {self.name!r} {self.kind.name}, "
-                f"types={self.guard_types}, code={self.code_list})")
+        return (
+            f"Guard({self.source.name.lower()} {self.name!r} {self.kind.name}, "
+            f"types={self.guard_types}, code={self.code_list})"
+        )
 
     def __str__(self) -> str:
         lines = [

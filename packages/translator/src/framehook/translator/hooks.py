@@ -1,4 +1,5 @@
 """User hooks passed to optimize()."""
+
 from __future__ import annotations
 
 import traceback

@@ -12,6 +12,7 @@ Every component logs through the standard ``logging`` module under
 An unknown component in FRAMEHOOK_LOGS is skipped with a one-line message on stderr;
 ``set_logs`` raises LogSpecError for it.
 """
+
 from __future__ import annotations
 
 import logging as _std_logging
@@ -56,7 +57,7 @@ def parse_log_spec(spec: str) -> Dict[str, int]:
         if not item:
             continue
         prefix = item[0] if item[0] in "+-" else ""
-        name = item[len(prefix):]
+        name = item[len(prefix) :]
         if name == "all":
             for comp in COMPONENTS:
                 levels[comp] = _LEVELS[prefix]
@@ -96,7 +97,7 @@ def set_logs(spec: Optional[str] = None, **components: object) -> None:
             level = _std_logging.NOTSET
         else:
             raise LogSpecError(f"set_logs: {name}={value!r}; expected True, False, 'info' or 'debug'")
-        for comp in (COMPONENTS if name == "all" else [name]):
+        for comp in COMPONENTS if name == "all" else [name]:
             levels[comp] = level
     if spec is None and not components:
         levels = {comp: _std_logging.NOTSET for comp in COMPONENTS}
@@ -133,8 +134,10 @@ def _init_from_env() -> None:
         except LogSpecError:
             bad.append(item.strip())
     if bad:
-        sys.stderr.write(f"framehook: ignoring {', '.join(map(repr, bad))} in FRAMEHOOK_LOGS={spec!r}; valid: "
-                         f"all, {', '.join(COMPONENTS)} (prefix + for debug, - for errors only)\n")
+        sys.stderr.write(
+            f"framehook: ignoring {', '.join(map(repr, bad))} in FRAMEHOOK_LOGS={spec!r}; valid: "
+            f"all, {', '.join(COMPONENTS)} (prefix + for debug, - for errors only)\n"
+        )
     if any(item.strip() for item in good):
         set_logs(",".join(good))
 

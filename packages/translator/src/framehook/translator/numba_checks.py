@@ -13,6 +13,7 @@ could differ from plain Python's in a way no run-time check sees.
 
 The run-time checks (floating-point flags, exceptions, views) live in ``backends_numba``.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -32,17 +33,54 @@ __all__ = ["integer_risk", "mutated_inputs", "ARG_INT_BITS", "SIZE_BITS"]
 ARG_INT_BITS = 31
 #: array sizes and dimensions are assumed to fit in this many bits (2**48 elements)
 SIZE_BITS = 48
-_LIMIT = 63          # a result bounded by 2**63 fits numba's int64
-_UNBOUNDED = 10 ** 6
+_LIMIT = 63  # a result bounded by 2**63 fits numba's int64
+_UNBOUNDED = 10**6
 
 _SUMS = {operator.add, operator.sub, operator.iadd, operator.isub, np.add, np.subtract}
 _PRODUCTS = {operator.mul, operator.imul, np.multiply}
-_DIVISIONS = {operator.floordiv, operator.ifloordiv, operator.mod, operator.imod, np.floor_divide,
-              np.remainder, np.fmod, divmod, np.divmod}
-_GROWTH_ONE = {operator.neg, abs, operator.abs, np.abs, np.absolute, np.negative, operator.invert,
-               operator.and_, operator.or_, operator.xor, np.bitwise_and, np.bitwise_or, np.bitwise_xor}
-_SAME = {operator.pos, operator.rshift, operator.irshift, min, max, np.minimum, np.maximum, int, operator.index,
-         np.int64, np.int32, np.int16, np.int8, np.intp, np.sign}
+_DIVISIONS = {
+    operator.floordiv,
+    operator.ifloordiv,
+    operator.mod,
+    operator.imod,
+    np.floor_divide,
+    np.remainder,
+    np.fmod,
+    divmod,
+    np.divmod,
+}
+_GROWTH_ONE = {
+    operator.neg,
+    abs,
+    operator.abs,
+    np.abs,
+    np.absolute,
+    np.negative,
+    operator.invert,
+    operator.and_,
+    operator.or_,
+    operator.xor,
+    np.bitwise_and,
+    np.bitwise_or,
+    np.bitwise_xor,
+}
+_SAME = {
+    operator.pos,
+    operator.rshift,
+    operator.irshift,
+    min,
+    max,
+    np.minimum,
+    np.maximum,
+    int,
+    operator.index,
+    np.int64,
+    np.int32,
+    np.int16,
+    np.int8,
+    np.intp,
+    np.sign,
+}
 _POWERS = {operator.pow, operator.ipow, pow, np.power}
 _SHIFTS = {operator.lshift, operator.ilshift, np.left_shift}
 _SIZES = {len, np.argmax, np.argmin, np.count_nonzero, np.searchsorted, np.size, np.ndim}
@@ -125,7 +163,7 @@ class _Bits:
             lead = 1
         carried = [self.of(a) for a in carried_in]
         body = target.body
-        for _ in range(3):   # bounds that still grow after two passes grow without limit
+        for _ in range(3):  # bounds that still grow after two passes grow without limit
             inputs = [lead, *carried, *(self.of(a) for a in invariants)]
             out = self.graph(body, dict(zip(body.placeholders, inputs)))
             if self.risk is not None:
@@ -136,8 +174,10 @@ class _Bits:
             carried = grown
         for ph, b in zip(target.carried, carried):
             if b and _int_meta(ph):
-                self.risk = (f"an integer carried around a loop ({ph.name}) may outgrow 64 bits "
-                             f"(Python's integers do not overflow, numba's do)")
+                self.risk = (
+                    f"an integer carried around a loop ({ph.name}) may outgrow 64 bits "
+                    f"(Python's integers do not overflow, numba's do)"
+                )
         return _UNBOUNDED
 
     def node(self, node: Node) -> int:
@@ -155,24 +195,35 @@ class _Bits:
         meta = node.meta.get("val")
         array_int = isinstance(meta, ArrayMeta) and meta.is_array and meta.dtype.kind in "iu"
         if _hashable_in(target, _DIVISIONS) and array_int:
-            self.risk = (f"integer-array // or % ({node.name}): numpy warns on a zero divisor, "
-                         f"numba gives 0 silently")
+            self.risk = f"integer-array // or % ({node.name}): numpy warns on a zero divisor, numba gives 0 silently"
             return 0
-        if _hashable_in(target, _POWERS) and array_int and not (
-                len(args) > 1 and type(args[1]) is int and args[1] >= 0):
-            self.risk = (f"an integer array to a power that is not a constant ({node.name}): "
-                         f"numpy raises on negative powers, numba does not")
+        if (
+            _hashable_in(target, _POWERS)
+            and array_int
+            and not (len(args) > 1 and type(args[1]) is int and args[1] >= 0)
+        ):
+            self.risk = (
+                f"an integer array to a power that is not a constant ({node.name}): "
+                f"numpy raises on negative powers, numba does not"
+            )
             return 0
-        if array_int and (meta.dtype.itemsize < 8 or meta.dtype.kind == "u") and any(
-                isinstance(a, Node) and isinstance(a.meta.get("val"), ScalarMeta) for a in args):
-            self.risk = (f"a Python scalar combined with a {meta.dtype} array ({node.name}): numpy "
-                         f"raises OverflowError when it is out of the dtype's range, numba wraps it")
+        if (
+            array_int
+            and (meta.dtype.itemsize < 8 or meta.dtype.kind == "u")
+            and any(isinstance(a, Node) and isinstance(a.meta.get("val"), ScalarMeta) for a in args)
+        ):
+            self.risk = (
+                f"a Python scalar combined with a {meta.dtype} array ({node.name}): numpy "
+                f"raises OverflowError when it is out of the dtype's range, numba wraps it"
+            )
             return 0
         if not _int_meta(node):
             return 0
         if _hashable_in(target, _TO_INT) and _float_input(node):
-            self.risk = (f"a float converted to an integer ({node.name}): Python's int is exact at "
-                         f"any size and raises on nan and inf, numba's is 64-bit")
+            self.risk = (
+                f"a float converted to an integer ({node.name}): Python's int is exact at "
+                f"any size and raises on nan and inf, numba's is 64-bit"
+            )
             return 0
         ins = [self.of(a) for a in args]
         widest = max(ins, default=0)
@@ -193,10 +244,12 @@ class _Bits:
         elif _hashable_in(target, _SIZES) or target is operator.getitem and not _int_array_read(args):
             bits = SIZE_BITS
         else:
-            return _UNBOUNDED   # an integer numba gives as numpy does (an element, a sum): 64-bit
+            return _UNBOUNDED  # an integer numba gives as numpy does (an element, a sum): 64-bit
         if bits > _LIMIT:
-            self.risk = (f"integer arithmetic that may need more than 64 bits ({node.name}): Python's "
-                         f"integers do not overflow, numba's do")
+            self.risk = (
+                f"integer arithmetic that may need more than 64 bits ({node.name}): Python's "
+                f"integers do not overflow, numba's do"
+            )
         return bits
 
 
@@ -237,7 +290,7 @@ def _written(graph: Graph) -> Set[Node]:
             else:
                 _, carried_in, invariants = node.args
             if any(ph in body_written for ph in target.carried):
-                written += list(carried_in) + list(invariants)   # carried values may swap roles
+                written += list(carried_in) + list(invariants)  # carried values may swap roles
             written += [a for ph, a in zip(target.invariants, invariants) if ph in body_written]
         elif node.kind is NodeKind.CALL and (_hashable_in(target, IMPURE_TARGETS) or node.meta.get("impure")):
             written += node.args[:1]

@@ -1,5 +1,6 @@
 """The ``translator`` replay mode, registered under the ``framehook.replay_modes`` entry
 point group for ``framehook replay`` (framehook-records)."""
+
 from __future__ import annotations
 
 from typing import Any, Callable, Dict

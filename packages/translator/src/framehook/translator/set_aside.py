@@ -7,6 +7,7 @@ function accepts the call is returned as it was, with no translation, so functio
 before ``explain()`` keep their cache (no recompilation). ``reset()`` and
 ``remove_from_cache()`` drop what is kept.
 """
+
 from __future__ import annotations
 
 import threading
@@ -32,8 +33,9 @@ class SetAside:
         self._kept: CodeIdentityMap[_Kept] = CodeIdentityMap()
         self._lock = threading.Lock()
 
-    def put(self, code: types.CodeType, entries: List[Tuple[types.CodeType, Any]],
-            state: Optional[Dict[str, Any]]) -> None:
+    def put(
+        self, code: types.CodeType, entries: List[Tuple[types.CodeType, Any]], state: Optional[Dict[str, Any]]
+    ) -> None:
         if entries or state:
             with self._lock:
                 self._kept[code] = _Kept(list(entries), dict(state) if state else None)
@@ -66,7 +68,7 @@ class SetAside:
             for i, (new_code, check_fn) in enumerate(kept.entries):
                 try:
                     ok = bool(check_fn(f_locals))
-                except Exception:   # a guard that raises now: let the translation decide
+                except Exception:  # a guard that raises now: let the translation decide
                     ok = False
                 if ok:
                     found = kept.entries.pop(i)
@@ -83,7 +85,7 @@ class SetAside:
             self._kept.clear()
 
     def __contains__(self, code: object) -> bool:
-        kept = self._kept.get(code)   # type: ignore[arg-type]
+        kept = self._kept.get(code)  # type: ignore[arg-type]
         return kept is not None and bool(kept.entries or kept.state)
 
 

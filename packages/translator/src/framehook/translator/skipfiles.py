@@ -1,5 +1,6 @@
 """Which frames the translator leaves alone, by file: the standard library, framehook
 itself and numpy (their Python code is not user code), plus config.skip_dirs."""
+
 from __future__ import annotations
 
 import functools
@@ -40,8 +41,9 @@ def framehook_dirs() -> Tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _file_reason(filename: str, skip_stdlib: bool, skip_framehook: bool, skip_dirs: Tuple[str, ...],
-                 force_dirs: Tuple[str, ...]) -> Optional[str]:
+def _file_reason(
+    filename: str, skip_stdlib: bool, skip_framehook: bool, skip_dirs: Tuple[str, ...], force_dirs: Tuple[str, ...]
+) -> Optional[str]:
     if filename.startswith("<") and filename.endswith(">") and filename.startswith("<frozen"):
         return "frozen module"
     path = _norm(filename)
@@ -58,5 +60,6 @@ def _file_reason(filename: str, skip_stdlib: bool, skip_framehook: bool, skip_di
 
 def skip_reason(filename: str) -> Optional[str]:
     """Why frames of ``filename`` are never translated, or None."""
-    return _file_reason(filename, config.skip_stdlib, config.skip_framehook, tuple(config.skip_dirs),
-                        tuple(config.force_dirs))
+    return _file_reason(
+        filename, config.skip_stdlib, config.skip_framehook, tuple(config.skip_dirs), tuple(config.force_dirs)
+    )

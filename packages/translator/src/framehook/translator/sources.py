@@ -10,6 +10,7 @@ A source has three faces:
 Sources are frozen dataclasses: equal chains are equal and hash alike, so guards keyed
 on them deduplicate.
 """
+
 from __future__ import annotations
 
 import enum
@@ -21,9 +22,21 @@ if TYPE_CHECKING:  # pragma: no cover
     from .guards import Guard, GuardKind
 
 __all__ = [
-    "GuardSource", "Source", "ChainedSource", "LocalSource", "GlobalSource", "ConstantSource",
-    "AttrSource", "ItemSource", "IndexSource", "ClosureCellSource", "TypeSource", "LengthSource",
-    "NdarrayPropertySource", "is_literal", "NDARRAY_PROPERTIES",
+    "GuardSource",
+    "Source",
+    "ChainedSource",
+    "LocalSource",
+    "GlobalSource",
+    "ConstantSource",
+    "AttrSource",
+    "ItemSource",
+    "IndexSource",
+    "ClosureCellSource",
+    "TypeSource",
+    "LengthSource",
+    "NdarrayPropertySource",
+    "is_literal",
+    "NDARRAY_PROPERTIES",
 ]
 
 
@@ -33,8 +46,8 @@ class GuardSource(enum.Enum):
     LOCAL = 0
     GLOBAL = 1
     CONSTANT = 2
-    SYNTHETIC_LOCAL = 3   # a value the translator made up, held in a local it created
-    EPHEMERAL = 4         # recreated on every call: never guard on its identity
+    SYNTHETIC_LOCAL = 3  # a value the translator made up, held in a local it created
+    EPHEMERAL = 4  # recreated on every call: never guard on its identity
 
     def is_local(self) -> bool:
         return self in (GuardSource.LOCAL, GuardSource.SYNTHETIC_LOCAL)
@@ -81,6 +94,7 @@ class Source:
 
     def make_guard(self, kind: "GuardKind", **details: Any) -> "Guard":
         from .guards import Guard
+
         if self.guard_source() is GuardSource.CONSTANT:
             raise ValueError(f"cannot guard on constant source {self.name()}: it never changes")
         return Guard(self, kind, details=tuple(sorted(details.items())))
@@ -271,8 +285,15 @@ class LengthSource(ChainedSource):
 
 #: the numpy array properties a source may read (all cheap, none copies data)
 NDARRAY_PROPERTIES: Tuple[str, ...] = (
-    "shape", "dtype", "ndim", "strides", "size", "itemsize", "flags.writeable",
-    "flags.c_contiguous", "flags.f_contiguous",
+    "shape",
+    "dtype",
+    "ndim",
+    "strides",
+    "size",
+    "itemsize",
+    "flags.writeable",
+    "flags.c_contiguous",
+    "flags.f_contiguous",
 )
 
 
@@ -286,8 +307,9 @@ class NdarrayPropertySource(ChainedSource):
 
     def __post_init__(self) -> None:
         if self.prop not in NDARRAY_PROPERTIES:
-            raise ValueError(f"NdarrayPropertySource: unknown property {self.prop!r}; "
-                             f"known: {', '.join(NDARRAY_PROPERTIES)}")
+            raise ValueError(
+                f"NdarrayPropertySource: unknown property {self.prop!r}; known: {', '.join(NDARRAY_PROPERTIES)}"
+            )
         if self.index is not None and self.prop not in ("shape", "strides"):
             raise ValueError(f"NdarrayPropertySource: only shape and strides can be indexed, not {self.prop}")
 

@@ -1,5 +1,6 @@
 """The speculation log: decisions a translation made at given instructions, kept across
 restarts so that a retry can avoid the speculation that failed."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,7 +48,8 @@ class SpeculationLog:
                 raise InternalTranslatorError(
                     f"speculation log diverged at entry {self.index}: expected "
                     f"{entry.filename}:{entry.lineno} (ip {entry.instruction_pointer}), got "
-                    f"{filename}:{lineno} (ip {instruction_pointer}); translation is not deterministic")
+                    f"{filename}:{lineno} (ip {instruction_pointer}); translation is not deterministic"
+                )
         else:
             entry = SpeculationEntry(filename, lineno, instruction_pointer)
             self.entries.append(entry)

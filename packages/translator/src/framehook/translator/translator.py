@@ -3,6 +3,7 @@ interpreter, ``symbolic/``) and a minimal translator: it guards the types of the
 arguments (arrays by dtype, shape, strides, writeability), hands the backend a graph with a
 placeholder per array argument and returns the original code. Its rules for which
 dimensions and ints are dynamic are the symbolic translator's too."""
+
 from __future__ import annotations
 
 import functools
@@ -21,8 +22,16 @@ from .guards import Guard, GuardKind
 from .sources import LocalSource
 from .speculation import SpeculationLog
 
-__all__ = ["FrameInfo", "FrameGraph", "TranslationOutput", "InstructionTranslatorBase", "MinimalTranslator",
-           "TranslatorFactory", "argument_names", "call_backend"]
+__all__ = [
+    "FrameInfo",
+    "FrameGraph",
+    "TranslationOutput",
+    "InstructionTranslatorBase",
+    "MinimalTranslator",
+    "TranslatorFactory",
+    "argument_names",
+    "call_backend",
+]
 
 
 @dataclass
@@ -70,7 +79,7 @@ class FrameGraph:
 class TranslationOutput:
     """What one successful translation attempt produced."""
 
-    code: Optional[types.CodeType] = None          # None: run the original code
+    code: Optional[types.CodeType] = None  # None: run the original code
     graphs: List[Any] = field(default_factory=list)
     compiled_fns: List[Callable[..., Any]] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
@@ -91,25 +100,35 @@ def call_backend(compiler_fn: CompilerFn, graph: Any, example_inputs: List[Any])
     except Exception as e:
         raise BackendCompilerFailed(name, e) from e
     if not callable(compiled):
-        raise BackendCompilerFailed(name, TypeError(
-            f"the backend returned {type(compiled).__name__}, which is not callable"))
+        raise BackendCompilerFailed(
+            name, TypeError(f"the backend returned {type(compiled).__name__}, which is not callable")
+        )
     if getattr(compiled, "framehook_untraced", False):
         return compiled
     # what a backend returns runs as it is: were its Python frames translated, a graph
     # captured from them would go to the backend again, and so on without end
     from ._runtime import runtime
+
     return functools.partial(runtime.call_with, None, compiled)
 
 
-_DYNAMIC = object()   # frame_state["ints"]: this int argument changed between compilations
+_DYNAMIC = object()  # frame_state["ints"]: this int argument changed between compilations
 
 
 class InstructionTranslatorBase:
     """Translates one frame. Subclasses implement ``run``; guards go into the current
     TracingContext. Built anew for every restart attempt."""
 
-    def __init__(self, frame: FrameInfo, *, compiler_fn: CompilerFn, speculation_log: SpeculationLog,
-                 frame_state: Dict[str, Any], one_graph: bool = False, dynamic: Optional[bool] = None) -> None:
+    def __init__(
+        self,
+        frame: FrameInfo,
+        *,
+        compiler_fn: CompilerFn,
+        speculation_log: SpeculationLog,
+        frame_state: Dict[str, Any],
+        one_graph: bool = False,
+        dynamic: Optional[bool] = None,
+    ) -> None:
         self.frame = frame
         self.compiler_fn = compiler_fn
         self.speculation_log = speculation_log
@@ -161,8 +180,12 @@ class InstructionTranslatorBase:
         automatically (its value changed between compilations) and
         ``config.automatic_dynamic_ints`` is on. ``dynamic=True`` keeps specializing where
         the value is needed."""
-        return (self.dynamic is None and config.automatic_dynamic_shapes and config.automatic_dynamic_ints
-                and self.frame_state.get("ints", {}).get(name) is _DYNAMIC)
+        return (
+            self.dynamic is None
+            and config.automatic_dynamic_shapes
+            and config.automatic_dynamic_ints
+            and self.frame_state.get("ints", {}).get(name) is _DYNAMIC
+        )
 
     def run(self) -> TranslationOutput:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -6,6 +6,7 @@ type, dtype, number of dimensions and every static dimension). A mismatch raises
 ``BackendVerificationError`` at the call, naming the backend, the graph, the output
 position, what was expected and what came back.
 """
+
 from __future__ import annotations
 
 import functools
@@ -60,10 +61,12 @@ def check_result(spec: Any, value: Any, where: str, problems: List[str]) -> None
     """Compare ``value`` with the output argument ``spec``; append one line per mismatch."""
     if isinstance(spec, Node):
         meta = spec.meta.get("val")
-        if isinstance(meta, TupleMeta):   # a named tuple: its type, then item by item
+        if isinstance(meta, TupleMeta):  # a named tuple: its type, then item by item
             if type(value) is not meta.pytype or len(value) != len(meta.items):
-                problems.append(f"{where}: expected {_expected(meta)}, got {_describe(value)}"
-                                + (f" of {len(value)}" if isinstance(value, tuple) else ""))
+                problems.append(
+                    f"{where}: expected {_expected(meta)}, got {_describe(value)}"
+                    + (f" of {len(value)}" if isinstance(value, tuple) else "")
+                )
                 return
             for f, m, v in zip(meta.fields, meta.items, value):
                 if _mismatch(m, v):
@@ -74,16 +77,20 @@ def check_result(spec: Any, value: Any, where: str, problems: List[str]) -> None
         return
     if type(spec) in (tuple, list):
         if type(value) is not type(spec) or len(value) != len(spec):
-            problems.append(f"{where}: expected a {type(spec).__name__} of {len(spec)}, got "
-                            f"{type(value).__name__}" + (f" of {len(value)}" if hasattr(value, "__len__") else ""))
+            problems.append(
+                f"{where}: expected a {type(spec).__name__} of {len(spec)}, got "
+                f"{type(value).__name__}" + (f" of {len(value)}" if hasattr(value, "__len__") else "")
+            )
             return
         for i, (s, v) in enumerate(zip(spec, value)):
             check_result(s, v, f"{where}[{i}]", problems)
         return
     if type(spec) is dict:
         if type(value) is not dict or list(value) != list(spec):
-            problems.append(f"{where}: expected a dict with keys {list(spec)}, got {_describe(value)}"
-                            + (f" with keys {list(value)}" if isinstance(value, dict) else ""))
+            problems.append(
+                f"{where}: expected a dict with keys {list(spec)}, got {_describe(value)}"
+                + (f" with keys {list(value)}" if isinstance(value, dict) else "")
+            )
             return
         for k in spec:
             check_result(spec[k], value[k], f"{where}[{k!r}]", problems)
@@ -109,7 +116,8 @@ def verifying_backend(compiler_fn: CompilerFn) -> CompilerFn:
             if problems:
                 raise BackendVerificationError(
                     f"backend {name!r} returned a wrong result for graph {graph_name} "
-                    f"(config.verify_backend):\n" + "\n".join(f"  {p}" for p in problems))
+                    f"(config.verify_backend):\n" + "\n".join(f"  {p}" for p in problems)
+                )
             return result
 
         checked.verified = compiled  # type: ignore[attr-defined]

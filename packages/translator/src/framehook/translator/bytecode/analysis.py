@@ -1,5 +1,6 @@
 """Whole-list questions and clean-ups over the control-flow graph (``cfg.py``): stack
 depth, reachability, loops, dead code and pointless jumps."""
+
 from __future__ import annotations
 
 import types
@@ -9,8 +10,18 @@ from .cfg import ControlFlow, StackDepthError
 from .opcodes import JUMPS, TERMINAL, UNCONDITIONAL
 from .instructions import Instruction
 
-__all__ = ["stacksize", "stack_depths", "in_cycle", "loop_heads", "reachable", "remove_dead_code",
-           "remove_pointless_jumps", "StackDepthError", "moves_values_only", "needs_cleaning"]
+__all__ = [
+    "stacksize",
+    "stack_depths",
+    "in_cycle",
+    "loop_heads",
+    "reachable",
+    "remove_dead_code",
+    "remove_pointless_jumps",
+    "StackDepthError",
+    "moves_values_only",
+    "needs_cleaning",
+]
 
 
 def stacksize(insts: List[Instruction]) -> int:
@@ -49,10 +60,11 @@ def remove_pointless_jumps(insts: List[Instruction]) -> List[Instruction]:
     out: List[Instruction] = []
     replaced: Dict[int, Instruction] = {}
     for i, inst in enumerate(insts):
-        if (inst.opcode in UNCONDITIONAL and i + 1 < len(insts) and inst.target is insts[i + 1]):
+        if inst.opcode in UNCONDITIONAL and i + 1 < len(insts) and inst.target is insts[i + 1]:
             replaced[id(inst)] = insts[i + 1]
             continue
         out.append(inst)
+
     def resolve(target: Instruction) -> Instruction:
         while id(target) in replaced:  # a jump to a removed jump to a removed jump...
             target = replaced[id(target)]
@@ -70,14 +82,40 @@ def remove_pointless_jumps(insts: List[Instruction]) -> List[Instruction]:
 
 #: opcodes that only move values between locals, cells, constants, globals and the stack:
 #: none calls, jumps, iterates, hashes or looks up an attribute (3.9-3.15 spellings)
-_MOVES = frozenset({
-    "NOP", "EXTENDED_ARG", "CACHE", "RESUME", "COPY_FREE_VARS", "MAKE_CELL",
-    "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST", "STORE_FAST", "STORE_FAST_LOAD_FAST",
-    "LOAD_FAST_BORROW", "LOAD_FAST_BORROW_LOAD_FAST_BORROW", "LOAD_SMALL_INT", "LOAD_COMMON_CONSTANT",
-    "STORE_FAST_STORE_FAST", "LOAD_CONST", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_GLOBAL",
-    "POP_TOP", "DUP_TOP", "ROT_TWO", "ROT_THREE", "COPY", "SWAP", "BUILD_TUPLE", "BUILD_LIST",
-    "RETURN_VALUE", "RETURN_CONST",
-})
+_MOVES = frozenset(
+    {
+        "NOP",
+        "EXTENDED_ARG",
+        "CACHE",
+        "RESUME",
+        "COPY_FREE_VARS",
+        "MAKE_CELL",
+        "LOAD_FAST",
+        "LOAD_FAST_CHECK",
+        "LOAD_FAST_LOAD_FAST",
+        "STORE_FAST",
+        "STORE_FAST_LOAD_FAST",
+        "LOAD_FAST_BORROW",
+        "LOAD_FAST_BORROW_LOAD_FAST_BORROW",
+        "LOAD_SMALL_INT",
+        "LOAD_COMMON_CONSTANT",
+        "STORE_FAST_STORE_FAST",
+        "LOAD_CONST",
+        "LOAD_DEREF",
+        "LOAD_CLOSURE",
+        "LOAD_GLOBAL",
+        "POP_TOP",
+        "DUP_TOP",
+        "ROT_TWO",
+        "ROT_THREE",
+        "COPY",
+        "SWAP",
+        "BUILD_TUPLE",
+        "BUILD_LIST",
+        "RETURN_VALUE",
+        "RETURN_CONST",
+    }
+)
 
 
 def moves_values_only(insts: List[Instruction]) -> bool:
@@ -97,7 +135,7 @@ def needs_cleaning(code: types.CodeType) -> bool:
     instruction is reached). Reads the opcodes of ``co_code`` without decoding them."""
     if getattr(code, "co_exceptiontable", b""):
         return True
-    ops = code.co_code[::2].rstrip(b"\0")   # opcode units; 0 is a 3.11+ inline cache entry
+    ops = code.co_code[::2].rstrip(b"\0")  # opcode units; 0 is a 3.11+ inline cache entry
     if not ops or ops[-1] not in TERMINAL:
         return True
     return sum(ops.count(op) for op in _ENDS) != 1 or any(op in ops for op in _JUMP_OPS)

@@ -6,6 +6,7 @@ encodes a name or comparison index back with the instruction's ``flags``. Every 
 module reads the fields; only this module and ``behaviour.py`` know how the bits are laid
 out on each version.
 """
+
 from __future__ import annotations
 
 import dis
@@ -21,13 +22,30 @@ __all__ = ["ArgumentDecoder", "DECODER", "decoder_for", "FUNCTION_PARTS", "OLD_B
 
 #: MAKE_FUNCTION / SET_FUNCTION_ATTRIBUTE bits, in the order MAKE_FUNCTION pops them
 FUNCTION_PARTS: Tuple[Tuple[int, str], ...] = (
-    (0x10, "annotate"), (0x08, "closure"), (0x04, "annotations"), (0x02, "kwdefaults"), (0x01, "defaults"))
+    (0x10, "annotate"),
+    (0x08, "closure"),
+    (0x04, "annotations"),
+    (0x02, "kwdefaults"),
+    (0x01, "defaults"),
+)
 
 #: the operator of each binary opcode that BINARY_OP replaced (3.9/3.10)
 OLD_BINARY_OPS: Dict[str, str] = {}
-for _suffix, _symbol in (("ADD", "+"), ("SUBTRACT", "-"), ("MULTIPLY", "*"), ("TRUE_DIVIDE", "/"),
-                         ("FLOOR_DIVIDE", "//"), ("MODULO", "%"), ("POWER", "**"), ("MATRIX_MULTIPLY", "@"),
-                         ("AND", "&"), ("OR", "|"), ("XOR", "^"), ("LSHIFT", "<<"), ("RSHIFT", ">>")):
+for _suffix, _symbol in (
+    ("ADD", "+"),
+    ("SUBTRACT", "-"),
+    ("MULTIPLY", "*"),
+    ("TRUE_DIVIDE", "/"),
+    ("FLOOR_DIVIDE", "//"),
+    ("MODULO", "%"),
+    ("POWER", "**"),
+    ("MATRIX_MULTIPLY", "@"),
+    ("AND", "&"),
+    ("OR", "|"),
+    ("XOR", "^"),
+    ("LSHIFT", "<<"),
+    ("RSHIFT", ">>"),
+):
     OLD_BINARY_OPS["BINARY_" + _suffix] = _symbol
     OLD_BINARY_OPS["INPLACE_" + _suffix] = _symbol + "="
 del _suffix, _symbol
@@ -88,8 +106,7 @@ class ArgumentDecoder:
                     return i
         return None
 
-    def decode(self, inst: "Instruction", name: str, arg: int, flags: int,
-               consts: Optional[Sequence[Any]]) -> None:
+    def decode(self, inst: "Instruction", name: str, arg: int, flags: int, consts: Optional[Sequence[Any]]) -> None:
         if name == "LOAD_METHOD":
             inst.is_method = inst.push_null = True
         elif name == "FORMAT_VALUE":
@@ -125,8 +142,7 @@ class NullSlotDecoder(ArgumentDecoder):
 
     name_low_bits = {"LOAD_GLOBAL": 1}
 
-    def decode(self, inst: "Instruction", name: str, arg: int, flags: int,
-               consts: Optional[Sequence[Any]]) -> None:
+    def decode(self, inst: "Instruction", name: str, arg: int, flags: int, consts: Optional[Sequence[Any]]) -> None:
         if name == "LOAD_GLOBAL":
             inst.push_null = bool(flags & 1)
         else:
@@ -140,8 +156,7 @@ class MethodAttrDecoder(NullSlotDecoder):
     name_low_bits = {"LOAD_GLOBAL": 1, "LOAD_ATTR": 1, "LOAD_SUPER_ATTR": 2}
     compare_low_bits = 4
 
-    def decode(self, inst: "Instruction", name: str, arg: int, flags: int,
-               consts: Optional[Sequence[Any]]) -> None:
+    def decode(self, inst: "Instruction", name: str, arg: int, flags: int, consts: Optional[Sequence[Any]]) -> None:
         if name in ("LOAD_ATTR", "LOAD_SUPER_ATTR"):
             inst.is_method = inst.push_null = bool(flags & 1)
         else:
@@ -153,8 +168,7 @@ class BoolCompareDecoder(MethodAttrDecoder):
 
     compare_low_bits = 5
 
-    def decode(self, inst: "Instruction", name: str, arg: int, flags: int,
-               consts: Optional[Sequence[Any]]) -> None:
+    def decode(self, inst: "Instruction", name: str, arg: int, flags: int, consts: Optional[Sequence[Any]]) -> None:
         if name == "COMPARE_OP":
             inst.to_bool = bool(flags & 16)
         else:
@@ -167,8 +181,7 @@ class SlotCallDecoder(BoolCompareDecoder):
     SET_FUNCTION_ATTRIBUTE's bit 16 sets ``__annotate__``; BUILD_INTERPOLATION's bit 0 pops
     a format spec and bits 2-3 are the conversion."""
 
-    def decode(self, inst: "Instruction", name: str, arg: int, flags: int,
-               consts: Optional[Sequence[Any]]) -> None:
+    def decode(self, inst: "Instruction", name: str, arg: int, flags: int, consts: Optional[Sequence[Any]]) -> None:
         if name == "CALL_FUNCTION_EX":
             inst.call_kwargs = True
         elif name == "BUILD_INTERPOLATION":
@@ -205,7 +218,7 @@ _DECODERS: Dict[Tuple[int, int], Type[ArgumentDecoder]] = {
     (3, 12): MethodAttrDecoder,
     (3, 13): BoolCompareDecoder,
     (3, 14): SlotCallDecoder,
-    (3, 15): SlotCallDecoder,   # GET_ITER's new argument needs no decoding
+    (3, 15): SlotCallDecoder,  # GET_ITER's new argument needs no decoding
 }
 
 #: the CPython (major, minor) versions whose bytecode this package reads, oldest first
@@ -217,8 +230,10 @@ def decoder_for(version: Tuple[int, int]) -> ArgumentDecoder:
         return _DECODERS[tuple(version)]()  # type: ignore[index]
     except KeyError:
         supported = ", ".join("%d.%d" % v for v in SUPPORTED_VERSIONS)
-        raise RuntimeError(f"framehook.translator has no bytecode decoder for CPython "
-                           f"{version[0]}.{version[1]}; supported: {supported}") from None
+        raise RuntimeError(
+            f"framehook.translator has no bytecode decoder for CPython "
+            f"{version[0]}.{version[1]}; supported: {supported}"
+        ) from None
 
 
 #: the running interpreter's decoder

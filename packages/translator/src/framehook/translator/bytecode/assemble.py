@@ -1,4 +1,5 @@
 """List of Instructions -> co_code, line table, exception table and stack size."""
+
 from __future__ import annotations
 
 import opcode
@@ -22,8 +23,8 @@ class AssembleError(ValueError):
 @dataclass
 class Assembled:
     code: bytes
-    linetable: bytes        # co_lnotab on 3.9, co_linetable after
-    exceptiontable: bytes   # empty before 3.11
+    linetable: bytes  # co_lnotab on 3.9, co_linetable after
+    exceptiontable: bytes  # empty before 3.11
     stacksize: int
 
 
@@ -47,8 +48,11 @@ def _check_for_iter_target(inst: Instruction, insts: List[Instruction]) -> None:
         k = next(i for i, x in enumerate(insts) if x is target)
         ok = k + 1 < len(insts) and insts[k + 1].opname == pop
     if not ok:
-        raise AssembleError("FOR_ITER must jump to END_FOR" + (f" followed by {pop}" if BEHAVIOUR.end_for_followed_by_pop_top else "")
-                            + f", not {getattr(target, 'opname', None)}")
+        raise AssembleError(
+            "FOR_ITER must jump to END_FOR"
+            + (f" followed by {pop}" if BEHAVIOUR.end_for_followed_by_pop_top else "")
+            + f", not {getattr(target, 'opname', None)}"
+        )
 
 
 def _fix_jump_direction(inst: Instruction, op_offset: int, target: int) -> bool:
@@ -63,8 +67,9 @@ def _fix_jump_direction(inst: Instruction, op_offset: int, target: int) -> bool:
         return False
     twin = flip_direction(op)
     if twin is None:
-        raise AssembleError(f"{name} cannot jump {'backward' if backward else 'forward'} "
-                            f"(from {op_offset} to {target}) on this Python")
+        raise AssembleError(
+            f"{name} cannot jump {'backward' if backward else 'forward'} (from {op_offset} to {target}) on this Python"
+        )
     inst.opcode = twin
     inst.opname = opcode.opname[twin]
     return True
@@ -146,4 +151,3 @@ def assemble(insts: List[Instruction], firstlineno: int) -> Assembled:
 
     exceptiontable = encode_exception_table(exn_rows) if BEHAVIOUR.exception_table else b""
     return Assembled(bytes(code), encode(units, firstlineno), exceptiontable, stacksize(insts))
-

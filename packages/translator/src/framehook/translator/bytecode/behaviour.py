@@ -6,6 +6,7 @@ behaviour by name (as coverage.py's ``env.PYBEHAVIOR`` does). Supporting a new C
 means updating the table below, adding its argument decoder, and handling the opcodes
 that are genuinely new.
 """
+
 from __future__ import annotations
 
 import sys

@@ -7,6 +7,7 @@ instruction, and which instructions run inside a try/with block. Only the index 
 front; each other fact is computed when first asked for (instructions must not change
 while the graph is in use).
 """
+
 from __future__ import annotations
 
 import functools
@@ -33,7 +34,7 @@ class Block:
     def __init__(self, start: int, end: int) -> None:
         self.start = start
         self.end = end
-        self.successors: List[int] = []     # indices of blocks, in ``ControlFlow.blocks``
+        self.successors: List[int] = []  # indices of blocks, in ``ControlFlow.blocks``
         self.predecessors: List[int] = []
 
     def __repr__(self) -> str:
@@ -91,7 +92,7 @@ class ControlFlow:
         jump target and, when it raises, its exception handler (in that order)."""
         index, last = self._index, len(self.insts) - 1
         out: List[List[int]] = []
-        for k, inst in enumerate(self.insts):   # falls_through, target and handler, inlined
+        for k, inst in enumerate(self.insts):  # falls_through, target and handler, inlined
             op = inst.opcode
             succ = [k + 1] if op not in UNCONDITIONAL and op not in TERMINAL and k < last else []
             if inst.target is not None and op in BRANCHES:
@@ -117,9 +118,10 @@ class ControlFlow:
         leaders = {0} if n else set()
         for k in range(n):
             leaders.update(j for j in (self.target(k), self.handler(k)) if j is not None)
-            if k + 1 < n and (not self.falls_through(k) or self.target(k) is not None
-                              or self.handler(k) != self.handler(k + 1)):
-                leaders.add(k + 1)   # after a jump or an end; where the protecting handler changes
+            if k + 1 < n and (
+                not self.falls_through(k) or self.target(k) is not None or self.handler(k) != self.handler(k + 1)
+            ):
+                leaders.add(k + 1)  # after a jump or an end; where the protecting handler changes
         starts = sorted(leaders)
         blocks = [Block(s, e) for s, e in zip(starts, starts[1:] + [n])]
         of = {b.start: i for i, b in enumerate(blocks)}
@@ -142,7 +144,7 @@ class ControlFlow:
     def _block_index(self) -> List[int]:
         out = [0] * len(self.insts)
         for i, b in enumerate(self.blocks):
-            out[b.start:b.end] = [i] * (b.end - b.start)
+            out[b.start : b.end] = [i] * (b.end - b.start)
         return out
 
     # ------------------------------------------------------------ reachability
@@ -168,7 +170,7 @@ class ControlFlow:
         heads: List[Set[int]] = [set() for _ in self.insts]
         for u, outs in enumerate(succ):
             for v in outs:
-                if v <= u:    # every cycle takes at least one edge that does not go forward
+                if v <= u:  # every cycle takes at least one edge that does not go forward
                     for k in _walk(succ, v) & _walk(pred, u):
                         heads[k].add(v)
         return heads

@@ -1,5 +1,6 @@
 """A small instruction emitter: what sources use to load their values, and the base of
 the code generation of later parts (resume functions, graph calls)."""
+
 from __future__ import annotations
 
 from typing import Any, Callable, List

@@ -1,4 +1,5 @@
 """Code object -> list of Instructions (targets, locations, exception entries resolved)."""
+
 from __future__ import annotations
 
 import dis
@@ -59,13 +60,24 @@ def decode(code: types.CodeType) -> List[Instruction]:
         arg = (ext | raw[i + 1]) if has_arg(op) else (raw[i + 1] or None)
         d = info.get(i)
         where = units[i // 2] if i // 2 < len(units) else None
-        inst = Instruction(op, opcode.opname[op], arg, d.argval if d is not None else None, offset=start,
-                           positions=where, argrepr=d.argrepr if d is not None else "", min_ext=n_ext)
+        inst = Instruction(
+            op,
+            opcode.opname[op],
+            arg,
+            d.argval if d is not None else None,
+            offset=start,
+            positions=where,
+            argrepr=d.argrepr if d is not None else "",
+            min_ext=n_ext,
+        )
         if n_ext and units[start // 2] != where:
             inst.prefix_positions = (units[start // 2], where)
         DECODER.fill(inst, code.co_consts)
-        if arg is not None and arg >= first_free and (
-                op in CELL_OPS or (BEHAVIOUR.cells_are_locals and op in SINGLE_LOCAL_OPS)):
+        if (
+            arg is not None
+            and arg >= first_free
+            and (op in CELL_OPS or (BEHAVIOUR.cells_are_locals and op in SINGLE_LOCAL_OPS))
+        ):
             inst.free_var = True
         insts.append(inst)
         by_start[start] = inst
@@ -80,7 +92,8 @@ def decode(code: types.CodeType) -> List[Instruction]:
             target = by_start.get(t)
             if target is None:
                 raise BytecodeDecodeError(
-                    f"{code.co_name}: {inst.opname} at {op_off} jumps to {t}, which starts no instruction")
+                    f"{code.co_name}: {inst.opname} at {op_off} jumps to {t}, which starts no instruction"
+                )
             inst.target = target
     if BEHAVIOUR.exception_table:
         for e in parse_exception_table(code.co_exceptiontable):

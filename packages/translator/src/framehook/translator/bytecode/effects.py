@@ -6,6 +6,7 @@ takes, and the control-flow graph (``cfg.py``) computes stack depths with it. En
 the decoded fields (``push_null``, ``format_spec``, ``call_kwargs``) and ``BEHAVIOUR``;
 opcodes without an entry fall back to ``dis.stack_effect``.
 """
+
 from __future__ import annotations
 
 import opcode
@@ -49,8 +50,11 @@ class CallShape(NamedTuple):
 # slots where calls keep a NULL-or-self slot beside the callable (3.11+'s CALL, 3.9/3.10's
 # CALL_METHOD after LOAD_METHOD), one for the old plain calls
 _CALLS: Dict[str, Tuple[int, bool]] = {
-    "CALL": (2, False), "CALL_KW": (2, True), "CALL_METHOD": (2, False),
-    "CALL_FUNCTION": (1, False), "CALL_FUNCTION_KW": (1, True),
+    "CALL": (2, False),
+    "CALL_KW": (2, True),
+    "CALL_METHOD": (2, False),
+    "CALL_FUNCTION": (1, False),
+    "CALL_FUNCTION_KW": (1, True),
 }
 # CALL_FUNCTION_EX's callable slots (it passes one tuple, and maybe a mapping)
 _EX_SLOTS = 2 if BEHAVIOUR.call_ex_pops_null_slot else 1
@@ -78,27 +82,47 @@ _2_1, _1_1 = Effect(2, 1), Effect(1, 1)
 # an Effect for an opcode whose counts never change; a function of the instruction otherwise
 _EFFECTS: Dict[str, Union[Effect, Callable[[Instruction], Tuple[int, int]]]] = {
     # operators and comparisons
-    "BINARY_OP": _2_1, "COMPARE_OP": _2_1, "CONTAINS_OP": _2_1, "IS_OP": _2_1, "BINARY_SUBSCR": _2_1,
-    "BINARY_SLICE": Effect(3, 1), "UNARY_NEGATIVE": _1_1, "UNARY_POSITIVE": _1_1, "UNARY_INVERT": _1_1,
-    "UNARY_NOT": _1_1, "TO_BOOL": _1_1,
-    "GET_LEN": Effect(1, 2),   # keeps its operand (a match subject) under the length
+    "BINARY_OP": _2_1,
+    "COMPARE_OP": _2_1,
+    "CONTAINS_OP": _2_1,
+    "IS_OP": _2_1,
+    "BINARY_SUBSCR": _2_1,
+    "BINARY_SLICE": Effect(3, 1),
+    "UNARY_NEGATIVE": _1_1,
+    "UNARY_POSITIVE": _1_1,
+    "UNARY_INVERT": _1_1,
+    "UNARY_NOT": _1_1,
+    "TO_BOOL": _1_1,
+    "GET_LEN": Effect(1, 2),  # keeps its operand (a match subject) under the length
     # formatting
-    "FORMAT_SIMPLE": _1_1, "FORMAT_WITH_SPEC": _2_1, "CONVERT_VALUE": _1_1,
+    "FORMAT_SIMPLE": _1_1,
+    "FORMAT_WITH_SPEC": _2_1,
+    "CONVERT_VALUE": _1_1,
     "FORMAT_VALUE": lambda inst: (1 + int(inst.format_spec), 1),
     "BUILD_STRING": _arg_pops(1),
     # stores and deletions
-    "STORE_SUBSCR": Effect(3, 0), "DELETE_SUBSCR": Effect(2, 0), "STORE_SLICE": Effect(4, 0),
-    "STORE_ATTR": Effect(2, 0), "DELETE_ATTR": Effect(1, 0), "STORE_GLOBAL": Effect(1, 0),
+    "STORE_SUBSCR": Effect(3, 0),
+    "DELETE_SUBSCR": Effect(2, 0),
+    "STORE_SLICE": Effect(4, 0),
+    "STORE_ATTR": Effect(2, 0),
+    "DELETE_ATTR": Effect(1, 0),
+    "STORE_GLOBAL": Effect(1, 0),
     "DELETE_GLOBAL": Effect(0, 0),
     # loads that may push the call's NULL-or-self slot too
     "LOAD_GLOBAL": lambda inst: (0, 1 + int(inst.push_null)),
     "LOAD_ATTR": lambda inst: (1, 1 + int(inst.push_null)),
     "LOAD_METHOD": Effect(1, 2),
-    "LOAD_ASSERTION_ERROR": Effect(0, 1), "IMPORT_NAME": _2_1,
+    "LOAD_ASSERTION_ERROR": Effect(0, 1),
+    "IMPORT_NAME": _2_1,
     # calls: the whole call pops at CALL (3.11's PRECALL only prepares it)
-    "CALL": _call_effect, "CALL_KW": _call_effect, "CALL_METHOD": _call_effect, "CALL_FUNCTION": _call_effect,
-    "CALL_FUNCTION_KW": _call_effect, "CALL_FUNCTION_EX": _call_effect,
-    "PRECALL": Effect(0, 0), "KW_NAMES": Effect(0, 0),
+    "CALL": _call_effect,
+    "CALL_KW": _call_effect,
+    "CALL_METHOD": _call_effect,
+    "CALL_FUNCTION": _call_effect,
+    "CALL_FUNCTION_KW": _call_effect,
+    "CALL_FUNCTION_EX": _call_effect,
+    "PRECALL": Effect(0, 0),
+    "KW_NAMES": Effect(0, 0),
     "UNPACK_SEQUENCE": lambda inst: (1, inst.arg or 0),
     "RAISE_VARARGS": _arg_pops(0),
     # a generator's frame resumes with the sent value pushed (3.11/3.12's dis reports 0)
@@ -107,10 +131,12 @@ _EFFECTS: Dict[str, Union[Effect, Callable[[Instruction], Tuple[int, int]]]] = {
 _EFFECTS.update((name, _2_1) for name in OLD_BINARY_OPS)
 
 # the same by opcode, for the stack-depth walk: net changes of the fixed entries, and the rest
-_FIXED_NET: Dict[int, int] = {opcode.opmap[name]: e.net for name, e in _EFFECTS.items()
-                              if isinstance(e, Effect) and name in opcode.opmap}
+_FIXED_NET: Dict[int, int] = {
+    opcode.opmap[name]: e.net for name, e in _EFFECTS.items() if isinstance(e, Effect) and name in opcode.opmap
+}
 _VARIABLE: Dict[int, Callable[[Instruction], Tuple[int, int]]] = {
-    opcode.opmap[name]: e for name, e in _EFFECTS.items() if not isinstance(e, Effect) and name in opcode.opmap}
+    opcode.opmap[name]: e for name, e in _EFFECTS.items() if not isinstance(e, Effect) and name in opcode.opmap
+}
 
 
 def effect(inst: Instruction) -> Optional[Effect]:

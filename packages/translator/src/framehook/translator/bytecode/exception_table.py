@@ -1,4 +1,5 @@
 """The 3.11+ exception table: parse and encode (varints of 6-bit chunks, most significant first)."""
+
 from __future__ import annotations
 
 from typing import Iterator, List, NamedTuple
@@ -7,8 +8,8 @@ __all__ = ["RawExnEntry", "parse_exception_table", "encode_exception_table"]
 
 
 class RawExnEntry(NamedTuple):
-    start: int   # byte offset of the first covered code unit
-    end: int     # byte offset just past the last covered code unit
+    start: int  # byte offset of the first covered code unit
+    end: int  # byte offset just past the last covered code unit
     target: int  # byte offset of the handler
     depth: int
     lasti: bool

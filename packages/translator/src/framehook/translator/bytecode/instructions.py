@@ -1,4 +1,5 @@
 """Instructions with resolved jump targets, locations and exception-table entries."""
+
 from __future__ import annotations
 
 import opcode
@@ -8,8 +9,15 @@ from typing import Any, FrozenSet, NamedTuple, Optional, Tuple
 from .opcodes import JUMPS, has_arg
 from .arguments import DECODER
 
-__all__ = ["Instruction", "ExnTabEntry", "Positions", "copy_instruction", "create_instruction", "create_jump",
-           "inst_str"]
+__all__ = [
+    "Instruction",
+    "ExnTabEntry",
+    "Positions",
+    "copy_instruction",
+    "create_instruction",
+    "create_jump",
+    "inst_str",
+]
 
 
 class Positions(NamedTuple):
@@ -108,9 +116,15 @@ def inst_str(inst: Instruction) -> str:
     return text
 
 
-def create_instruction(name: str, *, arg: Optional[int] = None, argval: Any = None,
-                       target: Optional[Instruction] = None, flags: int = 0,
-                       positions: Optional[Positions] = None) -> Instruction:
+def create_instruction(
+    name: str,
+    *,
+    arg: Optional[int] = None,
+    argval: Any = None,
+    target: Optional[Instruction] = None,
+    flags: int = 0,
+    positions: Optional[Positions] = None,
+) -> Instruction:
     """A new instruction; give ``arg`` or ``argval`` (names/constants are resolved when assembled)."""
     if name not in opcode.opmap:
         raise ValueError(f"unknown opcode {name!r} on this Python")
@@ -127,8 +141,8 @@ def create_instruction(name: str, *, arg: Optional[int] = None, argval: Any = No
 def copy_instruction(inst: Instruction) -> Instruction:
     """The same operation with its decoded fields, not yet placed: no offset, jump target
     or exception handler (the caller points them at copies)."""
-    new = Instruction.__new__(Instruction)   # every field as is (cheaper than dataclasses.replace), then
-    new.__dict__.update(inst.__dict__)       # the placement cleared
+    new = Instruction.__new__(Instruction)  # every field as is (cheaper than dataclasses.replace), then
+    new.__dict__.update(inst.__dict__)  # the placement cleared
     new.offset = new.target = new.exn_tab_entry = None
     new.argrepr = ""
     new.min_ext = 0
@@ -137,4 +151,3 @@ def copy_instruction(inst: Instruction) -> Instruction:
 
 def create_jump(name: str, target: Instruction) -> Instruction:
     return create_instruction(name, target=target)
-

@@ -1,6 +1,7 @@
 """Line tables: 3.9 co_lnotab, 3.10 co_linetable, 3.11+ location table. Encoders take one
 Positions (or None) per code unit; ``unit_positions`` reads them back from a code object
 and ``relocate`` gives a code object other line numbers and another file."""
+
 from __future__ import annotations
 
 import dis
@@ -10,8 +11,15 @@ from typing import Callable, List, Optional, Sequence, Tuple
 from .behaviour import BEHAVIOUR
 from .instructions import Positions
 
-__all__ = ["encode_lnotab", "encode_linetable_310", "encode_location_table", "encode", "runs",
-           "unit_positions", "relocate"]
+__all__ = [
+    "encode_lnotab",
+    "encode_linetable_310",
+    "encode_location_table",
+    "encode",
+    "runs",
+    "unit_positions",
+    "relocate",
+]
 
 
 def unit_positions(code: types.CodeType) -> List[Optional[Positions]]:
@@ -43,8 +51,9 @@ def encode(units: Sequence[Optional[Positions]], firstlineno: int) -> bytes:
     return encode_lnotab(units, firstlineno)
 
 
-def relocate(code: types.CodeType, line_of: Callable[[int], Optional[int]], filename: str,
-             firstlineno: int) -> types.CodeType:
+def relocate(
+    code: types.CodeType, line_of: Callable[[int], Optional[int]], filename: str, firstlineno: int
+) -> types.CodeType:
     """``code`` (and the code objects among its constants) in ``filename``, each line ``n``
     becoming ``line_of(n)``. Columns are dropped: they belong to the old lines. An instruction
     whose new line is None keeps the line before it (or ``firstlineno``), so a line is never
@@ -58,8 +67,9 @@ def relocate(code: types.CodeType, line_of: Callable[[int], Optional[int]], file
         line = line_of(p.lineno)
         prev = prev if line is None else line
         units.append(Positions(prev, prev, None, None))
-    consts = tuple(relocate(c, line_of, filename, firstlineno) if isinstance(c, types.CodeType) else c
-                   for c in code.co_consts)
+    consts = tuple(
+        relocate(c, line_of, filename, firstlineno) if isinstance(c, types.CodeType) else c for c in code.co_consts
+    )
     # no line before the first: line monitoring (tracers, coverage) on 3.14+ keeps each
     # line as an unsigned offset from co_firstlineno, and an inlined function defined above
     # the frame would come out 256 lines off
@@ -163,7 +173,7 @@ def encode_location_table(units: Sequence[Optional[Positions]], firstlineno: int
                 continue
             line = p.lineno
             end_line = p.end_lineno
-            if (p.col_offset is None or p.end_col_offset is None or end_line is None or end_line < line):
+            if p.col_offset is None or p.end_col_offset is None or end_line is None or end_line < line:
                 out.append(0x80 | (13 << 3) | (n - 1))
                 _svarint(out, line - prev)
             else:

@@ -1,5 +1,6 @@
 """The running CPython's opcode tables: argument and cache sizes, jump kinds and jump
 arithmetic, stack effects (read from ``opcode``/``dis``, shaped by ``behaviour``)."""
+
 from __future__ import annotations
 
 import dis
@@ -40,7 +41,7 @@ _HASARG: Optional[FrozenSet[int]] = frozenset(opcode.hasarg) if hasattr(opcode, 
 
 
 def has_arg(op: int) -> bool:
-    if _HASARG is not None:   # opcode numbers no longer split at HAVE_ARGUMENT everywhere
+    if _HASARG is not None:  # opcode numbers no longer split at HAVE_ARGUMENT everywhere
         return op in _HASARG
     return op >= HAVE_ARGUMENT
 
@@ -50,10 +51,12 @@ JREL: FrozenSet[int] = frozenset(opcode.hasjrel)
 JABS: FrozenSet[int] = frozenset(opcode.hasjabs)
 JUMPS: FrozenSet[int] = JREL | JABS
 # END_ASYNC_FOR's "jump" names the SEND its loop came from: it counts backward too
-BACKWARD: FrozenSet[int] = frozenset(op for name, op in opcode.opmap.items()
-                                     if "JUMP_BACKWARD" in name or (name == "END_ASYNC_FOR" and op in JREL))
+BACKWARD: FrozenSet[int] = frozenset(
+    op for name, op in opcode.opmap.items() if "JUMP_BACKWARD" in name or (name == "END_ASYNC_FOR" and op in JREL)
+)
 UNCONDITIONAL: FrozenSet[int] = frozenset(
-    opcode.opmap[n] for n in ("JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
+    opcode.opmap[n]
+    for n in ("JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
     if n in _names
 )
 TERMINAL: FrozenSet[int] = frozenset(
@@ -114,41 +117,65 @@ def stack_effect(op: int, arg: Optional[int], jump: Optional[bool] = None) -> in
 
 #: opcodes doing what another one does (they differ in reference counting only): the
 #: name to read them as
-SYNONYMS: Dict[str, str] = {name: plain for name, plain in (
-    ("LOAD_FAST_BORROW", "LOAD_FAST"), ("LOAD_FAST_BORROW_LOAD_FAST_BORROW", "LOAD_FAST_LOAD_FAST"))
-    if name in opcode.opmap}
+SYNONYMS: Dict[str, str] = {
+    name: plain
+    for name, plain in (("LOAD_FAST_BORROW", "LOAD_FAST"), ("LOAD_FAST_BORROW_LOAD_FAST_BORROW", "LOAD_FAST_LOAD_FAST"))
+    if name in opcode.opmap
+}
 
 #: conditional jumps by when they jump: "false", "true", "none" or "not none" (every
 #: version's spellings, 3.11's FORWARD/BACKWARD ones included)
-JUMP_CONDITIONS: Dict[str, str] = {name: when for name, when in (
-    ("POP_JUMP_IF_FALSE", "false"), ("POP_JUMP_IF_TRUE", "true"), ("POP_JUMP_IF_NONE", "none"),
-    ("POP_JUMP_IF_NOT_NONE", "not none"), ("POP_JUMP_FORWARD_IF_FALSE", "false"),
-    ("POP_JUMP_FORWARD_IF_TRUE", "true"), ("POP_JUMP_FORWARD_IF_NONE", "none"),
-    ("POP_JUMP_FORWARD_IF_NOT_NONE", "not none"), ("POP_JUMP_BACKWARD_IF_FALSE", "false"),
-    ("POP_JUMP_BACKWARD_IF_TRUE", "true"), ("POP_JUMP_BACKWARD_IF_NONE", "none"),
-    ("POP_JUMP_BACKWARD_IF_NOT_NONE", "not none"), ("JUMP_IF_FALSE_OR_POP", "false"),
-    ("JUMP_IF_TRUE_OR_POP", "true")) if name in opcode.opmap}
+JUMP_CONDITIONS: Dict[str, str] = {
+    name: when
+    for name, when in (
+        ("POP_JUMP_IF_FALSE", "false"),
+        ("POP_JUMP_IF_TRUE", "true"),
+        ("POP_JUMP_IF_NONE", "none"),
+        ("POP_JUMP_IF_NOT_NONE", "not none"),
+        ("POP_JUMP_FORWARD_IF_FALSE", "false"),
+        ("POP_JUMP_FORWARD_IF_TRUE", "true"),
+        ("POP_JUMP_FORWARD_IF_NONE", "none"),
+        ("POP_JUMP_FORWARD_IF_NOT_NONE", "not none"),
+        ("POP_JUMP_BACKWARD_IF_FALSE", "false"),
+        ("POP_JUMP_BACKWARD_IF_TRUE", "true"),
+        ("POP_JUMP_BACKWARD_IF_NONE", "none"),
+        ("POP_JUMP_BACKWARD_IF_NOT_NONE", "not none"),
+        ("JUMP_IF_FALSE_OR_POP", "false"),
+        ("JUMP_IF_TRUE_OR_POP", "true"),
+    )
+    if name in opcode.opmap
+}
 #: conditional jumps that leave their operand on the stack when they jump (3.9-3.11)
 KEEPS_OPERAND_ON_JUMP: FrozenSet[str] = frozenset(
-    name for name in ("JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP") if name in opcode.opmap)
+    name for name in ("JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP") if name in opcode.opmap
+)
 #: instructions that begin entering a with block (3.14+ fetches ``__enter__`` and
 #: ``__exit__`` with LOAD_SPECIAL)
-WITH_ENTRIES: FrozenSet[str] = frozenset(name for name in (
-    "BEFORE_WITH", "SETUP_WITH", "BEFORE_ASYNC_WITH", "SETUP_ASYNC_WITH", "LOAD_SPECIAL") if name in opcode.opmap)
+WITH_ENTRIES: FrozenSet[str] = frozenset(
+    name
+    for name in ("BEFORE_WITH", "SETUP_WITH", "BEFORE_ASYNC_WITH", "SETUP_ASYNC_WITH", "LOAD_SPECIAL")
+    if name in opcode.opmap
+)
 #: instructions that change nothing the code computes: no stack effect, no value
 NO_OPS: FrozenSet[str] = frozenset({"NOP", "RESUME", "CACHE", "EXTENDED_ARG", "NOT_TAKEN"})
 
 #: two-local instructions: the two one-local instructions each stands for
-PAIRED_LOCALS: Dict[str, Tuple[str, str]] = {name: pair for name, pair in (
-    ("LOAD_FAST_LOAD_FAST", ("LOAD_FAST", "LOAD_FAST")),
-    ("STORE_FAST_LOAD_FAST", ("STORE_FAST", "LOAD_FAST")),
-    ("STORE_FAST_STORE_FAST", ("STORE_FAST", "STORE_FAST")),
-    ("LOAD_FAST_BORROW_LOAD_FAST_BORROW", ("LOAD_FAST_BORROW", "LOAD_FAST_BORROW"))) if name in opcode.opmap}
+PAIRED_LOCALS: Dict[str, Tuple[str, str]] = {
+    name: pair
+    for name, pair in (
+        ("LOAD_FAST_LOAD_FAST", ("LOAD_FAST", "LOAD_FAST")),
+        ("STORE_FAST_LOAD_FAST", ("STORE_FAST", "LOAD_FAST")),
+        ("STORE_FAST_STORE_FAST", ("STORE_FAST", "STORE_FAST")),
+        ("LOAD_FAST_BORROW_LOAD_FAST_BORROW", ("LOAD_FAST_BORROW", "LOAD_FAST_BORROW")),
+    )
+    if name in opcode.opmap
+}
 
 #: opcodes whose argument indexes a cell or free variable (3.14's ``opcode.haslocal``
 #: lists LOAD_DEREF and LOAD_CLOSURE among the plain locals)
 CELL_OPS: FrozenSet[int] = frozenset(opcode.hasfree) | frozenset(
-    opcode.opmap[n] for n in ("LOAD_DEREF", "LOAD_CLOSURE") if n in opcode.opmap)
+    opcode.opmap[n] for n in ("LOAD_DEREF", "LOAD_CLOSURE") if n in opcode.opmap
+)
 #: opcodes whose argument indexes a plain local
 LOCAL_OPS: FrozenSet[int] = frozenset(opcode.haslocal) - CELL_OPS
 #: plain-local opcodes whose argument is one index (the paired ones pack two)

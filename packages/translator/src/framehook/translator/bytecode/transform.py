@@ -1,5 +1,6 @@
 """Transform a code object: decode, let a function edit the instructions and the code's
 fields, resolve names and constants, clean up, re-assemble, rebuild the code object."""
+
 from __future__ import annotations
 
 import dis
@@ -15,14 +16,33 @@ from .assemble import AssembleError, assemble
 from .decode import decode, localsplus_names
 from .instructions import Instruction
 
-__all__ = ["code_options", "transform_code_object", "resolve_args", "relocate_locals", "rebuild", "Transform",
-           "localsplus_names", "CODE_FIELDS"]
+__all__ = [
+    "code_options",
+    "transform_code_object",
+    "resolve_args",
+    "relocate_locals",
+    "rebuild",
+    "Transform",
+    "localsplus_names",
+    "CODE_FIELDS",
+]
 
 Transform = Callable[[List[Instruction], Dict[str, Any]], Any]
 
 CODE_FIELDS = [
-    "co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_nlocals", "co_stacksize", "co_flags",
-    "co_consts", "co_names", "co_varnames", "co_freevars", "co_cellvars", "co_filename", "co_name",
+    "co_argcount",
+    "co_posonlyargcount",
+    "co_kwonlyargcount",
+    "co_nlocals",
+    "co_stacksize",
+    "co_flags",
+    "co_consts",
+    "co_names",
+    "co_varnames",
+    "co_freevars",
+    "co_cellvars",
+    "co_filename",
+    "co_name",
     "co_firstlineno",
 ] + (["co_qualname"] if BEHAVIOUR.code_has_qualname else [])
 
@@ -129,9 +149,12 @@ def resolve_args(insts: Sequence[Instruction], opts: Dict[str, Any]) -> None:
             idx = _index_of(opts["co_names"], inst.argval)
             inst.arg = DECODER.encode_index(name, idx, inst.flags)
         elif op in LOCAL_OPS:
-            if BEHAVIOUR.cells_are_locals and _has_cells(opts) and (
-                    inst.free_var or inst.argval not in opts["co_varnames"]):
-                inst.arg = _cell_index(opts, inst.argval, inst.free_var)   # a cell loaded for a closure (LOAD_FAST)
+            if (
+                BEHAVIOUR.cells_are_locals
+                and _has_cells(opts)
+                and (inst.free_var or inst.argval not in opts["co_varnames"])
+            ):
+                inst.arg = _cell_index(opts, inst.argval, inst.free_var)  # a cell loaded for a closure (LOAD_FAST)
                 continue
             inst.arg = _index_of(opts["co_varnames"], inst.argval)
             opts["co_nlocals"] = len(opts["co_varnames"])
@@ -149,8 +172,9 @@ def resolve_args(insts: Sequence[Instruction], opts: Dict[str, Any]) -> None:
                 raise AssembleError(f"cannot derive the argument of {name} from {inst.argval!r}; give arg=")
 
 
-def rebuild(code: types.CodeType, insts: List[Instruction], opts: Dict[str, Any], *,
-            clean: bool = False) -> types.CodeType:
+def rebuild(
+    code: types.CodeType, insts: List[Instruction], opts: Dict[str, Any], *, clean: bool = False
+) -> types.CodeType:
     """A new code object from ``insts`` and the (possibly edited) fields in ``opts``."""
     insts = relocate_locals(insts, opts)
     resolve_args(insts, opts)
@@ -173,8 +197,9 @@ def rebuild(code: types.CodeType, insts: List[Instruction], opts: Dict[str, Any]
     return code.replace(**fields)
 
 
-def transform_code_object(code: types.CodeType, transform: Optional[Transform] = None, *,
-                          clean: bool = False) -> types.CodeType:
+def transform_code_object(
+    code: types.CodeType, transform: Optional[Transform] = None, *, clean: bool = False
+) -> types.CodeType:
     """Decode ``code``, call ``transform(instructions, options)`` (it edits both in place),
     then rebuild. ``clean`` removes dead code and pointless jumps first."""
     insts = decode(code)
@@ -200,10 +225,17 @@ def prefix_length(insts: Sequence[Instruction]) -> int:
     return n
 
 
-def build_function(body: List[Instruction], argnames: Sequence[str] = (), *, freevars: Sequence[str] = (),
-                   closure_values: Sequence[Any] = (), globals_: Optional[Dict[str, Any]] = None,
-                   name: str = "___generated", filename: str = "<framehook generated>",
-                   firstlineno: int = 1) -> types.FunctionType:
+def build_function(
+    body: List[Instruction],
+    argnames: Sequence[str] = (),
+    *,
+    freevars: Sequence[str] = (),
+    closure_values: Sequence[Any] = (),
+    globals_: Optional[Dict[str, Any]] = None,
+    name: str = "___generated",
+    filename: str = "<framehook generated>",
+    firstlineno: int = 1,
+) -> types.FunctionType:
     """A function whose code is ``body`` (after the frame set-up), taking ``argnames``
     positionally and closing over ``freevars`` (bound to ``closure_values``)."""
     for ident in (name, *argnames, *freevars):

@@ -21,6 +21,7 @@ Constants with no literal form (functions, arrays, ``inf``) and the builtins the
 needs (``slice``, ``operator.iadd`` for an in-place operator whose result is not stored
 back, ``AssertionError``) are written as the names ``const_name(value)`` returns.
 """
+
 from __future__ import annotations
 
 import ast
@@ -39,15 +40,54 @@ from ..bytecode.opcodes import JUMP_CONDITIONS, KEEPS_OPERAND_ON_JUMP, NO_OPS, S
 __all__ = ["Decompiled", "DecompileError", "decompile", "literal_text"]
 
 # operator precedence, loosest first (the Python grammar's levels)
-P_TEST, P_OR, P_AND, P_NOT, P_CMP, P_BOR, P_BXOR, P_BAND, P_SHIFT, P_ARITH, P_TERM, P_UNARY, P_POWER, P_AWAIT, \
-    P_ATOM = range(1, 16)
+(
+    P_TEST,
+    P_OR,
+    P_AND,
+    P_NOT,
+    P_CMP,
+    P_BOR,
+    P_BXOR,
+    P_BAND,
+    P_SHIFT,
+    P_ARITH,
+    P_TERM,
+    P_UNARY,
+    P_POWER,
+    P_AWAIT,
+    P_ATOM,
+) = range(1, 16)
 
-_BINARY_PREC = {"|": P_BOR, "^": P_BXOR, "&": P_BAND, "<<": P_SHIFT, ">>": P_SHIFT, "+": P_ARITH, "-": P_ARITH,
-                "*": P_TERM, "/": P_TERM, "//": P_TERM, "%": P_TERM, "@": P_TERM, "**": P_POWER}
-_INPLACE_FUNCS = {"+": operator.iadd, "-": operator.isub, "*": operator.imul, "/": operator.itruediv,
-                  "//": operator.ifloordiv, "%": operator.imod, "**": operator.ipow, "@": operator.imatmul,
-                  "<<": operator.ilshift, ">>": operator.irshift, "&": operator.iand, "|": operator.ior,
-                  "^": operator.ixor}
+_BINARY_PREC = {
+    "|": P_BOR,
+    "^": P_BXOR,
+    "&": P_BAND,
+    "<<": P_SHIFT,
+    ">>": P_SHIFT,
+    "+": P_ARITH,
+    "-": P_ARITH,
+    "*": P_TERM,
+    "/": P_TERM,
+    "//": P_TERM,
+    "%": P_TERM,
+    "@": P_TERM,
+    "**": P_POWER,
+}
+_INPLACE_FUNCS = {
+    "+": operator.iadd,
+    "-": operator.isub,
+    "*": operator.imul,
+    "/": operator.itruediv,
+    "//": operator.ifloordiv,
+    "%": operator.imod,
+    "**": operator.ipow,
+    "@": operator.imatmul,
+    "<<": operator.ilshift,
+    ">>": operator.irshift,
+    "&": operator.iand,
+    "|": operator.ior,
+    "^": operator.ixor,
+}
 _UNARY = {"UNARY_NEGATIVE": "-", "UNARY_POSITIVE": "+", "UNARY_INVERT": "~"}
 _CONVERSIONS = {"str": "s", "repr": "r", "ascii": "a"}
 _MAX_LINES = 4000
@@ -71,7 +111,7 @@ def literal_text(value: Any) -> Optional[str]:
         try:
             back = ast.literal_eval(text)
         except (ValueError, SyntaxError):
-            return None   # inf, nan
+            return None  # inf, nan
         same = type(back) is type(value) and repr(back) == text
         if type(value) is float:
             same = same and math.copysign(1.0, back) == math.copysign(1.0, value)
@@ -80,7 +120,7 @@ def literal_text(value: Any) -> Optional[str]:
         items = [literal_text(v) for v in value]
         if any(t is None for t in items):
             return None
-        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"   # type: ignore[arg-type]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"  # type: ignore[arg-type]
     return None
 
 
@@ -154,7 +194,7 @@ class _Formatted:
 
 @dataclass
 class _FString:
-    parts: List[Any]   # str Exprs (literal text) and _Formatted
+    parts: List[Any]  # str Exprs (literal text) and _Formatted
 
 
 @dataclass
@@ -211,9 +251,14 @@ def _default_const_name(value: Any) -> str:
     raise DecompileError(f"no name for the constant {value!r:.60}")
 
 
-def decompile(insts: Union[Sequence[Instruction], ControlFlow], start: int = 0, stack: Sequence[Any] = (),
-              const_name: Optional[Callable[[Any], str]] = None, temp_prefix: str = "___d",
-              consts: Optional[Sequence[Any]] = None) -> Decompiled:
+def decompile(
+    insts: Union[Sequence[Instruction], ControlFlow],
+    start: int = 0,
+    stack: Sequence[Any] = (),
+    const_name: Optional[Callable[[Any], str]] = None,
+    temp_prefix: str = "___d",
+    consts: Optional[Sequence[Any]] = None,
+) -> Decompiled:
     """Decompile ``insts`` from index ``start`` with ``stack`` (Exprs, or texts taken as
     local names) already pushed; ``consts``: the code's ``co_consts`` (3.11's KW_NAMES).
     ``insts`` may be given as their control-flow graph, to share one between calls.
@@ -277,7 +322,7 @@ class _Walker:
                 raise _Stuck(k, str(e)) from None
             except IndexError:
                 raise _Stuck(k, f"{inst.opname}: stack underflow") from None
-            except Exception as e:   # noqa: BLE001 - bytecode this walker does not expect: stop here
+            except Exception as e:  # noqa: BLE001 - bytecode this walker does not expect: stop here
                 raise _Stuck(k, f"{inst.opname}: {type(e).__name__}: {e}") from None
             if nxt is None:
                 return
@@ -298,8 +343,9 @@ class _Walker:
         self.spill(out, stack, lambda e: not e.stable and (e.local is None or e.local in stores))
         out.append((0, text))
 
-    def spill(self, out: List[Tuple[int, str]], stack: List[Any], needs: Callable[[Expr], bool],
-              upto: Optional[int] = None) -> None:
+    def spill(
+        self, out: List[Tuple[int, str]], stack: List[Any], needs: Callable[[Expr], bool], upto: Optional[int] = None
+    ) -> None:
         """Bind ``stack[:upto]``'s entries for which ``needs`` holds to temporaries, bottom first."""
         end = len(stack) if upto is None else upto
         for i in range(end):
@@ -326,9 +372,13 @@ class _Walker:
                 stack[i] = Expr(t, stable=True, local=t)
 
     def unstable(self, stack: List[Any]) -> int:
-        return sum(1 for v in stack if isinstance(v, (_Display, _FString, _Formatted, _Slice, _Interpolation))
-                   or (isinstance(v, Expr) and not v.stable and v.local is None)
-                   or (isinstance(v, _MethodHead) and not (v.obj.stable or v.obj.local)))
+        return sum(
+            1
+            for v in stack
+            if isinstance(v, (_Display, _FString, _Formatted, _Slice, _Interpolation))
+            or (isinstance(v, Expr) and not v.stable and v.local is None)
+            or (isinstance(v, _MethodHead) and not (v.obj.stable or v.obj.local))
+        )
 
     def const(self, value: Any) -> Expr:
         text = literal_text(value)
@@ -387,6 +437,7 @@ class _Walker:
     def slice_text(self, s: _Slice) -> str:
         def part(e: Expr) -> str:
             return "" if e.is_const and e.const is None else self.value(e)
+
         parts = [part(p) for p in s.parts]
         if len(parts) == 3 and parts[2] == "":
             return f"{parts[0]}:{parts[1]}:{self.value(s.parts[2])}"
@@ -394,8 +445,9 @@ class _Walker:
 
     def display_text(self, d: _Display) -> str:
         if d.kind == "dict":
-            items = [f"**{self.value(v, P_BOR)}" if k == "**" else f"{self.value(k)}: {self.value(v)}"
-                     for k, v in d.items]
+            items = [
+                f"**{self.value(v, P_BOR)}" if k == "**" else f"{self.value(k)}: {self.value(v)}" for k, v in d.items
+            ]
             return "{" + ", ".join(items) + "}"
         items = [f"*{self.value(v, P_BOR)}" if p == "*" else self.value(v) for p, v in d.items]
         if d.kind == "list":
@@ -415,8 +467,7 @@ class _Walker:
         """A format spec's text inside a replacement field, or None when its literal text
         has braces (which no field can hold)."""
         spec = spec if isinstance(spec, _FString) else _FString([spec])
-        if any(isinstance(p, Expr) and type(p.const) is str and ("{" in p.const or "}" in p.const)
-               for p in spec.parts):
+        if any(isinstance(p, Expr) and type(p.const) is str and ("{" in p.const or "}" in p.const) for p in spec.parts):
             return None
         return self.fstring_body(spec)
 
@@ -449,21 +500,31 @@ class _Walker:
         return self.value(spec if isinstance(spec, Expr) else self.render(spec))
 
     def interpolation_call(self, v: _Interpolation) -> str:
-        from string.templatelib import Interpolation   # 3.14+: t-strings exist there only
+        from string.templatelib import Interpolation  # 3.14+: t-strings exist there only
+
         conv = "None" if v.conv is None else repr(v.conv)
-        return (f"{self.const_name(Interpolation)}({self.value(v.value)}, {v.expression!r}, {conv}, "
-                f"{self.spec_text(v.spec)})")
+        return (
+            f"{self.const_name(Interpolation)}({self.value(v.value)}, {v.expression!r}, {conv}, "
+            f"{self.spec_text(v.spec)})"
+        )
 
     def template(self, strings: Any, interpolations: Any) -> Expr:
         """A t-string when every value's text is the expression the compiler stored (so
         the Interpolation objects come out equal), else Template(...) of the parts."""
-        if not (isinstance(strings, Expr) and strings.is_const and type(strings.const) is tuple
-                and all(type(t) is str for t in strings.const)):
+        if not (
+            isinstance(strings, Expr)
+            and strings.is_const
+            and type(strings.const) is tuple
+            and all(type(t) is str for t in strings.const)
+        ):
             raise DecompileError("BUILD_TEMPLATE of strings that are not a literal tuple")
         if isinstance(interpolations, Expr) and interpolations.is_const and interpolations.const == ():
             interps: List[_Interpolation] = []
-        elif isinstance(interpolations, _Display) and interpolations.kind == "tuple" and all(
-                p == "" and isinstance(v, _Interpolation) for p, v in interpolations.items):
+        elif (
+            isinstance(interpolations, _Display)
+            and interpolations.kind == "tuple"
+            and all(p == "" and isinstance(v, _Interpolation) for p, v in interpolations.items)
+        ):
             interps = [v for _, v in interpolations.items]
         else:
             raise DecompileError("BUILD_TEMPLATE of interpolations that are not a tuple display")
@@ -475,6 +536,7 @@ class _Walker:
                 if quote not in body and not body.endswith(quote[0]):
                     return Expr(f"t{quote}{body}{quote}")
         from string.templatelib import Template
+
         parts = [repr(strings.const[0])]
         for interp, text in zip(interps, strings.const[1:]):
             parts += [self.interpolation_call(interp), repr(text)]
@@ -483,6 +545,7 @@ class _Walker:
     def template_body(self, strings: Sequence[str], interps: List[_Interpolation]) -> Optional[str]:
         def literal(text: str) -> str:
             return repr(text)[1:-1].replace("{", "{{").replace("}", "}}")
+
         out = [literal(strings[0])]
         for interp, text in zip(interps, strings[1:]):
             inner = self.value(interp.value)
@@ -508,8 +571,9 @@ class _Walker:
         return v
 
     # ---------------------------------------------------------------- one instruction
-    def step(self, k: int, inst: Instruction, stack: List[Any], out: List[Tuple[int, str]], visited: Set[int],
-             main: bool) -> Optional[int]:
+    def step(
+        self, k: int, inst: Instruction, stack: List[Any], out: List[Tuple[int, str]], visited: Set[int], main: bool
+    ) -> Optional[int]:
         """Simulate ``inst``; the next instruction's index, or None at the path's end."""
         name = SYNONYMS.get(inst.opname, inst.opname)
         arg = inst.arg or 0
@@ -540,8 +604,10 @@ class _Walker:
             self.store_name(inst, inst.argval[0], stack, out)
             self.store_name(inst, inst.argval[1], stack, out)
         elif name in ("DELETE_FAST", "DELETE_DEREF", "DELETE_GLOBAL"):
-            self.use("fast" if name == "DELETE_FAST" else "derefs" if name == "DELETE_DEREF" else "global_stores",
-                     inst.argval)
+            self.use(
+                "fast" if name == "DELETE_FAST" else "derefs" if name == "DELETE_DEREF" else "global_stores",
+                inst.argval,
+            )
             self.stmt(out, stack, f"del {inst.argval}", stores=[inst.argval])
         elif name == "LOAD_GLOBAL":
             self.use("globals", inst.argval)
@@ -626,13 +692,14 @@ class _Walker:
             items = [self.pop_expr(stack) for _ in range(arg)][::-1]
             kind = name[6:].lower()
             if kind == "tuple" and any(isinstance(v, (_Slice, _Interpolation)) for v in items):
-                stack.append(_Display("tuple", [("", v) for v in items]))   # a subscript key, a t-string
+                stack.append(_Display("tuple", [("", v) for v in items]))  # a subscript key, a t-string
             else:
                 stack.append(_Display(kind, [("", self.render(v)) for v in items]))
         elif name == "BUILD_MAP":
             items = [self.pop_expr(stack) for _ in range(2 * arg)][::-1]
-            stack.append(_Display("dict", [(self.render(items[i]), self.render(items[i + 1]))
-                                           for i in range(0, len(items), 2)]))
+            stack.append(
+                _Display("dict", [(self.render(items[i]), self.render(items[i + 1])) for i in range(0, len(items), 2)])
+            )
         elif name == "BUILD_CONST_KEY_MAP":
             keys = self.render(self.pop_expr(stack))
             values = [self.render(self.pop_expr(stack)) for _ in range(arg)][::-1]
@@ -665,15 +732,18 @@ class _Walker:
             expression = self.pop_expr(stack)
             if not (isinstance(expression, Expr) and expression.is_const and type(expression.const) is str):
                 raise DecompileError("BUILD_INTERPOLATION whose expression text is not a str literal")
-            stack.append(_Interpolation(self.render(self.pop_expr(stack)), expression.const,
-                                        _CONVERSIONS.get(inst.conversion or ""), spec))
+            stack.append(
+                _Interpolation(
+                    self.render(self.pop_expr(stack)), expression.const, _CONVERSIONS.get(inst.conversion or ""), spec
+                )
+            )
         elif name == "BUILD_TEMPLATE":
             interpolations = stack.pop()
             stack.append(self.template(stack.pop(), interpolations))
         elif name in ("CALL", "CALL_FUNCTION", "CALL_METHOD", "CALL_KW", "CALL_FUNCTION_KW"):
             self.call(inst, stack, pending_kw=self.pending_kw(k))
         elif name == "KW_NAMES":
-            pass   # read by the CALL that follows (pending_kw)
+            pass  # read by the CALL that follows (pending_kw)
         elif name == "CALL_FUNCTION_EX":
             self.call_ex(inst, stack)
         elif name == "PUSH_NULL":
@@ -684,7 +754,7 @@ class _Walker:
                 return nxt
             e = self.render(v)
             if e.is_const and e.local is None:
-                return nxt   # a constant evaluated for nothing
+                return nxt  # a constant evaluated for nothing
             self.stmt(out, stack, self.value(e))
         elif name == "RETURN_VALUE":
             v = self.pop_expr(stack)
@@ -792,7 +862,7 @@ class _Walker:
             if name in ("DICT_UPDATE", "DICT_MERGE"):
                 items = [("**", v)]
             elif star and v.is_const and type(v.const) in (tuple, frozenset):
-                items = [("", self.const(x)) for x in v.const]   # [1, 2, 3] is BUILD_LIST + LIST_EXTEND (1, 2, 3)
+                items = [("", self.const(x)) for x in v.const]  # [1, 2, 3] is BUILD_LIST + LIST_EXTEND (1, 2, 3)
             else:
                 items = [("*" if star else "", v)]
         d = stack[-arg]
@@ -853,7 +923,7 @@ class _Walker:
         texts = [self.value(a) for a in args]
         if kwnames:
             n = len(kwnames)
-            texts = texts[:len(texts) - n] + [f"{kw}={t}" for kw, t in zip(kwnames, texts[len(texts) - n:])]
+            texts = texts[: len(texts) - n] + [f"{kw}={t}" for kw, t in zip(kwnames, texts[len(texts) - n :])]
         stack.append(Expr(f"{callee}({', '.join(texts)})"))
 
     def callee(self, bottom: Any, top: Any, self_arg: Optional[List[Any]] = None) -> str:
@@ -877,7 +947,7 @@ class _Walker:
         shape = call_shape(inst)
         assert shape is not None
         kwargs = stack.pop() if shape.kwargs else None
-        if kwargs is NULL:   # the kwargs slot with no keyword arguments
+        if kwargs is NULL:  # the kwargs slot with no keyword arguments
             kwargs = None
         args = stack.pop()
         first: List[Any] = []
@@ -914,13 +984,14 @@ class _Walker:
             (before, after), star = inst.unpack, True
         n = before + after + int(star)
         # ``a, b = v`` when plain name stores follow, otherwise into temporaries
-        follow = self.insts[k + 1:k + 1 + n]
+        follow = self.insts[k + 1 : k + 1 + n]
         simple = len(follow) == n and all(x.opname in ("STORE_FAST", "STORE_GLOBAL", "STORE_DEREF") for x in follow)
         if simple and len({x.argval for x in follow}) == n:
             targets = [x.argval for x in follow]
             for x in follow:
-                self.use("derefs" if "DEREF" in x.opname else "global_stores" if "GLOBAL" in x.opname else "fast",
-                         x.argval)
+                self.use(
+                    "derefs" if "DEREF" in x.opname else "global_stores" if "GLOBAL" in x.opname else "fast", x.argval
+                )
             nxt = k + 1 + n
         else:
             targets = [self.temp() for _ in range(n)]
@@ -934,8 +1005,9 @@ class _Walker:
                 stack.append(Expr(t, stable=True, local=t))
         return nxt
 
-    def branch(self, k: int, inst: Instruction, stack: List[Any], out: List[Tuple[int, str]], visited: Set[int],
-               main: bool) -> Optional[int]:
+    def branch(
+        self, k: int, inst: Instruction, stack: List[Any], out: List[Tuple[int, str]], visited: Set[int], main: bool
+    ) -> Optional[int]:
         name = inst.opname
         keep = name in KEEPS_OPERAND_ON_JUMP
         cond = self.render(self.pop_expr(stack))
@@ -969,4 +1041,3 @@ class _Walker:
         out.extend((depth + 1, line) for depth, line in arm)
         stack[:] = rest_stack
         return rest
-

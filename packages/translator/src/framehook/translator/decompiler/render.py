@@ -17,6 +17,7 @@ text does what the bytecode does, i.e.
 Otherwise the text renders what it can up to a statement boundary, then says in comments
 why the rest is not rendered and which lines of the original it comes from.
 """
+
 from __future__ import annotations
 
 import types
@@ -27,8 +28,17 @@ from ..bytecode import ControlFlow, decode, prefix_length
 from ..bytecode.instructions import Instruction
 from ..bytecode.opcodes import UNCONDITIONAL
 from .decompile import Decompiled, decompile
-from .source_match import (SourceRun, exit_chain, flow_signature, future_flags, module_context, region_source,
-                           remainder_source, same_flow, source_lines)
+from .source_match import (
+    SourceRun,
+    exit_chain,
+    flow_signature,
+    future_flags,
+    module_context,
+    region_source,
+    remainder_source,
+    same_flow,
+    source_lines,
+)
 
 __all__ = ["Rendered", "render_code", "signature_text"]
 
@@ -48,7 +58,7 @@ class Rendered:
     exact: bool
     how: str
     origin: List[str] = field(default_factory=list)
-    future: List[str] = field(default_factory=list)   # ``from __future__`` features to compile it with
+    future: List[str] = field(default_factory=list)  # ``from __future__`` features to compile it with
 
 
 def signature_text(code: types.CodeType) -> str:
@@ -60,7 +70,7 @@ def signature_text(code: types.CodeType) -> str:
         params.append("*" + code.co_varnames[n + code.co_kwonlyargcount])
     elif code.co_kwonlyargcount:
         params.append("*")
-    params += list(code.co_varnames[n:n + code.co_kwonlyargcount])
+    params += list(code.co_varnames[n : n + code.co_kwonlyargcount])
     if code.co_flags & 0x08:  # CO_VARKEYWORDS
         params.append("**" + code.co_varnames[n + code.co_kwonlyargcount + bool(code.co_flags & 0x04)])
     return ", ".join(params)
@@ -101,8 +111,11 @@ class _Text:
         # compiled with the module's imports in sight, as in the module (never run)
         self.trailer: List[str] = []
         if imports:
-            self.trailer = ["", "", "if False:  # never runs: the module's imports, for the function to compile as "
-                            "in its module (3.11+)"] + [f"{_INDENT}import {n}" for n in imports]
+            self.trailer = [
+                "",
+                "",
+                "if False:  # never runs: the module's imports, for the function to compile as in its module (3.11+)",
+            ] + [f"{_INDENT}import {n}" for n in imports]
         if global_names:
             self.lines.append(f"{_INDENT}global {', '.join(sorted(global_names))}")
         self.span: Optional[Tuple[int, int]] = None
@@ -119,8 +132,14 @@ class _Text:
         return "\n".join(self.lines + self.trailer) + "\n"
 
 
-def _check(text: _Text, code: types.CodeType, parts: Sequence[Tuple[Decompiled, Optional[int]]],
-           flow: ControlFlow, start: Optional[int] = None, exit_at: Optional[int] = None) -> Optional[str]:
+def _check(
+    text: _Text,
+    code: types.CodeType,
+    parts: Sequence[Tuple[Decompiled, Optional[int]]],
+    flow: ControlFlow,
+    start: Optional[int] = None,
+    exit_at: Optional[int] = None,
+) -> Optional[str]:
     """Why the rendered text does not do what ``code`` does, or None. With a source run:
     ``insts[start:exit_at]`` (to the end without ``exit_at``) are the instructions its
     lines must compile to."""
@@ -160,8 +179,9 @@ def _check(text: _Text, code: types.CodeType, parts: Sequence[Tuple[Decompiled, 
         exits = exit_chain(flow, exit_at)
         ours = flow_signature(flow, start, lambda k: start <= k < exit_at, exits.__contains__)
         # the code after the lines (3.10+ may copy a small return block to each way out)
-        theirs = flow_signature(rendered, first, inside_rendered,
-                                lambda k: k >= len(rendered) or (rendered.insts[k].lineno or 0) > hi)
+        theirs = flow_signature(
+            rendered, first, inside_rendered, lambda k: k >= len(rendered) or (rendered.insts[k].lineno or 0) > hi
+        )
     if not same_flow(ours, theirs):
         return "the source lines do not compile to the instructions the code runs"
     return None
@@ -180,8 +200,10 @@ def render_code(code: types.CodeType, const_name: Callable[[Any], str], resume: 
     global_names = sorted(_global_stores(insts) | d.global_stores)
     why: List[str] = []
     if code.co_cellvars or code.co_freevars:
-        why.append(f"the frame has cell variables ({', '.join(code.co_cellvars + code.co_freevars)}): the cells "
-                   f"it shares with its closures have no Python source form")
+        why.append(
+            f"the frame has cell variables ({', '.join(code.co_cellvars + code.co_freevars)}): the cells "
+            f"it shares with its closures have no Python source form"
+        )
     else:
         attempt = _with_source(code, flow, d, const_name, global_names, resume, why)
         if attempt is not None:
@@ -198,8 +220,15 @@ def render_code(code: types.CodeType, const_name: Callable[[Any], str], resume: 
     return _partial(code, flow, d, global_names, why)
 
 
-def _with_source(code: types.CodeType, flow: ControlFlow, d: Decompiled, const_name: Callable[[Any], str],
-                 global_names: Sequence[str], resume: bool, why: List[str]) -> Optional[Rendered]:
+def _with_source(
+    code: types.CodeType,
+    flow: ControlFlow,
+    d: Decompiled,
+    const_name: Callable[[Any], str],
+    global_names: Sequence[str],
+    resume: bool,
+    why: List[str],
+) -> Optional[Rendered]:
     """Decompiled code up to a statement boundary, then the user's lines: to the end of the
     function (a resume function), or for a statement followed by generated code that
     calls the next resume function."""
@@ -215,8 +244,13 @@ def _with_source(code: types.CodeType, flow: ControlFlow, d: Decompiled, const_n
             text.source(run)
             problem = _check(text, code, [(d, n)], flow, b)
             if problem is None:
-                return Rendered(text.text(), True, _how(d, n, run, "the rest of the function"),
-                                source_lines(code.co_filename, run.line_numbers()), text.future)
+                return Rendered(
+                    text.text(),
+                    True,
+                    _how(d, n, run, "the rest of the function"),
+                    source_lines(code.co_filename, run.line_numbers()),
+                    text.future,
+                )
             why.append(problem)
         return None
     if d.complete or d.stopped_at is None:
@@ -235,22 +269,29 @@ def _with_source(code: types.CodeType, flow: ControlFlow, d: Decompiled, const_n
             if run is None:
                 why.append(reason)
                 continue
-            tail = decompile(flow, j, const_name=const_name, consts=code.co_consts, temp_prefix="___e") \
-                if j < len(insts) else Decompiled(complete=True)
+            tail = (
+                decompile(flow, j, const_name=const_name, consts=code.co_consts, temp_prefix="___e")
+                if j < len(insts)
+                else Decompiled(complete=True)
+            )
             text = _Text(code, global_names)
             text.code(d, n)
             text.source(run)
             text.code(tail)
             problem = _check(text, code, [(d, n), (tail, None)], flow, b, j if j < len(insts) else None)
             if problem is None:
-                return Rendered(text.text(), True, _how(d, n, run, "a statement run as in the original"),
-                                source_lines(code.co_filename, run.line_numbers()), text.future)
+                return Rendered(
+                    text.text(),
+                    True,
+                    _how(d, n, run, "a statement run as in the original"),
+                    source_lines(code.co_filename, run.line_numbers()),
+                    text.future,
+                )
             why.append(problem)
     return None
 
 
-def _exits(flow: ControlFlow, b: int, stuck: int, const_name: Callable[[Any], str],
-           consts: Sequence[Any]) -> List[int]:
+def _exits(flow: ControlFlow, b: int, stuck: int, const_name: Callable[[Any], str], consts: Sequence[Any]) -> List[int]:
     """Where the generated code after a statement copied from the user's code may start:
     code that decompiles to its end, which the statement's instructions only jump to."""
     insts = flow.insts
@@ -258,8 +299,7 @@ def _exits(flow: ControlFlow, b: int, stuck: int, const_name: Callable[[Any], st
     for j in range(stuck + 1, len(insts) + 1):
         if j < len(insts) and j - stuck > _MAX_EXIT_SEARCH:
             break
-        if j < len(insts) and not decompile(flow, j, const_name=const_name, consts=consts,
-                                           temp_prefix="___e").complete:
+        if j < len(insts) and not decompile(flow, j, const_name=const_name, consts=consts, temp_prefix="___e").complete:
             continue
         if _reach(flow, b, j) is not None:
             out.append(j)
@@ -276,8 +316,9 @@ def _how(d: Decompiled, n: int, run: SourceRun, what: str) -> str:
     return f"{what}: the source of {where}"
 
 
-def _partial(code: types.CodeType, flow: ControlFlow, d: Decompiled, global_names: Sequence[str],
-             why: List[str]) -> Rendered:
+def _partial(
+    code: types.CodeType, flow: ControlFlow, d: Decompiled, global_names: Sequence[str], why: List[str]
+) -> Rendered:
     """What decompiles, up to the last statement boundary before the first problem; then
     the reason and the user's lines in comments, and a ``raise``."""
     insts = flow.insts
@@ -293,8 +334,11 @@ def _partial(code: types.CodeType, flow: ControlFlow, d: Decompiled, global_name
     back = [k for k in region if k < b and insts[k].lineno is not None]
     if back and not (code.co_cellvars or code.co_freevars):
         # the rest jumps back before the point reached: it continues inside a loop
-        why.insert(0, f"the code continues inside a loop (it jumps back to line {insts[min(back)].lineno}), "
-                      f"which no whole statements of the source do")
+        why.insert(
+            0,
+            f"the code continues inside a loop (it jumps back to line {insts[min(back)].lineno}), "
+            f"which no whole statements of the source do",
+        )
     reason = _dedupe(why) or "the bytecode has instructions the decompiler does not handle"
     text.lines.append(f"{_INDENT}# NOT RENDERED AS PYTHON from here: {reason}")
     text.lines.append(f"{_INDENT}# (the bytecode listing below is what runs; the instructions come from these lines)")

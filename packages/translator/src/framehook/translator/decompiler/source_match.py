@@ -13,6 +13,7 @@ the forms one compiler writes differently from another (3.13's paired loads, 3.1
 forward/backward jumps) made equal: two regions with the same signature run the same
 operations in the same order.
 """
+
 from __future__ import annotations
 
 import __future__
@@ -29,8 +30,18 @@ from ..bytecode.cfg import ControlFlow
 from ..bytecode.opcodes import NO_OPS, PAIRED_LOCALS, SYNONYMS, TERMINAL, UNCONDITIONAL, has_arg
 from ..bytecode.instructions import Instruction
 
-__all__ = ["SourceRun", "exit_chain", "flow_signature", "function_node", "future_flags", "module_context",
-           "region_source", "remainder_source", "same_flow", "source_lines"]
+__all__ = [
+    "SourceRun",
+    "exit_chain",
+    "flow_signature",
+    "function_node",
+    "future_flags",
+    "module_context",
+    "region_source",
+    "remainder_source",
+    "same_flow",
+    "source_lines",
+]
 
 _HASCONST = frozenset(dis.hasconst)
 _HASNAME = frozenset(dis.hasname) | frozenset(dis.haslocal) | frozenset(dis.hasfree)
@@ -53,13 +64,13 @@ class SourceRun:
             for n in range(first, last + 1):
                 text = linecache.getline(self.filename, n).rstrip("\n").rstrip("\r")
                 if n in inside_string:
-                    out.append((n, "\0" + text))   # kept as it is, in column 0
+                    out.append((n, "\0" + text))  # kept as it is, in column 0
                 elif not text.strip():
                     out.append((n, ""))
                 elif text.startswith(indent):
-                    out.append((n, text[len(indent):]))
+                    out.append((n, text[len(indent) :]))
                 else:
-                    out.append((n, "\0" + text))   # a bracket continuation: its indentation is free
+                    out.append((n, "\0" + text))  # a bracket continuation: its indentation is free
         return out
 
     def text(self, indent: str) -> str:
@@ -79,7 +90,7 @@ def _string_continuations(filename: str, first: int, last: int) -> set:
                 for row in range(tok.start[0] + 1, tok.end[0] + 1):
                     inside.add(first + row - 1)
     except (tokenize.TokenError, IndentationError, SyntaxError):
-        pass   # the statements' lines alone may not tokenize (a dedent); the compile check decides
+        pass  # the statements' lines alone may not tokenize (a dedent); the compile check decides
     return inside
 
 
@@ -115,7 +126,7 @@ def module_context(filename: str) -> Tuple[List[str], List[str]]:
     while todo:
         node = todo.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue   # their imports are their own
+            continue  # their imports are their own
         todo.extend(ast.iter_child_nodes(node))
         if isinstance(node, ast.ImportFrom) and node.module == "__future__":
             features += [a.name for a in node.names if getattr(__future__, a.name, None) is not None]
@@ -164,14 +175,14 @@ def _alone(filename: str, stmt: ast.stmt, first: bool) -> bool:
     """Nothing but whitespace (or a comment) shares the statement's first or last line."""
     if first:
         line = linecache.getline(filename, stmt.lineno).encode("utf-8")
-        return not line[:stmt.col_offset].strip()
+        return not line[: stmt.col_offset].strip()
     line = linecache.getline(filename, stmt.end_lineno or stmt.lineno).encode("utf-8")
-    rest = line[stmt.end_col_offset or 0:].strip()
+    rest = line[stmt.end_col_offset or 0 :].strip()
     return not rest or rest.startswith(b"#")
 
 
 def _indent(filename: str, stmt: ast.stmt) -> str:
-    return linecache.getline(filename, stmt.lineno).encode("utf-8")[:stmt.col_offset].decode("utf-8")
+    return linecache.getline(filename, stmt.lineno).encode("utf-8")[: stmt.col_offset].decode("utf-8")
 
 
 def _span(filename: str, stmts: Sequence[ast.stmt]) -> Optional[Tuple[int, int, str]]:
@@ -202,7 +213,7 @@ def remainder_source(code: types.CodeType, line: Optional[int]) -> Tuple[Optiona
                     return find(stmt, _bodies(stmt))
         return False
 
-    if not find(fn, [fn.body]):   # type: ignore[attr-defined]
+    if not find(fn, [fn.body]):  # type: ignore[attr-defined]
         return None, f"no statement starts at line {line}"
     run = SourceRun(code.co_filename)
     for depth in range(len(chain) - 1, -1, -1):
@@ -210,7 +221,7 @@ def remainder_source(code: types.CodeType, line: Optional[int]) -> Tuple[Optiona
         if depth > 0 and not isinstance(parent, ast.If):
             kind = type(parent).__name__.lower()
             return None, f"line {line} is inside a {kind} statement (it would continue back into it)"
-        rest = body[i:] if depth == len(chain) - 1 else body[i + 1:]
+        rest = body[i:] if depth == len(chain) - 1 else body[i + 1 :]
         if not rest:
             continue
         span = _span(code.co_filename, rest)
@@ -234,14 +245,14 @@ def region_source(code: types.CodeType, lines: Sequence[int]) -> Tuple[Optional[
     if fn is None:
         return None, f"the source of {code.co_name} is not available"
     best: Optional[List[ast.stmt]] = None
-    todo: List[List[ast.stmt]] = [fn.body]   # type: ignore[attr-defined]
+    todo: List[List[ast.stmt]] = [fn.body]  # type: ignore[attr-defined]
     while todo:
         body = todo.pop()
         inside = [s for s in body if (s.end_lineno or s.lineno) >= lo and s.lineno <= hi]
         if not inside:
             continue
         if inside[0].lineno <= lo and (inside[-1].end_lineno or inside[-1].lineno) >= hi:
-            best = inside   # a deeper block that still spans them replaces it
+            best = inside  # a deeper block that still spans them replaces it
             if len(inside) == 1:
                 todo += _bodies(inside[0])
     if best is None:
@@ -263,9 +274,19 @@ def source_lines(filename: str, lines: Sequence[int]) -> List[str]:
 # ------------------------------------------------------------------ same instructions
 def _const_key(value: Any) -> Any:
     if isinstance(value, types.CodeType):
-        return ("code", value.co_code, value.co_names, value.co_varnames, value.co_freevars, value.co_cellvars,
-                value.co_argcount, value.co_posonlyargcount, value.co_kwonlyargcount, value.co_flags,
-                tuple(_const_key(c) for c in value.co_consts))
+        return (
+            "code",
+            value.co_code,
+            value.co_names,
+            value.co_varnames,
+            value.co_freevars,
+            value.co_cellvars,
+            value.co_argcount,
+            value.co_posonlyargcount,
+            value.co_kwonlyargcount,
+            value.co_flags,
+            tuple(_const_key(c) for c in value.co_consts),
+        )
     if type(value) in (tuple, frozenset):
         return (type(value).__name__, tuple(_const_key(v) for v in value))
     if value is None or type(value) in (int, float, complex, str, bytes, bool) or value is Ellipsis:
@@ -291,8 +312,9 @@ def _label(inst: Instruction, opname: str, argval: Any) -> Tuple[Any, ...]:
     return (name,)
 
 
-def flow_signature(flow: ControlFlow, start: int, inside: Callable[[int], bool],
-                   exits: Optional[Callable[[int], bool]] = None) -> Optional[List[Tuple[Any, ...]]]:
+def flow_signature(
+    flow: ControlFlow, start: int, inside: Callable[[int], bool], exits: Optional[Callable[[int], bool]] = None
+) -> Optional[List[Tuple[Any, ...]]]:
     """What the instructions reachable from ``start`` do, node by node in a fixed walk
     order: (label, successors, exception handler). Leaving the region (``inside`` false)
     is "exit" where ``exits`` holds (anywhere, when ``exits`` is None); anywhere else, the
@@ -401,7 +423,7 @@ def _normalise(sig: List[Tuple[Any, ...]]) -> List[Any]:
         if "+" in label:
             cut = label.index("+")
             out.append((label[:cut], (len(out) + 1,), new_exn))
-            out.append((label[cut + 1:], new_refs, new_exn))
+            out.append((label[cut + 1 :], new_refs, new_exn))
         else:
             out.append((label, new_refs, new_exn))
     return out

@@ -15,6 +15,7 @@ reported at that call's line in the graph's file (``Location.frame_lineno``); a 
 a location, a ``del`` and the ``return`` keep the line before them. A node is written inside
 its user's expression only when both are on the same user line.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -27,8 +28,7 @@ from ..bytecode.linetable import relocate
 from .ir import Graph, Node, NodeKind, target_name
 from .loop import WhileLoop, is_loop
 
-__all__ = ["GraphCodegenError", "python_code", "compile_graph", "render_arg", "BINARY_OPS", "UNARY_OPS",
-           "INPLACE_OPS"]
+__all__ = ["GraphCodegenError", "python_code", "compile_graph", "render_arg", "BINARY_OPS", "UNARY_OPS", "INPLACE_OPS"]
 
 
 class GraphCodegenError(ValueError):
@@ -36,15 +36,39 @@ class GraphCodegenError(ValueError):
 
 
 BINARY_OPS: Dict[Any, str] = {
-    operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", operator.floordiv: "//",
-    operator.mod: "%", operator.pow: "**", operator.matmul: "@", operator.and_: "&", operator.or_: "|",
-    operator.xor: "^", operator.lshift: "<<", operator.rshift: ">>", operator.lt: "<", operator.le: "<=",
-    operator.gt: ">", operator.ge: ">=", operator.eq: "==", operator.ne: "!=",
+    operator.add: "+",
+    operator.sub: "-",
+    operator.mul: "*",
+    operator.truediv: "/",
+    operator.floordiv: "//",
+    operator.mod: "%",
+    operator.pow: "**",
+    operator.matmul: "@",
+    operator.and_: "&",
+    operator.or_: "|",
+    operator.xor: "^",
+    operator.lshift: "<<",
+    operator.rshift: ">>",
+    operator.lt: "<",
+    operator.le: "<=",
+    operator.gt: ">",
+    operator.ge: ">=",
+    operator.eq: "==",
+    operator.ne: "!=",
 }
 INPLACE_OPS: Dict[Any, str] = {
-    operator.iadd: "+=", operator.isub: "-=", operator.imul: "*=", operator.itruediv: "/=",
-    operator.ifloordiv: "//=", operator.imod: "%=", operator.ipow: "**=", operator.imatmul: "@=",
-    operator.iand: "&=", operator.ior: "|=", operator.ixor: "^=", operator.ilshift: "<<=",
+    operator.iadd: "+=",
+    operator.isub: "-=",
+    operator.imul: "*=",
+    operator.itruediv: "/=",
+    operator.ifloordiv: "//=",
+    operator.imod: "%=",
+    operator.ipow: "**=",
+    operator.imatmul: "@=",
+    operator.iand: "&=",
+    operator.ior: "|=",
+    operator.ixor: "^=",
+    operator.ilshift: "<<=",
     operator.irshift: ">>=",
 }
 UNARY_OPS: Dict[Any, str] = {operator.neg: "-", operator.pos: "+", operator.invert: "~"}
@@ -77,6 +101,7 @@ def _line_finder(main_file: Optional[str]) -> _Where:
             return stack[1]
         # an inlined call into another file: the line of the call in the graph's file
         return getattr(stack, "frame_lineno", None)
+
     return where
 
 
@@ -84,7 +109,7 @@ def _literal(value: Any) -> bool:
     if value is None or value is Ellipsis or isinstance(value, (bool, str, bytes)):
         return True
     if type(value) is int:
-        return value.bit_length() < 10_000   # repr() refuses ints of more than 4300 digits: bind those
+        return value.bit_length() < 10_000  # repr() refuses ints of more than 4300 digits: bind those
     if type(value) is float:
         return math.isfinite(value)
     if type(value) is complex:
@@ -187,10 +212,12 @@ def _hint(obj: Any) -> str:
 
 def _index_text(idx: Any, names: _Names) -> str:
     """``x[...]`` subscript text: slices as ``a:b:c``, tuples without parentheses."""
+
     def one(i: Any) -> str:
         if type(i) is slice:
             return _slice_text(i, names)
         return render_arg(i, names)
+
     if type(idx) is tuple and idx:
         return ", ".join(one(i) for i in idx) + ("," if len(idx) == 1 else "")
     return one(idx)
@@ -201,8 +228,10 @@ def _loop_statements(node: Node, names: _Names, where: _Where) -> _Lines:
     loop = node.target
     line = where(node)
     start, stop, step, carried, invariants = node.args
-    lines = [(f"{names.var(ph)} = {render_arg(arg, names)}", line)
-             for ph, arg in zip(loop.carried + loop.invariants, list(carried) + list(invariants))]
+    lines = [
+        (f"{names.var(ph)} = {render_arg(arg, names)}", line)
+        for ph, arg in zip(loop.carried + loop.invariants, list(carried) + list(invariants))
+    ]
     bounds = ", ".join(render_arg(b, names) for b in (start, stop, step))
     lines.append((f"for {names.var(loop.index)} in range({bounds}):", line))
     body = _body_lines(loop.body, names, where)
@@ -228,8 +257,10 @@ def _while_statements(node: Node, names: _Names, where: _Where) -> _Lines:
     line = where(node)
     cond, carried, invariants = node.args
     heads = [loop.condition] + loop.carried + loop.invariants
-    lines = [(f"{names.var(ph)} = {render_arg(arg, names)}", line)
-             for ph, arg in zip(heads, [cond] + list(carried) + list(invariants))]
+    lines = [
+        (f"{names.var(ph)} = {render_arg(arg, names)}", line)
+        for ph, arg in zip(heads, [cond] + list(carried) + list(invariants))
+    ]
     test = names.var(loop.condition)
     lines.append((f"while {test if loop.repeat_when else 'not ' + test}:", line))
     body = _body_lines(loop.body, names, where)
@@ -288,8 +319,12 @@ def _foldable(node: Node) -> bool:
     """Can the node's expression be written inside its only user's? (An intermediate
     without a name has one reference, so numpy can reuse its memory for the next
     operation, as it does for ``a * x + b`` in plain Python.)"""
-    if (node.kind not in (NodeKind.CALL, NodeKind.CALL_METHOD, NodeKind.GETATTR) or node.impure
-            or len(node.users) != 1 or _statement_only(node)):
+    if (
+        node.kind not in (NodeKind.CALL, NodeKind.CALL_METHOD, NodeKind.GETATTR)
+        or node.impure
+        or len(node.users) != 1
+        or _statement_only(node)
+    ):
         return False
     user = next(iter(node.users))
     return user.kind is not NodeKind.OUTPUT and user.inputs().count(node) == 1
@@ -304,8 +339,9 @@ def _folds_into(node: Node) -> bool:
 
 def _statement_only(node: Node) -> bool:
     """Loops, stores and in-place operators: written as statements, never inside an expression."""
-    return node.kind is NodeKind.CALL and (is_loop(node.target) or node.target is operator.setitem
-                                           or node.target in INPLACE_OPS)
+    return node.kind is NodeKind.CALL and (
+        is_loop(node.target) or node.target is operator.setitem or node.target in INPLACE_OPS
+    )
 
 
 def _source(graph: Graph, names: _Names, fn_name: str, where: _Where) -> Tuple[str, List[Optional[int]]]:
@@ -333,12 +369,12 @@ def _body_lines(graph: Graph, names: _Names, where: _Where) -> _Lines:
             dying.setdefault(user, []).append(value)
     lines: _Lines = []
     folded: set = set()
-    pending: List[Node] = []          # foldable nodes not written yet, in graph order
+    pending: List[Node] = []  # foldable nodes not written yet, in graph order
     text: Dict[Node, str] = {}
-    line: Dict[Node, Optional[int]] = {}   # the user's line of each expression, folded parts included
+    line: Dict[Node, Optional[int]] = {}  # the user's line of each expression, folded parts included
     # consecutive nodes under the same numpy.errstate settings are one ``with`` block; nothing
     # folds across its edge (an expression runs under the settings of the statement holding it)
-    block: List[Any] = [None, 0]      # the open block's settings, and how many lines it has
+    block: List[Any] = [None, 0]  # the open block's settings, and how many lines it has
 
     def write(node: Node, stmts: _Lines) -> None:
         pad = "    " if block[0] else ""
@@ -354,7 +390,7 @@ def _body_lines(graph: Graph, names: _Names, where: _Where) -> _Lines:
         del pending[:upto]
 
     def open_block(settings: Any, at: Optional[int]) -> None:
-        if block[0] and not block[1]:   # pragma: no cover - every node is written in its block
+        if block[0] and not block[1]:  # pragma: no cover - every node is written in its block
             lines.append(("    pass", None))
         block[0], block[1] = settings, 0
         if settings:
@@ -375,10 +411,10 @@ def _body_lines(graph: Graph, names: _Names, where: _Where) -> _Lines:
         on = {where(node)} | {line[p] for p in uses}
         on.discard(None)
         line[node] = where(node)
-        if k and _folds_into(node) and pending[len(pending) - k:] == uses and len(on) <= 1:
+        if k and _folds_into(node) and pending[len(pending) - k :] == uses and len(on) <= 1:
             line[node] = next(iter(on), None)
             flush(len(pending) - k)
-            for p in uses:   # the user's statement evaluates them in their original order
+            for p in uses:  # the user's statement evaluates them in their original order
                 names._vars[p] = f"({text[p]})"
                 folded.add(p)
                 dying.setdefault(node, []).extend(dying.pop(p, []))
@@ -398,6 +434,7 @@ def _body_lines(graph: Graph, names: _Names, where: _Where) -> _Lines:
 
 def _np_errstate() -> Any:
     import numpy
+
     return numpy.errstate
 
 
@@ -408,7 +445,8 @@ def python_code(graph: Graph) -> str:
 
 def _never_intercept(code: Any) -> None:
     """The generated function runs numpy directly: the frame hook must leave it alone."""
-    from .._runtime import runtime   # imported when first used: graph/ itself needs no runtime
+    from .._runtime import runtime  # imported when first used: graph/ itself needs no runtime
+
     runtime.skip_code(code)
 
 
@@ -422,7 +460,7 @@ def _user_scope(graph: Graph, scope: Dict[str, Any]) -> None:
         scope["__name__"] = user["__name__"]
     registry = user.get("__warningregistry__")
     if registry is None:
-        registry = user["__warningregistry__"] = {}   # what the module's first warning would create
+        registry = user["__warningregistry__"] = {}  # what the module's first warning would create
     if isinstance(registry, dict):
         scope["__warningregistry__"] = registry
 
@@ -442,8 +480,9 @@ def compile_graph(graph: Graph) -> Callable[..., Any]:
     if main_file is not None and located:
         first = graph.meta.get("firstlineno")
         first = first if isinstance(first, int) else min(located)
-        fn.__code__ = relocate(fn.__code__, lambda n: user_lines[n - 1] if n <= len(user_lines) else None,
-                               main_file, first)
+        fn.__code__ = relocate(
+            fn.__code__, lambda n: user_lines[n - 1] if n <= len(user_lines) else None, main_file, first
+        )
     else:
         # nothing to point at: tracebacks through the graph show its own source lines
         linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)

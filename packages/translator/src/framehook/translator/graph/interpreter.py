@@ -1,4 +1,5 @@
 """Runs a graph node by node (for debugging and for backends that transform values)."""
+
 from __future__ import annotations
 
 import operator
@@ -29,7 +30,7 @@ class Interpreter:
                 continue
             settings = node.meta.get("errstate")
             if settings:
-                with np.errstate(**settings):   # a captured ``with np.errstate(...)`` block
+                with np.errstate(**settings):  # a captured ``with np.errstate(...)`` block
                     value = self.run_node(node)
             else:
                 value = self.run_node(node)

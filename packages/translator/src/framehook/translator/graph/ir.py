@@ -23,6 +23,7 @@ A graph's ``meta`` may name the frame it was captured from: ``filename`` and
 ``firstlineno`` of its code and its ``globals``. The compiled function then reports the
 user's file, lines and module (``codegen.compile_graph``).
 """
+
 from __future__ import annotations
 
 import collections
@@ -42,8 +43,7 @@ class Location(tuple):
 
     frame_lineno: Optional[int]
 
-    def __new__(cls, filename: str, lineno: Optional[int], name: str,
-                frame_lineno: Optional[int] = None) -> "Location":
+    def __new__(cls, filename: str, lineno: Optional[int], name: str, frame_lineno: Optional[int] = None) -> "Location":
         self = tuple.__new__(cls, (filename, lineno, name))
         self.frame_lineno = frame_lineno
         return self
@@ -61,16 +61,44 @@ class NodeKind(str, enum.Enum):
 
 
 #: call targets that mutate an argument in place
-IMPURE_TARGETS = frozenset({operator.setitem, operator.delitem, operator.iadd, operator.isub, operator.imul,
-                            operator.itruediv, operator.ifloordiv, operator.imod, operator.ipow,
-                            operator.imatmul, operator.iand, operator.ior, operator.ixor, operator.ilshift,
-                            operator.irshift})
+IMPURE_TARGETS = frozenset(
+    {
+        operator.setitem,
+        operator.delitem,
+        operator.iadd,
+        operator.isub,
+        operator.imul,
+        operator.itruediv,
+        operator.ifloordiv,
+        operator.imod,
+        operator.ipow,
+        operator.imatmul,
+        operator.iand,
+        operator.ior,
+        operator.ixor,
+        operator.ilshift,
+        operator.irshift,
+    }
+)
 IMPURE_METHODS = frozenset({"fill", "sort", "put", "itemset", "resize", "setfield", "partition"})
 # Operations that can raise (ZeroDivisionError, IndexError, OverflowError, ValueError on a
 # negative shift...): Python raises even when the result goes unused, so dead-code
 # elimination must keep them. (Found by fuzz/run.py: an unused `0 % p` vanished.)
-MAY_RAISE_TARGETS = frozenset({operator.truediv, operator.floordiv, operator.mod, operator.pow, divmod,
-                               operator.lshift, operator.rshift, operator.getitem, pow, int, float})
+MAY_RAISE_TARGETS = frozenset(
+    {
+        operator.truediv,
+        operator.floordiv,
+        operator.mod,
+        operator.pow,
+        divmod,
+        operator.lshift,
+        operator.rshift,
+        operator.getitem,
+        pow,
+        int,
+        float,
+    }
+)
 # numpy.linalg raises LinAlgError on singular or non-converging input (inv, solve, eigh,
 # cholesky, svd...), whether or not the result is used
 _MAY_RAISE_MODULES = frozenset({"numpy.linalg"})
@@ -92,7 +120,7 @@ def may_raise(node: "Node") -> bool:
     try:
         if target in MAY_RAISE_TARGETS:
             return True
-    except TypeError:   # an unhashable callable object
+    except TypeError:  # an unhashable callable object
         pass
     return getattr(target, "__module__", None) in _MAY_RAISE_MODULES
 
@@ -113,6 +141,7 @@ def target_name(target: Any) -> str:
     if module.startswith("numpy"):
         # numpy.core.xxx / numpy._core.fromnumeric: show the public spelling
         import numpy as np
+
         if getattr(np, name, None) is target:
             return f"numpy.{name}"
         for sub in ("linalg", "fft", "random"):
@@ -162,8 +191,9 @@ class Node:
 
     __slots__ = ("graph", "name", "kind", "target", "args", "kwargs", "meta", "users")
 
-    def __init__(self, graph: "Graph", name: str, kind: NodeKind, target: Any, args: Tuple[Any, ...],
-                 kwargs: Dict[str, Any]) -> None:
+    def __init__(
+        self, graph: "Graph", name: str, kind: NodeKind, target: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]
+    ) -> None:
         self.graph = graph
         self.name = name
         self.kind = kind
@@ -187,6 +217,7 @@ class Node:
             if self.target in IMPURE_TARGETS or "out" in self.kwargs:
                 return True
             from .loop import is_loop
+
             return is_loop(self.target) and self.target.impure
         if self.kind is NodeKind.CALL_METHOD:
             return self.target in IMPURE_METHODS or "out" in self.kwargs
@@ -195,6 +226,7 @@ class Node:
     def format(self) -> str:
         """One line: ``t3: float64(4, 3) = call numpy.exp(t2)  # file.py:12 in f``."""
         from .codegen import render_arg
+
         val = self.meta.get("val")
         head = f"{self.name}: {val}" if val is not None else self.name
         if self.kind is NodeKind.PLACEHOLDER:
@@ -244,8 +276,16 @@ class Graph:
         self._names[base] += 1
         return base if n == 0 and base not in _RESERVED else f"{base}_{n + 1}"
 
-    def _add(self, kind: NodeKind, target: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any],
-             name: str, meta: Any = None, stack: Any = None) -> Node:
+    def _add(
+        self,
+        kind: NodeKind,
+        target: Any,
+        args: Tuple[Any, ...],
+        kwargs: Dict[str, Any],
+        name: str,
+        meta: Any = None,
+        stack: Any = None,
+    ) -> Node:
         if self.nodes and self.nodes[-1].kind is NodeKind.OUTPUT:
             raise ValueError("the graph already has its output node")
         node = Node(self, self._fresh(name), kind, target, tuple(args), dict(kwargs))
@@ -269,15 +309,29 @@ class Graph:
         self.nodes.insert(len(self.placeholders), node)
         return node
 
-    def call(self, target: Callable[..., Any], args: Tuple[Any, ...] = (), kwargs: Optional[Dict[str, Any]] = None,
-             *, meta: Any = None, stack: Any = None) -> Node:
+    def call(
+        self,
+        target: Callable[..., Any],
+        args: Tuple[Any, ...] = (),
+        kwargs: Optional[Dict[str, Any]] = None,
+        *,
+        meta: Any = None,
+        stack: Any = None,
+    ) -> Node:
         if not callable(target):
             raise TypeError(f"call target must be callable, got {type(target).__name__}")
         name = getattr(target, "__name__", "call")
         return self._add(NodeKind.CALL, target, args, kwargs or {}, name, meta, stack)
 
-    def call_method(self, method: str, args: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]] = None, *,
-                    meta: Any = None, stack: Any = None) -> Node:
+    def call_method(
+        self,
+        method: str,
+        args: Tuple[Any, ...],
+        kwargs: Optional[Dict[str, Any]] = None,
+        *,
+        meta: Any = None,
+        stack: Any = None,
+    ) -> Node:
         if not method.isidentifier() or not args:
             raise ValueError("call_method needs a method name and the object as first argument")
         return self._add(NodeKind.CALL_METHOD, method, args, kwargs or {}, method, meta, stack)
@@ -312,12 +366,11 @@ class Graph:
         """Operations by target name, e.g. ``{"numpy.exp": 1, "operator.truediv": 1}``."""
         counts: Dict[str, int] = collections.Counter()
         for n in self.operations():
-            key = (f".{n.target}" if n.kind in (NodeKind.CALL_METHOD, NodeKind.GETATTR)
-                   else target_name(n.target))
+            key = f".{n.target}" if n.kind in (NodeKind.CALL_METHOD, NodeKind.GETATTR) else target_name(n.target)
             counts[key] += 1
             body = getattr(n.target, "body", None) if n.kind is NodeKind.CALL else None
             if isinstance(body, Graph):
-                counts.update(body.op_counts())   # a loop's body counts once, as in its code
+                counts.update(body.op_counts())  # a loop's body counts once, as in its code
         return dict(counts)
 
     def eliminate_dead_code(self) -> int:
@@ -340,6 +393,7 @@ class Graph:
     # ---- code
     def python_code(self) -> str:
         from .codegen import python_code
+
         return python_code(self)
 
     @property
@@ -347,6 +401,7 @@ class Graph:
         """The graph as one generated straight-line Python function (compiled once)."""
         if self._forward is None:
             from .codegen import compile_graph
+
             self._forward = compile_graph(self)
         return self._forward
 
@@ -369,5 +424,8 @@ class Graph:
         return f"<Graph {self.name}: {len(self.placeholders)} inputs, {len(self.operations())} operations>"
 
 
-_RESERVED = frozenset({"output", "np", "numpy", "operator", "builtins"} | set(__import__("keyword").kwlist)
-                      | set(dir(__import__("builtins"))))
+_RESERVED = frozenset(
+    {"output", "np", "numpy", "operator", "builtins"}
+    | set(__import__("keyword").kwlist)
+    | set(dir(__import__("builtins")))
+)

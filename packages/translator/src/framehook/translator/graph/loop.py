@@ -18,6 +18,7 @@ values then the next condition. The node's arguments are ``(cond_in, carried_in,
 invariants)``: the body runs while ``bool(cond)`` is ``repeat_when``, testing each new
 condition as the user's ``while`` does (code generation writes ``while c:``).
 """
+
 from __future__ import annotations
 
 from typing import Any, List, Tuple
@@ -36,11 +37,11 @@ class _BodyLayout:
 
     @property
     def carried(self) -> List[Node]:
-        return self.body.placeholders[1:1 + self.n_carried]
+        return self.body.placeholders[1 : 1 + self.n_carried]
 
     @property
     def invariants(self) -> List[Node]:
-        return self.body.placeholders[1 + self.n_carried:]
+        return self.body.placeholders[1 + self.n_carried :]
 
 
 class Loop(_BodyLayout):
@@ -54,14 +55,17 @@ class Loop(_BodyLayout):
         if body.output_node is None:
             raise ValueError("a loop body needs its output node")
         if len(placeholders) < 1 + n_carried:
-            raise ValueError(f"a loop body needs an index and {n_carried} carried inputs, "
-                             f"it has {len(placeholders)} placeholders")
+            raise ValueError(
+                f"a loop body needs an index and {n_carried} carried inputs, it has {len(placeholders)} placeholders"
+            )
         if type(exits) is not bool:
             raise TypeError(f"exits must be a bool, got {type(exits).__name__}")
         out = body.output_node.args[0]
         if type(out) is not tuple or len(out) != n_carried + exits:
-            raise ValueError(f"a loop body must output a tuple of its {n_carried} carried values"
-                             + (" and the exit flag" if exits else ""))
+            raise ValueError(
+                f"a loop body must output a tuple of its {n_carried} carried values"
+                + (" and the exit flag" if exits else "")
+            )
         self.body = body
         self.n_carried = n_carried
         self.exits = exits
@@ -75,8 +79,9 @@ class Loop(_BodyLayout):
         """True when running the body has an effect beyond its result (mutation, an exception)."""
         return any(n.impure or may_raise(n) for n in self.body.operations())
 
-    def __call__(self, start: int, stop: int, step: int, carried: Tuple[Any, ...],
-                 invariants: Tuple[Any, ...]) -> Tuple[Any, ...]:
+    def __call__(
+        self, start: int, stop: int, step: int, carried: Tuple[Any, ...], invariants: Tuple[Any, ...]
+    ) -> Tuple[Any, ...]:
         forward = self.body.forward
         values = tuple(carried)
         if not self.exits:
@@ -104,12 +109,15 @@ class WhileLoop(_BodyLayout):
         if body.output_node is None:
             raise ValueError("a while-loop body needs its output node")
         if len(body.placeholders) < 1 + n_carried:
-            raise ValueError(f"a while-loop body needs a condition and {n_carried} carried inputs, "
-                             f"it has {len(body.placeholders)} placeholders")
+            raise ValueError(
+                f"a while-loop body needs a condition and {n_carried} carried inputs, "
+                f"it has {len(body.placeholders)} placeholders"
+            )
         out = body.output_node.args[0]
         if type(out) is not tuple or len(out) != n_carried + 1:
-            raise ValueError(f"a while-loop body must output a tuple of its {n_carried} carried values "
-                             "and the next condition")
+            raise ValueError(
+                f"a while-loop body must output a tuple of its {n_carried} carried values and the next condition"
+            )
         if type(repeat_when) is not bool:
             raise TypeError(f"repeat_when must be a bool, got {type(repeat_when).__name__}")
         self.body = body
@@ -141,4 +149,3 @@ class WhileLoop(_BodyLayout):
 def is_loop(target: Any) -> bool:
     """A for-loop or while-loop node's target."""
     return type(target) is Loop or type(target) is WhileLoop
-

@@ -9,6 +9,7 @@ Each can build a *proxy*: a stand-in value with the right type, dtype and shape 
 memory is one element (zero strides), on which numpy can be run to learn the result's
 metadata.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

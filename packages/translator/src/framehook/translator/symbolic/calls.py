@@ -1,5 +1,6 @@
 """Calls during tracing: numpy functions and ufuncs (graph nodes), array methods, the
 builtins that have a trace-time meaning, container methods, and user functions (inlined)."""
+
 from __future__ import annotations
 
 import builtins
@@ -30,6 +31,7 @@ def _builtin(*fns: Any) -> Callable[[Handler], Handler]:
         for fn in fns:
             _BUILTINS[fn] = h
         return h
+
     return register
 
 
@@ -60,8 +62,7 @@ def _wrap_container(fr: "FrameTracer", value: Any) -> V:
 def _has_array(vs: List[V]) -> bool:
     """Any graph value that is an array or numpy scalar, or a named tuple of those (not a
     Python-number input)?"""
-    return any(isinstance(v, Tensor) and (isinstance(v.meta, ArrayMeta) or v.is_named_tuple)
-               for v in flatten(list(vs)))
+    return any(isinstance(v, Tensor) and (isinstance(v.meta, ArrayMeta) or v.is_named_tuple) for v in flatten(list(vs)))
 
 
 def _has_tensor(vs: List[V]) -> bool:
@@ -124,15 +125,21 @@ def _type(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
 
 def _make_pure(fn: Any) -> Handler:
     def handler(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
-        if fn is pow and len(args) == 2 and fr.python_int(args[0]) and isinstance(args[1], Tensor) and \
-                fr.python_int(args[1]):
-            args = [args[0], Const(fr.const_of(args[1], "the exponent of an int power"))]   # as in binary()
+        if (
+            fn is pow
+            and len(args) == 2
+            and fr.python_int(args[0])
+            and isinstance(args[1], Tensor)
+            and fr.python_int(args[1])
+        ):
+            args = [args[0], Const(fr.const_of(args[1], "the exponent of an int power"))]  # as in binary()
         if fn in (round, divmod, pow) and _has_tensor(args + list(kwargs.values())):
             return fr.tracer.record(fn, args, kwargs, name=fn.__name__)
         if fn in (any, all) and args and not isinstance(args[0], Const):
             items = fr.iterate(args[0])
             return Const(fn(fr.truth(i) for i in items))
         return _fold(fr, fn, args, kwargs)
+
     return handler
 
 
@@ -142,7 +149,7 @@ for _fn in (range, slice, str, repr, round, divmod, pow, hash, chr, ord, bin, he
 
 @_builtin(range)
 def _range(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
-    sym = symbolic_range(fr, args, kwargs)   # bounds from a loop index: a loop node's bounds
+    sym = symbolic_range(fr, args, kwargs)  # bounds from a loop index: a loop node's bounds
     if sym is not None:
         return sym
     try:
@@ -172,8 +179,9 @@ def _make_convert(fn: type) -> Handler:
             if type(v.meta.hint) is fn:
                 return v
             if fn is not bool and fr.tracer.is_symbolic_number(v):
-                return fr.tracer.record(fn, args, name=fn.__name__)   # float(len(x)): in the graph
+                return fr.tracer.record(fn, args, name=fn.__name__)  # float(len(x)): in the graph
         return _fold(fr, fn, args, kwargs)
+
     return handler
 
 
@@ -195,7 +203,7 @@ def _make_minmax(fn: Any) -> Handler:
         if any(isinstance(i, Tensor) and i.is_array for i in items):
             raise fr.brk("FH002", f"{fn.__name__}() compares array values")
         if not kwargs and len(items) > 1 and any(fr.tracer.is_symbolic_number(i) for i in items):
-            return fr.tracer.record(fn, items, name=fn.__name__)   # min(n, 8) of a dynamic dimension
+            return fr.tracer.record(fn, items, name=fn.__name__)  # min(n, 8) of a dynamic dimension
         values = [fr.const_of(i) for i in items]
         kw = {k: fr.const_of(v) for k, v in kwargs.items()}
         try:
@@ -203,6 +211,7 @@ def _make_minmax(fn: Any) -> Handler:
         except Exception as e:
             raise fr.brk("FH009", f"{fn.__name__}() raised {type(e).__name__}: {e}") from None
         return fr.tracer.wrap(result, None)
+
     return handler
 
 
@@ -225,6 +234,7 @@ def _make_sequence(fn: type) -> Handler:
         _no_kwargs(fr, fn.__name__, kwargs)
         items = fr.iterate(args[0]) if args else []
         return TupleV(items) if fn is tuple else ListV(items)
+
     return handler
 
 
@@ -296,8 +306,11 @@ def _getattr(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
         name = fr.const_of(args[1])
         if objects.has_attribute(args[0], name):
             return fr.getattr(args[0], name)
-        raise fr.brk("FH003", f"getattr() with a default of the attribute {name!r}, which "
-                              f"{args[0].describe()} lacks (its absence is not guarded)")
+        raise fr.brk(
+            "FH003",
+            f"getattr() with a default of the attribute {name!r}, which "
+            f"{args[0].describe()} lacks (its absence is not guarded)",
+        )
     if len(args) != 2:
         raise fr.brk("FH003", "getattr() with a default")
     return fr.getattr(args[0], fr.const_of(args[1]))
@@ -311,10 +324,13 @@ def _hasattr(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
     if isinstance(obj, Const):
         return Const(hasattr(obj.value, name))
     if isinstance(obj, ObjV) and objects.has_attribute(obj, name):
-        fr.getattr(obj, name)   # read as for obj.name: guarded, so a later absence recompiles
+        fr.getattr(obj, name)  # read as for obj.name: guarded, so a later absence recompiles
         return Const(True)
-    raise fr.brk("FH008", f"hasattr() on {obj.describe()}" + (f" of the attribute {name!r}, which it lacks (its "
-                                                              "absence is not guarded)" if isinstance(obj, ObjV) else ""))
+    raise fr.brk(
+        "FH008",
+        f"hasattr() on {obj.describe()}"
+        + (f" of the attribute {name!r}, which it lacks (its absence is not guarded)" if isinstance(obj, ObjV) else ""),
+    )
 
 
 def _numpy_call(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V]) -> V:
@@ -333,8 +349,11 @@ def _numpy_call(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V])
         return _fold(fr, fn, args, kwargs)
     if fn in nps.META_ONLY:
         try:
-            return Const(nps.run_on_proxies(fn, [tracer.to_proxy(a) for a in args],
-                                            {k: tracer.to_proxy(a) for k, a in kwargs.items()}))
+            return Const(
+                nps.run_on_proxies(
+                    fn, [tracer.to_proxy(a) for a in args], {k: tracer.to_proxy(a) for k, a in kwargs.items()}
+                )
+            )
         except Exception as e:
             raise fr.brk("FH009", f"{name} raised {type(e).__name__}: {e}") from None
     nps.check_special_call(fr, fn, args, kwargs)
@@ -387,23 +406,29 @@ def _check_complex_result(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dic
     real when every eigenvalue is real and complex otherwise: the dtype depends on the values."""
     tracer = fr.tracer
     try:
-        result = nps.run_on_proxies(fn, [tracer.to_proxy(tracer.as_plain(a, True)) for a in args],
-                                    {k: tracer.to_proxy(tracer.as_plain(a, True)) for k, a in kwargs.items()},
-                                    linalg=True)
+        result = nps.run_on_proxies(
+            fn,
+            [tracer.to_proxy(tracer.as_plain(a, True)) for a in args],
+            {k: tracer.to_proxy(tracer.as_plain(a, True)) for k, a in kwargs.items()},
+            linalg=True,
+        )
     except Exception:
-        return   # raised again (FH009) when the call is recorded
+        return  # raised again (FH009) when the call is recorded
     first = result[0] if isinstance(result, tuple) else result
     if np.asarray(first).dtype.kind != "c":
-        raise fr.brk("FH004", f"{name} of a real array computed in the graph: on numpy {np.__version__} its "
-                              f"result is real when every eigenvalue is real and complex otherwise (a dtype "
-                              f"that depends on the values); pass a complex array (a.astype(complex)) to "
-                              f"capture it")
+        raise fr.brk(
+            "FH004",
+            f"{name} of a real array computed in the graph: on numpy {np.__version__} its "
+            f"result is real when every eigenvalue is real and complex otherwise (a dtype "
+            f"that depends on the values); pass a complex array (a.astype(complex)) to "
+            f"capture it",
+        )
 
 
 def _specialize_numbers(fr: "FrameTracer", v: V, why: str = "", sizes: Any = None) -> V:
     """``v`` with its graph numbers specialized (guarded on their value); with ``sizes`` (a
     one-element list, set to True when one is kept), graph ints stay in the graph."""
-    v = fr.tracer.as_plain(v)   # a named tuple computed in the graph: the tuple of its items
+    v = fr.tracer.as_plain(v)  # a named tuple computed in the graph: the tuple of its items
     if isinstance(v, Tensor) and not v.is_array:
         if sizes is not None and fr.tracer.is_symint(v):
             sizes[0] = True
@@ -418,13 +443,21 @@ def _specialize_numbers(fr: "FrameTracer", v: V, why: str = "", sizes: Any = Non
 
 def _fold_numpy(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V], name: str) -> Any:
     """numpy on trace-time values: fold immutable results (scalars, dtypes); arrays are made in the graph."""
-    if fn in nps.CREATION or fn in (np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.copy,
-                                    np.meshgrid, np.diag, np.diagflat):
+    if fn in nps.CREATION or fn in (
+        np.array,
+        np.asarray,
+        np.asanyarray,
+        np.ascontiguousarray,
+        np.copy,
+        np.meshgrid,
+        np.diag,
+        np.diagflat,
+    ):
         return None
     values = [fr.const_of(a) for a in args]
     kw = {k: fr.const_of(a) for k, a in kwargs.items()}
     try:
-        with errstate.strict(fr):   # an error the settings would report is not folded away
+        with errstate.strict(fr):  # an error the settings would report is not folded away
             fn(*values, **kw)
         result = nps.run_on_proxies(fn, values, kw)
     except Exception as e:
@@ -440,10 +473,17 @@ def _check_squeeze(fr: "FrameTracer", obj: V, kwargs: Dict[str, V]) -> None:
     """squeeze() without an axis drops the dimensions that are 1: which ones, and so the
     result's ndim, is not known for dynamic dimensions."""
     axis = kwargs.get("axis")
-    if (axis is None or isinstance(axis, Const) and axis.value is None) and isinstance(obj, Tensor) and \
-            obj.is_array and not obj.meta.is_static:
-        raise fr.brk("FH011", "squeeze() without an axis on an array with dynamic dimensions (the result's "
-                              "ndim depends on which sizes are 1)")
+    if (
+        (axis is None or isinstance(axis, Const) and axis.value is None)
+        and isinstance(obj, Tensor)
+        and obj.is_array
+        and not obj.meta.is_static
+    ):
+        raise fr.brk(
+            "FH011",
+            "squeeze() without an axis on an array with dynamic dimensions (the result's "
+            "ndim depends on which sizes are 1)",
+        )
 
 
 def _array_method(fr: "FrameTracer", obj: Tensor, name: str, args: List[V], kwargs: Dict[str, V]) -> V:
@@ -455,8 +495,10 @@ def _array_method(fr: "FrameTracer", obj: Tensor, name: str, args: List[V], kwar
         _check_squeeze(fr, obj, kwargs)
     sizes = nps.SIZE_METHOD_ARGS.get(name, set())
     sized = [False]
-    args = [_specialize_numbers(fr, a, f"argument {i + 1} of .{name}()",
-                                sized if sizes is None or i in sizes else None) for i, a in enumerate(args)]
+    args = [
+        _specialize_numbers(fr, a, f"argument {i + 1} of .{name}()", sized if sizes is None or i in sizes else None)
+        for i, a in enumerate(args)
+    ]
     # keywords too: x.sum(axis=k) with k a graph number would give metadata for one k only
     kwargs = {k: _specialize_numbers(fr, a, f"{k}= of .{name}()") for k, a in kwargs.items()}
     return fr.tracer.record(None, [obj] + args, kwargs, method=name, sized=sized[0])
@@ -524,14 +566,14 @@ def call_value(fr: "FrameTracer", fn: V, args: List[V], kwargs: Dict[str, V]) ->
     if isinstance(fn, errstate.ErrstateExitV):
         return errstate.exit_call(fr, fn, args, kwargs)
     if isinstance(fn, errstate.ErrstateEnterV) and not args and not kwargs:
-        return Const(None)   # what numpy.errstate.__enter__ returns
+        return Const(None)  # what numpy.errstate.__enter__ returns
     if isinstance(fn, FuncV):
         return fr.inline(fn, args, kwargs)
     if isinstance(fn, BoundMethodV):
-        return fr.inline(fn.func, [fn.obj] + list(args), kwargs)   # a method of a user class
+        return fr.inline(fn.func, [fn.obj] + list(args), kwargs)  # a method of a user class
     if isinstance(fn, MethodV):
         obj = fn.obj
-        if isinstance(obj, Tensor) and obj.is_named_tuple:   # ._asdict(): the fields and items
+        if isinstance(obj, Tensor) and obj.is_named_tuple:  # ._asdict(): the fields and items
             _no_kwargs(fr, fn.name, kwargs)
             if args:
                 raise fr.brk("FH009", f"{fn.name}() takes no arguments")
@@ -565,29 +607,42 @@ def call_value(fr: "FrameTracer", fn: V, args: List[V], kwargs: Dict[str, V]) ->
     if isinstance(value, types.FunctionType):
         if value.__globals__ is not fr.tracer.f_globals:
             raise fr.brk("FH014", f"{value.__qualname__}: a function whose globals cannot be guarded")
-        return fr.inline(FuncV(value.__code__, value.__globals__, value.__name__,
-                               defaults=[Const(d) for d in value.__defaults__ or ()],
-                               closure=[], fn=value), args, kwargs)
+        return fr.inline(
+            FuncV(
+                value.__code__,
+                value.__globals__,
+                value.__name__,
+                defaults=[Const(d) for d in value.__defaults__ or ()],
+                closure=[],
+                fn=value,
+            ),
+            args,
+            kwargs,
+        )
     if isinstance(value, type) and issubclass(value, np.generic):
         if _has_tensor(args):
             return fr.tracer.record(value, args, kwargs, name=f"numpy.{value.__name__}")
         return _fold(fr, value, args, kwargs)
-    if value is np.dtype or (isinstance(value, types.BuiltinFunctionType) and getattr(value, "__module__", "") == "math"):
+    if value is np.dtype or (
+        isinstance(value, types.BuiltinFunctionType) and getattr(value, "__module__", "") == "math"
+    ):
         if _has_tensor(args):
             return fr.tracer.record(value, args, kwargs, name=f"math.{value.__name__}")
         return _fold(fr, value, args, kwargs)
-    if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodWrapperType)) and \
-            isinstance(getattr(value, "__self__", None), (str, bytes, tuple, int, float, complex, np.dtype)):
-        return _fold(fr, value, args, kwargs)   # a method of an immutable value
+    if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodWrapperType)) and isinstance(
+        getattr(value, "__self__", None), (str, bytes, tuple, int, float, complex, np.dtype)
+    ):
+        return _fold(fr, value, args, kwargs)  # a method of an immutable value
     module = getattr(value, "__module__", None)
     if isinstance(module, str) and (module == "numpy" or module.startswith("numpy.")):
         raise fr.brk("FH004", f"{nps.numpy_name(value)} is not in the supported set")
-    if isinstance(value, type) and value.__flags__ & (1 << 9):   # a class made by a class statement
+    if isinstance(value, type) and value.__flags__ & (1 << 9):  # a class made by a class statement
         why = objects.constructible(value)
         if why is None:
             return objects.construct(fr, fn, args, kwargs)
-        raise fr.brk("FH003", f"a call to the class {value.__qualname__}, whose objects the translator does not "
-                              f"model: {why}")
+        raise fr.brk(
+            "FH003", f"a call to the class {value.__qualname__}, whose objects the translator does not model: {why}"
+        )
     raise fr.brk("FH003", f"a call to {getattr(value, '__qualname__', repr(value))}")
 
 

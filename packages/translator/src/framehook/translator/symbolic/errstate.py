@@ -12,6 +12,7 @@ handler are allowed; any other try/with still breaks with FH007.
 A graph break inside the block becomes FH007 at the ``np.errstate`` call, as before this
 was captured: the whole with statement runs in Python between the graphs (``convert``).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,7 +27,18 @@ from .values import Const, V
 if TYPE_CHECKING:  # pragma: no cover
     from .interpreter import FrameTracer
 
-__all__ = ["ErrstateV", "ErrstateExitV", "ErrstateEnterV", "Block", "make", "enter", "exit_call", "convert", "allowed", "strict"]
+__all__ = [
+    "ErrstateV",
+    "ErrstateExitV",
+    "ErrstateEnterV",
+    "Block",
+    "make",
+    "enter",
+    "exit_call",
+    "convert",
+    "allowed",
+    "strict",
+]
 
 _KINDS = ("divide", "over", "under", "invalid")
 _KEYS = frozenset(_KINDS + ("all",))
@@ -139,8 +151,13 @@ def exit_call(fr: "FrameTracer", fn: ErrstateExitV, args: List[V], kwargs: Dict[
     """``__exit__(None, None, None)`` on the block's normal way out: close it."""
     tracer = fr.tracer
     blocks = tracer.errstate_blocks
-    if (kwargs or len(args) != 3 or not all(isinstance(a, Const) and a.value is None for a in args)
-            or not blocks or blocks[-1] is not fn.block):
+    if (
+        kwargs
+        or len(args) != 3
+        or not all(isinstance(a, Const) and a.value is None for a in args)
+        or not blocks
+        or blocks[-1] is not fn.block
+    ):
         raise fr.brk("FH007", "a with block (numpy.errstate) left another way")
     blocks.pop()
     tracer.graph.errstate = (blocks[-1].state or None) if blocks else None
@@ -164,7 +181,7 @@ def convert(fr: "FrameTracer", e: GraphBreak) -> GraphBreak:
     new = GraphBreak("FH007", f"a with block (numpy.errstate) around {e.code}: {e.reason}")
     lineno, fr.lineno = fr.lineno, outer.cm.lineno
     try:
-        fr.locate(new)   # at the with statement, with the user's stack there
+        fr.locate(new)  # at the with statement, with the user's stack there
     finally:
         fr.lineno = lineno
     new.errstate_block = outer  # type: ignore[attr-defined]
@@ -185,6 +202,5 @@ def strict(fr: "FrameTracer") -> Iterator[None]:
     translator's line on the first call only."""
     blocks = fr.tracer.errstate_blocks
     state = blocks[-1].state if blocks else np.geterr()
-    with np.errstate(**{k: "ignore" if state.get(k) == "ignore" else "raise" for k in _KINDS}), \
-            nps.warnings_raised():
+    with np.errstate(**{k: "ignore" if state.get(k) == "ignore" else "raise" for k in _KINDS}), nps.warnings_raised():
         yield

@@ -6,6 +6,7 @@ inlined) instruction by instruction on symbolic values (``values.py``); ``Tracer
 everything known at trace time is computed on the spot, guarded where it was read.
 Whatever cannot be handled raises ``GraphBreak`` with an ``FH`` identifier.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -33,23 +34,70 @@ from .breaks import GraphBreak
 from .loops import LoopAbort, SymIter, SymRange, capture_loop, capture_while, exits_early, holds_loop, left_body
 from . import objects
 from .tracer import Tracer
-from .values import NULL, Cell, CellContents, CellV, Const, DictV, FuncV, IterV, Lazy, ListV, MethodV, NewObjV, ObjV, SliceV, Tensor, TupleV, V, flatten
+from .values import (
+    NULL,
+    Cell,
+    CellContents,
+    CellV,
+    Const,
+    DictV,
+    FuncV,
+    IterV,
+    Lazy,
+    ListV,
+    MethodV,
+    NewObjV,
+    ObjV,
+    SliceV,
+    Tensor,
+    TupleV,
+    V,
+    flatten,
+)
 
 __all__ = ["FrameTracer", "ReturnValue", "StopTrace"]
 
-_NOT_INLINABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+_NOT_INLINABLE = (
+    inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+)
 
 BINARY_NAMES: Dict[str, Callable[[Any, Any], Any]] = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "//": operator.floordiv,
-    "%": operator.mod, "**": operator.pow, "@": operator.matmul, "&": operator.and_, "|": operator.or_,
-    "^": operator.xor, "<<": operator.lshift, ">>": operator.rshift,
-    "+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
-    "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow, "@=": operator.imatmul,
-    "&=": operator.iand, "|=": operator.ior, "^=": operator.ixor, "<<=": operator.ilshift, ">>=": operator.irshift,
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "**": operator.pow,
+    "@": operator.matmul,
+    "&": operator.and_,
+    "|": operator.or_,
+    "^": operator.xor,
+    "<<": operator.lshift,
+    ">>": operator.rshift,
+    "+=": operator.iadd,
+    "-=": operator.isub,
+    "*=": operator.imul,
+    "/=": operator.itruediv,
+    "//=": operator.ifloordiv,
+    "%=": operator.imod,
+    "**=": operator.ipow,
+    "@=": operator.imatmul,
+    "&=": operator.iand,
+    "|=": operator.ior,
+    "^=": operator.ixor,
+    "<<=": operator.ilshift,
+    ">>=": operator.irshift,
 }
 INPLACE_TO_PLAIN = {BINARY_NAMES[k]: BINARY_NAMES[k[:-1]] for k in BINARY_NAMES if k.endswith("=")}
 COMPARE: Dict[str, Callable[[Any, Any], Any]] = {
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
 
 #: the parts of a function MAKE_FUNCTION pops, in order
 FUNCTION_PARTS_POPPED = tuple(name for _, name in FUNCTION_PARTS)
@@ -60,8 +108,20 @@ def _convert(value: Any, conversion: Optional[str]) -> Any:
     return _CONVERTERS[conversion](value) if conversion else value
 
 
-_IMMUTABLE_TYPES = (int, float, complex, bool, str, bytes, type(None), range, slice, np.dtype, np.generic,
-                    type(Ellipsis))
+_IMMUTABLE_TYPES = (
+    int,
+    float,
+    complex,
+    bool,
+    str,
+    bytes,
+    type(None),
+    range,
+    slice,
+    np.dtype,
+    np.generic,
+    type(Ellipsis),
+)
 
 
 class StopTrace(Exception):
@@ -104,8 +164,16 @@ def _stamp(e: BaseException, frame: "FrameTracer") -> None:
 class FrameTracer:
     """Executes one code object symbolically."""
 
-    def __init__(self, tracer: Tracer, code: types.CodeType, f_globals: Dict[str, Any], locals_: Dict[str, Any],
-                 cells: Dict[str, Cell], globals_base: Optional[Source], depth: int = 0) -> None:
+    def __init__(
+        self,
+        tracer: Tracer,
+        code: types.CodeType,
+        f_globals: Dict[str, Any],
+        locals_: Dict[str, Any],
+        cells: Dict[str, Cell],
+        globals_base: Optional[Source],
+        depth: int = 0,
+    ) -> None:
         self.tracer = tracer
         self.code = code
         self.f_globals = f_globals
@@ -120,11 +188,11 @@ class FrameTracer:
         self.lineno = code.co_firstlineno
         self.kw_names: Optional[Tuple[str, ...]] = None
         self.loop_counts: Dict[int, int] = {}
-        self.loop_failed: set = set()     # FOR_ITER instructions whose loop could not be captured
-        self.exit_failures: Dict[int, Any] = {}   # (head, end) -> why a for loop with a break was not captured
-        self.body_range: Any = None   # the instructions of the loop body being captured (loops.py)
+        self.loop_failed: set = set()  # FOR_ITER instructions whose loop could not be captured
+        self.exit_failures: Dict[int, Any] = {}  # (head, end) -> why a for loop with a break was not captured
+        self.body_range: Any = None  # the instructions of the loop body being captured (loops.py)
         self.cur_index = 0
-        self.parent: Optional[FrameTracer] = None   # the frame whose call is being inlined here
+        self.parent: Optional[FrameTracer] = None  # the frame whose call is being inlined here
 
     def location(self) -> Location:
         """Where this frame is, for a node's ``meta["stack"]``, with the translated frame's
@@ -170,9 +238,12 @@ class FrameTracer:
                 self.ip += 1
                 if inst.lineno is not None:
                     self.lineno = inst.lineno
-                tracer.count_instruction()   # the trace budget (FH015)
-                if inst.exn_tab_entry is not None and inst.exn_tab_entry.target.opname == "PUSH_EXC_INFO" \
-                        and not errstate.allowed(self, inst.exn_tab_entry):
+                tracer.count_instruction()  # the trace budget (FH015)
+                if (
+                    inst.exn_tab_entry is not None
+                    and inst.exn_tab_entry.target.opname == "PUSH_EXC_INFO"
+                    and not errstate.allowed(self, inst.exn_tab_entry)
+                ):
                     raise self.brk("FH007", "code inside a try or with block")
                 handler = getattr(self, "op_" + inst.opname, None)
                 if handler is None:
@@ -184,12 +255,12 @@ class FrameTracer:
             if tracer.errstate_blocks:
                 e = errstate.convert(self, e)
             if self.depth == 0 and e.break_index is None:
-                e.break_index = self.cur_index   # the root frame's instruction that broke
+                e.break_index = self.cur_index  # the root frame's instruction that broke
             raise e
         except _SIGNALS:
             raise
         except Exception as e:
-            _stamp(e, self)   # a translator bug: the user's stack where it happened
+            _stamp(e, self)  # a translator bug: the user's stack where it happened
             raise
         finally:
             tracer.current = outer
@@ -228,12 +299,19 @@ class FrameTracer:
             ints = self.tracer.unspecialized_in(v.node) if v.is_python_scalar else []
             if ints:
                 what = "a branch" if why == "branch" else (why or "a Python value")
-                raise self.brk("FH011", f"{what} needs the value of {' and '.join(ints)} (an int that changed "
-                               "between compilations, not specialized: config.automatic_dynamic_ints)")
+                raise self.brk(
+                    "FH011",
+                    f"{what} needs the value of {' and '.join(ints)} (an int that changed "
+                    "between compilations, not specialized: config.automatic_dynamic_ints)",
+                )
             code = "FH002" if why == "branch" else "FH012"
             raise self.brk(code, f"{why or 'a Python value'} needs the value of {v.describe()} computed in the graph")
-        if isinstance(v, ListV) and v.source is None or isinstance(v, TupleV) and not any(
-                isinstance(i, Tensor) and i.is_array for i in flatten(v.items)):
+        if (
+            isinstance(v, ListV)
+            and v.source is None
+            or isinstance(v, TupleV)
+            and not any(isinstance(i, Tensor) and i.is_array for i in flatten(v.items))
+        ):
             items = [self.const_of(i, why) for i in v.items]
             return items if isinstance(v, ListV) else tuple(items)
         if isinstance(v, SliceV):
@@ -315,7 +393,7 @@ class FrameTracer:
     def op_LOAD_COMMON_CONSTANT(self, inst: Any) -> None:
         value = inst.argval
         if isinstance(value, type) and issubclass(value, BaseException):
-            raise self.brk("FH009", "an explicit raise")   # as LOAD_ASSERTION_ERROR did
+            raise self.brk("FH009", "an explicit raise")  # as LOAD_ASSERTION_ERROR did
         self.push(self.tracer.wrap(value, None))
 
     def op_RETURN_VALUE(self, inst: Any) -> None:
@@ -336,7 +414,7 @@ class FrameTracer:
     def op_LOAD_FAST(self, inst: Any) -> None:
         name = inst.argval
         if BEHAVIOUR.closure_loads_are_fast_loads and name in self.cells and name not in self.locals:
-            self.push(CellV(self.cells[name]))   # a closure being built loads the cell itself
+            self.push(CellV(self.cells[name]))  # a closure being built loads the cell itself
             return
         self.push(self.load_local(name))
 
@@ -446,7 +524,7 @@ class FrameTracer:
 
     def op_LOAD_METHOD(self, inst: Any) -> None:
         obj = self.pop()
-        self.push(NULL)     # the slot comes first wherever LOAD_METHOD exists
+        self.push(NULL)  # the slot comes first wherever LOAD_METHOD exists
         self.push(self.getattr(obj, inst.argval))
 
     def push_with_null(self, v: V, null: bool) -> None:
@@ -500,18 +578,20 @@ class FrameTracer:
                 if nps.is_numpy_module(value):
                     if isinstance(attr, np.ndarray):
                         raise self.brk("FH008", f"the module-level array numpy.{name}")
-                    return tracer.wrap(attr, None)   # numpy is trusted: its attributes are not guarded
+                    return tracer.wrap(attr, None)  # numpy is trusted: its attributes are not guarded
                 return tracer.wrap(attr, AttrSource(obj.source, name) if obj.source is not None else None)
-            if isinstance(value, _IMMUTABLE_TYPES) or (isinstance(value, type) and name in ("__name__", "__qualname__")):
+            if isinstance(value, _IMMUTABLE_TYPES) or (
+                isinstance(value, type) and name in ("__name__", "__qualname__")
+            ):
                 try:
                     attr = getattr(value, name)
                 except AttributeError as e:
                     raise self.brk("FH009", str(e)) from None
                 if callable(attr) and not isinstance(attr, type):
-                    return Const(attr)   # a bound method of an immutable value
+                    return Const(attr)  # a bound method of an immutable value
                 return tracer.wrap(attr, None)
             if obj.source is not None and objects.is_user_class(value):
-                return objects.class_attribute(self, obj, name)   # Cls.method, Cls.CONST (objects.py)
+                return objects.class_attribute(self, obj, name)  # Cls.method, Cls.CONST (objects.py)
             if isinstance(value, np.ufunc) and name in nps.UFUNC_METHODS:
                 return Const(getattr(value, name))
             if value is np.mgrid or value is np.ogrid:
@@ -522,7 +602,7 @@ class FrameTracer:
         if isinstance(obj, (ListV, DictV, TupleV)):
             return MethodV(obj, name)
         if isinstance(obj, ObjV):
-            return objects.attribute(self, obj, name)   # data, methods, properties (objects.py)
+            return objects.attribute(self, obj, name)  # data, methods, properties (objects.py)
         raise self.brk("FH008", f"attribute {name!r} of {obj.describe()}")
 
     def named_tuple_attr(self, obj: Tensor, name: str) -> V:
@@ -547,20 +627,19 @@ class FrameTracer:
         except Exception as e:  # pragma: no cover - every modelled attribute exists
             raise self.brk("FH009", f".{name} raised {type(e).__name__}: {e}") from None
         node = self.tracer.graph.getattr(self.tracer.to_arg(obj), name, stack=self.tracer.stack_location())
-        return self.tracer.wrap_result(node, result, obj.is_array, f".{name}",
-                                       obj.is_array and not obj.meta.is_static)
+        return self.tracer.wrap_result(node, result, obj.is_array, f".{name}", obj.is_array and not obj.meta.is_static)
 
     # ------------------------------------------------------------ operators
     def binary(self, op: Callable[[Any, Any], Any], a: V, b: V) -> V:
-        a, b = self.tracer.as_plain(a), self.tracer.as_plain(b)   # a named tuple is a tuple here
+        a, b = self.tracer.as_plain(a), self.tracer.as_plain(b)  # a named tuple is a tuple here
         if isinstance(a, Const) and isinstance(a.value, (str, bytes)) and isinstance(b, Tensor):
-            b = Const(self.const_of(b, "string formatting"))   # "%d" % n: a Python value, not a graph one
+            b = Const(self.const_of(b, "string formatting"))  # "%d" % n: a Python value, not a graph one
         if isinstance(a, Tensor) or isinstance(b, Tensor):
             for side in (a, b):
                 if isinstance(side, (TupleV, ListV)) and any(isinstance(i, Tensor) for i in flatten([side])):
                     raise self.brk("FH008", "an operator between an array and a container holding arrays")
             if op in INPLACE_TO_PLAIN and isinstance(a, Tensor) and not a.is_array:
-                op = INPLACE_TO_PLAIN[op]   # numbers are immutable: a += b is a = a + b
+                op = INPLACE_TO_PLAIN[op]  # numbers are immutable: a += b is a = a + b
             if op is operator.pow and self.python_int(a) and isinstance(b, Tensor) and self.python_int(b):
                 # int ** int is an int or a float by the exponent's sign: known at trace time
                 b = Const(self.const_of(b, "the exponent of an int power"))
@@ -613,7 +692,7 @@ class FrameTracer:
         self.tracer.side_effects.mutate_container(self, v)
 
     def op_BINARY_OP(self, inst: Any) -> None:
-        if inst.binary_op == "[]":   # subscripts are binary operators
+        if inst.binary_op == "[]":  # subscripts are binary operators
             self.op_BINARY_SUBSCR(inst)
             return
         b = self.pop()
@@ -665,7 +744,8 @@ class FrameTracer:
         a = self.tracer.as_plain(self.pop())
         op = COMPARE[inst.argval]
         if any(self.tracer.is_symbolic_number(side) for side in (a, b)) and not any(
-                isinstance(side, Tensor) and side.is_array for side in (a, b)):
+            isinstance(side, Tensor) and side.is_array for side in (a, b)
+        ):
             # ``n > 1`` on a dynamic dimension: a graph bool (a branch on it breaks)
             result = self.binary(op, a, b)
             result = self.jump_truth(result) if inst.to_bool else result
@@ -692,12 +772,14 @@ class FrameTracer:
         a = self.pop()
         if isinstance(a, Const) and isinstance(b, Const):
             same = a.value is b.value
-        elif type(a) is not type(b) and (isinstance(a, Const) and a.value is None or isinstance(b, Const) and b.value is None):
+        elif type(a) is not type(b) and (
+            isinstance(a, Const) and a.value is None or isinstance(b, Const) and b.value is None
+        ):
             same = False
         elif a is b:
             same = True
         elif isinstance(a, Const) or isinstance(b, Const) or isinstance(a, NewObjV) or isinstance(b, NewObjV):
-            same = False   # a traced value is never one of the known constant objects, nor a new object
+            same = False  # a traced value is never one of the known constant objects, nor a new object
         else:
             raise self.brk("FH008", f"`is` between {a.describe()} and {b.describe()}")
         self.push(Const(same != inst.invert))
@@ -725,7 +807,7 @@ class FrameTracer:
             n = len(obj.meta.items)
             if type(key) is int and -n <= key < n:
                 return self.tracer.item(obj, key % n)
-            obj = self.tracer.as_plain(obj)   # a slice gives a plain tuple; the rest raises as for one
+            obj = self.tracer.as_plain(obj)  # a slice gives a plain tuple; the rest raises as for one
         if isinstance(obj, Tensor):
             if not obj.is_array:
                 raise self.brk("FH008", f"indexing a {obj.pytype.__name__}")
@@ -777,9 +859,12 @@ class FrameTracer:
         parts = idx.items if isinstance(idx, TupleV) else [idx]
         for part in parts:
             if not nps.is_mask(part) and any(nps.is_mask(p) for p in flatten([self.tracer.as_plain(part, True)])):
-                raise self.brk("FH011", "a boolean mask inside a list or a nested sequence of an index (numpy "
-                                        "makes one array of the sequence; index with the mask itself, or with "
-                                        "a tuple of masks, ints, slices and integer arrays)")
+                raise self.brk(
+                    "FH011",
+                    "a boolean mask inside a list or a nested sequence of an index (numpy "
+                    "makes one array of the sequence; index with the mask itself, or with "
+                    "a tuple of masks, ints, slices and integer arrays)",
+                )
 
     def index_value(self, idx: V) -> V:
         """An index for an array: constants, slices, tuples, arrays of integers, and graph
@@ -880,10 +965,9 @@ class FrameTracer:
     def make_slice(self, parts: List[V]) -> V:
         """A slice: bounds that are graph ints (dynamic dimensions, a loop index) stay in the
         graph; other graph numbers are specialized."""
-        parts = [nps.slice_bound(self, p) for p in parts]   # x[:idx[0]]: a graph int too
+        parts = [nps.slice_bound(self, p) for p in parts]  # x[:idx[0]]: a graph int too
         if any(self.tracer.is_symint(p) for p in parts):
-            return SliceV([p if self.tracer.is_symint(p) else Const(self.const_of(p, "a slice bound"))
-                           for p in parts])
+            return SliceV([p if self.tracer.is_symint(p) else Const(self.const_of(p, "a slice bound")) for p in parts])
         return Const(slice(*(self.const_of(p, "a slice bound") for p in parts)))
 
     def op_BUILD_SLICE(self, inst: Any) -> None:
@@ -932,8 +1016,8 @@ class FrameTracer:
         before, after = inst.unpack
         if len(items) < before + after:
             raise self.brk("FH009", "not enough values to unpack")
-        middle = ListV(items[before:len(items) - after])
-        out = items[:before] + [middle] + items[len(items) - after:]
+        middle = ListV(items[before : len(items) - after])
+        out = items[:before] + [middle] + items[len(items) - after :]
         self.stack.extend(reversed(out))
 
     def op_FORMAT_VALUE(self, inst: Any) -> None:
@@ -957,13 +1041,15 @@ class FrameTracer:
         spec = self.const_of(self.pop(), "a t-string") if inst.format_spec else ""
         expression = self.const_of(self.pop(), "a t-string")
         value = self.const_of(self.pop(), "a t-string")
-        from string.templatelib import Interpolation   # 3.14+: only reached there
+        from string.templatelib import Interpolation  # 3.14+: only reached there
+
         self.push(Const(Interpolation(value, expression, (inst.conversion or "")[:1] or None, spec)))
 
     def op_BUILD_TEMPLATE(self, inst: Any) -> None:
         interpolations = self.const_of(self.pop(), "a t-string")
         strings = self.const_of(self.pop(), "a t-string")
         from string.templatelib import Template
+
         parts: List[Any] = []
         for k, text in enumerate(strings):
             parts.append(text)
@@ -985,7 +1071,7 @@ class FrameTracer:
         try:
             taken = self.truth(v) == when
         except GraphBreak as e:
-            if capture_while(self, inst, v, e):   # the condition of a while loop: captured whole
+            if capture_while(self, inst, v, e):  # the condition of a while loop: captured whole
                 return
             raise
         if taken:
@@ -999,7 +1085,7 @@ class FrameTracer:
         except GraphBreak as e:
             jump = self.insts[self.ip] if self.ip < len(self.insts) else None
             if jump is not None and jump.opname.startswith("POP_JUMP") and capture_while(self, jump, v, e):
-                return NULL   # captured: the frame continues after the loop, past the jump
+                return NULL  # captured: the frame continues after the loop, past the jump
             raise
 
     def op_POP_JUMP_IF_FALSE(self, inst: Any) -> None:
@@ -1075,13 +1161,13 @@ class FrameTracer:
         elif isinstance(v, ListV):
             self.push(IterV([], live=v))
         elif isinstance(v, SymRange):
-            self.push(SymIter(v))   # captured as a loop node with graph bounds (loops.py)
+            self.push(SymIter(v))  # captured as a loop node with graph bounds (loops.py)
         elif isinstance(v, Const) and type(v.value) is range:
-            self.push(IterV([], range_=v.value))   # unrolled (FH010 past the limit) or captured as a loop
+            self.push(IterV([], range_=v.value))  # unrolled (FH010 past the limit) or captured as a loop
         else:
             self.push(IterV(self.iterate(v)))
         if BEHAVIOUR.iterators_take_two_slots:
-            self.push(NULL)   # the index slot: the IterV keeps its own position
+            self.push(NULL)  # the index slot: the IterV keeps its own position
 
     def iterator(self) -> Any:
         """The iterator FOR_ITER advances (under its index slot where there is one)."""
@@ -1093,14 +1179,18 @@ class FrameTracer:
             raise self.brk("FH008", f"iteration over {it.describe()}")
         self.check_mutable(it)
         if isinstance(it, SymIter):
-            capture_loop(self, inst, it)   # captured, or LoopAbort: the enclosing loop unrolls
-        elif (config.capture_loops and it.live is None and id(inst) not in self.loop_failed
-                and (id(inst) in self.loop_counts or exits_early(self, inst) or holds_loop(self, inst))):
-            capture_loop(self, inst, it)   # on success the iterator is exhausted: the loop exits below
+            capture_loop(self, inst, it)  # captured, or LoopAbort: the enclosing loop unrolls
+        elif (
+            config.capture_loops
+            and it.live is None
+            and id(inst) not in self.loop_failed
+            and (id(inst) in self.loop_counts or exits_early(self, inst) or holds_loop(self, inst))
+        ):
+            capture_loop(self, inst, it)  # on success the iterator is exhausted: the loop exits below
         v = it.next()
         if v is None:
             if BEHAVIOUR.loops_end_with_end_for:
-                self.push(NULL)     # END_FOR (and the POP_TOP after it) pop it with the iterator
+                self.push(NULL)  # END_FOR (and the POP_TOP after it) pop it with the iterator
             else:
                 self.pop()
             self.jump(inst)
@@ -1134,7 +1224,7 @@ class FrameTracer:
         self.pop()
         block = errstate.enter(self, cm, inst)
         self.push(errstate.ErrstateExitV(block))
-        self.push(Const(None))   # what numpy.errstate.__enter__ returns
+        self.push(Const(None))  # what numpy.errstate.__enter__ returns
 
     op_BEFORE_WITH = op_SETUP_WITH
 
@@ -1202,11 +1292,14 @@ class FrameTracer:
     def set_function_part(self, fv: FuncV, part: str, value: V) -> None:
         if part == "closure":
             fv.closure = [c.cell for c in value.items]
-        elif part in ("annotations", "annotate"):   # a dict, or (3.14+) the __annotate__ function
+        elif part in ("annotations", "annotate"):  # a dict, or (3.14+) the __annotate__ function
             fv.annotated = True
         elif part == "kwdefaults":
-            fv.kwdefaults = dict(value.items) if isinstance(value, DictV) else {
-                k: Const(x) for k, x in self.const_of(value).items()}
+            fv.kwdefaults = (
+                dict(value.items)
+                if isinstance(value, DictV)
+                else {k: Const(x) for k, x in self.const_of(value).items()}
+            )
         else:
             fv.defaults = self.iterate(value)
 
@@ -1225,8 +1318,8 @@ class FrameTracer:
             fn, args = a, [b] + args
         kwargs = {}
         if kw_names:
-            kwargs = dict(zip(kw_names, args[len(args) - len(kw_names):]))
-            args = args[:len(args) - len(kw_names)]
+            kwargs = dict(zip(kw_names, args[len(args) - len(kw_names) :]))
+            args = args[: len(args) - len(kw_names)]
         self.push(self.call(fn, args, kwargs))
 
     def op_CALL(self, inst: Any) -> None:
@@ -1249,12 +1342,12 @@ class FrameTracer:
         names = self.const_of(self.pop())
         args = self.popn(inst.arg)
         fn = self.pop()
-        kwargs = dict(zip(names, args[len(args) - len(names):]))
-        self.push(self.call(fn, args[:len(args) - len(names)], kwargs))
+        kwargs = dict(zip(names, args[len(args) - len(names) :]))
+        self.push(self.call(fn, args[: len(args) - len(names)], kwargs))
 
     def op_CALL_FUNCTION_EX(self, inst: Any) -> None:
         kw = self.pop() if inst.call_kwargs else DictV({})
-        if kw is NULL:   # the kwargs slot is always there; NULL when there are none
+        if kw is NULL:  # the kwargs slot is always there; NULL when there are none
             kw = DictV({})
         args = self.pop()
         x = self.pop()
@@ -1262,7 +1355,7 @@ class FrameTracer:
             fn = self.pop()
         else:
             fn = x
-            if call_shape(inst).callable_slots == 2:   # type: ignore[union-attr]
+            if call_shape(inst).callable_slots == 2:  # type: ignore[union-attr]
                 self.pop()
         if isinstance(kw, Const) and isinstance(kw.value, dict):
             kw = DictV({k: Const(v) for k, v in kw.value.items()})
@@ -1273,6 +1366,7 @@ class FrameTracer:
     # ------------------------------------------------------------ calls
     def call(self, fn: V, args: List[V], kwargs: Dict[str, V]) -> V:
         from .calls import call_value
+
         return call_value(self, fn, args, kwargs)
 
     def inline(self, fv: FuncV, args: List[V], kwargs: Dict[str, V]) -> V:
@@ -1288,9 +1382,10 @@ class FrameTracer:
         if self.depth + 1 > config.max_inline_depth:
             raise self.brk("FH014", f"calls nested deeper than config.max_inline_depth={config.max_inline_depth}")
         if code.co_argcount == 1 and code.co_varnames[:1] == (".0",) and len(args) == 1 and not kwargs:
-            return self._run_child(fv, {".0": args[0]})   # a comprehension (3.9-3.11)
-        dummy = types.FunctionType(code, {}, fv.name, tuple(fv.defaults) or None,
-                                   tuple(types.CellType() for _ in code.co_freevars) or None)
+            return self._run_child(fv, {".0": args[0]})  # a comprehension (3.9-3.11)
+        dummy = types.FunctionType(
+            code, {}, fv.name, tuple(fv.defaults) or None, tuple(types.CellType() for _ in code.co_freevars) or None
+        )
         dummy.__kwdefaults__ = dict(fv.kwdefaults) or None
         try:
             bound = inspect.signature(dummy).bind(*args, **kwargs)

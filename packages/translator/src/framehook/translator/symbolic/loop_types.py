@@ -16,6 +16,7 @@ that count: a *two-typed* value. The enclosing loop body (there always is one fo
 come out the same but for those values' own types: the code after the inner loop then does
 the same with either. Outside any loop body being captured the loop is not captured.
 """
+
 from __future__ import annotations
 
 import operator
@@ -34,13 +35,18 @@ _WIDENABLE = (int, float)
 def widened(head: Any, end: Any) -> bool:
     """A Python number at the loop head (``head``'s meta) that one iteration turns into a
     numpy scalar of a number kind (``end``'s meta)."""
-    return (isinstance(head, ScalarMeta) and head.pytype in _WIDENABLE and isinstance(end, ArrayMeta)
-            and not end.is_array and end.dtype.kind in "biufc")
+    return (
+        isinstance(head, ScalarMeta)
+        and head.pytype in _WIDENABLE
+        and isinstance(end, ArrayMeta)
+        and not end.is_array
+        and end.dtype.kind in "biufc"
+    )
 
 
 def _same_meta(a: Any, b: Any) -> bool:
     if isinstance(a, ScalarMeta) and isinstance(b, ScalarMeta):
-        return a.pytype is b.pytype   # the hint is the value seen, not a type
+        return a.pytype is b.pytype  # the hint is the value seen, not a type
     return bool(a == b)
 
 
@@ -78,10 +84,20 @@ def _same_arg(a: Any, b: Any, pairs: Dict[Node, Node]) -> bool:
 
 # on a scalar (immutable) an in-place operator is the plain one: ``s += x`` records iadd on
 # a numpy scalar and add on a Python number, doing the same
-_IN_PLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
-             operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
-             operator.ipow: operator.pow, operator.iand: operator.and_, operator.ior: operator.or_,
-             operator.ixor: operator.xor, operator.ilshift: operator.lshift, operator.irshift: operator.rshift}
+_IN_PLACE = {
+    operator.iadd: operator.add,
+    operator.isub: operator.sub,
+    operator.imul: operator.mul,
+    operator.itruediv: operator.truediv,
+    operator.ifloordiv: operator.floordiv,
+    operator.imod: operator.mod,
+    operator.ipow: operator.pow,
+    operator.iand: operator.and_,
+    operator.ior: operator.or_,
+    operator.ixor: operator.xor,
+    operator.ilshift: operator.lshift,
+    operator.irshift: operator.rshift,
+}
 
 
 def _plain(node: Node) -> Any:
@@ -95,14 +111,22 @@ def _same_target(a: Any, b: Any) -> bool:
         return True
     if type(a) is not type(b) or type(a) not in (Loop, WhileLoop):
         return a == b if isinstance(a, str) else False
-    if a.n_carried != b.n_carried or getattr(a, "exits", None) != getattr(b, "exits", None) \
-            or getattr(a, "repeat_when", None) != getattr(b, "repeat_when", None):
+    if (
+        a.n_carried != b.n_carried
+        or getattr(a, "exits", None) != getattr(b, "exits", None)
+        or getattr(a, "repeat_when", None) != getattr(b, "repeat_when", None)
+    ):
         return False
     return same_trace(a.body, b.body) == ""
 
 
-def same_trace(a: Graph, b: Graph, loose: Iterable[Node] = (), outer: Optional[Callable[[Node], Any]] = None,
-               results: Optional[Tuple[Any, Any]] = None) -> str:
+def same_trace(
+    a: Graph,
+    b: Graph,
+    loose: Iterable[Node] = (),
+    outer: Optional[Callable[[Node], Any]] = None,
+    results: Optional[Tuple[Any, Any]] = None,
+) -> str:
     """'' when ``b`` records the same operations as ``a`` with results of the same types;
     else what differs. ``loose``: nodes of ``a`` whose types may differ (the two-typed
     values); ``outer``: the enclosing graph's node a loop-body placeholder stands for
@@ -123,8 +147,12 @@ def same_trace(a: Graph, b: Graph, loose: Iterable[Node] = (), outer: Optional[C
     if len(oa) != len(ob):
         return f"{len(oa)} or {len(ob)} operations"
     for x, y in zip(oa, ob):
-        if x.kind is not y.kind or not _same_target(_plain(x), _plain(y)) or not _same_arg(x.args, y.args, pairs) \
-                or not _same_arg(x.kwargs, y.kwargs, pairs):
+        if (
+            x.kind is not y.kind
+            or not _same_target(_plain(x), _plain(y))
+            or not _same_arg(x.args, y.args, pairs)
+            or not _same_arg(x.kwargs, y.kwargs, pairs)
+        ):
             return f"{x.format()} or {y.format()}"
         if x not in loose and not _same_meta(x.meta.get("val"), y.meta.get("val")):
             return f"{x.name} is {x.meta.get('val')} or {y.meta.get('val')}"

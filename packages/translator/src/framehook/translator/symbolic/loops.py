@@ -39,6 +39,7 @@ numpy scalar (``s = 0.0; s += a[k]``) is carried *widened* (``loop_types.py``). 
 captured at its first iteration (``holds_loop``), and ``range(k)`` of an automatic dynamic
 int is a ``SymRange`` outside loop bodies too (its loop falls back to the FH011 break).
 """
+
 from __future__ import annotations
 
 import operator
@@ -58,11 +59,24 @@ if TYPE_CHECKING:  # pragma: no cover
     from .interpreter import FrameTracer
     from .tracer import Tracer
 
-__all__ = ["LoopAbort", "LoopNote", "SymRange", "SymIter", "capture_loop", "capture_while", "exits_early", "holds_loop",
-           "symbolic_range", "lift", "left_body", "live_in"]
+__all__ = [
+    "LoopAbort",
+    "LoopNote",
+    "SymRange",
+    "SymIter",
+    "capture_loop",
+    "capture_while",
+    "exits_early",
+    "holds_loop",
+    "symbolic_range",
+    "lift",
+    "left_body",
+    "live_in",
+]
 
-_STORES = frozenset({"STORE_FAST", "DELETE_FAST", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST",
-                     "LOAD_FAST_AND_CLEAR"})
+_STORES = frozenset(
+    {"STORE_FAST", "DELETE_FAST", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST", "LOAD_FAST_AND_CLEAR"}
+)
 _IMMUTABLE = (int, float, complex, bool, str, bytes, type(None), range, slice)
 
 
@@ -74,8 +88,13 @@ class LoopAbort(Exception):
     iteration, with that numpy scalar's meta; ``body``: the body graph traced with them
     as Python numbers, which the next attempt must match (``loop_types.py``)."""
 
-    def __init__(self, why: str, promotable: Tuple[str, ...] = (), widen: Optional[Dict[int, Any]] = None,
-                 body: Optional[Graph] = None) -> None:
+    def __init__(
+        self,
+        why: str,
+        promotable: Tuple[str, ...] = (),
+        widen: Optional[Dict[int, Any]] = None,
+        body: Optional[Graph] = None,
+    ) -> None:
         super().__init__(why)
         self.promotable = promotable
         self.widen = widen or {}
@@ -94,8 +113,14 @@ class _Promoted:
 
 # a carried number updated by one of these with a constant has a final value the trace can
 # compute with the same Python arithmetic the loop does (so it stays a Python number after)
-_FOLDABLE = {operator.add: operator.add, operator.iadd: operator.add, operator.sub: operator.sub,
-             operator.isub: operator.sub, operator.mul: operator.mul, operator.imul: operator.mul}
+_FOLDABLE = {
+    operator.add: operator.add,
+    operator.iadd: operator.add,
+    operator.sub: operator.sub,
+    operator.isub: operator.sub,
+    operator.mul: operator.mul,
+    operator.imul: operator.mul,
+}
 _MAX_FOLDED = 1_000_000
 
 
@@ -109,10 +134,10 @@ class LoopNote:
 
     filename: str
     lineno: int
-    iterations: Optional[int]   # None: bounds or condition computed in the graph
+    iterations: Optional[int]  # None: bounds or condition computed in the graph
     captured: bool
     reason: str = ""
-    kind: str = "for"           # or "while"
+    kind: str = "for"  # or "while"
 
     def __str__(self) -> str:
         where = f"{self.filename}:{self.lineno}"
@@ -136,8 +161,8 @@ class _Scope:
         self.graph = graph
         self.parent = parent
         self.lifted: Dict[Any, Any] = {}
-        self.unions: List[Any] = []   # two-typed values of inner loops (``loop_types.py``)
-        self.alt = alt                # those values are taken as their Python number type
+        self.unions: List[Any] = []  # two-typed values of inner loops (``loop_types.py``)
+        self.alt = alt  # those values are taken as their Python number type
 
 
 def lift(tracer: "Tracer", node: Any, level: int) -> Any:
@@ -167,6 +192,7 @@ def _base(name: str) -> str:
 # carried graph value, ("tuple", [templates]) for a tuple, ("same", v) for a value that
 # must still be there at the end of the body, ("absent",) for an unset name.
 
+
 def _is_number(v: Optional[V]) -> bool:
     return isinstance(v, Const) and type(v.value) in (int, float)
 
@@ -175,7 +201,7 @@ def _flatten(v: Optional[V], leaves: List[Any], index: Dict[Any, int], promote: 
     if v is None:
         return ("absent",)
     if promote is not None and _is_number(v):
-        leaves.append(_Promoted(promote, v.value))   # type: ignore[union-attr]
+        leaves.append(_Promoted(promote, v.value))  # type: ignore[union-attr]
         return ("T", len(leaves) - 1)
     if isinstance(v, Tensor):
         k = index.get(v.node)
@@ -223,17 +249,23 @@ def _same_value(a: V, b: V) -> bool:
 
 def _compatible(head: Any, end: Any) -> bool:
     """The body traced with ``head`` traces the same again with ``end``."""
-    if isinstance(head, TupleMeta) or isinstance(end, TupleMeta):   # a named tuple: item by item
-        return (isinstance(head, TupleMeta) and isinstance(end, TupleMeta) and head.pytype is end.pytype
-                and len(head.items) == len(end.items) and all(map(_compatible, head.items, end.items)))
+    if isinstance(head, TupleMeta) or isinstance(end, TupleMeta):  # a named tuple: item by item
+        return (
+            isinstance(head, TupleMeta)
+            and isinstance(end, TupleMeta)
+            and head.pytype is end.pytype
+            and len(head.items) == len(end.items)
+            and all(map(_compatible, head.items, end.items))
+        )
     if isinstance(head, ScalarMeta) or isinstance(end, ScalarMeta):
         return isinstance(head, ScalarMeta) and isinstance(end, ScalarMeta) and head.pytype is end.pytype
     if not (isinstance(head, ArrayMeta) and isinstance(end, ArrayMeta)):
         return False
     if head.pytype is not end.pytype or head.dtype != end.dtype or len(head.shape) != len(end.shape):
         return False
-    return all((type(x) is int) == (type(y) is int) and (type(x) is not int or x == y)
-               for x, y in zip(head.shape, end.shape))
+    return all(
+        (type(x) is int) == (type(y) is int) and (type(x) is not int or x == y) for x, y in zip(head.shape, end.shape)
+    )
 
 
 def _match(template: Any, v: Optional[V], out: Dict[int, V]) -> str:
@@ -266,8 +298,17 @@ def _match(template: Any, v: Optional[V], out: Dict[int, V]) -> str:
 # A name the body stores is carried only when its value at the loop head can be read:
 # by the body before the body stores it, or after the loop. The others (temporaries of one
 # iteration) are not values of the loop at all, and need not exist before it.
-_READS = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_BORROW", "LOAD_FAST_AND_CLEAR", "DELETE_FAST",
-                    "LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW_LOAD_FAST_BORROW"})
+_READS = frozenset(
+    {
+        "LOAD_FAST",
+        "LOAD_FAST_CHECK",
+        "LOAD_FAST_BORROW",
+        "LOAD_FAST_AND_CLEAR",
+        "DELETE_FAST",
+        "LOAD_FAST_LOAD_FAST",
+        "LOAD_FAST_BORROW_LOAD_FAST_BORROW",
+    }
+)
 _live_cache: "weakref.WeakKeyDictionary[Any, List[FrozenSet[str]]]" = weakref.WeakKeyDictionary()
 
 
@@ -402,7 +443,7 @@ class SymIter(IterV):
         return 0
 
     def next(self) -> Optional[V]:
-        return None   # after the capture: the loop exits
+        return None  # after the capture: the loop exits
 
     def rest(self) -> List[V]:
         raise LoopAbort("a range with bounds computed in the graph is iterated other than by a for loop")
@@ -411,8 +452,9 @@ class SymIter(IterV):
         return "an iterator over a range with bounds computed in the graph"
 
 
-def symbolic_range(frame: "FrameTracer", args: List[V], kwargs: Dict[str, V],
-                   fallback: Optional[GraphBreak] = None) -> Optional[SymRange]:
+def symbolic_range(
+    frame: "FrameTracer", args: List[V], kwargs: Dict[str, V], fallback: Optional[GraphBreak] = None
+) -> Optional[SymRange]:
     """``range(*args)`` with a bound that is a graph int only known when the graph runs (a
     loop index), inside a loop body being captured; None: the range is built now. With
     ``fallback`` (the break ``range()`` of an int input that is not specialized raises), also
@@ -432,10 +474,13 @@ def symbolic_range(frame: "FrameTracer", args: List[V], kwargs: Dict[str, V],
             parts.append(a)
         else:
             return None
-    start, stop, step = (Const(0), parts[0], Const(1)) if len(parts) == 1 else (
-        parts[0], parts[1], parts[2] if len(parts) == 3 else Const(1))
+    start, stop, step = (
+        (Const(0), parts[0], Const(1))
+        if len(parts) == 1
+        else (parts[0], parts[1], parts[2] if len(parts) == 3 else Const(1))
+    )
     if not isinstance(step, Const) or step.value == 0:
-        return None   # range() raises, or the direction is unknown: built now (and breaks)
+        return None  # range() raises, or the direction is unknown: built now (and breaks)
     return SymRange(start, stop, step.value, fallback)
 
 
@@ -450,9 +495,9 @@ def _iterated_at_once(frame: "FrameTracer") -> bool:
 def _progression(it: IterV) -> Optional[Tuple[int, int, int]]:
     """(start, step, count) of the items ``it`` has left, when they are the ints of a range."""
     if it.range is not None:
-        rest = it.range[it.pos:]
+        rest = it.range[it.pos :]
         return (rest.start, rest.step, len(rest)) if len(rest) >= 2 else None
-    items = it.items[it.pos:]
+    items = it.items[it.pos :]
     values = [i.value for i in items if isinstance(i, Const) and type(i.value) is int]
     if len(values) != len(items) or len(values) < 2:
         return None
@@ -476,19 +521,29 @@ class _ForRegion:
     """The instructions of a ``for`` body: strictly between its FOR_ITER and its exit; and
     the body's early exit once the trace has met it (``_early_exit``)."""
 
-    __slots__ = ("head", "end", "outer", "exit_at", "exit_when", "exit_cond", "exit_locals", "exit_ops", "names",
-                 "tail")
+    __slots__ = (
+        "head",
+        "end",
+        "outer",
+        "exit_at",
+        "exit_when",
+        "exit_cond",
+        "exit_locals",
+        "exit_ops",
+        "names",
+        "tail",
+    )
 
     def __init__(self, head: int, end: int, outer: Any, names: Tuple[str, ...] = ()) -> None:
         self.head = head
         self.end = end
         self.outer = outer
-        self.exit_at: Optional[int] = None   # the conditional jump that breaks out
-        self.exit_when = True                # the truth value of exit_cond that breaks out
+        self.exit_at: Optional[int] = None  # the conditional jump that breaks out
+        self.exit_when = True  # the truth value of exit_cond that breaks out
         self.exit_cond: Optional[V] = None
         self.exit_locals: Dict[str, Any] = {}
         self.exit_ops = 0
-        self.names = names    # the loop's carried names
+        self.names = names  # the loop's carried names
         self.tail: Optional[_Tail] = None
 
     def admits(self, k: int) -> bool:
@@ -520,8 +575,9 @@ def exits_early(frame: "FrameTracer", inst: Any) -> bool:
     head, end = flow.index_of(inst), flow.index_of(inst.target)
     depths = flow.stack_depths
     d = depths.get(head)
-    return d is not None and any(frame.insts[k].opname in _ITER_POPS and depths.get(k) == d
-                                 for k in range(head + 1, end))
+    return d is not None and any(
+        frame.insts[k].opname in _ITER_POPS and depths.get(k) == d for k in range(head + 1, end)
+    )
 
 
 def _after_pops(frame: "FrameTracer", k: int, depth: int) -> int:
@@ -563,24 +619,29 @@ def _early_exit(frame: "FrameTracer", region: _ForRegion, k: int, cond: V) -> bo
     depth = frame.flow.stack_depths.get(region.head)
     for (go, when), (stay, _) in (sides, sides[::-1]):
         out = _settle(frame, go)
-        if frame.insts[out].opname not in _ITER_POPS or frame.flow.stack_depths.get(out) != depth \
-                or not region.admits(_settle(frame, stay)) and _settle(frame, stay) != region.head:
+        if (
+            frame.insts[out].opname not in _ITER_POPS
+            or frame.flow.stack_depths.get(out) != depth
+            or not region.admits(_settle(frame, stay))
+            and _settle(frame, stay) != region.head
+        ):
             continue
         if region.exit_at is not None:
             raise LoopAbort("a second exit from the loop on a graph value")
-        if depth is None:   # pragma: no cover - the loop head's depth is known where its FOR_ITER runs
+        if depth is None:  # pragma: no cover - the loop head's depth is known where its FOR_ITER runs
             raise LoopAbort("the stack depth at the loop head is not known")
         broken, ended = _after_pops(frame, out, depth), _after_pops(frame, region.end, depth)
         if not _same_exit(frame, broken, ended):
             if any(_same_exit(frame, broken, p) for p in range(ended + 1, min(ended + 64, len(frame.insts)))):
-                raise LoopAbort("a for-else: its else clause runs only when the loop does not break, which the "
-                                "graph does not tell")
+                raise LoopAbort(
+                    "a for-else: its else clause runs only when the loop does not break, which the graph does not tell"
+                )
             raise LoopAbort("the code the break leads to is not the code after the loop (a return)")
         region.exit_at, region.exit_when, region.exit_cond = k, when, cond
         frame.ip = stay
         region.exit_locals = dict(frame.locals)
         _open_tail(frame, region, cond, when)
-        region.exit_ops = len(region.tail.scope.parent.operations())   # type: ignore[union-attr]
+        region.exit_ops = len(region.tail.scope.parent.operations())  # type: ignore[union-attr]
         return True
     return False
 
@@ -596,7 +657,7 @@ class _Tail:
     def __init__(self, state: "_State", scope: _Scope, run: Tensor) -> None:
         self.state = state
         self.scope = scope
-        self.run = run      # graph bool: the loop goes on (the tail runs once)
+        self.run = run  # graph bool: the loop goes on (the tail runs once)
         self.open = True
 
 
@@ -604,8 +665,12 @@ def _open_tail(frame: "FrameTracer", region: Any, cond: V, when: bool, extra: Tu
     tracer = frame.tracer
     meta = ScalarMeta(bool, True)
     # Python's truth value of the condition, as the jump takes it: the tail runs when it does not break
-    run = Tensor(tracer.graph.call(operator.not_ if when else operator.truth, (tracer.to_arg(cond),), meta=meta,
-                                   stack=frame.location()), meta)
+    run = Tensor(
+        tracer.graph.call(
+            operator.not_ if when else operator.truth, (tracer.to_arg(cond),), meta=meta, stack=frame.location()
+        ),
+        meta,
+    )
     state = _State(frame, list(region.names) + list(extra), ())
     scope, _ = _open_body(frame, state, [], ("_", ScalarMeta(int, 0)))
     region.tail = _Tail(state, scope, run)
@@ -634,9 +699,9 @@ def _close_tail(frame: "FrameTracer", region: Any) -> Tuple[str, List[str]]:
         return "", promotable
     if why:
         return f"after its break, the body: {why}", []
-    carried = scope.graph.placeholders[1:1 + len(state.leaves)]
+    carried = scope.graph.placeholders[1 : 1 + len(state.leaves)]
     if not scope.graph.operations() and all(ends[k].node is carried[k] for k in range(len(state.leaves))):
-        frame.locals.clear()   # nothing after the break: the loop's own exit flag is enough
+        frame.locals.clear()  # nothing after the break: the loop's own exit flag is enough
         frame.locals.update(state.locals)
         return "", []
     _close_body(frame, scope, ends, len(state.leaves))
@@ -645,7 +710,7 @@ def _close_tail(frame: "FrameTracer", region: Any) -> Tuple[str, List[str]]:
     invariants = tuple(tracer.lifted_from[ph] for ph in loop.invariants)
     node = tracer.graph.call(loop, (0, tail.run.node, 1, carried_in, invariants), stack=frame.location())
     _results(frame, state, node, loop.carried)
-    region.exit_ops = -1   # the body goes on after its break, in the tail
+    region.exit_ops = -1  # the body goes on after its break, in the tail
     return "", []
 
 
@@ -685,7 +750,7 @@ def _returns_from_loop(frame: "FrameTracer", k: int) -> bool:
 
 def left_body(frame: "FrameTracer") -> Exception:
     """What to raise when the body trace reaches an instruction outside the body."""
-    return frame.body_range.left(frame.ip)   # type: ignore[union-attr]
+    return frame.body_range.left(frame.ip)  # type: ignore[union-attr]
 
 
 def capture_loop(frame: "FrameTracer", inst: Any, it: IterV) -> bool:
@@ -696,7 +761,7 @@ def capture_loop(frame: "FrameTracer", inst: Any, it: IterV) -> bool:
     symbolic = isinstance(it, SymIter)
     early = not symbolic and id(inst) not in frame.loop_counts and not exits_early(frame, inst)
     if not symbolic and it.remaining() < config.min_captured_loop_iterations + early:
-        return False   # (at the first iteration of a nest: as many left after it as otherwise)
+        return False  # (at the first iteration of a nest: as many left after it as otherwise)
     tracer = frame.tracer
     note = LoopNote(frame.code.co_filename, frame.lineno, None if symbolic else it.remaining(), False)
     try:
@@ -706,20 +771,21 @@ def capture_loop(frame: "FrameTracer", inst: Any, it: IterV) -> bool:
     except LoopAbort as e:
         note.reason = str(e)
         if early and any(w in note.reason for w in _FIRST_ITERATION_ONLY):
-            return False   # the second iteration tries again (its note is the one kept)
+            return False  # the second iteration tries again (its note is the one kept)
         if not symbolic:
             frame.loop_failed.add(id(inst))
-        if exits_early(frame, inst):   # the break then says why the loop was not captured
+        if exits_early(frame, inst):  # the break then says why the loop was not captured
             frame.exit_failures[(frame.flow.index_of(inst), frame.flow.index_of(inst.target))] = note.reason
     tracer.loop_notes.append(note)
-    fallback = it.bounds.fallback if symbolic else None   # type: ignore[attr-defined]
+    fallback = it.bounds.fallback if symbolic else None  # type: ignore[attr-defined]
     if fallback is not None and not note.captured and not tracer.loop_scopes:
         fallback.reason = f"{fallback.reason} (the loop was not captured: {note.reason})"
         fallback.args = (fallback._message(),)
         raise fallback
     if symbolic and not note.captured:
-        raise LoopAbort(f"the loop at line {note.lineno} over a range computed from a loop index cannot be "
-                        f"captured ({note.reason})")
+        raise LoopAbort(
+            f"the loop at line {note.lineno} over a range computed from a loop index cannot be captured ({note.reason})"
+        )
     return note.captured
 
 
@@ -746,13 +812,18 @@ def _attempts(capture: Any) -> None:
 class _State:
     """The frame's state at a loop head, and how to rebuild it after a failed attempt."""
 
-    def __init__(self, frame: "FrameTracer", names: List[str], promote: Tuple[str, ...],
-                 widen: Optional[Dict[int, Any]] = None) -> None:
+    def __init__(
+        self, frame: "FrameTracer", names: List[str], promote: Tuple[str, ...], widen: Optional[Dict[int, Any]] = None
+    ) -> None:
         tracer = frame.tracer
-        self.leaves: List[Any] = []    # Tensor, or _Promoted for a Python number made a graph number
+        self.leaves: List[Any] = []  # Tensor, or _Promoted for a Python number made a graph number
         index: Dict[Any, int] = {}
-        self.templates = {n: _flatten(frame.load_local(n) if n in frame.locals else None, self.leaves, index,
-                                      n if n in promote else None) for n in names}
+        self.templates = {
+            n: _flatten(
+                frame.load_local(n) if n in frame.locals else None, self.leaves, index, n if n in promote else None
+            )
+            for n in names
+        }
         self.widen = dict(widen or {})
         # the body's view of each leaf: a widened Python number is the numpy scalar it becomes
         self.metas = [self.widen.get(k, leaf.meta) for k, leaf in enumerate(self.leaves)]
@@ -781,21 +852,24 @@ class _State:
         frame.loop_counts.update(self.counts)
 
 
-def _open_body(frame: "FrameTracer", state: _State, dead: List[str], *first: Tuple[str, Any],
-               alt: bool = False) -> Tuple[_Scope, List[Tensor]]:
+def _open_body(
+    frame: "FrameTracer", state: _State, dead: List[str], *first: Tuple[str, Any], alt: bool = False
+) -> Tuple[_Scope, List[Tensor]]:
     """A new body graph with placeholders ``first`` (name, meta) then one per carried
     leaf, entered: the locals hold the placeholders, dead names are unset."""
     tracer = frame.tracer
     body = Graph(f"{tracer.graph.name}_loop", names_from=tracer.root_graph)
-    body.meta.update(tracer.root_graph.meta)   # the frame it comes from, for the node's own compiled body
-    body.errstate = tracer.graph.errstate      # inside an errstate block: the body runs under it too
+    body.meta.update(tracer.root_graph.meta)  # the frame it comes from, for the node's own compiled body
+    body.errstate = tracer.graph.errstate  # inside an errstate block: the body runs under it too
     scope = _Scope(body, tracer.graph, alt)
     heads = [Tensor(body.placeholder(name, meta), meta) for name, meta in first]
-    carried = [Tensor(body.placeholder(leaf.name if isinstance(leaf, _Promoted) else _base(leaf.node.name),
-                                       meta), meta) for leaf, meta in zip(state.leaves, state.metas)]
+    carried = [
+        Tensor(body.placeholder(leaf.name if isinstance(leaf, _Promoted) else _base(leaf.node.name), meta), meta)
+        for leaf, meta in zip(state.leaves, state.metas)
+    ]
     _set_locals(frame, state.templates, carried)  # type: ignore[arg-type]
     for name in dead:
-        frame.locals.pop(name, None)   # the body stores it before any read
+        frame.locals.pop(name, None)  # the body stores it before any read
     tracer.loop_scopes.append(scope)
     tracer.graph = body
     tracer.mutation_floor = next_serial()
@@ -807,11 +881,12 @@ def _why(e: BaseException) -> str:
         return str(e)
     if isinstance(e, GraphBreak):
         return f"{e.code} in the body: {e.reason}"
-    return f"{type(e).__name__} in the body"   # StopTrace (a break site inside the loop) and the like
+    return f"{type(e).__name__} in the body"  # StopTrace (a break site inside the loop) and the like
 
 
-def _match_end(frame: "FrameTracer", state: _State,
-               promote: Tuple[str, ...]) -> Tuple[Dict[int, V], str, List[str], Dict[int, Any]]:
+def _match_end(
+    frame: "FrameTracer", state: _State, promote: Tuple[str, ...]
+) -> Tuple[Dict[int, V], str, List[str], Dict[int, Any]]:
     """The carried values at the end of the body, or why they do not continue the loop
     (and the Python numbers an iteration makes numpy scalars, to widen)."""
     widen: Dict[int, Any] = {}
@@ -819,12 +894,12 @@ def _match_end(frame: "FrameTracer", state: _State,
     promotable: List[str] = []
     why = ""
     if len(frame.stack) != len(state.stack) or any(a is not b for a, b in zip(frame.stack, state.stack)):
-        return ends, "the body changes the value stack", promotable, widen   # pragma: no cover - balanced
+        return ends, "the body changes the value stack", promotable, widen  # pragma: no cover - balanced
     for n, t in state.templates.items():
         end_v = frame.locals.get(n)
         why = _match(t, end_v, ends)
         if why and t[0] == "same" and _is_number(t[1]) and isinstance(end_v, (Const, Tensor)) and not promote:
-            promotable.append(n)   # a number the body changes: try again carrying it
+            promotable.append(n)  # a number the body changes: try again carrying it
             why = ""
         elif why:
             return ends, f"{n!r}: {why}", promotable, widen
@@ -835,7 +910,7 @@ def _match_end(frame: "FrameTracer", state: _State,
         if not _compatible(meta, ends[k].meta):
             what = leaf.name if isinstance(leaf, _Promoted) else leaf.node.name
             if not state.widen and widened(meta, ends[k].meta):
-                widen[k] = ends[k].meta   # try again carrying it as that numpy scalar
+                widen[k] = ends[k].meta  # try again carrying it as that numpy scalar
                 first = first or f"{what} changes from {meta} to {ends[k].meta} in one iteration"
                 continue
             return ends, f"{what} changes from {meta} to {ends[k].meta} in one iteration", promotable, {}
@@ -856,8 +931,9 @@ def _close_body(frame: "FrameTracer", scope: _Scope, ends: Dict[int, V], n: int,
     scope.graph.eliminate_dead_code()
 
 
-def _results(frame: "FrameTracer", state: _State, node: Any, carried_ph: List[Any],
-             fold: Any = None, two_typed: bool = False) -> None:
+def _results(
+    frame: "FrameTracer", state: _State, node: Any, carried_ph: List[Any], fold: Any = None, two_typed: bool = False
+) -> None:
     """The locals after the loop: each carried name from the loop node's value.
     ``two_typed``: the loop may run no iteration, so a widened number may still be the
     Python number after it; the enclosing body checks that this does not matter."""
@@ -882,8 +958,7 @@ def _results(frame: "FrameTracer", state: _State, node: Any, carried_ph: List[An
     _set_locals(frame, state.templates, results)
 
 
-def _check_widened(frame: "FrameTracer", state: _State, scope: _Scope, prior: Optional[Graph],
-                   two_typed: bool) -> str:
+def _check_widened(frame: "FrameTracer", state: _State, scope: _Scope, prior: Optional[Graph], two_typed: bool) -> str:
     """'' when the widened numbers of ``state`` are carried right: the first iteration
     traced with them as Python numbers (``prior``) is this one, and where the loop may run
     no iteration there is an enclosing body to check the code after it."""
@@ -891,16 +966,20 @@ def _check_widened(frame: "FrameTracer", state: _State, scope: _Scope, prior: Op
         return ""
     tracer = frame.tracer
     names = ", ".join(repr(n) for n, t in state.templates.items() if t[0] == "T" and t[1] in state.widen)
-    if prior is None:   # pragma: no cover - a widening attempt always follows a traced one
+    if prior is None:  # pragma: no cover - a widening attempt always follows a traced one
         return f"{names}: a Python number made a numpy scalar by the body"
     loose = [prior.placeholders[1 + k] for k in state.widen]
     differs = same_trace(prior, scope.graph, loose, tracer.lifted_from.get)
     if differs:
-        return (f"{names} is a Python number before the loop and a numpy scalar after an iteration, and the "
-                f"first iteration does not do the same with either ({differs})")
+        return (
+            f"{names} is a Python number before the loop and a numpy scalar after an iteration, and the "
+            f"first iteration does not do the same with either ({differs})"
+        )
     if two_typed and not tracer.loop_scopes:
-        return (f"{names} is a Python number before the loop and a numpy scalar after an iteration, and the loop "
-                "may run no iteration: its type after the loop is not known")
+        return (
+            f"{names} is a Python number before the loop and a numpy scalar after an iteration, and the loop "
+            "may run no iteration: its type after the loop is not known"
+        )
     return ""
 
 
@@ -916,18 +995,35 @@ def _retrace(frame: "FrameTracer", state: _State, scope: _Scope, ends: List[Any]
     except LoopAbort as e:
         return f"an inner loop leaves a Python number or a numpy scalar by its trip count, and {e}"
     finally:
-        del tracer.loop_notes[notes:]   # the inner loops' notes are those of the first trace
-    differs = same_trace(scope.graph, graph, scope.unions, tracer.lifted_from.get,
-                         ([v.node if isinstance(v, Tensor) else v for v in ends],
-                          [v.node if isinstance(v, Tensor) else v for v in ends2]))
+        del tracer.loop_notes[notes:]  # the inner loops' notes are those of the first trace
+    differs = same_trace(
+        scope.graph,
+        graph,
+        scope.unions,
+        tracer.lifted_from.get,
+        (
+            [v.node if isinstance(v, Tensor) else v for v in ends],
+            [v.node if isinstance(v, Tensor) else v for v in ends2],
+        ),
+    )
     if differs:
-        return ("an inner loop leaves a Python number or a numpy scalar by its trip count, and the code after it "
-                f"does not do the same with either ({differs})")
+        return (
+            "an inner loop leaves a Python number or a numpy scalar by its trip count, and the code after it "
+            f"does not do the same with either ({differs})"
+        )
     return ""
 
 
-def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote: Tuple[str, ...] = (),
-             widen: Optional[Dict[int, Any]] = None, prior: Optional[Graph] = None, alt: bool = False) -> Any:
+def _capture(
+    frame: "FrameTracer",
+    inst: Any,
+    it: IterV,
+    note: LoopNote,
+    promote: Tuple[str, ...] = (),
+    widen: Optional[Dict[int, Any]] = None,
+    prior: Optional[Graph] = None,
+    alt: bool = False,
+) -> Any:
     """Trace the body and record the loop node. ``widen``/``prior``: see ``LoopAbort``;
     ``alt``: a second trace taking the two-typed values of inner loops as Python numbers,
     which returns what it traced (and changes nothing) for ``_retrace`` to compare."""
@@ -936,7 +1032,7 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
     head = frame.flow.index_of(inst)
     end = frame.flow.index_of(inst.target)
     if symbolic:
-        bounds = it.bounds   # type: ignore[attr-defined]
+        bounds = it.bounds  # type: ignore[attr-defined]
         start_v, stop_v, step, count = bounds.start, bounds.stop, bounds.step, None
     else:
         progression = _progression(it)
@@ -956,10 +1052,11 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
 
     state = _State(frame, names, promote, widen)
     index_meta = ScalarMeta(int, start_v.value if isinstance(start_v, Const) else start_v.meta.hint)
-    scope, (index_v, *carried) = _open_body(frame, state, [n for n in stored if n not in names], (var, index_meta),
-                                            alt=alt)
+    scope, (index_v, *carried) = _open_body(
+        frame, state, [n for n in stored if n not in names], (var, index_meta), alt=alt
+    )
     region = frame.body_range = _ForRegion(head, end, frame.body_range, tuple(state.templates))
-    frame.stack.append(index_v)   # what FOR_ITER pushes
+    frame.stack.append(index_v)  # what FOR_ITER pushes
     why = ""
     promotable: List[str] = []
     try:
@@ -984,19 +1081,26 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
     if not why and exits:
         if var in live[end]:
             why = f"the loop variable {var!r} is read after a loop that may break (its last value is not known)"
-        elif region.exit_ops >= 0 and (len(scope.graph.operations()) != region.exit_ops or any(
-                frame.locals.get(n) is not region.exit_locals.get(n) for n in state.templates)):
+        elif region.exit_ops >= 0 and (
+            len(scope.graph.operations()) != region.exit_ops
+            or any(frame.locals.get(n) is not region.exit_locals.get(n) for n in state.templates)
+        ):
             why = "the body goes on after its break (only a break at the end of the body is captured)"
     if not why:
         ends, why, promotable, widen_next = _match_end(frame, state, promote)
-    if not why and not alt:   # the first trace checked the widened numbers (``_retrace`` the rest)
+    if not why and not alt:  # the first trace checked the widened numbers (``_retrace`` the rest)
         why = _check_widened(frame, state, scope, prior, count is None)
     if not why and alt:
         state.restore(frame)
         return scope.graph, [ends[k] for k in range(len(state.leaves))] + [region.exit_cond]
     if not why and scope.unions:
-        why = _retrace(frame, state, scope, [ends[k] for k in range(len(state.leaves))] + [region.exit_cond],
-                       lambda: _capture(frame, inst, it, LoopNote("", 0, None, False), promote, widen, prior, True))
+        why = _retrace(
+            frame,
+            state,
+            scope,
+            [ends[k] for k in range(len(state.leaves))] + [region.exit_cond],
+            lambda: _capture(frame, inst, it, LoopNote("", 0, None, False), promote, widen, prior, True),
+        )
     if why:
         state.restore(frame)
         raise LoopAbort(why, tuple(promotable), widen_next, scope.graph if widen_next else None)
@@ -1008,8 +1112,12 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
             tracer.loop_scopes.append(scope)
             tracer.graph = scope.graph
             try:
-                flag = Tensor(scope.graph.call(operator.not_, (tracer.to_arg(flag),), meta=ScalarMeta(bool, True),
-                                               stack=frame.location()), ScalarMeta(bool, True))
+                flag = Tensor(
+                    scope.graph.call(
+                        operator.not_, (tracer.to_arg(flag),), meta=ScalarMeta(bool, True), stack=frame.location()
+                    ),
+                    ScalarMeta(bool, True),
+                )
             finally:
                 tracer.loop_scopes.pop()
                 tracer.graph = scope.parent
@@ -1019,12 +1127,13 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
     location = frame.location()
     carried_in = tuple(leaf.value if isinstance(leaf, _Promoted) else tracer.to_arg(leaf) for leaf in state.leaves)
     invariants = tuple(tracer.lifted_from[ph] for ph in loop.invariants)
-    node = tracer.graph.call(loop, (tracer.to_arg(start_v), tracer.to_arg(stop_v), step, carried_in, invariants),
-                             stack=location)
+    node = tracer.graph.call(
+        loop, (tracer.to_arg(start_v), tracer.to_arg(stop_v), step, carried_in, invariants), stack=location
+    )
     fold = None if count is None or exits else (lambda k: _folded(state.leaves[k], ends[k], carried[k], count))
     _results(frame, state, node, loop.carried, fold, two_typed=count is None)
     if exits:
-        frame.locals.pop(var, None)   # not read after the loop (checked above)
+        frame.locals.pop(var, None)  # not read after the loop (checked above)
         if count is not None:
             it.pos += count
     elif count is not None:
@@ -1042,8 +1151,9 @@ def _capture(frame: "FrameTracer", inst: Any, it: IterV, note: LoopNote, promote
 # the body and computes the next condition, so the loop node carries the condition with the
 # values, and the generated code tests it each time round (``while c: ...``).
 _NO_OPS = frozenset({"NOP", "NOT_TAKEN"})
-_JUMPS = frozenset({"JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP",
-                    "JUMP_NO_INTERRUPT"})
+_JUMPS = frozenset(
+    {"JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_NO_INTERRUPT"}
+)
 
 
 class _WhileDone(Exception):
@@ -1065,7 +1175,7 @@ def _jump_sense(inst: Any) -> Optional[bool]:
 
 def _settle(frame: "FrameTracer", k: int) -> int:
     """Where control really goes from ``k``: past no-ops and unconditional jumps."""
-    for _ in range(8):   # a chain of jumps is short; a cycle of them is not followed for ever
+    for _ in range(8):  # a chain of jumps is short; a cycle of them is not followed for ever
         inst = frame.insts[k]
         if inst.opname in _NO_OPS:
             k += 1
@@ -1090,13 +1200,33 @@ class _WhileRegion:
     not. The entry is admitted once: coming back to it means the condition was decided at
     trace time."""
 
-    __slots__ = ("cycles", "heads", "entry", "exit", "jump", "repeat_when", "entered", "outer", "names", "tail",
-                 "exit_ops", "pre", "chain")
+    __slots__ = (
+        "cycles",
+        "heads",
+        "entry",
+        "exit",
+        "jump",
+        "repeat_when",
+        "entered",
+        "outer",
+        "names",
+        "tail",
+        "exit_ops",
+        "pre",
+        "chain",
+    )
 
-    def __init__(self, frame: "FrameTracer", jump: int, entry: int, exit_: int, repeat_when: bool,
-                 chain: Optional[Tuple[int, int]] = None) -> None:
-        self.names: Tuple[str, ...] = ()   # the loop's carried names
-        self.tail: Optional[_Tail] = None   # the body after a second exit (``and`` in the condition)
+    def __init__(
+        self,
+        frame: "FrameTracer",
+        jump: int,
+        entry: int,
+        exit_: int,
+        repeat_when: bool,
+        chain: Optional[Tuple[int, int]] = None,
+    ) -> None:
+        self.names: Tuple[str, ...] = ()  # the loop's carried names
+        self.tail: Optional[_Tail] = None  # the body after a second exit (``and`` in the condition)
         self.exit_ops = 0
         self.heads = loop_heads(frame)
         # ``chain``: (the second test's jump, where it continues the loop) when the entry is
@@ -1164,7 +1294,7 @@ def _same_test(frame: "FrameTracer", a: int, b: int) -> bool:
 # the next test of ``a``) is a tail, as for a ``for`` loop's break (``_Tail``), that carries the
 # next condition too: when ``b`` stops the loop the tail does not run and the condition is the
 # value that stops it.
-_COND = "<while condition>"   # not a Python name: the tail's slot for the next condition
+_COND = "<while condition>"  # not a Python name: the tail's slot for the next condition
 
 
 def _and_chain(frame: "FrameTracer", sides: Any, heads: List[FrozenSet[int]]) -> Optional[Tuple[int, bool, int, Any]]:
@@ -1177,8 +1307,13 @@ def _and_chain(frame: "FrameTracer", sides: Any, heads: List[FrozenSet[int]]) ->
         j = entry
         for _ in range(16):
             inst = frame.insts[j]
-            if _jump_sense(inst) is not None or inst.target is not None or inst.opname in _STORES \
-                    or inst.opname in _RETURNS or j + 1 >= len(frame.insts):
+            if (
+                _jump_sense(inst) is not None
+                or inst.target is not None
+                or inst.opname in _STORES
+                or inst.opname in _RETURNS
+                or j + 1 >= len(frame.insts)
+            ):
                 break
             j += 1
         dest = _destinations(frame, j)
@@ -1197,18 +1332,20 @@ def _while_exit(frame: "FrameTracer", region: _WhileRegion, k: int, cond: V) -> 
     exit_ = _settle(frame, region.exit)
     for (go, when), (stay, _) in (sides, sides[::-1]):
         if not region.heads[_settle(frame, stay)] & region.cycles or not (
-                _settle(frame, go) == exit_ or _same_exit(frame, go, exit_)):   # 3.12+ copy the exit's code
+            _settle(frame, go) == exit_ or _same_exit(frame, go, exit_)
+        ):  # 3.12+ copy the exit's code
             continue
         if region.tail is not None:
             raise LoopAbort("a third exit from the loop on a graph value")
         tracer = frame.tracer
         meta = ScalarMeta(bool, True)
-        stop = Tensor(tracer.graph.call(operator.truth, (not region.repeat_when,), meta=meta, stack=frame.location()),
-                      meta)
+        stop = Tensor(
+            tracer.graph.call(operator.truth, (not region.repeat_when,), meta=meta, stack=frame.location()), meta
+        )
         frame.locals[_COND] = stop
         frame.ip = stay
         _open_tail(frame, region, cond, when, (_COND,))
-        frame.locals.pop(_COND, None)   # (the tail's own slot stays, as a placeholder)
+        frame.locals.pop(_COND, None)  # (the tail's own slot stays, as a placeholder)
         return True
     return False
 
@@ -1218,10 +1355,17 @@ def _close_while_tail(frame: "FrameTracer", region: _WhileRegion, done: "_WhileD
     (a Python bool) from it in ``done``."""
     tracer = frame.tracer
     meta = ScalarMeta(bool, True)
-    again = Tensor(tracer.graph.call(operator.truth if done.repeat_when == region.repeat_when else operator.not_,
-                                     (tracer.to_arg(done.cond),), meta=meta, stack=frame.location()), meta)
+    again = Tensor(
+        tracer.graph.call(
+            operator.truth if done.repeat_when == region.repeat_when else operator.not_,
+            (tracer.to_arg(done.cond),),
+            meta=meta,
+            stack=frame.location(),
+        ),
+        meta,
+    )
     frame.locals[_COND] = again
-    why, promotable = _close_tail(frame, region)   # type: ignore[arg-type]
+    why, promotable = _close_tail(frame, region)  # type: ignore[arg-type]
     done.cond = frame.locals.pop(_COND, done.cond)
     done.repeat_when = region.repeat_when
     return why, promotable
@@ -1252,8 +1396,10 @@ def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -
             error.reason = f"{error.reason} (a for loop not captured: {reason})"
             error.args = (error._message(),)
     if "a for loop not captured" not in error.reason and _returns_from_loop(frame, k):
-        error.reason = (f"{error.reason} (a for loop not captured: a return inside the loop on a graph value; "
-                        "only `if <graph value>: break` leaves a captured for loop)")
+        error.reason = (
+            f"{error.reason} (a for loop not captured: a return inside the loop on a graph value; "
+            "only `if <graph value>: break` leaves a captured for loop)"
+        )
         error.args = (error._message(),)
     if isinstance(region, _WhileRegion):
         again = region.repeat_sense(frame, k)
@@ -1266,20 +1412,22 @@ def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -
         return False
     heads = loop_heads(frame)
     # the side that enters a cycle the other is not on (a for loop's cycle: a break out of it)
-    shapes = [(go, when, other) for (go, when), (other, _) in (sides, sides[::-1])
-              if heads[go] - heads[other] and not any(frame.insts[h].opname == "FOR_ITER"
-                                                      for h in heads[go] - heads[other])]
+    shapes = [
+        (go, when, other)
+        for (go, when), (other, _) in (sides, sides[::-1])
+        if heads[go] - heads[other] and not any(frame.insts[h].opname == "FOR_ITER" for h in heads[go] - heads[other])
+    ]
     chain = None
     if not shapes:
         found = _and_chain(frame, sides, heads)
         if found is None:
-            return False   # an if, not a loop
+            return False  # an if, not a loop
         entry, repeat_when, exit_, chain = found
     elif len(shapes) != 1:
-        return False   # an if, not a loop
+        return False  # an if, not a loop
     else:
         entry, repeat_when, exit_ = shapes[0]
-    while region is not None:   # a second exit of a while loop being captured: not a loop of its own
+    while region is not None:  # a second exit of a while loop being captured: not a loop of its own
         if isinstance(region, _WhileRegion) and region.jump == k:
             return False
         if isinstance(region, _WhileRegion) and (heads[entry] - heads[exit_]) & region.cycles:
@@ -1287,8 +1435,11 @@ def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -
         region = region.outer
     note = LoopNote(frame.code.co_filename, frame.lineno, None, False, kind="while")
     try:
-        _attempts(lambda promote, widen, prior: _capture_while(
-            frame, _WhileRegion(frame, k, entry, exit_, repeat_when, chain), cond, note, promote, widen, prior))
+        _attempts(
+            lambda promote, widen, prior: _capture_while(
+                frame, _WhileRegion(frame, k, entry, exit_, repeat_when, chain), cond, note, promote, widen, prior
+            )
+        )
     except LoopAbort as e:
         note.reason = str(e)
         # the break says why the loop runs in Python (a resumed trace keeps no loop notes)
@@ -1298,9 +1449,16 @@ def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -
     return note.captured
 
 
-def _capture_while(frame: "FrameTracer", region: _WhileRegion, cond: V, note: LoopNote,
-                   promote: Tuple[str, ...] = (), widen: Optional[Dict[int, Any]] = None,
-                   prior: Optional[Graph] = None, alt: bool = False) -> Any:
+def _capture_while(
+    frame: "FrameTracer",
+    region: _WhileRegion,
+    cond: V,
+    note: LoopNote,
+    promote: Tuple[str, ...] = (),
+    widen: Optional[Dict[int, Any]] = None,
+    prior: Optional[Graph] = None,
+    alt: bool = False,
+) -> Any:
     """Like ``_capture``, for a while loop."""
     tracer = frame.tracer
     live = live_in(frame)
@@ -1309,8 +1467,9 @@ def _capture_while(frame: "FrameTracer", region: _WhileRegion, cond: V, note: Lo
 
     state = _State(frame, names, promote, widen)
     region.names = tuple(state.templates)
-    scope, (cond_v, *carried) = _open_body(frame, state, [n for n in stored if n not in names],
-                                           ("cond", ScalarMeta(bool, True)), alt=alt)
+    scope, (cond_v, *carried) = _open_body(
+        frame, state, [n for n in stored if n not in names], ("cond", ScalarMeta(bool, True)), alt=alt
+    )
     frame.body_range = region
     frame.ip = region.entry
     done: Optional[_WhileDone] = None
@@ -1343,22 +1502,37 @@ def _capture_while(frame: "FrameTracer", region: _WhileRegion, cond: V, note: Lo
         return scope.graph, [ends[k] for k in range(len(state.leaves))] + [done.cond]
     if not why and scope.unions:
         assert done is not None
-        why = _retrace(frame, state, scope, [ends[k] for k in range(len(state.leaves))] + [done.cond],
-                       lambda: _capture_while(frame, _WhileRegion(frame, region.jump, region.entry, region.exit,
-                                                                  region.repeat_when, region.chain),
-                                              cond, LoopNote("", 0, None, False, kind="while"), promote, widen,
-                                              prior, True))
+        why = _retrace(
+            frame,
+            state,
+            scope,
+            [ends[k] for k in range(len(state.leaves))] + [done.cond],
+            lambda: _capture_while(
+                frame,
+                _WhileRegion(frame, region.jump, region.entry, region.exit, region.repeat_when, region.chain),
+                cond,
+                LoopNote("", 0, None, False, kind="while"),
+                promote,
+                widen,
+                prior,
+                True,
+            ),
+        )
     if why:
         state.restore(frame)
         raise LoopAbort(why, tuple(promotable), widen_next, scope.graph if widen_next else None)
     assert done is not None
     again = done.cond
-    if done.repeat_when != region.repeat_when:   # the copy at the bottom tests the other way round
+    if done.repeat_when != region.repeat_when:  # the copy at the bottom tests the other way round
         tracer.loop_scopes.append(scope)
         tracer.graph = scope.graph
         try:
-            again = Tensor(scope.graph.call(operator.not_, (tracer.to_arg(again),), meta=ScalarMeta(bool, True),
-                                            stack=frame.location()), ScalarMeta(bool, True))
+            again = Tensor(
+                scope.graph.call(
+                    operator.not_, (tracer.to_arg(again),), meta=ScalarMeta(bool, True), stack=frame.location()
+                ),
+                ScalarMeta(bool, True),
+            )
         finally:
             tracer.loop_scopes.pop()
             tracer.graph = scope.parent
@@ -1387,5 +1561,5 @@ def _folded(leaf: Any, end: V, placeholder: Tensor, count: int) -> Optional[Cons
     for _ in range(count):
         value = op(value, args[1])
     if type(value) is not leaf.meta.pytype:
-        return None   # pragma: no cover - _compatible already required the same type
+        return None  # pragma: no cover - _compatible already required the same type
     return Const(value)

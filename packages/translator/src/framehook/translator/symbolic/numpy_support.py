@@ -1,5 +1,6 @@
 """Which numpy functions and array methods the symbolic interpreter captures, and how
 their results' metadata is found (by running them on one-element proxies)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -13,10 +14,26 @@ import numpy as np
 from ..graph import ArrayMeta
 from .values import Tensor
 
-__all__ = ["NUMPY_FUNCTIONS", "CREATION", "LINALG", "ARRAY_METHODS", "ARRAY_VALUE_ATTRS", "ARRAY_NODE_ATTRS",
-           "UFUNC_METHODS", "is_numpy_callable", "numpy_name", "run_on_proxies", "SHAPE_QUERIES",
-           "is_numpy_module", "SIZE_ARGS", "SIZE_METHOD_ARGS", "VALUE_DEPENDENT_DTYPE", "is_mask",
-           "mask_index_getitem", "mask_index_setitem"]
+__all__ = [
+    "NUMPY_FUNCTIONS",
+    "CREATION",
+    "LINALG",
+    "ARRAY_METHODS",
+    "ARRAY_VALUE_ATTRS",
+    "ARRAY_NODE_ATTRS",
+    "UFUNC_METHODS",
+    "is_numpy_callable",
+    "numpy_name",
+    "run_on_proxies",
+    "SHAPE_QUERIES",
+    "is_numpy_module",
+    "SIZE_ARGS",
+    "SIZE_METHOD_ARGS",
+    "VALUE_DEPENDENT_DTYPE",
+    "is_mask",
+    "mask_index_getitem",
+    "mask_index_setitem",
+]
 
 
 def _collect(module: Any, names: str) -> Dict[Any, str]:
@@ -59,37 +76,67 @@ NUMPY_FUNCTIONS.update(META_ONLY)
 NUMPY_FUNCTIONS.update(SHAPE_QUERIES)
 
 #: which arguments of a creation function may be arrays (by position and name)
-CREATION_ARRAY_ARGS = {np.full: ({1}, {"fill_value"}), np.full_like: ({0, 1}, {"a", "fill_value"}),
-                       np.linspace: ({0, 1}, {"start", "stop"}), np.logspace: ({0, 1}, {"start", "stop"}),
-                       np.zeros_like: ({0}, {"a"}), np.ones_like: ({0}, {"a"}), np.empty_like: ({0}, {"prototype"})}
+CREATION_ARRAY_ARGS = {
+    np.full: ({1}, {"fill_value"}),
+    np.full_like: ({0, 1}, {"a", "fill_value"}),
+    np.linspace: ({0, 1}, {"start", "stop"}),
+    np.logspace: ({0, 1}, {"start", "stop"}),
+    np.zeros_like: ({0}, {"a"}),
+    np.ones_like: ({0}, {"a"}),
+    np.empty_like: ({0}, {"prototype"}),
+}
 
 #: arguments of non-ufunc functions that may be Python numbers computed at run time (values,
 #: never sizes or axes); every other Python-number argument is specialized (guarded on its value)
-VALUE_ARGS = {np.where: ({1, 2}, {"x", "y"}), np.clip: ({1, 2}, {"a_min", "a_max", "min", "max"}),
-              np.full: ({1}, {"fill_value"}), np.full_like: ({1}, {"fill_value"}),
-              np.linspace: ({0, 1}, {"start", "stop"}), np.logspace: ({0, 1}, {"start", "stop"}),
-              np.nan_to_num: (set(), {"nan", "posinf", "neginf"}), np.isclose: ({1}, {"b"}),
-              np.dot: ({0, 1}, set()), np.outer: ({0, 1}, set()), np.power: ({0, 1}, set()),
-              np.histogram: ({2}, {"range"})}
+VALUE_ARGS = {
+    np.where: ({1, 2}, {"x", "y"}),
+    np.clip: ({1, 2}, {"a_min", "a_max", "min", "max"}),
+    np.full: ({1}, {"fill_value"}),
+    np.full_like: ({1}, {"fill_value"}),
+    np.linspace: ({0, 1}, {"start", "stop"}),
+    np.logspace: ({0, 1}, {"start", "stop"}),
+    np.nan_to_num: (set(), {"nan", "posinf", "neginf"}),
+    np.isclose: ({1}, {"b"}),
+    np.dot: ({0, 1}, set()),
+    np.outer: ({0, 1}, set()),
+    np.power: ({0, 1}, set()),
+    np.histogram: ({2}, {"range"}),
+}
 
 #: arguments that are sizes (shapes, lengths, counts): a graph int there (a dynamic
 #: dimension read in the code) stays in the graph and makes the result's dimensions symbolic;
 #: the result's ndim and dtype never depend on the value
-SIZE_ARGS = {np.zeros: ({0}, {"shape"}), np.ones: ({0}, {"shape"}), np.empty: ({0}, {"shape"}),
-             np.full: ({0}, {"shape"}), np.zeros_like: (set(), {"shape"}), np.ones_like: (set(), {"shape"}),
-             np.empty_like: (set(), {"shape"}), np.full_like: (set(), {"shape"}),
-             np.arange: ({0, 1, 2}, {"start", "stop", "step"}), np.linspace: ({2}, {"num"}),
-             np.logspace: ({2}, {"num"}), np.eye: ({0, 1, 2}, {"N", "M", "k"}), np.identity: ({0}, {"n"}),
-             np.tri: ({0, 1, 2}, {"N", "M", "k"}), np.indices: ({0}, {"dimensions"}),
-             np.reshape: ({1}, {"shape", "newshape"}), np.broadcast_to: ({1}, {"shape"}),
-             np.repeat: ({1}, {"repeats"}), np.tile: ({1}, {"reps"}), np.ndarray: ({0}, {"shape"}),
-             np.histogram: ({1}, {"bins"})}
+SIZE_ARGS = {
+    np.zeros: ({0}, {"shape"}),
+    np.ones: ({0}, {"shape"}),
+    np.empty: ({0}, {"shape"}),
+    np.full: ({0}, {"shape"}),
+    np.zeros_like: (set(), {"shape"}),
+    np.ones_like: (set(), {"shape"}),
+    np.empty_like: (set(), {"shape"}),
+    np.full_like: (set(), {"shape"}),
+    np.arange: ({0, 1, 2}, {"start", "stop", "step"}),
+    np.linspace: ({2}, {"num"}),
+    np.logspace: ({2}, {"num"}),
+    np.eye: ({0, 1, 2}, {"N", "M", "k"}),
+    np.identity: ({0}, {"n"}),
+    np.tri: ({0, 1, 2}, {"N", "M", "k"}),
+    np.indices: ({0}, {"dimensions"}),
+    np.reshape: ({1}, {"shape", "newshape"}),
+    np.broadcast_to: ({1}, {"shape"}),
+    np.repeat: ({1}, {"repeats"}),
+    np.tile: ({1}, {"reps"}),
+    np.ndarray: ({0}, {"shape"}),
+    np.histogram: ({1}, {"bins"}),
+}
 #: array methods whose positional arguments are sizes
-SIZE_METHOD_ARGS = {"reshape": None, "repeat": {0}}   # None: every positional argument
+SIZE_METHOD_ARGS = {"reshape": None, "repeat": {0}}  # None: every positional argument
 
-ARRAY_METHODS: FrozenSet[str] = frozenset("""sum mean std var prod max min argmax argmin all any cumsum cumprod
+ARRAY_METHODS: FrozenSet[str] = frozenset(
+    """sum mean std var prod max min argmax argmin all any cumsum cumprod
 reshape transpose swapaxes squeeze ravel flatten astype copy clip round dot conj conjugate repeat take sort argsort
-diagonal trace fill view""".split())
+diagonal trace fill view""".split()
+)
 #: attributes answered from metadata
 ARRAY_VALUE_ATTRS: FrozenSet[str] = frozenset({"shape", "ndim", "dtype", "size", "itemsize", "nbytes"})
 #: attributes that are new arrays (graph nodes)
@@ -140,8 +187,9 @@ def view_proxy(proxy: Any) -> Any:
     if not isinstance(proxy, np.ndarray) or proxy.ndim == 0:
         return proxy
     row = np.zeros(proxy.shape[-1], proxy.dtype)
-    return np.lib.stride_tricks.as_strided(row, shape=proxy.shape,
-                                           strides=(0,) * (proxy.ndim - 1) + (proxy.dtype.itemsize,))
+    return np.lib.stride_tricks.as_strided(
+        row, shape=proxy.shape, strides=(0,) * (proxy.ndim - 1) + (proxy.dtype.itemsize,)
+    )
 
 
 class _ThisThread:
@@ -166,7 +214,7 @@ def _in_front(action: str) -> Any:
     """A filter with ``action`` for every warning of this thread as the first warning filter
     inside, then taken out of the same list."""
     entry = (action, _ThisThread(), Warning, None, 0)
-    filters = warnings.filters   # the list in force now (catch_warnings blocks rebind it)
+    filters = warnings.filters  # the list in force now (catch_warnings blocks rebind it)
     filters.insert(0, entry)
     try:
         yield
@@ -218,10 +266,14 @@ def _real_for_real_input(fn: Any) -> bool:
 
 #: functions whose result's dtype depends on the values of a real argument on this numpy
 #: (captured for complex arguments only, whose result is complex whatever the values)
-VALUE_DEPENDENT_DTYPE: Dict[Any, str] = {fn: name for fn, name in
-                                         ((getattr(np.linalg, "eig", None), "numpy.linalg.eig"),
-                                          (getattr(np.linalg, "eigvals", None), "numpy.linalg.eigvals"))
-                                         if fn is not None and _real_for_real_input(fn)}
+VALUE_DEPENDENT_DTYPE: Dict[Any, str] = {
+    fn: name
+    for fn, name in (
+        (getattr(np.linalg, "eig", None), "numpy.linalg.eig"),
+        (getattr(np.linalg, "eigvals", None), "numpy.linalg.eigvals"),
+    )
+    if fn is not None and _real_for_real_input(fn)
+}
 
 
 def known_function_name(fn: Any) -> Optional[str]:
@@ -242,8 +294,11 @@ def _check_mask(fr: Any, obj: Any, mask: Any, what: str) -> None:
         raise fr.brk("FH009", f"{what}: too many indices for an array of {om.ndim} dimensions")
     for i, (a, b) in enumerate(zip(om.shape, mm.shape)):
         if isinstance(a, int) and isinstance(b, int) and a != b:
-            raise fr.brk("FH009", f"{what}: boolean index did not match the array along dimension {i}; "
-                                  f"dimension is {a} but the boolean dimension is {b}")
+            raise fr.brk(
+                "FH009",
+                f"{what}: boolean index did not match the array along dimension {i}; "
+                f"dimension is {a} but the boolean dimension is {b}",
+            )
 
 
 def mask_getitem(fr: Any, obj: Any, mask: Any) -> Any:
@@ -253,10 +308,11 @@ def mask_getitem(fr: Any, obj: Any, mask: Any) -> Any:
     from ..graph import ArrayMeta, SymDim
     from .values import Tensor
     import operator
+
     _check_mask(fr, obj, mask, "boolean-mask indexing")
     tracer = fr.tracer
     om = obj.meta
-    meta = ArrayMeta((SymDim(f"s{tracer.next_sym()}"),) + tuple(om.shape[mask.meta.ndim:]), om.dtype)
+    meta = ArrayMeta((SymDim(f"s{tracer.next_sym()}"),) + tuple(om.shape[mask.meta.ndim :]), om.dtype)
     node = tracer.graph.call(operator.getitem, (tracer.to_arg(obj), tracer.to_arg(mask)), stack=tracer.stack_location())
     node.meta["val"] = meta
     return Tensor(node, meta)
@@ -267,6 +323,7 @@ def mask_setitem(fr: Any, obj: Any, mask: Any, value: Any) -> None:
     dtype (checked on one element); its length is checked by numpy when the graph runs."""
     from .values import Tensor
     import operator
+
     _check_mask(fr, obj, mask, "boolean-mask assignment")
     tracer = fr.tracer
     om = obj.meta
@@ -277,13 +334,14 @@ def mask_setitem(fr: Any, obj: Any, mask: Any, value: Any) -> None:
         sample = vmeta.proxy() if not hasattr(vmeta, "shape") else np.zeros((), vmeta.dtype)[()]
     else:
         sample = tracer.to_proxy(value)
-    target = np.zeros((1,) + tuple(1 for _ in om.shape[mask.meta.ndim:]), om.dtype)
+    target = np.zeros((1,) + tuple(1 for _ in om.shape[mask.meta.ndim :]), om.dtype)
     try:
         run_on_proxies(operator.setitem, (target, np.ones(1, bool), sample), {})
     except Exception as e:
         raise fr.brk("FH009", f"boolean-mask assignment raised {type(e).__name__}: {e}") from None
-    tracer.graph.call(operator.setitem, (tracer.to_arg(obj), tracer.to_arg(mask), tracer.to_arg(value)),
-                      stack=tracer.stack_location())
+    tracer.graph.call(
+        operator.setitem, (tracer.to_arg(obj), tracer.to_arg(mask), tracer.to_arg(value)), stack=tracer.stack_location()
+    )
 
 
 # ---------------------------------------------------------------- masks among other indices
@@ -323,13 +381,14 @@ def _mask_index_meta(fr: Any, obj: Any, idx: Any, what: str) -> Any:
     from ..graph import SymDim
     from .values import SliceV, TupleV
     import operator
+
     tracer = fr.tracer
     om = obj.meta
     items = list(idx.items) if isinstance(idx, TupleV) else [idx]
     symbolic = not om.is_static
-    counts: List[Optional[int]] = []   # dimensions of ``obj`` each item covers (None: the Ellipsis)
-    proxies: List[Any] = []   # the items that are not masks, on proxies
-    forced = set()            # lengths the other advanced indices (or an empty mask) fix N to
+    counts: List[Optional[int]] = []  # dimensions of ``obj`` each item covers (None: the Ellipsis)
+    proxies: List[Any] = []  # the items that are not masks, on proxies
+    forced = set()  # lengths the other advanced indices (or an empty mask) fix N to
     for it in items:
         if is_mask(it):
             mm = it.meta
@@ -339,7 +398,12 @@ def _mask_index_meta(fr: Any, obj: Any, idx: Any, what: str) -> Any:
             elif mm.size == 0:
                 forced.add(0)
             continue
-        if isinstance(it, SliceV) or isinstance(it, Tensor) and isinstance(it.meta, ArrayMeta) and not it.meta.is_static:
+        if (
+            isinstance(it, SliceV)
+            or isinstance(it, Tensor)
+            and isinstance(it.meta, ArrayMeta)
+            and not it.meta.is_static
+        ):
             symbolic = True
         p = tracer.to_proxy(it)
         proxies.append(p)
@@ -348,33 +412,33 @@ def _mask_index_meta(fr: Any, obj: Any, idx: Any, what: str) -> Any:
         elif p is Ellipsis:
             counts.append(None)
         elif isinstance(p, (bool, np.bool_)):
-            counts.append(0)          # a 0-d boolean known at trace time: N is 1 or 0
+            counts.append(0)  # a 0-d boolean known at trace time: N is 1 or 0
             if not p:
                 forced.add(0)
         elif isinstance(p, (np.ndarray, list, tuple)):
             try:
                 arr = np.asarray(p)
             except Exception:
-                arr = None            # numpy raises when the index is run on proxies below
+                arr = None  # numpy raises when the index is run on proxies below
             if arr is None or arr.dtype != np.bool_:
                 counts.append(1)
                 if arr is not None and arr.ndim and arr.shape[-1] != 1:
                     forced.add(arr.shape[-1])
             else:
-                counts.append(arr.ndim)   # a boolean index known at trace time: its N is known
+                counts.append(arr.ndim)  # a boolean index known at trace time: its N is known
                 n = (1 if arr else 0) if arr.ndim == 0 else int(np.count_nonzero(arr))
                 if n != 1:
                     forced.add(n)
         else:
-            counts.append(1)          # an int, a slice
+            counts.append(1)  # an int, a slice
     known = sum(c for c in counts if c is not None)
     ellipsis = max(om.ndim - known, 0)
     # the masks' dimensions against the array's; the index run on proxies; the proxy array's
     # shape, with a dimension of size 1 added where each 0-d mask is (as numpy does)
     shape = [d if isinstance(d, int) else max(d.hint if d.hint is not None else 2, 1) for d in om.shape]
     index_parts: List[Any] = []
-    dim = 0       # position in ``obj``'s dimensions
-    added = 0     # dimensions added for the 0-d masks before it
+    dim = 0  # position in ``obj``'s dimensions
+    added = 0  # dimensions added for the 0-d masks before it
     others = iter(proxies)
     for it, c in zip(items, counts):
         if not is_mask(it):
@@ -392,8 +456,11 @@ def _mask_index_meta(fr: Any, obj: Any, idx: Any, what: str) -> Any:
                 raise fr.brk("FH009", f"{what}: too many indices for an array of {om.ndim} dimensions")
             a = om.shape[dim + j]
             if isinstance(a, int) and isinstance(b, int) and a != b:
-                raise fr.brk("FH009", f"{what}: boolean index did not match indexed array along axis {dim + j}; "
-                                      f"size of axis is {a} but size of corresponding boolean axis is {b}")
+                raise fr.brk(
+                    "FH009",
+                    f"{what}: boolean index did not match indexed array along axis {dim + j}; "
+                    f"size of axis is {a} but size of corresponding boolean axis is {b}",
+                )
         index_parts.extend([_FANCY] * mm.ndim)
         dim += mm.ndim
     base = np.zeros(1, om.dtype)
@@ -422,6 +489,7 @@ def mask_index_getitem(fr: Any, obj: Any, idx: Any) -> Any:
     getitem node with the index as written; the dimension the masks give is data-dependent
     (see ``_mask_index_meta``)."""
     import operator
+
     meta = _mask_index_meta(fr, obj, idx, "indexing with a boolean mask")
     tracer = fr.tracer
     node = tracer.graph.call(operator.getitem, (tracer.to_arg(obj), tracer.to_arg(idx)), stack=tracer.stack_location())
@@ -436,6 +504,7 @@ def mask_index_setitem(fr: Any, obj: Any, idx: Any, value: Any) -> None:
     data-dependent one when the graph runs, raising as the plain code does)."""
     from ..graph import ScalarMeta, format_shape
     import operator
+
     what = "boolean-mask assignment"
     meta = _mask_index_meta(fr, obj, idx, what)
     tracer = fr.tracer
@@ -455,15 +524,20 @@ def mask_index_setitem(fr: Any, obj: Any, idx: Any, value: Any) -> None:
         raise fr.brk("FH009", f"{what} raised {type(e).__name__}: {e}") from None
     dims = list(vshape)
     while len(dims) > meta.ndim and dims[0] == 1:
-        dims.pop(0)   # numpy drops leading dimensions of size 1 of the value
+        dims.pop(0)  # numpy drops leading dimensions of size 1 of the value
     mismatch = len(dims) > meta.ndim or any(
         isinstance(a, int) and isinstance(b, int) and a != 1 and a != b
-        for a, b in zip(reversed(dims), reversed(meta.shape)))
+        for a, b in zip(reversed(dims), reversed(meta.shape))
+    )
     if mismatch:
-        raise fr.brk("FH009", f"{what}: shape mismatch: value array of shape {format_shape(tuple(vshape))} could "
-                              f"not be broadcast to indexing result of shape {format_shape(meta.shape)}")
-    tracer.graph.call(operator.setitem, (tracer.to_arg(obj), tracer.to_arg(idx), tracer.to_arg(value)),
-                      stack=tracer.stack_location())
+        raise fr.brk(
+            "FH009",
+            f"{what}: shape mismatch: value array of shape {format_shape(tuple(vshape))} could "
+            f"not be broadcast to indexing result of shape {format_shape(meta.shape)}",
+        )
+    tracer.graph.call(
+        operator.setitem, (tracer.to_arg(obj), tracer.to_arg(idx), tracer.to_arg(value)), stack=tracer.stack_location()
+    )
 
 
 # ---------------------------------------------------------------- calls captured with conditions
@@ -471,6 +545,7 @@ def check_special_call(fr: Any, fn: Any, args: List[Any], kwargs: Dict[str, Any]
     """Break on the forms of ``numpy.ndarray(...)`` and ``numpy.histogram(...)`` the graph
     cannot hold: an ndarray over another object's memory, bins chosen from the values."""
     from .values import Const
+
     if fn is np.ndarray:
         # ndarray(shape, dtype=float, buffer=None, offset=0, strides=None, order=None)
         names = ("shape", "dtype", "buffer", "offset", "strides", "order")
@@ -478,15 +553,22 @@ def check_special_call(fr: Any, fn: Any, args: List[Any], kwargs: Dict[str, Any]
         given.update(kwargs)
         for name in ("buffer", "offset", "strides"):
             v = given.get(name)
-            if v is not None and not (isinstance(v, Const) and v.value in (None, 0) and
-                                      (name == "offset" or v.value is None)):
-                raise fr.brk("FH004", f"numpy.ndarray with {name}= (an array over another object's memory); "
-                                      "only numpy.ndarray(shape, dtype, order=...) is captured")
+            if v is not None and not (
+                isinstance(v, Const) and v.value in (None, 0) and (name == "offset" or v.value is None)
+            ):
+                raise fr.brk(
+                    "FH004",
+                    f"numpy.ndarray with {name}= (an array over another object's memory); "
+                    "only numpy.ndarray(shape, dtype, order=...) is captured",
+                )
     elif fn is np.histogram:
         bins = args[1] if len(args) > 1 else kwargs.get("bins")
         if isinstance(bins, Const) and isinstance(bins.value, str):
-            raise fr.brk("FH011", f"numpy.histogram with bins={bins.value!r}: the number of bins depends on "
-                                  "the values; pass a number of bins or the edges")
+            raise fr.brk(
+                "FH011",
+                f"numpy.histogram with bins={bins.value!r}: the number of bins depends on "
+                "the values; pass a number of bins or the edges",
+            )
 
 
 # ---------------------------------------------------------------- ``x.shape = ...``
@@ -500,25 +582,95 @@ def reshaped(a: np.ndarray, done: None) -> np.ndarray:
 #: new view, a number or None): an array only these have used may change its shape in place
 #: without any other graph value seeing it. Others (``np.asarray``, ``x.real`` of a real
 #: array, in-place operators, ``out=``, ``np.atleast_1d``, ...) may return the same object.
-_FRESH_TARGETS = frozenset({
-    operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod, operator.pow,
-    operator.matmul, operator.neg, operator.pos, operator.abs, operator.invert, operator.and_, operator.or_,
-    operator.xor, operator.lshift, operator.rshift, operator.lt, operator.le, operator.eq, operator.ne,
-    operator.gt, operator.ge, operator.getitem, operator.setitem, np.copy, np.reshape, np.transpose,
-    np.concatenate, np.stack, np.where, np.dot, np.matmul, np.outer, np.zeros_like, np.ones_like,
-    np.empty_like, np.full_like, np.sum, np.mean, np.cumsum, np.diff, np.sort, np.clip})
-_FRESH_METHODS = frozenset({"copy", "reshape", "ravel", "flatten", "transpose", "swapaxes", "sum", "mean", "std",
-                            "var", "prod", "max", "min", "argmax", "argmin", "all", "any", "cumsum", "cumprod",
-                            "dot", "fill", "sort", "take", "diagonal", "trace", "clip", "round"})
+_FRESH_TARGETS = frozenset(
+    {
+        operator.add,
+        operator.sub,
+        operator.mul,
+        operator.truediv,
+        operator.floordiv,
+        operator.mod,
+        operator.pow,
+        operator.matmul,
+        operator.neg,
+        operator.pos,
+        operator.abs,
+        operator.invert,
+        operator.and_,
+        operator.or_,
+        operator.xor,
+        operator.lshift,
+        operator.rshift,
+        operator.lt,
+        operator.le,
+        operator.eq,
+        operator.ne,
+        operator.gt,
+        operator.ge,
+        operator.getitem,
+        operator.setitem,
+        np.copy,
+        np.reshape,
+        np.transpose,
+        np.concatenate,
+        np.stack,
+        np.where,
+        np.dot,
+        np.matmul,
+        np.outer,
+        np.zeros_like,
+        np.ones_like,
+        np.empty_like,
+        np.full_like,
+        np.sum,
+        np.mean,
+        np.cumsum,
+        np.diff,
+        np.sort,
+        np.clip,
+    }
+)
+_FRESH_METHODS = frozenset(
+    {
+        "copy",
+        "reshape",
+        "ravel",
+        "flatten",
+        "transpose",
+        "swapaxes",
+        "sum",
+        "mean",
+        "std",
+        "var",
+        "prod",
+        "max",
+        "min",
+        "argmax",
+        "argmin",
+        "all",
+        "any",
+        "cumsum",
+        "cumprod",
+        "dot",
+        "fill",
+        "sort",
+        "take",
+        "diagonal",
+        "trace",
+        "clip",
+        "round",
+    }
+)
 
 
 def _keeps_identity_apart(user: Any) -> bool:
     """Is ``user``'s result certainly not the array object it took as an input?"""
     from ..graph import ScalarMeta
     from ..graph.ir import NodeKind
+
     val = user.meta.get("val")
     if isinstance(val, ScalarMeta) or isinstance(val, ArrayMeta) and not val.is_array:
-        return True   # a number
+        return True  # a number
     if "out" in user.kwargs:
         return False
     if user.kind is NodeKind.CALL:
@@ -531,7 +683,7 @@ def _keeps_identity_apart(user: Any) -> bool:
             return isinstance(meta, ArrayMeta) and meta.is_array
         try:
             return isinstance(target, np.ufunc) or target in _FRESH_TARGETS
-        except TypeError:   # pragma: no cover - unhashable targets
+        except TypeError:  # pragma: no cover - unhashable targets
             return False
     if user.kind is NodeKind.CALL_METHOD:
         if user.target == "astype":
@@ -546,22 +698,31 @@ def store_shape(fr: Any, obj: Any, value: Any) -> None:
     same symbolic value -- now stands for its result, with the new metadata. Breaks when
     another graph value may be the same array object (it would keep the old shape)."""
     from ..graph import SymDim
+
     tracer = fr.tracer
     meta = obj.meta
     if not meta.is_array:
         raise fr.brk("FH009", f"assignment to .shape of {obj.describe()} raises AttributeError")
     node = obj.node
     from ..graph.ir import NodeKind
+
     if node.kind is not NodeKind.PLACEHOLDER and node.target is not reshaped and not _keeps_identity_apart(node):
-        raise fr.brk("FH006", f"assignment to .shape of an array that {node.name} ({node.kind.value} "
-                              f"{getattr(node.target, '__name__', node.target)}) may have returned as the same "
-                              "object as its input (which would keep the old shape)")
+        raise fr.brk(
+            "FH006",
+            f"assignment to .shape of an array that {node.name} ({node.kind.value} "
+            f"{getattr(node.target, '__name__', node.target)}) may have returned as the same "
+            "object as its input (which would keep the old shape)",
+        )
     for user in list(node.users):
         if not _keeps_identity_apart(user):
-            raise fr.brk("FH006", f"assignment to .shape of an array that {user.name} "
-                                  f"({user.kind.value} {getattr(user.target, '__name__', user.target)}) may "
-                                  "hold as the same object (it would keep the old shape)")
+            raise fr.brk(
+                "FH006",
+                f"assignment to .shape of an array that {user.name} "
+                f"({user.kind.value} {getattr(user.target, '__name__', user.target)}) may "
+                "hold as the same object (it would keep the old shape)",
+            )
     from .calls import _specialize_numbers
+
     sized = [False]
     value = _specialize_numbers(fr, tracer.as_plain(value, True), "the shape assigned", sized)
     if any(isinstance(v, Tensor) and isinstance(v.meta, ArrayMeta) for v in _leaves(value)):
@@ -574,12 +735,11 @@ def store_shape(fr: Any, obj: Any, value: Any) -> None:
     # warnings (its deprecation of shape assignment, on numpy 2.5) come from the user's line
     stack = tracer.stack_location()
     store = tracer.graph.call(setattr, (tracer.to_arg(obj), "shape", tracer.to_arg(value)), stack=stack)
-    store.meta["impure"] = True   # the array changes even when nothing reads it again
+    store.meta["impure"] = True  # the array changes even when nothing reads it again
     new = tracer.graph.call(reshaped, (tracer.to_arg(obj), store), stack=stack)
     new_meta = ArrayMeta(tuple(result.shape), meta.dtype, meta.pytype)
     if sized[0] or not meta.is_static:
-        new_meta = ArrayMeta(tuple(SymDim(f"s{tracer.next_sym()}", d) for d in result.shape), meta.dtype,
-                             meta.pytype)
+        new_meta = ArrayMeta(tuple(SymDim(f"s{tracer.next_sym()}", d) for d in result.shape), meta.dtype, meta.pytype)
     new.meta["val"] = new_meta
     obj.node = new
     obj.meta = new_meta
@@ -587,6 +747,7 @@ def store_shape(fr: Any, obj: Any, value: Any) -> None:
 
 def _leaves(v: Any) -> List[Any]:
     from .values import flatten
+
     return flatten([v])
 
 
@@ -597,11 +758,11 @@ def slice_bound(fr: Any, v: Any) -> Any:
     the bound), so the slice stays in the graph with a length of symbolic size; anything
     else unchanged."""
     from ..graph import ScalarMeta
-    if not (isinstance(v, Tensor) and isinstance(v.meta, ArrayMeta) and v.meta.ndim == 0
-            and v.meta.dtype.kind in "iu"):
+
+    if not (isinstance(v, Tensor) and isinstance(v.meta, ArrayMeta) and v.meta.ndim == 0 and v.meta.dtype.kind in "iu"):
         return v
     tracer = fr.tracer
     node = tracer.graph.call(operator.index, (tracer.to_arg(v),), stack=tracer.stack_location())
-    meta = ScalarMeta(int, None)   # no value known: proxies use 1
+    meta = ScalarMeta(int, None)  # no value known: proxies use 1
     node.meta["val"] = meta
     return Tensor(node, meta)

@@ -29,6 +29,7 @@ from outside, live at a graph break) the output code makes it, with ``object.__n
 one attribute store per attribute in the order ``__init__`` made them (``rebuild.py``).
 Anything else keeps the break, with the reason naming what the class defines.
 """
+
 from __future__ import annotations
 
 import types
@@ -41,11 +42,20 @@ from .values import BoundMethodV, Const, FuncV, NewObjV, ObjV, V
 if TYPE_CHECKING:  # pragma: no cover
     from .interpreter import FrameTracer
 
-__all__ = ["attribute", "class_attribute", "has_attribute", "constructible", "construct", "is_user_class", "HOOKS", "lookup"]
+__all__ = [
+    "attribute",
+    "class_attribute",
+    "has_attribute",
+    "constructible",
+    "construct",
+    "is_user_class",
+    "HOOKS",
+    "lookup",
+]
 
 #: methods that change how attributes are read or written
 HOOKS = ("__getattr__", "__setattr__", "__delattr__", "__getattribute__")
-_HEAP = 1 << 9   # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
+_HEAP = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
 
 
 def lookup(t: type, name: str) -> Any:
@@ -82,7 +92,7 @@ def constructible(cls: type) -> Optional[str]:
         for name in HOOKS + ("__new__", "__del__", "__slots__"):
             if name in klass.__dict__:
                 return f"{klass.__qualname__} defines {name}"
-    if cls.__mro__[-1] is not object:   # pragma: no cover - every class ends with object
+    if cls.__mro__[-1] is not object:  # pragma: no cover - every class ends with object
         return "its MRO does not end with object"
     init = lookup(cls, "__init__")
     if init is not object.__init__ and not isinstance(init, types.FunctionType):
@@ -94,12 +104,12 @@ def _class_source(fr: "FrameTracer", obj: ObjV) -> Source:
     """Where the class of ``obj`` is read from, for guards on what it defines."""
     if isinstance(obj, NewObjV):
         return obj.cls_source
-    return TypeSource(obj.source)   # type: ignore[arg-type]
+    return TypeSource(obj.source)  # type: ignore[arg-type]
 
 
 def _wrap_function(fr: "FrameTracer", fn: Any, source: Source) -> FuncV:
     v = fr.tracer.wrap(fn, source)
-    if not isinstance(v, FuncV):   # pragma: no cover - wrap makes a FuncV of every Python function
+    if not isinstance(v, FuncV):  # pragma: no cover - wrap makes a FuncV of every Python function
         raise fr.brk("FH008", f"{source.name()} is not a function that can be inlined")
     return v
 
@@ -115,11 +125,14 @@ def _bound_method(fr: "FrameTracer", obj: ObjV, name: str, value: Any, attr: Any
         if isinstance(attr, staticmethod) and isinstance(value, types.FunctionType):
             return _wrap_function(fr, value, cls_src)
         if isinstance(attr, classmethod) and isinstance(getattr(value, "__func__", None), types.FunctionType):
-            return BoundMethodV(Const(type(obj.value), obj.cls_source), name,
-                                _wrap_function(fr, value.__func__, AttrSource(cls_src, "__func__")))
+            return BoundMethodV(
+                Const(type(obj.value), obj.cls_source),
+                name,
+                _wrap_function(fr, value.__func__, AttrSource(cls_src, "__func__")),
+            )
         raise fr.brk("FH008", f"attribute {name!r} of {obj.describe()}: a {type(attr).__qualname__}")
-    src = AttrSource(obj.source, name)   # type: ignore[arg-type]
-    if isinstance(value, types.FunctionType):   # a staticmethod (or a function stored on the instance)
+    src = AttrSource(obj.source, name)  # type: ignore[arg-type]
+    if isinstance(value, types.FunctionType):  # a staticmethod (or a function stored on the instance)
         return _wrap_function(fr, value, src)
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
         tracer.guard(src, GuardKind.TYPE_MATCH)
@@ -127,10 +140,13 @@ def _bound_method(fr: "FrameTracer", obj: ObjV, name: str, value: Any, attr: Any
         if value.__self__ is obj.value:
             tracer.guard(AttrSource(src, "__self__"), GuardKind.DUPLICATE_INPUT, other=obj.source)
             return BoundMethodV(obj, name, func)
-        owner = tracer.wrap(value.__self__, AttrSource(src, "__self__"))   # a classmethod: the class
+        owner = tracer.wrap(value.__self__, AttrSource(src, "__self__"))  # a classmethod: the class
         return BoundMethodV(owner, name, func)
-    raise fr.brk("FH008", f"attribute {name!r} of {obj.describe()}: a {type(value).__qualname__} "
-                          f"where its class defines a {type(attr).__qualname__}")
+    raise fr.brk(
+        "FH008",
+        f"attribute {name!r} of {obj.describe()}: a {type(value).__qualname__} "
+        f"where its class defines a {type(attr).__qualname__}",
+    )
 
 
 def attribute(fr: "FrameTracer", obj: ObjV, name: str) -> V:
@@ -146,20 +162,29 @@ def attribute(fr: "FrameTracer", obj: ObjV, name: str) -> V:
     if attr is not _MISSING and _is_data_descriptor(attr):
         if isinstance(attr, property):
             if not isinstance(attr.fget, types.FunctionType):
-                raise fr.brk("FH008", f"the property {name!r} of {obj.describe()}, whose getter is "
-                                      f"{'missing' if attr.fget is None else 'not a Python function'}")
+                raise fr.brk(
+                    "FH008",
+                    f"the property {name!r} of {obj.describe()}, whose getter is "
+                    f"{'missing' if attr.fget is None else 'not a Python function'}",
+                )
             prop_src = AttrSource(_class_source(fr, obj), name)
             tracer.guard(prop_src, GuardKind.TYPE_MATCH)
             getter = _wrap_function(fr, attr.fget, AttrSource(prop_src, "fget"))
             return fr.inline(getter, [obj], {})
         if isinstance(attr, types.MemberDescriptorType) and not isinstance(obj, NewObjV):
-            return _read(fr, obj, name)   # a __slots__ member: guarded like an instance attribute
-        raise fr.brk("FH008", f"attribute {name!r} of {obj.describe()}, which its class defines as a "
-                              f"{type(attr).__qualname__} (a descriptor the translator does not model)")
+            return _read(fr, obj, name)  # a __slots__ member: guarded like an instance attribute
+        raise fr.brk(
+            "FH008",
+            f"attribute {name!r} of {obj.describe()}, which its class defines as a "
+            f"{type(attr).__qualname__} (a descriptor the translator does not model)",
+        )
     if attr is not _MISSING and hasattr(type(attr), "__get__") and not isinstance(attr, _METHOD_KINDS):
         # never run it at trace time: a ``functools.cached_property`` would compute and store
-        raise fr.brk("FH008", f"attribute {name!r} of {obj.describe()}, which its class defines as a "
-                              f"{type(attr).__qualname__} (a descriptor the translator does not model)")
+        raise fr.brk(
+            "FH008",
+            f"attribute {name!r} of {obj.describe()}, which its class defines as a "
+            f"{type(attr).__qualname__} (a descriptor the translator does not model)",
+        )
     if isinstance(obj, NewObjV):
         if attr is _MISSING:
             raise fr.brk("FH009", f"AttributeError: {t.__qualname__!r} object has no attribute {name!r}")
@@ -188,7 +213,7 @@ def _read(fr: "FrameTracer", obj: ObjV, name: str) -> V:
         attr = getattr(obj.value, name)
     except AttributeError as e:
         raise fr.brk("FH009", str(e)) from None
-    return fr.tracer.wrap(attr, AttrSource(obj.source, name))   # type: ignore[arg-type]
+    return fr.tracer.wrap(attr, AttrSource(obj.source, name))  # type: ignore[arg-type]
 
 
 def construct(fr: "FrameTracer", cls_v: Const, args: List[V], kwargs: Dict[str, V]) -> V:
@@ -196,11 +221,12 @@ def construct(fr: "FrameTracer", cls_v: Const, args: List[V], kwargs: Dict[str, 
     ``__init__`` inlined."""
     cls = cls_v.value
     if cls_v.source is None:
-        raise fr.brk("FH003", f"a call to the class {cls.__qualname__}, which was not read from a place "
-                              "the guards can check")
+        raise fr.brk(
+            "FH003", f"a call to the class {cls.__qualname__}, which was not read from a place the guards can check"
+        )
     obj = NewObjV(object.__new__(cls), cls_v.source)
     fr.tracer.side_effects.created.append(obj)
-    fr.tracer.guard(AttrSource(cls_v.source, "__new__"), GuardKind.ID_MATCH)   # still object.__new__
+    fr.tracer.guard(AttrSource(cls_v.source, "__new__"), GuardKind.ID_MATCH)  # still object.__new__
     init = lookup(cls, "__init__")
     if init is object.__init__:
         fr.tracer.guard(AttrSource(cls_v.source, "__init__"), GuardKind.ID_MATCH)
@@ -230,18 +256,25 @@ def class_attribute(fr: "FrameTracer", cls_v: Const, name: str) -> V:
     attr = lookup(cls, name)
     if attr is _MISSING:
         raise fr.brk("FH009", f"AttributeError: type object {cls.__qualname__!r} has no attribute {name!r}")
-    src = AttrSource(cls_v.source, name)   # type: ignore[arg-type]
+    src = AttrSource(cls_v.source, name)  # type: ignore[arg-type]
     if hasattr(type(attr), "__get__") and not isinstance(attr, _METHOD_KINDS):
         raise fr.brk("FH008", f"attribute {name!r} of the class {cls.__qualname__}, a {type(attr).__qualname__}")
-    value = getattr(cls, name)   # binds a method kind, else the attribute itself: no user code runs
+    value = getattr(cls, name)  # binds a method kind, else the attribute itself: no user code runs
     if isinstance(attr, (types.FunctionType, staticmethod)) and isinstance(value, types.FunctionType):
         return _wrap_function(fr, value, src)
-    if isinstance(attr, classmethod) and isinstance(value, types.MethodType) and \
-            isinstance(value.__func__, types.FunctionType) and value.__self__ is cls:
+    if (
+        isinstance(attr, classmethod)
+        and isinstance(value, types.MethodType)
+        and isinstance(value.__func__, types.FunctionType)
+        and value.__self__ is cls
+    ):
         tracer.guard(src, GuardKind.TYPE_MATCH)
         tracer.guard(AttrSource(src, "__self__"), GuardKind.DUPLICATE_INPUT, other=cls_v.source)
         return BoundMethodV(cls_v, name, _wrap_function(fr, value.__func__, AttrSource(src, "__func__")))
     if isinstance(attr, _METHOD_KINDS):
-        raise fr.brk("FH008", f"attribute {name!r} of the class {cls.__qualname__}, a {type(attr).__qualname__} "
-                              "the translator does not inline")
+        raise fr.brk(
+            "FH008",
+            f"attribute {name!r} of the class {cls.__qualname__}, a {type(attr).__qualname__} "
+            "the translator does not inline",
+        )
     return tracer.wrap(value, src)

@@ -1,6 +1,7 @@
 """Rebuilding the live state at a graph break: code that makes every value still on the
 stack or in a local again at run time (graph outputs, constants, sources, containers and
 functions made in the frame), each once so aliases stay aliases."""
+
 from __future__ import annotations
 
 import itertools
@@ -16,9 +17,26 @@ from .values import NULL, Const, DictV, FuncV, Lazy, ListV, MethodV, NewObjV, Ob
 
 __all__ = ["Rebuilder"]
 
-_LOADABLE = (int, float, complex, bool, str, bytes, type(None), range, slice, np.dtype, np.generic,
-             type(Ellipsis), types.ModuleType, types.BuiltinFunctionType, type, np.ufunc, types.FunctionType,
-             type(np.linalg.eigh))   # numpy >= 1.25 functions are dispatcher objects
+_LOADABLE = (
+    int,
+    float,
+    complex,
+    bool,
+    str,
+    bytes,
+    type(None),
+    range,
+    slice,
+    np.dtype,
+    np.generic,
+    type(Ellipsis),
+    types.ModuleType,
+    types.BuiltinFunctionType,
+    type,
+    np.ufunc,
+    types.FunctionType,
+    type(np.linalg.eigh),
+)  # numpy >= 1.25 functions are dispatcher objects
 
 
 def _loadable(value: Any) -> bool:
@@ -34,15 +52,15 @@ class Rebuilder:
 
     def __init__(self, tracer: Any) -> None:
         self.tracer = tracer
-        self.outputs: List[Any] = []          # graph nodes the graph must return
+        self.outputs: List[Any] = []  # graph nodes the graph must return
         self._out_index: Dict[Any, int] = {}
-        self.memo: Dict[int, str] = {}        # id(container V) -> temporary holding it
+        self.memo: Dict[int, str] = {}  # id(container V) -> temporary holding it
         self._names = itertools.count()
         self.graph_out: Optional[str] = None  # local holding the graph's result tuple
         # id(Cell) -> name, for the cells of the frame the code runs in: a function made in
         # the frame (a closure over them) can be made again at run time
         self.cell_names: Dict[int, str] = {}
-        self._collected: set = set()   # ids of the new objects collected
+        self._collected: set = set()  # ids of the new objects collected
 
     def temp(self) -> str:
         return f"___tmp{next(self._names)}"
@@ -77,13 +95,13 @@ class Rebuilder:
                     self.collect(item)
             return
         if isinstance(v, NewObjV):
-            if id(v) not in self._collected:   # once: objects may refer to each other
+            if id(v) not in self._collected:  # once: objects may refer to each other
                 self._collected.add(id(v))
                 for item in v.attrs.values():
                     self.collect(item)
             return
         if isinstance(v, ObjV):
-            return   # rebuilt from its source
+            return  # rebuilt from its source
         if isinstance(v, MethodV):
             self.collect(v.obj)
             return
@@ -111,7 +129,7 @@ class Rebuilder:
             if v.node.kind is NodeKind.PLACEHOLDER:
                 self.tracer.inputs[v.node].reconstruct(cg)
             else:
-                cg.load_fast(self.graph_out)   # type: ignore[arg-type]
+                cg.load_fast(self.graph_out)  # type: ignore[arg-type]
                 cg.load_const(self._out_index[v.node])
                 cg.subscr()
         elif isinstance(v, Const):
@@ -154,7 +172,7 @@ class Rebuilder:
         else:
             assert isinstance(v, FuncV)
             name = self.memo.get(id(v))
-            if name is None:   # made once, so every alias is the same function
+            if name is None:  # made once, so every alias is the same function
                 self._emit_function(cg, v)
                 name = self.memo[id(v)] = self.temp()
                 cg.emit("STORE_FAST", argval=name)
@@ -194,18 +212,20 @@ class _FunctionMaker:
 
     __slots__ = ("code", "f_globals", "name", "qualname", "kwnames", "ndefaults")
 
-    def __init__(self, code: types.CodeType, f_globals: Dict[str, Any], name: str, qualname: Optional[str],
-                 kwnames: List[str]) -> None:
+    def __init__(
+        self, code: types.CodeType, f_globals: Dict[str, Any], name: str, qualname: Optional[str], kwnames: List[str]
+    ) -> None:
         self.code, self.f_globals, self.name, self.qualname = code, f_globals, name, qualname
         self.kwnames = kwnames
         self.ndefaults = 0
 
     def __call__(self, *args: Any) -> types.FunctionType:
         nd, nk = self.ndefaults, len(self.kwnames)
-        fn = types.FunctionType(self.code, self.f_globals, self.name, tuple(args[:nd]) or None,
-                                tuple(args[nd + nk:]) or None)
+        fn = types.FunctionType(
+            self.code, self.f_globals, self.name, tuple(args[:nd]) or None, tuple(args[nd + nk :]) or None
+        )
         if nk:
-            fn.__kwdefaults__ = dict(zip(self.kwnames, args[nd:nd + nk]))
+            fn.__kwdefaults__ = dict(zip(self.kwnames, args[nd : nd + nk]))
         if self.qualname is not None:
             fn.__qualname__ = self.qualname
         return fn

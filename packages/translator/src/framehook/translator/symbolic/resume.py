@@ -44,6 +44,7 @@ before): breaks in a resume function's prologue, a statement that runs to the en
 frame with nothing before it, and a live value that cannot be rebuilt (an iterator, a
 function made in an inlined call or with annotations, a cell, a mutable constant).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -53,20 +54,46 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from ..bytecode import (Codegen, ControlFlow, ExnTabEntry, Instruction, Positions, copy_instruction, create_instruction,
-                        decode, prefix_length)
+from ..bytecode import (
+    Codegen,
+    ControlFlow,
+    ExnTabEntry,
+    Instruction,
+    Positions,
+    copy_instruction,
+    create_instruction,
+    decode,
+    prefix_length,
+)
 from ..bytecode.behaviour import BEHAVIOUR
 from ..bytecode.effects import call_shape, effect, net_effect
-from ..bytecode.opcodes import (CELL_OPS, JUMP_CONDITIONS, KEEPS_OPERAND_ON_JUMP, LOCAL_OPS, PAIRED_LOCALS, TERMINAL,
-                                UNCONDITIONAL, WITH_ENTRIES)
+from ..bytecode.opcodes import (
+    CELL_OPS,
+    JUMP_CONDITIONS,
+    KEEPS_OPERAND_ON_JUMP,
+    LOCAL_OPS,
+    PAIRED_LOCALS,
+    TERMINAL,
+    UNCONDITIONAL,
+    WITH_ENTRIES,
+)
 from ..codemap import CodeIdentityMap
 from ..bytecode.transform import code_options, rebuild
 from .breaks import CannotResume
 from .rebuild import Rebuilder
 from .values import NULL, MethodV, unread
 
-__all__ = ["BreakSite", "BreakPlan", "break_site", "statement_site", "make_resume_code", "emit_break",
-           "is_resume_code", "frame_label", "RESUME_PREFIX"]
+__all__ = [
+    "BreakSite",
+    "BreakPlan",
+    "break_site",
+    "statement_site",
+    "make_resume_code",
+    "emit_break",
+    "is_resume_code",
+    "frame_label",
+    "RESUME_PREFIX",
+]
 
 RESUME_PREFIX = "__resume_at_"
 _counter = itertools.count()
@@ -96,13 +123,39 @@ def frame_label(code: types.CodeType) -> str:
 # ---------------------------------------------------------------- where the break is
 # single instructions that resume after a break as they are, their inputs and results
 # counted by the stack-effect table (calls, method loads and jumps are handled apart)
-_RESUMES_ALONE = frozenset({
-    "BINARY_OP", "COMPARE_OP", "CONTAINS_OP", "IS_OP", "BINARY_SUBSCR", "UNARY_NEGATIVE", "UNARY_POSITIVE",
-    "UNARY_INVERT", "UNARY_NOT", "TO_BOOL", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC", "CONVERT_VALUE", "FORMAT_VALUE",
-    "STORE_SUBSCR", "DELETE_SUBSCR", "STORE_ATTR", "DELETE_ATTR", "STORE_GLOBAL", "DELETE_GLOBAL", "BINARY_SLICE",
-    "STORE_SLICE", "LOAD_ASSERTION_ERROR", "LOAD_COMMON_CONSTANT", "IMPORT_NAME", "GET_LEN", "UNPACK_SEQUENCE", "BUILD_STRING",
-    "RAISE_VARARGS",
-})
+_RESUMES_ALONE = frozenset(
+    {
+        "BINARY_OP",
+        "COMPARE_OP",
+        "CONTAINS_OP",
+        "IS_OP",
+        "BINARY_SUBSCR",
+        "UNARY_NEGATIVE",
+        "UNARY_POSITIVE",
+        "UNARY_INVERT",
+        "UNARY_NOT",
+        "TO_BOOL",
+        "FORMAT_SIMPLE",
+        "FORMAT_WITH_SPEC",
+        "CONVERT_VALUE",
+        "FORMAT_VALUE",
+        "STORE_SUBSCR",
+        "DELETE_SUBSCR",
+        "STORE_ATTR",
+        "DELETE_ATTR",
+        "STORE_GLOBAL",
+        "DELETE_GLOBAL",
+        "BINARY_SLICE",
+        "STORE_SLICE",
+        "LOAD_ASSERTION_ERROR",
+        "LOAD_COMMON_CONSTANT",
+        "IMPORT_NAME",
+        "GET_LEN",
+        "UNPACK_SEQUENCE",
+        "BUILD_STRING",
+        "RAISE_VARARGS",
+    }
+)
 
 
 class BreakSite:
@@ -112,8 +165,15 @@ class BreakSite:
     they consume; ``branches``: (instruction index to resume at, values pushed) for each
     way out (none after ``raise``)."""
 
-    def __init__(self, start: int, end: int, pops: int, branches: List[Tuple[int, int]],
-                 segment: bool = False, region: Optional[List[int]] = None) -> None:
+    def __init__(
+        self,
+        start: int,
+        end: int,
+        pops: int,
+        branches: List[Tuple[int, int]],
+        segment: bool = False,
+        region: Optional[List[int]] = None,
+    ) -> None:
         self.start = start
         self.end = end
         self.pops = pops
@@ -126,13 +186,27 @@ class BreakSite:
         self.region = region
 
 
-_SEGMENT_REFUSED = ("STORE_", "DELETE_", "RETURN_", "RAISE_", "YIELD_", "LOAD_DEREF", "LOAD_CLOSURE",
-                    "MAKE_CELL", "SETUP_", "BEFORE_", "GET_", "FOR_ITER", "END_", "LOAD_FAST_AND_CLEAR")
+_SEGMENT_REFUSED = (
+    "STORE_",
+    "DELETE_",
+    "RETURN_",
+    "RAISE_",
+    "YIELD_",
+    "LOAD_DEREF",
+    "LOAD_CLOSURE",
+    "MAKE_CELL",
+    "SETUP_",
+    "BEFORE_",
+    "GET_",
+    "FOR_ITER",
+    "END_",
+    "LOAD_FAST_AND_CLEAR",
+)
 
 
 def _alone(inst: Instruction, i: int) -> BreakSite:
     """The instruction at ``i`` run by itself, its inputs and results as the table counts them."""
-    pops, pushes = effect(inst)   # type: ignore[misc]
+    pops, pushes = effect(inst)  # type: ignore[misc]
     return BreakSite(i, i + 1, pops, [] if inst.opname == "RAISE_VARARGS" else [(i + 1, pushes)])
 
 
@@ -147,15 +221,20 @@ def _call_site(insts: Sequence[Instruction], i: int, j: int, pops: int) -> Break
 
 def _method_call_site(insts: Sequence[Instruction], i: int) -> BreakSite:
     """A break at a method load: the load, the arguments and the call run in Python."""
-    depth = 0     # the object is on top before the load; the call's result replaces it
+    depth = 0  # the object is on top before the load; the call's result replaces it
     for j in range(i, len(insts)):
         inst = insts[j]
         if inst.target is not None or inst.opname.startswith(_SEGMENT_REFUSED):
             break
         depth += net_effect(inst)
         shape = call_shape(inst)
-        if (depth == -1 and inst.opname == "CALL_FUNCTION_EX" and shape is not None and shape.callable_slots == 2
-                and not BEHAVIOUR.null_after_callable):
+        if (
+            depth == -1
+            and inst.opname == "CALL_FUNCTION_EX"
+            and shape is not None
+            and shape.callable_slots == 2
+            and not BEHAVIOUR.null_after_callable
+        ):
             # f(*args): the NULL pushed before the object is consumed too
             return _call_site(insts, i, j, 2)
         if depth < 0:
@@ -164,7 +243,7 @@ def _method_call_site(insts: Sequence[Instruction], i: int) -> BreakSite:
             if shape is None:
                 if insts[i].opname != "LOAD_ATTR" or insts[i].is_method:
                     break
-                continue   # a plain attribute load is at depth 0 until something consumes it
+                continue  # a plain attribute load is at depth 0 until something consumes it
             return _call_site(insts, i, j, 1)
     raise CannotResume(f"the method loaded at {insts[i].opname} is not called in straight-line code")
 
@@ -172,7 +251,7 @@ def _method_call_site(insts: Sequence[Instruction], i: int) -> BreakSite:
 def _check_frame(code: types.CodeType, insts: Sequence[Instruction], i: int) -> None:
     """Breaks no form of resuming handles."""
     if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
-        raise CannotResume("a generator or coroutine frame")   # pragma: no cover - never intercepted
+        raise CannotResume("a generator or coroutine frame")  # pragma: no cover - never intercepted
     if i < _body_start(code, insts):
         raise CannotResume("the break is in a resume function's prologue")
 
@@ -181,8 +260,9 @@ def _body_start(code: types.CodeType, insts: Sequence[Instruction]) -> int:
     return prefix_length(insts) + (_RESUME_PROLOGUES.get(code) or 0)
 
 
-def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int,
-               flow: Optional[ControlFlow] = None) -> BreakSite:
+def break_site(
+    code: types.CodeType, insts: Sequence[Instruction], i: int, flow: Optional[ControlFlow] = None
+) -> BreakSite:
     """Where a break at instruction ``i`` of ``code`` (the root frame) resumes, or CannotResume.
     ``flow``: the instructions' control-flow graph, when the caller has one."""
     _check_frame(code, insts, i)
@@ -201,14 +281,14 @@ def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int,
         end = i + 1
         pushes = 1
         if end < len(insts) and insts[end].opname == "POP_TOP":
-            end += 1        # 3.12+ specializes list.append's CALL assuming this POP_TOP follows
+            end += 1  # 3.12+ specializes list.append's CALL assuming this POP_TOP follows
             pushes = 0
         site = BreakSite(start, end, pops, [(end, pushes)])
     elif name in JUMP_CONDITIONS:
         kept = int(name in KEEPS_OPERAND_ON_JUMP)
         site = BreakSite(i, i + 1, 1, [(i + 1, 0), (flow.index_of(inst.target), kept)])
     elif name == "LOAD_ATTR" and not inst.is_method:
-        try:   # a method called right away (``y.tolist(*args)``): the call runs in Python too
+        try:  # a method called right away (``y.tolist(*args)``): the call runs in Python too
             site = _method_call_site(insts, i)
         except CannotResume:
             site = _alone(inst, i)
@@ -236,12 +316,12 @@ def break_site(code: types.CodeType, insts: Sequence[Instruction], i: int,
     return site
 
 
-
 _END_CANDIDATES = 8
 
 
-def statement_site(code: types.CodeType, insts: Sequence[Instruction], i: int,
-                   flow: Optional[ControlFlow] = None) -> BreakSite:
+def statement_site(
+    code: types.CodeType, insts: Sequence[Instruction], i: int, flow: Optional[ControlFlow] = None
+) -> BreakSite:
     """For a break that cannot resume at its own instruction (inside a loop or a try/with
     block, or at an instruction that does not resume): the statement holding it, run in
     Python. The region starts at the last statement boundary before ``i`` (empty stack,
@@ -302,8 +382,9 @@ def closure_names(code: types.CodeType) -> List[str]:
     return list(code.co_cellvars) + [n for n in code.co_freevars if n not in code.co_cellvars]
 
 
-def make_resume_code(code: types.CodeType, target: int, stack: Sequence[Any], local_names: Sequence[str],
-                     lineno: Optional[int]) -> Tuple[types.CodeType, List[str]]:
+def make_resume_code(
+    code: types.CodeType, target: int, stack: Sequence[Any], local_names: Sequence[str], lineno: Optional[int]
+) -> Tuple[types.CodeType, List[str]]:
     """``code`` starting at instruction ``target`` with the stack described by ``stack``
     (True: a NULL, False: a value passed as an argument, a string: the method of that name
     of the object passed, ("method", name): the same through LOAD_METHOD) and ``local_names``
@@ -332,9 +413,9 @@ def make_resume_code(code: types.CodeType, target: int, stack: Sequence[Any], lo
             name = f"___stack{len(stack_names)}"
             stack_names.append(name)
             prologue.append(create_instruction("LOAD_FAST", argval=name, positions=where))
-            if isinstance(slot, str):   # a bound method: its object is passed, the attribute loaded here
+            if isinstance(slot, str):  # a bound method: its object is passed, the attribute loaded here
                 prologue.append(create_instruction("LOAD_ATTR", argval=slot, positions=where))
-            elif isinstance(slot, tuple):   # 3.9/3.10: NULL-or-self and the method, as LOAD_METHOD pushes them
+            elif isinstance(slot, tuple):  # 3.9/3.10: NULL-or-self and the method, as LOAD_METHOD pushes them
                 prologue.append(create_instruction("LOAD_METHOD", argval=slot[1], positions=where))
     prologue.append(create_instruction("JUMP_FORWARD", target=goal, positions=where))
     keep = prefix_length(insts)
@@ -367,14 +448,14 @@ class BreakPlan:
     code: types.CodeType
     insts: Sequence[Instruction]
     site: BreakSite
-    stack: List[Any]                      # the root frame's symbolic stack at the break
-    locals_: Dict[str, Any]               # and its locals
+    stack: List[Any]  # the root frame's symbolic stack at the break
+    locals_: Dict[str, Any]  # and its locals
     rebuilder: Rebuilder
     #: compile_graph(outputs) -> (compiled function, its input sources), or None without a graph
     compile_graph: Callable[[List[Any]], Any]
     f_globals: Dict[str, Any]
-    resume_cache: Dict[Any, Any]          # resume functions made for this frame, reused
-    side_effects: Any = None              # ``side_effects.SideEffects`` to replay
+    resume_cache: Dict[Any, Any]  # resume functions made for this frame, reused
+    side_effects: Any = None  # ``side_effects.SideEffects`` to replay
     #: the frame's cell variables as traced (name -> value, None when unbound); those the
     #: trace assigned are stored into the real cells
     cells: Optional[Dict[str, Any]] = None
@@ -385,14 +466,20 @@ def emit_break(plan: BreakPlan) -> types.CodeType:
     side effects traced so far (``side_effects.py``), run the broken instructions, return
     the resume function's result."""
     code, insts, site, stack, locals_ = plan.code, plan.insts, plan.site, plan.stack, plan.locals_
-    rebuilder, compile_graph, f_globals, resume_cache = (plan.rebuilder, plan.compile_graph, plan.f_globals,
-                                                         plan.resume_cache)
+    rebuilder, compile_graph, f_globals, resume_cache = (
+        plan.rebuilder,
+        plan.compile_graph,
+        plan.f_globals,
+        plan.resume_cache,
+    )
     side_effects, cells = plan.side_effects, plan.cells
-    inputs = stack[len(stack) - site.pops:] if site.pops else []
-    lower = stack[:len(stack) - site.pops]
+    inputs = stack[len(stack) - site.pops :] if site.pops else []
+    lower = stack[: len(stack) - site.pops]
     first = insts[site.start]
     where = first.positions or Positions(code.co_firstlineno, code.co_firstlineno, None, None)
-    old_call_method = not BEHAVIOUR.calls_push_null and any(insts[k].opname == "CALL_METHOD" for k in range(site.start, site.end))
+    old_call_method = not BEHAVIOUR.calls_push_null and any(
+        insts[k].opname == "CALL_METHOD" for k in range(site.start, site.end)
+    )
     # the stack below the instruction's inputs, slot by slot: NULL, a value, or a bound method
     # (passed as its object; the resume function loads the method: LOAD_ATTR, or on 3.9/3.10
     # LOAD_METHOD, which also re-creates the NULL that preceded it)
@@ -465,7 +552,7 @@ def emit_break(plan: BreakPlan) -> types.CodeType:
     # the instruction's inputs, then the instruction(s) with the user's positions
     for k, v in enumerate(inputs):
         if v is NULL and not BEHAVIOUR.calls_push_null:
-            continue   # 3.9/3.10 CALL_METHOD on [NULL, fn, args]: run as CALL_FUNCTION
+            continue  # 3.9/3.10 CALL_METHOD on [NULL, fn, args]: run as CALL_FUNCTION
         rebuilder.emit(cg, v)
     for inst in cg.instructions:
         inst.positions = where
@@ -503,8 +590,9 @@ def emit_break(plan: BreakPlan) -> types.CodeType:
             jump = copy
         body.append(copy)
 
-    stack_layout_base: List[Any] = [v.name if kind == "attr" else ("method", v.name) if kind == "method"
-                                    else kind == "null" for kind, v in slots]
+    stack_layout_base: List[Any] = [
+        v.name if kind == "attr" else ("method", v.name) if kind == "method" else kind == "null" for kind, v in slots
+    ]
     for b, (target, pushes) in enumerate(site.branches):
         bc = Codegen()
         outs = [rebuilder.temp() for _ in range(pushes)]
@@ -525,15 +613,21 @@ def emit_break(plan: BreakPlan) -> types.CodeType:
 
 def _replace_body(code: types.CodeType, body: List[Instruction]) -> types.CodeType:
     def transform(out: List[Instruction], opts: Dict[str, Any]) -> None:
-        out[prefix_length(out):] = body
+        out[prefix_length(out) :] = body
 
     from ..bytecode import transform_code_object
+
     return transform_code_object(code, transform)
 
 
 # ---------------------------------------------------------------- a statement run in Python
-_STORES = {"STORE_FAST": (True,), "STORE_FAST_LOAD_FAST": (True, None), "STORE_FAST_STORE_FAST": (True, True),
-           "DELETE_FAST": (False,), "LOAD_FAST_AND_CLEAR": (False,)}
+_STORES = {
+    "STORE_FAST": (True,),
+    "STORE_FAST_LOAD_FAST": (True, None),
+    "STORE_FAST_STORE_FAST": (True, True),
+    "DELETE_FAST": (False,),
+    "LOAD_FAST_AND_CLEAR": (False,),
+}
 
 
 def _local_effects(inst: Instruction) -> List[Tuple[str, bool]]:
@@ -582,8 +676,15 @@ def _locals_used_from(flow: ControlFlow, start: int) -> Set[str]:
     return used
 
 
-def _region_code(code: types.CodeType, insts: List[Instruction], site: BreakSite, bound: Sequence[str],
-                 f_globals: Dict[str, Any], resume_cache: Dict[Any, Any], where: Positions) -> List[Instruction]:
+def _region_code(
+    code: types.CodeType,
+    insts: List[Instruction],
+    site: BreakSite,
+    bound: Sequence[str],
+    f_globals: Dict[str, Any],
+    resume_cache: Dict[Any, Any],
+    where: Positions,
+) -> List[Instruction]:
     """The statement's instructions copied (jumps and exception handlers re-pointed at the
     copies), then, where it ends, ``return resume(<locals>)``."""
     assert site.region is not None
@@ -609,7 +710,7 @@ def _region_code(code: types.CodeType, insts: List[Instruction], site: BreakSite
     for k in site.region:
         orig, copy = insts[k], copies[k]
         if orig.target is not None:
-            copy.target = copies.get(flow.target(k), exit_label)   # type: ignore[arg-type]
+            copy.target = copies.get(flow.target(k), exit_label)  # type: ignore[arg-type]
         entry = orig.exn_tab_entry
         if entry is not None:
             copy.exn_tab_entry = ExnTabEntry(copies[flow.handler(k)], entry.depth, entry.lasti)  # type: ignore[index]
@@ -620,8 +721,16 @@ def _region_code(code: types.CodeType, insts: List[Instruction], site: BreakSite
     return out + exit_code
 
 
-def _exit_call(code: types.CodeType, flow: ControlFlow, site: BreakSite, end: int, bound: Sequence[str],
-               f_globals: Dict[str, Any], resume_cache: Dict[Any, Any], where: Positions) -> List[Instruction]:
+def _exit_call(
+    code: types.CodeType,
+    flow: ControlFlow,
+    site: BreakSite,
+    end: int,
+    bound: Sequence[str],
+    f_globals: Dict[str, Any],
+    resume_cache: Dict[Any, Any],
+    where: Positions,
+) -> List[Instruction]:
     """``return resume(<locals>)`` after the statement. Locals it may leave unbound (a loop
     that ran no iteration) are looked up at run time (``_ResumeUnbound``)."""
     assert site.region is not None
@@ -660,8 +769,15 @@ def _return_call(fn: Any, names: Sequence[str], where: Positions, cells: Sequenc
     return cg.instructions
 
 
-def _resume_function(code: types.CodeType, target: int, names: Sequence[str], f_globals: Dict[str, Any],
-                     resume_cache: Dict[Any, Any], layout: Sequence[Any], lineno: Optional[int]) -> types.FunctionType:
+def _resume_function(
+    code: types.CodeType,
+    target: int,
+    names: Sequence[str],
+    f_globals: Dict[str, Any],
+    resume_cache: Dict[Any, Any],
+    layout: Sequence[Any],
+    lineno: Optional[int],
+) -> types.FunctionType:
     """The resume function continuing ``code`` at instruction ``target`` (one per frame state)."""
     key = (target, tuple(layout), tuple(names))
     fn = resume_cache.get(key)
@@ -693,8 +809,16 @@ class _ResumeUnbound:
     ones are is only known at run time, read from the calling frame (one resume function per
     combination, made when first needed)."""
 
-    def __init__(self, code: types.CodeType, target: int, lineno: Optional[int], sure: List[str],
-                 maybe: List[str], f_globals: Dict[str, Any], resume_cache: Dict[Any, Any]) -> None:
+    def __init__(
+        self,
+        code: types.CodeType,
+        target: int,
+        lineno: Optional[int],
+        sure: List[str],
+        maybe: List[str],
+        f_globals: Dict[str, Any],
+        resume_cache: Dict[Any, Any],
+    ) -> None:
         self.code, self.target, self.lineno, self.sure, self.maybe = code, target, lineno, sure, maybe
         self.f_globals, self.resume_cache = f_globals, resume_cache
 
@@ -703,6 +827,7 @@ class _ResumeUnbound:
         present = [n for n in self.maybe if n in frame_locals]
         values = [frame_locals[n] for n in present]
         del frame_locals
-        fn = _resume_function(self.code, self.target, self.sure + present, self.f_globals, self.resume_cache, (),
-                              self.lineno)
-        return fn(*args, *values)   # with cells, args[0] is the cells' tuple
+        fn = _resume_function(
+            self.code, self.target, self.sure + present, self.f_globals, self.resume_cache, (), self.lineno
+        )
+        return fn(*args, *values)  # with cells, args[0] is the cells' tuple

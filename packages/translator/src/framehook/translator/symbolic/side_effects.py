@@ -29,6 +29,7 @@ inlined function from another module, attribute stores on functions, classes, nu
 modules and objects with attribute hooks or descriptors for that name, stores to closure
 variables of enclosing functions, and mutation of an object reachable through two sources.
 """
+
 from __future__ import annotations
 
 import types
@@ -58,7 +59,7 @@ def is_plain_object(value: Any) -> bool:
     t = type(value)
     if t is types.SimpleNamespace:
         return True
-    if not isinstance(t, type) or type(t) is not type or not (t.__flags__ & (1 << 9)):   # a heap (Python) class
+    if not isinstance(t, type) or type(t) is not type or not (t.__flags__ & (1 << 9)):  # a heap (Python) class
         return False
     if not isinstance(getattr(value, "__dict__", None), dict) and "__slots__" not in t.__dict__:
         return False
@@ -66,7 +67,7 @@ def is_plain_object(value: Any) -> bool:
         if klass is object:
             continue
         if klass.__module__ in ("builtins",) or not (klass.__flags__ & (1 << 9)):
-            return False   # a subclass of a builtin or C type (list, ndarray, ...)
+            return False  # a subclass of a builtin or C type (list, ndarray, ...)
         if any(h in klass.__dict__ for h in _READ_HOOKS):
             return False
     return True
@@ -75,7 +76,7 @@ def is_plain_object(value: Any) -> bool:
 def write_hook(value: Any) -> Optional[str]:
     """The class (and hook) that intercepts attribute stores on ``value``, or None."""
     if type(value) is types.SimpleNamespace:
-        return None   # its C slots store to the instance dict
+        return None  # its C slots store to the instance dict
     for klass in type(value).__mro__[:-1]:
         for h in _WRITE_HOOKS:
             if h in klass.__dict__:
@@ -114,9 +115,9 @@ class SideEffects:
         self.module_attrs: Dict[Tuple[int, str], V] = {}
         # objects that can be mutated (lists, dicts, plain objects) read from sources
         self.by_id: Dict[int, List[V]] = {}
-        self.ident: Dict[int, Tuple[int, Any]] = {}    # id(symbolic value) -> (id(object), object)
-        self.mutated: Dict[int, V] = {}                # id(object) -> its symbolic value
-        self.created: List[NewObjV] = []               # objects of user classes the frame made
+        self.ident: Dict[int, Tuple[int, Any]] = {}  # id(symbolic value) -> (id(object), object)
+        self.mutated: Dict[int, V] = {}  # id(object) -> its symbolic value
+        self.created: List[NewObjV] = []  # objects of user classes the frame made
 
     def __bool__(self) -> bool:
         # objects made in the frame go through the same output code (made where they outlive it)
@@ -129,8 +130,10 @@ class SideEffects:
             return
         oid = id(value)
         if oid in self.mutated:
-            raise self.tracer.brk("FH006", f"{v.source.name()} is an object the function mutated "
-                                           f"through {self.mutated[oid].source.name()}")   # type: ignore[union-attr]
+            raise self.tracer.brk(
+                "FH006",
+                f"{v.source.name()} is an object the function mutated through {self.mutated[oid].source.name()}",
+            )  # type: ignore[union-attr]
         self.by_id.setdefault(oid, []).append(v)
         self.ident[id(v)] = (oid, value)
 
@@ -149,8 +152,11 @@ class SideEffects:
         oid, _ = found
         others = [o for o in self.by_id.get(oid, []) if o is not v]
         if others:
-            raise fr.brk("FH006", f"mutation of {v.source.name()}, which is also "   # type: ignore[union-attr]
-                                  f"{others[0].source.name()}")   # type: ignore[union-attr]
+            raise fr.brk(
+                "FH006",
+                f"mutation of {v.source.name()}, which is also "  # type: ignore[union-attr]
+                f"{others[0].source.name()}",
+            )  # type: ignore[union-attr]
         self.mutated[oid] = v
 
     def _not_in_loop_body(self, what: str) -> None:
@@ -158,6 +164,7 @@ class SideEffects:
         such a loop is unrolled instead."""
         if self.tracer.mutation_floor is not None:
             from .loops import LoopAbort
+
             raise LoopAbort(f"the loop body {what}")
 
     def _record(self, key: Tuple[Any, ...], effect: Tuple[Any, ...]) -> None:
@@ -167,7 +174,7 @@ class SideEffects:
     def mutate_container(self, fr: "FrameTracer", v: V) -> None:
         """``v`` (a ListV or DictV) is about to be mutated in place."""
         if v.source is None:
-            return   # built in the frame (or a trusted copy): nothing to replay
+            return  # built in the frame (or a trusted copy): nothing to replay
         self._not_in_loop_body(f"mutates {v.source.name()}")
         self._claim(fr, v)
         self._record(("container", id(v)), ("container", v))
@@ -184,14 +191,16 @@ class SideEffects:
         self._not_in_loop_body(f"assigns the attribute {name!r}")
         if isinstance(obj, ObjV):
             if not plain_attribute(obj.value, name):
-                raise fr.brk("FH006", f"assignment to the attribute {name!r} of {obj.describe()}, "
-                                      "which its class defines")
+                raise fr.brk(
+                    "FH006", f"assignment to the attribute {name!r} of {obj.describe()}, which its class defines"
+                )
             hook = write_hook(obj.value)
             if hook is not None:
-                raise fr.brk("FH006", f"assignment to the attribute {name!r} of {obj.describe()}, whose "
-                                      f"stores go through {hook}")
+                raise fr.brk(
+                    "FH006", f"assignment to the attribute {name!r} of {obj.describe()}, whose stores go through {hook}"
+                )
             if isinstance(obj, NewObjV):
-                obj.attrs[name] = value   # made by the frame: its attributes are made with it
+                obj.attrs[name] = value  # made by the frame: its attributes are made with it
                 return
             if id(obj.value) not in self.mutated:
                 self._claim(fr, obj)
@@ -199,7 +208,7 @@ class SideEffects:
             self._record(("attr", id(obj), name), ("attr", obj, name, value))
             return
         if isinstance(obj, Tensor) and name == "shape":
-            nps.store_shape(fr, obj, value)   # an in-place reshape, in the graph
+            nps.store_shape(fr, obj, value)  # an in-place reshape, in the graph
             return
         if isinstance(obj, Const) and isinstance(obj.value, types.ModuleType) and not nps.is_numpy_module(obj.value):
             self.module_attrs[(id(obj.value), name)] = value
@@ -274,4 +283,3 @@ class SideEffects:
 
             cg.call_builtin(fn, load, nargs=2)
             cg.emit("POP_TOP")
-

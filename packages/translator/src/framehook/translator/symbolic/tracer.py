@@ -37,22 +37,28 @@ _NUMPY_INDEXERS = (np.mgrid, np.ogrid, np.s_, np.index_exp)
 class Tracer:
     """One translation: the graph, the inputs read so far and the guards."""
 
-    def __init__(self, code: types.CodeType, f_globals: Dict[str, Any], f_builtins: Dict[str, Any],
-                 add_guard: Callable[[Any], None], name: str = "graph") -> None:
+    def __init__(
+        self,
+        code: types.CodeType,
+        f_globals: Dict[str, Any],
+        f_builtins: Dict[str, Any],
+        add_guard: Callable[[Any], None],
+        name: str = "graph",
+    ) -> None:
         self.code = code
         self.f_globals = f_globals
         self.f_builtins = f_builtins
         self.add_guard = add_guard
-        self.graph = Graph(name)          # where operations are recorded (a loop body while capturing one)
+        self.graph = Graph(name)  # where operations are recorded (a loop body while capturing one)
         # so the compiled graph reports the user's file, lines and module (graph/codegen.py)
         self.graph.meta.update(filename=code.co_filename, firstlineno=code.co_firstlineno, globals=f_globals)
-        self.root_graph = self.graph      # where inputs are read
+        self.root_graph = self.graph  # where inputs are read
         self.loop_scopes: List[Any] = []  # loops being captured, innermost last (``loops.py``)
-        self.lifted_from: Dict[Any, Any] = {}   # loop-body placeholder -> the outer node it stands for
-        self.mutation_floor: Optional[int] = None   # containers older than this are not mutated
-        self.loop_notes: List[Any] = []   # one ``loops.LoopNote`` per loop captured or unrolled
+        self.lifted_from: Dict[Any, Any] = {}  # loop-body placeholder -> the outer node it stands for
+        self.mutation_floor: Optional[int] = None  # containers older than this are not mutated
+        self.loop_notes: List[Any] = []  # one ``loops.LoopNote`` per loop captured or unrolled
         self.by_source: Dict[Source, V] = {}
-        self.inputs: Dict[Any, Source] = {}        # placeholder node -> source
+        self.inputs: Dict[Any, Source] = {}  # placeholder node -> source
         self.first_source_of: Dict[int, Tuple[Source, V]] = {}
         # the trace budget (config.max_traced_*, max_trace_seconds), read once per trace
         self.instructions = 0
@@ -67,10 +73,10 @@ class Tracer:
         self.dynamic_int: Callable[[Source, int], bool] = lambda source, value: False
         self.unspecialized_int: Callable[[Source], bool] = lambda source: False
         self._syms = 0
-        self._dims: Dict[Tuple[Any, Any, int], Tensor] = {}   # (graph, array node, axis) -> its size read
+        self._dims: Dict[Tuple[Any, Any, int], Tensor] = {}  # (graph, array node, axis) -> its size read
         self._items: Dict[Tuple[Any, Any, int], Tensor] = {}  # (graph, named-tuple node, i) -> its item read
-        self.stop_at: Optional[int] = None     # root-frame instruction index to stop before
-        self.errstate_blocks: List[Any] = []   # open ``with np.errstate(...)`` blocks (``errstate.py``)
+        self.stop_at: Optional[int] = None  # root-frame instruction index to stop before
+        self.errstate_blocks: List[Any] = []  # open ``with np.errstate(...)`` blocks (``errstate.py``)
         self.side_effects = SideEffects(self)
 
     def next_sym(self) -> int:
@@ -121,16 +127,18 @@ class Tracer:
                 self.guard(source, GuardKind.NDARRAY_MATCH, **({"dynamic_dims": dims} if dims else {}))
                 meta: Any = ArrayMeta.of(value)
                 if dims:
-                    meta = ArrayMeta(tuple(SymDim(f"s{self.next_sym()}", d) if i in dims else d
-                                           for i, d in enumerate(value.shape)), value.dtype)
+                    meta = ArrayMeta(
+                        tuple(SymDim(f"s{self.next_sym()}", d) if i in dims else d for i, d in enumerate(value.shape)),
+                        value.dtype,
+                    )
             else:
                 self.guard(source, GuardKind.TYPE_MATCH)
                 meta = ArrayMeta.of(value) if isinstance(value, np.generic) else ScalarMeta(t, value)
             v = Tensor(self.placeholder_for(source, meta), meta, source)
             if t is int and self.dynamic_int(source, value):
-                v.node.meta["dynamic"] = True   # a graph int where it is a size (see number_sources)
+                v.node.meta["dynamic"] = True  # a graph int where it is a size (see number_sources)
                 if self.unspecialized_int(source):
-                    v.node.meta["unspecialized"] = True   # never guarded on its value (automatic dynamic ints)
+                    v.node.meta["unspecialized"] = True  # never guarded on its value (automatic dynamic ints)
             if isinstance(value, np.ndarray):
                 self.first_source_of[id(value)] = (source, v)
                 self.keepalive.append(value)
@@ -148,14 +156,15 @@ class Tracer:
         if isinstance(value, tuple) and isinstance(getattr(t, "_fields", None), tuple) and source is not None:
             # a named tuple (numpy's eigh/svd/slogdet results...): its type fixes its fields
             self.guard(source, GuardKind.TYPE_MATCH)
-            return TupleV([self.wrap(x, IndexSource(source, i)) for i, x in enumerate(value)], source,
-                          fields=t._fields)
+            return TupleV([self.wrap(x, IndexSource(source, i)) for i, x in enumerate(value)], source, fields=t._fields)
         if t is dict:
             if not all(isinstance(k, (str, int)) and type(k) in (str, int) for k in value):
                 raise self.brk("FH008", "a dict whose keys are not all strings or ints")
             self.guard(source, GuardKind.DICT_KEYS)
-            return DictV({k: self.wrap(x, ItemSource(source, k) if source is not None else None)
-                          for k, x in value.items()}, source)
+            return DictV(
+                {k: self.wrap(x, ItemSource(source, k) if source is not None else None) for k, x in value.items()},
+                source,
+            )
         if isinstance(value, types.FunctionType):
             self.guard(source, GuardKind.ID_MATCH)
             same_globals = value.__globals__ is self.f_globals
@@ -164,27 +173,47 @@ class Tracer:
                 return Const(value)
             cells = []
             for i, cell in enumerate(value.__closure__ or ()):
-                cells.append(Cell(CellContents(cell, ClosureCellSource(source, i) if source is not None else None),
-                                  external=True))
-            defaults = [self.wrap(d, IndexSource(AttrSource(source, "__defaults__"), i) if source is not None else None)
-                        for i, d in enumerate(value.__defaults__ or ())]
-            kwdefaults = {k: self.wrap(d, ItemSource(AttrSource(source, "__kwdefaults__"), k)
-                                       if source is not None else None)
-                          for k, d in (value.__kwdefaults__ or {}).items()}
-            return FuncV(value.__code__, value.__globals__, value.__name__, defaults=defaults, kwdefaults=kwdefaults,
-                         closure=cells, fn=value, source=source, globals_base=base)
+                cells.append(
+                    Cell(
+                        CellContents(cell, ClosureCellSource(source, i) if source is not None else None), external=True
+                    )
+                )
+            defaults = [
+                self.wrap(d, IndexSource(AttrSource(source, "__defaults__"), i) if source is not None else None)
+                for i, d in enumerate(value.__defaults__ or ())
+            ]
+            kwdefaults = {
+                k: self.wrap(d, ItemSource(AttrSource(source, "__kwdefaults__"), k) if source is not None else None)
+                for k, d in (value.__kwdefaults__ or {}).items()
+            }
+            return FuncV(
+                value.__code__,
+                value.__globals__,
+                value.__name__,
+                defaults=defaults,
+                kwdefaults=kwdefaults,
+                closure=cells,
+                fn=value,
+                source=source,
+                globals_base=base,
+            )
         if any(value is special for special in _NUMPY_INDEXERS):
             return Const(value, source)
-        if (isinstance(value, (types.ModuleType, types.BuiltinFunctionType, type, np.ufunc, np.dtype))
-                or nps.is_numpy_callable(value) or callable(value) and nps.is_numpy_module(
-                    sys.modules.get(getattr(value, "__module__", None) or "", None))):
+        if (
+            isinstance(value, (types.ModuleType, types.BuiltinFunctionType, type, np.ufunc, np.dtype))
+            or nps.is_numpy_callable(value)
+            or callable(value)
+            and nps.is_numpy_module(sys.modules.get(getattr(value, "__module__", None) or "", None))
+        ):
             self.guard(source, GuardKind.ID_MATCH)
             return Const(value, source)
         if source is not None and is_plain_object(value):
             self.guard(source, GuardKind.TYPE_MATCH)
             return ObjV(value, source)
-        raise self.brk("FH008", f"a value of type {t.__module__}.{t.__qualname__}"
-                       + (f" at {source.name()}" if source is not None else ""))
+        raise self.brk(
+            "FH008",
+            f"a value of type {t.__module__}.{t.__qualname__}" + (f" at {source.name()}" if source is not None else ""),
+        )
 
     # ------------------------------------------------------------ symbolic ints
     # A dynamic dimension read in the code (``x.shape[0]``, ``len(x)``, ``x.size``) is a graph
@@ -204,9 +233,9 @@ class Tracer:
         if known is None:
             stack = self.stack_location()
             shape = self.graph.getattr(self.to_arg(v), "shape", stack=stack)
-            meta = ScalarMeta(int, d.hint if d.hint is not None else 2)   # 2: as ArrayMeta's proxies
+            meta = ScalarMeta(int, d.hint if d.hint is not None else 2)  # 2: as ArrayMeta's proxies
             node = self.graph.call(operator.getitem, (shape, axis), meta=meta, stack=stack)
-            node.meta["cannot_raise"] = True   # axis < ndim, which the guards fix
+            node.meta["cannot_raise"] = True  # axis < ndim, which the guards fix
             node.meta["dim"] = f"{self.describe_node(v.node)}.shape[{axis}]"
             known = self._dims[key] = Tensor(node, meta)
         return known
@@ -243,7 +272,7 @@ class Tracer:
         if known is None:
             meta = v.meta.items[i]
             node = self.graph.call(operator.getitem, (self.to_arg(v), i), meta=meta, stack=self.stack_location())
-            node.meta["cannot_raise"] = True   # the index is in range: dead-code elimination may drop it
+            node.meta["cannot_raise"] = True  # the index is in range: dead-code elimination may drop it
             known = self._items[key] = Tensor(node, meta)
         return known
 
@@ -296,9 +325,9 @@ class Tracer:
                 elif n in self.inputs:
                     return None
                 elif n in self.lifted_from:
-                    todo.append(self.lifted_from[n])   # a loop invariant: the outer value
+                    todo.append(self.lifted_from[n])  # a loop invariant: the outer value
                 else:
-                    return None   # a loop index or carried value: different every iteration
+                    return None  # a loop index or carried value: different every iteration
             todo.extend(n.inputs())
         return sources
 
@@ -322,8 +351,9 @@ class Tracer:
 
     def unspecialized_in(self, node: Any) -> List[str]:
         """The inputs never to be specialized (automatic dynamic ints) ``node`` is computed from."""
-        return sorted(self.inputs[n].name() for n in self._upstream(node)
-                      if n.meta.get("unspecialized") and n in self.inputs)
+        return sorted(
+            self.inputs[n].name() for n in self._upstream(node) if n.meta.get("unspecialized") and n in self.inputs
+        )
 
     def is_symbolic_number(self, v: Any) -> bool:
         """A Python number the graph computes that cannot be specialized (it depends on a
@@ -346,22 +376,24 @@ class Tracer:
     def count_instruction(self) -> None:
         self.instructions += 1
         if self.instructions > self.max_instructions:
-            raise self.brk("FH015", f"config.max_traced_instructions exhausted: more than {self.max_instructions} "
-                                    "instructions traced")
-        if not self.instructions & 63:   # the clock costs more than an instruction count
+            raise self.brk(
+                "FH015",
+                f"config.max_traced_instructions exhausted: more than {self.max_instructions} instructions traced",
+            )
+        if not self.instructions & 63:  # the clock costs more than an instruction count
             self.check_deadline()
 
     def count_op(self) -> None:
         self.ops += 1
         if self.ops > self.max_ops:
-            raise self.brk("FH015", f"config.max_traced_ops exhausted: more than {self.max_ops} graph operations "
-                                    "traced")
+            raise self.brk(
+                "FH015", f"config.max_traced_ops exhausted: more than {self.max_ops} graph operations traced"
+            )
         self.check_deadline()
 
     def check_deadline(self) -> None:
         if self.deadline is not None and time.perf_counter() > self.deadline:
-            raise self.brk("FH015", f"config.max_trace_seconds exhausted: tracing took more than "
-                                    f"{self.max_seconds} s")
+            raise self.brk("FH015", f"config.max_trace_seconds exhausted: tracing took more than {self.max_seconds} s")
 
     # ------------------------------------------------------------ errors
     def brk(self, code: str, reason: str) -> GraphBreak:
@@ -413,8 +445,17 @@ class Tracer:
             return slice(*(self.to_proxy(p) for p in v.parts))
         raise self.brk("FH008", f"cannot pass {v.describe()} to a graph operation")
 
-    def record(self, target: Any, args: List[V], kwargs: Optional[Dict[str, V]] = None, *, method: Optional[str] = None,
-               name: Optional[str] = None, linalg: bool = False, sized: bool = False) -> V:
+    def record(
+        self,
+        target: Any,
+        args: List[V],
+        kwargs: Optional[Dict[str, V]] = None,
+        *,
+        method: Optional[str] = None,
+        name: Optional[str] = None,
+        linalg: bool = False,
+        sized: bool = False,
+    ) -> V:
         """Add a call (or method call) node; its metadata comes from running it on proxies.
         ``sized``: a graph int decides the result's shape (a size argument, a slice bound),
         so its dimensions are symbolic."""
@@ -461,14 +502,19 @@ class Tracer:
             return Tensor(node, meta)
         if result is None and node.impure:
             return Const(None)
-        if isinstance(result, tuple) and type(result) is not tuple and isinstance(
-                getattr(type(result), "_fields", None), tuple):
+        if (
+            isinstance(result, tuple)
+            and type(result) is not tuple
+            and isinstance(getattr(type(result), "_fields", None), tuple)
+        ):
             # a named tuple (numpy 2's EighResult, SVDResult, ...): the node holds it whole
             metas = []
             for r in result:
                 if not isinstance(r, (np.ndarray, np.generic)):
-                    raise self.brk("FH004", f"{label} returned a named tuple ({type(result).__name__}) holding "
-                                            f"a {type(r).__name__}")
+                    raise self.brk(
+                        "FH004",
+                        f"{label} returned a named tuple ({type(result).__name__}) holding a {type(r).__name__}",
+                    )
                 if isinstance(r, np.ndarray) and (type(r) is not np.ndarray or r.dtype.hasobject):
                     raise self.brk("FH004", f"{label} returned {type(r).__name__} of dtype {r.dtype}")
                 m = ArrayMeta.of(r)

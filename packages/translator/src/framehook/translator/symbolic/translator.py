@@ -4,6 +4,7 @@ returns its result. On a graph break the frame is traced again up to the break a
 runs the graph so far, the broken instruction (or statement) in Python and a resume
 function (``resume.py``); when that is not possible the frame keeps its original code,
 guarded on the types of its arguments. The break is reported either way."""
+
 from __future__ import annotations
 
 import logging
@@ -35,7 +36,7 @@ __all__ = ["SymbolicTranslator", "FrameReport", "add_observer", "remove_observer
 
 _local = threading.local()
 _breaks_log = fh_logging.get_logger("graph_breaks")
-_GAVE_UP = "trace_gave_up"    # frame_state key: the reason a trace of this code gave up
+_GAVE_UP = "trace_gave_up"  # frame_state key: the reason a trace of this code gave up
 
 
 @dataclass
@@ -45,11 +46,11 @@ class FrameReport:
     code: types.CodeType
     graph: Optional[Graph] = None
     graph_break: Optional[GraphBreak] = None
-    guards: List[str] = field(default_factory=list)   # as the trace made them (Guard.describe())
+    guards: List[str] = field(default_factory=list)  # as the trace made them (Guard.describe())
     compile_time: float = 0.0
-    resume_failure: Optional[str] = None   # why a break did not resume (the frame ran its original code)
-    loops: List[Any] = field(default_factory=list)   # symbolic.loops.LoopNote: each loop captured or unrolled
-    compile_id: Optional[str] = None   # that of the cache entry made from this translation ("0/1")
+    resume_failure: Optional[str] = None  # why a break did not resume (the frame ran its original code)
+    loops: List[Any] = field(default_factory=list)  # symbolic.loops.LoopNote: each loop captured or unrolled
+    compile_id: Optional[str] = None  # that of the cache entry made from this translation ("0/1")
 
 
 def _observers() -> List[Callable[[FrameReport], None]]:
@@ -86,7 +87,7 @@ def make_output_code(code: types.CodeType, compiled: Callable[..., Any], sources
         cg.return_value()
         for inst in cg.instructions:
             inst.positions = where
-        insts[prefix_length(insts):] = cg.instructions
+        insts[prefix_length(insts) :] = cg.instructions
 
     return transform_code_object(code, transform)
 
@@ -96,7 +97,7 @@ class SymbolicTranslator(InstructionTranslatorBase):
 
     def run(self) -> TranslationOutput:
         gave_up = self.frame_state.get(_GAVE_UP)
-        if gave_up is not None and not self.one_graph:   # nopython=True still traces and raises
+        if gave_up is not None and not self.one_graph:  # nopython=True still traces and raises
             # a trace of this code already ran out of budget with nothing to show: no retrace
             raise SkipFrame(f"an earlier translation gave up: {gave_up}")
         tctx = TracingContext.get()
@@ -181,8 +182,9 @@ class SymbolicTranslator(InstructionTranslatorBase):
         for free in code.co_freevars:
             # a free variable absent from f_locals is an empty cell (a resume function's
             # cell that the frame before the break had not assigned yet)
-            value = Lazy(frame.f_locals[free], LocalSource(free, cell_or_freevar=True)) \
-                if free in frame.f_locals else None
+            value = (
+                Lazy(frame.f_locals[free], LocalSource(free, cell_or_freevar=True)) if free in frame.f_locals else None
+            )
             cells[free] = Cell(value, external=True)
         root = FrameTracer(tracer, code, frame.f_globals, locals_, cells, None)
         if stop_at is not None:
@@ -191,14 +193,14 @@ class SymbolicTranslator(InstructionTranslatorBase):
                 root.run()
             except StopTrace:
                 return self.output_at_break(tracer, root, stop_at, report)
-            raise CannotResume("the trace did not reach the break again")   # pragma: no cover - deterministic
+            raise CannotResume("the trace did not reach the break again")  # pragma: no cover - deterministic
         try:
             result = root.run()
         except GraphBreak as e:
-            e.unrolled = sum(root.loop_counts.values())   # loop iterations traced before it (a give-up?)
+            e.unrolled = sum(root.loop_counts.values())  # loop iterations traced before it (a give-up?)
             raise
         if tracer.side_effects:
-            tracer.current = root   # errors name the frame's return line
+            tracer.current = root  # errors name the frame's return line
             try:
                 return self.output_with_side_effects(tracer, result, report)
             finally:
@@ -212,8 +214,9 @@ class SymbolicTranslator(InstructionTranslatorBase):
         graph.output(out)
         graph.eliminate_dead_code()
         if graph.operations() or not is_resume_code(code):
-            report.graph = graph   # a resume function that only returns values has no graph to show
+            report.graph = graph  # a resume function that only returns values has no graph to show
         from ..bytecode import moves_values_only
+
         if not graph.operations() and moves_values_only(root.insts):
             # nothing to compute and the code only returns its inputs or constants: keep it, guarded
             # (as Dynamo does); no backend call, output code or extra call per run
@@ -254,6 +257,7 @@ class SymbolicTranslator(InstructionTranslatorBase):
         def transform(insts: List[Any], opts: Dict[str, Any]) -> None:
             cg = Codegen()
             if run_graph:
+
                 def load_inputs() -> None:
                     for s in sources:
                         s.reconstruct(cg)
@@ -261,7 +265,7 @@ class SymbolicTranslator(InstructionTranslatorBase):
                 rebuilder.graph_out = "___graph_out"
                 cg.call_builtin(compiled, load_inputs, nargs=len(sources))
                 cg.emit("STORE_FAST", argval=rebuilder.graph_out)
-            rebuilder.emit(cg, result)     # read before any store: it may read a location stored to
+            rebuilder.emit(cg, result)  # read before any store: it may read a location stored to
             out = rebuilder.temp()
             cg.emit("STORE_FAST", argval=out)
             effects.emit(cg, rebuilder)
@@ -269,13 +273,14 @@ class SymbolicTranslator(InstructionTranslatorBase):
             cg.return_value()
             for inst in cg.instructions:
                 inst.positions = where
-            insts[prefix_length(insts):] = cg.instructions
+            insts[prefix_length(insts) :] = cg.instructions
 
         new_code = transform_code_object(code, transform)
         return TranslationOutput(code=new_code, graphs=[graph], compiled_fns=[compiled])
 
-    def output_at_break(self, tracer: Tracer, root: FrameTracer, site: BreakSite,
-                        report: FrameReport) -> TranslationOutput:
+    def output_at_break(
+        self, tracer: Tracer, root: FrameTracer, site: BreakSite, report: FrameReport
+    ) -> TranslationOutput:
         frame = self.frame
         graph = tracer.graph
         stack = list(root.stack)
@@ -299,8 +304,21 @@ class SymbolicTranslator(InstructionTranslatorBase):
         own_cells = {name: c.value for name, c in root.cells.items() if not c.external}
         rebuilder = Rebuilder(tracer)
         rebuilder.cell_names = {id(c): name for name, c in root.cells.items()}
-        new_code = emit_break(BreakPlan(frame.code, root.insts, site, stack, locals_, rebuilder, compile_graph,
-                                        frame.f_globals, cache, effects, own_cells))
+        new_code = emit_break(
+            BreakPlan(
+                frame.code,
+                root.insts,
+                site,
+                stack,
+                locals_,
+                rebuilder,
+                compile_graph,
+                frame.f_globals,
+                cache,
+                effects,
+                own_cells,
+            )
+        )
         return TranslationOutput(code=new_code, graphs=[graph] if compiled else [], compiled_fns=compiled)
 
     def source_dynamic_dims(self, source: Source, value: np.ndarray) -> Any:
@@ -371,8 +389,9 @@ def _log_break(report: FrameReport, e: GraphBreak, whole_statement: bool) -> Non
         then = "the statement holding it runs in Python, then the rest resumes"
     else:
         then = "the rest resumes after it"
-    _breaks_log.info("graph break %s (%s) in %s at %s: %s; %s", e.code, e.kind.title,
-                     frame_label(report.code), where, e.reason, then)
+    _breaks_log.info(
+        "graph break %s (%s) in %s at %s: %s; %s", e.code, e.kind.title, frame_label(report.code), where, e.reason, then
+    )
 
 
 def _value_of(source: Source, f_locals: Dict[str, Any], f_globals: Dict[str, Any]) -> Any:

@@ -17,6 +17,7 @@
   attributes live in the trace, and it is made at run time only where it outlives the graph;
 * ``BoundMethodV``: a method of a user class bound to its object (inlined when called).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -26,9 +27,30 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..graph import ArrayMeta, Node, ScalarMeta, TupleMeta
 from ..sources import Source
 
-__all__ = ["V", "Const", "Tensor", "TupleV", "ListV", "DictV", "IterV", "FuncV", "MethodV", "NullV", "Cell",
-           "CellV", "CellContents", "Lazy", "NULL", "next_serial", "ObjV", "NewObjV", "BoundMethodV", "SliceV", "unread",
-           "flatten"]
+__all__ = [
+    "V",
+    "Const",
+    "Tensor",
+    "TupleV",
+    "ListV",
+    "DictV",
+    "IterV",
+    "FuncV",
+    "MethodV",
+    "NullV",
+    "Cell",
+    "CellV",
+    "CellContents",
+    "Lazy",
+    "NULL",
+    "next_serial",
+    "ObjV",
+    "NewObjV",
+    "BoundMethodV",
+    "SliceV",
+    "unread",
+    "flatten",
+]
 
 
 #: creation order of mutable symbolic values: a loop being captured refuses to mutate a
@@ -123,8 +145,9 @@ class TupleV(V):
 
     __slots__ = ("items", "source", "fields")
 
-    def __init__(self, items: List[V], source: Optional[Source] = None,
-                 fields: Optional[Tuple[str, ...]] = None) -> None:
+    def __init__(
+        self, items: List[V], source: Optional[Source] = None, fields: Optional[Tuple[str, ...]] = None
+    ) -> None:
         self.items = list(items)
         self.source = source
         self.fields = fields
@@ -169,7 +192,7 @@ class IterV(V):
     def __init__(self, items: List[V], live: Optional[ListV] = None, range_: Optional[range] = None) -> None:
         self.items = items
         self.live = live
-        self.range = range_     # iterating a range: its items are made one at a time
+        self.range = range_  # iterating a range: its items are made one at a time
         self.pos = 0
         self.serial = next(_serials)
 
@@ -218,12 +241,33 @@ class CellV(V):
 class FuncV(V):
     """A Python function to inline: a real one (``fn``) or one made by MAKE_FUNCTION."""
 
-    __slots__ = ("code", "f_globals", "name", "defaults", "kwdefaults", "closure", "fn", "source", "globals_base",
-                 "qualname", "annotated")
+    __slots__ = (
+        "code",
+        "f_globals",
+        "name",
+        "defaults",
+        "kwdefaults",
+        "closure",
+        "fn",
+        "source",
+        "globals_base",
+        "qualname",
+        "annotated",
+    )
 
-    def __init__(self, code: types.CodeType, f_globals: Dict[str, Any], name: str, *, defaults: Optional[List[V]] = None,
-                 kwdefaults: Optional[Dict[str, V]] = None, closure: Optional[List[Cell]] = None,
-                 fn: Any = None, source: Optional[Source] = None, globals_base: Optional[Source] = None) -> None:
+    def __init__(
+        self,
+        code: types.CodeType,
+        f_globals: Dict[str, Any],
+        name: str,
+        *,
+        defaults: Optional[List[V]] = None,
+        kwdefaults: Optional[Dict[str, V]] = None,
+        closure: Optional[List[Cell]] = None,
+        fn: Any = None,
+        source: Optional[Source] = None,
+        globals_base: Optional[Source] = None,
+    ) -> None:
         self.code = code
         self.f_globals = f_globals
         self.name = name
@@ -232,9 +276,9 @@ class FuncV(V):
         self.closure = list(closure or [])
         self.fn = fn
         self.source = source
-        self.globals_base = globals_base   # None: the traced frame's own globals (G[...])
-        self.qualname: Optional[str] = None   # MAKE_FUNCTION's, where it is not the code's (3.9/3.10)
-        self.annotated = False   # made with annotations (not kept: such a function is not rebuilt)
+        self.globals_base = globals_base  # None: the traced frame's own globals (G[...])
+        self.qualname: Optional[str] = None  # MAKE_FUNCTION's, where it is not the code's (3.9/3.10)
+        self.annotated = False  # made with annotations (not kept: such a function is not rebuilt)
 
     def describe(self) -> str:
         return f"function {self.name}"
@@ -280,7 +324,7 @@ class NewObjV(ObjV):
 
     def __init__(self, value: Any, cls_source: Source) -> None:
         self.value = value
-        self.source = None   # type: ignore[assignment]
+        self.source = None  # type: ignore[assignment]
         self.attrs = {}
         self.cls_source = cls_source
 
