@@ -40,7 +40,7 @@ BACKENDS = [
 MODES = {"end": 0, "exit": 3, "raise": 1}
 
 SCRIPT = textwrap.dedent('''
-    import sys, threading, time
+    import signal, sys, threading, time
 
     def in_exit_wait():
         """Whether the main thread is in the interpreter's wait for threads at exit."""
@@ -71,6 +71,10 @@ SCRIPT = textwrap.dedent('''
             time.sleep(1)
 
     def held(flag):  # tells the test it works in the wait at exit, then keeps it waiting
+        # The test's SIGINT goes to the process, and Linux may hand it to any thread that
+        # does not block it: handled by this one, it would leave the main thread blocked in
+        # the join, never woken to raise KeyboardInterrupt (plain Python alike).
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         await_exit_wait()
         step(300)
         open(flag, "w").close()
