@@ -42,11 +42,12 @@ int is a ``SymRange`` outside loop bodies too (its loop falls back to the FH011 
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import re
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, Iterator, List, Optional, Tuple
 
 from ..bytecode.behaviour import BEHAVIOUR
 from ..config import config
@@ -917,16 +918,33 @@ def _match_end(
     return ends, first, promotable, widen
 
 
-def _close_body(frame: "FrameTracer", scope: _Scope, ends: Dict[int, V], n: int, extra: Tuple[Any, ...] = ()) -> None:
-    """The body graph's output: the carried values at its end (then ``extra``)."""
-    tracer = frame.tracer
+@contextlib.contextmanager
+def _inside_body(tracer: Any, scope: _Scope) -> Iterator[None]:
+    """Records into ``scope``'s body graph for the block, once its trace has ended."""
     tracer.loop_scopes.append(scope)
     tracer.graph = scope.graph
     try:
-        outputs = tuple(tracer.to_arg(ends[k]) for k in range(n)) + tuple(tracer.to_arg(v) for v in extra)
+        yield
     finally:
         tracer.loop_scopes.pop()
         tracer.graph = scope.parent
+
+
+def _negated_in_body(frame: "FrameTracer", scope: _Scope, value: V) -> Tensor:
+    """``not value``, computed at the end of the body."""
+    tracer = frame.tracer
+    with _inside_body(tracer, scope):
+        node = scope.graph.call(
+            operator.not_, (tracer.to_arg(value),), meta=ScalarMeta(bool, True), stack=frame.location()
+        )
+    return Tensor(node, ScalarMeta(bool, True))
+
+
+def _close_body(frame: "FrameTracer", scope: _Scope, ends: Dict[int, V], n: int, extra: Tuple[Any, ...] = ()) -> None:
+    """The body graph's output: the carried values at its end (then ``extra``)."""
+    tracer = frame.tracer
+    with _inside_body(tracer, scope):
+        outputs = tuple(tracer.to_arg(ends[k]) for k in range(n)) + tuple(tracer.to_arg(v) for v in extra)
     scope.graph.output(outputs)
     scope.graph.eliminate_dead_code()
 
@@ -1109,18 +1127,7 @@ def _capture(
     if exits:
         flag = region.exit_cond
         if not region.exit_when:
-            tracer.loop_scopes.append(scope)
-            tracer.graph = scope.graph
-            try:
-                flag = Tensor(
-                    scope.graph.call(
-                        operator.not_, (tracer.to_arg(flag),), meta=ScalarMeta(bool, True), stack=frame.location()
-                    ),
-                    ScalarMeta(bool, True),
-                )
-            finally:
-                tracer.loop_scopes.pop()
-                tracer.graph = scope.parent
+            flag = _negated_in_body(frame, scope, flag)
         extra = (flag,)
     _close_body(frame, scope, ends, len(state.leaves), extra)
     loop = Loop(scope.graph, len(state.leaves), exits)
@@ -1524,18 +1531,7 @@ def _capture_while(
     assert done is not None
     again = done.cond
     if done.repeat_when != region.repeat_when:  # the copy at the bottom tests the other way round
-        tracer.loop_scopes.append(scope)
-        tracer.graph = scope.graph
-        try:
-            again = Tensor(
-                scope.graph.call(
-                    operator.not_, (tracer.to_arg(again),), meta=ScalarMeta(bool, True), stack=frame.location()
-                ),
-                ScalarMeta(bool, True),
-            )
-        finally:
-            tracer.loop_scopes.pop()
-            tracer.graph = scope.parent
+        again = _negated_in_body(frame, scope, again)
     _close_body(frame, scope, ends, len(state.leaves), (again,))
     loop = WhileLoop(scope.graph, len(state.leaves), region.repeat_when)
     carried_in = tuple(leaf.value if isinstance(leaf, _Promoted) else tracer.to_arg(leaf) for leaf in state.leaves)
