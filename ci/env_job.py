@@ -20,7 +20,15 @@ import tempfile
 import sys
 from pathlib import Path
 
-from support import PACKAGES, cross_package_jobs, current_version, present, supported_packages, why_not
+from support import (
+    PACKAGES,
+    copy_sources,
+    cross_package_jobs,
+    current_version,
+    present,
+    supported_packages,
+    why_not,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 # fuzz/run.py's mode that needs each package
@@ -53,10 +61,7 @@ def build_wheels(scratch: Path) -> list[Path] | None:
     paths = []
     for name in names:
         dest = scratch / "src" / name
-        shutil.copytree(
-            ROOT / "packages" / name, dest, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.so")
-        )
-        paths.append(str(dest))
+        paths.append(str(copy_sources(name, dest)))
     wheels = scratch / "wheels"
     if paths:
         cmd = [

@@ -21,6 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support import copy_sources
+
 ROOT = Path(__file__).resolve().parent.parent
 GCOV_RESULTS = ROOT / "ci" / "results" / "gcov"
 C_PACKAGES = ("runtime", "profiler")
@@ -38,9 +40,7 @@ def measure(out: Path) -> int:
     copies = {}
     for pkg in present:
         copy = out / "src" / pkg
-        shutil.copytree(
-            ROOT / "packages" / pkg, copy, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.so")
-        )
+        copy_sources(pkg, copy)
         subprocess.check_call(
             [
                 sys.executable,

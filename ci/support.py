@@ -10,6 +10,7 @@ runs this under whichever python3 is at hand and ci/env_job.py under every versi
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -143,3 +144,13 @@ def why_not(package: str, version: str) -> str:
 
 def current_version() -> str:
     return "%d.%d" % sys.version_info[:2]
+
+
+def copy_sources(package: str, dest: Path) -> Path:
+    """A copy of a package's tree without build output, to build from: pip and setup.py
+    write into the tree they build (build/, *.egg-info, in-place *.so), which envs running
+    at the same time would otherwise share."""
+    shutil.copytree(
+        ROOT / "packages" / package, dest, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.so")
+    )
+    return dest

@@ -28,19 +28,10 @@ import tempfile
 from pathlib import Path
 
 from matrix import BOOTSTRAP, find_interpreters
-from support import PACKAGES, VERSIONS, present, supports
+from support import PACKAGES, VERSIONS, copy_sources, present, supports
 
 ROOT = Path(__file__).resolve().parent.parent
 C_PACKAGES = ("runtime", "profiler")
-
-
-def _copy(package: str, scratch: Path) -> Path:
-    # pip builds in the source tree (build/, *.egg-info): build from a clean copy instead
-    dest = scratch / "src" / package
-    shutil.copytree(
-        ROOT / "packages" / package, dest, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.so")
-    )
-    return dest
 
 
 def _auditwheel() -> list[str]:
@@ -62,6 +53,7 @@ def build(interpreters: dict[str, str], versions: list[str], out: Path, scratch:
     raw = scratch / "raw"
     built: list[Path] = []
     pure = [p for p in PACKAGES if present(p) and p not in C_PACKAGES]
+    auditwheel: list[str] | None = None  # set up at the first wheel to retag
     for i, version in enumerate(versions):
         exe = interpreters[version]
         names = [p for p in C_PACKAGES if present(p) and supports(p, version)]
@@ -84,7 +76,7 @@ def build(interpreters: dict[str, str], versions: list[str], out: Path, scratch:
                 "--no-deps",
                 "--wheel-dir",
                 str(dest),
-                *(str(_copy(n, scratch / version)) for n in names),
+                *(str(copy_sources(n, scratch / version / "src" / n)) for n in names),
             ]
         )
         for wheel in sorted(dest.glob("*.whl")):
@@ -94,8 +86,10 @@ def build(interpreters: dict[str, str], versions: list[str], out: Path, scratch:
                 built.append(target)
                 continue
             before = set(out.glob("*.whl"))
+            if auditwheel is None:
+                auditwheel = _auditwheel()
             repair = subprocess.run(
-                [*_auditwheel(), "repair", "--wheel-dir", str(out), str(wheel)],
+                [*auditwheel, "repair", "--wheel-dir", str(out), str(wheel)],
                 capture_output=True,
                 text=True,
                 env=_auditwheel_env(),
