@@ -7,6 +7,7 @@ import gc
 import resource
 import sys
 import tracemalloc
+import weakref
 
 import framehook.runtime as rt
 from runtime_helpers import targeting
@@ -136,3 +137,26 @@ def test_callback_wrappers_in_cycles_are_freed():
     tracemalloc.stop()
     growth = sum(s.size_diff for s in after.compare_to(before, "filename"))
     assert growth < 64 * 1024, f"traced memory grew by {growth} bytes"
+
+
+def test_cache_entry_infos_in_cycles_are_freed():
+    # found by the atheris target: a guard that refers to an object holding the info made a
+    # cycle the collector never saw, since the info was not tracked
+    class Holder:
+        pass
+
+    def target(a):
+        return a
+
+    def one_cycle():
+        holder = Holder()
+        guarded = rt.GuardedCode(target.__code__, lambda f_locals: holder is not None)
+        rt.call_with(lambda frame, entry, state: guarded if frame.f_code is target.__code__ else None, target, 1)
+        holder.info = rt.cache_entries(target.__code__)[0]
+        rt.reset_code(target.__code__)
+        return weakref.ref(holder), gc.is_tracked(holder.info)
+
+    ref, tracked = one_cycle()
+    gc.collect()
+    assert tracked
+    assert ref() is None, "a cycle through a CacheEntryInfo outlived gc.collect()"

@@ -98,6 +98,11 @@ PyObject *fh_entry_info(fh_entry *entry) {
     PyStructSequence_SET_ITEM(info, 0, Py_NewRef(entry->code));
     PyStructSequence_SET_ITEM(info, 1, Py_NewRef(entry->check_fn));
     PyStructSequence_SET_ITEM(info, 2, hits);
+    /* PyStructSequence_New leaves the object untracked, yet check_fn may lead back to it:
+       a cycle through the info would never be collected */
+    if (!PyObject_GC_IsTracked(info)) {
+        PyObject_GC_Track(info);
+    }
     return info;
 }
 
