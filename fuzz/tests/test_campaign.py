@@ -82,3 +82,30 @@ def test_a_profiler_miscounting_is_reported(monkeypatch):
     found = harness.check_program(program, ["profiler"]).findings
     assert [f["signature"] for f in found] == ["profiler: call counts"]
     assert "g@2 x5" in found[0]["got"][1] and "g@2 x6" in found[0]["expected"][1]
+
+
+def test_each_kind_of_failure_is_saved_once(monkeypatch, tmp_path):
+    monkeypatch.setenv(harness.PLANT_VARIABLE, TOKEN)
+    real, check_program = harness.profiled_calls, harness.check_program
+    current = {}
+
+    def remembering(program, *args, **kwargs):
+        current["source"] = program.source
+        return check_program(program, *args, **kwargs)
+
+    def miscounting(profile, filename):  # wrong for programs with a loop only
+        counts = real(profile, filename)
+        return counts + ", extra@0 x1" if "for " in current["source"] else counts
+
+    monkeypatch.setattr(harness, "check_program", remembering)
+    monkeypatch.setattr(harness, "profiled_calls", miscounting)
+    run = campaign.Campaign(["profiler"], save=tmp_path)
+    for _ in range(4):  # a kind seen only with another one is raised once that one is known
+        run.run(40, [Phase.generate, Phase.shrink], derandomize=False)
+        if len(run.findings) == 2:
+            break
+    assert sorted(run.known) == ["planted: differs", "profiler: call counts"]
+    for kept in run.findings:
+        assert all(Path(p).exists() for p in kept["paths"])
+        wanted = "for " if kept["signature"] == "profiler: call counts" else TOKEN
+        assert wanted in kept["program"].source
