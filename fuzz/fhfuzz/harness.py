@@ -26,7 +26,7 @@ import traceback
 import types
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -110,9 +110,23 @@ def build(source: str, name: str) -> Callable[..., Any]:
     return namespace["f"]
 
 
+Arguments = Union[tuple, Callable[[], tuple]]
+
+
+def fresh(args: Arguments) -> tuple:
+    """The arguments of one call: made afresh when given as a function (a program that
+    mutates its arguments must not change the next call's)."""
+    return args() if callable(args) else args
+
+
 def run_modes(
-    fn: Callable[..., Any], args: tuple, other_args: tuple, modes: List[str], outer: Optional[Dict[str, str]] = None
+    fn: Callable[..., Any],
+    args: Arguments,
+    other_args: Arguments,
+    modes: List[str],
+    outer: Optional[Dict[str, str]] = None,
 ) -> Dict[str, List[Tuple[str, ...]]]:
+    """Outcomes of ``fn`` in each mode; ``args`` is a tuple or a function making one per call."""
     got: Dict[str, List[Tuple[str, ...]]] = {}
     if "shadow" in modes:
         import framehook.runtime as rt
@@ -120,13 +134,13 @@ def run_modes(
 
         callback = PassThrough()
         with rt.enable(callback):
-            got["shadow"] = [outcome(fn, *args), outcome(fn, *args)]
+            got["shadow"] = [outcome(fn, *fresh(args)), outcome(fn, *fresh(args))]
         callback.reset()
     if "profiler" in modes:
         from framehook.profiler import Profiler
 
         with Profiler() as prof:
-            got["profiler"] = [outcome(fn, *args)]
+            got["profiler"] = [outcome(fn, *fresh(args))]
         got["profiler"].append(("calls", profiled_calls(prof.profile, fn.__code__.co_filename)))
     for mode, backend in (("translator", "eager"), ("numba", "numba")):
         if mode in modes:
@@ -135,7 +149,7 @@ def run_modes(
 
 
 def translated_outcomes(
-    fn: Callable[..., Any], args: tuple, other_args: tuple, backend: str, outer: Optional[Dict[str, str]]
+    fn: Callable[..., Any], args: Arguments, other_args: Arguments, backend: str, outer: Optional[Dict[str, str]]
 ) -> List[Tuple[str, ...]]:
     """The program through ``optimize(backend=...)``: twice, with other arguments, and (errstate
     programs) twice under the caller's error settings, then once more without."""
@@ -146,14 +160,14 @@ def translated_outcomes(
 
     optimized = ft.optimize(backend=backend)(fn)
     got = [
-        outcome(optimized, *args, call=translated_call),
-        outcome(optimized, *args, call=translated_call),
-        ("other-args", "") + outcome(optimized, *other_args, call=translated_call),
+        outcome(optimized, *fresh(args), call=translated_call),
+        outcome(optimized, *fresh(args), call=translated_call),
+        ("other-args", "") + outcome(optimized, *fresh(other_args), call=translated_call),
     ]  # type: ignore[list-item]
     if outer is not None:
         with np.errstate(**outer):  # a first call and a cache hit under the caller's settings
-            got += [("outer", "") + outcome(optimized, *args, call=translated_call) for _ in range(2)]
-        got.append(outcome(optimized, *args, call=translated_call))
+            got += [("outer", "") + outcome(optimized, *fresh(args), call=translated_call) for _ in range(2)]
+        got.append(outcome(optimized, *fresh(args), call=translated_call))
     ft.reset()
     return got
 
@@ -253,8 +267,7 @@ def check_program(
     source = program.source
     watcher = watcher or FailedTranslations()
     fn = build(source, name)
-    call_args = program.args()
-    expected = outcome(fn, *call_args)
+    expected = outcome(fn, *program.args())
     want = {"other-args": ("other-args", "") + outcome(build(source, name), *program.other_args())}
     outer = program.outer_errstate
     if outer is not None:
@@ -278,7 +291,7 @@ def check_program(
         logging.getLogger("framehook").addHandler(watcher)
     watcher.messages.clear()
     try:
-        got = run_modes(fn, call_args, program.other_args(), modes, outer)
+        got = run_modes(fn, program.args, program.other_args, modes, outer)
     except Exception:  # noqa: BLE001 - a harness crash is a finding too
         got = {"harness": [("crashed", traceback.format_exc(limit=3))]}
     finally:

@@ -109,3 +109,15 @@ def test_each_kind_of_failure_is_saved_once(monkeypatch, tmp_path):
         assert all(Path(p).exists() for p in kept["paths"])
         wanted = "for " if kept["signature"] == "profiler: call counts" else TOKEN
         assert wanted in kept["program"].source
+
+
+def test_every_call_gets_fresh_arguments():
+    # a program that mutates its argument: with one tuple shared by the calls, every call
+    # after the first would see the array the previous one changed
+    source = "def f(a, b, arr):\n    arr += a\n    return arr.sum()\n"
+    program = Program(source, "(1, 2, np.arange(3))", "(1, 2, np.arange(3.0))", "python")
+    result = harness.check_program(program, list(harness.MODES))
+    assert result.findings == [] and result.compared == 8
+    shared = program.args()
+    got = harness.run_modes(harness.build(source, "<shared>"), shared, shared, ["shadow"])
+    assert got["shadow"][0][1] != got["shadow"][1][1]
