@@ -323,7 +323,7 @@ def _conformance_summary(by_version: dict, versions: list[str]) -> tuple[int, in
 
 def print_fuzz_summary(versions: list[str]) -> tuple[int, int]:
     """Outcomes of fuzz/run.py's fixed batch per version (a mismatch counts as a failure)."""
-    print("\nDifferential fuzzing (fuzz/run.py --seed 0 --count 300; plain vs shadow, profiler, translator):")
+    print("\nDifferential fuzzing (fuzz/run.py --examples; plain vs shadow, profiler, translator):")
     matched = mismatched = 0
     for version in versions:
         path = RESULTS / env_name(version) / "fuzz.json"
@@ -334,11 +334,19 @@ def print_fuzz_summary(versions: list[str]) -> tuple[int, int]:
         bad = len(data["mismatches"])
         matched += data["compared"] - bad
         mismatched += bad
+        # a batch written before fuzz.json named its batch was the seeded one
+        batch = data.get("batch", "seeds 0-299")
+        rate = data.get("programs_per_cpu_second")
         print(
-            f"  {version:<6} {data['programs']} programs, {data['compared'] - bad} outcomes matched, {bad} mismatched"
+            f"  {version:<6} {data['programs']} programs ({batch}"
+            + (f"; {rate:g} per CPU s" if rate else "")
+            + f"), {data['compared'] - bad} outcomes matched, {bad} mismatched"
         )
         for m in data["mismatches"][:5]:
-            print(f"    seed {m['seed']} [{m['mode']}]: plain {m['expected']} vs {m['got']}")
+            where = f"seed {m['seed']}" if m.get("seed") is not None else m.get("signature", "program")
+            print(f"    {where} [{m['mode']}]: plain {m['expected']} vs {m['got']}")
+            if m.get("saved"):
+                print(f"      saved: {', '.join(m['saved'])}")
     return matched, mismatched
 
 
