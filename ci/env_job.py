@@ -257,10 +257,11 @@ def run_fuzz(results: Path) -> bool:
     # with the system's apt-get when missing, as provisioning installs patchelf
     if not shutil.which("redis-server") and shutil.which("apt-get") and os.geteuid() == 0:
         apt_env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        install = ["apt-get", "install", "-y", "-q", "redis-server"]
+        # two envs at once: the second waits for dpkg's lock instead of failing
+        install = ["apt-get", "-o", "DPkg::Lock::Timeout=300", "install", "-y", "-q", "redis-server"]
         print("[env_job] installing redis-server with the system's apt-get", flush=True)
         if subprocess.call(install, env=apt_env) != 0:
-            subprocess.call(["apt-get", "update", "-q"], env=apt_env)
+            subprocess.call(["apt-get", "-o", "DPkg::Lock::Timeout=300", "update", "-q"], env=apt_env)
             subprocess.call(install, env=apt_env)
     if not shutil.which("redis-server"):
         print("[env_job] redis-server is missing: the fuzz tests' redis database test skips", flush=True)
