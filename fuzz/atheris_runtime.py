@@ -687,7 +687,7 @@ def fuzz_one(data: bytes) -> None:
 def fuzz(argv: List[str], crashes: Path) -> None:
     try:
         import atheris
-    except ImportError as exc:
+    except Exception as exc:  # ImportError, or RuntimeError from a version atheris does not support
         sys.exit(f"atheris is not importable on CPython {sys.version.split()[0]} ({exc}); use --run or --describe")
     crashes.mkdir(parents=True, exist_ok=True)
     if not any(a.startswith("-artifact_prefix=") for a in argv):

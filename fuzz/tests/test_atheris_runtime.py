@@ -17,10 +17,10 @@ sys.path.insert(0, str(FUZZ))
 
 import atheris_runtime as ar  # noqa: E402
 
-# Why atheris is missing where it is (pip install atheris, November 2026): the pins in tox.ini
-# follow these.
+# Why atheris is missing where it is (pip install atheris, November 2026; tox.ini's pins follow)
 NO_ATHERIS = {
-    (3, 15): "atheris has no cp315 wheel and its sdist (3.0.0) does not build for 3.15",
+    (3, 15): "no cp315 wheel; its sdist (3.0.0) builds only with clang and libFuzzer installed, "
+    "and then refuses to import (unsupported python version)",
 }
 VERSION = "%d.%d" % sys.version_info[:2]
 
@@ -131,7 +131,7 @@ def test_the_oracle_reports_a_wrong_outcome():
 
 def test_random_inputs_pass_the_oracle():
     rng = random.Random(23)
-    for _ in range(300):
+    for _ in range(100):
         data = bytes(rng.randrange(256) for _ in range(rng.randrange(80)))
         assert ar.run_input(data) == [], ar.describe(ar.decode(data))
 
@@ -145,18 +145,23 @@ def test_check_leaks_counts_objects(tmp_path):
 
 
 def atheris_missing() -> str:
-    if importlib.util.find_spec("atheris") is not None:
-        return ""
     why = NO_ATHERIS.get(sys.version_info[:2], "it is not installed in this environment")
+    if importlib.util.find_spec("atheris") is not None:
+        try:
+            import atheris  # noqa: F401
+        except Exception as exc:  # 3.15: RuntimeError, unsupported version
+            why = f"it imports with {type(exc).__name__}: {exc}"
+        else:
+            return ""
     return f"atheris does not install on CPython {VERSION}: {why}"
 
 
 @pytest.mark.skipif(bool(atheris_missing()), reason=atheris_missing())
 def test_bounded_libfuzzer_run_finds_no_crash(tmp_path):
     crashes = tmp_path / "crashes"
-    result = run_target("--crashes", str(crashes), "-runs=1500", "-max_total_time=20", "-seed=7", timeout=300)
+    result = run_target("--crashes", str(crashes), "-runs=600", "-max_total_time=20", "-seed=7", timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "Done 1500 runs" in result.stderr or "DONE" in result.stderr, result.stderr[-3000:]
+    assert "Done 600 runs" in result.stderr or "DONE" in result.stderr, result.stderr[-3000:]
     assert list(crashes.iterdir()) == []
 
 
