@@ -172,3 +172,17 @@ def test_libfuzzer_replays_a_saved_input(tmp_path):
     result = run_target("--crashes", str(tmp_path), str(path))
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Running: {path}" in result.stderr
+
+
+ATHERIS_REGRESSIONS = sorted(p for p in (FUZZ / "regressions" / "atheris").iterdir() if p.suffix != ".txt")
+
+
+@pytest.mark.parametrize("path", ATHERIS_REGRESSIONS, ids=lambda p: p.name)
+def test_fixed_atheris_findings_stay_fixed(path):
+    # inputs the target once failed on (a crash, a wrong outcome or objects that pile up),
+    # replayed on every CPython without atheris
+    data = path.read_bytes()
+    assert ar.run_input(data) == [], ar.describe(ar.decode(data))
+    rounds = 50
+    grown = ar.check_leaks(data, rounds=rounds)
+    assert grown < rounds // 2, f"{grown} more objects after {rounds} runs of {path.name}"
