@@ -56,15 +56,16 @@ def array_text(values: np.ndarray, layout: str = "C", writeable: bool = False) -
         raise ValueError(f"layout: a 0-d array has only the 'C' layout, got {layout!r}")
     dtype = values.dtype.str
     if layout == "F":
-        stored, view = np.ascontiguousarray(values.T), ".T"
+        stored, view = values.T.copy(order="C"), ".T"
     elif layout == "reversed":
-        stored, view = np.ascontiguousarray(values[::-1]), "[::-1]"
+        stored, view = values[::-1].copy(order="C"), "[::-1]"
     elif layout == "strided":
         wide = np.zeros(values.shape[:-1] + (2 * values.shape[-1],), dtype=values.dtype)
         wide[..., ::2] = values
         stored, view = wide, "[..., ::2]"
     else:
-        stored, view = np.ascontiguousarray(values), ""
+        # not ascontiguousarray: it makes a 0-d array 1-d
+        stored, view = values.copy(order="C"), ""
     text = f"np.frombuffer(bytes.fromhex({stored.tobytes().hex()!r}), dtype={dtype!r}).reshape({stored.shape!r})"
     if writeable:
         text += ".copy()"
