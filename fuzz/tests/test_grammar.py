@@ -109,11 +109,8 @@ def test_seeded_families_keep_run_py_programs():
         def check(program: Program) -> None:
             assert program.family == family == programs.family(program.seed)
             assert program.source == programs.generate(program.seed)
-            for variant, text in enumerate((program.args_source, program.other_args_source)):
-                got, want = (
-                    Program.args(program) if variant == 0 else program.other_args(),
-                    run.inputs(program.seed, variant),
-                )
+            for variant, got in enumerate((program.args(), program.other_args())):
+                want = run.inputs(program.seed, variant)
                 assert got[:2] == want[:2]
                 assert got[2].dtype == want[2].dtype and got[2].tolist() == want[2].tolist()
             assert program.outer_errstate == run.outer_errstate(program.seed)
