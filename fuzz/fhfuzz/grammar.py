@@ -202,6 +202,9 @@ class Builder:
                 lambda: "np.cumsum(arr)",
                 lambda: "arr.ravel()[:3]",
                 lambda: "np.where(arr > 0, arr, 0)",
+                # Python ints into array code: reduced, so no dtype overflows on conversion
+                lambda: f"(arr.astype(np.float64) * ({self.int_expr(env, ctx, 1)} % 97))",
+                lambda: f"(np.asarray(arr, dtype=np.int64) + ({self.int_expr(env, ctx, 1)} % 97))",
             )
         )()
 
@@ -397,9 +400,14 @@ class Builder:
 
     def s_numpy(self, env: Env, ctx: Context) -> Lines:
         name = self.fresh("n")
-        if self.pick(2) == 0:
+        form = self.pick(3)
+        if form == 0:
             self.pending[name] = "arr"
             return [f"{name} = {self.arr_expr(env, ctx)}"]
+        if form == 2:
+            # in place, on a copy: the argument itself stays as the caller made it
+            self.pending[name] = "arr"
+            return [f"{name} = np.array(arr, dtype=np.float64)", f"{name}[...] += {self.float_expr(env, ctx)}"]
         self.pending[name] = "float"
         return [f"{name} = float(np.{self.choice(('sum', 'max', 'mean'))}({self.arr_expr(env, ctx)}))"]
 
