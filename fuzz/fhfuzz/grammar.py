@@ -451,7 +451,8 @@ class Builder:
         inner = dict(env)
         form = self.pick(8)
         if form == 0 and lists:
-            head, inner[i] = f"for {i} in {self.choice(lists)}:", "int"
+            # a capped copy: the body may append to the list it iterates
+            head, inner[i] = f"for {i} in {self.choice(lists)}[:4]:", "int"
         elif form == 1:
             head, inner[i] = f"for {i} in s[:4]:", "str"
         elif form == 2:

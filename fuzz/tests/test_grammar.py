@@ -64,6 +64,36 @@ def test_programs_compile_and_run_twice_alike(index):
         assert outcome(build(source), plain_args()) == first, source
 
 
+def count_lines_run(fn, args, limit):
+    """Line events of a call, stopping it (RuntimeError) past ``limit``: a step count, not time."""
+    seen = [0]
+
+    def tracer(frame, event, arg):
+        if event == "line":
+            seen[0] += 1
+            if seen[0] > limit:
+                raise RuntimeError("step limit")
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            try:
+                fn(*args)
+            except Exception:  # noqa: BLE001 - only the steps matter here
+                pass
+    finally:
+        sys.settrace(None)
+    return seen[0]
+
+
+def test_programs_take_few_steps():
+    # constant loop bounds and capped recursion: far under the limit, whatever the program
+    steps = [count_lines_run(build(s), plain_args(), 20_000) for s in SOURCES]
+    assert max(steps) <= 20_000 and sum(steps) > len(SOURCES)
+
+
 def test_most_programs_complete():
     completed = sum(outcome(build(s), plain_args())[0][0] == "value" for s in SOURCES)
     assert completed >= 0.8 * len(SOURCES)
