@@ -62,7 +62,8 @@ from fhfuzz.harness import (  # noqa: F401 - the harness's names, as tests and d
 )
 from fhfuzz.program import Program, evaluate_arguments
 from fhfuzz.seeded import inputs_source, outer_errstate  # noqa: F401
-from programs import GENERATORS, family, generate
+from fhfuzz.strategies import FAMILIES
+from programs import family, generate
 
 
 def inputs(seed: int, variant: int = 0) -> tuple:
@@ -193,8 +194,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--json", type=Path, help="write a summary as JSON")
     parser.add_argument(
         "--only",
-        choices=sorted(GENERATORS),
-        help="run only programs of this family (seeded: the next --count seeds of it from --seed)",
+        choices=sorted(FAMILIES),
+        help="run only programs of this family (seeded: the next --count seeds of it from --seed; "
+        "grammar: Hypothesis-driven runs only)",
     )
     parser.add_argument(
         "--stats", action="store_true", help="count closures and graph breaks in frames with cells (runs explain() too)"
@@ -205,7 +207,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     hypo.add_argument("--replay", action="store_true", help="only replay the findings in --database")
     hypo.add_argument("--target", choices=sorted(TARGETS), default="all", help="the modes to check (default all)")
     hypo.add_argument("--database", help="share findings: a directory, or redis://host:port[/db]")
+    parser.add_argument(
+        "--coverage-report",
+        type=int,
+        nargs="?",
+        const=3000,
+        metavar="N",
+        help="print which language constructs N grammar programs (default 3000) use; exit 1 if any "
+        "construct this CPython's syntax has is never generated",
+    )
     args = parser.parse_args(argv)
+    if args.coverage_report is not None:
+        from fhfuzz import constructs
+
+        if args.coverage_report < 1:
+            parser.error("--coverage-report: expected a positive number of programs")
+        return constructs.main(["--count", str(args.coverage_report)])
     modes = [m.strip() for m in (args.modes or ",".join(TARGETS[args.target])).split(",") if m.strip()]
     unknown = sorted(set(modes) - set(MODES) - set(EXTRA_MODES))
     if unknown:
@@ -219,6 +236,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error(f"{' and '.join(chosen)}: expected one of --examples, --minutes and --replay")
     if chosen:
         return hypothesis_main(parser, args, modes)
+    if args.only == "grammar":
+        parser.error("--only grammar: grammar programs have no seeds; use --examples, --minutes or --replay")
     return seeded_main(args, modes)
 
 

@@ -141,3 +141,14 @@ def test_command_prints_the_table():
     assert "try_star" in printed[0] and "match" in printed[0]
     # too few programs to have every construct: the command lists the missing and fails
     assert status == 1 and printed[1].startswith("\nnot generated: ")
+
+
+def test_run_py_prints_the_table(capsys):
+    import run
+
+    assert run.main(["--coverage-report", "20"]) == 1  # too few programs for every construct
+    out = capsys.readouterr().out
+    assert out.startswith("constructs in 20 grammar programs") and "\nnot generated: " in out
+    with pytest.raises(SystemExit):
+        run.main(["--coverage-report", "0"])
+    assert "--coverage-report: expected a positive number" in capsys.readouterr().err
