@@ -79,6 +79,19 @@ def test_explain_when_the_function_raises():
     assert report.graph_break_count == 1 and report.break_reasons[0].code == "FH009"
 
 
+def test_failing_assert_breaks_where_it_raises(caplog):
+    # 3.14 loads AssertionError with LOAD_COMMON_CONSTANT: a break there must resume like
+    # LOAD_ASSERTION_ERROR's does, not fail the whole translation (found by fuzz/)
+    namespace: dict = {}  # compiled here: pytest rewrites the asserts of test modules
+    exec("def checked(x):\n    y = x * 2\n    assert False\n    return y\n", namespace)
+    checked = namespace["checked"]
+    with pytest.raises(AssertionError) as info:
+        ft.explain(checked)(np.zeros(2))
+    report = info.value.explain_output
+    assert report.graph_count == 1 and {b.code for b in report.break_reasons} == {"FH009"}, str(report)
+    assert not [r for r in caplog.records if "failed" in r.getMessage()]
+
+
 def test_graph_break_identifiers():
     assert len(BREAKS) >= 15
     for code, kind in BREAKS.items():

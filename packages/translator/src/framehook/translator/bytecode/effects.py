@@ -113,6 +113,7 @@ _EFFECTS: Dict[str, Union[Effect, Callable[[Instruction], Tuple[int, int]]]] = {
     "LOAD_ATTR": lambda inst: (1, 1 + int(inst.push_null)),
     "LOAD_METHOD": Effect(1, 2),
     "LOAD_ASSERTION_ERROR": Effect(0, 1),
+    "LOAD_COMMON_CONSTANT": Effect(0, 1),  # what loads AssertionError on 3.14+
     "IMPORT_NAME": _2_1,
     # calls: the whole call pops at CALL (3.11's PRECALL only prepares it)
     "CALL": _call_effect,
