@@ -1,26 +1,33 @@
-"""Sliced elementwise stores written as explicit index loops, for the numba backend.
+"""Sliced elementwise stores, elementwise trees and axis reductions written as explicit
+loop nests, for the numba backend.
 
 A statement such as ``b[1:-1, 1:-1] = 0.2 * (a[1:-1, :-2] + a[1:-1, 2:] + ...)`` is one
 ``setitem`` node fed by a tree of elementwise nodes over slices. numpy evaluates each node
-into a temporary array; numba's array expressions do the same over strided views. Written
-as one loop nest over the stored region (``b[i, j] = 0.2 * (a[i, j - 1] + ...)``) it reads
-each element once and allocates nothing, which is where hand-written numba stencils win.
+into a temporary array; numba's array expressions do the same over strided views (and
+broadcast slowly). Written as one loop nest over the stored region
+(``b[i, j] = 0.2 * (a[i, j - 1] + ...)``) it reads each element once and allocates nothing,
+which is where hand-written numba stencils win. Likewise an elementwise tree over float64
+matrices becomes one loop nest into a new array, and ``sum``/``mean``/``max``/``min`` along
+one axis of a float64 matrix (which numba cannot type with ``axis=`` or ``keepdims``)
+becomes loops, computing a private elementwise tree under it element by element.
 
-``rewrite`` gives a copy of the graph where each such store is one call node whose target is
-a ``FusedStore``; ``expand`` replaces the line the code generator wrote for it with the loop
-nest. A store is fused only when that keeps numpy's meaning:
+``rewrite`` gives a copy of the graph where each of these is one call node whose target is
+a ``FusedStore`` or ``FusedReduce``; ``expand`` replaces the line the code generator wrote
+for it with the loop nest. Fusing keeps numpy's meaning:
 
-* every node of the tree is float64, used once (by the tree), computed after the last write
+* every node of a tree is float64, used once (by the tree), computed after the last write
   that could change what it reads and outside captured ``np.errstate`` blocks;
-* numpy evaluates the whole right-hand side before writing: a read of the stored array
-  itself goes straight into the loop only when it reads the element being written or one
-  the loop has not written yet (same slice steps, a constant offset that is not behind in
-  the loop's order); any other read of it goes through one temporary (the values first,
+* numpy evaluates the whole right-hand side of a store before writing: a read of the stored
+  array itself goes straight into the loop only when it reads the element being written or
+  one the loop has not written yet (same slice steps, a constant offset that is not behind
+  in the loop's order); any other read of it goes through one temporary (the values first,
   then the store), as numpy does;
 * a read of another array that shares memory with the stored one at run time, or whose
-  extent is not the stored region's (or 1 where the graph broadcasts it), raises inside
-  the kernel: the backend then redoes the call with the eager code, which gives plain
-  numpy's result or error.
+  extent is not the loop's (or 1 where the graph broadcasts it), raises inside the kernel:
+  the backend then redoes the call with the eager code, which gives plain numpy's result or
+  error. So do an empty ``max``/``min``/``mean`` (numpy raises or warns);
+* sums add in numpy's order along columns and sequentially along rows (numpy adds a row
+  pairwise): the results agree within ``numpy.allclose``.
 """
 
 from __future__ import annotations
@@ -115,6 +122,8 @@ class FusedReduce:
     kind: str  # sum, mean, max or min
     axis: int  # 0 or 1
     keepdims: bool
+    #: the elementwise tree it reduces, computed element by element (no array for it)
+    tree: Optional["FusedStore"] = None
     __name__ = "fused_reduce"
 
     def __call__(self, *args: Any) -> Any:  # pragma: no cover - only ever written as source
@@ -399,12 +408,22 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
         if node in gone:
             continue
         if node.kind is NodeKind.CALL and node.target is operator.setitem:
-            fs = _fused(node, ops[:i])
+            fs: Any = _fused(node, ops[:i])
         else:
-            fs = _fused_new(node, ops[:i])
+            fs = _reduction(node)
+            if fs is not None:
+                inner = node.args[0]
+                if inner in ops and list(inner.users) == [node] and not inner.impure:
+                    fs.tree = _fused_new(inner, ops[: ops.index(inner)])
+                    if fs.tree is not None:
+                        fs.tree.nodes = [inner, *fs.tree.nodes]
+                        if any(n.impure for n in ops[ops.index(inner) : i]):
+                            fs.tree = None
+            else:
+                fs = _fused_new(node, ops[:i])
         if fs is not None:
             plans[node] = fs
-            gone.update(fs.nodes)
+            gone.update(fs.nodes if isinstance(fs, FusedStore) else fs.tree.nodes if fs.tree else ())
     new = Graph(graph.name, names_from=parent)
     new.meta = dict(graph.meta)
     mapping: Dict[Node, Node] = {}
@@ -417,6 +436,14 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
             continue
         if node.kind is NodeKind.PLACEHOLDER:
             made = new.placeholder(node.target, node.meta.get("val"))
+        elif isinstance(plans.get(node), FusedReduce):
+            fr = plans[node]
+            args = [node.args[0]] if fr.tree is None else _fused_args(fr.tree)
+            made = new._add(NodeKind.CALL, fr, tuple(mapping[a] for a in args), {}, node.name)
+            if fr.tree is not None:
+                fr.tree.args = [mapping[a] for a in args]
+                _remap(fr.tree, mapping)
+            fused.append(fr)
         elif node in plans:
             fs = plans[node]
             fs.args = _fused_args(fs)
@@ -424,10 +451,6 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
             fs.args = [mapping[a] for a in fs.args]
             _remap(fs, mapping)
             fused.append(fs)
-        elif _reduction(node) is not None:
-            fr = _reduction(node)
-            made = new._add(NodeKind.CALL, fr, (mapping[node.args[0]],), {}, node.name)
-            fused.append(fr)
         elif node.kind is NodeKind.CALL and is_loop(node.target):
             loop = node.target
             body = _copy(loop.body, new, fused)
@@ -536,6 +559,28 @@ class _Writer:
         """The loop nest; a new array's is assigned to ``out``."""
         fs = self.fs
         ndim = len(fs.starts)
+        dst, wlo, wext, idx, value = self.prepare(out)
+        empty = self.names.bind(np.empty, "numpy_empty")
+        if fs.dst is None:
+            self.lines.append(f"{dst} = {empty}(({', '.join(wext)},))")
+            self._nest(idx, wlo, wext, f"{dst}[{', '.join(idx)}] = {value}", self.parallel)
+        elif fs.through_temp:
+            tmp = self.fresh()
+            self.lines.append(f"{tmp} = {empty}(({', '.join(wext)},))")
+            rel = ", ".join(idx[k] if wlo[k] == "0" else f"{idx[k]} - {wlo[k]}" for k in range(ndim))
+            self._nest(idx, wlo, wext, f"{tmp}[{rel}] = {value}", self.parallel)
+            self._nest(idx, wlo, wext, f"{dst}[{', '.join(idx)}] = {tmp}[{rel}]", self.parallel)
+        else:
+            # rows in parallel only when no row reads an element another row writes
+            alone = all(r.base is not fs.dst or r.starts == fs.starts for r in fs.reads)
+            self._nest(idx, wlo, wext, f"{dst}[{', '.join(idx)}] = {value}", self.parallel and alone)
+        return self.lines
+
+    def prepare(self, out: str) -> Tuple[str, List[str], List[str], List[str], str]:
+        """The checks before the loops; (the array written, its region's starts and
+        extents, the index variables, the value at those indices)."""
+        fs = self.fs
+        ndim = len(fs.starts)
         bounds = []
         for r in fs.reads:
             base = self.var[r.base]
@@ -582,22 +627,7 @@ class _Writer:
                     self.lines.append(f"{d} = {rlo[k]} - {wlo[k + lead]}")
                     parts.append(f"{i} + {d}")
             reads.append(f"{base}[{', '.join(parts)}]")
-        value = self.expr(fs.expr, reads)
-        empty = self.names.bind(np.empty, "numpy_empty")
-        if fs.dst is None:
-            self.lines.append(f"{dst} = {empty}(({', '.join(wext)},))")
-            self._nest(idx, wlo, wext, f"{dst}[{', '.join(idx)}] = {value}", self.parallel)
-        elif fs.through_temp:
-            tmp = self.fresh()
-            self.lines.append(f"{tmp} = {empty}(({', '.join(wext)},))")
-            rel = ", ".join(idx[k] if wlo[k] == "0" else f"{idx[k]} - {wlo[k]}" for k in range(ndim))
-            self._nest(idx, wlo, wext, f"{tmp}[{rel}] = {value}", self.parallel)
-            self._nest(idx, wlo, wext, f"{dst}[{', '.join(idx)}] = {tmp}[{rel}]", self.parallel)
-        else:
-            # rows in parallel only when no row reads an element another row writes
-            alone = all(r.base is not fs.dst or r.starts == fs.starts for r in fs.reads)
-            self._nest(idx, wlo, wext, f"{dst}[{', '.join(idx)}] = {value}", self.parallel and alone)
-        return self.lines
+        return dst, wlo, wext, idx, self.expr(fs.expr, reads)
 
     def _apart(self, dst: str, ndim: int, other: str, other_ndim: int) -> None:
         """Raise when two different arrays of the store share memory (the eager code then
@@ -641,48 +671,47 @@ def _literal(text: str) -> Optional[int]:
 
 def _reduce_lines(fr: FusedReduce, out: str, arg: str, names: Any, p: str, parallel: bool) -> List[str]:
     """``out = arg.<kind>(axis=...)`` as loops: along rows one accumulator per row, down
-    columns one row of accumulators updated row by row (the order numpy adds them in)."""
-    x, n0, n1 = f"{p}x", f"{p}n0", f"{p}n1"
-    lines = [f"{x} = {arg}", f"{n0} = {x}.shape[0]", f"{n1} = {x}.shape[1]"]
+    columns one row of accumulators updated row by row (the order numpy adds them in).
+    Over an elementwise tree each element is computed where it is added."""
+    if fr.tree is not None:
+        writer = _Writer(fr.tree, names, p, parallel)
+        _, _, (n0, n1), (ri, ci), elem = writer.prepare("")
+        lines = writer.lines
+    else:
+        x, n0, n1, ri, ci = f"{p}x", f"{p}n0", f"{p}n1", f"{p}i0", f"{p}i1"
+        lines = [f"{x} = {arg}", f"{n0} = {x}.shape[0]", f"{n1} = {x}.shape[1]"]
+        elem = f"{x}[{ri}, {ci}]"
     length, width = (n0, n1) if fr.axis == 0 else (n1, n0)
     if fr.kind in ("max", "min", "mean"):
         # numpy raises on an empty max/min and warns on an empty mean: the eager code does that
         lines += [f"if {length} == 0:", "    raise ValueError('zero-size reduction')"]
     shape = (f"1, {n1}" if fr.axis == 0 else f"{n0}, 1") if fr.keepdims else f"{width},"
     empty = names.bind(np.empty, "numpy_empty")
-    acc = f"{p}r"
-    lines.append(f"{acc} = {empty}({width})")
-    pick = names.bind(np.maximum if fr.kind == "max" else np.minimum, f"numpy_{fr.kind}imum")
-    i, j, v = f"{p}i", f"{p}j", f"{p}v"
-
-    def step(target: str) -> str:
-        if fr.kind in ("max", "min"):
-            return f"{target} = {pick}({target}, {v})"
-        return f"{target} += {v}"
-
-    first = f"{x}[0, {j}]" if fr.axis == 0 else f"{x}[{j}, 0]"
+    acc, v, j = f"{p}r", f"{p}v", f"{p}j"
+    start = {"max": "-numpy_inf", "min": "numpy_inf"}.get(fr.kind, "0.0")
+    start = start.replace("numpy_inf", names.bind(np.inf, "numpy_inf")) if fr.kind in ("max", "min") else start
     if fr.kind in ("max", "min"):
-        lines += [f"for {j} in range({width}):", f"    {acc}[{j}] = {first}"]
-        start = "1"
+        pick = names.bind(np.maximum if fr.kind == "max" else np.minimum, f"numpy_{fr.kind}imum")
+        step = f"{pick}({{0}}, {v})"
     else:
-        lines += [f"for {j} in range({width}):", f"    {acc}[{j}] = 0.0"]
-        start = "0"
+        step = f"{{0}} + {v}"
+    lines += [f"{acc} = {empty}({width})", f"for {j} in range({width}):", f"    {acc}[{j}] = {start}"]
     if fr.axis == 0:
         lines += [
-            f"for {i} in range({start}, {n0}):",
-            f"    for {j} in range({n1}):",
-            f"        {v} = {x}[{i}, {j}]",
-            f"        {step(f'{acc}[{j}]')}",
+            f"for {ri} in range({n0}):",
+            f"    for {ci} in range({n1}):",
+            f"        {v} = {elem}",
+            f"        {acc}[{ci}] = {step.format(f'{acc}[{ci}]')}",
         ]
     else:
         s = f"{p}s"
         lines += [
-            f"for {j} in {PRANGE if parallel else 'range'}({n0}):",
-            f"    {s} = {acc}[{j}]",
-            f"    for {i} in range({start}, {n1}):",
-            f"        {v} = {x}[{j}, {i}]",
-            f"        {step(s)}",
-            f"    {acc}[{j}] = {s}",
+            f"for {ri} in {PRANGE if parallel else 'range'}({n0}):",
+            f"    {s} = {acc}[{ri}]",
+            f"    for {ci} in range({n1}):",
+            f"        {v} = {elem}",
+            f"        {s} = {step.format(s)}",
+            f"    {acc}[{ri}] = {s}",
         ]
     if fr.kind == "mean":
         lines += [f"for {j} in range({width}):", f"    {acc}[{j}] = {acc}[{j}] / {length}"]
