@@ -32,6 +32,7 @@ for it with the loop nest. Fusing keeps numpy's meaning:
 
 from __future__ import annotations
 
+import math
 import operator
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple, Union
@@ -165,8 +166,8 @@ def _is_f8_array(node: Any, ndim: int) -> bool:
 
 
 def _is_scalar(arg: Any) -> bool:
-    if type(arg) in (int, float):
-        return type(arg) is float or abs(arg) < 2**53
+    if type(arg) in (int, float):  # written as a literal: finite, and exact as a float
+        return math.isfinite(arg) if type(arg) is float else abs(arg) < 2**53
     if not isinstance(arg, Node):
         return False
     meta = arg.meta.get("val")
