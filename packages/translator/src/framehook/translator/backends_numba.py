@@ -9,8 +9,10 @@
 The graph is written as Python by the same code generator the ``eager`` backend uses (one
 straight-line function; loop nodes become ``for``/``while`` loops), and that function is
 compiled in nopython mode with bounds checks on (an index out of range raises IndexError as
-in plain code). Elementwise chains are left to numba's array expressions, reductions and
-matmuls to numba's numpy support.
+in plain code). Before that, ``numba_fusion`` rewrites sliced float64 stores, float64
+elementwise trees over matrices and axis reductions of float64 matrices into explicit loop
+nests (no temporary per operation); other elementwise chains are left to numba's array
+expressions, whole-array reductions and matmuls to numba's numpy support.
 
 Compilation happens on the graph's first call with each argument signature, in numba's
 on-disk cache: the generated source is written to a file whose name hashes the source, what
@@ -31,7 +33,9 @@ A graph runs as the eager backend's code for good (a *fallback*, reported as FH0
   (Python integers that could outgrow int64, integer-array ``//``/``%``, Python scalars with
   narrow integer arrays), or a bound value numba would freeze or cannot call;
 * numba cannot type or lower the graph (any error numba raises while compiling: it never
-  reaches the user), or types a value with another dtype than numpy;
+  reaches the user), or types a value with another dtype than numpy; each top-level loop
+  node of a graph refused this way (or by the checks above) is then tried as a kernel of
+  its own, with its own fallback;
 * it returns a view of an input (numba's views are not ``.base``-linked to it), needed the
   eager redo on ``RERUN_LIMIT`` calls, or was not measured faster than eager (by
   ``KEEP_BELOW``) over its first calls
