@@ -1,6 +1,7 @@
 """The numba backend against plain numpy and the eager backend, in one run.
 
     python packages/translator/benchmarks/bench_numba.py [--repeat N] [--skip-corpus] [--first N]
+        [--only KERNEL ...] [--parallel] [--no-fuse]
 
 Prints three markdown tables:
 
@@ -11,6 +12,10 @@ Prints three markdown tables:
    loop, an explicit-loop reduction): plain, eager, numba, each kernel's ratios;
 3. first calls in fresh processes: cold (empty numba cache) and warm (the cache the cold run
    filled), median and maximum over the loop-heavy kernels, with numba's share.
+
+``--parallel`` compiles with numba's ``parallel=True`` (the lowered loops' independent rows
+under ``prange``), ``--no-fuse`` without the loop lowering of ``numba_fusion``: both only
+to measure the backend's choices.
 
 Steady state: plain and the optimized functions alternate, each the median of ``--repeat``
 timeit repeats of enough calls to last about 20 ms. Nothing here is asserted: the figures
@@ -272,9 +277,15 @@ def main():
     ap.add_argument("--first", type=int, default=3, help="fresh-process runs for the first-call table")
     ap.add_argument("--skip-corpus", action="store_true")
     ap.add_argument("--only", nargs="*", help="kernels to run (default: all)")
+    ap.add_argument("--parallel", action="store_true", help="compile with parallel=True and prange")
+    ap.add_argument("--no-fuse", action="store_true", help="without the loop lowering (numba_fusion)")
     ap.add_argument("--first-worker", action="store_true", help=argparse.SUPPRESS)
     opts = ap.parse_args()
     warnings.simplefilter("ignore")
+    from framehook.translator import backends_numba as bnb
+
+    bnb.PARALLEL = opts.parallel
+    bnb.FUSE = not opts.no_fuse
     if opts.first_worker:
         _first_worker()
         return
@@ -283,6 +294,7 @@ def main():
     print(
         f"Python {platform.python_version()}, numpy {np.__version__}, numba {numba.__version__}, "
         f"{os.cpu_count()} cores; numba cache in {os.environ.get('FRAMEHOOK_NUMBA_CACHE_DIR', 'the default')}"
+        f"{'; parallel=True' if opts.parallel else ''}{'; no loop lowering' if opts.no_fuse else ''}"
     )
     if not opts.skip_corpus:
         corpus_table(opts.repeat)

@@ -9,8 +9,10 @@
 The graph is written as Python by the same code generator the ``eager`` backend uses (one
 straight-line function; loop nodes become ``for``/``while`` loops), and that function is
 compiled in nopython mode with bounds checks on (an index out of range raises IndexError as
-in plain code). Elementwise chains are left to numba's array expressions, reductions and
-matmuls to numba's numpy support.
+in plain code). Before that, ``numba_fusion`` rewrites sliced float64 stores, float64
+elementwise trees over matrices and axis reductions of float64 matrices into explicit loop
+nests (no temporary per operation); other elementwise chains are left to numba's array
+expressions, whole-array reductions and matmuls to numba's numpy support.
 
 Compilation happens on the graph's first call with each argument signature, in numba's
 on-disk cache: the generated source is written to a file whose name hashes the source, what
@@ -31,7 +33,9 @@ A graph runs as the eager backend's code for good (a *fallback*, reported as FH0
   (Python integers that could outgrow int64, integer-array ``//``/``%``, Python scalars with
   narrow integer arrays), or a bound value numba would freeze or cannot call;
 * numba cannot type or lower the graph (any error numba raises while compiling: it never
-  reaches the user), or types a value with another dtype than numpy;
+  reaches the user), or types a value with another dtype than numpy; each top-level loop
+  node of a graph refused this way (or by the checks above) is then tried as a kernel of
+  its own, with its own fallback;
 * it returns a view of an input (numba's views are not ``.base``-linked to it), needed the
   eager redo on ``RERUN_LIMIT`` calls, or was not measured faster than eager (by
   ``KEEP_BELOW``) over its first calls
@@ -64,7 +68,9 @@ from .backends import register_backend
 from .exc import InvalidBackendError
 from .graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
 from .graph import codegen
-from . import fpstatus
+from .graph.ir import map_arg
+from .graph.loop import is_loop
+from . import fpstatus, numba_fusion
 from .numba_checks import ARG_INT_BITS, integer_risk, mutated_inputs
 
 __all__ = [
@@ -90,6 +96,11 @@ _ARG_INT = 2**ARG_INT_BITS
 RERUN_LIMIT = 3
 #: a measured kernel is kept when its fastest call took at most this share of eager's fastest
 KEEP_BELOW = 0.9
+#: write sliced elementwise stores and axis reductions as explicit loops (``numba_fusion``)
+FUSE = True
+#: compile with ``parallel=True``, the lowered loops' independent rows under ``prange``:
+#: off, as it was not measured faster on a 2-core machine (BENCHMARKS.md); for benchmarks
+PARALLEL = False
 
 
 def require_numba() -> Any:
@@ -243,11 +254,12 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = ()) -> Lowered:
     if why is not None:
         return Lowered("", {}, "", why)
     names = codegen._Names()
+    work, fused = numba_fusion.rewrite(graph) if FUSE else (graph, [])
     try:
-        source, _ = codegen._source(graph, names, "forward", lambda node: None)
+        source, _ = codegen._source(work, names, "forward", lambda node: None)
     except codegen.GraphCodegenError as e:
         return Lowered("", {}, "", str(e))
-    source = _without_del(source)
+    source = _without_del(numba_fusion.expand(source, fused, names, PARALLEL))
     scope = dict(names.globals)
     for name in [n for n, v in scope.items() if v is np.errstate]:
         # numba cannot enter a context manager: the block's statements run plain and the
@@ -266,8 +278,10 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = ()) -> Lowered:
             return Lowered(source, {}, "", why)
         parts.append(f"{name} = {text}")
     numba = require_numba()
+    if numba_fusion.PRANGE in source:
+        scope[numba_fusion.PRANGE] = numba.prange
     parts += [_type_text(v) for v in example_inputs]
-    parts += [sys.version, np.__version__, numba.__version__]
+    parts += [sys.version, np.__version__, numba.__version__, numba_fusion.VERSION, f"parallel={PARALLEL}"]
     key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
     dtypes = {}
     for node, var in names._vars.items():
@@ -366,6 +380,8 @@ class NumbaGraph:
         self.framehook_untraced = True
         if self.fallback_reason is not None:
             self._note(NumbaNote(graph.name, "fallback", self.fallback_reason, lowering_seconds))
+            if lowered.reason is not None:
+                self._loops_alone()
 
     def _note(self, note: NumbaNote) -> None:
         self.notes.append(note)
@@ -409,6 +425,35 @@ class NumbaGraph:
         self.fallback_reason = reason
         self._note(NumbaNote(self.graph.name, "fallback", reason, self.lowering_seconds))
 
+    def _loops_alone(self) -> None:
+        """The graph runs eager, but each of its loop nodes is tried as a kernel of its own
+        (with its own fallback): a statement numba cannot type outside a loop then no
+        longer keeps the loop from compiling."""
+        graph = self.graph
+        loops = [n for n in graph.nodes if n.kind is NodeKind.CALL and is_loop(n.target)]
+        if not loops or graph.meta.get("one_loop"):
+            return
+        new = Graph(graph.name, names_from=graph)
+        new.meta = dict(graph.meta)
+        mapping: Dict[Node, Node] = {}
+        for node in graph.nodes:
+            args = map_arg(node.args, lambda n: mapping[n])
+            kwargs = map_arg(node.kwargs, lambda n: mapping[n])
+            if node in loops:
+                inner = _loop_graph(node)
+                start = time.perf_counter()
+                kernel = NumbaGraph(inner, lower(inner), time.perf_counter() - start)
+                made = new._add(NodeKind.CALL, kernel, tuple(mapping[n] for n in node.inputs()), {}, node.name)
+            elif node.kind is NodeKind.PLACEHOLDER:
+                made = new.placeholder(node.target, node.meta.get("val"))
+            else:
+                made = new._add(node.kind, node.target, args, kwargs, node.name)
+            made.meta = dict(node.meta)
+            if node in loops:
+                made.meta["impure"] = True  # a statement of its own, in order
+            mapping[node] = made
+        self.eager = new.forward
+
     def _dispatcher(self) -> Any:
         if self.dispatcher is None:
             numba = require_numba()
@@ -423,7 +468,7 @@ class NumbaGraph:
                 module.__dict__.update(self.lowered.scope)
                 exec(compile(self.lowered.source, path, "exec"), module.__dict__)  # noqa: S102 - generated
                 sys.modules[name] = module
-            self.dispatcher = numba.njit(cache=True, boundscheck=True)(module.forward)
+            self.dispatcher = numba.njit(cache=True, boundscheck=True, parallel=PARALLEL)(module.forward)
         return self.dispatcher
 
     def _prepare(self, key: Tuple[Any, ...], args: Sequence[Any]) -> bool:
@@ -448,6 +493,7 @@ class NumbaGraph:
                 if os.path.exists(refused):  # numba refused it before: do not spend the time again
                     with open(refused) as f:
                         self._fall_back(f.read())
+                    self._loops_alone()
                     return False
                 stats = dispatcher.stats
                 hits = stats.cache_hits.copy() if hasattr(stats, "cache_hits") else {}
@@ -463,6 +509,7 @@ class NumbaGraph:
                         _write_source(self._marker(signature, "refused"), reason)
                     except OSError:  # a read-only cache: numba is asked again next time
                         pass
+                    self._loops_alone()
                 return False
             seconds = time.perf_counter() - start
             differs = self._checked(dispatcher, signature)
@@ -599,6 +646,30 @@ class NumbaGraph:
                 array[...] = copy
             return self.eager(*args)
         return value
+
+
+def _loop_graph(node: Node) -> Graph:
+    """A graph of one loop node: its inputs as placeholders, the loop's value as output."""
+    graph = Graph(f"{node.graph.name}_{node.name}", names_from=node.graph)
+    graph.meta = dict(node.graph.meta, one_loop=True)
+    inputs = {n: graph.placeholder(n.name, n.meta.get("val")) for n in node.inputs()}
+    for n, ph in inputs.items():
+        ph.meta = dict(n.meta)
+    loop = graph._add(
+        NodeKind.CALL,
+        node.target,
+        map_arg(node.args, lambda n: inputs[n]),
+        map_arg(node.kwargs, lambda n: inputs[n]),
+        node.name,
+    )
+    loop.meta = dict(node.meta)
+    # the carried values one by one, each with its type (given back as plain code has them)
+    items = tuple(
+        graph._add(NodeKind.CALL, operator.getitem, (loop, i), {}, "carried", ph.meta.get("val"))
+        for i, ph in enumerate(node.target.carried)
+    )
+    graph.output(items)
+    return graph
 
 
 def _numba_backend(graph: Any, example_inputs: Sequence[Any]) -> Callable[..., Any]:

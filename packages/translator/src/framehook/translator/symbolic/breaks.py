@@ -182,7 +182,10 @@ _TABLE = [
         "returned a view of an input, needed plain Python's floating-point error handling or exceptions "
         "on 3 calls (each of those calls was redone eager, with plain's warnings and errors), or was not "
         "measured at least 10% faster than eager over its first calls. `explain(fn, backend=\"numba\")` "
-        "lists these under backend notes, with the compile time of every graph that did compile",
+        "lists these under backend notes, with the compile time of every graph that did compile. When "
+        "the whole graph is refused at lowering or by numba, each of its top-level loop nodes is still "
+        "tried as a kernel of its own (listed as `<graph>_<loop>`, with its own FH016 when it too runs "
+        "eager), so a statement numba cannot take outside a loop does not keep the loop from compiling",
         "the result is the same as plain; for speed, keep the graph to numpy arrays, numbers and the "
         "numpy functions numba supports, or move the named operation out of the hot function",
     ),

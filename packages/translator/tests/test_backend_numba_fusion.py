@@ -1,0 +1,170 @@
+"""The numba backend's loop lowering (``numba_fusion``): sliced elementwise stores become
+index loops and axis reductions become loops, and the results, warnings, exceptions and
+argument writes stay plain numpy's, including where the stored array is read (behind or
+ahead of the loop), where two arguments share memory, and where a slice broadcasts.
+
+Each function here compiles one small kernel (a second or two each, more under a tracer).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, List
+
+import numpy as np
+import pytest
+
+numba = pytest.importorskip("numba", reason="numba is not installed for this interpreter")
+import framehook.translator as ft  # noqa: E402
+from framehook.translator import backends_numba as bnb  # noqa: E402
+from framehook.translator import numba_fusion  # noqa: E402
+from framehook.translator.graph import Graph  # noqa: E402
+from test_backend_numba import assert_as_plain, numba_cache  # noqa: E402,F401 - the cache fixture
+
+
+def _graph(fn: Any, *args: Any) -> Graph:
+    from framehook.translator.symbolic import add_observer, remove_observer
+
+    reports: List[Any] = []
+    add_observer(reports.append)
+    try:
+        ft.reset()
+        ft.optimize("eager")(fn)(*args)
+    finally:
+        remove_observer(reports.append)
+        ft.reset()
+    return reports[0].graph
+
+
+def _stores(graph: Graph) -> int:
+    count = 0
+    for node in graph.nodes:
+        count += node.target is operator.setitem
+        body = getattr(node.target, "body", None)
+        count += _stores(body) if isinstance(body, Graph) else 0
+    return count
+
+
+def _fused(graph: Graph) -> List[Any]:
+    return numba_fusion.rewrite(graph)[1]
+
+
+def _stencil(a, b, steps):
+    for _ in range(steps):
+        b[1:-1, 1:-1] = 0.25 * (a[1:-1, :-2] + a[1:-1, 2:] + a[:-2, 1:-1] + a[2:, 1:-1])
+        a[1:-1, 1:-1] = 0.25 * (b[1:-1, :-2] + b[1:-1, 2:] + b[:-2, 1:-1] + b[2:, 1:-1])
+    return a
+
+
+def test_a_stencil_store_is_one_loop_nest_and_agrees():
+    args = (np.arange(30.0).reshape(5, 6) ** 1.5, np.zeros((5, 6)), 3)
+    graph = _graph(_stencil, *args)
+    fused = _fused(graph)
+    # every store (those of the loop's first iterations and the two in its body)
+    assert len(fused) == _stores(graph) >= 4 and all(not f.through_temp for f in fused)
+    source = bnb.lower(_graph(_stencil, *args), args).source
+    assert "operator" not in source and "for _fh0_i1 in range(1, 1 + " in source, source
+    notes = assert_as_plain(_stencil, args, (np.ones((3, 3)), np.zeros((3, 3)), 2))
+    assert {n.status for n in notes} == {"compiled"}, [str(n) for n in notes]
+
+
+def _own_reads(x, y):
+    x[1:] = x[:-1] * 2.0 + x[1:]  # reads elements the loop wrote: through a temporary
+    y[:-1] = y[1:] * 0.5 - y[:-1]  # reads only elements not written yet: straight
+    return x, y
+
+
+def test_a_store_reading_its_own_array_keeps_numpys_meaning():
+    args = (np.arange(1.0, 9.0), np.arange(1.0, 9.0) ** 2)
+    assert [f.through_temp for f in _fused(_graph(_own_reads, *args))] == [True, False]
+    notes = assert_as_plain(_own_reads, args, (np.ones(1), np.ones(1)))
+    assert {n.status for n in notes} == {"compiled"}, [str(n) for n in notes]
+
+
+def _smooth(a, b):
+    b[1:-1] = (a[:-2] + a[2:]) * 0.5
+    return b
+
+
+def test_arguments_sharing_memory_run_eager_as_plain():
+    x = np.arange(10.0) ** 2
+    notes = assert_as_plain(_smooth, (x, x), (x[1:], x[:-1]), (x.copy(), np.zeros(10)))
+    assert "compiled" in [n.status for n in notes], [str(n) for n in notes]
+
+
+def _relax(p):
+    for k in range(p.shape[0]):
+        p[:, :] = np.minimum(p, p[:, k : k + 1] + p[k : k + 1, :])
+    return p
+
+
+def test_a_broadcast_slice_of_the_stored_array_goes_through_a_temporary():
+    rng = np.random.default_rng(3)
+    dist = rng.uniform(-1.0, 5.0, (6, 6))  # negative entries: an in-place update would differ
+    fused = _fused(_graph(_relax, dist.copy()))
+    assert fused and all(f.through_temp for f in fused)
+    notes = assert_as_plain(_relax, (dist,), (rng.uniform(0.0, 1.0, (3, 3)),))
+    assert "compiled" in [n.status for n in notes], [str(n) for n in notes]
+
+
+def _moved(a, b):
+    t = a[1:] * 2.0
+    a[0] = 7.0  # a write between the read and the store: the read cannot move
+    b[1:] = t + a[:-1]
+    return b
+
+
+def test_a_read_is_never_moved_past_a_write():
+    args = (np.arange(5.0), np.zeros(5))
+    graph = _graph(_moved, *args)
+    assert len([n for n in graph.nodes if n.target is operator.setitem]) == 2
+    assert _fused(graph) == []
+    assert_as_plain(_moved, args)
+
+
+def _stats(x):
+    mean = x.mean(axis=0)
+    top = np.max(x, axis=1, keepdims=True)
+    low = x.min(axis=-1)
+    e = np.exp(x - top)
+    return mean, x.sum(axis=1), top, low, np.sqrt(((x - mean) ** 2).mean(axis=0)), e / e.sum(axis=1, keepdims=True)
+
+
+def test_axis_reductions_compile_as_loops_and_agree():
+    x = np.random.default_rng(1).standard_normal((7, 5))
+    fused = _fused(_graph(_stats, x))
+    kinds = [(f.kind, f.axis, f.keepdims) for f in fused if isinstance(f, numba_fusion.FusedReduce)]
+    # exp(x - top) and e / e.sum(...), broadcast along rows, are each one loop nest into a
+    # new array; ((x - mean) ** 2).mean(axis=0) computes each element where it adds it
+    assert [len(f.reads) for f in fused if isinstance(f, numba_fusion.FusedStore)] == [2, 2]
+    trees = [f.tree for f in fused if isinstance(f, numba_fusion.FusedReduce) and f.tree is not None]
+    assert len(trees) == 1 and trees[0].expr[1] is operator.pow
+    assert sorted(kinds) == [
+        ("max", 1, True),
+        ("mean", 0, False),
+        ("mean", 0, False),
+        ("min", 1, False),
+        ("sum", 1, False),
+        ("sum", 1, True),
+    ]
+    nan = x.copy()
+    nan[2, 3] = np.nan
+    notes = assert_as_plain(_stats, (x,), (nan,), (np.ones((0, 3)),))
+    assert "compiled" in [n.status for n in notes], [str(n) for n in notes]
+
+
+def _typed_then_loop(x, n):
+    y = x.astype(np.dtype("float64"))  # a bound dtype object: numba cannot take the graph
+    s = 0.0
+    for i in range(n):
+        s = s * 0.5 + y[i]
+        y[i] = s
+    return y, s
+
+
+def test_a_graph_numba_refuses_still_compiles_its_loop_alone():
+    notes = assert_as_plain(_typed_then_loop, (np.arange(6.0), 5), (np.arange(3.0), 3))
+    outer = [n for n in notes if n.status == "fallback"]
+    loops = [n for n in notes if n.status == "compiled"]
+    assert outer and "numba does not compile" in outer[0].reason and outer[0].code == "FH016"
+    assert loops and all(n.graph.endswith("_loop") for n in loops), [str(n) for n in notes]
