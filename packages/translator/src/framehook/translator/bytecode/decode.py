@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import bisect
+import collections
 import dis
 import opcode
 import types
-from typing import Dict, List, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from .opcodes import CELL_OPS, EXTENDED_ARG, SINGLE_LOCAL_OPS, JUMPS, cache_entries, has_arg, jump_target_offset
 from .arguments import DECODER
@@ -31,11 +33,31 @@ def localsplus_names(fields: Mapping[str, Sequence[str]]) -> List[str]:
     return names + list(fields["co_freevars"])
 
 
+# dis's view of recently decoded code objects, by identity (equal code objects may differ in
+# their line tables): a frame is decoded again for every trace, restart and inlined call,
+# and dis.get_instructions was most of that
+_TABLES: "collections.OrderedDict[int, Tuple[types.CodeType, Dict[int, Any], List[Any]]]" = collections.OrderedDict()
+_TABLES_KEPT = 256
+
+
+def _tables(code: types.CodeType) -> Tuple[Dict[int, Any], List[Any]]:
+    """``dis``'s (argval, argrepr) per instruction offset, and the positions per code unit."""
+    found = _TABLES.get(id(code))
+    if found is not None and found[0] is code:
+        _TABLES.move_to_end(id(code))
+        return found[1], found[2]
+    info = {i.offset: (i.argval, i.argrepr) for i in dis.get_instructions(code)}
+    units = unit_positions(code)
+    _TABLES[id(code)] = (code, info, units)
+    if len(_TABLES) > _TABLES_KEPT:
+        _TABLES.popitem(last=False)
+    return info, units
+
+
 def decode(code: types.CodeType) -> List[Instruction]:
     """Decode ``code``; EXTENDED_ARG prefixes and inline caches are folded into instructions."""
     raw = code.co_code
-    info = {i.offset: i for i in dis.get_instructions(code)}
-    units = unit_positions(code)
+    info, units = _tables(code)
     insts: List[Instruction] = []
     by_start: Dict[int, Instruction] = {}
     op_offsets: List[int] = []
@@ -64,10 +86,10 @@ def decode(code: types.CodeType) -> List[Instruction]:
             op,
             opcode.opname[op],
             arg,
-            d.argval if d is not None else None,
+            d[0] if d is not None else None,
             offset=start,
             positions=where,
-            argrepr=d.argrepr if d is not None else "",
+            argrepr=d[1] if d is not None else "",
             min_ext=n_ext,
         )
         if n_ext and units[start // 2] != where:
@@ -96,12 +118,15 @@ def decode(code: types.CodeType) -> List[Instruction]:
                 )
             inst.target = target
     if BEHAVIOUR.exception_table:
+        starts = [inst.offset for inst in insts]
         for e in parse_exception_table(code.co_exceptiontable):
             handler = by_start.get(e.target)
             if handler is None:
                 raise BytecodeDecodeError(f"{code.co_name}: exception handler at {e.target} starts no instruction")
             entry = ExnTabEntry(handler, e.depth, e.lasti)
-            for inst in insts:
-                if e.start <= inst.offset < e.end:  # type: ignore[operator]
-                    inst.exn_tab_entry = entry
+            # instructions are in offset order: only those of the entry's range are visited
+            k = bisect.bisect_left(starts, e.start)
+            while k < len(insts) and starts[k] < e.end:
+                insts[k].exn_tab_entry = entry
+                k += 1
     return insts
