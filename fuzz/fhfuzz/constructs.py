@@ -239,21 +239,16 @@ def draw_sources(count: int, seed: int = 0) -> List[str]:
     """``count`` grammar program sources (fhfuzz.grammar.grammar_sources, what
     fhfuzz.strategies.programs(["grammar"]) puts in its programs), drawn deterministically: a
     Hypothesis run with a fixed seed, no database and no shrinking."""
-    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import given
     from hypothesis import seed as fixed_seed
 
+    from fhfuzz.drawing import drawing
     from fhfuzz.grammar import grammar_sources
 
     sources: List[str] = []
 
     @fixed_seed(seed)
-    @settings(
-        max_examples=count,
-        database=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-        deadline=None,
-    )
+    @drawing(max_examples=count)
     @given(grammar_sources())
     def collect(source: str) -> None:
         sources.append(source)

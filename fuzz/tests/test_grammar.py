@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import find, given, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -19,16 +19,11 @@ import programs  # noqa: E402
 import run  # noqa: E402
 from fhfuzz import constructs  # noqa: E402
 from fhfuzz.grammar import DRIVER, PARAMETERS, grammar_sources  # noqa: E402
+from fhfuzz.drawing import drawing  # noqa: E402
 from fhfuzz.program import Program  # noqa: E402
 from fhfuzz.strategies import FAMILIES, SEEDED_FAMILIES, programs as program_strategy  # noqa: E402
 
-FAST = settings(
-    derandomize=True,
-    database=None,
-    deadline=None,
-    phases=[Phase.generate],
-    suppress_health_check=list(HealthCheck),
-)
+FAST = drawing(derandomize=True)
 
 
 def outcome(fn, args):

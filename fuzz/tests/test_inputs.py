@@ -9,21 +9,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given, settings
 from hypothesis.extra import numpy as hnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fhfuzz import inputs  # noqa: E402
+from fhfuzz.drawing import drawing  # noqa: E402
 from fhfuzz.program import evaluate_arguments  # noqa: E402
 
-FAST = settings(
-    derandomize=True,
-    database=None,
-    deadline=None,
-    phases=[Phase.generate],
-    suppress_health_check=list(HealthCheck),
-)
+FAST = drawing(derandomize=True)
 
 
 def rebuild(text):
