@@ -445,38 +445,37 @@ def _cache_note(fn: Any, *args: Any) -> List[bnb.NumbaNote]:
     return [n for n in seen if n.status == "compiled"]
 
 
-def test_lowering_key_changes_with_the_graph_and_the_input_types():
+def captured_graph(fn: Any, *args: Any) -> Any:
+    """The graph the eager translator captures from ``fn(*args)`` (nothing cached after)."""
     from framehook.translator.symbolic import add_observer, remove_observer
 
+    reports: List[Any] = []
+    add_observer(reports.append)
+    try:
+        ft.reset()
+        ft.optimize("eager")(fn)(*args)
+    finally:
+        remove_observer(reports.append)
+        ft.reset()
+    return reports[0].graph
+
+
+def test_lowering_key_changes_with_the_graph_and_the_input_types():
     def axpy(a, x, y):
         return a * x + y
 
     def axmy(a, x, y):
         return a * x - y
 
-    graphs: List[Any] = []
-
-    def grab(fn: Any, *args: Any) -> Any:
-        reports: List[Any] = []
-        add_observer(reports.append)
-        try:
-            ft.reset()
-            ft.optimize("eager")(fn)(*args)
-        finally:
-            remove_observer(reports.append)
-            ft.reset()
-        return reports[0].graph
-
     f64 = (2.0, np.ones(3), np.ones(3))
     f32 = (2.0, np.ones(3, np.float32), np.ones(3, np.float32))
     keys = {
-        bnb.lower(grab(axpy, *f64), f64).key,
-        bnb.lower(grab(axpy, *f32), f32).key,
-        bnb.lower(grab(axmy, *f64), f64).key,
+        bnb.lower(captured_graph(axpy, *f64), f64).key,
+        bnb.lower(captured_graph(axpy, *f32), f32).key,
+        bnb.lower(captured_graph(axmy, *f64), f64).key,
     }
-    graphs.append(keys)
     assert len(keys) == 3 and all(keys)
-    assert bnb.lower(grab(axpy, *f64), f64).key in keys  # the same graph and types: the same key
+    assert bnb.lower(captured_graph(axpy, *f64), f64).key in keys  # the same graph and types: the same key
 
 
 _CHILD = textwrap.dedent("""

@@ -15,25 +15,10 @@ import numpy as np
 import pytest
 
 numba = pytest.importorskip("numba", reason="numba is not installed for this interpreter")
-import framehook.translator as ft  # noqa: E402
 from framehook.translator import backends_numba as bnb  # noqa: E402
 from framehook.translator import numba_fusion  # noqa: E402
 from framehook.translator.graph import Graph  # noqa: E402
-from test_backend_numba import assert_as_plain, numba_cache  # noqa: E402,F401 - the cache fixture
-
-
-def _graph(fn: Any, *args: Any) -> Graph:
-    from framehook.translator.symbolic import add_observer, remove_observer
-
-    reports: List[Any] = []
-    add_observer(reports.append)
-    try:
-        ft.reset()
-        ft.optimize("eager")(fn)(*args)
-    finally:
-        remove_observer(reports.append)
-        ft.reset()
-    return reports[0].graph
+from test_backend_numba import assert_as_plain, captured_graph, numba_cache  # noqa: E402,F401 - the cache fixture
 
 
 def _stores(graph: Graph) -> int:
@@ -58,11 +43,11 @@ def _stencil(a, b, steps):
 
 def test_a_stencil_store_is_one_loop_nest_and_agrees():
     args = (np.arange(30.0).reshape(5, 6) ** 1.5, np.zeros((5, 6)), 3)
-    graph = _graph(_stencil, *args)
+    graph = captured_graph(_stencil, *args)
     fused = _fused(graph)
     # every store (those of the loop's first iterations and the two in its body)
     assert len(fused) == _stores(graph) >= 4 and all(not f.through_temp for f in fused)
-    source = bnb.lower(_graph(_stencil, *args), args).source
+    source = bnb.lower(captured_graph(_stencil, *args), args).source
     assert "operator" not in source and "for _fh0_i1 in range(1, 1 + " in source, source
     notes = assert_as_plain(_stencil, args, (np.ones((3, 3)), np.zeros((3, 3)), 2))
     assert {n.status for n in notes} == {"compiled"}, [str(n) for n in notes]
@@ -76,7 +61,7 @@ def _own_reads(x, y):
 
 def test_a_store_reading_its_own_array_keeps_numpys_meaning():
     args = (np.arange(1.0, 9.0), np.arange(1.0, 9.0) ** 2)
-    assert [f.through_temp for f in _fused(_graph(_own_reads, *args))] == [True, False]
+    assert [f.through_temp for f in _fused(captured_graph(_own_reads, *args))] == [True, False]
     notes = assert_as_plain(_own_reads, args, (np.ones(1), np.ones(1)))
     assert {n.status for n in notes} == {"compiled"}, [str(n) for n in notes]
 
@@ -101,7 +86,7 @@ def _relax(p):
 def test_a_broadcast_slice_of_the_stored_array_goes_through_a_temporary():
     rng = np.random.default_rng(3)
     dist = rng.uniform(-1.0, 5.0, (6, 6))  # negative entries: an in-place update would differ
-    fused = _fused(_graph(_relax, dist.copy()))
+    fused = _fused(captured_graph(_relax, dist.copy()))
     assert fused and all(f.through_temp for f in fused)
     notes = assert_as_plain(_relax, (dist,), (rng.uniform(0.0, 1.0, (3, 3)),))
     assert "compiled" in [n.status for n in notes], [str(n) for n in notes]
@@ -116,7 +101,7 @@ def _moved(a, b):
 
 def test_a_read_is_never_moved_past_a_write():
     args = (np.arange(5.0), np.zeros(5))
-    graph = _graph(_moved, *args)
+    graph = captured_graph(_moved, *args)
     assert len([n for n in graph.nodes if n.target is operator.setitem]) == 2
     assert _fused(graph) == []
     assert_as_plain(_moved, args)
@@ -132,7 +117,7 @@ def _stats(x):
 
 def test_axis_reductions_compile_as_loops_and_agree():
     x = np.random.default_rng(1).standard_normal((7, 5))
-    fused = _fused(_graph(_stats, x))
+    fused = _fused(captured_graph(_stats, x))
     kinds = [(f.kind, f.axis, f.keepdims) for f in fused if isinstance(f, numba_fusion.FusedReduce)]
     # exp(x - top) and e / e.sum(...), broadcast along rows, are each one loop nest into a
     # new array; ((x - mean) ** 2).mean(axis=0) computes each element where it adds it
