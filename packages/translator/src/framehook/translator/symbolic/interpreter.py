@@ -35,6 +35,7 @@ from .loops import LoopAbort, SymIter, SymRange, capture_loop, capture_while, ex
 from . import objects
 from .tracer import Tracer
 from .values import (
+    IMMUTABLE_TYPES,
     NULL,
     Cell,
     CellContents,
@@ -106,22 +107,6 @@ _CONVERTERS = {"str": str, "repr": repr, "ascii": ascii}
 
 def _convert(value: Any, conversion: Optional[str]) -> Any:
     return _CONVERTERS[conversion](value) if conversion else value
-
-
-_IMMUTABLE_TYPES = (
-    int,
-    float,
-    complex,
-    bool,
-    str,
-    bytes,
-    type(None),
-    range,
-    slice,
-    np.dtype,
-    np.generic,
-    type(Ellipsis),
-)
 
 
 class StopTrace(Exception):
@@ -580,9 +565,7 @@ class FrameTracer:
                         raise self.brk("FH008", f"the module-level array numpy.{name}")
                     return tracer.wrap(attr, None)  # numpy is trusted: its attributes are not guarded
                 return tracer.wrap(attr, AttrSource(obj.source, name) if obj.source is not None else None)
-            if isinstance(value, _IMMUTABLE_TYPES) or (
-                isinstance(value, type) and name in ("__name__", "__qualname__")
-            ):
+            if isinstance(value, IMMUTABLE_TYPES) or (isinstance(value, type) and name in ("__name__", "__qualname__")):
                 try:
                     attr = getattr(value, name)
                 except AttributeError as e:

@@ -13,23 +13,25 @@ import numpy as np
 from ..bytecode import Codegen
 from ..graph.ir import NodeKind
 from .breaks import CannotResume
-from .values import NULL, Const, DictV, FuncV, Lazy, ListV, MethodV, NewObjV, ObjV, SliceV, Tensor, TupleV
+from .values import (
+    IMMUTABLE_TYPES,
+    NULL,
+    Const,
+    DictV,
+    FuncV,
+    Lazy,
+    ListV,
+    MethodV,
+    NewObjV,
+    ObjV,
+    SliceV,
+    Tensor,
+    TupleV,
+)
 
 __all__ = ["Rebuilder"]
 
-_LOADABLE = (
-    int,
-    float,
-    complex,
-    bool,
-    str,
-    bytes,
-    type(None),
-    range,
-    slice,
-    np.dtype,
-    np.generic,
-    type(Ellipsis),
+_LOADABLE = IMMUTABLE_TYPES + (
     types.ModuleType,
     types.BuiltinFunctionType,
     type,

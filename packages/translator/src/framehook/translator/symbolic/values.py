@@ -24,10 +24,13 @@ import itertools
 import types
 from typing import Any, Dict, List, Optional, Tuple
 
+import numpy as np
+
 from ..graph import ArrayMeta, Node, ScalarMeta, TupleMeta
 from ..sources import Source
 
 __all__ = [
+    "IMMUTABLE_TYPES",
     "V",
     "Const",
     "Tensor",
@@ -55,6 +58,23 @@ __all__ = [
 
 #: creation order of mutable symbolic values: a loop being captured refuses to mutate a
 #: container made before its body started (each iteration would have to do it again)
+#: values of these types cannot change under the graph: a constant of them needs no guard
+#: on its contents, and generated code may load it as a constant
+IMMUTABLE_TYPES: Tuple[type, ...] = (
+    int,
+    float,
+    complex,
+    bool,
+    str,
+    bytes,
+    type(None),
+    range,
+    slice,
+    np.dtype,
+    np.generic,
+    type(Ellipsis),
+)
+
 _serials = itertools.count()
 
 
