@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from framehook.records.limits import DEFAULT
+
 from framehook.records import Limits, RecordLimitError, load, record_call, replay
 from framehook.records import container
 from framehook.records.cli import main as cli_main
@@ -236,7 +238,7 @@ def test_cli_limit_flag(tmp_path, capsys):
     assert cli_main(["replay", "--mode", "plain", "--limit", "nodes=10000", str(path)]) == 2
     refused = capsys.readouterr().out.strip().splitlines()
     assert len(refused) == 1 and refused[0].startswith("ERROR")
-    assert "lowered by the caller from the default 1000000" in refused[0] and "raise it" not in refused[0]
+    assert f"lowered by the caller from the default {DEFAULT.nodes}" in refused[0] and "raise it" not in refused[0]
     assert cli_main(["replay", "--mode", "plain", "--limit", "nodes=100000", str(path)]) == 0
     for bad in ("bogus=3", "nodes=0", "nodes"):
         with pytest.raises(SystemExit) as info:

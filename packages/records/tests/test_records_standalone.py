@@ -72,7 +72,8 @@ def test_records_replay_plain_records_with_nothing_else_installed(tmp_path):
     rc, listed, text = got["cli"]
     assert rc == 0 and listed == 0
     lines = text.splitlines()
-    assert lines[0].startswith("MATCH") and "plain match, shadow skip" in lines[0]
+    assert lines[0].startswith("PLAN") and lines[1] == "  imports: nothing"  # -v shows the plan first
+    assert lines[2].startswith("MATCH") and "plain match, shadow skip" in lines[2]
     assert "  shadow: skipped: framehook-runtime is not installed" in lines
     assert lines[-4:] == [
         "plain        available (framehook.records.modes:plain)",

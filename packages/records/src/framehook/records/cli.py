@@ -1,4 +1,10 @@
-"""``framehook replay FILE...``: one line per record; exit 1 on a mismatch, 2 on unreadable files."""
+"""``framehook replay FILE...``: one line per record.
+
+Exit status: 0 every record matched; 1 a record's replay differed (MISMATCH); 2 a file
+could not be read or replayed (ERROR), or the command line was wrong; 3 no mode ran for
+a record (NOT RUN: every mode skipped). When records end differently, an error wins over a
+mismatch, and a mismatch over a record that did not run.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +14,23 @@ from typing import Sequence
 
 from .errors import RecordError
 from .limits import DEFAULT, Limits, parse_assignment
-from .modes import describe_modes
+from .modes import STANDARD, describe_modes, registered
 from .text import printable
+from .trust import ReplayPlan
+
+EXIT_MISMATCH = 1
+EXIT_ERROR = 2
+EXIT_NOT_RUN = 3
+# which status wins when several records end differently: an error, then a mismatch
+_SEVERITY = {0: 0, EXIT_NOT_RUN: 1, EXIT_MISMATCH: 2, EXIT_ERROR: 3}
 
 
-def _parser() -> argparse.ArgumentParser:
+def _worse(a: int, b: int) -> int:
+    return a if _SEVERITY[a] >= _SEVERITY[b] else b
+
+
+def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The top-level parser and the replay subcommand's (whose usage its errors print)."""
     parser = argparse.ArgumentParser(prog="framehook", description="framehook command-line tools")
     sub = parser.add_subparsers(dest="command")
     rp = sub.add_parser("replay", help="replay execution records and compare their outcomes")
@@ -49,12 +67,32 @@ def _parser() -> argparse.ArgumentParser:
         help="raise or lower a decoding limit (repeatable); NAME is one of "
         + ", ".join(f"{n} (default {getattr(DEFAULT, n)})" for n in Limits.names()),
     )
-    rp.add_argument("-v", "--verbose", action="store_true", help="print every difference and skip reason")
-    return parser
+    rp.add_argument(
+        "--plan",
+        action="store_true",
+        help="print what each replay would import and bind, and run nothing",
+    )
+    rp.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print what the replay imports and binds before it runs, then every difference and skip reason",
+    )
+    return parser, rp
+
+
+def _plan_printer(name: str):
+    def show(plan: ReplayPlan) -> None:
+        print(f"PLAN     {printable(name)}")
+        for line in plan.lines():
+            print(f"  {printable(line)}")
+        sys.stdout.flush()  # shown before the record's code runs
+
+    return show
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
+    parser, rp = _parser()
     args = parser.parse_args(argv)
     if args.command != "replay":
         parser.print_help()
@@ -63,20 +101,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         describe_modes()
         return 0
     if not args.files:
-        parser.error("replay: give at least one FILE (or --list-modes)")
+        rp.error("give at least one FILE (or --list-modes)")
+    known = list(STANDARD) + sorted(m for m in registered() if m not in STANDARD)
+    for mode in args.mode or ():
+        if mode not in known:
+            rp.error(f"--mode {mode!r} is not a mode; expected one of {', '.join(known)}")
     changes = {}
     for text in args.limit:
         try:
             name, value = parse_assignment(text)
         except ValueError as exc:
-            parser.error(f"replay: {exc}")
+            rp.error(str(exc))
         changes[name] = value
     limits = DEFAULT.replace(**changes)
-    from .replay import replay
+    from .replay import plan, replay
 
     worst = 0
     for name in args.files:
         try:
+            if args.plan:
+                _plan_printer(name)(
+                    plan(
+                        name,
+                        trusted=args.trusted,
+                        prefer_source=args.source,
+                        trust_bytecode=args.trust_bytecode,
+                        limits=limits,
+                    )
+                )
+                continue
             result = replay(
                 name,
                 modes=args.mode,
@@ -84,18 +137,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                 prefer_source=args.source,
                 trust_bytecode=args.trust_bytecode,
                 limits=limits,
+                show=_plan_printer(name) if args.verbose else None,
             )
         except RecordError as exc:
             print(f"ERROR    {printable(str(exc))}")
-            worst = max(worst, 2)
+            worst = _worse(worst, EXIT_ERROR)
             continue
         except Exception as exc:  # never a raw traceback for one bad record
             print(f"ERROR    {printable(name)}: replay failed: {type(exc).__name__}: {printable(str(exc))}")
-            worst = max(worst, 2)
+            worst = _worse(worst, EXIT_ERROR)
             continue
-        print(result.report() if args.verbose or not result.ok else result.summary())
-        if not result.ok:
-            worst = max(worst, 1)
+        if args.verbose or not result.ok:
+            print(result.report(with_plan=not args.verbose))
+        else:
+            print(result.summary())
+        if result.verdict == "MISMATCH":
+            worst = _worse(worst, EXIT_MISMATCH)
+        elif result.verdict == "NOT RUN":
+            worst = _worse(worst, EXIT_NOT_RUN)
     sys.stdout.flush()
     return worst
 

@@ -383,6 +383,19 @@ _HASHABLE = {
 }
 
 
+# Where a node sits, for error messages: a name, or (parent, index or suffix), formatted
+# only when a message needs it.
+Where = Any
+
+
+def where_text(where: Where) -> str:
+    parts = []
+    while isinstance(where, tuple):
+        where, part = where
+        parts.append(f"[{part}]" if isinstance(part, int) else part)
+    return str(where) + "".join(reversed(parts))
+
+
 class Validator:
     """Checks value trees without running anything they name."""
 
@@ -394,48 +407,49 @@ class Validator:
         self.nodes = 0
         self.pickles = 0
 
-    def fail(self, where: str, message: str) -> RecordFormatError:
-        return RecordFormatError(f"{where}: {message}", self.path)
+    def fail(self, where: Where, message: str) -> RecordFormatError:
+        return RecordFormatError(f"{where_text(where)}: {message}", self.path)
 
-    def check(self, tree: Any, where: str, depth: int = 0, *, allow_empty_cell: bool = False) -> None:
+    def check(self, tree: Any, where: Where, depth: int = 0, *, allow_empty_cell: bool = False) -> None:
         if depth > MAX_DEPTH:
             raise self.fail(where, f"value nests deeper than {MAX_DEPTH} levels")
         self.nodes += 1
-        if tree is None or isinstance(tree, (bool, str)):
+        if tree is None or tree is True or tree is False or type(tree) is str:
             return
-        if not isinstance(tree, dict):
+        if type(tree) is not dict:
             raise self.fail(where, f"expected a tagged value, got JSON {type(tree).__name__}")
         tag = tree.get("t")
-        if not isinstance(tag, str) or tag not in _FIELDS:
+        shape = _SHAPES.get(tag) if type(tag) is str else None
+        if shape is None:
             raise self.fail(where, f"unknown value tag {tag!r}")
-        if tag == "empty_cell" and not allow_empty_cell:
-            raise self.fail(where, "empty_cell outside a closure")
-        fields = _FIELDS[tag]
-        if set(tree) != set(fields) | {"t"}:
+        keys, typed, counted, extra_check = shape
+        if tree.keys() != keys:
+            fields = _FIELDS[str(tag)]
             extra = sorted(set(tree) - set(fields) - {"t"})
             absent = sorted(set(fields) - set(tree))
             raise self.fail(where, f"{tag} value has unexpected fields {extra} / lacks {absent}")
-        for key, kind in fields.items():
-            if kind == "tree":
-                continue
+        if tag == "empty_cell" and not allow_empty_cell:
+            raise self.fail(where, "empty_cell outside a closure")
+        for key, kind in typed:
             value = tree[key]
             if kind is int:
                 if type(value) is not int or value < 0 or value > 10**9:
                     raise self.fail(where, f"{tag}.{key} must be a small non-negative integer")
             elif not isinstance(value, kind):
                 raise self.fail(where, f"{tag}.{key} must be a JSON {kind.__name__}")
-        if "id" in fields and tag in _MUTABLE_TAGS:
+        if counted:
             if tree["id"] != self.next_id:
                 raise self.fail(where, f"{tag} id {tree['id']} out of sequence (expected {self.next_id})")
             self.next_id += 1
-        getattr(self, "_check_" + tag, lambda *_: None)(tree, where, depth)
+        if extra_check is not None:
+            extra_check(self, tree, where, depth)
 
-    def _check_int(self, tree: dict, where: str, depth: int) -> None:
+    def _check_int(self, tree: dict, where: Where, depth: int) -> None:
         v = tree["v"]
         if len(v) > MAX_INT_HEX_DIGITS or not _HEX_INT.match(v):
             raise self.fail(where, "malformed integer")
 
-    def _float_text(self, text: str, where: str) -> None:
+    def _float_text(self, text: str, where: Where) -> None:
         if len(text) > 64:
             raise self.fail(where, "malformed float")
         try:
@@ -443,31 +457,35 @@ class Validator:
         except (ValueError, OverflowError):
             raise self.fail(where, f"malformed float {text[:30]!r}") from None
 
-    def _check_float(self, tree: dict, where: str, depth: int) -> None:
+    def _check_float(self, tree: dict, where: Where, depth: int) -> None:
         self._float_text(tree["v"], where)
 
-    def _check_complex(self, tree: dict, where: str, depth: int) -> None:
+    def _check_complex(self, tree: dict, where: Where, depth: int) -> None:
         self._float_text(tree["re"], where)
         self._float_text(tree["im"], where)
 
-    def _b64(self, text: str, where: str) -> bytes:
+    def _b64(self, text: str, where: Where) -> bytes:
         try:
             return base64.b64decode(text.encode("ascii"), validate=True)
         except (binascii.Error, UnicodeEncodeError, ValueError):
             raise self.fail(where, "malformed base64 data") from None
 
-    def _check_bytes(self, tree: dict, where: str, depth: int) -> None:
+    def _check_bytes(self, tree: dict, where: Where, depth: int) -> None:
         self._b64(tree["v"], where)
 
     _check_bytearray = _check_bytes
 
-    def _items(self, tree: dict, where: str, depth: int, *, hashable: bool = False) -> None:
+    def _items(self, tree: dict, where: Where, depth: int, *, hashable: bool = False) -> None:
+        check = self.check
         for i, item in enumerate(tree["items"]):
             if hashable:
-                self._hashable(item, f"{where}{{{i}}}")
-            self.check(item, f"{where}[{i}]", depth + 1)
+                self._hashable(item, (where, f"{{{i}}}"))
+            if item is None or type(item) is str or item is True or item is False:
+                self.nodes += 1  # the common leaves, without a call
+                continue
+            check(item, (where, i), depth + 1)
 
-    def _hashable(self, item: Any, where: str) -> None:
+    def _hashable(self, item: Any, where: Where) -> None:
         if item is None or isinstance(item, (bool, str)):
             return
         if not isinstance(item, dict) or item.get("t") not in _HASHABLE:
@@ -476,25 +494,25 @@ class Validator:
             for sub in item["items"]:
                 self._hashable(sub, where)
 
-    def _check_tuple(self, tree: dict, where: str, depth: int) -> None:
+    def _check_tuple(self, tree: dict, where: Where, depth: int) -> None:
         self._items(tree, where, depth)
 
     _check_list = _check_tuple
 
-    def _check_set(self, tree: dict, where: str, depth: int) -> None:
+    def _check_set(self, tree: dict, where: Where, depth: int) -> None:
         self._items(tree, where, depth, hashable=True)
 
     _check_frozenset = _check_set
 
-    def _check_dict(self, tree: dict, where: str, depth: int) -> None:
+    def _check_dict(self, tree: dict, where: Where, depth: int) -> None:
         for i, pair in enumerate(tree["items"]):
             if not isinstance(pair, list) or len(pair) != 2:
-                raise self.fail(f"{where}[{i}]", "dict item is not a [key, value] pair")
-            self._hashable(pair[0], f"{where}.key{i}")
-            self.check(pair[0], f"{where}.key{i}", depth + 1)
-            self.check(pair[1], f"{where}[{i}]", depth + 1)
+                raise self.fail((where, i), "dict item is not a [key, value] pair")
+            self._hashable(pair[0], (where, f".key{i}"))
+            self.check(pair[0], (where, f".key{i}"), depth + 1)
+            self.check(pair[1], (where, i), depth + 1)
 
-    def _check_npy(self, tree: dict, where: str, depth: int) -> None:
+    def _check_npy(self, tree: dict, where: Where, depth: int) -> None:
         data = self._b64(tree["npy"], where)
         if not data.startswith(_NPY_MAGIC) or len(data) < 10:
             raise self.fail(where, "numpy data is not in .npy format")
@@ -545,52 +563,65 @@ class Validator:
 
     _check_ndarray = _check_npscalar = _check_npy
 
-    def _check_module(self, tree: dict, where: str, depth: int) -> None:
+    def _check_module(self, tree: dict, where: Where, depth: int) -> None:
         if len(tree["name"]) > 300 or not _IDENT_PATH.match(tree["name"]):
             raise self.fail(where, f"invalid module name {tree['name'][:60]!r}")
 
-    def _check_global(self, tree: dict, where: str, depth: int) -> None:
+    def _check_global(self, tree: dict, where: Where, depth: int) -> None:
         if len(tree["module"]) > 300 or not _IDENT_PATH.match(tree["module"]):
             raise self.fail(where, f"invalid module name {tree['module'][:60]!r}")
         if len(tree["qualname"]) > 300 or not _IDENT_PATH.match(tree["qualname"]):
             raise self.fail(where, f"invalid qualified name {tree['qualname'][:60]!r}")
 
-    def _check_function(self, tree: dict, where: str, depth: int) -> None:
+    def _check_function(self, tree: dict, where: Where, depth: int) -> None:
         if len(tree["qualname"]) > 500 or not _QUALNAME.match(tree["qualname"]):
             raise self.fail(where, "invalid function qualified name")
         if tree["flags"] & ~CO_SET_AFTER_COMPILE:
             raise self.fail(where, "function flags outside the allowed set")
-        self.check(tree["defaults"], f"{where}.defaults", depth + 1)
-        self.check(tree["kwdefaults"], f"{where}.kwdefaults", depth + 1)
+        self.check(tree["defaults"], (where, ".defaults"), depth + 1)
+        self.check(tree["kwdefaults"], (where, ".kwdefaults"), depth + 1)
         for i, pair in enumerate(tree["closure"]):
             if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[0], str):
-                raise self.fail(f"{where}.closure[{i}]", "closure entry is not a [name, value] pair")
-            self.check(pair[1], f"{where}.closure[{i}]", depth + 1, allow_empty_cell=True)
+                raise self.fail((where, f".closure[{i}]"), "closure entry is not a [name, value] pair")
+            self.check(pair[1], (where, f".closure[{i}]"), depth + 1, allow_empty_cell=True)
 
-    def _check_ref(self, tree: dict, where: str, depth: int) -> None:
+    def _check_ref(self, tree: dict, where: Where, depth: int) -> None:
         if tree["id"] >= self.next_id:
             raise self.fail(where, f"reference to undefined id {tree['id']}")
 
-    def _check_exception(self, tree: dict, where: str, depth: int) -> None:
-        self.check(tree["type"], f"{where}.type", depth + 1)
-        self.check(tree["args"], f"{where}.args", depth + 1)
+    def _check_exception(self, tree: dict, where: Where, depth: int) -> None:
+        self.check(tree["type"], (where, ".type"), depth + 1)
+        self.check(tree["args"], (where, ".args"), depth + 1)
 
-    def _check_namedtuple(self, tree: dict, where: str, depth: int) -> None:
+    def _check_namedtuple(self, tree: dict, where: Where, depth: int) -> None:
         if not isinstance(tree["type"], dict) or tree["type"].get("t") != "global":
             raise self.fail(where, "namedtuple type must be an import path")
-        self.check(tree["type"], f"{where}.type", depth + 1)
+        self.check(tree["type"], (where, ".type"), depth + 1)
         self._items(tree, where, depth)
 
-    def _check_ext(self, tree: dict, where: str, depth: int) -> None:
-        self.check(tree["v"], f"{where}.v", depth + 1)
+    def _check_ext(self, tree: dict, where: Where, depth: int) -> None:
+        self.check(tree["v"], (where, ".v"), depth + 1)
 
-    def _check_pickle(self, tree: dict, where: str, depth: int) -> None:
+    def _check_pickle(self, tree: dict, where: Where, depth: int) -> None:
         self._b64(tree["v"], where)
         self.pickles += 1
         if not self.trusted:
             raise UntrustedRecordError(
-                f"{where}: holds a pickle payload; refusing to load it without trusted=True", self.path
+                f"{where_text(where)}: holds a pickle payload; refusing to load it without trusted=True", self.path
             )
+
+
+# tag -> (the node's exact keys, its typed non-tree fields, whether it takes an id, the
+# tag's own check): worked out once, so checking a node allocates nothing.
+_SHAPES = {
+    tag: (
+        frozenset(fields) | {"t"},
+        tuple((key, kind) for key, kind in fields.items() if kind != "tree"),
+        "id" in fields and tag in _MUTABLE_TAGS,
+        getattr(Validator, "_check_" + tag, None),
+    )
+    for tag, fields in _FIELDS.items()
+}
 
 
 def validate(

@@ -20,8 +20,9 @@ import types
 import warnings
 from typing import Iterator
 
-from . import bytecheck, marshalscan
-from .errors import NewerPythonError, SourceUnavailableError
+from . import bytecheck, marshalscan, sourcescan
+from .errors import NewerPythonError, RecordFormatError, SourceUnavailableError
+from .limits import DEFAULT, Limits
 
 # Comprehensions got their own code objects before 3.12 and are inlined from 3.12 on,
 # which changes the qualified names of functions defined inside them; keys ignore them.
@@ -44,6 +45,20 @@ def current_python() -> dict:
 def same_interpreter(python: dict) -> bool:
     here = current_python()
     return python.get("implementation") == here["implementation"] and python.get("magic") == here["magic"]
+
+
+def check_consistent(python: dict, path: str | None) -> None:
+    """A record that claims this interpreter's bytecode magic must claim its version too:
+    the magic number decides whether the recorded bytecode is compared (or run) here."""
+    if not same_interpreter(python):
+        return
+    claimed = _major_minor(python.get("version"))
+    if claimed != sys.version_info[:2]:
+        raise RecordFormatError(
+            f"python: claims Python {python.get('version')!s:.40} with the bytecode magic "
+            f"{python.get('magic')} of Python {sys.version_info[0]}.{sys.version_info[1]}",
+            path,
+        )
 
 
 def _major_minor(version: object) -> tuple[int, int] | None:
@@ -116,12 +131,16 @@ class CodeIndex:
 _INDEX_CACHE: dict[tuple[str, str], CodeIndex] = {}
 
 
-def compile_source(source: str, filename: str, path: str | None = None) -> CodeIndex:
-    """Compile (not execute) a recorded module source; cached by content and file name."""
+def compile_source(source: str, filename: str, path: str | None = None, limits: Limits = DEFAULT) -> CodeIndex:
+    """Compile (not execute) a recorded module source; cached by content and file name.
+
+    The source is scanned first (sourcescan.check): what could crash this interpreter's
+    compiler or cost more than ``limits`` allow never reaches ``compile()``."""
     digest = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
     cached = _INDEX_CACHE.get((digest, filename))
     if cached is not None:
         return cached
+    sourcescan.check(source, limits, filename, path)
     try:
         # the record's own code, compiled again: its SyntaxWarnings were the recording's
         # to show (3.14 warns of 'return' in 'finally'), not the replay's
@@ -132,6 +151,13 @@ def compile_source(source: str, filename: str, path: str | None = None) -> CodeI
         raise SourceUnavailableError(
             f"the recorded source of {filename} does not compile on Python {platform.python_version()}: "
             f"{type(exc).__name__}: {exc}",
+            path,
+        ) from None
+    except (RecursionError, MemoryError, OverflowError, SystemError) as exc:
+        # the scan's estimate let it through, but this interpreter's compiler gave up
+        raise SourceUnavailableError(
+            f"the recorded source of {filename} is too complex to compile on Python "
+            f"{platform.python_version()}: {type(exc).__name__}: {exc}",
             path,
         ) from None
     index = CodeIndex(module_code)

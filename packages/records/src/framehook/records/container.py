@@ -73,12 +73,25 @@ def _reject_constant(name: str) -> Any:
 
 
 def _no_duplicates(pairs: list) -> dict:
-    out: dict = {}
-    for key, value in pairs:
-        if key in out:
+    seen: set = set()
+    for key, _ in pairs:
+        if key in seen:
             raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
+        seen.add(key)
+    return dict(pairs)
+
+
+def _keys(document: Any) -> int:
+    """Object keys in a parsed document, counted without recursion."""
+    total, stack = 0, [document]
+    while stack:
+        node = stack.pop()
+        if type(node) is dict:
+            total += len(node)
+            stack.extend(node.values())
+        elif type(node) is list:
+            stack.extend(node)
+    return total
 
 
 def _inflate(stored: memoryview, body_len: int, path: str | None) -> bytearray:
@@ -106,33 +119,34 @@ def _inflate(stored: memoryview, body_len: int, path: str | None) -> bytearray:
     return body
 
 
-def check_shape(body: "bytes | bytearray", limits: Limits, path: str | None) -> None:
-    """Count JSON nodes and nesting depth before json builds any object.
+def check_shape(body: "bytes | bytearray", limits: Limits, path: str | None) -> int:
+    """Count JSON nodes and nesting depth before json builds any object; return the number
+    of object keys (colons outside strings), which the parsed document must have too.
 
-    Nodes are values and object keys (an empty array or object counts one). A first
-    count that includes string contents bounds both from above; only when that bound
-    passes a limit do the exact counts run. Every step runs at C speed (bytes.replace,
-    split, join, count, translate, itertools), so a hostile body costs a few passes over
-    its bytes and never a Python-level loop per token.
+    Nodes are values and object keys (an empty array or object counts one). Every step
+    runs at C speed (bytes.replace, split, join, count, translate, itertools), so a
+    hostile body costs a few passes over its bytes and never a Python-level loop per
+    token.
     """
-    rough_opening = body.count(b"[") + body.count(b"{")
-    if rough_opening <= limits.depth and 1 + rough_opening + body.count(b",") + body.count(b":") <= limits.nodes:
-        return
-    # Exact counts, chunk by chunk, at C speed: escapes are neutralised, the chunk is split
-    # at quotes and only the parts outside strings (every other part, by quote parity) are
-    # counted. Memory stays in proportion to the chunk, and counting stops at the first
-    # chunk that passes a limit.
-    nodes, depth, inside = 1, 0, False
+    # Chunk by chunk: escapes are neutralised, the chunk is split at quotes and only the
+    # parts outside strings (every other part, by quote parity) are counted. Memory stays
+    # in proportion to the chunk, and counting stops at the first chunk past a limit.
+    nodes, depth, inside, colons = 1, 0, False, 0
     for chunk in _chunks(body):
         parts = chunk.replace(b"\\\\", b"__").replace(b'\\"', b"__").split(b'"')
         outside = b"".join(parts[1::2] if inside else parts[0::2])
         if len(parts) % 2 == 0:  # an odd number of quotes flips the state
             inside = not inside
-        nodes += outside.count(b"[") + outside.count(b"{") + outside.count(b",") + outside.count(b":")
-        if nodes > limits.nodes:
-            raise limits.error("nodes", limits.nodes + 1, path, partial=True)
-        steps = outside.translate(_BRACKET_STEPS, _NOT_BRACKET)
-        if steps:
+        opening = outside.count(b"[") + outside.count(b"{")
+        chunk_colons = outside.count(b":")
+        colons += chunk_colons
+        if depth + opening <= limits.depth:
+            # cannot pass the depth limit here: only the running depth is needed
+            depth += opening - outside.count(b"]") - outside.count(b"}")
+            if depth < 0:
+                raise RecordFormatError("body is not valid JSON (a closing bracket without its opening one)", path)
+        else:
+            steps = outside.translate(_BRACKET_STEPS, _NOT_BRACKET)
             # Openers count 2 and closers 0, so (running sum - position) is the depth change.
             low, high = _extremes(map(operator.sub, itertools.accumulate(steps), itertools.count(1)))
             if depth + high > limits.depth:
@@ -140,6 +154,10 @@ def check_shape(body: "bytes | bytearray", limits: Limits, path: str | None) -> 
             if depth + low < 0:
                 raise RecordFormatError("body is not valid JSON (a closing bracket without its opening one)", path)
             depth += 2 * steps.count(2) - len(steps)
+        nodes += opening + outside.count(b",") + chunk_colons
+        if nodes > limits.nodes:
+            raise limits.error("nodes", limits.nodes + 1, path, partial=True)
+    return colons
 
 
 def _chunks(body: "bytes | bytearray") -> Iterator[bytes]:
@@ -193,10 +211,14 @@ def unpack(data: bytes, *, path: str | None = None, limits: Limits = DEFAULT) ->
         body = bytes(stored)
     if hashlib.sha256(body).digest() != digest:
         raise RecordFormatError("checksum mismatch (file corrupted or edited)", path)
-    check_shape(body, limits, path)
+    keys = check_shape(body, limits, path)
     try:
         text = str(body, "utf-8")
-        document = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+        document = json.loads(text, parse_constant=_reject_constant)
+        if _keys(document) != keys:
+            # a key given twice was silently merged: parse again to name it (rare, slow path)
+            json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+            raise ValueError("duplicate key")
     except RecursionError:
         raise RecordFormatError("body nests too deeply", path) from None
     except (UnicodeDecodeError, ValueError) as exc:

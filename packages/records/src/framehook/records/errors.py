@@ -47,16 +47,25 @@ class RecordLimitError(RecordTooLargeError):
         self.value = value
         self.maximum = maximum
         self.default = default
-        head = (
-            f"{limit} exceeds the limit of {maximum} (counting stopped at {value})"
-            if partial
-            else f"{limit} {value} exceeds the limit of {maximum}"
-        )
-        if default is not None and maximum < default:
-            tail = f"lowered by the caller from the default {default}"
-        else:
-            tail = f"raise it with limits= or --limit {limit}=N"
-        super().__init__(f"{head}; {tail}", path)
+        super().__init__(_limit_text(limit, value, maximum, partial, default), path)
+
+
+def _limit_text(limit: str, value: int, maximum: int, partial: bool, default: int | None) -> str:
+    head = (
+        f"{limit} exceeds the limit of {maximum} (counting stopped at {value})"
+        if partial
+        else f"{limit} {value} exceeds the limit of {maximum}"
+    )
+    if default is not None and maximum < default:
+        tail = f"lowered by the caller from the default {default}"
+    else:
+        tail = f"raise it with limits= or --limit {limit}=N"
+    return f"{head}; {tail}"
+
+
+class UnsafeBindingError(RecordFormatError):
+    """The record binds a name to something its code does not show: a builtins entry that
+    names anything but the builtin of that name (see FORMAT.md, "Which names replay binds")."""
 
 
 class UntrustedRecordError(RecordError):
@@ -65,6 +74,33 @@ class UntrustedRecordError(RecordError):
 
 class SourceUnavailableError(RecordError):
     """The recorded code cannot be rebuilt on this interpreter (no source, or it fails to compile)."""
+
+
+class SourceLimitError(RecordLimitError, SourceUnavailableError):
+    """The recorded source is refused before it reaches ``compile()``: compiling it could
+    crash this interpreter or cost more than the limits allow (see sourcescan)."""
+
+    def __init__(
+        self,
+        limit: str,
+        value: int,
+        maximum: int,
+        filename: str,
+        line: int | None,
+        path: str | None = None,
+        *,
+        partial: bool = False,
+        default: int | None = None,
+    ) -> None:
+        self.limit = limit
+        self.value = value
+        self.maximum = maximum
+        self.default = default
+        where = f" (line {line})" if line is not None else ""
+        text = _limit_text(limit, value, maximum, partial, default)
+        RecordError.__init__(
+            self, f"the recorded source of {filename} is refused before compiling{where}: {text}", path
+        )
 
 
 class NewerPythonError(SourceUnavailableError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .errors import RecordLimitError
+from .errors import RecordLimitError, SourceLimitError
 
 _MIB = 1024 * 1024
 
@@ -17,15 +17,23 @@ class Limits:
     file_bytes: size of the file; body_bytes: size of the decompressed JSON body;
     nodes: JSON values and object keys in the body (an empty array or object counts one);
     depth: nesting of JSON arrays and objects; array_elements / array_bytes: one numpy
-    payload's element count and data size, taken from its .npy header.
+    payload's element count and data size, taken from its .npy header; values: value-tree
+    nodes in the trees replay decodes (each is rebuilt, run through and compared once per
+    mode); source_bytes / source_tokens / source_nesting: the recorded source's size, its
+    token count and an upper estimate of its deepest expression, checked before it is
+    compiled (see sourcescan).
     """
 
     file_bytes: int = 64 * _MIB
     body_bytes: int = 64 * _MIB
-    nodes: int = 1_000_000
+    nodes: int = 500_000
     depth: int = 400
     array_elements: int = 1 << 24
     array_bytes: int = 64 * _MIB
+    values: int = 100_000
+    source_bytes: int = 4 * _MIB
+    source_tokens: int = 100_000
+    source_nesting: int = 1_000
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -46,6 +54,21 @@ class Limits:
             name,
             value,
             getattr(self, name),
+            path,
+            partial=partial,
+            default=default if isinstance(default, int) else None,
+        )
+
+    def source_error(
+        self, name: str, value: int, filename: str, line: int | None, path: str | None, *, partial: bool = False
+    ) -> SourceLimitError:
+        default = self.__dataclass_fields__[name].default
+        return SourceLimitError(
+            name,
+            value,
+            getattr(self, name),
+            filename,
+            line,
             path,
             partial=partial,
             default=default if isinstance(default, int) else None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import AbstractSet, Any
 
+from . import codeloc, trust
 from .codec import CO_SET_AFTER_COMPILE, Validator
 from .errors import RecordFormatError
 from .limits import DEFAULT, Limits
@@ -79,6 +80,7 @@ _TOP = {
     "notes",
 }
 _MAX_SOURCE = 8 * 1024 * 1024
+
 _MAX_NAMES = 100_000
 
 
@@ -134,6 +136,7 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False, 
     python = _obj(doc, "python", {"version", "implementation", "magic", "cache_tag"}, path, "python")
     for key in python:
         _str(python[key], path, f"python.{key}", 100, nullable=key == "cache_tag")
+    codeloc.check_consistent(python, path)
     packages: Any = doc.get("packages")
     _need(isinstance(packages, dict) and len(packages) < 100, path, "packages", "must be an object")
     for key, version in packages.items():
@@ -178,6 +181,7 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False, 
         for name, sub in names.items():
             _need(len(name) <= 300, path, section, "name too long")
             tree(sub, f"{section}[{name!r}]")
+    trust.check_builtins(doc["builtins"], path)
     call = _obj(doc, "call", {"args", "kwargs"}, path, "call")
     tree(call["args"], "call.args")
     _need(isinstance(call["args"], dict) and call["args"].get("t") == "tuple", path, "call.args", "must be a tuple")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import tempfile
 
 from . import container
 from .errors import RecordError, RecordFormatError
@@ -17,23 +18,58 @@ def dumps(rec: Record, *, compress: bool = True) -> bytes:
 
 
 def save(rec: Record, path: "str | os.PathLike", *, compress: bool = True) -> str:
-    """Write ``rec`` to ``path`` atomically (temp file + rename); returns the path."""
+    """Write ``rec`` to ``path`` atomically; returns the path.
+
+    The bytes go to a new temporary file in the same directory, created exclusively (a
+    file or symlink planted under any name is never written through), flushed to disk,
+    then renamed over ``path``: readers see the old record or the new one, never part of
+    one, and a symlink at ``path`` is replaced, not followed."""
     path = os.fspath(path)
     data = dumps(rec, compress=compress)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
-        with open(tmp, "wb") as fh:
+        with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), 0o666 & ~_umask())  # mkstemp makes it private (0600)
             fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         # a full disk or an interrupt leaves neither a partial record nor the temp file
         with contextlib.suppress(OSError):
             os.remove(tmp)
         raise
+    _sync_directory(folder)
     rec.path = path
     return path
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it (Linux), else the usual 022."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
+
+
+def _sync_directory(folder: str) -> None:
+    """Make the rename itself durable; some file systems cannot, which is not an error."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _limits(limits: Limits | None, max_bytes: int | None) -> Limits:

@@ -127,7 +127,13 @@ def _globals(fn: types.FunctionType, trees: _Trees) -> tuple[dict, dict]:
                 glob[name] = trees(ns[name], f"globals[{name!r}]")
                 pending.extend(f.__code__ for f in trees.source_functions[before:])
             elif name in builtin_ns:
-                bltn[name] = trees(builtin_ns[name], f"builtins[{name!r}]")
+                value = builtin_ns[name]
+                if value is getattr(builtins, name, None):
+                    # the builtin itself: always by its builtins name (open is io.open),
+                    # the only form replay accepts for another module's object
+                    bltn[name] = {"t": "global", "module": "builtins", "qualname": name}
+                else:
+                    bltn[name] = trees(value, f"builtins[{name!r}]")
     return glob, bltn
 
 

@@ -7,18 +7,19 @@ import os
 import platform
 import types
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-from . import bytecheck, codeloc
+from . import bytecheck, codeloc, driver, trust
 from .codec import EMPTY_CELL, Decoder, Encoder
 from .compare import diff_outcomes
-from .errors import RecordError, SourceUnavailableError, UntrustedBytecodeError
-from .limits import Limits
+from .errors import RecordError, RecordFormatError, SourceUnavailableError, UntrustedBytecodeError
+from .limits import DEFAULT, Limits
 from .model import Record
 from .modes import STANDARD, registered, run_mode
 from .reader import load
-from .text import printable
 from .recorder import encode_outcome
+from .text import printable
+from .trust import ReplayPlan
 
 
 @dataclass
@@ -42,21 +43,42 @@ class ReplayResult:
     modes: list = field(default_factory=list)
     missing: list = field(default_factory=list)
     bytecode_note: str | None = None  # why the recorded bytecode was not used, when it was not
+    plan: ReplayPlan = field(default_factory=ReplayPlan)  # what the replay imported and bound
 
     @property
     def ok(self) -> bool:
-        return all(m.status in ("match", "skip") for m in self.modes)
+        """At least one mode ran, and every mode that ran matched."""
+        return self.verdict == "MATCH"
 
     @property
     def match(self) -> bool:
         return self.ok
+
+    @property
+    def verdict(self) -> str:
+        """MATCH, MISMATCH (a mode differed or failed), or NOT RUN (every mode was skipped)."""
+        if any(m.status in ("mismatch", "error") for m in self.modes):
+            return "MISMATCH"
+        if not any(m.status == "match" for m in self.modes):
+            return "NOT RUN"
+        return "MATCH"
+
+    @property
+    def imports(self) -> list[str]:
+        """Modules the replay's values imported (see ReplayPlan)."""
+        return self.plan.imports
+
+    @property
+    def bindings(self) -> list[str]:
+        """Names bound to other modules' objects, as ``"name -> module.qualname"``."""
+        return self.plan.bindings
 
     def mode(self, name: str) -> ModeResult | None:
         return next((m for m in self.modes if m.mode == name), None)
 
     def summary(self) -> str:
         """One line; every text that comes from the record is escaped (see text.printable)."""
-        verdict = "MATCH" if self.ok else "MISMATCH"
+        verdict = self.verdict
         parts = ", ".join(f"{printable(m.mode)} {m.status}" for m in self.modes)
         where = printable(self.path or self.label)
         line = (
@@ -65,13 +87,18 @@ class ReplayResult:
         )
         if self.bytecode_note:
             line += f"; {printable(self.bytecode_note)}"
+        if self.plan.imports:
+            line += f"; imports: {printable(', '.join(self.plan.imports))}"
         if self.missing:
             line += f"; missing values: {printable(', '.join(self.missing[:5]))}"
         return line
 
-    def report(self) -> str:
-        """The summary line followed by every difference and skip reason, one per line."""
+    def report(self, *, with_plan: bool = True) -> str:
+        """The summary line, then what the replay imported and bound (unless ``with_plan``
+        is False), then every difference and skip reason, one per line."""
         lines = [self.summary()]
+        if with_plan:
+            lines.extend(f"  {printable(text)}" for text in self.plan.lines())
         for m in self.modes:
             mode = printable(m.mode)
             if m.status in ("mismatch", "error"):
@@ -100,10 +127,17 @@ class Rebuilder:
     """
 
     def __init__(
-        self, rec: Record, *, trusted: bool = False, prefer_source: bool = False, trust_bytecode: bool = False
+        self,
+        rec: Record,
+        *,
+        trusted: bool = False,
+        prefer_source: bool = False,
+        trust_bytecode: bool = False,
+        limits: Limits = DEFAULT,
     ) -> None:
         self.rec = rec
         self.trusted = trusted
+        self.limits = limits
         self.note: str | None = None
         code = rec.code
         self._index: codeloc.CodeIndex | None = None
@@ -115,7 +149,15 @@ class Rebuilder:
             self.code, self.code_from = self._without_source(marshalled, same, trust_bytecode)
         else:
             self.code, self.code_from = self._with_source(marshalled, trust_bytecode)
+        kind = driver.code_kind(self.code.co_flags)
+        if kind != code["kind"]:
+            raise RecordFormatError(
+                f"code.kind: the record says {code['kind']!r}, but the code of {code['qualname']} is a {kind}",
+                rec.path,
+            )
         self.codes: list[types.CodeType] = [self.code]
+        self.plan = trust.plan(rec, self.code, self._locate_quietly)
+        limits.check("values", self.plan.values, rec.path)
 
     def _without_source(self, marshalled: str | None, same: bool, trust: bool) -> tuple[types.CodeType, str]:
         rec = self.rec
@@ -189,8 +231,14 @@ class Rebuilder:
                 raise SourceUnavailableError(
                     "nested function needs the recorded source, which is absent", self.rec.path
                 )
-            self._index = codeloc.compile_source(source, self.rec.code["filename"], self.rec.path)
+            self._index = codeloc.compile_source(source, self.rec.code["filename"], self.rec.path, self.limits)
         return self._index
+
+    def _locate_quietly(self, tree: dict) -> types.CodeType | None:
+        """The code of a ``function`` node, or None (build() then names the problem)."""
+        if self.rec.code["source"] is None:
+            return None
+        return self.index().find(tree["qualname"], tree["firstlineno"], tree["name"])
 
     def build(self) -> tuple[types.FunctionType, tuple, dict, list]:
         """(function, args, kwargs, missing values) with every value decoded afresh."""
@@ -208,8 +256,8 @@ class Rebuilder:
             return dec
 
         decoders: list[Decoder] = []
-        for name, tree in rec.globals.items():
-            namespace[name] = decoder().decode(tree)
+        for name in self.plan.globals_used:  # never a global the code does not name
+            namespace[name] = decoder().decode(rec.globals[name])
         for name, tree in rec.builtins.items():
             value = decoder().decode(tree)
             if getattr(builtins, name, None) is not value:
@@ -264,22 +312,44 @@ def replay_record(
     trusted: bool = False,
     prefer_source: bool = False,
     trust_bytecode: bool = False,
+    limits: Limits | None = None,
+    show: Callable[[ReplayPlan], None] | None = None,
 ) -> ReplayResult:
     """Replay an already loaded record through each mode; mismatches are reported, not raised.
 
     ``modes`` defaults to the standard ones (a mode whose package is absent is reported as
-    skipped, naming the package) and every other mode an installed package registers.
-    ``trusted`` allows pickle values. The code run is compiled from the recorded source;
+    skipped, naming the package) and every other mode an installed package registers; a
+    name that is neither raises ValueError before anything runs. ``trusted`` allows
+    pickle values. The code run is compiled from the recorded source;
     ``prefer_source`` skips even comparing the recorded bytecode with it, and
     ``trust_bytecode`` runs the recorded bytecode (after static checks) when it differs
     from the source or there is no source (see FORMAT.md, "Which code runs").
+    ``limits`` bounds the source compiled and the values decoded (see Limits).
+    ``show`` is called with the ReplayPlan (what will be imported and bound) after the
+    code is compiled and before any value is decoded or any code runs; raising from it
+    stops the replay.
     Raises SourceUnavailableError (UntrustedBytecodeError, InvalidBytecodeError,
-    NewerPythonError) when the code cannot be rebuilt on this interpreter.
+    NewerPythonError, SourceLimitError) when the code cannot be rebuilt on this
+    interpreter, and RecordError for any other reason the record cannot be replayed.
     """
     entry_points = registered()
+    known = list(STANDARD) + sorted(m for m in entry_points if m not in STANDARD)
     if modes is None:
-        modes = list(STANDARD) + sorted(m for m in entry_points if m not in STANDARD)
-    builder = Rebuilder(rec, trusted=trusted, prefer_source=prefer_source, trust_bytecode=trust_bytecode)
+        modes = known
+    else:
+        modes = [modes] if isinstance(modes, str) else list(modes)
+        unknown = [m for m in modes if m not in known]
+        if unknown:
+            raise ValueError(f"modes: unknown mode {unknown[0]!r}; expected some of {', '.join(known)}")
+    limits = DEFAULT if limits is None else limits
+    try:
+        builder = Rebuilder(
+            rec, trusted=trusted, prefer_source=prefer_source, trust_bytecode=trust_bytecode, limits=limits
+        )
+    except (RecursionError, MemoryError) as exc:
+        raise RecordError(f"cannot rebuild the recorded code: {type(exc).__name__}: {exc}", rec.path) from None
+    if show is not None:
+        show(builder.plan)
     result = ReplayResult(
         path=rec.path,
         label=rec.name,
@@ -287,16 +357,17 @@ def replay_record(
         recorded_on=str(rec.python.get("version")),
         replayed_on=platform.python_version(),
         bytecode_note=builder.note,
+        plan=builder.plan,
     )
     cross = not codeloc.same_interpreter(rec.python)
     for mode in modes:
-        if mode not in STANDARD and mode not in entry_points:
-            result.modes.append(ModeResult(mode, "error", f"unknown mode {mode!r}"))
-            continue
         try:
             fn, args, kwargs, missing = builder.build()
         except RecordError as exc:
             result.modes.append(ModeResult(mode, "error", exc.reason))
+            continue
+        except (RecursionError, MemoryError) as exc:
+            result.modes.append(ModeResult(mode, "error", f"decoding failed: {type(exc).__name__}"))
             continue
         for item in missing:
             if item not in result.missing:
@@ -330,13 +401,44 @@ def replay(
     prefer_source: bool = False,
     trust_bytecode: bool = False,
     limits: Limits | None = None,
+    show: Callable[[ReplayPlan], None] | None = None,
 ) -> ReplayResult:
     """Load ``filename`` strictly and replay it through every mode (see replay_record).
 
-    ``limits`` raises or lowers the decoding limits (see Limits and FORMAT.md).
+    ``limits`` raises or lowers the decoding limits (see Limits and FORMAT.md); ``show``
+    sees the ReplayPlan before anything runs.
 
     Raises RecordError (with the file name) when the file cannot be read or its code
     cannot be rebuilt here; never raises because an outcome differs.
     """
     rec = load(filename, trusted=trusted, limits=limits)
-    return replay_record(rec, modes=modes, trusted=trusted, prefer_source=prefer_source, trust_bytecode=trust_bytecode)
+    return replay_record(
+        rec,
+        modes=modes,
+        trusted=trusted,
+        prefer_source=prefer_source,
+        trust_bytecode=trust_bytecode,
+        limits=limits,
+        show=show,
+    )
+
+
+def plan(
+    filename: "str | os.PathLike",
+    *,
+    trusted: bool = False,
+    prefer_source: bool = False,
+    trust_bytecode: bool = False,
+    limits: Limits | None = None,
+) -> ReplayPlan:
+    """What replaying ``filename`` would import and bind, without decoding a value or
+    running any of its code (the source is compiled, not executed)."""
+    rec = load(filename, trusted=trusted, limits=limits)
+    builder = Rebuilder(
+        rec,
+        trusted=trusted,
+        prefer_source=prefer_source,
+        trust_bytecode=trust_bytecode,
+        limits=DEFAULT if limits is None else limits,
+    )
+    return builder.plan
