@@ -92,14 +92,10 @@ class SourceLimitError(RecordLimitError, SourceUnavailableError):
         partial: bool = False,
         default: int | None = None,
     ) -> None:
-        self.limit = limit
-        self.value = value
-        self.maximum = maximum
-        self.default = default
+        super().__init__(limit, value, maximum, path, partial=partial, default=default)
         where = f" (line {line})" if line is not None else ""
-        text = _limit_text(limit, value, maximum, partial, default)
         RecordError.__init__(
-            self, f"the recorded source of {filename} is refused before compiling{where}: {text}", path
+            self, f"the recorded source of {filename} is refused before compiling{where}: {self.reason}", path
         )
 
 

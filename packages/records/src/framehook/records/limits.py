@@ -49,30 +49,18 @@ class Limits:
     def error(self, name: str, value: int, path: str | None = None, *, partial: bool = False) -> RecordLimitError:
         """The error for ``value`` past the limit ``name``; its advice depends on whether the
         caller lowered the limit below its default."""
-        default = self.__dataclass_fields__[name].default
-        return RecordLimitError(
-            name,
-            value,
-            getattr(self, name),
-            path,
-            partial=partial,
-            default=default if isinstance(default, int) else None,
-        )
+        return RecordLimitError(name, value, getattr(self, name), path, partial=partial, default=self._default(name))
 
     def source_error(
         self, name: str, value: int, filename: str, line: int | None, path: str | None, *, partial: bool = False
     ) -> SourceLimitError:
-        default = self.__dataclass_fields__[name].default
         return SourceLimitError(
-            name,
-            value,
-            getattr(self, name),
-            filename,
-            line,
-            path,
-            partial=partial,
-            default=default if isinstance(default, int) else None,
+            name, value, getattr(self, name), filename, line, path, partial=partial, default=self._default(name)
         )
+
+    def _default(self, name: str) -> int | None:
+        default = self.__dataclass_fields__[name].default
+        return default if isinstance(default, int) else None
 
     def replace(self, **changes: int) -> "Limits":
         return dataclasses.replace(self, **changes)

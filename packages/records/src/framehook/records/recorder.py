@@ -16,6 +16,7 @@ from . import driver
 from .codec import CO_SET_AFTER_COMPILE, Encoder
 from .codeloc import current_python
 from .model import Record
+from .trust import names_of
 
 
 # the framehook packages whose versions a record notes: import name -> distribution
@@ -39,15 +40,6 @@ def package_versions() -> dict:
         except metadata.PackageNotFoundError:
             out[name] = None
     return out
-
-
-def _names_read(code: types.CodeType) -> set[str]:
-    """Every global/attribute name the code (and the code nested in it) mentions."""
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _names_read(const)
-    return names
 
 
 def _module_source(fn: types.FunctionType) -> str | None:
@@ -119,7 +111,7 @@ def _globals(fn: types.FunctionType, trees: _Trees) -> tuple[dict, dict]:
         if id(code) in seen_codes:
             continue
         seen_codes.add(id(code))
-        for name in sorted(_names_read(code)):
+        for name in sorted(names_of(code)):
             if name in glob or name in bltn or name == "__builtins__":
                 continue
             if name in ns:
