@@ -392,7 +392,12 @@ def where_text(where: Where) -> str:
     parts = []
     while isinstance(where, tuple):
         where, part = where
-        parts.append(f"[{part}]" if isinstance(part, int) else part)
+        if isinstance(part, int):
+            parts.append(f"[{part}]")
+        elif isinstance(part, str):
+            parts.append(part)
+        else:  # a name, shown quoted: ("globals", ["x"]) -> globals['x']
+            parts.append(f"[{part[0]!r}]")
     return str(where) + "".join(reversed(parts))
 
 
@@ -404,16 +409,18 @@ class Validator:
         self.trusted = trusted
         self.limits = limits
         self.next_id = 0
-        self.nodes = 0
-        self.pickles = 0
 
     def fail(self, where: Where, message: str) -> RecordFormatError:
         return RecordFormatError(f"{where_text(where)}: {message}", self.path)
 
+    def check_tree(self, tree: Any, where: Where, *, allow_empty_cell: bool = False) -> None:
+        """Check one independent value tree: its ids start again at 0."""
+        self.next_id = 0
+        self.check(tree, where, allow_empty_cell=allow_empty_cell)
+
     def check(self, tree: Any, where: Where, depth: int = 0, *, allow_empty_cell: bool = False) -> None:
         if depth > MAX_DEPTH:
             raise self.fail(where, f"value nests deeper than {MAX_DEPTH} levels")
-        self.nodes += 1
         if tree is None or tree is True or tree is False or type(tree) is str:
             return
         if type(tree) is not dict:
@@ -481,8 +488,7 @@ class Validator:
             if hashable:
                 self._hashable(item, (where, f"{{{i}}}"))
             if item is None or type(item) is str or item is True or item is False:
-                self.nodes += 1  # the common leaves, without a call
-                continue
+                continue  # the common leaves, without a call
             check(item, (where, i), depth + 1)
 
     def _hashable(self, item: Any, where: Where) -> None:
@@ -604,7 +610,6 @@ class Validator:
 
     def _check_pickle(self, tree: dict, where: Where, depth: int) -> None:
         self._b64(tree["v"], where)
-        self.pickles += 1
         if not self.trusted:
             raise UntrustedRecordError(
                 f"{where_text(where)}: holds a pickle payload; refusing to load it without trusted=True", self.path

@@ -114,13 +114,6 @@ def _int(value: Any, path: str | None, where: str) -> None:
     _need(type(value) is int and 0 <= value < 2**31, path, where, "must be a non-negative integer")
 
 
-def _named_trees(mapping: Any, check: Validator, path: str | None, where: str) -> None:
-    _need(isinstance(mapping, dict) and len(mapping) <= _MAX_NAMES, path, where, "must be an object of named values")
-    for name, tree in mapping.items():
-        _need(len(name) <= 300, path, where, "name too long")
-        check.check(tree, f"{where}[{name!r}]")
-
-
 def from_document(doc: dict, *, path: str | None = None, trusted: bool = False, limits: Limits = DEFAULT) -> Record:
     """Check every field of a parsed body; raise RecordFormatError naming the first problem."""
     extra = set(doc) - _TOP
@@ -158,9 +151,8 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False, 
     _str(code["source"], path, "code.source", _MAX_SOURCE, nullable=True)
     _str(code["marshal"], path, "code.marshal", _MAX_SOURCE, nullable=True)
 
-    # One validator per independent value tree: ids restart at 0 in each.
-    def tree(value: Any, where: str, **kw: Any) -> None:
-        Validator(path=path, trusted=trusted, limits=limits).check(value, where, **kw)
+    # Ids restart at 0 in every independent value tree (check_tree).
+    tree = Validator(path=path, trusted=trusted, limits=limits).check_tree
 
     function = _obj(doc, "function", {"defaults", "kwdefaults", "closure"}, path, "function")
     tree(function["defaults"], "function.defaults")
@@ -179,8 +171,9 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False, 
         names: Any = doc.get(section)
         _need(isinstance(names, dict) and len(names) <= _MAX_NAMES, path, section, "must be an object")
         for name, sub in names.items():
-            _need(len(name) <= 300, path, section, "name too long")
-            tree(sub, f"{section}[{name!r}]")
+            if len(name) > 300:
+                _need(False, path, section, "name too long")
+            tree(sub, (section, [name]))
     trust.check_builtins(doc["builtins"], path)
     call = _obj(doc, "call", {"args", "kwargs"}, path, "call")
     tree(call["args"], "call.args")
