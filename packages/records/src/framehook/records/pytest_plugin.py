@@ -277,8 +277,11 @@ def _parse_target(spec: str) -> tuple[str, str]:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    """``Type: message`` on one line: the message's first line, "..." when it has more."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    return f"{type(exc).__name__}: {lines[0]}{' ...' if len(lines) > 1 else ''}"
 
 
 def _kind(obj: Any) -> str:
