@@ -154,6 +154,19 @@ class Shape:
     @classmethod
     def make(cls):
         return cls()
+
+class Frozen(type):
+    def __setattr__(cls, name, value):
+        raise TypeError("frozen class")
+
+class Ice(metaclass=Frozen):
+    def melt(self):
+        return 0
+"""
+
+LAZY = """
+def __getattr__(name):
+    raise ValueError(f"no lazy {name} here")
 """
 
 
@@ -168,12 +181,15 @@ class Shape:
         ("morelib:gen", "*: 'morelib:gen' is a generator function, not a plain Python function"),
         ("morelib:itertools", "*: 'morelib:itertools' is a module, not a plain Python function"),
         ("morelib:Shape.make", "*: 'morelib:Shape.make' is a classmethod, not a plain Python function"),
+        ("morelib:Shape.nothing", "*: 'morelib:Shape.nothing': class 'morelib.Shape' has no attribute 'nothing'"),
+        ("lazylib:thing", "*: 'lazylib:thing': reading lazylib.thing: ValueError: no lazy thing here"),
+        ("morelib:Ice.melt", "*: 'morelib:Ice.melt': cannot replace it: frozen class"),
     ],
 )
 def test_record_target_that_cannot_be_recorded_is_a_usage_error(project, value, line):
     # Before: the import failure of brokenlib was an INTERNALERROR; the others were usage
     # errors without saying what the value is.
-    project.makepyfile(brokenlib=BROKEN, morelib=MORE_LIB)
+    project.makepyfile(brokenlib=BROKEN, morelib=MORE_LIB, lazylib=LAZY)
     result = project.runpytest(*_plugin_args(), "-p", "no:cacheprovider", f"--framehook-record={value}")
     _usage_error(result, f"ERROR: --framehook-record{line}")
 
@@ -250,11 +266,25 @@ class Shape:
     @staticmethod
     def unit(k):
         return [k]
+
+    def sides(self):
+        return 0
+
+class Square(Shape):
+    pass
 """
 
 RECURSIVE_TESTS = """
 import os
+import pytest
 import recursivelib
+
+def test_raises():
+    with pytest.raises(TypeError):
+        recursivelib.fact("4")
+
+def test_inherited():
+    assert recursivelib.Square().sides() == 0
 
 def test_fact():
     assert recursivelib.fact(4) == 24
@@ -294,28 +324,32 @@ def _replay_all(pytester, files, qualname: str) -> None:
 def test_every_call_gets_its_own_record_and_runs_never_overwrite(pytester):
     # Before: the recursive calls all wrote index 0 (one file for "5 records written"),
     # the test that changed directory wrote into a relative dir under its new cwd, the
-    # staticmethod became an instance method (test_static failed), and a second run
-    # overwrote the first one's files.
+    # staticmethod became an instance method (test_static failed), the inherited method
+    # stayed set on the subclass afterwards, and a second run overwrote the first one's files.
     pytester.makepyfile(recursivelib=RECURSIVE_LIB, test_rec=RECURSIVE_TESTS)
     pytester.syspathinsert()
     import recursivelib  # before the in-process runs, which then patch this module object
 
     static, function = vars(recursivelib.Shape)["unit"], recursivelib.fact
-    result = _run_recording(pytester, "recs", "recursivelib:fact", "recursivelib:Shape.unit")
-    result.assert_outcomes(passed=3)
-    result.stdout.fnmatch_lines(["*framehook: 7 records written to recs*"])
+    targets = ("recursivelib:fact", "recursivelib:Shape.unit", "recursivelib:Square.sides")
+    result = _run_recording(pytester, "recs", *targets)
+    result.assert_outcomes(passed=5)
+    result.stdout.fnmatch_lines(["*framehook: 9 records written to recs*"])
     facts = sorted((pytester.path / "recs").glob("recursivelib.fact.*.fhrec"))
     units = sorted((pytester.path / "recs").glob("recursivelib.Shape.unit.*.fhrec"))
-    assert len(facts) == 5 and len(units) == 2
+    assert len(facts) == 6 and len(units) == 2
+    assert len(list((pytester.path / "recs").glob("recursivelib.Square.sides.*.fhrec"))) == 1
     _replay_all(pytester, facts, "fact")
     _replay_all(pytester, units, "Shape.unit")
     before = {p.name: p.read_bytes() for p in (pytester.path / "recs").iterdir()}
-    second = _run_recording(pytester, "recs", "recursivelib:fact", "recursivelib:Shape.unit")
-    second.assert_outcomes(passed=3)
-    second.stdout.fnmatch_lines(["*framehook: 7 records written to recs*"])
+    second = _run_recording(pytester, "recs", *targets)
+    second.assert_outcomes(passed=5)
+    second.stdout.fnmatch_lines(["*framehook: 9 records written to recs*"])
     after = {p.name: p.read_bytes() for p in (pytester.path / "recs").iterdir()}
-    assert len(after) == 14 and all(after[name] == data for name, data in before.items())
-    assert vars(recursivelib.Shape)["unit"] is static and recursivelib.fact is function  # restored
+    assert len(after) == 18 and all(after[name] == data for name, data in before.items())
+    # restored exactly: the staticmethod object itself, nothing left on the subclass
+    assert vars(recursivelib.Shape)["unit"] is static and recursivelib.fact is function
+    assert "sides" not in vars(recursivelib.Square)
 
 
 def test_a_target_given_twice_is_recorded_once(project):

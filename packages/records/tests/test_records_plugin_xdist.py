@@ -193,3 +193,43 @@ def test_worker_sends_its_counts_at_session_finish(pytester):
         "records": ["x.fhrec"],
     }
     config._ensure_unconfigure()
+
+
+def test_controller_hands_workers_its_absolute_record_dir(pytester):
+    pytester.makepyfile(samplelib=LIB)
+    pytester.syspathinsert()
+    config, session = _controller(pytester, "--framehook-record=samplelib:area", "--framehook-record-dir=recs")
+    node = types.SimpleNamespace(config=config, workerinput={"workerid": "gw0"})
+    plugin.pytest_configure_node(node)
+    assert node.workerinput[plugin.RECORD_DIR_INPUT] == str(pytester.path / "recs")
+    config._ensure_unconfigure()
+
+
+def test_worker_writes_into_the_controllers_dir_under_its_own_id(pytester, tmp_path):
+    pytester.makepyfile(samplelib=LIB)
+    pytester.syspathinsert()
+    config = pytester.parseconfig(*PLUGIN, "--framehook-record=samplelib:area", "--framehook-record-dir=elsewhere")
+    config.workerinput = {"workerid": "gw7", plugin.RECORD_DIR_INPUT: str(tmp_path)}
+    config._do_configure()
+    try:
+        import samplelib
+
+        assert samplelib.scaled([1, 2]) == [2, 4]
+        session = getattr(config, plugin.SESSION_KEY)
+        assert sorted(p.name for p in tmp_path.iterdir()) == [
+            "samplelib.area.gw7.0.fhrec",
+            "samplelib.area.gw7.1.fhrec",
+        ]
+        assert session.records == [
+            str(tmp_path / "samplelib.area.gw7.0.fhrec"),
+            str(tmp_path / "samplelib.area.gw7.1.fhrec"),
+        ]
+        assert load(session.records[1]).label == "samplelib:area#gw7.1"
+        assert not (pytester.path / "elsewhere").exists()
+        # a record that cannot be written leaves no file behind, and the call fails loudly
+        target = session.restore[0]
+        with pytest.raises(AttributeError):
+            session._write(target, object())
+        assert len(list(tmp_path.iterdir())) == 2
+    finally:
+        config._ensure_unconfigure()

@@ -115,8 +115,6 @@ class _Session:
         # cheap checks of the values first, then imports, then what touches the disk
         specs = list(dict.fromkeys(config.getoption("framehook_record")))
         parsed = [(spec, *_parse_target(spec)) for spec in specs]
-        if parsed and not self.record_dir_given:
-            raise pytest.UsageError("--framehook-record-dir: expected a directory, got an empty value")
         if self.shadow:
             try:
                 from framehook.runtime import enable
