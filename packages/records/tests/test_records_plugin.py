@@ -285,6 +285,7 @@ def test_raises():
 
 def test_inherited():
     assert recursivelib.Square().sides() == 0
+    assert recursivelib.Square().unit(3) == [3]
 
 def test_fact():
     assert recursivelib.fact(4) == 24
@@ -331,25 +332,28 @@ def test_every_call_gets_its_own_record_and_runs_never_overwrite(pytester):
     import recursivelib  # before the in-process runs, which then patch this module object
 
     static, function = vars(recursivelib.Shape)["unit"], recursivelib.fact
-    targets = ("recursivelib:fact", "recursivelib:Shape.unit", "recursivelib:Square.sides")
+    targets = ("recursivelib:fact", "recursivelib:Shape.unit", "recursivelib:Square.sides", "recursivelib:Square.unit")
     result = _run_recording(pytester, "recs", *targets)
     result.assert_outcomes(passed=5)
-    result.stdout.fnmatch_lines(["*framehook: 9 records written to recs*"])
+    result.stdout.fnmatch_lines(["*framehook: 10 records written to recs*"])
     facts = sorted((pytester.path / "recs").glob("recursivelib.fact.*.fhrec"))
     units = sorted((pytester.path / "recs").glob("recursivelib.Shape.unit.*.fhrec"))
     assert len(facts) == 6 and len(units) == 2
     assert len(list((pytester.path / "recs").glob("recursivelib.Square.sides.*.fhrec"))) == 1
+    # an inherited staticmethod named through the subclass stays a staticmethod there
+    squares = sorted((pytester.path / "recs").glob("recursivelib.Square.unit.*.fhrec"))
+    assert len(squares) == 1
     _replay_all(pytester, facts, "fact")
     _replay_all(pytester, units, "Shape.unit")
     before = {p.name: p.read_bytes() for p in (pytester.path / "recs").iterdir()}
     second = _run_recording(pytester, "recs", *targets)
     second.assert_outcomes(passed=5)
-    second.stdout.fnmatch_lines(["*framehook: 9 records written to recs*"])
+    second.stdout.fnmatch_lines(["*framehook: 10 records written to recs*"])
     after = {p.name: p.read_bytes() for p in (pytester.path / "recs").iterdir()}
-    assert len(after) == 18 and all(after[name] == data for name, data in before.items())
+    assert len(after) == 20 and all(after[name] == data for name, data in before.items())
     # restored exactly: the staticmethod object itself, nothing left on the subclass
     assert vars(recursivelib.Shape)["unit"] is static and recursivelib.fact is function
-    assert "sides" not in vars(recursivelib.Square)
+    assert "sides" not in vars(recursivelib.Square) and "unit" not in vars(recursivelib.Square)
 
 
 def test_a_target_given_twice_is_recorded_once(project):

@@ -86,7 +86,9 @@ class _Target:
         self.stem = re.sub(r"[^A-Za-z0-9_.]+", "_", f"{module}.{qualname}")
         own = getattr(owner, "__dict__", {})
         self.had_own = name in own  # else inherited from a class: delete it again on restore
-        self.raw = own.get(name) if self.had_own else None  # the staticmethod object, not its function
+        self.own = own.get(name) if self.had_own else None  # what close() puts back
+        # a staticmethod or classmethod object rather than what getattr gives, inherited or not
+        self.raw = inspect.getattr_static(owner, name, None)
 
 
 class _Session:
@@ -104,7 +106,7 @@ class _Session:
         self.restore: list[_Target] = []
         self.enable: Any = None
         self.optimize: Any = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._next_index: dict[str, int] = {}
         # what xdist workers sent (on the controller)
         self.nodes: list[Any] = []
@@ -170,7 +172,7 @@ class _Session:
         exclusively, so neither another worker, another session nor an earlier run's file is
         ever replaced. The index is taken when the call ends (a recursive call's records do
         not share one)."""
-        from .reader import dumps
+        from . import dumps
 
         assert self.record_dir is not None
         worker = f".{self.worker_id}" if self.worker_id else ""
@@ -198,7 +200,7 @@ class _Session:
     def close(self) -> None:
         for target in reversed(self.restore):
             if target.had_own:
-                setattr(target.owner, target.name, target.raw)
+                setattr(target.owner, target.name, target.own)
             else:
                 delattr(target.owner, target.name)
         self.restore.clear()
