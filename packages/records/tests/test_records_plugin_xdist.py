@@ -105,6 +105,19 @@ def test_records_from_workers_do_not_overwrite_each_other(xdist_project):
         sys.path.remove(str(xdist_project.path))
 
 
+def test_a_worker_that_crashes_is_named_not_silently_left_out(xdist_project):
+    # a worker that dies sends no counts: the summary says whose are missing
+    xdist_project.makepyfile(test_crash="import os\n\ndef test_crash():\n    os._exit(3)\n")
+    result = xdist_project.runpytest_subprocess(*PLUGIN, "-n", "2", "--framehook-record=samplelib:area")
+    result.assert_outcomes(passed=4, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "framehook: counts from 2 xdist workers",
+            "framehook: no counts from worker gw? (down: *): the totals leave them out",
+        ]
+    )
+
+
 def test_a_usage_error_stops_the_run_before_any_worker_starts(xdist_project):
     afile = xdist_project.path / "afile"
     afile.write_text("")
