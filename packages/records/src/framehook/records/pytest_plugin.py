@@ -3,7 +3,8 @@
     --framehook-shadow              every frame intercepted by a pass-through callback
     --framehook-optimize=BACKEND    every test function run under the translator (a backend name
                                     it does not know, or cannot use here, is a usage error)
-    --framehook-record=MOD:QUALNAME record each call of that function (repeatable)
+    --framehook-record=MOD:QUALNAME record each call of that function (repeatable; a target
+                                    named twice is recorded once)
     --framehook-record-dir=DIR      where those records go (default: framehook-records)
 
 At the end it reports how many frames were intercepted and which tests diverged: a test
@@ -14,6 +15,17 @@ one callback per thread means the two cannot intercept the same run, and run in 
 intercepts what it does alone (after each run its cache entries are dropped, so that the
 other callback is not bypassed by a cache hit of the first one's code).
 Without these options the plugin does nothing.
+
+Bad values are usage errors (exit status 4) raised while pytest configures, before any
+test runs: the record targets are parsed, imported and resolved, and the record directory
+is created and a file written in it, first.
+
+Under pytest-xdist each worker sends its counts, divergences and record paths to the
+controller in ``workeroutput`` (at ``pytest_sessionfinish``), which adds them up in
+``pytest_testnodedown`` and names the workers that sent nothing; the xdist hooks are
+optional, so the plugin works without xdist. Each worker's record files carry its id
+(``mod.fn.gw0.3.fhrec``), and no record file ever replaces an existing one: a file name is
+taken by creating the file exclusively, moving on to the next index when it exists.
 """
 
 from __future__ import annotations
@@ -23,9 +35,15 @@ import importlib
 import inspect
 import os
 import re
+import tempfile
+import threading
 from typing import Any
 
 import pytest
+
+SESSION_KEY = "framehook_session"  # the _Session on pytest's config
+WORKER_OUTPUT = "framehook"  # the key of a worker's counts in xdist's workeroutput
+RECORD_DIR_INPUT = "framehook_record_dir"  # the controller's absolute record dir, in workerinput
 
 
 def pytest_addoption(parser: Any) -> None:
@@ -57,18 +75,48 @@ def pytest_addoption(parser: Any) -> None:
     )
 
 
+class _Target:
+    """A resolved --framehook-record target: ``owner.name`` is replaced while recording."""
+
+    def __init__(self, spec: str, module: str, qualname: str, owner: Any, name: str, function: Any) -> None:
+        self.spec = spec
+        self.owner = owner
+        self.name = name
+        self.function = function  # what is called and recorded (a staticmethod's function)
+        self.stem = re.sub(r"[^A-Za-z0-9_.]+", "_", f"{module}.{qualname}")
+        own = getattr(owner, "__dict__", {})
+        self.had_own = name in own  # else inherited from a class: delete it again on restore
+        self.own = own.get(name) if self.had_own else None  # what close() puts back
+        # a staticmethod or classmethod object rather than what getattr gives, inherited or not
+        self.raw = inspect.getattr_static(owner, name, None)
+
+
 class _Session:
     def __init__(self, config: Any) -> None:
         self.shadow = bool(config.getoption("framehook_shadow"))
         self.backend = config.getoption("framehook_optimize")
-        self.record_dir = config.getoption("framehook_record_dir")
+        self.record_dir_given = config.getoption("framehook_record_dir")
+        self.record_dir: str | None = None  # absolute, once checked
+        workerinput = getattr(config, "workerinput", None)  # set on an xdist worker only
+        self.worker_id: str | None = workerinput.get("workerid") if workerinput else None
         self.pass_through: Any = None
         self.tests = 0
         self.diverged: list[str] = []
         self.records: list[str] = []
-        self.restore: list[tuple[Any, str, Any]] = []
+        self.restore: list[_Target] = []
         self.enable: Any = None
         self.optimize: Any = None
+        self._lock = threading.RLock()
+        self._next_index: dict[str, int] = {}
+        # what xdist workers sent (on the controller)
+        self.nodes: list[Any] = []
+        self.reporting: list[str] = []
+        self.silent: list[str] = []
+        self.worker_frames = 0
+        self.worker_codes: set[tuple] = set()
+        # cheap checks of the values first, then imports, then what touches the disk
+        specs = list(dict.fromkeys(config.getoption("framehook_record")))
+        parsed = [(spec, *_parse_target(spec)) for spec in specs]
         if self.shadow:
             try:
                 from framehook.runtime import enable
@@ -85,55 +133,245 @@ class _Session:
             _check_backend(self.backend)
             self.optimize = optimize
             self.reset_translator = reset
-        for spec in config.getoption("framehook_record"):
-            self._install_recorder(spec)
+        targets: dict[tuple[int, str], _Target] = {}
+        for spec, module, qualname in parsed:
+            target = _resolve_target(spec, module, qualname)
+            # the same attribute named twice (or by two spellings) is recorded once
+            targets.setdefault((id(target.owner), target.name), target)
+        if targets:
+            given = (workerinput or {}).get(RECORD_DIR_INPUT, self.record_dir_given)
+            self.record_dir = _prepare_record_dir(given)
+        for target in targets.values():
+            self._install_recorder(target)
 
     # -- recording ---------------------------------------------------------------------
-    def _install_recorder(self, spec: str) -> None:
-        module_name, _, qualname = spec.partition(":")
-        if not qualname:
-            raise pytest.UsageError(f"--framehook-record expects MODULE:QUALNAME, got {spec!r}")
-        try:
-            owner: Any = importlib.import_module(module_name)
-            parts = qualname.split(".")
-            for part in parts[:-1]:
-                owner = getattr(owner, part)
-            original = getattr(owner, parts[-1])
-        except (ImportError, AttributeError) as exc:
-            raise pytest.UsageError(f"--framehook-record {spec}: {exc}") from None
-        target = original
-        while hasattr(target, "_framehook_orig_callable"):  # optimize(...)(f): f is recorded
-            target = target._framehook_orig_callable
-        if (
-            not inspect.isfunction(target)
-            or inspect.isgeneratorfunction(target)
-            or inspect.iscoroutinefunction(target)
-            or inspect.isasyncgenfunction(target)
-        ):
-            raise pytest.UsageError(f"--framehook-record {spec}: only plain Python functions can be recorded")
+    def _install_recorder(self, target: _Target) -> None:
         session = self
+        function = target.function
 
-        @functools.wraps(original)
+        @functools.wraps(function)
         def recording(*args: Any, **kwargs: Any) -> Any:
             from .recorder import record_with_outcome
 
-            index = len(session.records)
-            safe = re.sub(r"[^A-Za-z0-9_.]+", "_", f"{module_name}.{qualname}")
-            path = os.path.join(session.record_dir, f"{safe}.{index}.fhrec")
-            _, outcome = record_with_outcome(original, args, kwargs, path=path, label=f"{spec}#{index}")
-            session.records.append(path)
+            rec, outcome = record_with_outcome(function, args, kwargs)
+            session._write(target, rec)
             if outcome.kind == "raise":
                 raise outcome.exception
             return outcome.value
 
-        setattr(owner, parts[-1], recording)
-        self.restore.append((owner, parts[-1], original))
+        replacement: Any = staticmethod(recording) if isinstance(target.raw, staticmethod) else recording
+        try:
+            setattr(target.owner, target.name, replacement)
+        except (AttributeError, TypeError) as exc:
+            self.close()
+            raise pytest.UsageError(f"--framehook-record: {target.spec!r}: cannot replace it: {exc}") from None
+        self.restore.append(target)
+
+    def _write(self, target: _Target, rec: Any) -> None:
+        """Write ``rec`` under the first free index of its target: the file is created
+        exclusively, so neither another worker, another session nor an earlier run's file is
+        ever replaced. The index is taken when the call ends (a recursive call's records do
+        not share one)."""
+        from . import dumps
+
+        assert self.record_dir is not None
+        worker = f".{self.worker_id}" if self.worker_id else ""
+        with self._lock:
+            index = self._next_index.get(target.stem, 0)
+            while True:
+                path = os.path.join(self.record_dir, f"{target.stem}{worker}.{index}.fhrec")
+                try:
+                    fh = open(path, "xb")
+                except FileExistsError:
+                    index += 1
+                    continue
+                break
+            self._next_index[target.stem] = index + 1
+            try:
+                with fh:
+                    rec.label = f"{target.spec}#{self.worker_id + '.' if self.worker_id else ''}{index}"
+                    fh.write(dumps(rec))
+            except BaseException:
+                os.remove(path)  # never leave a partial record behind
+                raise
+            rec.path = path
+            self.records.append(path)
 
     def close(self) -> None:
-        for owner, name, original in reversed(self.restore):
-            setattr(owner, name, original)
+        for target in reversed(self.restore):
+            if target.had_own:
+                setattr(target.owner, target.name, target.own)
+            else:
+                delattr(target.owner, target.name)
+        self.restore.clear()
         if self.pass_through is not None:
             self.pass_through.reset()
+
+    # -- counts, and xdist -----------------------------------------------------------------
+    def code_keys(self) -> set[tuple]:
+        """The intercepted code objects, by a key that means the same in every process."""
+        if self.pass_through is None:
+            return set()
+        return {
+            (code.co_filename, code.co_firstlineno, getattr(code, "co_qualname", code.co_name))
+            for code in self.pass_through.codes.values()
+        }
+
+    def frames(self) -> int:
+        return self.pass_through.frames_seen() if self.pass_through is not None else 0
+
+    def worker_counts(self) -> dict:
+        """What a worker sends the controller (plain data, for execnet)."""
+        return {
+            "tests": self.tests,
+            "frames": self.frames(),
+            "codes": sorted([list(key) for key in self.code_keys()]),
+            "diverged": list(self.diverged),
+            "records": list(self.records),
+        }
+
+    def add_worker(self, node: Any, error: Any) -> None:
+        if any(seen is node for seen in self.nodes):
+            return  # xdist may report a node down twice (keyboard interrupt)
+        self.nodes.append(node)
+        name = str(getattr(getattr(node, "gateway", None), "id", "?"))
+        output = getattr(node, "workeroutput", None)
+        counts = output.get(WORKER_OUTPUT) if isinstance(output, dict) else None
+        if not isinstance(counts, dict):
+            self.silent.append(f"{name} (down: {error})" if error else f"{name} (sent none)")
+            return
+        self.reporting.append(name)
+        self.tests += int(counts.get("tests", 0))
+        self.worker_frames += int(counts.get("frames", 0))
+        self.worker_codes.update(tuple(key) for key in counts.get("codes", ()))
+        self.diverged.extend(counts.get("diverged", ()))
+        self.records.extend(counts.get("records", ()))
+
+
+def _parse_target(spec: str) -> tuple[str, str]:
+    """``MODULE:QUALNAME`` split in two, or a usage error saying what is wrong with it."""
+
+    def bad(why: str) -> pytest.UsageError:
+        return pytest.UsageError(
+            f"--framehook-record: {spec!r} is not MODULE:QUALNAME (a dotted module name, then a qualified name): {why}"
+        )
+
+    if not spec:
+        raise bad("the value is empty")
+    if ":" not in spec:
+        raise bad("there is no ':'")
+    module, _, qualname = spec.partition(":")
+    if not module:
+        raise bad("the module name is empty")
+    if not qualname:
+        raise bad("the qualified name is empty")
+    for text in (module, qualname):
+        if "/" in text or "\\" in text:
+            raise bad(f"{text!r} is a file path; give the import name, e.g. pkg.mod:func")
+    if module.startswith("."):
+        raise bad(f"{module!r} is a relative module name; give the absolute one")
+    for part in module.split(".") + qualname.split("."):
+        if not part.isidentifier():
+            raise bad(f"{part!r} is not a Python identifier")
+    return module, qualname
+
+
+def _one_line(exc: BaseException) -> str:
+    """``Type: message`` on one line: the message's first line, "..." when it has more."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    return f"{type(exc).__name__}: {lines[0]}{' ...' if len(lines) > 1 else ''}"
+
+
+def _kind(obj: Any) -> str:
+    if inspect.ismodule(obj):
+        return "module"
+    if inspect.isclass(obj):
+        return "class"
+    return type(obj).__name__
+
+
+def _describe(obj: Any, raw: Any) -> str:
+    """What a target that cannot be recorded is, with its article."""
+    if isinstance(raw, classmethod):
+        return "a classmethod"
+    for test, text in (
+        (inspect.ismodule, "a module"),
+        (inspect.isclass, "a class"),
+        (inspect.isgeneratorfunction, "a generator function"),
+        (inspect.iscoroutinefunction, "a coroutine function"),
+        (inspect.isasyncgenfunction, "an async generator function"),
+        (inspect.isbuiltin, "a builtin function"),
+        (inspect.ismethod, "a bound method"),
+    ):
+        if test(obj):
+            return text
+    name = type(obj).__name__
+    return f"{'an' if name[:1] in 'aeiouAEIOU' else 'a'} {name}"
+
+
+def _resolve_target(spec: str, module: str, qualname: str) -> _Target:
+    """Import the module and walk the qualified name; a usage error unless it ends at a plain
+    Python function (a staticmethod's included) that can be replaced."""
+    try:
+        owner: Any = importlib.import_module(module)
+    except Exception as exc:  # a missing module, or one that fails while importing
+        raise pytest.UsageError(f"--framehook-record: {spec!r}: cannot import {module!r}: {_one_line(exc)}") from None
+    path = module
+    parts = qualname.split(".")
+    value: Any = owner
+    for part in parts:
+        owner = value
+        try:
+            value = getattr(owner, part)
+        except AttributeError:
+            raise pytest.UsageError(
+                f"--framehook-record: {spec!r}: {_kind(owner)} {path!r} has no attribute {part!r}"
+            ) from None
+        except Exception as exc:
+            raise pytest.UsageError(f"--framehook-record: {spec!r}: reading {path}.{part}: {_one_line(exc)}") from None
+        path = f"{path}.{part}"
+    name = parts[-1]
+    target = _Target(spec, module, qualname, owner, name, value)
+    inner = value
+    while hasattr(inner, "_framehook_orig_callable"):  # optimize(...)(f): f is recorded
+        inner = inner._framehook_orig_callable
+    if (
+        isinstance(target.raw, classmethod)
+        or not inspect.isfunction(inner)
+        or inspect.isgeneratorfunction(inner)
+        or inspect.iscoroutinefunction(inner)
+        or inspect.isasyncgenfunction(inner)
+    ):
+        raise pytest.UsageError(
+            f"--framehook-record: {spec!r} is {_describe(inner, target.raw)}, not a plain Python function"
+        )
+    return target
+
+
+def _prepare_record_dir(given: str) -> str:
+    """The absolute record directory (tests that change directory do not move it), created
+    now and proven writable by writing a file in it: asking os.access would not do, since
+    root passes it for places no one can write (procfs, read-only mounts)."""
+    if not given:
+        raise pytest.UsageError("--framehook-record-dir: expected a directory, got an empty value")
+    path = os.path.abspath(given)
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise pytest.UsageError(f"--framehook-record-dir: {given!r} exists and is not a directory")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise pytest.UsageError(f"--framehook-record-dir: cannot create {given!r}: {exc.strerror or exc}") from None
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".framehook-probe-", dir=path)
+    except OSError as exc:
+        raise pytest.UsageError(
+            f"--framehook-record-dir: cannot write files in {given!r}: {exc.strerror or exc}"
+        ) from None
+    os.close(fd)
+    os.remove(probe)
+    return path
 
 
 def _check_backend(name: str) -> None:
@@ -153,9 +391,6 @@ def _check_backend(name: str) -> None:
         raise pytest.UsageError(f"--framehook-optimize={name!r}: {exc}") from None
 
 
-_KEY = "framehook_session"
-
-
 def pytest_configure(config: Any) -> None:
     opts = (
         config.getoption("framehook_shadow", False),
@@ -163,18 +398,18 @@ def pytest_configure(config: Any) -> None:
         config.getoption("framehook_record", []),
     )
     if any(opts):
-        setattr(config, _KEY, _Session(config))
+        setattr(config, SESSION_KEY, _Session(config))
 
 
 def pytest_unconfigure(config: Any) -> None:
-    session = getattr(config, _KEY, None)
+    session = getattr(config, SESSION_KEY, None)
     if session is not None:
         session.close()
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: Any) -> Any:
-    session: _Session | None = getattr(pyfuncitem.config, _KEY, None)
+    session: _Session | None = getattr(pyfuncitem.config, SESSION_KEY, None)
     if session is None or not (session.shadow or session.backend is not None):
         return None
     fn = pyfuncitem.obj
@@ -194,7 +429,7 @@ def pytest_pyfunc_call(pyfuncitem: Any) -> Any:
         except BaseException:
             pass
         else:
-            session.diverged.append(f"{pyfuncitem.nodeid}: {type(failure).__name__}: {failure}")
+            session.diverged.append(f"{pyfuncitem.nodeid}: {_one_line(failure)}")
         raise
     return True
 
@@ -216,17 +451,42 @@ def _run_under(session: _Session, fn: Any, kwargs: dict) -> None:
                 session.reset_translator()
 
 
+def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
+    """On an xdist worker: hand the counts to the controller (xdist sends ``workeroutput``
+    after this hook)."""
+    fh: _Session | None = getattr(session.config, SESSION_KEY, None)
+    output = getattr(session.config, "workeroutput", None)
+    if fh is not None and isinstance(output, dict):
+        output[WORKER_OUTPUT] = fh.worker_counts()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist, on the controller, for each worker before it starts: the record directory the
+    controller checked, absolute (a worker need not share its working directory)."""
+    fh: _Session | None = getattr(node.config, SESSION_KEY, None)
+    if fh is not None and fh.record_dir is not None:
+        node.workerinput[RECORD_DIR_INPUT] = fh.record_dir
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist, on the controller, when a worker is done: add up what it sent."""
+    fh: _Session | None = getattr(node.config, SESSION_KEY, None)
+    if fh is not None:
+        fh.add_worker(node, error)
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
-    session: _Session | None = getattr(config, _KEY, None)
+    session: _Session | None = getattr(config, SESSION_KEY, None)
     if session is None:
         return
     tr = terminalreporter
     tr.section("framehook")
     if session.shadow:
-        tr.write_line(
-            f"framehook shadow: {session.pass_through.frames_seen()} frames intercepted "
-            f"({len(session.pass_through.codes)} code objects) in {session.tests} tests"
-        )
+        frames = session.frames() + session.worker_frames
+        codes = len(session.code_keys() | session.worker_codes)
+        tr.write_line(f"framehook shadow: {frames} frames intercepted ({codes} code objects) in {session.tests} tests")
     if session.backend:
         tr.write_line(f"framehook optimize[{session.backend}]: {session.tests} tests run under the translator")
     if session.shadow or session.backend:
@@ -234,4 +494,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
         for line in session.diverged:
             tr.write_line(f"  diverged: {line}")
     if session.records:
-        tr.write_line(f"framehook: {len(session.records)} records written to {session.record_dir}")
+        tr.write_line(f"framehook: {len(session.records)} records written to {session.record_dir_given}")
+    if session.nodes:
+        tr.write_line(f"framehook: counts from {len(session.reporting)} xdist workers")
+    if session.silent:
+        tr.write_line(f"framehook: no counts from worker {', '.join(session.silent)}: the totals leave them out")
