@@ -300,6 +300,7 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
     elif fmt in AGGREGATED_FORMATS:
         options["max_events"] = AGGREGATE_RING
     prof = Profiler(**options)
+    pid = os.getpid()
     try:
         status = _run(code, main_module.__dict__, filename, prof, exiting)
     finally:
@@ -307,6 +308,10 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
         if saved[2] is not None:
             sys.modules["__main__"] = saved[2]
 
+    if os.getpid() != pid or prof.state == "forked":
+        # A child the script forked, whose code ended here too: the profile is the
+        # parent's, which writes it; the child writes nothing and says nothing of it.
+        return status
     profile = prof.profile
     with _ended_by_signals():
         written = _write(profile, output, fmt, stem, max_events is not None)
