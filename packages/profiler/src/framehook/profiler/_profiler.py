@@ -89,15 +89,14 @@ class Profiler:
     def state(self) -> str:
         """new, recording, refused (another profiler was recording), stopped, or forked (in
         a child forked while it recorded: the recording is the parent's)."""
-        self._check_process()
         return self._state
 
     @property
     def recording(self) -> bool:
-        return self.state == "recording"
+        return self._state == "recording"
 
     def start(self) -> "Profiler":
-        if self.state != "new":
+        if self._state != "new":
             raise RuntimeError(
                 f"Profiler.start(): this profiler is {self._state}; a profiler records once (create a new one)"
             )
@@ -118,6 +117,7 @@ class Profiler:
         self._thread_names.note_start()
         self._exit_hook = _ExitHook(self)
         atexit.register(self._exit_hook)
+        this = weakref.ref(self)  # (for the fork handler, once recording)
         try:
             started = self._tracer.start()  # last: nothing after it is recorded here
         except BaseException:
@@ -134,11 +134,11 @@ class Profiler:
             )
             return self
         self._state = "recording"
-        _RECORDING[0] = weakref.ref(self)
+        _RECORDING[0] = this  # (a store: no call, nothing recorded)
         return self
 
     def stop(self) -> Profile:
-        if self.state == "forked":
+        if self._state == "forked":
             raise RuntimeError(_forked_message(self._pid, "stop()"))
         if self._state == "new":
             raise RuntimeError("Profiler.stop() called before start()")
@@ -152,12 +152,14 @@ class Profiler:
             self._state = "stopped"
         else:
             self._halt()
+            if self._state == "forked":  # (a fork the fork handler did not see)
+                raise RuntimeError(_forked_message(self._pid, "stop()"))
         return self.profile
 
     @property
     def profile(self) -> Profile:
         """The recorded profile (its trees are built on first access). Only after stop()."""
-        if self.state == "forked":
+        if self._state == "forked":
             raise RuntimeError(_forked_message(self._pid, "the profile"))
         if self._state != "stopped":
             raise RuntimeError(f"the profile is available after stop(); the profiler is {self._state}")
@@ -167,7 +169,7 @@ class Profiler:
 
     def export(self, path: Any, format: Optional[str] = None) -> str:
         """Shortcut for ``profile.export``: raises RuntimeError before stop()."""
-        if self.state == "forked":
+        if self._state == "forked":
             raise RuntimeError(_forked_message(self._pid, "export()"))
         if self._state != "stopped":
             raise RuntimeError(f"export() needs a stopped profiler; this one is {self._state} (call stop() first)")
@@ -177,7 +179,9 @@ class Profiler:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
-        if self.state in ("recording", "refused"):
+        if self._state == "recording":
+            self._halt()  # (the profile is built when asked for; a forked child raises nothing here)
+        elif self._state == "refused":
             self.stop()
 
     # Late in interpreter exit this module's globals, and even the builtins, may be gone:
@@ -207,6 +211,12 @@ class Profiler:
             self._tracer.stop()  # first: the rest is not the program's time
         self._state = "stopped"
         self._undo_start()
+        if self._pid != os.getpid():
+            # A child forked while recording that the fork handler did not reach (C code
+            # calling fork(2) itself): the recording is the parent's. (Asked only now
+            # that nothing records: the program's profile does not show the question.)
+            self._state = "forked"
+            return
         self._thread_names.note_stop()
         self._shorten = PathShortener()
 
@@ -219,15 +229,9 @@ class Profiler:
             self._exit_hook = None
 
     def _stop_at_exit(self) -> None:
-        if self.state == "recording":
+        if self._state == "recording":
             self._halt()
             self._stopped_at_exit = True
-
-    def _check_process(self) -> None:
-        """Disowns the recording in a forked child that the fork handler did not reach (a
-        fork made without CPython's fork handlers, by C code calling fork())."""
-        if self._state == "recording" and self._pid != os.getpid():
-            self._disown()
 
     def _disown(self) -> None:
         """In a child forked while recording: the recording is the parent's. The tracer is
