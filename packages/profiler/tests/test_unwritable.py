@@ -17,6 +17,7 @@ and the fallback failing too.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import subprocess
 import sys
@@ -267,3 +268,15 @@ def test_cli_temporary_file_not_writable_either_is_a_clear_error(tmp_path, scrip
         f"directory {spare} is not writable (Read-only file system); the profile is lost\n"
     ), err
     assert os.listdir(spare) == []  # the empty temporary file is not left behind
+
+
+def test_a_name_as_long_as_the_system_allows_is_written(tmp_path, script, capsys):
+    # the temporary file's name adds to the file's: it must not make a valid name too long
+    limit = os.pathconf(str(tmp_path), "PC_NAME_MAX") if hasattr(os, "pathconf") else 255
+    out = tmp_path / ("p" * (limit - len(".json")) + ".json")
+    assert main(["-o", str(out), str(script)]) == 0
+    assert "wrote chrome profile" in capsys.readouterr().err
+    assert json.loads(out.read_text())["traceEvents"]
+    profile = recorded()
+    assert profile.export(out) == str(out)
+    assert sorted(os.listdir(tmp_path)) == sorted(["prog.py", out.name])

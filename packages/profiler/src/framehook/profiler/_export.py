@@ -160,8 +160,9 @@ def _temporary(path: str) -> Tuple[int, str]:
     whose import alone costs a command line's run a tenth of its start-up.) Raises
     DirectoryNotWritable when the directory refuses new files."""
     directory, name = os.path.split(os.path.abspath(path))
+    keep = len(name)  # of the name, in the temporary one: fewer if that is too long
     for attempt in itertools.count():
-        temp = os.path.join(directory, f".{name}.{os.getpid()}.{attempt}.part")
+        temp = os.path.join(directory, f".{name[:keep]}.{os.getpid()}.{attempt}.part")
         try:
             return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), temp
         except FileExistsError:
@@ -169,6 +170,9 @@ def _temporary(path: str) -> Tuple[int, str]:
         except OSError as exc:
             if exc.errno in _DIRECTORY_ERRORS:
                 raise DirectoryNotWritable(exc.errno, exc.strerror, directory) from exc
+            if exc.errno == errno.ENAMETOOLONG and keep > 0:
+                keep //= 2  # a name that fits may not with the temporary name's additions
+                continue
             raise
     raise AssertionError("unreachable")
 
