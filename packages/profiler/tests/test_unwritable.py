@@ -264,9 +264,7 @@ def test_cli_temporary_file_not_writable_either_is_a_clear_error(tmp_path, scrip
     monkeypatch.setattr(tempfile, "tempdir", str(spare))
     assert main(["-o", str(out), str(script)]) == 1
     err = capsys.readouterr().err
-    assert err.endswith(
-        f"directory {spare} is not writable (Read-only file system); the profile is lost\n"
-    ), err
+    assert err.endswith(f"directory {spare} is not writable (Read-only file system); the profile is lost\n"), err
     assert os.listdir(spare) == []  # the empty temporary file is not left behind
 
 
