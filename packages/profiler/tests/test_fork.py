@@ -324,3 +324,69 @@ def test_cli_raw_fork_child_does_not_write(tmp_path):
     assert len(wrote_lines(proc.stderr)) == 1, proc.stderr
     names = span_names(out)
     assert "parent_only" in names and "child_only" not in names
+
+
+# In-process: what the fork handler and the process-id check do, without forking (the
+# tests above fork; these run the same code where coverage and pytest see it).
+
+
+def test_fork_handler_disowns_the_recording_profiler(backend):
+    from framehook.profiler import Profiler, _profiler
+
+    prof = Profiler()
+    prof.start()
+    _profiler._after_fork_in_child()  # as in a child, right after the fork
+    assert prof.state == "forked" and not prof.recording
+    assert _tracer.active() is None and not _tracer.profile_function_installed()
+    for attempt in (prof.stop, lambda: prof.profile, lambda: prof.export("never.json")):
+        with pytest.raises(RuntimeError, match=f"recorded in process {os.getpid()}.*is a fork of it"):
+            attempt()
+    prof.__exit__(None, None, None)  # nothing more to do, nothing raised
+    _profiler._after_fork_in_child()  # nothing recording: nothing done
+    with Profiler() as again:  # the slot of the single recorder is free
+        sum(range(10))
+    assert again.profile.event_count > 0
+
+
+def test_fork_handler_stops_a_bare_tracer():
+    from framehook.profiler import _profiler
+
+    tracer = _tracer.Tracer()
+    assert tracer.start() is True
+    _profiler._after_fork_in_child()
+    assert tracer.state == "stopped" and _tracer.active() is None
+
+
+@pytest.mark.parametrize("how", ["with", "stop", "exit-handler"])
+def test_a_fork_unseen_by_the_handler_is_found_by_the_process_id(backend, monkeypatch, how):
+    from framehook.profiler import Profiler, _profiler
+
+    real_pid = os.getpid()
+    prof = Profiler()
+    prof.start()
+    monkeypatch.setattr(os, "getpid", lambda: real_pid + 1)  # now "in a child"
+    if how == "with":
+        prof.__exit__(None, None, None)
+    elif how == "stop":
+        with pytest.raises(RuntimeError, match="is a fork of it"):
+            prof.stop()
+    else:
+        prof._stop_at_exit()
+    assert prof.state == "forked" and _tracer.active() is None
+    with pytest.raises(RuntimeError, match=f"recorded in process {real_pid}"):
+        prof.export("never.json")
+    assert _profiler._RECORDING[0] is None
+
+
+SIMULATED_CHILD = "from framehook.profiler import _profiler\n_profiler._after_fork_in_child()\n"
+
+
+def test_cli_in_a_child_returns_the_status_writing_nothing(tmp_path, capsys):
+    from framehook.profiler._cli import main
+
+    script = tmp_path / "child.py"
+    script.write_text(SIMULATED_CHILD + "raise SystemExit(3)\n")
+    out = tmp_path / "out.json"
+    assert main(["-o", str(out), "--summary", str(script)]) == 3
+    assert capsys.readouterr().err == ""
+    assert not out.exists()
