@@ -22,7 +22,15 @@ import types
 from typing import Any, Iterator, List, Optional, Tuple
 
 from ._compat import no_second_exit_wait, shutdown_error_report
-from ._export import DEFAULT_SUFFIX, FORMATS, ExportError, check_writable, format_for
+from ._export import (
+    DEFAULT_SUFFIX,
+    FORMATS,
+    DirectoryNotWritable,
+    ExportError,
+    check_writable,
+    failure_reason,
+    format_for,
+)
 from ._profile import Profile
 from ._profiler import Profiler
 from ._progress import Progress
@@ -119,8 +127,13 @@ def _check_output(output: str, given: bool) -> None:
     """ValueError, naming -o, if the profile could not be written at ``output``."""
     try:
         check_writable(output)
+    except DirectoryNotWritable as exc:  # (the file itself may well be writable)
+        where = f"-o {output}: " if given else f"{output}: "
+        raise ValueError(
+            f"{where}cannot write the profile: {failure_reason(exc)}" + ("" if given else "; choose where with -o")
+        ) from exc
     except OSError as exc:
-        reason = exc.strerror or str(exc)
+        reason = failure_reason(exc)
         if given:
             raise ValueError(f"-o {output}: cannot write the profile there ({reason})") from exc
         raise ValueError(f"cannot write the profile to {output} ({reason}); choose where with -o") from exc
@@ -300,6 +313,7 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
     elif fmt in AGGREGATED_FORMATS:
         options["max_events"] = AGGREGATE_RING
     prof = Profiler(**options)
+    pid = os.getpid()
     try:
         status = _run(code, main_module.__dict__, filename, prof, exiting)
     finally:
@@ -307,6 +321,10 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
         if saved[2] is not None:
             sys.modules["__main__"] = saved[2]
 
+    if os.getpid() != pid or prof.state == "forked":
+        # A child the script forked, whose code ended here too: the profile is the
+        # parent's, which writes it; the child writes nothing and says nothing of it.
+        return status
     profile = prof.profile
     with _ended_by_signals():
         written = _write(profile, output, fmt, stem, max_events is not None)
@@ -333,10 +351,19 @@ def _write(profile: Profile, output: str, fmt: str, stem: str, limited: bool) ->
         _error(str(err))
         import tempfile  # (only here: it takes a while to import)
 
-        fd, fallback = tempfile.mkstemp(prefix=f"{stem}-", suffix=DEFAULT_SUFFIX[fmt])
+        try:
+            fd, fallback = tempfile.mkstemp(prefix=f"{stem}-", suffix=DEFAULT_SUFFIX[fmt])
+        except OSError as exc:  # (no usable temporary directory either)
+            _error(f"nor could a temporary file be made for it ({failure_reason(exc)}); the profile is lost")
+            return None
         os.close(fd)
         try:
             written = profile.export(fallback, fmt, progress=calls_written)
+        except ExportError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(fallback)
+            _error(f"{exc}; the profile is lost")
+            return None
         finally:
             progress.finish()
         print(f"{PROG}: the profile was written to {written} instead", file=sys.stderr)

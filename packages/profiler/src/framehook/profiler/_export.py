@@ -4,6 +4,7 @@ a file that appears under its name only once complete."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import itertools
 import marshal
@@ -34,7 +35,33 @@ DEFAULT_SUFFIX = {
 
 
 class ExportError(OSError):
-    """The profile could not be written where asked."""
+    """The profile could not be written where asked. Its ``errno`` is the system's; its
+    message (``strerror``, and str()) says what could not be written and why."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)  # (not OSError's "[Errno 13] ...": the message is whole)
+
+
+class DirectoryNotWritable(OSError):
+    """No new file can be made in the directory the profile goes to. Every write makes
+    one there (the temporary file renamed into place), so this refuses the path even
+    when the file itself exists and is writable. ``filename`` is the directory."""
+
+    def __str__(self) -> str:
+        return f"directory {self.filename} is not writable ({self.strerror})"
+
+
+# Errors of making a file in a directory that are the directory's (not the file's) doing:
+# no write (or search) permission, a read-only file system.
+_DIRECTORY_ERRORS = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def failure_reason(exc: OSError) -> str:
+    """Why a path could not be written, in a few words: the directory when it is the
+    directory's fault, else the system's message."""
+    if isinstance(exc, DirectoryNotWritable):
+        return str(exc)
+    return exc.strerror or str(exc)
 
 
 def format_for(path: str, format: Optional[str] = None) -> str:
@@ -96,7 +123,7 @@ def write(
         with replacing(path) as fh:
             _write_to(profile, fmt, fh, progress)
     except OSError as exc:
-        raise ExportError(exc.errno, f"cannot write the profile to {path!r}: {exc.strerror or exc}") from exc
+        raise ExportError(exc.errno, f"cannot write the profile to {path!r}: {failure_reason(exc)}") from exc
     return os.path.abspath(path)
 
 
@@ -130,14 +157,23 @@ def replacing(path: str) -> Iterator[BinaryIO]:
 
 def _temporary(path: str) -> Tuple[int, str]:
     """A new file (0600) next to ``path``, open for writing: (fd, its path). (Not tempfile,
-    whose import alone costs a command line's run a tenth of its start-up.)"""
+    whose import alone costs a command line's run a tenth of its start-up.) Raises
+    DirectoryNotWritable when the directory refuses new files."""
     directory, name = os.path.split(os.path.abspath(path))
+    keep = len(name)  # of the name, in the temporary one: fewer if that is too long
     for attempt in itertools.count():
-        temp = os.path.join(directory, f".{name}.{os.getpid()}.{attempt}.part")
+        temp = os.path.join(directory, f".{name[:keep]}.{os.getpid()}.{attempt}.part")
         try:
             return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), temp
         except FileExistsError:
             continue
+        except OSError as exc:
+            if exc.errno in _DIRECTORY_ERRORS:
+                raise DirectoryNotWritable(exc.errno, exc.strerror, directory) from exc
+            if exc.errno == errno.ENAMETOOLONG and keep > 0:
+                keep //= 2  # a name that fits may not with the temporary name's additions
+                continue
+            raise
     raise AssertionError("unreachable")
 
 

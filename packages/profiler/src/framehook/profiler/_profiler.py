@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import atexit
+import os
 import sys
 import threading
 import types
 import warnings
 import weakref
-from typing import Any, Callable, FrozenSet, Optional
+from typing import Any, Callable, FrozenSet, List, Optional
 
 from . import _tagging, _tracer
 from ._compat import thread_profile_hook
@@ -33,6 +34,11 @@ class Profiler:
     handler (registered by start(), removed by stop()), while the interpreter is still
     whole; nothing else happens at exit. stop() called afterwards (by an exit handler of
     the program's) returns the profile recorded until then.
+
+    In a child forked while it records, the profiler is ``"forked"``: the recording is the
+    parent's, so the child's copy is taken off at the fork (os.register_at_fork) and
+    records nothing more; stop(), ``profile`` and export() raise RuntimeError there, so
+    that the child never writes over what the parent writes.
 
     c_calls: also record calls of C functions (builtins, methods of C types).
     runtime_events: record framehook-runtime's cache lookups and compiled regions when
@@ -77,10 +83,12 @@ class Profiler:
         self._prev_thread_hook: Optional[Callable[..., Any]] = None
         self._exit_hook: Optional[_ExitHook] = None
         self._stopped_at_exit = False
+        self._pid = 0  # the process that started recording (a forked child is another)
 
     @property
     def state(self) -> str:
-        """new, recording, refused (another profiler was recording) or stopped."""
+        """new, recording, refused (another profiler was recording), stopped, or forked (in
+        a child forked while it recorded: the recording is the parent's)."""
         return self._state
 
     @property
@@ -92,6 +100,7 @@ class Profiler:
             raise RuntimeError(
                 f"Profiler.start(): this profiler is {self._state}; a profiler records once (create a new one)"
             )
+        self._pid = os.getpid()
         self._tracer = _tracer.Tracer(
             c_calls=self.c_calls,
             tagged=_tagging.tagged_codes(),
@@ -108,6 +117,7 @@ class Profiler:
         self._thread_names.note_start()
         self._exit_hook = _ExitHook(self)
         atexit.register(self._exit_hook)
+        this = weakref.ref(self)  # (for the fork handler, once recording)
         try:
             started = self._tracer.start()  # last: nothing after it is recorded here
         except BaseException:
@@ -124,9 +134,12 @@ class Profiler:
             )
             return self
         self._state = "recording"
+        _RECORDING[0] = this  # (a store: no call, nothing recorded)
         return self
 
     def stop(self) -> Profile:
+        if self._state == "forked":
+            raise RuntimeError(_forked_message(self._pid, "stop()"))
         if self._state == "new":
             raise RuntimeError("Profiler.stop() called before start()")
         if self._state == "stopped":
@@ -139,11 +152,15 @@ class Profiler:
             self._state = "stopped"
         else:
             self._halt()
+            if self._state == "forked":  # (a fork the fork handler did not see)
+                raise RuntimeError(_forked_message(self._pid, "stop()"))
         return self.profile
 
     @property
     def profile(self) -> Profile:
         """The recorded profile (its trees are built on first access). Only after stop()."""
+        if self._state == "forked":
+            raise RuntimeError(_forked_message(self._pid, "the profile"))
         if self._state != "stopped":
             raise RuntimeError(f"the profile is available after stop(); the profiler is {self._state}")
         if self._profile is None:
@@ -152,6 +169,8 @@ class Profiler:
 
     def export(self, path: Any, format: Optional[str] = None) -> str:
         """Shortcut for ``profile.export``: raises RuntimeError before stop()."""
+        if self._state == "forked":
+            raise RuntimeError(_forked_message(self._pid, "export()"))
         if self._state != "stopped":
             raise RuntimeError(f"export() needs a stopped profiler; this one is {self._state} (call stop() first)")
         return self.profile.export(path, format)
@@ -160,7 +179,9 @@ class Profiler:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
-        if self._state in ("recording", "refused"):
+        if self._state == "recording":
+            self._halt()  # (the profile is built when asked for; a forked child raises nothing here)
+        elif self._state == "refused":
             self.stop()
 
     # Late in interpreter exit this module's globals, and even the builtins, may be gone:
@@ -190,10 +211,18 @@ class Profiler:
             self._tracer.stop()  # first: the rest is not the program's time
         self._state = "stopped"
         self._undo_start()
+        if self._pid != os.getpid():
+            # A child forked while recording that the fork handler did not reach (C code
+            # calling fork(2) itself): the recording is the parent's. (Asked only now
+            # that nothing records: the program's profile does not show the question.)
+            self._state = "forked"
+            return
         self._thread_names.note_stop()
         self._shorten = PathShortener()
 
     def _undo_start(self) -> None:
+        if _RECORDING[0] is not None and _RECORDING[0]() is self:
+            _RECORDING[0] = None
         threading.setprofile(self._prev_thread_hook)
         if self._exit_hook is not None:
             atexit.unregister(self._exit_hook)
@@ -203,6 +232,21 @@ class Profiler:
         if self._state == "recording":
             self._halt()
             self._stopped_at_exit = True
+
+    def _disown(self) -> None:
+        """In a child forked while recording: the recording is the parent's. The tracer is
+        taken off this process's only thread (and sys.monitoring), restoring what it had
+        before, and the slot of the single recorder is freed, so that the child may record
+        with a profiler of its own; the exit handler goes. The inherited buffers are left
+        as they are: untouched, they stay shared with the parent at no cost (freeing them
+        would write to every block, copying it), and go with this object."""
+        if self._state != "recording":
+            return
+        self._state = "forked"
+        tracer = self._tracer
+        if tracer is not None and tracer.state == "recording":
+            tracer.stop()
+        self._undo_start()
 
     def _hide_launcher(self, frame: Optional[types.FrameType]) -> None:
         """Hides ``frame`` and its callers from the trees: the code that launched the
@@ -237,6 +281,34 @@ class Profiler:
             self._shorten,
         )
         return Profile(recording)
+
+
+# The profiler recording in this process (a weak reference), for the fork handler.
+_RECORDING: List[Optional["weakref.ReferenceType[Profiler]"]] = [None]
+
+
+def _after_fork_in_child() -> None:
+    """Runs in the child of every fork (os.fork, multiprocessing's fork start method,
+    subprocess with preexec_fn...), before the child's code goes on: a profiler recording
+    in the parent is disowned (Profiler._disown)."""
+    ref = _RECORDING[0]
+    prof = ref() if ref is not None else None
+    if prof is not None:
+        prof._disown()
+    tracer = _tracer.active()
+    if tracer is not None:  # one started without a Profiler (the internal API)
+        tracer.stop()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _forked_message(pid: int, what: str) -> str:
+    return (
+        f"{what}: this profiler recorded in process {pid}, and this process ({os.getpid()}) is a fork of it: "
+        "the recording is the parent's (a forked child is not recorded, and never writes the parent's profile)"
+    )
 
 
 class _ExitHook:
