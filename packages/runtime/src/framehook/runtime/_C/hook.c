@@ -5,11 +5,20 @@
  * replace, and put back when the last thread turns its callback off. */
 #include "runtime.h"
 
+/* What one entry of a callback scope (enable(), run_only(), disable()) replaced, kept on
+ * the entering thread until the scope exits: a list, latest entry first. */
+typedef struct fh_scope_entry {
+    PyObject *scope;  /* the scope object (owned) */
+    PyObject *saved;  /* the callback it replaced: Py_None, Py_False or a callable (owned) */
+    struct fh_scope_entry *next;
+} fh_scope_entry;
+
 typedef struct {
     PyObject *callback;   /* NULL: off; Py_False: run-only; otherwise a callable. Owned. */
     PyCodeObject *bypass; /* the next frame of this code runs as is (shadow.c's calls) */
     int suspended;        /* > 0 while this thread's guards or callback run */
     int registered;       /* a cleanup capsule sits in the thread's dict */
+    fh_scope_entry *scopes; /* scopes entered on this thread and not exited yet */
     /* Frames are refused while the C stack pointer is less than stack_reserve bytes above
      * stack_low (unsigned: an address outside the thread's stack never is). stack_reserve
      * is UINTPTR_MAX until the thread's stack has been measured, 0 when it cannot be. */
@@ -101,6 +110,14 @@ static void thread_cleanup(PyObject *capsule) {
         return;
     }
     t->registered = 0;
+    /* scopes the thread never exited (a generator suspended inside a with block) */
+    while (t->scopes != NULL) {
+        fh_scope_entry *e = t->scopes;
+        t->scopes = e->next;
+        Py_DECREF(e->scope);
+        Py_DECREF(e->saved);
+        PyMem_Free(e);
+    }
     store_callback(t, NULL);
 }
 
@@ -142,6 +159,52 @@ PyObject *fh_set_callback(PyObject *callback) {
 
 PyObject *fh_get_callback(void) {
     return Py_NewRef(tls.callback ? tls.callback : Py_None);
+}
+
+/* ---- callback scopes ----------------------------------------------------------- */
+/* Entering a scope installs its callback and remembers the replaced one; exiting puts that
+ * back. Neither evaluates a Python frame after the scope's callback is installed, so a
+ * callback that fails for every frame cannot keep either from completing. */
+int fh_scope_enter(PyObject *scope, PyObject *callback) {
+    if (register_thread_cleanup() < 0) { /* frees the entries of a thread that exits inside */
+        return -1;
+    }
+    fh_scope_entry *e = PyMem_Malloc(sizeof(fh_scope_entry));
+    if (e == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    /* cannot fail from here on: the thread is registered */
+    e->scope = Py_NewRef(scope);
+    e->saved = fh_get_callback();
+    e->next = tls.scopes;
+    tls.scopes = e;
+    store_callback(&tls, callback == Py_None ? NULL : Py_NewRef(callback));
+    return 0;
+}
+
+int fh_scope_exit(PyObject *scope) {
+    fh_scope_entry **link = &tls.scopes;
+    while (*link != NULL && (*link)->scope != scope) {
+        link = &(*link)->next;
+    }
+    fh_scope_entry *e = *link;
+    if (e == NULL) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "framehook: this %.100s was not entered on this thread (or was exited already), so there is "
+                     "no callback of this thread for it to restore",
+                     Py_TYPE(scope)->tp_name);
+        return -1;
+    }
+    *link = e->next;
+    /* Restored first, with no Python code run before: the releases below may run finalizers */
+    store_callback(&tls, e->saved == Py_None ? NULL : e->saved);
+    if (e->saved == Py_None) {
+        Py_DECREF(e->saved);
+    }
+    Py_DECREF(e->scope);
+    PyMem_Free(e);
+    return 0;
 }
 
 /* ---- lookup ---------------------------------------------------------------- */
