@@ -220,7 +220,8 @@ static PyObject *scope_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         return NULL;
     }
     if (callback != Py_None && callback != Py_False && !PyCallable_Check(callback)) {
-        PyErr_Format(PyExc_TypeError, "CallbackScope() argument 'callback' must be None, False or a callable, not %.200s",
+        PyErr_Format(PyExc_TypeError,
+                     "CallbackScope() argument 'callback' must be None, False or a callable, not %.200s",
                      Py_TYPE(callback)->tp_name);
         return NULL;
     }
