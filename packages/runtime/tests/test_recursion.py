@@ -184,3 +184,70 @@ def _limit_main_thread_stack():
 def test_deep_recursion_with_a_2MiB_main_thread_stack_raises_recursion_error(kind):
     script = KINDS_CHILD.format(here=str(HERE), kind=kind, stack=0)
     assert_raised_recursion_error(run_child(script, preexec_fn=_limit_main_thread_stack))
+
+
+# Frames refused at the end of the stack may be generator frames being resumed or thrown
+# into: the evaluator unwinds them (3.11+: popped, cleared, marked finished), so the thread
+# goes on normally. The refusal point moves with the stack already in use (pre(k) adds C
+# frames), so across the runs some refusals fall on next() and throw() of a generator.
+THROW_CHILD = """
+import sys, threading
+sys.path.insert(0, {here!r})
+import framehook.runtime as rt
+from passthrough import PassThrough
+
+refused = {{"next": 0, "throw": 0, "plain": 0}}
+
+def gen():
+    try:
+        yield 1
+    except KeyError:
+        yield 2
+
+def step(what, fn):
+    try:
+        return fn()
+    except RecursionError:
+        refused[what] += 1
+        raise
+
+def f(n):
+    g = gen()
+    step("next", lambda: next(g))
+    step("throw", lambda: g.throw(KeyError))
+    h = gen()
+    next(h)
+    h.close()
+    return step("plain", lambda: f(n + 1))
+
+def once():
+    with rt.enable(PassThrough()):
+        try:
+            f(0)
+        except RecursionError:
+            pass
+    g = gen()  # generators work normally afterwards
+    assert (next(g), g.throw(KeyError)) == (1, 2)
+    g.close()
+
+def pre(k):
+    return once() if k == 0 else list(map(pre, [k - 1]))
+
+def run():
+    for k in range(60):
+        pre(k)
+    print("runs", sum(refused.values()) >= 60)
+
+sys.setrecursionlimit(100_000)
+threading.stack_size(256 * 1024)
+t = threading.Thread(target=run)
+t.start()
+t.join()
+print("exit", rt.get_eval_frame(), rt.eval_frame_installed())
+"""
+
+
+def test_refused_generator_resumes_and_throws_leave_the_thread_usable():
+    out = run_child(THROW_CHILD.format(here=str(HERE)))
+    assert out.returncode == 0, (out.returncode, out.stdout[-500:], out.stderr[-2000:])
+    assert out.stdout.split() == ["runs", "True", "exit", "None", "False"], (out.stdout, out.stderr[-2000:])
