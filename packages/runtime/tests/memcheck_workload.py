@@ -204,4 +204,79 @@ gc.collect()
 assert ref() is None
 rt.reset_code(leaf.__code__)
 
+# scopes entered and exited in C: nested, re-entered, under a raising callback, exited
+# without an entry, and left pending by a thread that ends inside one
+def raising_cb(frame, entry, state):
+    raise RuntimeError("cb")
+
+
+outer, inner, again = rt.enable(raising_cb), rt.disable(), rt.run_only()
+for _ in range(50):
+    with outer:
+        with inner:
+            with again:
+                with again:
+                    pass
+    try:
+        with rt.enable(PassThrough()):
+            raise KeyError("body")
+    except KeyError:
+        pass
+try:
+    inner.__exit__(None, None, None)
+except RuntimeError:
+    pass
+
+
+def pending_scope():
+    def gen():
+        with rt.enable(PassThrough()):
+            yield 1
+
+    g = gen()
+    next(g)
+    parked.append(g)
+
+
+parked = []
+t = threading.Thread(target=pending_scope)
+t.start()
+t.join()
+try:
+    parked.pop().close()  # exits on a thread without the entry: an error, nothing changes
+except RuntimeError:
+    pass
+assert rt.get_eval_frame() is None and not rt.eval_frame_installed()
+del outer, inner, again
+
+
+# frames refused near the end of a small thread's C stack (3.9-3.13: the runtime's own check)
+def delegating(n):
+    yield from delegating(n + 1)
+
+
+def plain(n):
+    return plain(n + 1)
+
+
+def deep():
+    with rt.enable(PassThrough()):
+        for start in (lambda: list(delegating(0)), lambda: plain(0)):
+            try:
+                start()
+            except RecursionError:
+                pass
+
+
+limit = sys.getrecursionlimit()
+sys.setrecursionlimit(100_000)
+threading.stack_size(512 * 1024)
+t = threading.Thread(target=deep)
+t.start()
+t.join()
+threading.stack_size(0)
+sys.setrecursionlimit(limit)
+for code in (delegating.__code__, plain.__code__):
+    rt.reset_code(code)
+
 print("workload done")

@@ -155,3 +155,162 @@ def test_call_with_validates_arguments():
     with pytest.raises(TypeError, match="argument 'fn' must be callable"):
         rt.call_with(cb_a, 42)
     assert rt.get_eval_frame() is None
+
+
+# ---- a misbehaving callback never keeps a scope from restoring the previous one -------------
+class Misbehaves(Exception):
+    pass
+
+
+def _raises(frame, entry, state):
+    raise Misbehaves(frame.f_code.co_name)
+
+
+def _returns_junk(frame, entry, state):
+    return 42  # neither None nor GuardedCode: TypeError to the caller
+
+
+def _returns_wrong_layout(frame, entry, state):
+    return rt.GuardedCode((lambda *much, **more: 0).__code__, bool)  # TypeError: layout differs
+
+
+def _raising_guard(f_locals):
+    raise Misbehaves("guard")
+
+
+def _caches_raising_guard(frame, entry, state):
+    # runs the frame now; every later call of the code raises from its guard
+    return rt.GuardedCode(frame.f_code, _raising_guard)
+
+
+MISBEHAVIOURS = {
+    "raises": _raises,
+    "returns-junk": _returns_junk,
+    "wrong-layout": _returns_wrong_layout,
+    "raising-guard": _caches_raising_guard,
+}
+
+
+class Counting:
+    """Wraps a callback, counting the frames it is asked about."""
+
+    def __init__(self, callback):
+        self.callback, self.calls = callback, []
+
+    def __call__(self, frame, entry, state):
+        self.calls.append(frame.f_code.co_name)
+        return self.callback(frame, entry, state)
+
+
+def _forget_runtime_code_decisions():
+    # Earlier tests' callbacks may have marked the runtime's own Python code skipped (a
+    # callback returning None does): forget that, so these tests see it as a fresh callback would.
+    from framehook.runtime import contexts
+
+    for value in list(vars(contexts).values()) + list(vars(contexts._CallbackContext).values()):
+        code = getattr(value, "__code__", None)
+        if code is not None:
+            rt.reset_code(code)
+
+
+SCOPES = ["enable", "enable-around-disable", "enable-around-run_only", "enable-in-enable", "decorator", "call_with"]
+
+
+def _use_scope(scope, cb):
+    # Runs with the misbehaving callback `cb` in a scope of kind `scope` around a body that
+    # calls no Python function (the scope objects are made before, outside). Returns the
+    # callback seen inside.
+    outer, inner = rt.enable(cb), {"disable": rt.disable(), "run_only": rt.run_only(), "in": rt.enable(cb_a)}
+    decorated = rt.enable(cb)(rt.get_eval_frame)  # a C function as fn: nothing to intercept
+    if scope == "enable":
+        with outer:
+            inside = rt.get_eval_frame()
+    elif scope == "enable-around-disable":
+        with outer:
+            with inner["disable"]:
+                inside = rt.get_eval_frame()
+            assert rt.get_eval_frame() is cb
+    elif scope == "enable-around-run_only":
+        with outer:
+            with inner["run_only"]:
+                inside = rt.get_eval_frame()
+            assert rt.get_eval_frame() is cb
+    elif scope == "enable-in-enable":
+        with inner["in"]:
+            with outer:
+                inside = rt.get_eval_frame()
+            assert rt.get_eval_frame() is cb_a
+    elif scope == "decorator":
+        inside = decorated()
+    else:
+        inside = rt.call_with(cb, rt.get_eval_frame)
+    return inside
+
+
+@pytest.mark.parametrize("scope", SCOPES)
+@pytest.mark.parametrize("misbehaviour", sorted(MISBEHAVIOURS))
+def test_scope_restores_previous_callback_whatever_the_callback_does(scope, misbehaviour):
+    _forget_runtime_code_decisions()
+    cb = Counting(MISBEHAVIOURS[misbehaviour])
+    error = None
+    for _ in range(2):  # twice: the raising guard bites from the second call of a code on
+        try:
+            inside = _use_scope(scope, cb)
+        except BaseException as e:  # noqa: BLE001 - what escaped is the assertion below
+            error = e
+        finally:
+            # C calls only: safe with any callback left set (a Python helper would be intercepted)
+            callback, installed, _ = rt.get_eval_frame(), rt.eval_frame_installed(), rt.set_eval_frame(None)
+        assert (callback, installed, error) == (None, False, None)
+    assert inside is (None if scope == "enable-around-disable" else False if "run_only" in scope else cb)
+    # neither entering nor exiting ran a Python frame under the callback
+    assert cb.calls == []
+
+
+@pytest.mark.parametrize("misbehaviour", sorted(MISBEHAVIOURS))
+def test_body_exception_propagates_and_callback_is_restored(misbehaviour):
+    _forget_runtime_code_decisions()
+    cb = Counting(MISBEHAVIOURS[misbehaviour])
+    try:
+        with pytest.raises(ZeroDivisionError):
+            with rt.enable(cb_b):
+                with rt.enable(cb):
+                    1 / 0
+            # (pytest.raises's own __exit__ is a Python frame: it runs after both scopes exited)
+    finally:
+        callback, installed, _ = rt.get_eval_frame(), rt.eval_frame_installed(), rt.set_eval_frame(None)
+    assert (callback, installed, cb.calls) == (None, False, [])
+
+
+def test_exit_without_entry_is_an_error_and_changes_nothing():
+    ctx = rt.enable(cb_a)
+    with pytest.raises(RuntimeError, match="not entered on this thread"):
+        ctx.__exit__(None, None, None)
+    with ctx:
+        pass
+    with pytest.raises(RuntimeError, match="not entered on this thread"):
+        ctx.__exit__(None, None, None)
+    assert rt.get_eval_frame() is None
+
+
+def test_scope_entered_in_a_thread_that_exits_inside_it():
+    # a generator suspended inside a scope, dropped by a thread that then ends: the thread's
+    # pending entry is released with it, and the hook removed
+    def worker():
+        def gen():
+            with rt.enable(cb_b):
+                yield rt.get_eval_frame()
+
+        g = gen()
+        seen.append(next(g))
+        held.append(g)  # never resumed here
+
+    seen, held = [], []
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert seen == [cb_b] and not rt.eval_frame_installed()
+    # closing it here exits the scope on a thread that never entered it: an error, no change
+    with pytest.raises(RuntimeError, match="not entered on this thread"):
+        held.pop().close()
+    assert rt.get_eval_frame() is None

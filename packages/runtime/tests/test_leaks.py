@@ -1,4 +1,5 @@
-"""A million hooked calls leave memory flat; CallbackWrapper calls and cycles keep references and memory flat."""
+"""A million hooked calls leave memory flat; CallbackWrapper calls, scopes and their cycles
+keep references and memory flat."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import functools
 import gc
 import resource
 import sys
+import threading
 import tracemalloc
 import weakref
+
+import pytest
 
 import framehook.runtime as rt
 from runtime_helpers import targeting
@@ -160,3 +164,77 @@ def test_cache_entry_infos_in_cycles_are_freed():
     gc.collect()
     assert tracked
     assert ref() is None, "a cycle through a CacheEntryInfo outlived gc.collect()"
+
+
+def _raising_callback(frame, entry, state):
+    raise RuntimeError("cb")
+
+
+def test_scopes_keep_references_and_memory_flat():
+    callback = _raising_callback
+    outer, inner = rt.enable(callback), rt.disable()
+
+    def run(n):
+        for _ in range(n):
+            with outer:
+                with inner:
+                    with inner:
+                        pass
+            try:
+                with outer:
+                    raise KeyError("body")
+            except KeyError:
+                pass
+            try:
+                inner.__exit__(None, None, None)  # not entered: an error, nothing changes
+            except RuntimeError:
+                pass
+
+    run(1000)  # warm up
+    gc.collect()
+    counts = [sys.getrefcount(o) for o in (callback, outer, inner)]
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    run(100_000)
+    gc.collect()
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    assert [sys.getrefcount(o) for o in (callback, outer, inner)] == counts
+    growth = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    assert growth < 64 * 1024, f"traced memory grew by {growth} bytes"
+    assert rt.get_eval_frame() is None
+
+
+def test_scopes_in_cycles_and_pending_in_ended_threads_are_freed():
+    class Callback:
+        def __call__(self, frame, entry, state):
+            return None
+
+    def cycle():
+        cb = Callback()
+        cb.scope = rt.enable(cb)  # scope -> callback -> scope
+        return weakref.ref(cb)
+
+    def pending():
+        # a thread that ends inside a scope (a generator parked in it): its entry is released
+        cb = Callback()
+
+        def gen():
+            with rt.enable(cb):
+                yield
+
+        g = gen()
+        next(g)
+        parked.append(g)
+        refs.append(weakref.ref(cb))
+
+    refs, parked = [cycle() for _ in range(100)], []
+    t = threading.Thread(target=pending)
+    t.start()
+    t.join()
+    gc.collect()
+    assert sum(r() is not None for r in refs) == 1  # only the parked generator's callback
+    with pytest.raises(RuntimeError, match="not entered on this thread"):
+        parked.pop().close()  # its scope exits here, on a thread without the entry
+    gc.collect()
+    assert all(r() is None for r in refs)

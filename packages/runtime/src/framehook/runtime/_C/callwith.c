@@ -200,3 +200,106 @@ PyTypeObject fh_CallbackWrapper_Type = {
     .tp_members = wrapper_members,
     .tp_getset = wrapper_getset,
 };
+
+/* ---- CallbackScope ------------------------------------------------------------- */
+/* The context manager under enable(), run_only() and disable(): entering sets this thread's
+ * callback, exiting restores the one the entry replaced. Both are C methods, so no Python
+ * frame runs under the scope's callback on the way in or out: a callback that raises or
+ * returns something invalid for every frame cannot leave itself installed. Entries are kept
+ * per thread (hook.c), so one object can be entered on several threads and re-entered. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *callback; /* None, False or a callable */
+    PyObject *name;     /* the factory's name, for messages: "enable", "run_only", "disable" */
+} fh_CallbackScope;
+
+static PyObject *scope_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"callback", "name", NULL};
+    PyObject *callback, *name;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OU:CallbackScope", kwlist, &callback, &name)) {
+        return NULL;
+    }
+    if (callback != Py_None && callback != Py_False && !PyCallable_Check(callback)) {
+        PyErr_Format(PyExc_TypeError,
+                     "CallbackScope() argument 'callback' must be None, False or a callable, not %.200s",
+                     Py_TYPE(callback)->tp_name);
+        return NULL;
+    }
+    fh_CallbackScope *self = (fh_CallbackScope *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->callback = Py_NewRef(callback);
+    self->name = Py_NewRef(name);
+    return (PyObject *)self;
+}
+
+static int scope_traverse(fh_CallbackScope *self, visitproc visit, void *arg) {
+    Py_VISIT(self->callback);
+    return 0;
+}
+
+static int scope_clear(fh_CallbackScope *self) {
+    Py_CLEAR(self->callback);
+    return 0;
+}
+
+/* (a Python subclass's own dealloc releases the reference its instances hold to it) */
+static void scope_dealloc(fh_CallbackScope *self) {
+    PyObject_GC_UnTrack(self);
+    scope_clear(self);
+    Py_CLEAR(self->name);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *scope_enter(PyObject *self, PyObject *unused) {
+    fh_CallbackScope *s = (fh_CallbackScope *)self;
+    if (s->callback == NULL) { /* cleared by the garbage collector, yet reached from a finalizer */
+        PyErr_SetString(PyExc_RuntimeError, "CallbackScope entered after it was cleared");
+        return NULL;
+    }
+    if (fh_scope_enter(self, s->callback) < 0) {
+        return NULL;
+    }
+    return Py_NewRef(self);
+}
+
+static PyObject *scope_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)args;
+    (void)nargs; /* the exception, if any, propagates: never suppressed */
+    if (fh_scope_exit(self) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef scope_methods[] = {
+    {"__enter__", scope_enter, METH_NOARGS, "Set this thread's callback to the scope's; returns the scope."},
+    {"__exit__", (PyCFunction)(void (*)(void))scope_exit, METH_FASTCALL,
+     "Restore the callback this thread's latest entry of the scope replaced."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef scope_members[] = {
+    {"callback", T_OBJECT, offsetof(fh_CallbackScope, callback), READONLY,
+     "the callback set inside the scope (None, False or a callable)"},
+    {"name", T_OBJECT, offsetof(fh_CallbackScope, name), READONLY, "the name of the function that made the scope"},
+    {NULL},
+};
+
+PyTypeObject fh_CallbackScope_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "framehook.runtime.CallbackScope",
+    .tp_basicsize = sizeof(fh_CallbackScope),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "CallbackScope(callback, name)\n--\n\n"
+              "A context manager that sets this thread's callback on entry and restores the previous one\n"
+              "on exit, in C: no Python frame runs under callback while entering or exiting. The base\n"
+              "of what enable(), run_only() and disable() return.",
+    .tp_new = scope_new,
+    .tp_dealloc = (destructor)scope_dealloc,
+    .tp_traverse = (traverseproc)scope_traverse,
+    .tp_clear = (inquiry)scope_clear,
+    .tp_methods = scope_methods,
+    .tp_members = scope_members,
+};

@@ -237,6 +237,72 @@ static inline char *fh_stack_low(size_t *size) {
 }
 #endif
 
+/* ---- refusing a frame near the end of the C stack (3.9-3.13) ----------------------- */
+#if !FH_EVALUATOR_MEASURES_C_STACK
+/* The evaluator links the frame it is given into the thread's chain of frames on entry,
+ * and on 3.12+ also pops and clears it on exit (generator frames included): a frame that
+ * reached the eval function can only be unwound by the evaluator. Before, the evaluator
+ * returned at its recursion check without touching the frame, and so can we. */
+#define FH_EVALUATOR_LINKS_FRAMES FH_PY311
+/* The budget the evaluator checks on entry counts C levels (c_recursion_remaining, which it
+ * spends before checking); before, one count of recursion levels, checked against the
+ * thread's copy of the limit, which is refreshed from the interpreter's before it raises. */
+#define FH_RECURSION_BUDGET_COUNTS_C_LEVELS FH_PY312
+
+#if FH_EVALUATOR_LINKS_FRAMES
+typedef struct {
+    int remaining;
+    int other; /* 3.12+: the Python-level budget; 3.11: the thread's limit */
+} fh_recursion_budget;
+
+/* Sets the budget so that the evaluator's next entry check fails; returns what it was. */
+static inline fh_recursion_budget fh_recursion_budget_exhaust(PyThreadState *ts) {
+    fh_recursion_budget saved;
+#  if FH_RECURSION_BUDGET_COUNTS_C_LEVELS
+    saved.remaining = ts->c_recursion_remaining;
+    saved.other = ts->py_recursion_remaining;
+    ts->c_recursion_remaining = -1;
+#  else
+    saved.remaining = ts->recursion_remaining;
+    saved.other = ts->recursion_limit;
+    ts->recursion_remaining = 0;
+    ts->recursion_limit = Py_GetRecursionLimit(); /* depth now above the limit: no refresh */
+#  endif
+    return saved;
+}
+
+static inline void fh_recursion_budget_restore(PyThreadState *ts, fh_recursion_budget saved) {
+#  if FH_RECURSION_BUDGET_COUNTS_C_LEVELS
+    ts->c_recursion_remaining = saved.remaining;
+    ts->py_recursion_remaining = saved.other;
+#  else
+    ts->recursion_remaining = saved.remaining;
+    ts->recursion_limit = saved.other;
+#  endif
+}
+#endif
+
+/* Refuses the frame f with RecursionError, leaving it as the evaluator leaves a frame it
+ * refuses at its own recursion limit (linked and unlinked, popped and cleared as the
+ * version does, a generator marked finished): on 3.11+ by running the evaluator with its
+ * recursion budget exhausted, so that it raises at its entry check, before running
+ * anything, and unwinds the frame itself. */
+static inline PyObject *fh_eval_refusing_for_recursion(PyThreadState *ts, fh_frame *f, int throw_flag) {
+#if FH_EVALUATOR_LINKS_FRAMES
+    fh_recursion_budget saved = fh_recursion_budget_exhaust(ts);
+    PyObject *result = _PyEval_EvalFrameDefault(ts, f, throw_flag);
+    fh_recursion_budget_restore(ts, saved);
+    return result;
+#else
+    (void)ts;
+    (void)f;
+    (void)throw_flag;
+    PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded");
+    return NULL;
+#endif
+}
+#endif /* !FH_EVALUATOR_MEASURES_C_STACK */
+
 /* ---- tracing suspension ------------------------------------------------------ */
 static inline void fh_suspend_tracing(PyThreadState *ts) {
 #if FH_PY311

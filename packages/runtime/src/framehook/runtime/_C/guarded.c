@@ -108,7 +108,8 @@ PyObject *fh_entry_info(fh_entry *entry) {
 
 int fh_types_init(PyObject *module) {
     if (PyType_Ready(&fh_GuardedCode_Type) < 0 || PyType_Ready(&fh_FrameView_Type) < 0 ||
-        PyType_Ready(&fh_CallbackWrapper_Type) < 0 || fh_guard_checker_ready() < 0) {
+        PyType_Ready(&fh_CallbackWrapper_Type) < 0 || PyType_Ready(&fh_CallbackScope_Type) < 0 ||
+        fh_guard_checker_ready() < 0) {
         return -1;
     }
     if (PyStructSequence_InitType2(&entry_info_type, &entry_info_desc) < 0) {
@@ -132,6 +133,11 @@ int fh_types_init(PyObject *module) {
     Py_INCREF(&fh_CallbackWrapper_Type);
     if (PyModule_AddObject(module, "CallbackWrapper", (PyObject *)&fh_CallbackWrapper_Type) < 0) {
         Py_DECREF(&fh_CallbackWrapper_Type);
+        return -1;
+    }
+    Py_INCREF(&fh_CallbackScope_Type);
+    if (PyModule_AddObject(module, "CallbackScope", (PyObject *)&fh_CallbackScope_Type) < 0) {
+        Py_DECREF(&fh_CallbackScope_Type);
         return -1;
     }
     Py_INCREF(&fh_GuardChecker_Type);

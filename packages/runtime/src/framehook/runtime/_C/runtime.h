@@ -86,6 +86,13 @@ PyObject *fh_get_callback(void);                 /* new ref */
 extern PyObject *fh_guard_error_hook;            /* owned, may be NULL */
 extern int fh_trace_callbacks;                   /* let tracers see callbacks and guards */
 int fh_bypass_next(PyCodeObject *co);            /* shadow.c: next frame of co runs as is */
+/* enable()/run_only()/disable() scopes: enter installs callback (0, or -1 with an exception
+ * and nothing changed); exit restores what this thread's latest entry of scope replaced
+ * (-1 with RuntimeError when the thread has no entry of it). Neither runs Python code
+ * before the change is complete. */
+int fh_scope_enter(PyObject *scope, PyObject *callback);
+int fh_scope_exit(PyObject *scope);
+extern PyTypeObject fh_CallbackScope_Type;       /* callwith.c */
 
 /* ---- calls with a callback set (callwith.c) --------------------------------- */
 /* -1 with a TypeError naming func's argument unless callback is None/False/callable and fn callable */
