@@ -63,7 +63,7 @@ def env_name(version: str) -> str:
 
 
 def _reported_version(exe: str) -> str | None:
-    """"3.14", or "3.14d" for a debug build."""
+    """The version an interpreter reports: "3.14", or "3.14d" for a debug build."""
     try:
         out = subprocess.run(
             [exe, "-c", provision.WHICH_VERSION],

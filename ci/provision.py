@@ -472,7 +472,8 @@ def provision(version: str, root: Path | None = None, refresh: bool = False) -> 
             stderr=subprocess.DEVNULL,
         )
         smoke = _run(
-            [str(exe), "-c", SMOKE_TEST, str(prefix), "debug" if debug else "release"], f"checking the new python{version}"
+            [str(exe), "-c", SMOKE_TEST, str(prefix), "debug" if debug else "release"],
+            f"checking the new python{version}",
         )
         (prefix / STAMP).write_text(stamp)
         _log(f"python{version} {smoke.stdout.strip()} ready in {time.monotonic() - start:.0f}s: {exe}")
