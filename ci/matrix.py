@@ -106,7 +106,7 @@ def provision_missing(interpreters: dict[str, str], missing: list[str]) -> list[
     failed = []
     for version in missing:
         print(
-            f"[matrix] CPython {version} not found on PATH or in pyenv: provisioning it "
+            f"[matrix] CPython {version} not found on PATH{'' if is_debug(version) else ' or in pyenv'}: provisioning it "
             f"under {provision.default_root()}",
             flush=True,
         )

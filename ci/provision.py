@@ -134,6 +134,8 @@ def _run(cmd: list[str], what: str, **kwargs) -> subprocess.CompletedProcess:
 
 
 def _yourself(version: str) -> str:
+    if split_version(version)[1]:
+        return f"install CPython {version[:-1]}'s debug build yourself (python{version} on PATH)"
     return f"install CPython {version} yourself (python{version} on PATH or under pyenv)"
 
 

@@ -166,7 +166,7 @@ def conformance_runs(version: str) -> bool:
     return cross_package_jobs(version) and not is_debug(version)
 
 
-DEBUG_SUBSET_NOTE = "a debug build runs only the runtime's and profiler's tests and the fuzz batch (ci/support.py)"
+DEBUG_SUBSET_NOTE = "a debug build runs only the runtime's and profiler's tests and the fuzz batch"
 
 
 def why_not(package: str, version: str) -> str:
