@@ -39,6 +39,7 @@ from support import (
     VERSIONS,
     conformance_runs,
     cross_package_jobs,
+    fuzz_tests_run,
     is_debug,
     supports,
     tested_packages,
@@ -192,8 +193,9 @@ def _not_applicable(versions: list[str]) -> list[str]:
             if not supports(pkg, version):
                 notes.append(f"  {pkg} on {version}: {why_not(pkg, version)}")
     subset = [(p, v) for v in versions for p in PACKAGES if supports(p, v) and p not in tested_packages(v)]
+    subset += [("fuzz", v) for v in versions if cross_package_jobs(v) and not fuzz_tests_run(v)]
     if subset:
-        pkgs = ", ".join(sorted({p for p, _ in subset}, key=PACKAGES.index))
+        pkgs = ", ".join(sorted({p for p, _ in subset}, key=(*PACKAGES, "fuzz").index))
         debug = ", ".join(sorted({v for _, v in subset}, key=versions.index))
         notes.append(f"  {pkgs} on {debug}: {DEBUG_SUBSET_NOTE}")
     return notes
@@ -206,7 +208,7 @@ def print_test_table(versions: list[str]) -> tuple[int, int, int]:
     print("package".ljust(12) + "".join(v.ljust(width) for v in versions))
     # the fuzzer's own tests (fuzz/tests: its generators and comparisons) get a row too
     rows = [(p, f"{p}.xml", lambda v, p=p: p in tested_packages(v)) for p in PACKAGES]
-    rows.append(("fuzz", "fuzz-tests.xml", cross_package_jobs))
+    rows.append(("fuzz", "fuzz-tests.xml", fuzz_tests_run))
     for pkg, junit, applies in rows:
         row = pkg.ljust(12)
         for version in versions:
@@ -225,7 +227,7 @@ def print_test_table(versions: list[str]) -> tuple[int, int, int]:
     if notes:
         print(
             "n/a: not run, the package does not support that CPython (yet) or the env is a"
-            " debug build's subset; the fuzz row runs where the translator does:"
+            " debug build's subset; the fuzz row runs where the translator does, on release builds:"
         )
         print("\n".join(notes))
     return totals[0], totals[1], totals[2]
@@ -394,7 +396,8 @@ def print_fuzz_summary(versions: list[str]) -> tuple[int, int]:
 def combine_coverage(tox: list[str], versions: list[str]) -> bool:
     """Combine coverage data from every env and hold each package that ran to the floor."""
     data_dir = RESULTS / "coverage"
-    measured = [pkg for pkg in PACKAGES if any(supports(pkg, v) for v in versions)]
+    # a package held to the floor had its tests run here (not only a debug build's subset)
+    measured = [pkg for pkg in PACKAGES if any(pkg in tested_packages(v) for v in versions)]
     if not measured:
         print(f"\n[matrix] no package supports CPython {', '.join(versions)}: no coverage to combine")
         return True

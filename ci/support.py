@@ -28,8 +28,9 @@ DEBUG_VERSIONS = ("3.14d", "3.15d")
 # what a debug env runs: the tests of the C packages (the runtime's pass-through corpus
 # among them) without the slow kinds (valgrind, regrtest), and the fuzz batch through every
 # package; not the translator's or records' tests (pure Python: what a debug build checks
-# is the C code, which the fuzz batch drives through the translator), nor the conformance
-# suite (its replays go through the same C paths as the fuzz batch)
+# is the C code, which the fuzz batch drives through the translator), nor the fuzzer's own
+# tests (its generators and harness), nor the conformance suite (its replays go through
+# the same C paths as the fuzz batch)
 DEBUG_BUILD_PACKAGES = ("runtime", "profiler")
 DEBUG_BUILD_MARKERS = "not valgrind and not regrtest"
 # install order: each package after the ones it depends on (records depends on none)
@@ -159,6 +160,11 @@ def tested_packages(version: str) -> list[str]:
 def cross_package_jobs(version: str) -> bool:
     """Whether the fuzz batch (and, on a release build, the conformance suite) runs on `version`."""
     return supports(CROSS_PACKAGE_JOBS_NEED, version)
+
+
+def fuzz_tests_run(version: str) -> bool:
+    """Whether the fuzzer's own tests (fuzz/tests) run on `version`: not on a debug build."""
+    return cross_package_jobs(version) and not is_debug(version)
 
 
 def conformance_runs(version: str) -> bool:
