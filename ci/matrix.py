@@ -580,8 +580,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.job == "gcov":
         envs, jobs = gcov_envs(versions), []
     else:
-        # the debug envs first: the longest envs start first, so neither ends up running
-        # alone at the end while the other core idles
+        # the debug envs first: among the longest (a debug interpreter is several times
+        # slower), they should not be left running alone at the end while a core idles
         envs = [env_name(v) for v in versions if is_debug(v)] + [env_name(v) for v in versions if not is_debug(v)]
         jobs = ["tests", "conformance"] if args.job == "test" else ["conformance"]
         if args.job == "test" and not args.no_gcov:
