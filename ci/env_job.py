@@ -6,6 +6,9 @@ $FRAMEHOOK_RESULTS, which ci/matrix.py reads to print its tables. Only the packa
 support this interpreter (their requires-python, see ci/support.py) are installed and
 tested; the conformance suite and the fuzz batch run where the translator is supported, and the
 conformance suite once more in a venv without the translator (runtime, records, profiler).
+On a CPython debug build (python3.14d: the py314d env) every supported package is installed
+but only a subset runs (ci/support.py DEBUG_BUILD_*): the runtime's and profiler's tests
+without the slow kinds, and the fuzz batch.
 
 Usage: python ci/env_job.py [tests] [conformance]
 """
@@ -21,12 +24,15 @@ import sys
 from pathlib import Path
 
 from support import (
+    DEBUG_BUILD_MARKERS,
     PACKAGES,
     copy_sources,
     cross_package_jobs,
     current_version,
+    is_debug,
     present,
     supported_packages,
+    tested_packages,
     why_not,
 )
 
@@ -49,6 +55,22 @@ def report_unsupported() -> None:
                 f"({why_not(name, version)})",
                 flush=True,
             )
+        elif present(name) and name not in tested_packages(version):
+            print(f"[env_job] {name}: installed, its tests not run ({why_not(name, version)})", flush=True)
+
+
+def build_matches_env() -> bool:
+    """A debug env (tox.ini sets FRAMEHOOK_DEBUG_BUILD) must have got a debug interpreter,
+    and a release env a release one: else the tables would credit the wrong build."""
+    wanted = os.environ.get("FRAMEHOOK_DEBUG_BUILD") == "1"
+    if wanted == is_debug(current_version()):
+        return True
+    print(
+        f"[env_job] error: this env wants a {'debug' if wanted else 'release'} build of CPython, "
+        f"but {sys.executable} is CPython {current_version()}",
+        flush=True,
+    )
+    return False
 
 
 def build_wheels(scratch: Path) -> list[Path] | None:
@@ -98,7 +120,9 @@ def install_packages(wheels: list[Path]) -> bool:
 
 def run_package_tests(results: Path) -> bool:
     ok = True
-    for name in present_packages():
+    # a debug build leaves the slow kinds out: valgrind and regrtest take several times longer
+    markers = ["-m", DEBUG_BUILD_MARKERS] if is_debug(current_version()) else []
+    for name in tested_packages(current_version()):
         tests = ROOT / "packages" / name / "tests"
         if not any(tests.glob("test_*.py")):
             print(f"[env_job] {name}: no tests yet", flush=True)
@@ -118,6 +142,7 @@ def run_package_tests(results: Path) -> bool:
             f"--junitxml={results / (name + '.xml')}",
             "-o",
             "junit_family=xunit1",
+            *markers,
         ]
         print(f"[env_job] {name}: {' '.join(cmd[3:])}", flush=True)
         rc = subprocess.call(cmd, cwd=str(ROOT))
@@ -253,6 +278,11 @@ def run_fuzz(results: Path) -> bool:
     print(f"[env_job] fuzz: {' '.join(cmd[3:])}", flush=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "fuzz"), os.environ.get("PYTHONPATH")])))
     ok = subprocess.call(cmd, cwd=str(ROOT), env=env) == 0
+    if is_debug(current_version()):
+        # the fuzzer's own tests check its generators and harness, not our C code: a debug
+        # build leaves them (and their redis-server) to the release envs
+        print("[env_job] fuzz tests: not run on a debug build", flush=True)
+        return ok
     # fuzz/tests/test_database.py shares findings through a real redis-server: installed
     # with the system's apt-get when missing, as provisioning installs patchelf
     if not shutil.which("redis-server") and shutil.which("apt-get") and os.geteuid() == 0:
@@ -291,6 +321,8 @@ def main(argv: list[str]) -> int:
         return 2
     results = Path(os.environ.get("FRAMEHOOK_RESULTS", ROOT / "ci" / "results" / "local"))
     results.mkdir(parents=True, exist_ok=True)
+    if not build_matches_env():
+        return 2
     report_unsupported()
     scratch = Path(tempfile.mkdtemp(prefix="framehook-build-"))
     try:

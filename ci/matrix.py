@@ -6,7 +6,10 @@
 Interpreters are found on PATH (python3.X) and in pyenv's versions directory; a version
 found in neither is provisioned from Debian's packages by ci/provision.py (once: it is
 kept in a cache directory). Every one of CPython 3.9-3.15 is required: a missing one that
-cannot be provisioned is an error, not a skip. --versions runs a subset and then needs only
+cannot be provisioned is an error, not a skip. The test job also runs the debug builds
+3.14d and 3.15d (python3.14d on PATH, else provisioned from Debian's python3.14-dbg; just
+as required), on a bounded subset: the runtime's and profiler's tests and the fuzz batch
+(ci/support.py DEBUG_BUILD_*). --versions runs a subset and then needs only
 those; the gcov envs (C line coverage, one per frame layout) run for the versions among
 3.10-3.14 asked for. Each package runs only on the versions its
 metadata (requires-python) admits, the conformance suite and the fuzz batch only where
@@ -29,7 +32,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import provision
-from support import PACKAGES, VERSIONS, cross_package_jobs, supports, why_not
+from support import (
+    DEBUG_SUBSET_NOTE,
+    DEBUG_VERSIONS,
+    PACKAGES,
+    VERSIONS,
+    conformance_runs,
+    cross_package_jobs,
+    fuzz_tests_run,
+    is_debug,
+    supports,
+    tested_packages,
+    why_not,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "ci" / "results"
@@ -40,14 +55,19 @@ COVERAGE_FLOOR = 90.0
 GCOV_VERSIONS = ("3.10", "3.11", "3.12", "3.13", "3.14")
 
 
+# every version the test job runs: the release builds, then the debug builds ("3.14d")
+ALL_VERSIONS = VERSIONS + DEBUG_VERSIONS
+
+
 def env_name(version: str) -> str:
-    return "py" + version.replace(".", "")
+    return "py" + version.replace(".", "")  # 3.14d -> py314d
 
 
 def _reported_version(exe: str) -> str | None:
+    """The version an interpreter reports: "3.14", or "3.14d" for a debug build."""
     try:
         out = subprocess.run(
-            [exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            [exe, "-c", provision.WHICH_VERSION],
             capture_output=True,
             text=True,
             timeout=60,
@@ -58,17 +78,19 @@ def _reported_version(exe: str) -> str | None:
 
 
 def find_interpreters() -> dict[str, str]:
-    """Map each required minor version to an interpreter path: PATH first, then pyenv,
-    then an earlier provisioning (ci/provision.py)."""
+    """Map each version of the matrix to an interpreter path: PATH first, then pyenv, then
+    an earlier provisioning (ci/provision.py). A debug build ("3.14d") is python3.14d on
+    PATH, else provisioned; a candidate counts only if it is the build asked for."""
     pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
     found: dict[str, str] = {}
-    for version in VERSIONS:
+    for version in ALL_VERSIONS:
         candidates = []
         on_path = shutil.which(f"python{version}")
         if on_path and "/shims/" not in on_path:
             candidates.append(on_path)
-        pattern = os.path.join(pyenv_root, "versions", f"{version}.*", "bin", f"python{version}")
-        candidates.extend(sorted(glob.glob(pattern), reverse=True))
+        if not is_debug(version):
+            pattern = os.path.join(pyenv_root, "versions", f"{version}.*", "bin", f"python{version}")
+            candidates.extend(sorted(glob.glob(pattern), reverse=True))
         for exe in candidates:
             if _reported_version(exe) == version:
                 found[version] = exe
@@ -85,7 +107,7 @@ def provision_missing(interpreters: dict[str, str], missing: list[str]) -> list[
     failed = []
     for version in missing:
         print(
-            f"[matrix] CPython {version} not found on PATH or in pyenv: provisioning it "
+            f"[matrix] CPython {version} not found on PATH{'' if is_debug(version) else ' or in pyenv'}: provisioning it "
             f"under {provision.default_root()}",
             flush=True,
         )
@@ -112,19 +134,31 @@ def tox_command() -> list[str]:
     return [str(py), "-m", "tox"]
 
 
+def debug_interpreter_variable(version: str) -> str:
+    """The variable tox.ini's debug env takes its interpreter from: 3.14d -> FRAMEHOOK_PYTHON_314D."""
+    return "FRAMEHOOK_PYTHON_" + version.replace(".", "").upper()
+
+
 def run_env(tox: list[str], env: str, interpreters: dict[str, str], jobs: list[str]) -> tuple[str, int, float]:
     log = RESULTS / "logs" / f"{env}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
+    # Only release builds are offered to discovery: a debug build also answers to "py314",
+    # and a debug prefix holds a release python3.14 too. A debug env is given its
+    # interpreter's path by name (tox.ini's base_python of py314d, py315d).
+    release = [exe for version, exe in interpreters.items() if not is_debug(version)]
+    variables = {debug_interpreter_variable(v): exe for v, exe in interpreters.items() if is_debug(v)}
     # --discover takes every path at once (repeating it keeps only the last); the
     # interpreters' directories also go on PATH for virtualenv's own discovery.
-    cmd = [*tox, "-c", str(ROOT / "tox.ini"), "--discover", *interpreters.values(), "-e", env]
+    cmd = [*tox, "-c", str(ROOT / "tox.ini"), *(["--discover", *release] if release else []), "-e", env]
     if jobs:
         cmd += ["--", *jobs]
-    path = os.pathsep.join([os.path.dirname(exe) for exe in interpreters.values()] + [os.environ.get("PATH", "")])
+    path = os.pathsep.join([os.path.dirname(exe) for exe in release] + [os.environ.get("PATH", "")])
     start = time.monotonic()
     print(f"[matrix] {env}: started (log: {log.relative_to(ROOT)})", flush=True)
     with open(log, "w") as fh:
-        rc = subprocess.call(cmd, cwd=str(ROOT), stdout=fh, stderr=subprocess.STDOUT, env=dict(os.environ, PATH=path))
+        rc = subprocess.call(
+            cmd, cwd=str(ROOT), stdout=fh, stderr=subprocess.STDOUT, env=dict(os.environ, PATH=path, **variables)
+        )
     elapsed = time.monotonic() - start
     print(f"[matrix] {env}: exit {rc} after {elapsed:.0f}s", flush=True)
     if rc != 0:
@@ -151,12 +185,19 @@ def junit_counts(path: Path) -> tuple[int, int, int] | None:
 
 
 def _not_applicable(versions: list[str]) -> list[str]:
-    """Footnotes for the n/a cells: one per (package, version) a package does not support."""
+    """Footnotes for the n/a cells: one per (package, version) a package does not support,
+    and one line for the packages a debug build leaves out."""
     notes = []
     for pkg in PACKAGES:
         for version in versions:
             if not supports(pkg, version):
                 notes.append(f"  {pkg} on {version}: {why_not(pkg, version)}")
+    subset = [(p, v) for v in versions for p in PACKAGES if supports(p, v) and p not in tested_packages(v)]
+    subset += [("fuzz", v) for v in versions if cross_package_jobs(v) and not fuzz_tests_run(v)]
+    if subset:
+        pkgs = ", ".join(sorted({p for p, _ in subset}, key=(*PACKAGES, "fuzz").index))
+        debug = ", ".join(sorted({v for _, v in subset}, key=versions.index))
+        notes.append(f"  {pkgs} on {debug}: {DEBUG_SUBSET_NOTE}")
     return notes
 
 
@@ -166,8 +207,8 @@ def print_test_table(versions: list[str]) -> tuple[int, int, int]:
     print("\nTests: passed/failed/skipped per package and CPython")
     print("package".ljust(12) + "".join(v.ljust(width) for v in versions))
     # the fuzzer's own tests (fuzz/tests: its generators and comparisons) get a row too
-    rows = [(p, f"{p}.xml", lambda v, p=p: supports(p, v)) for p in PACKAGES]
-    rows.append(("fuzz", "fuzz-tests.xml", cross_package_jobs))
+    rows = [(p, f"{p}.xml", lambda v, p=p: p in tested_packages(v)) for p in PACKAGES]
+    rows.append(("fuzz", "fuzz-tests.xml", fuzz_tests_run))
     for pkg, junit, applies in rows:
         row = pkg.ljust(12)
         for version in versions:
@@ -185,8 +226,8 @@ def print_test_table(versions: list[str]) -> tuple[int, int, int]:
     notes = _not_applicable(versions)
     if notes:
         print(
-            "n/a: not run, the package does not support that CPython (yet); the fuzz row"
-            " runs where the translator does:"
+            "n/a: not run, the package does not support that CPython (yet) or the env is a"
+            " debug build's subset; the fuzz row runs where the translator does, on release builds:"
         )
         print("\n".join(notes))
     return totals[0], totals[1], totals[2]
@@ -225,7 +266,7 @@ def print_conformance_table(versions: list[str], full: bool = True) -> tuple[int
         for version in versions:
             items = by_version.get(version, {}).get(name)
             if items is None:
-                row += ("-" if cross_package_jobs(version) else "n/a").ljust(col)
+                row += ("-" if conformance_runs(version) else "n/a").ljust(col)
                 continue
             bad = [i for i in items if i["status"] == "fail"]
             skip = [i for i in items if i["status"] == "skip"]
@@ -272,7 +313,7 @@ def print_without_translator(versions: list[str]) -> tuple[int, int, int]:
     for version in versions:
         path = RESULTS / env_name(version) / "conformance-without-translator.json"
         if not path.exists():
-            print(f"  {version:<6} -")
+            print(f"  {version:<6} " + (f"n/a: {DEBUG_SUBSET_NOTE}" if is_debug(version) else "-"))
             continue
         items = json.loads(path.read_text()).get("results", [])
         counts = _print_version_counts(version, items)
@@ -291,20 +332,22 @@ def _print_version_counts(version: str, items: list[dict], suffix: str = "") -> 
 
 
 def _cross_package_note(version: str) -> str:
-    """Why conformance and fuzzing do not run on `version`."""
+    """Why conformance (or fuzzing) does not run on `version`."""
+    if cross_package_jobs(version) and is_debug(version):
+        return DEBUG_SUBSET_NOTE
     return f"they run through the translator, and {why_not('translator', version)}"
 
 
 def _print_cross_package_notes(versions: list[str]) -> None:
     for version in versions:
-        if not cross_package_jobs(version):
+        if not conformance_runs(version):
             print(f"  n/a on {version}: {_cross_package_note(version)}")
 
 
 def _conformance_summary(by_version: dict, versions: list[str]) -> tuple[int, int, int]:
     totals = [0, 0, 0]
     for version in versions:
-        if version not in by_version and not cross_package_jobs(version):
+        if version not in by_version and not conformance_runs(version):
             print(f"  {version:<6} n/a: {_cross_package_note(version)}")
             continue
         if version not in by_version:
@@ -353,7 +396,8 @@ def print_fuzz_summary(versions: list[str]) -> tuple[int, int]:
 def combine_coverage(tox: list[str], versions: list[str]) -> bool:
     """Combine coverage data from every env and hold each package that ran to the floor."""
     data_dir = RESULTS / "coverage"
-    measured = [pkg for pkg in PACKAGES if any(supports(pkg, v) for v in versions)]
+    # a package held to the floor had its tests run here (not only a debug build's subset)
+    measured = [pkg for pkg in PACKAGES if any(pkg in tested_packages(v) for v in versions)]
     if not measured:
         print(f"\n[matrix] no package supports CPython {', '.join(versions)}: no coverage to combine")
         return True
@@ -404,6 +448,16 @@ def combine_coverage(tox: list[str], versions: list[str]) -> bool:
                 env=env,
             )
     return ok
+
+
+def env_jobs(env: str, jobs: list[str]) -> list[str]:
+    """ci/env_job.py's jobs for a tox env: a debug build's env runs no conformance (its
+    tests job is the debug subset), the gcov and checks envs take none."""
+    if not env.startswith("py"):
+        return []
+    if env.endswith("d") and "tests" in jobs:
+        return ["tests"]
+    return jobs
 
 
 def gcov_envs(versions: list[str]) -> list[str]:
@@ -464,8 +518,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--versions",
-        default=",".join(VERSIONS),
-        help="comma-separated subset of %s (default: all; a subset needs only those interpreters)" % ",".join(VERSIONS),
+        default=None,
+        help="comma-separated subset of %s (default: all; the conformance and gcov jobs: the "
+        "release builds; a subset needs only those interpreters; 3.14d is the debug build)" % ",".join(ALL_VERSIONS),
     )
     parser.add_argument(
         "--no-gcov",
@@ -485,16 +540,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
+    if args.versions is None:
+        # the debug builds run the test job's subset only: conformance and gcov leave them out
+        args.versions = ",".join(VERSIONS if args.job in ("conformance", "gcov") else ALL_VERSIONS)
     versions = [v.strip() for v in args.versions.split(",") if v.strip()]
-    bad = [v for v in versions if v not in VERSIONS]
+    bad = [v for v in versions if v not in ALL_VERSIONS]
     if bad:
-        parser.error(f"--versions: {bad} not among the supported {list(VERSIONS)}")
+        parser.error(f"--versions: {bad} not among the supported {list(ALL_VERSIONS)}")
     if args.job == "report":
         tox = tox_command()
         ok, p, f, s = report(tox, versions, not args.no_coverage_report, full_table=True)
         print(f"\n[matrix] report over {', '.join(versions)}")
         print(f"{p} passed, {f} failed, {s} skipped")
         return 0 if ok and f == 0 else 1
+
+    if args.job == "checks":  # runs on tox's own Python: no interpreter of the matrix needed
+        return run_env(tox_command(), "checks", {}, [])[1]
 
     # Only the versions asked for must be present: the default asks for the whole matrix,
     # which is what .ci/run checks; a subset is for a machine that has only those.
@@ -516,12 +577,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     tox = tox_command()
-    if args.job == "checks":
-        return run_env(tox, "checks", interpreters, [])[1]
     if args.job == "gcov":
         envs, jobs = gcov_envs(versions), []
     else:
-        envs = [env_name(v) for v in versions]
+        # the debug envs first: among the longest (a debug interpreter is several times
+        # slower), they should not be left running alone at the end while a core idles
+        envs = [env_name(v) for v in versions if is_debug(v)] + [env_name(v) for v in versions if not is_debug(v)]
         jobs = ["tests", "conformance"] if args.job == "test" else ["conformance"]
         if args.job == "test" and not args.no_gcov:
             envs += gcov_envs(versions)
@@ -538,7 +599,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     start = time.monotonic()
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
-        outcomes = list(pool.map(lambda e: run_env(tox, e, interpreters, jobs if e.startswith("py") else []), envs))
+        outcomes = list(pool.map(lambda e: run_env(tox, e, interpreters, env_jobs(e, jobs)), envs))
     failed_envs = [env for env, rc, _ in outcomes if rc != 0]
 
     ok = not failed_envs

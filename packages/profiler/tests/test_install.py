@@ -24,7 +24,10 @@ AS_IF = textwrap.dedent('''
     real = sysconfig.get_config_var
     sysconfig.get_config_var = lambda name: gil_disabled if name == "Py_GIL_DISABLED" else real(name)
     sys.argv = ["setup.py", "--name"]
-    exec(compile(open("setup.py").read(), "setup.py", "exec"), {"__name__": "__main__"})
+    # closed at once: a debug build reports an unclosed file on stderr (ResourceWarning)
+    with open("setup.py") as fh:
+        source = fh.read()
+    exec(compile(source, "setup.py", "exec"), {"__name__": "__main__"})
 ''')
 
 

@@ -37,7 +37,10 @@ def test_setup_refuses_a_free_threaded_build():
         "real = sysconfig.get_config_var\n"
         "sysconfig.get_config_var = lambda name: 1 if name == 'Py_GIL_DISABLED' else real(name)\n"
         "sys.argv = ['setup.py', '--name']\n"
-        "exec(compile(open('setup.py').read(), 'setup.py', 'exec'), {'__name__': '__main__'})\n"
+        # closed at once: a debug build reports an unclosed file on stderr (ResourceWarning)
+        "with open('setup.py') as fh:\n"
+        "    source = fh.read()\n"
+        "exec(compile(source, 'setup.py', 'exec'), {'__name__': '__main__'})\n"
     )
     out = subprocess.run([sys.executable, "-c", script], cwd=str(PACKAGE), capture_output=True, text=True)
     assert out.returncode != 0
