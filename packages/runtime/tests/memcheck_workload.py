@@ -204,6 +204,7 @@ gc.collect()
 assert ref() is None
 rt.reset_code(leaf.__code__)
 
+
 # scopes entered and exited in C: nested, re-entered, under a raising callback, exited
 # without an entry, and left pending by a thread that ends inside one
 def raising_cb(frame, entry, state):
