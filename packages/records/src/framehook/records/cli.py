@@ -14,7 +14,8 @@ from typing import Sequence
 
 from .errors import RecordError
 from .limits import DEFAULT, Limits, parse_assignment
-from .modes import STANDARD, describe_modes, registered
+from . import modes
+from .modes import describe_modes
 from .text import printable
 from .trust import ReplayPlan
 
@@ -102,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not args.files:
         rp.error("give at least one FILE (or --list-modes)")
-    known = list(STANDARD) + sorted(m for m in registered() if m not in STANDARD)
+    known = modes.known()
     for mode in args.mode or ():
         if mode not in known:
             rp.error(f"--mode {mode!r} is not a mode; expected one of {', '.join(known)}")

@@ -64,6 +64,13 @@ def registered() -> Dict[str, Any]:
     return out
 
 
+def known(entry_points: Mapping[str, Any] | None = None) -> list[str]:
+    """Every mode name replay accepts, in replay order: the standard ones (run or skipped)
+    and every other one an installed package registers."""
+    found = registered() if entry_points is None else entry_points
+    return list(STANDARD) + sorted(m for m in found if m not in STANDARD)
+
+
 def available() -> tuple[list[str], dict[str, str]]:
     """(modes that can run here, in replay order; {absent standard mode: why it is absent})."""
     found = registered()

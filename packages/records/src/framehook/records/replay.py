@@ -15,7 +15,8 @@ from .compare import diff_outcomes
 from .errors import RecordError, RecordFormatError, SourceUnavailableError, UntrustedBytecodeError
 from .limits import DEFAULT, Limits
 from .model import Record
-from .modes import STANDARD, registered, run_mode
+from .modes import known as modes_known
+from .modes import registered, run_mode
 from .reader import load
 from .recorder import encode_outcome
 from .text import printable
@@ -305,6 +306,20 @@ def _encode_outcome(rec: Record, fn: Any, outcome: Any, args: tuple, kwargs: dic
     return encode_outcome(outcome, args, kwargs, trees)
 
 
+def _rebuild(rec: Record, trusted: bool, prefer_source: bool, trust_bytecode: bool, limits: Limits | None) -> Rebuilder:
+    """The Rebuilder of ``rec``; an interpreter giving up while rebuilding is a RecordError."""
+    try:
+        return Rebuilder(
+            rec,
+            trusted=trusted,
+            prefer_source=prefer_source,
+            trust_bytecode=trust_bytecode,
+            limits=DEFAULT if limits is None else limits,
+        )
+    except (RecursionError, MemoryError) as exc:
+        raise RecordError(f"cannot rebuild the recorded code: {type(exc).__name__}: {exc}", rec.path) from None
+
+
 def replay_record(
     rec: Record,
     *,
@@ -333,7 +348,7 @@ def replay_record(
     interpreter, and RecordError for any other reason the record cannot be replayed.
     """
     entry_points = registered()
-    known = list(STANDARD) + sorted(m for m in entry_points if m not in STANDARD)
+    known = modes_known(entry_points)
     if modes is None:
         modes = known
     else:
@@ -341,13 +356,7 @@ def replay_record(
         unknown = [m for m in modes if m not in known]
         if unknown:
             raise ValueError(f"modes: unknown mode {unknown[0]!r}; expected some of {', '.join(known)}")
-    limits = DEFAULT if limits is None else limits
-    try:
-        builder = Rebuilder(
-            rec, trusted=trusted, prefer_source=prefer_source, trust_bytecode=trust_bytecode, limits=limits
-        )
-    except (RecursionError, MemoryError) as exc:
-        raise RecordError(f"cannot rebuild the recorded code: {type(exc).__name__}: {exc}", rec.path) from None
+    builder = _rebuild(rec, trusted, prefer_source, trust_bytecode, limits)
     if show is not None:
         show(builder.plan)
     result = ReplayResult(
@@ -434,11 +443,4 @@ def plan(
     """What replaying ``filename`` would import and bind, without decoding a value or
     running any of its code (the source is compiled, not executed)."""
     rec = load(filename, trusted=trusted, limits=limits)
-    builder = Rebuilder(
-        rec,
-        trusted=trusted,
-        prefer_source=prefer_source,
-        trust_bytecode=trust_bytecode,
-        limits=DEFAULT if limits is None else limits,
-    )
-    return builder.plan
+    return _rebuild(rec, trusted, prefer_source, trust_bytecode, limits).plan

@@ -125,7 +125,7 @@ class _Survey:
         self.references: list[tuple[str, dict]] = []
         self.numpy = False
         stack = [tree]
-        at = where  # the root is shown by its name, everything under it as inside it
+        at, inside = where, f"{where} (inside)"  # the root by its name, the rest inside it
         while stack:
             node = stack.pop()
             if type(node) is not dict:
@@ -154,7 +154,7 @@ class _Survey:
                 stack.append(node["v"])
             elif tag in ("ndarray", "npscalar"):
                 self.numpy = True
-            at = f"{where} (inside)"
+            at = inside
 
 
 def plan(
