@@ -69,7 +69,14 @@ def _envelope(body: bytes, *, declared: int | None = None, compress: bool = True
     stored = zlib.compress(body, 9) if compress else body
     size = len(body) if declared is None else declared
     head = struct.pack(
-        ">8sHHIQQ32s", container.MAGIC, 1, 0, int(compress), len(stored), size, hashlib.sha256(body).digest()
+        ">8sHHIQQ32s",
+        container.MAGIC,
+        container.FORMAT_MAJOR,
+        0,
+        int(compress),
+        len(stored),
+        size,
+        hashlib.sha256(body).digest(),
     )
     return head + stored
 
@@ -84,7 +91,7 @@ def _deflated_zeros(size: int) -> bytes:
 
 def _zeros_bomb(expands_to: int, declared: int) -> bytes:
     stored = _deflated_zeros(expands_to)
-    head = struct.pack(">8sHHIQQ32s", container.MAGIC, 1, 0, 1, len(stored), declared, b"\0" * 32)
+    head = struct.pack(">8sHHIQQ32s", container.MAGIC, container.FORMAT_MAJOR, 0, 1, len(stored), declared, b"\0" * 32)
     return head + stored
 
 

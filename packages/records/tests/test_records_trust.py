@@ -44,7 +44,7 @@ CHILD = textwrap.dedent(
     spec.loader.exec_module(hostile)
     from framehook.records import RecordError, loads, replay_record
     data = hostile.build(case)
-    replay_record(loads(hostile.container.pack(hostile.base())), modes=("plain",))
+    replay_record(loads(hostile.pack(hostile.base())), modes=("plain",))
     WATCHED = {"import", "exec", "compile", "os.system", "subprocess.Popen", "os.exec", "os.posix_spawn",
                "os.fork", "ctypes.dlopen", "marshal.loads", "pickle.find_class"}
     events, active = [], [False]
@@ -149,7 +149,7 @@ def test_the_audit_child_sees_imports_and_compiles(side_effect_dir):
     script = CHILD.replace(
         "data = hostile.build(case)",
         "doc = hostile._unused_global_import(); doc['code']['source'] = "
-        "'def sample(a, b=2):\\n    return [a, b] if zen else 0\\n'; data = hostile.container.pack(doc)",
+        "'def sample(a, b=2):\\n    return [a, b] if zen else 0\\n'; data = hostile.pack(doc)",
     )
     proc = subprocess.run(
         [sys.executable, "-c", script, "names_zen", str(HERE / "records_data"), str(side_effect_dir), "0"],
@@ -170,7 +170,7 @@ def test_the_audit_child_sees_imports_and_compiles(side_effect_dir):
 
 def _saved(tmp_path: Path, doc: dict, name: str = "r.fhrec") -> Path:
     path = tmp_path / name
-    path.write_bytes(hostile.container.pack(doc))
+    path.write_bytes(hostile.pack(doc))
     return path
 
 
@@ -274,7 +274,7 @@ def test_cli_plan_prints_the_bindings_and_runs_nothing(tmp_path, side_effect_dir
 
 def test_globals_of_same_file_helpers_count_as_named():
     # a helper rebuilt from the source names a global the function itself does not
-    rec = loads(hostile.container.pack(hostile.base()))
+    rec = loads(hostile.pack(hostile.base()))
     helper_source = "def sample(a, b=2):\n    return [a, b]\ndef helper():\n    return SCALE\n"
     rec.code["source"] = helper_source
     rec.call["args"] = {
@@ -335,7 +335,7 @@ def test_sources_just_inside_the_limits_never_crash(body, stack, side_effect_dir
     # compiles too, or (3.14+, whose compiler measures its stack) is refused cleanly
     script = CHILD.replace(
         "data = hostile.build(case)",
-        f"data = hostile.container.pack(hostile._with_source({body!r})())",
+        f"data = hostile.pack(hostile._with_source({body!r})())",
     )
     proc = subprocess.run(
         [sys.executable, "-c", script, "inside", str(HERE / "records_data"), str(side_effect_dir), str(stack)],

@@ -412,7 +412,7 @@ def build() -> dict[str, tuple[bytes, str]]:
         ),
         "11_checksum_mismatch.fhrec": (good[:-1] + bytes([good[-1] ^ 0xFF]), ""),
         "12_unknown_flags.fhrec": (raw(b"{}", flags=0x80), "unknown header flags"),
-        "13_newer_major.fhrec": (raw(b"{}", major=2), "newer than this reader"),
+        "13_newer_major.fhrec": (raw(b"{}", major=container.FORMAT_MAJOR + 1), "newer than this reader"),
         "14_major_zero.fhrec": (raw(b"{}", major=0), "unknown record format version"),
         "15_not_json.fhrec": (raw(b"\x80\x04\x95 this is not json"), "not valid JSON"),
         "16_json_array.fhrec": (raw(b"[1, 2, 3]"), "not a JSON object"),

@@ -30,7 +30,7 @@ from .limits import DEFAULT, Limits
 MAX_DEPTH = 100  # encoder and validator both stop here
 MAX_INT_HEX_DIGITS = 100_000
 MAX_REPR = 200
-_MUTABLE_TAGS = {"list", "dict", "set", "bytearray", "ndarray", "function"}
+_MUTABLE_TAGS = {"list", "dict", "set", "bytearray", "ndarray", "function", "iterator", "object"}
 _IDENT_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _QUALNAME = re.compile(r"^[A-Za-z_<][A-Za-z0-9_<>.]*$")
 _HEX_INT = re.compile(r"^-?[0-9a-f]+$")
@@ -71,11 +71,10 @@ class Missing:
     __call__ = __iter__ = __len__ = __getitem__ = __setitem__ = __bool__ = _fail
     __add__ = __radd__ = __sub__ = __mul__ = __rmul__ = __index__ = __int__ = __float__ = _fail
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Missing) and other.name == self.name
-
-    def __hash__(self) -> int:
-        return hash(("missing", self.name))
+    # Equality and hashing stay object identity: two placeholders are two values (as dict
+    # keys they must not merge); one placeholder in two places decodes to one object.
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
 
 
 EMPTY_CELL = object()  # decoded form of an empty closure cell
@@ -119,15 +118,39 @@ class Encoder:
     ``target``: the recorded function itself, stored as ``{"t": "target"}``.
     """
 
-    def __init__(self, *, source_file: str | None = None, target: Any = None, allow_pickle: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        source_file: str | None = None,
+        target: Any = None,
+        allow_pickle: bool = False,
+        sources: "Sources | None" = None,
+        module: str | None = None,
+    ) -> None:
         self.source_file = source_file
         self.target = target
         self.allow_pickle = allow_pickle
+        self.sources = sources  # None: same-file functions by the record's one source (format 1)
+        self.module = module  # the recorded function's module: its functions share its globals
         self.memo: dict[int, int] = {}
         self._alive: list[Any] = []  # keep ids stable while encoding
         self.missing: list[str] = []
         self.source_functions: list[types.FunctionType] = []
         self._tuple_stack: set[int] = set()
+        self.opaque_iterators = True  # iterators met inside values are not consumed
+
+    def sub(self) -> "Encoder":
+        """An encoder for an independent tree (its ids restart) sharing this one's tables."""
+        enc = Encoder(
+            source_file=self.source_file,
+            target=self.target,
+            allow_pickle=self.allow_pickle,
+            sources=self.sources,
+            module=self.module,
+        )
+        enc.missing = self.missing
+        enc.source_functions = self.source_functions
+        return enc
 
     # -- helpers ---------------------------------------------------------------------
     def _new_id(self, obj: Any) -> int:
@@ -181,8 +204,8 @@ class Encoder:
         if tp is dict:
             node = {"t": "dict", "id": self._new_id(obj), "items": []}
             node["items"] = [
-                [self.encode(k, f"{name}.key", depth + 1), self.encode(v, f"{name}[{k!r}]", depth + 1)]
-                for k, v in obj.items()
+                [self.encode(k, f"{name}.key{i}", depth + 1), self.encode(v, f"{name}[{_short_repr(k)}]", depth + 1)]
+                for i, (k, v) in enumerate(obj.items())
             ]
             return node
         if tp is set or tp is frozenset:
@@ -243,7 +266,27 @@ class Encoder:
                 path = ("builtins", "NotImplemented")
             if path is not None:
                 return {"t": "global", "module": path[0], "qualname": path[1]}
+            if isinstance(obj, types.BuiltinFunctionType) and not isinstance(obj.__self__, types.ModuleType):
+                return self._method(obj, obj.__self__, obj.__name__, name, depth)
+            where = MODULE_OBJECTS.find(obj)
+            if where is not None:
+                return {"t": "global", "module": where[0], "qualname": where[1]}
             return self.placeholder(obj, name, "not importable by module and qualified name")
+        if tp is Tap:
+            return self._tap(obj, name)
+        if self.sources is not None:
+            where = MODULE_OBJECTS.find(obj)
+            if where is not None:  # a module-level object: by reference, so identity holds
+                return {"t": "global", "module": where[0], "qualname": where[1]}
+            if tp is types.MethodType:
+                return self._method(obj, obj.__self__, obj.__func__.__name__, name, depth)
+            if isinstance(obj, _ITERATOR_TYPES):
+                return self.placeholder(obj, name, "an iterator not passed as an argument itself (items unknown)")
+            state = _object_state(obj)
+            if isinstance(state, tuple):
+                return self._object(obj, state, name, depth)
+            if state is not None and not self.allow_pickle:
+                return self.placeholder(obj, name, state)
         if self.allow_pickle:
             import pickle
 
@@ -253,8 +296,38 @@ class Encoder:
                 return self.placeholder(obj, name, f"pickle failed: {type(exc).__name__}")
         return self.placeholder(obj, name, "no codec registered for this type")
 
+    def _method(self, obj: Any, owner: Any, attr: str, name: str, depth: int) -> dict:
+        """A bound method, as its object and the attribute that gives it back."""
+        return {"t": "method", "self": self.encode(owner, f"{name}.__self__", depth + 1), "name": attr}
+
+    def _tap(self, tap: "Tap", name: str) -> dict:
+        node = {"t": "iterator", "id": self._new_id(tap), "type": tap.type_name, "items": None}
+        if tap.fill is None:
+            tap.fill = (node, name)  # the first encoding of a call argument gets its items
+        return node
+
+    def fill_taps(self, taps: "list[Tap]") -> None:
+        """After the call: each argument iterator's node gets the items the call took, as
+        a tree of its own (ids restart), since they were met after the rest was encoded."""
+        for tap in taps:
+            if tap.fill is not None:
+                node, name = tap.fill
+                node["items"] = self.sub().encode(tuple(tap.seen or ()), f"{name} (items)")
+
+    def _object(self, obj: Any, state: tuple, name: str, depth: int) -> dict:
+        cls, newargs, inner, listitems, dictitems = state
+        node: dict = {"t": "object", "id": self._new_id(obj)}
+        node["type"] = self.encode(cls, f"{name}.__class__", depth + 1)
+        node["args"] = self.encode(newargs, f"{name}.__getnewargs__()", depth + 1)
+        node["state"] = self.encode(inner, f"{name}.__dict__", depth + 1)
+        node["listitems"] = self.encode(listitems, f"{name}[]", depth + 1)
+        node["dictitems"] = self.encode(dictitems, f"{name}{{}}", depth + 1)
+        return node
+
     def _function(self, fn: types.FunctionType, name: str, depth: int) -> Any:
         code = fn.__code__
+        if self.sources is not None:
+            return self._function_v2(fn, name, depth)
         if self.source_file is not None and code.co_filename == self.source_file:
             ident = self._new_id(fn)
             self.source_functions.append(fn)
@@ -283,6 +356,61 @@ class Encoder:
         if path is not None:
             return {"t": "global", "module": path[0], "qualname": path[1]}
         return self.placeholder(fn, name, "function neither in the recorded source nor importable")
+
+    def _function_v2(self, fn: types.FunctionType, name: str, depth: int) -> Any:
+        """By value when it shares the recorded function's module or cannot be imported
+        (a test file's function or lambda, a closure a factory made); else by reference."""
+        assert self.sources is not None
+        code = fn.__code__
+        target_globals = getattr(self.target, "__globals__", None)
+        own_module = fn.__globals__ is target_globals
+        if not own_module:
+            path = _qualname_path(fn) or MODULE_OBJECTS.find(fn)
+            if path is not None:
+                return {"t": "global", "module": path[0], "qualname": path[1]}
+        src = self.sources.index_of(code, fn.__globals__)
+        if src is False:
+            return self.placeholder(fn, name, "function whose source is not available and that is not importable")
+        ident = self._new_id(fn)
+        node: dict = {
+            "t": "function",
+            "id": ident,
+            "name": fn.__name__,
+            "qualname": fn.__qualname__,
+            "firstlineno": code.co_firstlineno,
+            "flags": code.co_flags & CO_SET_AFTER_COMPILE,
+            "src": src,
+            "module": None,
+            "globals": [],
+        }
+        node["defaults"] = self.encode(fn.__defaults__, f"{name}.__defaults__", depth + 1)
+        node["kwdefaults"] = self.encode(fn.__kwdefaults__, f"{name}.__kwdefaults__", depth + 1)
+        node["closure"] = self._cells(fn, name, depth)
+        if own_module:
+            self.source_functions.append(fn)  # its globals join the recorded function's
+        else:
+            module = fn.__module__ if isinstance(fn.__module__, str) else "__main__"
+            node["module"] = module
+            ns = fn.__globals__
+            from .trust import names_of
+
+            node["globals"] = [
+                [key, self.encode(ns[key], f"{module}.{key}", depth + 1)]
+                for key in sorted(names_of(code))
+                if key in ns and key != "__builtins__"
+            ]
+        return node
+
+    def _cells(self, fn: types.FunctionType, name: str, depth: int) -> list:
+        closure = []
+        for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                content = cell.cell_contents
+            except ValueError:
+                closure.append([var, {"t": "empty_cell"}])
+                continue
+            closure.append([var, self.encode(content, f"{name}.<closure {var}>", depth + 1)])
+        return closure
 
     def _numpy(self, numpy: Any, obj: Any, name: str) -> Any:
         arr = numpy.asarray(obj)
@@ -326,6 +454,173 @@ def _sort_key(value: Any) -> tuple:
     return (type(value).__name__, repr(value))
 
 
+class Tap:
+    """An iterator passed to the recorded call, forwarding what it yields and keeping it.
+
+    The recorder hands the call a Tap in place of the iterator; the record then holds the
+    items the call took, and replay hands the code a Tap over those items."""
+
+    __slots__ = ("source", "seen", "type_name", "fill")
+
+    def __init__(self, source: Any, type_name: str, keep: bool = True) -> None:
+        self.source = source
+        self.seen: list | None = [] if keep else None
+        self.type_name = type_name
+        self.fill: Any = None
+
+    def __iter__(self) -> "Tap":
+        return self
+
+    def __next__(self) -> Any:
+        item = next(self.source)
+        if self.seen is not None:
+            self.seen.append(item)
+        return item
+
+    def __repr__(self) -> str:
+        return f"<recorded {self.type_name}>"
+
+
+def is_iterator(obj: Any) -> bool:
+    """An iterator a Tap can stand in for: not a file (whose reads the Tap would hide)."""
+    import io as _io
+
+    return isinstance(obj, _ITERATOR_TYPES) and not isinstance(obj, (_io.IOBase, Tap, Missing))
+
+
+def _iterator_types() -> tuple:
+    import collections.abc
+
+    return (collections.abc.Iterator,)
+
+
+_ITERATOR_TYPES = _iterator_types()
+
+
+def _is_test_module(name: str, module: Any) -> bool:
+    """Test code is recorded by value: it is not installed where records replay."""
+    if name == "__main__" or getattr(module, "__spec__", None) is None:
+        return True
+    filename = getattr(module, "__file__", None)
+    if not isinstance(filename, str):
+        return False
+    base = filename.replace("\\", "/").rsplit("/", 1)[-1]
+    if base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py":
+        return True
+    parts = filename.replace("\\", "/").split("/")[:-1]
+    return "tests" in parts or "test" in parts
+
+
+_VALUE_TYPES = (int, float, complex, str, bytes, bool, tuple, frozenset, type(None), types.ModuleType)
+
+
+class _ModuleObjects:
+    """Module-level objects of importable (non-test) modules, by identity.
+
+    Indexed once per module, and for the modules imported since whenever sys.modules
+    grows; every hit is checked against the module's current binding."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[int, tuple[str, str]] = {}
+        self.seen: dict[str, int] = {}
+        self.size = -1
+
+    def _index(self) -> None:
+        for name, module in list(sys.modules.items()):
+            namespace = getattr(module, "__dict__", None)
+            if not isinstance(namespace, dict) or self.seen.get(name) == len(namespace):
+                continue
+            self.seen[name] = len(namespace)
+            if not isinstance(module, types.ModuleType) or _is_test_module(name, module):
+                continue
+            for key, value in list(namespace.items()):
+                if key.startswith("__") or isinstance(value, _VALUE_TYPES):
+                    continue
+                self.by_id.setdefault(id(value), (name, key))
+        self.size = len(sys.modules)
+
+    def find(self, obj: Any) -> tuple[str, str] | None:
+        if len(sys.modules) != self.size:
+            self._index()
+        hit = self.by_id.get(id(obj))
+        if hit is None:
+            return None
+        module = sys.modules.get(hit[0])
+        if module is not None and getattr(module, "__dict__", {}).get(hit[1]) is obj:
+            return hit
+        self.by_id.pop(id(obj), None)  # rebound since: look again once
+        self._index_one(obj)
+        return self.by_id.get(id(obj))
+
+    def _index_one(self, obj: Any) -> None:
+        owner = getattr(obj, "__module__", None)
+        module = sys.modules.get(owner) if isinstance(owner, str) else None
+        if module is None or _is_test_module(owner, module):  # type: ignore[arg-type]
+            return
+        for key, value in list(vars(module).items()):
+            if value is obj and not key.startswith("__"):
+                self.by_id[id(obj)] = (owner, key)  # type: ignore[assignment]
+                return
+
+
+MODULE_OBJECTS = _ModuleObjects()
+
+
+def _object_state(obj: Any) -> "tuple | str | None":
+    """(class, new args, state, list items, dict items) of an instance of an importable
+    class that pickles the default way, read without running the class's own code where
+    it keeps the default; a reason string when its state cannot be read; None when the
+    object is not such an instance."""
+    tp = type(obj)
+    if _qualname_path(tp) is None:
+        return f"instance of {tp.__module__}.{tp.__qualname__}, a class that is not importable"
+    if tp.__reduce_ex__ is not object.__reduce_ex__ or tp.__reduce__ is not object.__reduce__:
+        return None
+    try:
+        reduced = obj.__reduce_ex__(2)
+    except Exception as exc:
+        return f"its state cannot be read: {type(exc).__name__}: {str(exc)[:100]}"
+    import copyreg
+
+    if not isinstance(reduced, tuple) or len(reduced) < 2 or reduced[0] is not getattr(copyreg, "__newobj__", None):
+        return None
+    newargs = tuple(reduced[1][1:]) if isinstance(reduced[1], tuple) else ()
+    state = reduced[2] if len(reduced) > 2 else None
+    try:
+        listitems = list(reduced[3]) if len(reduced) > 3 and reduced[3] is not None else None
+        dictitems = dict(reduced[4]) if len(reduced) > 4 and reduced[4] is not None else None
+    except Exception as exc:
+        return f"its items cannot be read: {type(exc).__name__}"
+    return (tp, newargs, state, listitems, dictitems)
+
+
+class Sources:
+    """The source snippets of a record's functions (snippets.py): the recorded
+    function's is ``code.source``, the others are numbered in ``sources``."""
+
+    def __init__(self, target_code: types.CodeType | None, target_globals: dict | None) -> None:
+        from .snippets import snippet_of
+
+        self._snippet_of = snippet_of
+        self.items: list[dict] = []
+        self._index: dict[tuple[str, int, str], int | None] = {}
+        self.target = snippet_of(target_code, target_globals) if target_code is not None else None
+        if self.target is not None:
+            self._index[(self.target.filename, self.target.line, self.target.text)] = None
+
+    def index_of(self, code: types.CodeType, module_globals: dict) -> "int | None | bool":
+        """The snippet number for ``code`` (None: the recorded function's own), or False
+        when its source is not available."""
+        snippet = self._snippet_of(code, module_globals)
+        if snippet is None:
+            return False
+        key = (snippet.filename, snippet.line, snippet.text)
+        if key not in self._index:
+            self._index[key] = len(self.items)
+            self.items.append({"filename": snippet.filename, "line": snippet.line, "text": snippet.text})
+        return self._index[key]
+
+
 # -- validation ----------------------------------------------------------------------------
 
 _FIELDS: dict[str, dict[str, Any]] = {
@@ -361,7 +656,13 @@ _FIELDS: dict[str, dict[str, Any]] = {
     "ext": {"codec": str, "v": "tree"},
     "pickle": {"v": str},
     "namedtuple": {"type": "tree", "items": list},
+    "method": {"self": "tree", "name": str},
+    "iterator": {"id": int, "type": str, "items": "tree"},
+    "object": {"id": int, "type": "tree", "args": "tree", "state": "tree", "listitems": "tree", "dictitems": "tree"},
 }
+# Fields a node may lack: the function node's of format 2 (absent in format 1 records).
+_OPTIONAL: dict[str, frozenset] = {"function": frozenset({"src", "module", "globals"})}
+_FIELDS["function"].update({"src": "opt", "module": "opt", "globals": "opt"})
 _HASHABLE = {
     "int",
     "float",
@@ -380,6 +681,9 @@ _HASHABLE = {
     "pickle",
     "exception",
     "namedtuple",
+    "method",
+    "iterator",
+    "object",
 }
 
 
@@ -404,18 +708,23 @@ def where_text(where: Where) -> str:
 class Validator:
     """Checks value trees without running anything they name."""
 
-    def __init__(self, *, path: str | None = None, trusted: bool = False, limits: Limits = DEFAULT) -> None:
+    def __init__(
+        self, *, path: str | None = None, trusted: bool = False, limits: Limits = DEFAULT, sources: int = 0
+    ) -> None:
         self.path = path
         self.trusted = trusted
         self.limits = limits
         self.next_id = 0
+        self.sources = sources  # how many numbered source snippets the record holds
 
     def fail(self, where: Where, message: str) -> RecordFormatError:
         return RecordFormatError(f"{where_text(where)}: {message}", self.path)
 
-    def check_tree(self, tree: Any, where: Where, *, allow_empty_cell: bool = False) -> None:
-        """Check one independent value tree: its ids start again at 0."""
-        self.next_id = 0
+    def check_tree(self, tree: Any, where: Where, *, allow_empty_cell: bool = False, shared: bool = False) -> None:
+        """Check one value tree: an independent one's ids start again at 0, a ``shared``
+        one's continue those of the trees checked before it."""
+        if not shared:
+            self.next_id = 0
         self.check(tree, where, allow_empty_cell=allow_empty_cell)
 
     def check(self, tree: Any, where: Where, depth: int = 0, *, allow_empty_cell: bool = False) -> None:
@@ -430,7 +739,7 @@ class Validator:
         if shape is None:
             raise self.fail(where, f"unknown value tag {tag!r}")
         keys, typed, counted, extra_check = shape
-        if tree.keys() != keys:
+        if tree.keys() != keys and not (tag in _OPTIONAL and keys - _OPTIONAL[tag] <= tree.keys() <= keys):
             fields = _FIELDS[str(tag)]
             extra = sorted(set(tree) - set(fields) - {"t"})
             absent = sorted(set(fields) - set(tree))
@@ -590,6 +899,52 @@ class Validator:
             if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[0], str):
                 raise self.fail((where, f".closure[{i}]"), "closure entry is not a [name, value] pair")
             self.check(pair[1], (where, f".closure[{i}]"), depth + 1, allow_empty_cell=True)
+        if "src" in tree:
+            self._check_function_v2(tree, where, depth)
+
+    def _check_function_v2(self, tree: dict, where: Where, depth: int) -> None:
+        src, module, names = tree.get("src"), tree.get("module"), tree.get("globals", [])
+        if src is not None and (type(src) is not int or not 0 <= src < self.sources):
+            raise self.fail(where, f"function.src must be null or a source number below {self.sources}")
+        if module is not None and (not isinstance(module, str) or len(module) > 300 or not _IDENT_PATH.match(module)):
+            raise self.fail(where, "function.module must be null or a module name")
+        if not isinstance(names, list) or (names and module is None):
+            raise self.fail(where, "function.globals must be a list, empty unless function.module is set")
+        seen = set()
+        for i, pair in enumerate(names):
+            if (
+                not isinstance(pair, list)
+                or len(pair) != 2
+                or not isinstance(pair[0], str)
+                or not pair[0].isidentifier()
+                or pair[0] in seen
+            ):
+                raise self.fail((where, f".globals[{i}]"), "must be a [name, value] pair with a new identifier")
+            seen.add(pair[0])
+            self.check(pair[1], (where, f".globals[{pair[0]!r}]"), depth + 1)
+
+    def _check_method(self, tree: dict, where: Where, depth: int) -> None:
+        if not tree["name"].isidentifier():
+            raise self.fail(where, "method.name must be an identifier")
+        self.check(tree["self"], (where, ".self"), depth + 1)
+
+    def _check_iterator(self, tree: dict, where: Where, depth: int) -> None:
+        items = tree["items"]
+        if items is None:
+            return
+        if not isinstance(items, dict) or items.get("t") != "tuple":
+            raise self.fail(where, "iterator.items must be null or a tuple")
+        saved, self.next_id = self.next_id, 0  # the items are a tree of their own
+        try:
+            self.check(items, (where, ".items"), depth + 1)
+        finally:
+            self.next_id = saved
+
+    def _check_object(self, tree: dict, where: Where, depth: int) -> None:
+        if not isinstance(tree["type"], dict) or tree["type"].get("t") not in ("global", "missing"):
+            raise self.fail(where, "object.type must be an import path")
+        for key in ("type", "args", "state", "listitems", "dictitems"):
+            self.check(tree[key], (where, f".{key}"), depth + 1)
 
     def _check_ref(self, tree: dict, where: Where, depth: int) -> None:
         if tree["id"] >= self.next_id:
@@ -621,7 +976,7 @@ class Validator:
 _SHAPES = {
     tag: (
         frozenset(fields) | {"t"},
-        tuple((key, kind) for key, kind in fields.items() if kind != "tree"),
+        tuple((key, kind) for key, kind in fields.items() if kind not in ("tree", "opt")),
         "id" in fields and tag in _MUTABLE_TAGS,
         getattr(Validator, "_check_" + tag, None),
     )
@@ -658,6 +1013,12 @@ class Decoder:
         self.target = target
         self.memo: dict[int, Any] = {}
         self.missing: list[str] = []
+
+    def sub(self) -> "Decoder":
+        """A decoder for an independent tree (its own ids), sharing everything else."""
+        dec = Decoder(trusted=self.trusted, function_builder=self.function_builder, target=self.target)
+        dec.missing = self.missing
+        return dec
 
     def decode(self, tree: Any) -> Any:
         if tree is None or isinstance(tree, (bool, str)):
@@ -755,7 +1116,50 @@ class Decoder:
         return self.target
 
     def _ref(self, t: dict) -> Any:
-        return self.memo[t["id"]]
+        try:
+            return self.memo[t["id"]]
+        except KeyError:
+            # validation saw the id; replay left its tree alone (a global the code never names)
+            raise RecordFormatError(
+                f"a value refers to id {t['id']}, inside a recorded global the code does not use"
+            ) from None
+
+    def _method(self, t: dict) -> Any:
+        owner = self.decode(t["self"])
+        if isinstance(owner, Missing):
+            return owner
+        try:
+            return getattr(owner, t["name"])
+        except Exception as exc:
+            return self._missing_from(f"method {t['name']}", "method", f"{type(exc).__name__}: {exc}")
+
+    def _iterator(self, t: dict) -> Any:
+        items = () if t["items"] is None else self.sub().decode(t["items"])
+        tap = Tap(iter(items), t["type"], keep=False)
+        self.memo[t["id"]] = tap
+        return tap
+
+    def _object(self, t: dict) -> Any:
+        cls = self.decode(t["type"])
+        try:
+            if not isinstance(cls, type):
+                raise TypeError(f"{cls!r} is not a class here")
+            obj = cls.__new__(cls, *self.decode(t["args"]))
+        except Exception as exc:
+            missing = self._missing_from(describe_global(t["type"]), "object", f"{type(exc).__name__}: {exc}")
+            self.memo[t["id"]] = missing
+            return missing
+        self.memo[t["id"]] = obj
+        state = self.decode(t["state"])
+        try:
+            _set_state(obj, state)
+            for item in self.decode(t["listitems"]) or ():
+                obj.append(item)
+            for key, value in (self.decode(t["dictitems"]) or {}).items():
+                obj[key] = value
+        except Exception as exc:
+            self.missing.append(f"{describe_global(t['type'])} (state not restored: {type(exc).__name__}: {exc})")
+        return obj
 
     def _empty_cell(self, t: dict) -> Any:
         return EMPTY_CELL
@@ -800,3 +1204,28 @@ class Decoder:
         import pickle
 
         return pickle.loads(base64.b64decode(t["v"]))
+
+
+def describe_global(tree: Any) -> str:
+    if isinstance(tree, dict) and tree.get("t") == "global":
+        return f"{tree['module']}.{tree['qualname']}"
+    if isinstance(tree, dict) and tree.get("t") == "missing":
+        return str(tree.get("repr") or tree.get("type"))
+    return "?"
+
+
+def _set_state(obj: Any, state: Any) -> None:
+    """What unpickling does with an object's state, for the default reduction."""
+    if state is None:
+        return
+    setstate = getattr(type(obj), "__setstate__", None)
+    if setstate is not None and setstate is not getattr(object, "__setstate__", None):
+        obj.__setstate__(state)
+        return
+    slots = None
+    if isinstance(state, tuple) and len(state) == 2:
+        state, slots = state
+    if state:
+        vars(obj).update(state)
+    for key, value in (slots or {}).items():
+        object.__setattr__(obj, key, value)

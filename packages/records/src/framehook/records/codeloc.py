@@ -128,16 +128,20 @@ class CodeIndex:
         return None
 
 
-_INDEX_CACHE: dict[tuple[str, str], CodeIndex] = {}
+_INDEX_CACHE: dict[tuple[str, str, int], CodeIndex] = {}
 
 
-def compile_source(source: str, filename: str, path: str | None = None, limits: Limits = DEFAULT) -> CodeIndex:
-    """Compile (not execute) a recorded module source; cached by content and file name.
+def compile_source(
+    source: str, filename: str, path: str | None = None, limits: Limits = DEFAULT, *, first_line: int = 1
+) -> CodeIndex:
+    """Compile (not execute) a recorded source whose first line is line ``first_line`` of
+    its file; cached by content, file name and line.
 
     The source is scanned first (sourcescan.check): what could crash this interpreter's
     compiler or cost more than ``limits`` allow never reaches ``compile()``."""
     digest = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
-    cached = _INDEX_CACHE.get((digest, filename))
+    key = (digest, filename, first_line)
+    cached = _INDEX_CACHE.get(key)
     if cached is not None:
         return cached
     sourcescan.check(source, limits, filename, path)
@@ -146,7 +150,7 @@ def compile_source(source: str, filename: str, path: str | None = None, limits: 
         # to show (3.14 warns of 'return' in 'finally'), not the replay's
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)
-            module_code = compile(source, filename, "exec", dont_inherit=True)
+            module_code = compile("\n" * (first_line - 1) + source, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
         raise SourceUnavailableError(
             f"the recorded source of {filename} does not compile on Python {platform.python_version()}: "
@@ -163,7 +167,7 @@ def compile_source(source: str, filename: str, path: str | None = None, limits: 
     index = CodeIndex(module_code)
     if len(_INDEX_CACHE) > 64:
         _INDEX_CACHE.clear()
-    _INDEX_CACHE[(digest, filename)] = index
+    _INDEX_CACHE[key] = index
     return index
 
 

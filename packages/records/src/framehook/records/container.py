@@ -31,8 +31,11 @@ from .errors import RecordFormatError, RecordVersionError
 from .limits import DEFAULT, Limits
 
 MAGIC = b"\x89FHREC\r\n"
-FORMAT_MAJOR = 1
+FORMAT_MAJOR = 2
 FORMAT_MINOR = 0
+# zlib level for record bodies: 6 writes within a few per cent of 9's size in a fraction
+# of its time (BENCHMARKS.md, record cost)
+COMPRESSION_LEVEL = 6
 FLAG_ZLIB = 1
 _KNOWN_FLAGS = FLAG_ZLIB
 _HEADER = struct.Struct(">8sHHIQQ32s")
@@ -62,9 +65,10 @@ def pack(document: dict, *, compress: bool = True) -> bytes:
         "ascii"
     )
     digest = hashlib.sha256(body).digest()
-    stored = zlib.compress(body, 9) if compress else body
+    stored = zlib.compress(body, COMPRESSION_LEVEL) if compress else body
     flags = FLAG_ZLIB if compress else 0
-    header = _HEADER.pack(MAGIC, FORMAT_MAJOR, FORMAT_MINOR, flags, len(stored), len(body), digest)
+    major, minor = document.get("format", (FORMAT_MAJOR, FORMAT_MINOR))
+    header = _HEADER.pack(MAGIC, major, minor, flags, len(stored), len(body), digest)
     return header + stored
 
 

@@ -11,6 +11,7 @@ from .errors import RecordFormatError
 from .limits import DEFAULT, Limits
 
 KIND = "framehook-record"
+FORMAT = (2, 0)  # what record() writes; format 1 records are still read
 CODE_KINDS = ("function", "generator", "coroutine", "async_generator")
 OUTCOME_KINDS = ("return", "raise")
 
@@ -33,10 +34,24 @@ class Record:
     created: str = ""
     missing: list = field(default_factory=list)
     notes: list = field(default_factory=list)
-    format: tuple = (1, 0)
+    sources: list = field(default_factory=list)  # [{filename, line, text}]: other functions' source
+    state: dict | None = None  # global random states before the call, when it moved them
+    format: tuple = FORMAT
     path: str | None = None  # the file it was read from, if any
 
     def to_document(self) -> dict:
+        if self.format[0] >= 2:
+            # ids run on across these trees in this order; JSON objects are written with
+            # sorted keys, so the globals are a list of pairs in the order they were encoded
+            return {
+                **self._common(),
+                "globals": [[name, tree] for name, tree in self.globals.items()],
+                "sources": self.sources,
+                "state": self.state,
+            }
+        return {**self._common(), "globals": self.globals}
+
+    def _common(self) -> dict:
         return {
             "kind": KIND,
             "format": list(self.format),
@@ -44,7 +59,6 @@ class Record:
             "packages": self.packages,
             "code": self.code,
             "function": self.function,
-            "globals": self.globals,
             "builtins": self.builtins,
             "call": self.call,
             "locals": self.locals,
@@ -79,6 +93,7 @@ _TOP = {
     "missing",
     "notes",
 }
+_TOP_2 = _TOP | {"sources", "state"}
 _MAX_SOURCE = 8 * 1024 * 1024
 
 _MAX_NAMES = 100_000
@@ -116,9 +131,6 @@ def _int(value: Any, path: str | None, where: str) -> None:
 
 def from_document(doc: dict, *, path: str | None = None, trusted: bool = False, limits: Limits = DEFAULT) -> Record:
     """Check every field of a parsed body; raise RecordFormatError naming the first problem."""
-    extra = set(doc) - _TOP
-    _need(not extra, path, "record", f"unknown fields {sorted(extra)}")
-    _need(doc.get("kind") == KIND, path, "record", "kind is not framehook-record")
     fmt: Any = doc.get("format")
     _need(
         isinstance(fmt, list) and len(fmt) == 2 and all(type(x) is int for x in fmt),
@@ -126,6 +138,12 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False, 
         "format",
         "must be [major, minor]",
     )
+    v2 = fmt[0] >= 2
+    extra = set(doc) - top_fields(fmt[0])
+    _need(not extra, path, "record", f"unknown fields {sorted(extra)}")
+    _need(doc.get("kind") == KIND, path, "record", "kind is not framehook-record")
+    absent = top_fields(fmt[0]) - set(doc) - {"translator"}
+    _need(not absent, path, "record", f"missing fields {sorted(absent)}")
     python = _obj(doc, "python", {"version", "implementation", "magic", "cache_tag"}, path, "python")
     for key in python:
         _str(python[key], path, f"python.{key}", 100, nullable=key == "cache_tag")
@@ -134,13 +152,28 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False, 
     _need(isinstance(packages, dict) and len(packages) < 100, path, "packages", "must be an object")
     for key, version in packages.items():
         _str(version, path, f"packages[{key!r}]", 100, nullable=True)
-    code = _obj(
-        doc,
-        "code",
-        {"name", "qualname", "module", "filename", "firstlineno", "kind", "flags", "source", "marshal"},
-        path,
-        "code",
-    )
+    code_fields = {"name", "qualname", "module", "filename", "firstlineno", "kind", "flags", "source", "marshal"}
+    code = _obj(doc, "code", code_fields | {"source_line"} if v2 else code_fields, path, "code")
+    if v2:
+        _need(
+            type(code["source_line"]) is int and 1 <= code["source_line"] < 2**31,
+            path,
+            "code.source_line",
+            "must be a line number",
+        )
+    sources: Any = doc.get("sources", [])
+    _need(isinstance(sources, list) and len(sources) <= 10_000, path, "sources", "must be a list")
+    for i, item in enumerate(sources):
+        _need(
+            isinstance(item, dict) and set(item) == {"filename", "line", "text"},
+            path,
+            f"sources[{i}]",
+            "must be an object of filename, line and text",
+        )
+        _str(item["filename"], path, f"sources[{i}].filename", 4096)
+        _int(item["line"], path, f"sources[{i}].line")
+        _need(item["line"] >= 1, path, f"sources[{i}].line", "must be a line number")
+        _str(item["text"], path, f"sources[{i}].text", _MAX_SOURCE)
     _need(code["flags"] in (0, CO_SET_AFTER_COMPILE), path, "code.flags", "only CO_ITERABLE_COROUTINE may be set")
     _str(code["name"], path, "code.name", 300)
     _str(code["qualname"], path, "code.qualname", 1000)
@@ -151,12 +184,21 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False, 
     _str(code["source"], path, "code.source", _MAX_SOURCE, nullable=True)
     _str(code["marshal"], path, "code.marshal", _MAX_SOURCE, nullable=True)
 
-    # Ids restart at 0 in every independent value tree (check_tree).
-    tree = Validator(path=path, trusted=trusted, limits=limits).check_tree
+    # Format 1: ids restart at 0 in every value tree. Format 2: the inputs (defaults,
+    # cells, arguments, globals, builtins, in that order) share one id space; the locals,
+    # the outcome's trees and the states are trees of their own.
+    validator = Validator(path=path, trusted=trusted, limits=limits, sources=len(sources))
 
+    def tree(value: Any, where: Any, *, allow_empty_cell: bool = False) -> None:
+        validator.check_tree(value, where, allow_empty_cell=allow_empty_cell)
+
+    def shared(value: Any, where: Any, *, allow_empty_cell: bool = False) -> None:
+        validator.check_tree(value, where, allow_empty_cell=allow_empty_cell, shared=v2)
+
+    validator.next_id = 0
     function = _obj(doc, "function", {"defaults", "kwdefaults", "closure"}, path, "function")
-    tree(function["defaults"], "function.defaults")
-    tree(function["kwdefaults"], "function.kwdefaults")
+    shared(function["defaults"], "function.defaults")
+    shared(function["kwdefaults"], "function.kwdefaults")
     closure = function["closure"]
     _need(isinstance(closure, list) and len(closure) < 10_000, path, "function.closure", "must be a list")
     for i, pair in enumerate(closure):
@@ -166,20 +208,31 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False, 
             f"function.closure[{i}]",
             "must be a [name, value] pair",
         )
-        tree(pair[1], f"function.closure[{pair[0]!r}]", allow_empty_cell=True)
-    for section in ("globals", "builtins", "locals"):
-        names: Any = doc.get(section)
-        _need(isinstance(names, dict) and len(names) <= _MAX_NAMES, path, section, "must be an object")
-        for name, sub in names.items():
-            if len(name) > 300:
-                _need(False, path, section, "name too long")
-            tree(sub, (section, [name]))
-    trust.check_builtins(doc["builtins"], path)
+        shared(pair[1], f"function.closure[{pair[0]!r}]", allow_empty_cell=True)
     call = _obj(doc, "call", {"args", "kwargs"}, path, "call")
-    tree(call["args"], "call.args")
+    shared(call["args"], "call.args")
     _need(isinstance(call["args"], dict) and call["args"].get("t") == "tuple", path, "call.args", "must be a tuple")
-    tree(call["kwargs"], "call.kwargs")
+    shared(call["kwargs"], "call.kwargs")
     _need(isinstance(call["kwargs"], dict) and call["kwargs"].get("t") == "dict", path, "call.kwargs", "must be a dict")
+    globals_ = _named_trees(doc.get("globals"), path, "globals", pairs=v2)
+    sections = {"globals": globals_}
+    for section in ("builtins", "locals"):
+        sections[section] = _named_trees(doc.get(section), path, section, pairs=False)
+    for section in ("globals", "builtins", "locals"):
+        check = tree if section == "locals" else shared
+        for name, sub in sections[section].items():
+            check(sub, (section, [name]))
+    trust.check_builtins(doc["builtins"], path)
+    state: Any = doc.get("state")
+    if state is not None:
+        _need(
+            isinstance(state, dict) and set(state) <= {"random", "numpy.random"},
+            path,
+            "state",
+            "must be null or an object of random states",
+        )
+        for key, sub in state.items():
+            tree(sub, f"state[{key!r}]")
     outcome = _obj(
         doc, "outcome", {"kind", "value", "exception", "events", "args_after", "kwargs_after"}, path, "outcome"
     )
@@ -221,7 +274,7 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False, 
         packages=packages,
         code=code,
         function=function,
-        globals=doc["globals"],
+        globals=globals_,
         builtins=doc["builtins"],
         call=call,
         locals=doc["locals"],
@@ -231,9 +284,36 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False, 
         created=doc["created"],
         missing=doc["missing"],
         notes=doc["notes"],
+        sources=sources,
+        state=state,
         format=tuple(fmt),
         path=path,
     )
+
+
+def top_fields(major: int) -> set:
+    return _TOP_2 if major >= 2 else _TOP
+
+
+def _named_trees(value: Any, path: str | None, section: str, *, pairs: bool) -> dict:
+    """A section of named trees: an object, or (format 2 globals) a list of pairs whose
+    order is the order the trees were encoded in."""
+    if pairs:
+        _need(isinstance(value, list) and len(value) <= _MAX_NAMES, path, section, "must be a list of pairs")
+        out: dict = {}
+        for i, pair in enumerate(value):
+            _need(
+                isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) and pair[0] not in out,
+                path,
+                f"{section}[{i}]",
+                "must be a [name, value] pair with a name not given before",
+            )
+            out[pair[0]] = pair[1]
+        value = out
+    _need(isinstance(value, dict) and len(value) <= _MAX_NAMES, path, section, "must be an object")
+    for name in value:
+        _need(len(name) <= 300, path, section, "name too long")
+    return value
 
 
 def _check_plain_json(value: Any, path: str | None, where: str, depth: int) -> None:

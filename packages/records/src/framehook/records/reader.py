@@ -102,9 +102,9 @@ def loads(
         raise RecordFormatError(f"body format {fmt!r} disagrees with the header {env.major}.{env.minor}", path)
     if env.minor > container.FORMAT_MINOR:
         # Minor versions only add optional top-level fields: ignore the ones we do not know.
-        from .model import _TOP
+        from .model import top_fields
 
-        doc = {k: v for k, v in doc.items() if k in _TOP}
+        doc = {k: v for k, v in doc.items() if k in top_fields(env.major)}
     return from_document(doc, path=path, trusted=trusted, limits=limits)
 
 

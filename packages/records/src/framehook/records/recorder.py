@@ -6,14 +6,14 @@ import base64
 import builtins
 import datetime
 import inspect
-import linecache
 import marshal
 import os
+import sys
 import types
 from typing import Any, Callable, Iterable
 
 from . import driver
-from .codec import CO_SET_AFTER_COMPILE, Encoder
+from .codec import CO_SET_AFTER_COMPILE, Encoder, Sources, Tap, is_iterator
 from .codeloc import current_python
 from .model import Record
 from .trust import names_of
@@ -28,26 +28,24 @@ _PACKAGES = {
 }
 
 
+_VERSIONS: dict | None = None
+
+
 def package_versions() -> dict:
     """Versions of the installed framehook packages (None when absent), read from their
-    metadata: recording imports none of them."""
-    from importlib import metadata
+    metadata once per process: recording imports none of them."""
+    global _VERSIONS
+    if _VERSIONS is None:
+        from importlib import metadata
 
-    out: dict = {}
-    for name, dist in _PACKAGES.items():
-        try:
-            out[name] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
-
-
-def _module_source(fn: types.FunctionType) -> str | None:
-    filename = fn.__code__.co_filename
-    lines = linecache.getlines(filename, fn.__globals__)
-    if not lines:
-        return None
-    return "".join(lines)
+        found: dict = {}
+        for name, dist in _PACKAGES.items():
+            try:
+                found[name] = metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                found[name] = None
+        _VERSIONS = found
+    return dict(_VERSIONS)
 
 
 def _undecorated(fn: Any) -> Any:
@@ -68,20 +66,30 @@ def _unwrap(fn: Any, args: tuple) -> tuple[types.FunctionType, tuple]:
 
 
 class _Trees:
-    """One Encoder per independent value tree, remembering what could not be encoded."""
+    """The record's encoders: one for the inputs (the function's defaults and cells, the
+    arguments, globals and builtins), whose ids are one space so that one object in two
+    places stays one object, and independent ones for the locals and the outcome."""
 
     def __init__(self, fn: types.FunctionType, allow_pickle: bool) -> None:
         self.fn = fn
-        self.allow_pickle = allow_pickle
-        self.missing: list[str] = []
-        self.source_functions: list[types.FunctionType] = []
+        self.sources = Sources(fn.__code__, fn.__globals__)
+        self.inputs = Encoder(
+            source_file=fn.__code__.co_filename,
+            target=fn,
+            allow_pickle=allow_pickle,
+            sources=self.sources,
+            module=fn.__module__ if isinstance(fn.__module__, str) else None,
+        )
+
+    @property
+    def missing(self) -> list[str]:
+        return self.inputs.missing
+
+    def shared(self, obj: Any, name: str) -> Any:
+        return self.inputs.encode(obj, name)
 
     def __call__(self, obj: Any, name: str) -> Any:
-        enc = Encoder(source_file=self.fn.__code__.co_filename, target=self.fn, allow_pickle=self.allow_pickle)
-        tree = enc.encode(obj, name)
-        self.missing.extend(enc.missing)
-        self.source_functions.extend(enc.source_functions)
-        return tree
+        return self.inputs.sub().encode(obj, name)
 
 
 def _closure(fn: types.FunctionType, trees: _Trees) -> list:
@@ -92,17 +100,20 @@ def _closure(fn: types.FunctionType, trees: _Trees) -> list:
         except ValueError:
             out.append([var, {"t": "empty_cell"}])
             continue
-        out.append([var, trees(content, f"closure[{var!r}]")])
+        out.append([var, trees.shared(content, f"closure[{var!r}]")])
     return out
 
 
 def _globals(fn: types.FunctionType, trees: _Trees) -> tuple[dict, dict]:
-    """Encode the globals and builtins the function (and same-file helpers it reaches) read."""
+    """Encode the globals and builtins read by the function and by every function of its
+    module that the values hold (defaults, arguments, cells and globals, to a fixed point)."""
     ns = fn.__globals__
     builtin_ns = ns.get("__builtins__", builtins)
     if isinstance(builtin_ns, types.ModuleType):
         builtin_ns = vars(builtin_ns)
-    pending: list[types.CodeType] = [fn.__code__]
+    found = trees.inputs.source_functions
+    pending: list[types.CodeType] = [fn.__code__] + [f.__code__ for f in found]
+    done = len(found)
     seen_codes: set[int] = set()
     glob: dict = {}
     bltn: dict = {}
@@ -115,9 +126,9 @@ def _globals(fn: types.FunctionType, trees: _Trees) -> tuple[dict, dict]:
             if name in glob or name in bltn or name == "__builtins__":
                 continue
             if name in ns:
-                before = len(trees.source_functions)
-                glob[name] = trees(ns[name], f"globals[{name!r}]")
-                pending.extend(f.__code__ for f in trees.source_functions[before:])
+                glob[name] = trees.shared(ns[name], f"globals[{name!r}]")
+                pending.extend(f.__code__ for f in found[done:])
+                done = len(found)
             elif name in builtin_ns:
                 value = builtin_ns[name]
                 if value is getattr(builtins, name, None):
@@ -125,8 +136,53 @@ def _globals(fn: types.FunctionType, trees: _Trees) -> tuple[dict, dict]:
                     # the only form replay accepts for another module's object
                     bltn[name] = {"t": "global", "module": "builtins", "qualname": name}
                 else:
-                    bltn[name] = trees(value, f"builtins[{name!r}]")
+                    bltn[name] = trees.shared(value, f"builtins[{name!r}]")
     return glob, bltn
+
+
+def _tap_iterators(args: tuple, kwargs: dict) -> tuple[tuple, dict, list[Tap]]:
+    """The arguments with every iterator replaced by a Tap that keeps what the call takes."""
+    taps: list[Tap] = []
+
+    def tap(value: Any) -> Any:
+        if is_iterator(value):
+            tp = type(value)
+            taps.append(Tap(value, f"{tp.__module__}.{tp.__qualname__}"))
+            return taps[-1]
+        return value
+
+    new_args = tuple(tap(a) for a in args)
+    new_kwargs = {k: tap(v) for k, v in kwargs.items()}
+    return new_args, new_kwargs, taps
+
+
+class _RandomState:
+    """The global random states the call moved (random's, numpy's legacy one), as they
+    were before it: replay restores them, so that the call draws the same numbers."""
+
+    def __init__(self) -> None:
+        self.before: dict = {}
+        rnd = sys.modules.get("random")
+        if rnd is not None:
+            self.before["random"] = rnd.getstate()
+        nprandom = sys.modules.get("numpy.random")
+        if nprandom is not None:
+            try:
+                self.before["numpy.random"] = nprandom.get_state(legacy=True)
+            except Exception:  # numpy too old or too new for the legacy state
+                pass
+
+    def moved(self) -> dict:
+        out = {}
+        if "random" in self.before and sys.modules["random"].getstate() != self.before["random"]:
+            out["random"] = self.before["random"]
+        if "numpy.random" in self.before:
+            after = sys.modules["numpy.random"].get_state(legacy=True)
+            old = self.before["numpy.random"]
+            if after[2] != old[2] or not (after[1] == old[1]).all():
+                name, keys, pos, has_gauss, gauss = old
+                out["numpy.random"] = (name, keys, pos, has_gauss, gauss)
+        return out
 
 
 def _bound_locals(fn: types.FunctionType, args: tuple, kwargs: dict, trees: _Trees) -> dict:
@@ -175,17 +231,23 @@ def record_with_outcome(
     kwargs = dict(kwargs or {})
     code = fn.__code__
     kind = driver.code_kind(code.co_flags)
+    args, kwargs, taps = _tap_iterators(args, kwargs)
     trees = _Trees(fn, allow_pickle)
-    call = {"args": trees(args, "args"), "kwargs": trees(kwargs, "kwargs")}
-    local_trees = _bound_locals(fn, args, kwargs, trees)
+    # the order of the shared trees is the order replay decodes them (model.SHARED_ORDER)
     function = {
-        "defaults": trees(fn.__defaults__, "__defaults__"),
-        "kwdefaults": trees(fn.__kwdefaults__, "__kwdefaults__"),
+        "defaults": trees.shared(fn.__defaults__, "__defaults__"),
+        "kwdefaults": trees.shared(fn.__kwdefaults__, "__kwdefaults__"),
         "closure": _closure(fn, trees),
     }
+    call = {"args": trees.shared(args, "args"), "kwargs": trees.shared(kwargs, "kwargs")}
     glob, bltn = _globals(fn, trees)
+    local_trees = _bound_locals(fn, args, kwargs, trees)
+    random_state = _RandomState()
     outcome = driver.run(fn, args, kwargs, kind)
+    moved = random_state.moved()
+    trees.inputs.fill_taps(taps)
     outcome_doc = encode_outcome(outcome, args, kwargs, trees)
+    snippet = trees.sources.target
     rec = Record(
         python=current_python(),
         packages=package_versions(),
@@ -197,7 +259,8 @@ def record_with_outcome(
             "firstlineno": code.co_firstlineno,
             "kind": kind,
             "flags": code.co_flags & CO_SET_AFTER_COMPILE,
-            "source": _module_source(fn),
+            "source": snippet.text if snippet is not None else None,
+            "source_line": snippet.line if snippet is not None else 1,
             "marshal": base64.b64encode(marshal.dumps(code)).decode("ascii"),
         },
         function=function,
@@ -211,6 +274,8 @@ def record_with_outcome(
         created=datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
         missing=sorted(set(trees.missing)),
         notes=list(notes),
+        sources=trees.sources.items,
+        state={key: trees(value, f"{key} state") for key, value in moved.items()} or None,
     )
     if path is not None:
         from .reader import save

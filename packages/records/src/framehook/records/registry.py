@@ -135,6 +135,47 @@ def _register_defaults() -> None:
         lambda v: _lazy("collections", "defaultdict")(*v),
     )
     register_codec("types:SimpleNamespace", "namespace", lambda n: dict(vars(n)), _namespace)
+    register_codec("re:Pattern", "re.pattern", lambda p: (p.pattern, p.flags), lambda v: _lazy("re", "compile")(*v))
+    register_codec(
+        "functools:partial",
+        "partial",
+        lambda p: (p.func, p.args, p.keywords),
+        lambda v: _lazy("functools", "partial")(v[0], *v[1], **v[2]),
+    )
+    register_codec(
+        "operator:itemgetter",
+        "itemgetter",
+        lambda g: g.__reduce__()[1],
+        lambda v: _lazy("operator", "itemgetter")(*v),
+    )
+    register_codec(
+        "operator:attrgetter",
+        "attrgetter",
+        lambda g: g.__reduce__()[1],
+        lambda v: _lazy("operator", "attrgetter")(*v),
+    )
+    register_codec("uuid:UUID", "uuid", str, lambda v: _lazy("uuid", "UUID")(v))
+    register_codec(
+        "datetime:time", "time", lambda t: t.isoformat(), lambda v: _lazy("datetime", "time.fromisoformat")(v)
+    )
+    register_codec(
+        "datetime:timezone",
+        "timezone",
+        lambda z: (z.utcoffset(None), z.tzname(None)),
+        lambda v: _lazy("datetime", "timezone")(*v),
+    )
+    register_codec("collections:Counter", "counter", lambda c: dict(c), lambda v: _lazy("collections", "Counter")(v))
+    register_codec(
+        "collections:ChainMap", "chainmap", lambda c: list(c.maps), lambda v: _lazy("collections", "ChainMap")(*v)
+    )
+    # pathlib's classes moved to pathlib._local in 3.13: one codec name, both type paths
+    for cls in ("PurePath", "PurePosixPath", "PureWindowsPath", "Path", "PosixPath", "WindowsPath"):
+        codec = register_codec(f"pathlib:{cls}", f"path.{cls}", str, _path_decoder(cls))
+        _BY_TYPE[f"pathlib._local:{cls}"] = codec
+
+
+def _path_decoder(cls: str) -> Callable[[Any], Any]:
+    return lambda v: _lazy("pathlib", cls)(v)
 
 
 _register_defaults()

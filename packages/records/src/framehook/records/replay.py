@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from . import bytecheck, codeloc, driver, trust
-from .codec import EMPTY_CELL, Decoder, Encoder
+from .codec import EMPTY_CELL, Decoder, Encoder, Sources
 from .compare import diff_outcomes
 from .errors import RecordError, RecordFormatError, SourceUnavailableError, UntrustedBytecodeError
 from .limits import DEFAULT, Limits
@@ -142,6 +142,9 @@ class Rebuilder:
         self.note: str | None = None
         code = rec.code
         self._index: codeloc.CodeIndex | None = None
+        self._indexes: dict[int, codeloc.CodeIndex] = {}
+        self._first_line = code.get("source_line", 1)
+        self.shared_ids = rec.format[0] >= 2
         same = codeloc.same_interpreter(rec.python)
         if not same:
             codeloc.refuse_newer(rec.python, code["source"] is not None, rec.path)
@@ -225,52 +228,89 @@ class Rebuilder:
         bytecheck.validate(recorded, self.rec.path)
         return recorded
 
-    def index(self) -> codeloc.CodeIndex:
+    def index(self, src: int | None = None) -> codeloc.CodeIndex:
+        """The compiled source of the recorded function (``src`` None) or of the numbered
+        snippet ``src``, each compiled alone at its original line numbers."""
+        if src is not None:
+            if src not in self._indexes:
+                item = self.rec.sources[src]
+                self._indexes[src] = codeloc.compile_source(
+                    item["text"], item["filename"], self.rec.path, self.limits, first_line=item["line"]
+                )
+            return self._indexes[src]
         if self._index is None:
             source = self.rec.code["source"]
             if source is None:
                 raise SourceUnavailableError(
                     "nested function needs the recorded source, which is absent", self.rec.path
                 )
-            self._index = codeloc.compile_source(source, self.rec.code["filename"], self.rec.path, self.limits)
+            self._index = codeloc.compile_source(
+                source, self.rec.code["filename"], self.rec.path, self.limits, first_line=self._first_line
+            )
         return self._index
 
     def _locate_quietly(self, tree: dict) -> types.CodeType | None:
         """The code of a ``function`` node, or None (build() then names the problem)."""
-        if self.rec.code["source"] is None:
+        src = tree.get("src")
+        if src is None and self.rec.code["source"] is None:
             return None
-        return self.index().find(tree["qualname"], tree["firstlineno"], tree["name"])
+        return self.index(src).find(tree["qualname"], tree["firstlineno"], tree["name"])
 
     def build(self) -> tuple[types.FunctionType, tuple, dict, list]:
         """(function, args, kwargs, missing values) with every value decoded afresh."""
         rec = self.rec
         namespace: dict = {"__name__": rec.code["module"] or "__framehook_replay__", "__builtins__": builtins}
-        missing: list[str] = []
         code = self.code
         cells = tuple(types.CellType() for _ in code.co_freevars)
         fn = types.FunctionType(code, namespace, code.co_name, None, cells or None)
         fn.__qualname__ = rec.code["qualname"]
+        namespaces: dict[str, dict] = {}
+        decoders: list[Decoder] = []
 
         def decoder() -> Decoder:
-            dec = Decoder(trusted=self.trusted, function_builder=self._nested(namespace), target=fn)
+            # format 2: one decoder, so that ids run on across the trees as they were encoded
+            if self.shared_ids and decoders:
+                return decoders[0]
+            dec = Decoder(trusted=self.trusted, function_builder=self._nested(namespace, namespaces), target=fn)
             decoders.append(dec)
             return dec
 
-        decoders: list[Decoder] = []
-        for name in self.plan.globals_used:  # never a global the code does not name
-            namespace[name] = decoder().decode(rec.globals[name])
-        for name, tree in rec.builtins.items():
-            value = decoder().decode(tree)
-            if getattr(builtins, name, None) is not value:
-                namespace[name] = value  # a builtin shadowed or absent here: keep the recorded one
+        def decode_globals() -> None:
+            for name in self.plan.globals_used:  # never a global the code does not name
+                namespace[name] = decoder().decode(rec.globals[name])
+            for name, tree in rec.builtins.items():
+                value = decoder().decode(tree)
+                if getattr(builtins, name, None) is not value:
+                    namespace[name] = value  # a builtin shadowed or absent here: keep the recorded one
+
+        if not self.shared_ids:
+            decode_globals()
         fn.__defaults__ = decoder().decode(rec.function["defaults"])
         fn.__kwdefaults__ = decoder().decode(rec.function["kwdefaults"])
         self._fill_cells(code, cells, rec.function["closure"], decoder())
         args = decoder().decode(rec.call["args"])
         kwargs = decoder().decode(rec.call["kwargs"])
+        if self.shared_ids:
+            decode_globals()
+        missing: list[str] = []
         for dec in decoders:
-            missing.extend(dec.missing)
+            missing.extend(item for item in dec.missing if item not in missing)
         return fn, args, kwargs, missing
+
+    def restore_state(self) -> None:
+        """Put the global random states back to what they were before the recorded call."""
+        state = self.rec.state
+        if not state:
+            return
+        dec = Decoder()
+        if "random" in state:
+            import random
+
+            random.setstate(dec.decode(state["random"]))
+        if "numpy.random" in state:
+            import numpy.random
+
+            numpy.random.set_state(dec.decode(state["numpy.random"]))
 
     @staticmethod
     def _fill_cells(code: types.CodeType, cells: tuple, closure: list, dec: Decoder) -> None:
@@ -280,28 +320,47 @@ class Rebuilder:
             if var in by_name and value is not EMPTY_CELL:
                 by_name[var].cell_contents = value
 
-    def _nested(self, namespace: dict) -> Any:
+    def _nested(self, namespace: dict, namespaces: dict[str, dict]) -> Any:
         def build_function(tree: dict, dec: Decoder) -> Any:
-            code = codeloc.locate(self.index(), tree["qualname"], tree["firstlineno"], tree["name"], self.rec.path)
+            src = tree.get("src")
+            if src is None and self.rec.code["source"] is None:
+                raise SourceUnavailableError(
+                    "nested function needs the recorded source, which is absent", self.rec.path
+                )
+            code = codeloc.locate(self.index(src), tree["qualname"], tree["firstlineno"], tree["name"], self.rec.path)
             if tree["flags"] and not code.co_flags & tree["flags"]:
                 code = code.replace(co_flags=code.co_flags | tree["flags"])
             self.codes.append(code)
+            module = tree.get("module")
+            ns = namespace
+            if module is not None:  # another module's function: that module's names
+                ns = namespaces.setdefault(module, {"__name__": module, "__builtins__": builtins})
             cells = tuple(types.CellType() for _ in code.co_freevars)
-            fn = types.FunctionType(code, namespace, tree["name"], None, cells or None)
+            fn = types.FunctionType(code, ns, tree["name"], None, cells or None)
             fn.__qualname__ = tree["qualname"]
+            if module is not None:
+                fn.__module__ = module
             dec.memo[tree["id"]] = fn  # before the closure: it may refer to fn itself
             fn.__defaults__ = dec.decode(tree["defaults"])
             fn.__kwdefaults__ = dec.decode(tree["kwdefaults"])
             self._fill_cells(code, cells, tree["closure"], dec)
+            wanted = trust.names_of(code)
+            for name, value in tree.get("globals", ()):
+                if name in wanted:  # like the recorded function's: only the names it uses
+                    ns[name] = dec.decode(value)
             return fn
 
         return build_function
 
 
 def _encode_outcome(rec: Record, fn: Any, outcome: Any, args: tuple, kwargs: dict, trusted: bool) -> dict:
+    # the rules of the record's own format, so that both sides encode alike
+    sources = Sources(None, None) if rec.format[0] >= 2 else None
+
     def trees(obj: Any, name: str) -> Any:
         # Same source file name as at recording, so same-file functions encode alike.
-        return Encoder(source_file=rec.code["filename"], target=fn, allow_pickle=trusted).encode(obj, name)
+        enc = Encoder(source_file=rec.code["filename"], target=fn, allow_pickle=trusted, sources=sources)
+        return enc.encode(obj, name)
 
     return encode_outcome(outcome, args, kwargs, trees)
 
@@ -382,6 +441,7 @@ def replay_record(
             if item not in result.missing:
                 result.missing.append(item)
         try:
+            builder.restore_state()
             run = run_mode(mode, fn, args, kwargs, rec.code["kind"], entry_points)
         except Exception as exc:  # a broken mode (not the replayed code) is an error
             result.modes.append(ModeResult(mode, "error", f"{mode} mode failed: {type(exc).__name__}: {exc}"))

@@ -144,6 +144,15 @@ class _Survey:
                 stack.append(node["defaults"])
                 stack.append(node["kwdefaults"])
                 stack.extend(value for _, value in node["closure"])
+                # another module's globals: listed even if its code turns out not to use
+                # them all (replay decodes only those it names), never fewer
+                stack.extend(value for _, value in node.get("globals", ()))
+            elif tag == "method":
+                stack.append(node["self"])
+            elif tag == "iterator":
+                stack.append(node["items"])
+            elif tag == "object":
+                stack.extend(node[key] for key in ("type", "args", "state", "listitems", "dictitems"))
             elif tag == "exception":
                 stack.append(node["type"])
                 stack.append(node["args"])
@@ -181,7 +190,9 @@ def plan(
         # names of same-file functions the values rebuild count as the code's own
         for survey in pending:
             for node in survey.functions:
-                key = (node["qualname"], node["firstlineno"])
+                if node.get("module") is not None:
+                    continue  # another module's function: its names are its own namespace's
+                key = (node["qualname"], node["firstlineno"], node.get("src"))
                 if key not in seen_functions:
                     seen_functions.add(key)
                     found = locate(node)
