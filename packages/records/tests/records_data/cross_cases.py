@@ -3,9 +3,16 @@
 Syntax and behaviour shared by 3.9-3.15; imported by every interpreter of the matrix.
 """
 
+import functools
+import itertools
 import math
+import operator
+import random
+import re
 
 OFFSET = 7
+_MISSING = object()  # a sentinel: its identity must survive the record
+WORD = re.compile(r"[a-z]+")
 
 
 def scaled(xs, k=2, *, extra=0):
@@ -48,6 +55,23 @@ def geometry(r):
     return sorted(words), {i: i**2 for i in range(r)}
 
 
+def pick(table, key, default=_MISSING):
+    value = table.get(key, default)
+    return "absent" if value is _MISSING else value
+
+
+def apply_all(items, fn, key):
+    return sorted((fn(x) for x in items), key=key)
+
+
+def first_words(lines, n):
+    return [m.group(0) for m in itertools.islice((WORD.search(line) for line in lines), n) if m]
+
+
+def noisy(n):
+    return [random.randint(0, 1000) for _ in range(n)]
+
+
 def cases():
     """(name, function, args, kwargs), fresh arguments on every call."""
     return [
@@ -58,4 +82,15 @@ def cases():
         ("lookup_miss", lookup, ({"a": 1}, "b"), {}),
         ("lookup_hit", lookup, ({"a": 1}, "a"), {}),
         ("geometry", geometry, (4,), {}),
+        ("sentinel", pick, ({"a": 1}, "b"), {}),
+        ("sentinel_given", pick, ({"a": 1}, "b", _MISSING), {}),
+        (
+            "lambda_and_getter",
+            apply_all,
+            ([{"v": 3}, {"v": 1}], lambda d: {"w": d["v"] * OFFSET}),
+            {"key": operator.itemgetter("w")},
+        ),
+        ("partial", apply_all, ([3, 1, 2], functools.partial(operator.mul, 10), abs), {}),
+        ("generator_argument", first_words, ((s for s in ["ab 1", "2 cd", "ef"]), 2), {}),
+        ("random", noisy, (4,), {}),
     ]

@@ -246,6 +246,10 @@ class Encoder:
             return self._numpy(numpy, obj, name)
         if isinstance(obj, BaseException):
             return self._exception(obj, name, depth)
+        if self.sources is not None and not isinstance(obj, (type, types.BuiltinFunctionType, enum.Enum)):
+            where = MODULE_OBJECTS.find(obj)
+            if where is not None:  # a module-level object: by reference, so identity holds
+                return {"t": "global", "module": where[0], "qualname": where[1]}
         codec = registry.codec_for_object(obj)
         if codec is not None:
             try:
@@ -275,9 +279,6 @@ class Encoder:
         if tp is Tap:
             return self._tap(obj, name)
         if self.sources is not None:
-            where = MODULE_OBJECTS.find(obj)
-            if where is not None:  # a module-level object: by reference, so identity holds
-                return {"t": "global", "module": where[0], "qualname": where[1]}
             if tp is types.MethodType:
                 return self._method(obj, obj.__self__, obj.__func__.__name__, name, depth)
             if isinstance(obj, _ITERATOR_TYPES):
@@ -522,25 +523,31 @@ class _ModuleObjects:
 
     def __init__(self) -> None:
         self.by_id: dict[int, tuple[str, str]] = {}
-        self.seen: dict[str, int] = {}
-        self.size = -1
+        self.seen: dict[int, int] = {}  # id of a module's namespace -> its size when indexed
+        self.size: tuple = ()
+
+    @staticmethod
+    def _fingerprint() -> tuple:
+        # O(1): imports append to sys.modules, so a new module changes its size or last key
+        last = next(reversed(sys.modules)) if sys.modules else None
+        return (len(sys.modules), last, id(sys.modules.get(last)) if last else 0)
 
     def _index(self) -> None:
         for name, module in list(sys.modules.items()):
             namespace = getattr(module, "__dict__", None)
-            if not isinstance(namespace, dict) or self.seen.get(name) == len(namespace):
+            if not isinstance(namespace, dict) or self.seen.get(id(namespace)) == len(namespace):
                 continue
-            self.seen[name] = len(namespace)
+            self.seen[id(namespace)] = len(namespace)
             if not isinstance(module, types.ModuleType) or _is_test_module(name, module):
                 continue
             for key, value in list(namespace.items()):
                 if key.startswith("__") or isinstance(value, _VALUE_TYPES):
                     continue
-                self.by_id.setdefault(id(value), (name, key))
-        self.size = len(sys.modules)
+                self.by_id[id(value)] = (name, key)  # the latest binding: ids get reused
+        self.size = self._fingerprint()
 
     def find(self, obj: Any) -> tuple[str, str] | None:
-        if len(sys.modules) != self.size:
+        if self._fingerprint() != self.size:
             self._index()
         hit = self.by_id.get(id(obj))
         if hit is None:
@@ -553,14 +560,15 @@ class _ModuleObjects:
         return self.by_id.get(id(obj))
 
     def _index_one(self, obj: Any) -> None:
-        owner = getattr(obj, "__module__", None)
-        module = sys.modules.get(owner) if isinstance(owner, str) else None
-        if module is None or _is_test_module(owner, module):  # type: ignore[arg-type]
-            return
-        for key, value in list(vars(module).items()):
-            if value is obj and not key.startswith("__"):
-                self.by_id[id(obj)] = (owner, key)  # type: ignore[assignment]
-                return
+        """Look for ``obj`` in every module (rare: its indexed binding went stale)."""
+        for name, module in list(sys.modules.items()):
+            namespace = getattr(module, "__dict__", None)
+            if not isinstance(namespace, dict) or not isinstance(module, types.ModuleType):
+                continue
+            for key, value in list(namespace.items()):
+                if value is obj and not key.startswith("__") and not _is_test_module(name, module):
+                    self.by_id[id(obj)] = (name, key)
+                    return
 
 
 MODULE_OBJECTS = _ModuleObjects()
