@@ -10,6 +10,7 @@ import marshal
 import os
 import sys
 import types
+import weakref
 from typing import Any, Callable, Iterable
 
 from . import driver
@@ -185,9 +186,15 @@ class _RandomState:
         return out
 
 
+_SIGNATURES: "weakref.WeakKeyDictionary[types.FunctionType, inspect.Signature]" = weakref.WeakKeyDictionary()
+
+
 def _bound_locals(fn: types.FunctionType, args: tuple, kwargs: dict, trees: _Trees) -> dict:
     try:
-        bound = inspect.signature(fn).bind(*args, **kwargs)
+        signature = _SIGNATURES.get(fn)
+        if signature is None:
+            signature = _SIGNATURES[fn] = inspect.signature(fn)
+        bound = signature.bind(*args, **kwargs)
     except (TypeError, ValueError):
         return {}
     bound.apply_defaults()
@@ -280,7 +287,7 @@ def record_with_outcome(
     if path is not None:
         from .reader import save
 
-        save(rec, path)
+        save(rec, path, durable=False)  # atomic; fsync would cost more than recording
     return rec, outcome
 
 
