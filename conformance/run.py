@@ -18,7 +18,7 @@ from pathlib import Path
 
 import _paths
 
-STATUS = {"match": "pass", "mismatch": "fail", "error": "fail", "skip": "skip"}
+STATUS = {"match": "pass", "mismatch": "fail", "nondeterministic": "fail", "error": "fail", "skip": "skip"}
 # the standard replay modes (framehook.records.modes.STANDARD), one per framehook package
 MODES = ("plain", "shadow", "translator", "profiled")
 

@@ -347,3 +347,35 @@ def test_a_format_1_record_still_replays(monkeypatch):
     rec = load(path)
     assert rec.format == (1, 0) and rec.sources == [] and "source_line" not in rec.code
     _replays(path)
+
+
+def _clock():
+    import time
+
+    return time.perf_counter_ns()
+
+
+def test_an_outcome_the_record_does_not_decide_is_nondeterministic_not_a_mismatch(tmp_path):
+    from framehook.records.cli import EXIT_NONDETERMINISTIC
+    from framehook.records.cli import main as cli_main
+
+    path = tmp_path / "clock.fhrec"
+    record(_clock, path=path)
+    result = replay(path, modes=("plain",))
+    assert result.verdict == "NONDETERMINISTIC", result.report()
+    assert "two replays here differ" in result.mode("plain").reason
+    assert cli_main(["replay", str(path), "--mode", "plain"]) == EXIT_NONDETERMINISTIC
+
+
+def _const():
+    return 1
+
+
+def test_a_real_mismatch_stays_a_mismatch(tmp_path):
+    path = tmp_path / "const.fhrec"
+    rec = record(_const)
+    rec.outcome["value"] = {"t": "int", "v": "2"}
+    from framehook.records import save
+
+    save(rec, path)
+    assert replay(path, modes=("plain",)).verdict == "MISMATCH"

@@ -2,8 +2,9 @@
 
 Exit status: 0 every record matched; 1 a record's replay differed (MISMATCH); 2 a file
 could not be read or replayed (ERROR), or the command line was wrong; 3 no mode ran for
-a record (NOT RUN: every mode skipped). When records end differently, an error wins over a
-mismatch, and a mismatch over a record that did not run.
+a record (NOT RUN: every mode skipped); 4 a record's code gave two different outcomes in
+two replays here (NONDETERMINISTIC). When records end differently, an error wins over a
+mismatch, a mismatch over nondeterminism, and that over a record that did not run.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from .trust import ReplayPlan
 EXIT_MISMATCH = 1
 EXIT_ERROR = 2
 EXIT_NOT_RUN = 3
+EXIT_NONDETERMINISTIC = 4
 # which status wins when several records end differently: an error, then a mismatch
-_SEVERITY = {0: 0, EXIT_NOT_RUN: 1, EXIT_MISMATCH: 2, EXIT_ERROR: 3}
+_SEVERITY = {0: 0, EXIT_NOT_RUN: 1, EXIT_NONDETERMINISTIC: 2, EXIT_MISMATCH: 3, EXIT_ERROR: 4}
 
 
 def _worse(a: int, b: int) -> int:
@@ -156,6 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             worst = _worse(worst, EXIT_MISMATCH)
         elif result.verdict == "NOT RUN":
             worst = _worse(worst, EXIT_NOT_RUN)
+        elif result.verdict == "NONDETERMINISTIC":
+            worst = _worse(worst, EXIT_NONDETERMINISTIC)
     sys.stdout.flush()
     return worst
 

@@ -26,7 +26,7 @@ from .trust import ReplayPlan
 @dataclass
 class ModeResult:
     mode: str
-    status: str  # "match" | "mismatch" | "skip" | "error"
+    status: str  # "match" | "mismatch" | "nondeterministic" | "skip" | "error"
     reason: str = ""
     diffs: list = field(default_factory=list)
     notes: list = field(default_factory=list)
@@ -57,9 +57,13 @@ class ReplayResult:
 
     @property
     def verdict(self) -> str:
-        """MATCH, MISMATCH (a mode differed or failed), or NOT RUN (every mode was skipped)."""
+        """MATCH; MISMATCH (a mode differed or failed); NONDETERMINISTIC (a mode differed,
+        and so did a second replay in that mode from the first: the code's outcome is not
+        set by what the record holds); or NOT RUN (every mode was skipped)."""
         if any(m.status in ("mismatch", "error") for m in self.modes):
             return "MISMATCH"
+        if any(m.status == "nondeterministic" for m in self.modes):
+            return "NONDETERMINISTIC"
         if not any(m.status == "match" for m in self.modes):
             return "NOT RUN"
         return "MATCH"
@@ -102,7 +106,7 @@ class ReplayResult:
             lines.extend(f"  {printable(text)}" for text in self.plan.lines())
         for m in self.modes:
             mode = printable(m.mode)
-            if m.status in ("mismatch", "error"):
+            if m.status in ("mismatch", "error", "nondeterministic"):
                 lines.append(f"  {mode}: {printable(m.reason)}")
                 lines.extend(f"    {printable(d)}" for d in m.diffs)
             elif m.status == "skip":
@@ -430,36 +434,63 @@ def replay_record(
     cross = not codeloc.same_interpreter(rec.python)
     for mode in modes:
         try:
-            fn, args, kwargs, missing = builder.build()
-        except RecordError as exc:
-            result.modes.append(ModeResult(mode, "error", exc.reason))
+            first = _replay_once(builder, mode, entry_points, trusted)
+        except _ModeFailed as failed:
+            result.modes.append(failed.result)
             continue
-        except (RecursionError, MemoryError) as exc:
-            result.modes.append(ModeResult(mode, "error", f"decoding failed: {type(exc).__name__}"))
-            continue
+        run, replayed, missing = first
         for item in missing:
             if item not in result.missing:
                 result.missing.append(item)
-        try:
-            builder.restore_state()
-            run = run_mode(mode, fn, args, kwargs, rec.code["kind"], entry_points)
-        except Exception as exc:  # a broken mode (not the replayed code) is an error
-            result.modes.append(ModeResult(mode, "error", f"{mode} mode failed: {type(exc).__name__}: {exc}"))
-            continue
         if run.skip is not None:
             result.modes.append(ModeResult(mode, "skip", run.skip))
             continue
-        replayed = _encode_outcome(rec, fn, run.outcome, args, kwargs, trusted)
         diffs, notes = diff_outcomes(rec.outcome, replayed, cross_version=cross)
         diffs = run.problems + diffs
         status = "mismatch" if diffs else "match"
         reason = ""
-        if diffs:
+        if diffs and not missing and not run.problems:
+            # the same replay again: when the two disagree, what the record holds does not
+            # decide the outcome (time, addresses, a random source it does not restore)
+            try:
+                _, again, _ = _replay_once(builder, mode, entry_points, trusted)
+                unstable, _ = diff_outcomes(replayed, again, cross_version=False)
+            except _ModeFailed:
+                unstable = []
+            if unstable:
+                status = "nondeterministic"
+                reason = f"two replays here differ from each other ({unstable[0]})"
+        if status == "mismatch":
             reason = f"{len(diffs)} difference(s) from the recorded outcome"
             if missing:
                 reason += f" (values missing from the record: {', '.join(missing[:3])})"
         result.modes.append(ModeResult(mode, status, reason, diffs, notes, run.intercepted, run.decisions))
     return result
+
+
+class _ModeFailed(Exception):
+    def __init__(self, result: ModeResult) -> None:
+        self.result = result
+
+
+def _replay_once(builder: Rebuilder, mode: str, entry_points: dict, trusted: bool) -> tuple[Any, dict, list]:
+    """Decode afresh, restore the random states, run one mode: (run, its encoded outcome,
+    values missing from the record)."""
+    rec = builder.rec
+    try:
+        fn, args, kwargs, missing = builder.build()
+    except RecordError as exc:
+        raise _ModeFailed(ModeResult(mode, "error", exc.reason)) from None
+    except (RecursionError, MemoryError) as exc:
+        raise _ModeFailed(ModeResult(mode, "error", f"decoding failed: {type(exc).__name__}")) from None
+    try:
+        builder.restore_state()
+        run = run_mode(mode, fn, args, kwargs, rec.code["kind"], entry_points)
+    except Exception as exc:  # a broken mode (not the replayed code) is an error
+        raise _ModeFailed(ModeResult(mode, "error", f"{mode} mode failed: {type(exc).__name__}: {exc}")) from None
+    if run.skip is not None:
+        return run, {}, missing
+    return run, _encode_outcome(rec, fn, run.outcome, args, kwargs, trusted), missing
 
 
 def replay(
