@@ -3,7 +3,7 @@
 The recorded module source is compiled (never executed) and the function's code object
 found by its qualified name and first line. On the same interpreter (same implementation
 and bytecode magic number) the marshalled code object can also be unmarshalled, to compare
-it with that compilation or, when the caller trusts it, to run it (see replay.Rebuilder).
+it with that compilation or, when the caller trusts it, to run it (see codechoice).
 """
 
 from __future__ import annotations

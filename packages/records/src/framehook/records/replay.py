@@ -9,10 +9,15 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from . import bytecheck, codeloc, driver, trust
+from . import codeloc, trust
+from .codechoice import BYTECODE_DIFFERS as BYTECODE_DIFFERS  # what code_from and note say, re-exported
+from .codechoice import FROM_SOURCE as FROM_SOURCE
+from .codechoice import FROM_TRUSTED as FROM_TRUSTED
+from .codechoice import FROM_VERIFIED as FROM_VERIFIED
+from .codechoice import choose_code
 from .codec import EMPTY_CELL, Decoder, Encoder, Sources
 from .compare import diff_outcomes
-from .errors import RecordError, RecordFormatError, SourceUnavailableError, UntrustedBytecodeError
+from .errors import RecordError
 from .limits import DEFAULT, Limits
 from .model import Record
 from .modes import known as modes_known
@@ -38,7 +43,7 @@ class ModeResult:
 class ReplayResult:
     path: str | None
     label: str
-    code_from: str  # FROM_SOURCE, FROM_VERIFIED or FROM_TRUSTED (see Rebuilder)
+    code_from: str  # FROM_SOURCE, FROM_VERIFIED or FROM_TRUSTED (see codechoice)
     recorded_on: str
     replayed_on: str
     modes: list = field(default_factory=list)
@@ -115,21 +120,9 @@ class ReplayResult:
         return "\n".join(lines)
 
 
-# What ReplayResult.code_from says about the code that ran.
-FROM_SOURCE = "source"
-FROM_VERIFIED = "marshal (verified against source)"
-FROM_TRUSTED = "marshal (trusted, validated)"
-BYTECODE_DIFFERS = "the recorded bytecode differs from the compilation of its source and was not run"
-
-
 class Rebuilder:
-    """Turns a record back into a callable plus arguments, fresh for every mode.
-
-    Source first: the code that runs is compiled from the recorded source. On the
-    recording interpreter the recorded (marshalled) code is compared with it; the
-    marshalled code itself runs only with ``trust_bytecode=True``, after bytecheck's
-    static checks, when it differs from the source or there is no source.
-    """
+    """Turns a record back into a callable plus arguments, fresh for every mode; which
+    code runs is codechoice's decision, made once."""
 
     def __init__(
         self,
@@ -142,123 +135,13 @@ class Rebuilder:
     ) -> None:
         self.rec = rec
         self.trusted = trusted
-        self.limits = limits
-        self.note: str | None = None
-        code = rec.code
-        self._index: codeloc.CodeIndex | None = None
-        self._indexes: dict[int, codeloc.CodeIndex] = {}
-        self._first_line = code.get("source_line", 1)
         self.shared_ids = rec.format[0] >= 2
-        same = codeloc.same_interpreter(rec.python)
-        if not same:
-            codeloc.refuse_newer(rec.python, code["source"] is not None, rec.path)
-        marshalled = code["marshal"] if same and not prefer_source else None
-        if code["source"] is None:
-            self.code, self.code_from = self._without_source(marshalled, same, trust_bytecode)
-        else:
-            self.code, self.code_from = self._with_source(marshalled, trust_bytecode)
-        kind = driver.code_kind(self.code.co_flags)
-        if kind != code["kind"]:
-            raise RecordFormatError(
-                f"code.kind: the record says {code['kind']!r}, but the code of {code['qualname']} is a {kind}",
-                rec.path,
-            )
+        choice = choose_code(rec, prefer_source=prefer_source, trust_bytecode=trust_bytecode, limits=limits)
+        self.code, self.code_from, self.note = choice.code, choice.code_from, choice.note
+        self.sources = choice.sources
         self.codes: list[types.CodeType] = [self.code]
-        self.plan = trust.plan(rec, self.code, self._locate_quietly)
+        self.plan = trust.plan(rec, self.code, self.sources.find)
         limits.check("values", self.plan.values, rec.path)
-
-    def _without_source(self, marshalled: str | None, same: bool, trust: bool) -> tuple[types.CodeType, str]:
-        rec = self.rec
-        if marshalled is None:
-            if same:
-                raise SourceUnavailableError(
-                    "recorded without source; only its bytecode could be run, which --source (prefer_source) excludes",
-                    rec.path,
-                )
-            raise SourceUnavailableError(
-                f"recorded on {rec.python.get('version')} without source; it can only be replayed "
-                f"on that Python version (this is Python {platform.python_version()})",
-                rec.path,
-            )
-        if not trust:
-            raise UntrustedBytecodeError(
-                "recorded without source, so its bytecode cannot be checked against it; replay with "
-                "trust_bytecode=True (--trust-bytecode) to run it after static checks",
-                rec.path,
-            )
-        return self._trusted(marshalled), FROM_TRUSTED
-
-    def _with_source(self, marshalled: str | None, trust: bool) -> tuple[types.CodeType, str]:
-        rec = self.rec
-        try:
-            compiled = self._compiled()
-        except SourceUnavailableError as exc:
-            if marshalled is None:
-                raise
-            if not trust:
-                raise UntrustedBytecodeError(
-                    f"{exc.reason}; its recorded bytecode runs only with trust_bytecode=True (--trust-bytecode)",
-                    rec.path,
-                ) from None
-            return self._trusted(marshalled), FROM_TRUSTED
-        if marshalled is None:
-            return compiled, FROM_SOURCE
-        try:
-            recorded = codeloc.load_marshalled(marshalled, rec.code["name"], rec.path)
-        except SourceUnavailableError as exc:
-            if trust:
-                raise
-            self.note = f"{BYTECODE_DIFFERS} ({exc.reason})"
-            return compiled, FROM_SOURCE
-        if codeloc.same_code(recorded, compiled):
-            # Equal as code objects: run the fresh compilation, whose stack size and
-            # file name (which == does not compare on every version) are this interpreter's.
-            return compiled, FROM_VERIFIED
-        if trust:
-            bytecheck.validate(recorded, rec.path)
-            return recorded, FROM_TRUSTED
-        self.note = BYTECODE_DIFFERS
-        return compiled, FROM_SOURCE
-
-    def _compiled(self) -> types.CodeType:
-        code = self.rec.code
-        compiled = codeloc.locate(self.index(), code["qualname"], code["firstlineno"], code["name"], self.rec.path)
-        if code["flags"]:
-            compiled = compiled.replace(co_flags=compiled.co_flags | code["flags"])
-        return compiled
-
-    def _trusted(self, marshalled: str) -> types.CodeType:
-        recorded = codeloc.load_marshalled(marshalled, self.rec.code["name"], self.rec.path)
-        bytecheck.validate(recorded, self.rec.path)
-        return recorded
-
-    def index(self, src: int | None = None) -> codeloc.CodeIndex:
-        """The compiled source of the recorded function (``src`` None) or of the numbered
-        snippet ``src``, each compiled alone at its original line numbers."""
-        if src is not None:
-            if src not in self._indexes:
-                item = self.rec.sources[src]
-                self._indexes[src] = codeloc.compile_source(
-                    item["text"], item["filename"], self.rec.path, self.limits, first_line=item["line"]
-                )
-            return self._indexes[src]
-        if self._index is None:
-            source = self.rec.code["source"]
-            if source is None:
-                raise SourceUnavailableError(
-                    "nested function needs the recorded source, which is absent", self.rec.path
-                )
-            self._index = codeloc.compile_source(
-                source, self.rec.code["filename"], self.rec.path, self.limits, first_line=self._first_line
-            )
-        return self._index
-
-    def _locate_quietly(self, tree: dict) -> types.CodeType | None:
-        """The code of a ``function`` node, or None (build() then names the problem)."""
-        src = tree.get("src")
-        if src is None and self.rec.code["source"] is None:
-            return None
-        return self.index(src).find(tree["qualname"], tree["firstlineno"], tree["name"])
 
     def build(self) -> tuple[types.FunctionType, tuple, dict, list]:
         """(function, args, kwargs, missing values) with every value decoded afresh."""
@@ -326,12 +209,7 @@ class Rebuilder:
 
     def _nested(self, namespace: dict, namespaces: dict[str, dict]) -> Any:
         def build_function(tree: dict, dec: Decoder) -> Any:
-            src = tree.get("src")
-            if src is None and self.rec.code["source"] is None:
-                raise SourceUnavailableError(
-                    "nested function needs the recorded source, which is absent", self.rec.path
-                )
-            code = codeloc.locate(self.index(src), tree["qualname"], tree["firstlineno"], tree["name"], self.rec.path)
+            code = self.sources.locate(tree)
             if tree["flags"] and not code.co_flags & tree["flags"]:
                 code = code.replace(co_flags=code.co_flags | tree["flags"])
             self.codes.append(code)

@@ -159,13 +159,13 @@ def snippet_of(code: types.CodeType, module_globals: dict | None = None) -> Snip
     kept = chain[keep]
     start, end = _first_line(kept), kept.end_lineno or kept.lineno  # type: ignore[attr-defined]
     out: dict[int, str] = {}
-    for node in module.future:
-        for number in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+    for future in module.future:
+        for number in range(future.lineno, (future.end_lineno or future.lineno) + 1):
             out[number] = module.lines[number - 1]
-    for node in headers:
-        if node.lineno in out or node.lineno >= start:
+    for header in headers:
+        if header.lineno in out or header.lineno >= start:
             return whole  # a header sharing a line with what follows it
-        out[node.lineno] = _header(node, module.lines)
+        out[header.lineno] = _header(header, module.lines)
     for number in range(start, end + 1):
         if number in out:
             return whole
