@@ -159,7 +159,8 @@ class Encoder:
         self._alive.append(obj)
         return ident
 
-    def placeholder(self, obj: Any, name: str, why: str) -> dict:
+    def placeholder(self, obj: Any, name: Any, why: str) -> dict:
+        name = name_text(name)
         self.missing.append(name)
         tp = type(obj)
         return {
@@ -170,7 +171,9 @@ class Encoder:
             "why": why,
         }
 
-    def encode(self, obj: Any, name: str = "value", depth: int = 0) -> Any:
+    def encode(self, obj: Any, name: Any = "value", depth: int = 0) -> Any:
+        """The value tree of ``obj``; ``name`` says where it sits, as text or as a chain of
+        (parent, part) pairs that is only spelled out when a placeholder needs it."""
         if depth >= MAX_DEPTH:
             return self.placeholder(obj, name, f"nested deeper than {MAX_DEPTH} levels")
         if obj is None or obj is True or obj is False:
@@ -193,18 +196,18 @@ class Encoder:
                 return self.placeholder(obj, name, "tuple that contains itself")
             self._tuple_stack.add(id(obj))
             try:
-                items = [self.encode(x, f"{name}[{i}]", depth + 1) for i, x in enumerate(obj)]
+                items = [self.encode(x, (name, i), depth + 1) for i, x in enumerate(obj)]
             finally:
                 self._tuple_stack.discard(id(obj))
             return {"t": "tuple", "items": items}
         if tp is list:
             node = {"t": "list", "id": self._new_id(obj), "items": []}
-            node["items"] = [self.encode(x, f"{name}[{i}]", depth + 1) for i, x in enumerate(obj)]
+            node["items"] = [self.encode(x, (name, i), depth + 1) for i, x in enumerate(obj)]
             return node
         if tp is dict:
             node = {"t": "dict", "id": self._new_id(obj), "items": []}
             node["items"] = [
-                [self.encode(k, f"{name}.key{i}", depth + 1), self.encode(v, f"{name}[{_short_repr(k)}]", depth + 1)]
+                [self.encode(k, (name, f".key{i}"), depth + 1), self.encode(v, (name, _Key(k)), depth + 1)]
                 for i, (k, v) in enumerate(obj.items())
             ]
             return node
@@ -217,7 +220,7 @@ class Encoder:
                 ordered = sorted(obj, key=_sort_key)
             except TypeError:
                 ordered = list(obj)
-            node["items"] = [self.encode(x, f"{name}{{}}", depth + 1) for x in ordered]
+            node["items"] = [self.encode(x, (name, "{}"), depth + 1) for x in ordered]
             return node
         if tp is Missing:  # a placeholder replayed back into a record stays the same placeholder
             self.missing.append(obj.name)
@@ -239,7 +242,7 @@ class Encoder:
                 return {
                     "t": "namedtuple",
                     "type": {"t": "global", "module": path[0], "qualname": path[1]},
-                    "items": [self.encode(x, f"{name}.{f}", depth + 1) for f, x in zip(tp._fields, obj)],
+                    "items": [self.encode(x, f"{name_text(name)}.{f}", depth + 1) for f, x in zip(tp._fields, obj)],
                 }
         numpy = sys.modules.get("numpy")
         if numpy is not None and isinstance(obj, (numpy.ndarray, numpy.generic)):
@@ -297,11 +300,11 @@ class Encoder:
                 return self.placeholder(obj, name, f"pickle failed: {type(exc).__name__}")
         return self.placeholder(obj, name, "no codec registered for this type")
 
-    def _method(self, obj: Any, owner: Any, attr: str, name: str, depth: int) -> dict:
+    def _method(self, obj: Any, owner: Any, attr: str, name: Any, depth: int) -> dict:
         """A bound method, as its object and the attribute that gives it back."""
-        return {"t": "method", "self": self.encode(owner, f"{name}.__self__", depth + 1), "name": attr}
+        return {"t": "method", "self": self.encode(owner, (name, ".__self__"), depth + 1), "name": attr}
 
-    def _tap(self, tap: "Tap", name: str) -> dict:
+    def _tap(self, tap: "Tap", name: Any) -> dict:
         node = {"t": "iterator", "id": self._new_id(tap), "type": tap.type_name, "items": None}
         if tap.fill is None:
             tap.fill = (node, name)  # the first encoding of a call argument gets its items
@@ -313,19 +316,19 @@ class Encoder:
         for tap in taps:
             if tap.fill is not None:
                 node, name = tap.fill
-                node["items"] = self.sub().encode(tuple(tap.seen or ()), f"{name} (items)")
+                node["items"] = self.sub().encode(tuple(tap.seen or ()), (name, " (items)"))
 
-    def _object(self, obj: Any, state: tuple, name: str, depth: int) -> dict:
+    def _object(self, obj: Any, state: tuple, name: Any, depth: int) -> dict:
         cls, newargs, inner, listitems, dictitems = state
         node: dict = {"t": "object", "id": self._new_id(obj)}
-        node["type"] = self.encode(cls, f"{name}.__class__", depth + 1)
-        node["args"] = self.encode(newargs, f"{name}.__getnewargs__()", depth + 1)
-        node["state"] = self.encode(inner, f"{name}.__dict__", depth + 1)
-        node["listitems"] = self.encode(listitems, f"{name}[]", depth + 1)
-        node["dictitems"] = self.encode(dictitems, f"{name}{{}}", depth + 1)
+        node["type"] = self.encode(cls, (name, ".__class__"), depth + 1)
+        node["args"] = self.encode(newargs, (name, ".__getnewargs__()"), depth + 1)
+        node["state"] = self.encode(inner, (name, ".__dict__"), depth + 1)
+        node["listitems"] = self.encode(listitems, (name, "[]"), depth + 1)
+        node["dictitems"] = self.encode(dictitems, (name, "{}"), depth + 1)
         return node
 
-    def _function(self, fn: types.FunctionType, name: str, depth: int) -> Any:
+    def _function(self, fn: types.FunctionType, name: Any, depth: int) -> Any:
         code = fn.__code__
         if self.sources is not None:
             return self._function_v2(fn, name, depth)
@@ -341,7 +344,7 @@ class Encoder:
                 except ValueError:
                     closure.append([var, {"t": "empty_cell"}])
                     continue
-                closure.append([var, self.encode(content, f"{name}.<closure {var}>", depth + 1)])
+                closure.append([var, self.encode(content, f"{name_text(name)}.<closure {var}>", depth + 1)])
             return {
                 "t": "function",
                 "id": ident,
@@ -349,8 +352,8 @@ class Encoder:
                 "qualname": fn.__qualname__,
                 "firstlineno": code.co_firstlineno,
                 "flags": code.co_flags & CO_SET_AFTER_COMPILE,
-                "defaults": self.encode(fn.__defaults__, f"{name}.__defaults__", depth + 1),
-                "kwdefaults": self.encode(fn.__kwdefaults__, f"{name}.__kwdefaults__", depth + 1),
+                "defaults": self.encode(fn.__defaults__, (name, ".__defaults__"), depth + 1),
+                "kwdefaults": self.encode(fn.__kwdefaults__, (name, ".__kwdefaults__"), depth + 1),
                 "closure": closure,
             }
         path = _qualname_path(fn)
@@ -358,7 +361,7 @@ class Encoder:
             return {"t": "global", "module": path[0], "qualname": path[1]}
         return self.placeholder(fn, name, "function neither in the recorded source nor importable")
 
-    def _function_v2(self, fn: types.FunctionType, name: str, depth: int) -> Any:
+    def _function_v2(self, fn: types.FunctionType, name: Any, depth: int) -> Any:
         """By value when it shares the recorded function's module or cannot be imported
         (a test file's function or lambda, a closure a factory made); else by reference."""
         assert self.sources is not None
@@ -384,8 +387,8 @@ class Encoder:
             "module": None,
             "globals": [],
         }
-        node["defaults"] = self.encode(fn.__defaults__, f"{name}.__defaults__", depth + 1)
-        node["kwdefaults"] = self.encode(fn.__kwdefaults__, f"{name}.__kwdefaults__", depth + 1)
+        node["defaults"] = self.encode(fn.__defaults__, (name, ".__defaults__"), depth + 1)
+        node["kwdefaults"] = self.encode(fn.__kwdefaults__, (name, ".__kwdefaults__"), depth + 1)
         node["closure"] = self._cells(fn, name, depth)
         if own_module:
             self.source_functions.append(fn)  # its globals join the recorded function's
@@ -402,7 +405,7 @@ class Encoder:
             ]
         return node
 
-    def _cells(self, fn: types.FunctionType, name: str, depth: int) -> list:
+    def _cells(self, fn: types.FunctionType, name: Any, depth: int) -> list:
         closure = []
         for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
             try:
@@ -410,10 +413,10 @@ class Encoder:
             except ValueError:
                 closure.append([var, {"t": "empty_cell"}])
                 continue
-            closure.append([var, self.encode(content, f"{name}.<closure {var}>", depth + 1)])
+            closure.append([var, self.encode(content, f"{name_text(name)}.<closure {var}>", depth + 1)])
         return closure
 
-    def _numpy(self, numpy: Any, obj: Any, name: str) -> Any:
+    def _numpy(self, numpy: Any, obj: Any, name: Any) -> Any:
         arr = numpy.asarray(obj)
         if arr.dtype.hasobject:
             return self.placeholder(obj, name, "numpy array of Python objects (needs pickle)")
@@ -423,13 +426,13 @@ class Encoder:
             return {"t": "ndarray", "id": self._new_id(obj), "npy": _b64(buf.getvalue())}
         return {"t": "npscalar", "npy": _b64(buf.getvalue())}
 
-    def _exception(self, exc: BaseException, name: str, depth: int) -> dict:
+    def _exception(self, exc: BaseException, name: Any, depth: int) -> dict:
         tp = type(exc)
         path = _qualname_path(tp)
         if path is not None:
             type_tree: Any = {"t": "global", "module": path[0], "qualname": path[1]}
         else:
-            type_tree = self.placeholder(tp, f"{name}.type", "exception class not importable")
+            type_tree = self.placeholder(tp, (name, ".type"), "exception class not importable")
             type_tree["repr"] = f"{tp.__module__}.{tp.__qualname__}"
         try:
             message = str(exc)
@@ -438,7 +441,7 @@ class Encoder:
         return {
             "t": "exception",
             "type": type_tree,
-            "args": self.encode(tuple(exc.args), f"{name}.args", depth + 1),
+            "args": self.encode(tuple(exc.args), (name, ".args"), depth + 1),
             "message": message[:2000],
         }
 
@@ -453,6 +456,29 @@ def _enum_path(member: enum.Enum) -> tuple[str, str] | None:
 def _sort_key(value: Any) -> tuple:
     # Stable order for sets of mixed scalars, so records are reproducible byte for byte.
     return (type(value).__name__, repr(value))
+
+
+class _Key:
+    """A dict key in a value's name, shown by its repr only when the name is spelled out."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: Any) -> None:
+        self.key = key
+
+
+def name_text(name: Any) -> str:
+    """Spell out a lazy name: ``("args", 0)`` is ``args[0]``."""
+    parts = []
+    while isinstance(name, tuple):
+        name, part = name
+        if isinstance(part, int):
+            parts.append(f"[{part}]")
+        elif isinstance(part, _Key):
+            parts.append(f"[{_short_repr(part.key)}]")
+        else:
+            parts.append(part)
+    return str(name) + "".join(reversed(parts))
 
 
 class Tap:
@@ -1108,7 +1134,7 @@ class Decoder:
             )
 
     def _missing_from(self, name: str, type_name: str, why: str) -> Missing:
-        self.missing.append(f"{name} ({why})")
+        self.missing.append(f"{name_text(name)} ({why})")
         return Missing(name, type_name, "", why)
 
     def _function(self, t: dict) -> Any:

@@ -219,7 +219,7 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False, 
     for section in ("builtins", "locals"):
         sections[section] = _named_trees(doc.get(section), path, section, pairs=False)
     for section in ("globals", "builtins", "locals"):
-        check = tree if section == "locals" else shared
+        check = shared  # format 2: the locals come last in the inputs' id space
         for name, sub in sections[section].items():
             check(sub, (section, [name]))
     trust.check_builtins(doc["builtins"], path)

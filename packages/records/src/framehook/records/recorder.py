@@ -198,7 +198,8 @@ def _bound_locals(fn: types.FunctionType, args: tuple, kwargs: dict, trees: _Tre
     except (TypeError, ValueError):
         return {}
     bound.apply_defaults()
-    return {name: trees(value, f"locals[{name!r}]") for name, value in bound.arguments.items()}
+    # last of the shared trees: what the arguments already hold becomes references
+    return {name: trees.shared(value, f"locals[{name!r}]") for name, value in bound.arguments.items()}
 
 
 def record_call(
