@@ -200,9 +200,18 @@ def test_iterator_arguments_replay_what_the_call_took(make, tmp_path):
 def test_an_iterator_the_call_does_not_finish_is_left_where_the_call_left_it():
     source = iter(range(10))
     assert _head(source, 3) == [0, 1, 2]
-    tapped = Tap(iter(range(10)), "list_iterator")
+    source = iter(range(10))
+    tapped = Tap(source, "list_iterator")
     assert _head(tapped, 3) == [0, 1, 2] and tapped.seen == [0, 1, 2]
-    assert next(tapped.source) == 3
+    assert next(source) == 3  # the caller's iterator goes on where the call stopped
+
+
+def test_iterators_wrapped_by_recorded_calls_nest_without_python_frames():
+    # a remainder handed back to the next call, 5,000 times (more-itertools' before_and_after)
+    it = iter(range(10_000))
+    for _ in range(5_000):
+        it = Tap(itertools.chain([next(it)], it), "itertools.chain")
+    assert sum(1 for _ in it) == 10_000
 
 
 def _draw(n):

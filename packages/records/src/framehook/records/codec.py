@@ -18,6 +18,8 @@ import binascii
 import enum
 import importlib
 import io
+import itertools
+import operator
 import re
 import sys
 import types
@@ -28,6 +30,10 @@ from .errors import RecordFormatError, UntrustedRecordError
 from .limits import DEFAULT, Limits
 
 MAX_DEPTH = 100  # encoder and validator both stop here
+# Values one record's inputs (or one outcome tree) may hold: what is past it becomes
+# placeholders, so that recording a call whose arguments reach a whole object graph (a
+# test case's self) costs little, and the record stays under replay's `values` limit.
+MAX_VALUES = 20_000
 MAX_INT_HEX_DIGITS = 100_000
 MAX_REPR = 200
 _MUTABLE_TAGS = {"list", "dict", "set", "bytearray", "ndarray", "function", "iterator", "object"}
@@ -97,6 +103,15 @@ def _qualname_path(obj: Any) -> tuple[str, str] | None:
     return (module, qualname) if target is obj else None
 
 
+def _importable_path(obj: Any) -> tuple[str, str] | None:
+    """Like _qualname_path, but never a test module's: where records replay, tests are
+    not installed, and importing one would run a test file."""
+    path = _qualname_path(obj)
+    if path is None or _is_test_module(path[0], sys.modules.get(path[0])):
+        return None
+    return path
+
+
 def _short_repr(obj: Any) -> str:
     try:
         text = repr(obj)
@@ -137,7 +152,7 @@ class Encoder:
         self.missing: list[str] = []
         self.source_functions: list[types.FunctionType] = []
         self._tuple_stack: set[int] = set()
-        self.opaque_iterators = True  # iterators met inside values are not consumed
+        self.budget = [MAX_VALUES]  # shared with sub-encoders of the same record
 
     def sub(self) -> "Encoder":
         """An encoder for an independent tree (its ids restart) sharing this one's tables."""
@@ -150,6 +165,7 @@ class Encoder:
         )
         enc.missing = self.missing
         enc.source_functions = self.source_functions
+        enc.budget = [MAX_VALUES]  # a tree of its own gets a budget of its own
         return enc
 
     # -- helpers ---------------------------------------------------------------------
@@ -191,6 +207,16 @@ class Encoder:
             return {"t": "bytes", "v": _b64(obj)}
         if id(obj) in self.memo:
             return {"t": "ref", "id": self.memo[id(obj)]}
+        budget = self.budget
+        if tp is tuple or tp is list or tp is dict or tp is set or tp is frozenset:
+            size = len(obj) + 1
+        elif isinstance(obj, str):
+            size = 1
+        else:
+            size = 1 if tp is not Missing else 0
+        if size > budget[0]:
+            return self.placeholder(obj, name, f"past the record's budget of {MAX_VALUES} values")
+        budget[0] -= size
         if tp is tuple:
             if id(obj) in self._tuple_stack:  # only reachable through a mutable container
                 return self.placeholder(obj, name, "tuple that contains itself")
@@ -237,7 +263,7 @@ class Encoder:
         if tp is types.FunctionType:
             return self._function(obj, name, depth)
         if isinstance(obj, tuple) and isinstance(getattr(tp, "_fields", None), tuple):
-            path = _qualname_path(tp)
+            path = self._path(tp)
             if path is not None:  # a namedtuple class reachable by import path
                 return {
                     "t": "namedtuple",
@@ -266,7 +292,7 @@ class Encoder:
             or obj is Ellipsis
             or obj is NotImplemented
         ):
-            path = _enum_path(obj) if isinstance(obj, enum.Enum) else _qualname_path(obj)
+            path = _enum_path(obj) if isinstance(obj, enum.Enum) else self._path(obj)
             if obj is Ellipsis:
                 path = ("builtins", "Ellipsis")
             elif obj is NotImplemented:
@@ -299,6 +325,10 @@ class Encoder:
             except Exception as exc:
                 return self.placeholder(obj, name, f"pickle failed: {type(exc).__name__}")
         return self.placeholder(obj, name, "no codec registered for this type")
+
+    def _path(self, obj: Any) -> tuple[str, str] | None:
+        """Import path of a class or function; format 2 never names a test module."""
+        return _qualname_path(obj) if self.sources is None else _importable_path(obj)
 
     def _method(self, obj: Any, owner: Any, attr: str, name: Any, depth: int) -> dict:
         """A bound method, as its object and the attribute that gives it back."""
@@ -369,7 +399,7 @@ class Encoder:
         target_globals = getattr(self.target, "__globals__", None)
         own_module = fn.__globals__ is target_globals
         if not own_module:
-            path = _qualname_path(fn) or MODULE_OBJECTS.find(fn)
+            path = _importable_path(fn) or MODULE_OBJECTS.find(fn)
             if path is not None:
                 return {"t": "global", "module": path[0], "qualname": path[1]}
         src = self.sources.index_of(code, fn.__globals__)
@@ -428,7 +458,7 @@ class Encoder:
 
     def _exception(self, exc: BaseException, name: Any, depth: int) -> dict:
         tp = type(exc)
-        path = _qualname_path(tp)
+        path = self._path(tp)
         if path is not None:
             type_tree: Any = {"t": "global", "module": path[0], "qualname": path[1]}
         else:
@@ -481,31 +511,44 @@ def name_text(name: Any) -> str:
     return str(name) + "".join(reversed(parts))
 
 
-class Tap:
+class Tap(map):
     """An iterator passed to the recorded call, forwarding what it yields and keeping it.
 
     The recorder hands the call a Tap in place of the iterator; the record then holds the
-    items the call took, and replay hands the code a Tap over those items."""
+    items the call took, and replay hands the code a Tap over those items. Iterating runs
+    no Python code (a map over a zip of a tee and a counter, all C), so a chain of
+    iterators each wrapped by another recorded call does not deepen the Python stack."""
 
-    __slots__ = ("source", "seen", "type_name", "fill")
-
-    def __init__(self, source: Any, type_name: str, keep: bool = True) -> None:
-        self.source = source
-        self.seen: list | None = [] if keep else None
+    def __new__(cls, source: Any, type_name: str, keep: bool = True) -> "Tap":
+        if keep:
+            forward, kept = itertools.tee(source)
+            counter = itertools.count()
+            self = super().__new__(cls, _FIRST, zip(forward, counter))
+            self._kept: Any = kept
+            self._counter: Any = counter
+        else:
+            self = super().__new__(cls, _FIRST, zip(source))
+            self._kept = self._counter = None
         self.type_name = type_name
         self.fill: Any = None
-
-    def __iter__(self) -> "Tap":
+        self._taken: list | None = None
         return self
 
-    def __next__(self) -> Any:
-        item = next(self.source)
-        if self.seen is not None:
-            self.seen.append(item)
-        return item
+    @property
+    def seen(self) -> list | None:
+        """The items the call took (read once, after it), or None for a replay's Tap."""
+        if self._counter is None:
+            return None
+        if self._taken is None:
+            taken = int(repr(self._counter)[len("count(") : -1])
+            self._taken = list(itertools.islice(self._kept, taken))
+        return self._taken
 
     def __repr__(self) -> str:
         return f"<recorded {self.type_name}>"
+
+
+_FIRST = operator.itemgetter(0)
 
 
 def is_iterator(obj: Any) -> bool:
@@ -606,7 +649,7 @@ def _object_state(obj: Any) -> "tuple | str | None":
     it keeps the default; a reason string when its state cannot be read; None when the
     object is not such an instance."""
     tp = type(obj)
-    if _qualname_path(tp) is None:
+    if _importable_path(tp) is None:
         return f"instance of {tp.__module__}.{tp.__qualname__}, a class that is not importable"
     if tp.__reduce_ex__ is not object.__reduce_ex__ or tp.__reduce__ is not object.__reduce__:
         return None

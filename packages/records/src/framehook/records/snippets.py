@@ -135,10 +135,25 @@ def _header(node: ast.stmt, lines: list[str]) -> str:
     return f"{indent}if 1:\n"
 
 
+_SNIPPETS: dict[types.CodeType, tuple[_Module, Snippet]] = {}
+
+
 def snippet_of(code: types.CodeType, module_globals: dict | None = None) -> Snippet | None:
     """The source ``code`` needs, or None when its file's text is not available."""
+    module = _module(code.co_filename, module_globals)
+    cached = _SNIPPETS.get(code) if module is not None else None
+    if cached is not None and cached[0] is module:
+        return cached[1]
+    found = _snippet(code, module, module_globals)
+    if module is not None and found is not None:
+        if len(_SNIPPETS) > 4096:
+            _SNIPPETS.clear()
+        _SNIPPETS[code] = (module, found)
+    return found
+
+
+def _snippet(code: types.CodeType, module: _Module | None, module_globals: dict | None) -> Snippet | None:
     filename = code.co_filename
-    module = _module(filename, module_globals)
     if module is None:
         lines = linecache.getlines(filename, module_globals)
         return Snippet(filename, 1, "".join(lines)) if lines else None
