@@ -94,7 +94,10 @@ def record_library(lib: sources.Library, out: Path, cap: int) -> dict:
         f"--framehook-record-dir={directory}",
         *(f"--framehook-record={t}" for t in lib.targets),
     ]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tree / lib.import_root), os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(tree / lib.import_root), os.environ.get("PYTHONPATH")])),
+    )
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # the cached tree is shared by every env
     start = time.monotonic()
     cpu = os.times()
@@ -123,7 +126,9 @@ def record_library(lib: sources.Library, out: Path, cap: int) -> dict:
         "pytest": summary,
         "pytest_exit": run.returncode,
         "seconds": round(elapsed, 2),
-        "cpu_seconds": round((after.children_user + after.children_system) - (cpu.children_user + cpu.children_system), 2),
+        "cpu_seconds": round(
+            (after.children_user + after.children_system) - (cpu.children_user + cpu.children_system), 2
+        ),
         "functions": counts,
     }
 
@@ -131,7 +136,9 @@ def record_library(lib: sources.Library, out: Path, cap: int) -> dict:
 def main(argv: list | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="the record directory (replaced)")
-    parser.add_argument("--cap", type=int, default=DEFAULT_CAP, help=f"records kept per function (default {DEFAULT_CAP})")
+    parser.add_argument(
+        "--cap", type=int, default=DEFAULT_CAP, help=f"records kept per function (default {DEFAULT_CAP})"
+    )
     parser.add_argument("--lib", action="append", help="only this library (repeatable)")
     args = parser.parse_args(argv)
     out = Path(args.out).resolve()
