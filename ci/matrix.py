@@ -319,7 +319,10 @@ def print_realcode_table(versions: list[str]) -> tuple[int, int]:
             by_version[version] = json.loads(path.read_text())
     manifest_path = RESULTS / REALCODE_ENV / "records" / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
-    print("\nConformance, real code (conformance/realcode): libraries' own test suites recorded once, replayed")
+    print(
+        "\nConformance, real code (conformance/realcode): libraries' own test suites recorded once,"
+        " replayed on every version in every mode"
+    )
     if manifest:
         libs = ", ".join(f"{name} {info['version']} ({info['pytest']})" for name, info in manifest["libraries"].items())
         print(
@@ -337,7 +340,7 @@ def print_realcode_table(versions: list[str]) -> tuple[int, int]:
             cell[1] += 1
     names = sorted(cells)
     width = max(len(n) for n in names) + 2
-    col = 9
+    col = 10
     print("  cell: records that MATCH in every mode / records replayed")
     print("  " + "case".ljust(width) + "".join(v.ljust(col) for v in versions))
     for name in names:
@@ -349,6 +352,8 @@ def print_realcode_table(versions: list[str]) -> tuple[int, int]:
         )
         print("  " + name.ljust(width) + row)
     classes = ("not-recordable", "cpython-difference", "library-version", "framehook-defect")
+    totals = ["%d/%d" % _realcode_totals(by_version[v]) if v in by_version else "-" for v in versions]
+    print("  " + "all records".ljust(width) + "".join(t.ljust(col) for t in totals))
     print("  " + "MATCH %".ljust(width) + "".join(_realcode_percent(by_version.get(v)).ljust(col) for v in versions))
     for cls in classes:
         counts = [
@@ -367,11 +372,11 @@ def print_realcode_table(versions: list[str]) -> tuple[int, int]:
     ranked = sorted(causes.items(), key=lambda kv: (-classes.index(kv[0][0]), -sum(kv[1].values())))
     unrecordable = [kv for kv in ranked if kv[0][0] == "not-recordable"]
     ranked = [kv for kv in ranked if kv[0][0] != "not-recordable"] + unrecordable[:15]
-    if len(unrecordable) > 15:
-        print(f"    (and {len(unrecordable) - 15} less frequent causes of not-recordable: see realcode.json)")
     for (cls, cause), per in ranked:
         where = ", ".join(f"{v}: {n}" for v, n in sorted(per.items(), key=lambda kv: versions.index(kv[0])))
         print(f"    {cls}: {cause} [{where}]")
+    if len(unrecordable) > 15:
+        print(f"    (and {len(unrecordable) - 15} less frequent causes of not-recordable: see realcode.json)")
     defects = sum(1 for d in by_version.values() for i in d["results"] if i["cls"] == "framehook-defect")
     total = sum(len(d["results"]) for d in by_version.values())
     strict = any(d.get("strict") for d in by_version.values())
@@ -384,6 +389,10 @@ def print_realcode_table(versions: list[str]) -> tuple[int, int]:
         )
     )
     return total, defects if strict else 0
+
+
+def _realcode_totals(data: dict) -> tuple[int, int]:
+    return sum(1 for i in data["results"] if i["cls"] == "match"), len(data["results"])
 
 
 def _realcode_percent(data: dict | None) -> str:

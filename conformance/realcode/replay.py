@@ -52,7 +52,7 @@ def replay_one(fr: Any, path: Path, library: str, manifest: dict, modes: list | 
     info = manifest["libraries"][library]
     targets = {stem_of(t): t for t in info["functions"]}
     stem = path.name.rsplit(".", 2)[0]
-    item: dict = {"file": f"{library}/{path.name}", "case": f"{library}:{targets.get(stem, stem)}"}
+    item: dict = {"library": library, "file": f"{library}/{path.name}", "case": targets.get(stem, stem)}
     diffs: list = []
     errors: list = []
     missing: list = []
@@ -131,7 +131,7 @@ def summarize(data: dict) -> list:
     ]
     by_lib: dict = collections.defaultdict(list)
     for item in data["results"]:
-        by_lib[item["case"].split(":", 1)[0]].append(item)
+        by_lib[item["library"]].append(item)
     for library, items in sorted(by_lib.items()):
         matched = sum(1 for i in items if i["cls"] == classify.MATCH)
         lines.append(f"  {library} {data['libraries'][library]}: {matched}/{len(items)} MATCH")
