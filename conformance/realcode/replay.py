@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import importlib
 import json
 import os
 import platform
@@ -47,7 +48,22 @@ def stem_of(target: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.]+", "_", target.replace(":", "."))
 
 
-def replay_one(fr: Any, path: Path, library: str, manifest: dict, modes: list | None) -> dict:
+def imported_version(lib: sources.Library, where: Path) -> str:
+    """The version of ``lib`` this process imports: the pinned one when its package comes
+    from the pinned tree, else the other copy's ``__version__`` (an earlier import of
+    another copy wins over sys.path)."""
+    top = lib.targets[0].split(":", 1)[0].split(".", 1)[0]
+    try:
+        module = importlib.import_module(top)
+    except Exception as exc:
+        return f"none importable ({type(exc).__name__}: {exc})"
+    origin = Path(getattr(module, "__file__", None) or "").resolve()
+    if where.resolve() in origin.parents:
+        return lib.version
+    return f"{getattr(module, '__version__', 'unknown')} from {origin}"
+
+
+def replay_one(fr: Any, path: Path, library: str, manifest: dict, modes: list | None, replayed: str) -> dict:
     here = platform.python_version()
     info = manifest["libraries"][library]
     targets = {stem_of(t): t for t in info["functions"]}
@@ -86,7 +102,7 @@ def replay_one(fr: Any, path: Path, library: str, manifest: dict, modes: list | 
         recorded_on=manifest["python"],
         replayed_on=here,
         recorded_library=info["version"],
-        replayed_library=sources.libraries([library])[0].version,
+        replayed_library=replayed,
     )
     item.update(verdict=verdict, cls=verdict_of.cls, cause=verdict_of.cause)
     if errors or diffs:
@@ -103,13 +119,14 @@ def run(records: Path, modes: list | None, only: list | None) -> dict:
         if only and library not in only:
             continue
         lib = sources.libraries([library])[0]
-        path = str(sources.import_path(lib))
-        if path not in sys.path:
-            sys.path.insert(0, path)
+        where = sources.import_path(lib)
+        if str(where) not in sys.path:
+            sys.path.insert(0, str(where))
+        replayed = imported_version(lib, where)
         for rec_path in sorted(
             (records / library).glob("*.fhrec"), key=lambda p: (p.name.rsplit(".", 2)[0], int(p.name.split(".")[-2]))
         ):
-            results.append(replay_one(fr, rec_path, library, manifest, modes))
+            results.append(replay_one(fr, rec_path, library, manifest, modes, replayed))
     return {
         "python": platform.python_version(),
         "recorded_on": manifest["python"],
