@@ -11,8 +11,9 @@ Every record is replayed through every mode; its outcome is MATCH or one class:
 ``library-version``
     the record was made with another version of its library than the pinned one replayed;
 ``framehook-defect``
-    everything else: the record could not be loaded or replayed, or an outcome differed
-    with no placeholder and no named cause.
+    everything else: the record could not be loaded or replayed, an outcome differed
+    with no placeholder and no named cause, or the modes disagree (one matched, another
+    did not: the same values gave two outcomes).
 
 The last is what is left after the named classes: nothing is classified by hiding it.
 ``cause`` groups records for the report: the placeholder types and reasons, the named
@@ -166,6 +167,7 @@ def classify(
     replayed_on: str,
     recorded_library: str | None = None,
     replayed_library: str | None = None,
+    modes: dict | None = None,
 ) -> Verdict:
     """The class of one record's replay.
 
@@ -175,9 +177,15 @@ def classify(
     other failure text (a mode's error, a load or rebuild error); ``missing`` the
     record's placeholders (their paths) and ``placeholder_kinds`` their (type, why);
     ``recorded_on``/``replayed_on`` the two CPython versions; ``recorded_library`` and
-    ``replayed_library`` the library's version in the record and here."""
+    ``replayed_library`` the library's version in the record and here; ``modes`` each
+    mode's status. Modes that disagree (one matched, another did not) are a defect of the
+    package behind the one that differs, placeholders or not: they replayed the same values."""
     if verdict == "MATCH":
         return Verdict(MATCH, "")
+    statuses = modes or {}
+    if "match" in statuses.values() and any(v in ("mismatch", "error") for v in statuses.values()):
+        split = ", ".join(f"{mode} {status}" for mode, status in statuses.items() if status != "skip")
+        return Verdict(DEFECT, f"modes disagree: {split}")
     if missing:
         return Verdict(NOT_RECORDABLE, _placeholder_cause(placeholder_kinds or []))
     if not errors and verdict == "MISMATCH":

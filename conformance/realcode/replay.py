@@ -103,6 +103,7 @@ def replay_one(fr: Any, path: Path, library: str, manifest: dict, modes: list | 
         replayed_on=here,
         recorded_library=info["version"],
         replayed_library=replayed,
+        modes=item.get("modes"),
     )
     item.update(verdict=verdict, cls=verdict_of.cls, cause=verdict_of.cause)
     if errors or diffs:

@@ -52,6 +52,25 @@ def test_test_defined_classes_are_one_cause():
     assert got.cause == "a class defined in the tests: no codec registered for this type"
 
 
+def test_modes_that_disagree_are_a_defect_even_with_placeholders():
+    got = verdict(
+        missing=["args[0]"],
+        placeholder_kinds=[("re.Pattern", "no codec registered for this type")],
+        diffs=["return value: recorded int 1, replayed int 2"],
+        modes={"plain": "match", "shadow": "mismatch", "translator": "skip", "profiled": "match"},
+    )
+    assert got == classify.Verdict(classify.DEFECT, "modes disagree: plain match, shadow mismatch, profiled match")
+
+
+def test_modes_that_agree_keep_the_placeholder_class():
+    got = verdict(
+        missing=["args[0]"],
+        placeholder_kinds=[("re.Pattern", "no codec registered for this type")],
+        modes={"plain": "mismatch", "shadow": "mismatch", "translator": "skip"},
+    )
+    assert got.cls == classify.NOT_RECORDABLE
+
+
 def test_the_running_version_is_a_named_cpython_difference():
     diffs = [
         VERSION_DIFF,
