@@ -352,9 +352,17 @@ def print_realcode_table(versions: list[str]) -> tuple[int, int]:
         )
         print("  " + name.ljust(width) + row)
     classes = ("not-recordable", "cpython-difference", "library-version", "framehook-defect")
+    # a placeholder compares equal to a placeholder of the same type: such a MATCH checked less
+    weak = [
+        str(sum(1 for i in by_version[v]["results"] if i["cls"] == "match" and i.get("placeholders")))
+        if v in by_version
+        else "-"
+        for v in versions
+    ]
     totals = ["%d/%d" % _realcode_totals(by_version[v]) if v in by_version else "-" for v in versions]
     print("  " + "all records".ljust(width) + "".join(t.ljust(col) for t in totals))
     print("  " + "MATCH %".ljust(width) + "".join(_realcode_percent(by_version.get(v)).ljust(col) for v in versions))
+    print("  " + "MATCH with placeholders".ljust(width) + "".join(w.ljust(col) for w in weak))
     for cls in classes:
         counts = [
             str(sum(1 for i in by_version[v]["results"] if i["cls"] == cls)) if v in by_version else "-"

@@ -105,7 +105,9 @@ def replay_one(fr: Any, path: Path, library: str, manifest: dict, modes: list | 
         replayed_library=replayed,
         modes=item.get("modes"),
     )
-    item.update(verdict=verdict, cls=verdict_of.cls, cause=verdict_of.cause)
+    # a placeholder compares equal to one of the same type: a MATCH that holds placeholders
+    # checked less than the call's values, and is counted apart
+    item.update(verdict=verdict, cls=verdict_of.cls, cause=verdict_of.cause, placeholders=len(missing))
     if errors or diffs:
         item["detail"] = [classify.normalize(t, 300) for t in (errors + diffs)[:4]]
     return item
@@ -155,9 +157,10 @@ def summarize(data: dict) -> list:
         lines.append(f"  {library} {data['libraries'][library]}: {matched}/{len(items)} MATCH")
     counts = collections.Counter(i["cls"] for i in data["results"])
     total = len(data["results"]) or 1
+    weak = sum(1 for i in data["results"] if i["cls"] == classify.MATCH and i.get("placeholders"))
     lines.append(
-        f"  MATCH {counts[classify.MATCH]} ({100 * counts[classify.MATCH] / total:.1f}%); "
-        + ", ".join(f"{c} {counts[c]}" for c in classify.CLASSES)
+        f"  MATCH {counts[classify.MATCH]} ({100 * counts[classify.MATCH] / total:.1f}%; {weak} of them hold "
+        "placeholders, compared by type only); " + ", ".join(f"{c} {counts[c]}" for c in classify.CLASSES)
     )
     for cls, shown in (
         (classify.DEFECT, 20),
@@ -196,11 +199,11 @@ def main(argv: list | None = None) -> int:
         return 2
     strict = args.strict or strict_from_env()
     data["strict"] = strict
-    print("\n".join(summarize(data)), flush=True)
     if args.json:
         out = Path(args.json)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(data, indent=1) + "\n")
+    print("\n".join(summarize(data)), flush=True)
     defects = sum(1 for i in data["results"] if i["cls"] == classify.DEFECT)
     if defects and strict:
         print(f"[realcode] {defects} framehook defects (strict)")
