@@ -363,6 +363,8 @@ def print_realcode_table(versions: list[str]) -> tuple[int, int]:
     print("  " + "all records".ljust(width) + "".join(t.ljust(col) for t in totals))
     print("  " + "MATCH %".ljust(width) + "".join(_realcode_percent(by_version.get(v)).ljust(col) for v in versions))
     print("  " + "MATCH with placeholders".ljust(width) + "".join(w.ljust(col) for w in weak))
+    seconds = [f"{by_version[v]['seconds']:.0f}s" if v in by_version else "-" for v in versions]
+    print("  " + "replay time".ljust(width) + "".join(t.ljust(col) for t in seconds))
     for cls in classes:
         counts = [
             str(sum(1 for i in by_version[v]["results"] if i["cls"] == cls)) if v in by_version else "-"
