@@ -10,7 +10,12 @@ On a CPython debug build (python3.14d: the py314d env) every supported package i
 but only a subset runs (ci/support.py DEBUG_BUILD_*): the runtime's and profiler's tests
 without the slow kinds, and the fuzz batch.
 
-Usage: python ci/env_job.py [tests] [conformance]
+The realcode-record job (the ``realcode`` tox env, on the recording CPython) installs only
+framehook-records and records the conformance suite's real-code tier
+(conformance/realcode/record.py) into ci/results/realcode/records; the conformance job
+then replays those records in every mode on each version (conformance/realcode/replay.py).
+
+Usage: python ci/env_job.py [tests] [conformance] [realcode-record]
 """
 
 from __future__ import annotations
@@ -254,6 +259,65 @@ def _translator_skipped_as_absent(out: Path) -> bool:
     return not wrong
 
 
+# conformance/realcode: recorded once by the realcode env, replayed by every version's env
+REALCODE = ROOT / "conformance" / "realcode"
+REALCODE_RECORDS = ROOT / "ci" / "results" / "realcode" / "records"
+
+
+def run_realcode_record(results: Path, scratch: Path) -> bool:
+    """Record the real-code tier on this interpreter with only framehook-records installed
+    (a record names the packages it was made with), then test the tier's classification."""
+    dest = scratch / "src" / "records"
+    copy_sources("records", dest)
+    wheels = scratch / "wheels"
+    build = [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--quiet", "-w", str(wheels)]
+    print("[env_job] realcode: building and installing framehook-records", flush=True)
+    if subprocess.call([*build, str(dest)], cwd=str(scratch)) != 0 or not install_packages(
+        sorted(wheels.glob("*.whl"))
+    ):
+        return False
+    cmd = [sys.executable, str(REALCODE / "record.py"), "--out", str(REALCODE_RECORDS)]
+    print(f"[env_job] realcode: {' '.join(cmd[1:])}", flush=True)
+    ok = subprocess.call(cmd, cwd=str(ROOT)) == 0
+    tests = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(REALCODE / "tests"),
+        "-p",
+        "no:cacheprovider",
+        "--import-mode=importlib",
+        "-q",
+        f"--junitxml={results / 'realcode-tests.xml'}",
+        "-o",
+        "junit_family=xunit1",
+    ]
+    print(f"[env_job] realcode tests: {' '.join(tests[3:])}", flush=True)
+    return subprocess.call(tests, cwd=str(ROOT)) == 0 and ok
+
+
+def run_realcode_replay(results: Path) -> bool:
+    """Replay the real-code tier's records here in every mode (not under coverage: the
+    tier measures the records, the package tests measure the lines)."""
+    if not (REALCODE_RECORDS / "manifest.json").exists():
+        print(
+            f"[env_job] realcode: no records in {REALCODE_RECORDS.relative_to(ROOT)} "
+            "(ci/matrix.py makes them in its realcode env first): not replayed",
+            flush=True,
+        )
+        return True
+    cmd = [
+        sys.executable,
+        str(REALCODE / "replay.py"),
+        "--records",
+        str(REALCODE_RECORDS),
+        "--json",
+        str(results / "realcode.json"),
+    ]
+    print(f"[env_job] realcode: {' '.join(cmd[1:])}", flush=True)
+    return subprocess.call(cmd, cwd=str(ROOT)) == 0
+
+
 def run_fuzz(results: Path) -> bool:
     """A fixed batch of Hypothesis-drawn programs, plain vs every package (fuzz/run.py
     --examples: derandomized, no database; failures shrunk and saved), and fuzz/tests."""
@@ -315,9 +379,9 @@ def run_fuzz(results: Path) -> bool:
 
 def main(argv: list[str]) -> int:
     jobs = argv or ["tests"]
-    unknown = set(jobs) - {"tests", "conformance"}
+    unknown = set(jobs) - {"tests", "conformance", "realcode-record"}
     if unknown:
-        print(f"env_job.py: unknown job(s) {sorted(unknown)}; expected 'tests' and/or 'conformance'")
+        print(f"env_job.py: unknown job(s) {sorted(unknown)}; expected 'tests', 'conformance' or 'realcode-record'")
         return 2
     results = Path(os.environ.get("FRAMEHOOK_RESULTS", ROOT / "ci" / "results" / "local"))
     results.mkdir(parents=True, exist_ok=True)
@@ -332,6 +396,8 @@ def main(argv: list[str]) -> int:
 
 
 def _run_jobs(jobs: list[str], results: Path, scratch: Path) -> bool:
+    if jobs == ["realcode-record"]:
+        return run_realcode_record(results, scratch)
     wheels = build_wheels(scratch)
     if wheels is None or not install_packages(wheels):
         print("[env_job] building or installing the packages failed")
@@ -350,6 +416,7 @@ def _run_jobs(jobs: list[str], results: Path, scratch: Path) -> bool:
             ok &= run_fuzz(results)
     if "conformance" in jobs and cross:
         ok &= run_conformance(results)
+        ok &= run_realcode_replay(results)
     if "conformance" in jobs:
         ok &= run_conformance_without_translator(results, wheels, scratch)
     return ok

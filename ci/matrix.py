@@ -53,6 +53,10 @@ COVERAGE_FLOOR = 90.0
 # one gcov env per frame layout the runtime reads (tox.ini's gcov-py3XX envs): 3.9 shares
 # 3.10's (only its tracing switch differs), 3.15 shares 3.14's stack references
 GCOV_VERSIONS = ("3.10", "3.11", "3.12", "3.13", "3.14")
+# conformance/realcode: its libraries' suites are recorded on this CPython (tox.ini's
+# realcode env) before the version envs replay them
+REALCODE_ENV = "realcode"
+REALCODE_RECORDING = "3.11"
 
 
 # every version the test job runs: the release builds, then the debug builds ("3.14d")
@@ -304,6 +308,110 @@ def print_conformance_table(versions: list[str], full: bool = True) -> tuple[int
     return passed + p, failed + f, skipped + s
 
 
+def print_realcode_table(versions: list[str]) -> tuple[int, int]:
+    """The real-code tier (conformance/realcode): a library:function x version table of
+    matched/total records, totals, the classes of the others and their causes. Returns
+    (records replayed, framehook defects)."""
+    by_version: dict[str, dict] = {}
+    for version in versions:
+        path = RESULTS / env_name(version) / "realcode.json"
+        if path.exists():
+            by_version[version] = json.loads(path.read_text())
+    manifest_path = RESULTS / REALCODE_ENV / "records" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
+    print(
+        "\nConformance, real code (conformance/realcode): libraries' own test suites recorded once,"
+        " replayed on every version in every mode"
+    )
+    if manifest:
+        libs = ", ".join(f"{name} {info['version']} ({info['pytest']})" for name, info in manifest["libraries"].items())
+        print(
+            f"  recorded on CPython {manifest['python']}: {libs}; at most {manifest['cap']} records kept per "
+            "function (evenly spaced over its calls)"
+        )
+    if not by_version:
+        print("  no results" + ("" if manifest else f" (no records: see {RESULTS.name}/logs/{REALCODE_ENV}.log)"))
+        return 0, 0
+    cells: dict[str, dict[str, list[int]]] = {}
+    for version, data in by_version.items():
+        for item in data["results"]:
+            cell = cells.setdefault(item["case"], {}).setdefault(version, [0, 0])
+            cell[0] += item["cls"] == "match"
+            cell[1] += 1
+    names = sorted(cells)
+    width = max(len(n) for n in names) + 2
+    col = 10
+    print("  cell: records that MATCH in every mode / records replayed")
+    print("  " + "case".ljust(width) + "".join(v.ljust(col) for v in versions))
+    for name in names:
+        row = "".join(
+            ("%d/%d" % tuple(cells[name][v]) if v in cells[name] else ("-" if conformance_runs(v) else "n/a")).ljust(
+                col
+            )
+            for v in versions
+        )
+        print("  " + name.ljust(width) + row)
+    classes = ("not-recordable", "cpython-difference", "library-version", "framehook-defect")
+    # a placeholder compares equal to a placeholder of the same type: such a MATCH checked less
+    weak = [
+        str(sum(1 for i in by_version[v]["results"] if i["cls"] == "match" and i.get("placeholders")))
+        if v in by_version
+        else "-"
+        for v in versions
+    ]
+    totals = ["%d/%d" % _realcode_totals(by_version[v]) if v in by_version else "-" for v in versions]
+    print("  " + "all records".ljust(width) + "".join(t.ljust(col) for t in totals))
+    print("  " + "MATCH %".ljust(width) + "".join(_realcode_percent(by_version.get(v)).ljust(col) for v in versions))
+    print("  " + "MATCH with placeholders".ljust(width) + "".join(w.ljust(col) for w in weak))
+    seconds = [f"{by_version[v]['seconds']:.0f}s" if v in by_version else "-" for v in versions]
+    print("  " + "replay time".ljust(width) + "".join(t.ljust(col) for t in seconds))
+    for cls in classes:
+        counts = [
+            str(sum(1 for i in by_version[v]["results"] if i["cls"] == cls)) if v in by_version else "-"
+            for v in versions
+        ]
+        print("  " + cls.ljust(width) + "".join(c.ljust(col) for c in counts))
+    causes: dict[tuple[str, str], dict[str, int]] = {}
+    for version, data in by_version.items():
+        for item in data["results"]:
+            if item["cls"] != "match":
+                per = causes.setdefault((item["cls"], item["cause"]), {})
+                per[version] = per.get(version, 0) + 1
+    print("  Causes (records per version):")
+    # defects first, then the named classes; the placeholders' causes only the most frequent
+    ranked = sorted(causes.items(), key=lambda kv: (-classes.index(kv[0][0]), -sum(kv[1].values())))
+    unrecordable = [kv for kv in ranked if kv[0][0] == "not-recordable"]
+    ranked = [kv for kv in ranked if kv[0][0] != "not-recordable"] + unrecordable[:15]
+    for (cls, cause), per in ranked:
+        where = ", ".join(f"{v}: {n}" for v, n in sorted(per.items(), key=lambda kv: versions.index(kv[0])))
+        print(f"    {cls}: {cause} [{where}]")
+    if len(unrecordable) > 15:
+        print(f"    (and {len(unrecordable) - 15} less frequent causes of not-recordable: see realcode.json)")
+    defects = sum(1 for d in by_version.values() for i in d["results"] if i["cls"] == "framehook-defect")
+    total = sum(len(d["results"]) for d in by_version.values())
+    strict = any(d.get("strict") for d in by_version.values())
+    print(
+        f"  framehook defects: {defects} of {total} replays"
+        + (
+            " (strict: they fail the job)"
+            if strict
+            else " (not strict yet: FRAMEHOOK_REALCODE_STRICT=1 makes them fail)"
+        )
+    )
+    return total, defects if strict else 0
+
+
+def _realcode_totals(data: dict) -> tuple[int, int]:
+    return sum(1 for i in data["results"] if i["cls"] == "match"), len(data["results"])
+
+
+def _realcode_percent(data: dict | None) -> str:
+    if not data or not data["results"]:
+        return "-"
+    matched = sum(1 for i in data["results"] if i["cls"] == "match")
+    return f"{100 * matched / len(data['results']):.1f}"
+
+
 def print_without_translator(versions: list[str]) -> tuple[int, int, int]:
     """The suite's run in a venv holding only the runtime, records and profiler."""
     print(
@@ -450,6 +558,20 @@ def combine_coverage(tox: list[str], versions: list[str]) -> bool:
     return ok
 
 
+def record_realcode(tox: list[str], interpreters: dict[str, str], no_provision: bool) -> tuple[str, int, float]:
+    """The real-code tier's recording env (tox.ini's realcode), on CPython 3.11 whichever
+    versions were asked for: the version envs replay what it records."""
+    shutil.rmtree(RESULTS / REALCODE_ENV, ignore_errors=True)
+    if REALCODE_RECORDING not in interpreters and (
+        no_provision or provision_missing(interpreters, [REALCODE_RECORDING])
+    ):
+        print(
+            f"[matrix] error: the real-code tier records on CPython {REALCODE_RECORDING}, which is missing", flush=True
+        )
+        return REALCODE_ENV, 2, 0.0
+    return run_env(tox, REALCODE_ENV, interpreters, ["realcode-record"])
+
+
 def env_jobs(env: str, jobs: list[str]) -> list[str]:
     """ci/env_job.py's jobs for a tox env: a debug build's env runs no conformance (its
     tests job is the debug subset), the gcov and checks envs take none."""
@@ -487,6 +609,8 @@ def report(tox: list[str], versions: list[str], coverage: bool, full_table: bool
     CI jobs' artifacts gathered into ci/results)."""
     p, f, s = print_test_table(versions)
     cp, cf, cs = print_conformance_table(versions, full=full_table)
+    _, realcode_defects = print_realcode_table(versions)
+    cf += realcode_defects
     fp, ff = print_fuzz_summary(versions)
     ok = True
     if coverage:
@@ -598,9 +722,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[matrix] nothing to run: gcov runs on {', '.join(GCOV_VERSIONS)} only", flush=True)
         return 2
     start = time.monotonic()
+    recorded: list[tuple[str, int, float]] = []
+    if args.job in ("test", "conformance") and any(conformance_runs(v) for v in versions):
+        recorded = [record_realcode(tox, interpreters, args.no_provision)]
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
         outcomes = list(pool.map(lambda e: run_env(tox, e, interpreters, env_jobs(e, jobs)), envs))
-    failed_envs = [env for env, rc, _ in outcomes if rc != 0]
+    failed_envs = [env for env, rc, _ in recorded + outcomes if rc != 0]
 
     ok = not failed_envs
     if args.job == "test":
@@ -611,7 +738,11 @@ def main(argv: list[str] | None = None) -> int:
         p = f = s = 0
     else:
         p, f, s = print_conformance_table(versions)
-    print(f"\n[matrix] {len(envs)} envs in {time.monotonic() - start:.0f}s; failed envs: {failed_envs or 'none'}")
+        _, realcode_defects = print_realcode_table(versions)
+        f += realcode_defects
+    print(
+        f"\n[matrix] {len(envs) + len(recorded)} envs in {time.monotonic() - start:.0f}s; failed envs: {failed_envs or 'none'}"
+    )
     print(f"{p} passed, {f} failed, {s} skipped")
     return 0 if ok and f == 0 else 1
 
