@@ -254,7 +254,10 @@ class CallRecording:
         return self._package_of(code) is not None
 
     def _package_functions(self) -> list[types.FunctionType]:
-        """Functions and methods defined in the packages' loaded modules (for patching)."""
+        """Plain functions and methods defined in the packages' loaded modules (for
+        patching). Not generator or coroutine functions: recording runs those to their end
+        when first resumed, which a package's own context managers and lazy iterators
+        cannot take."""
         out: dict[types.CodeType, types.FunctionType] = {}
         for module in list(sys.modules.values()):
             if not isinstance(module, types.ModuleType):
@@ -265,7 +268,7 @@ class CallRecording:
                 continue
             for _, value in items:
                 for fn in _functions_in(value, set()):
-                    if fn.__code__ not in out and self._choose(fn.__code__):
+                    if fn.__code__ not in out and _kind(fn) == "function" and self._choose(fn.__code__):
                         out[fn.__code__] = fn
         return list(out.values())
 
