@@ -32,9 +32,9 @@ observed there.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import keyword
+import sys
 import threading
 import types
 import warnings
@@ -50,7 +50,8 @@ Handler = Callable[[types.FunctionType, tuple, dict], Any]
 
 # codes the hook never hands a callback at their start (see the README)
 _DEFERRED = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
-_MARK = "__framehook_observe_5f1d__"  # the constant the trampoline calls, replaced once compiled
+_MARK = "__framehook_observe_5f1d__"
+_FRAME_HOLDS_FUNCTION = sys.version_info >= (3, 11)  # _PyInterpreterFrame's f_func / f_funcobj  # the constant the trampoline calls, replaced once compiled
 
 
 def _never(f_locals: Dict[str, Any]) -> bool:
@@ -119,6 +120,24 @@ def trampoline(code: types.CodeType, target: Callable[..., Any]) -> types.CodeTy
     return made.replace(**fields)
 
 
+class _Entry:
+    """What a trampoline calls: the observer's ``_run`` for one code. It holds the observer
+    weakly: code objects take no part in garbage collection, so a cycle through a
+    trampoline's constants would never be freed."""
+
+    __slots__ = ("_observer", "_code")
+
+    def __init__(self, observer: "CallObserver", code: types.CodeType) -> None:
+        self._observer = weakref.ref(observer)
+        self._code = code
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        observer = self._observer()
+        if observer is None:  # pragma: no cover - an entry outlives its observer only if the trampoline runs late
+            raise RuntimeError("framehook: the CallObserver of this call is gone")
+        return observer._run(self._code, *args, **kwargs)
+
+
 class _ThreadState(threading.local):
     def __init__(self) -> None:
         self.depth = 0  # > 0 while a handler runs on this thread
@@ -142,6 +161,7 @@ class CallObserver:
         self._released: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()
         self._touched: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()  # codes to reset on exit
         self._copies: Dict[types.CodeType, types.CodeType] = {}  # code -> the copy run unobserved
+        self._known: Dict[types.CodeType, "weakref.ref[types.FunctionType]"] = {}  # 3.9/3.10 (_function)
         self._local = _ThreadState()
         self._scope: Any = None
         self.calls = 0  # calls handed to the handler
@@ -157,7 +177,7 @@ class CallObserver:
         if not observable(code):
             return False
         try:
-            self._targets[code] = trampoline(code, functools.partial(self._run, code))
+            self._targets[code] = trampoline(code, _Entry(self, code))
         except (ValueError, SyntaxError):
             return False
         self._released.discard(code)
@@ -196,6 +216,8 @@ class CallObserver:
             reset_code(code)
         self._touched = weakref.WeakSet()
         self._copies.clear()
+        self._known.clear()
+        self._local.pending.clear()
 
     # -- the hook --------------------------------------------------------------------------
     def _callback(self, frame: FrameView, cache_entry: Any, frame_state: Dict[str, Any]) -> Optional[GuardedCode]:
@@ -211,13 +233,31 @@ class CallObserver:
         if tramp is None:
             return None  # marked skipped until __exit__ resets it: never asked about again
         reset_code(code)  # the previous call's entry: at most one per code
-        fn = frame.function if self._local.depth == 0 else None
+        fn = self._function(frame, code) if self._local.depth == 0 else None
         if fn is None:
             if self._local.depth == 0:
                 self.missed += 1
             return GuardedCode(self._copy(code), _never)
         self._local.pending.append((code, fn))
         return GuardedCode(tramp, _never)
+
+    def _function(self, frame: FrameView, code: types.CodeType) -> Optional[types.FunctionType]:
+        """The frame's function. 3.11+ frames hold it; on 3.9 and 3.10 the view searches the
+        code's referrers on every access, so a function without free variables found once is
+        taken again for calls of its code with the same globals (another function object
+        with the same code, globals and no closure, e.g. lambdas made in a loop with other
+        defaults, is taken for the first one: the call is the same, since the trampoline
+        passes every argument)."""
+        if _FRAME_HOLDS_FUNCTION or code.co_freevars:
+            return frame.function  # type: ignore[return-value]
+        ref = self._known.get(code)
+        fn = ref() if ref is not None else None
+        if fn is not None and fn.__code__ is code and fn.__globals__ is frame.f_globals:
+            return fn
+        fn = frame.function  # type: ignore[assignment]
+        if fn is not None:
+            self._known[code] = weakref.ref(fn)
+        return fn
 
     def _copy(self, code: types.CodeType) -> types.CodeType:
         copy = self._copies.get(code)
