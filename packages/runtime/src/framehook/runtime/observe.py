@@ -131,7 +131,7 @@ class _Entry:
         self._observer = weakref.ref(observer)
         self._code = code
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:  # "self" may be a keyword argument
         observer = self._observer()
         if observer is None:  # pragma: no cover - an entry outlives its observer only if the trampoline runs late
             raise RuntimeError("framehook: the CallObserver of this call is gone")
