@@ -327,4 +327,3 @@ def test_record_cap_option_is_checked(pytester):
     result = pytester.runpytest(*_plugin_args(), "--framehook-record=os.path", "--framehook-record-cap=0")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --framehook-record-cap: expected a whole number of at least 1, got '0'"])
-

@@ -202,9 +202,10 @@ def test_trampoline_layout_matches_and_names_the_function():
     posonly, _, _ = layouts()
     code = posonly.__code__
     tramp = trampoline(code, lambda *a, **k: None)
-    assert tramp.co_varnames[: code.co_argcount + code.co_kwonlyargcount + 2] == code.co_varnames[
-        : code.co_argcount + code.co_kwonlyargcount + 2
-    ]
+    assert (
+        tramp.co_varnames[: code.co_argcount + code.co_kwonlyargcount + 2]
+        == code.co_varnames[: code.co_argcount + code.co_kwonlyargcount + 2]
+    )
     assert tramp.co_freevars == code.co_freevars
     assert (tramp.co_name, tramp.co_filename, tramp.co_firstlineno) == (
         code.co_name,

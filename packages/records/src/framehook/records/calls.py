@@ -29,14 +29,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
-import inspect
 import os
 import re
 import sys
 import threading
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Generator, Iterable, Iterator
 
 from . import driver
 
@@ -64,7 +63,7 @@ def observer_factory() -> Callable[..., Any] | None:
         except Exception:  # a broken installation: fall back to patching
             continue
         if callable(factory):
-            return factory  # type: ignore[no-any-return]
+            return factory
     return None
 
 
@@ -98,7 +97,7 @@ class _Reyield:
     def __init__(self, value: Any) -> None:
         self.value = value
 
-    def __await__(self) -> Iterator[Any]:
+    def __await__(self) -> Generator[Any, Any, None]:
         yield self.value
 
 
@@ -321,7 +320,7 @@ class CallRecording:
 
         elif kind == "async_generator":
 
-            async def wrapper(*args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+            async def wrapper(*args: Any, **kwargs: Any) -> Any:
                 if depth.depth:
                     async for item in fn(*args, **kwargs):
                         yield item
@@ -505,9 +504,7 @@ def record_calls(
     docstring for ``through`` and what is recorded.
     """
     recording = CallRecording(directory, through=through)
-    items: Iterable[Any] = (
-        [targets] if isinstance(targets, (str, types.ModuleType)) or callable(targets) else targets
-    )
+    items: Iterable[Any] = [targets] if isinstance(targets, (str, types.ModuleType)) or callable(targets) else targets
     for item in items:
         if isinstance(item, (str, types.ModuleType)):
             recording.add_package(item, cap=DEFAULT_CAP if cap is None else cap)

@@ -50,8 +50,8 @@ Handler = Callable[[types.FunctionType, tuple, dict], Any]
 
 # codes the hook never hands a callback at their start (see the README)
 _DEFERRED = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
-_MARK = "__framehook_observe_5f1d__"
-_FRAME_HOLDS_FUNCTION = sys.version_info >= (3, 11)  # _PyInterpreterFrame's f_func / f_funcobj  # the constant the trampoline calls, replaced once compiled
+_MARK = "__framehook_observe_5f1d__"  # the constant the trampoline calls, replaced once compiled
+_FRAME_HOLDS_FUNCTION = sys.version_info >= (3, 11)  # _PyInterpreterFrame's f_func / f_funcobj
 
 
 def _never(f_locals: Dict[str, Any]) -> bool:
