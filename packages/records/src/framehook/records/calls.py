@@ -106,10 +106,20 @@ def _kind(fn: types.FunctionType) -> str:
 
 
 def _unwrapped(obj: Any) -> Any:
+    """A staticmethod's function, or the function framehook's optimize wrapped (a few
+    levels at most: an object may answer every attribute, as mocks and proxies do)."""
     if isinstance(obj, staticmethod):
         obj = obj.__func__
-    while not isinstance(obj, types.MethodType) and hasattr(obj, "_framehook_orig_callable"):
-        obj = obj._framehook_orig_callable
+    for _ in range(8):
+        if isinstance(obj, (types.FunctionType, types.MethodType)):
+            break
+        try:
+            inner = getattr(obj, "_framehook_orig_callable")
+        except Exception:
+            break
+        if inner is obj:
+            break
+        obj = inner
     return obj
 
 
@@ -450,11 +460,14 @@ def _result(outcome: driver.Outcome) -> Any:
 
 def _functions_in(value: Any, seen: set) -> Iterator[types.FunctionType]:
     """The function a module attribute is, or the methods of a class (nested classes
-    included)."""
-    value = _unwrapped(value)
-    if isinstance(value, types.FunctionType):
+    included). Only what the module or class holds itself: no attribute of other objects
+    is read (lazy objects and proxies answer any)."""
+    # type(...) rather than isinstance: a proxy's __class__ may claim anything
+    if type(value) is staticmethod:
+        value = value.__func__
+    if type(value) is types.FunctionType:
         yield value
-    elif isinstance(value, type) and id(value) not in seen:
+    elif issubclass(type(value), type) and id(value) not in seen:
         seen.add(id(value))
         for raw in list(vars(value).values()):
             yield from _functions_in(raw, seen)
@@ -475,10 +488,10 @@ def _bindings(by_id: dict[int, types.FunctionType]) -> list[tuple[Any, str, Any]
         except TypeError:  # pragma: no cover - no __dict__
             return
         for name, raw in items:
-            inner = raw.__func__ if isinstance(raw, staticmethod) else raw
-            if isinstance(inner, types.FunctionType) and id(inner) in by_id:
+            inner = raw.__func__ if type(raw) is staticmethod else raw
+            if type(inner) is types.FunctionType and id(inner) in by_id:
                 out.append((owner, name, raw))
-            elif isinstance(raw, type):
+            elif issubclass(type(raw), type):
                 visit(raw)
 
     for module in list(sys.modules.values()):
