@@ -55,6 +55,11 @@ def failing_gen():
 async def add(a, b):
     return a + b
 
+async def countdown(n):
+    while n:
+        yield n
+        n -= 1
+
 class Box:
     def __init__(self, v):
         self.v = v
@@ -208,6 +213,36 @@ def test_a_package_records_each_function_up_to_the_cap(pkg, tmp_path, through):
     # the hook sees code loaded later; patching sees what was loaded when it started
     assert ("calpkg.late:late" in counts) == (through == "hook")
     assert len(_files(tmp_path, "calpkg.more.chunked")) == 2
+
+
+@pytest.mark.parametrize("through", THROUGH)
+def test_async_generator_functions(pkg, tmp_path, through):
+    more = pkg.more
+
+    async def main():
+        return [n async for n in more.countdown(3)]
+
+    with record_calls(more.countdown, tmp_path, through=through) as rec:
+        assert inspect.isasyncgenfunction(more.countdown)
+        assert asyncio.run(main()) == [3, 2, 1]
+    assert rec.counts() == {"calpkg.more:countdown": (1, 1)}
+
+
+def test_a_failing_recorder_leaves_the_call_alone(pkg, tmp_path, monkeypatch):
+    import framehook.records.reader as reader
+    import framehook.records.recorder as recorder
+
+    more = pkg.more
+    with record_calls(more.chunked, tmp_path / "r") as rec:
+        monkeypatch.setattr(reader, "dumps", lambda r: 1 / 0)
+        assert more.chunked([1, 2], 1) == [[1], [2]]  # recorded, not written
+        monkeypatch.setattr(recorder, "record_with_outcome", lambda *a, **k: 1 / 0)
+        assert more.chunked([1, 2, 3], 2) == [[1, 2], [3]]  # not recorded: made plainly
+    assert rec.records == [] and list((tmp_path / "r").iterdir()) == []
+    assert [line.split(": ", 1)[1] for line in rec.errors] == [
+        "writing: ZeroDivisionError: division by zero",
+        "ZeroDivisionError: division by zero",
+    ]
 
 
 def test_a_recording_is_entered_once_and_takes_no_targets_while_entered(pkg, tmp_path):
