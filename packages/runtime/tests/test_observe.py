@@ -14,6 +14,14 @@ import framehook.runtime as rt
 from framehook.runtime.observe import CallObserver, observable, trampoline
 
 
+@pytest.fixture(autouse=True)
+def traced_callbacks():
+    """Let trace functions (coverage.py) see the observer's callback run."""
+    previous = rt.set_trace_callbacks(True)
+    yield
+    rt.set_trace_callbacks(previous)
+
+
 def plain(a, b=2):
     return a + b
 
@@ -144,7 +152,12 @@ def test_identity_and_code_are_untouched_and_nothing_is_left_behind():
 def test_codes_the_hook_cannot_see_at_their_start_are_refused():
     observer = CallObserver(Log())
     assert not observable(gen.__code__) and not observer.add(gen.__code__)
+    # a parameter that cannot be written in a def (a comprehension's ".0" on 3.9-3.11)
+    odd = plain.__code__.replace(co_varnames=(".0", "b"))
+    assert not observer.add(odd)
     assert observer.targets() == []
+    assert observer.add(plain.__code__) and observer.add(plain.__code__)
+    assert observer.targets() == [plain.__code__]
 
 
 def test_choose_adds_codes_met_later_and_release_stops_observing():
