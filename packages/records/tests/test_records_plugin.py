@@ -448,3 +448,48 @@ def test_shadow_and_optimize_together_intercept_what_each_does_alone(pytester):
     both.stdout.fnmatch_lines(
         ["*framehook optimize[[]eager[]]: 2 tests run under the translator*", "*framehook: 0 tests diverged*"]
     )
+
+
+PACKAGE_TESTS = """
+import samplelib
+
+def test_many():
+    for i in range(6):
+        assert samplelib.area(i, 1) == i
+    assert samplelib.scaled([1]) == [2]
+"""
+
+
+@pytest.mark.parametrize("through", ["hook", "patch"])
+def test_a_package_target_records_each_function_up_to_the_cap(project, through):
+    if through == "hook" and unavailable("shadow"):
+        pytest.skip("the hook needs framehook-runtime")
+    project.makepyfile(test_package=PACKAGE_TESTS)
+    out_dir = project.path / "recs"
+    result = project.runpytest(
+        *_plugin_args(),
+        "-p",
+        "no:cacheprovider",
+        "test_package.py",
+        "--framehook-record=samplelib",
+        "--framehook-record-cap=2",
+        f"--framehook-record-through={through}",
+        f"--framehook-record-dir={out_dir}",
+    )
+    result.assert_outcomes(passed=1)
+    # area: six distinct calls, two kept; scaled: one (its calls of area are inside it)
+    assert len(list(out_dir.glob("samplelib.area.*.fhrec"))) == 2
+    assert len(list(out_dir.glob("samplelib.scaled.*.fhrec"))) == 1
+    how = "the runtime's hook" if through == "hook" else "patched attributes*"
+    result.stdout.fnmatch_lines(["*framehook: 3 records written to*", f"framehook record: calls caught through {how}"])
+
+
+def test_record_through_hook_without_an_observer_is_a_usage_error(project, monkeypatch):
+    import framehook.records.calls as calls
+
+    monkeypatch.setattr(calls, "observer_factory", lambda: None)
+    result = project.runpytest_inprocess(
+        *_plugin_args(), "-p", "no:cacheprovider", "--framehook-record=samplelib", "--framehook-record-through=hook"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --framehook-record-through=hook: no call observer is installed*"])
