@@ -96,7 +96,7 @@ def test_record_option_writes_replayable_records(project):
         sys.path.remove(str(project.path))
 
 
-SYNTAX = "is not MODULE:QUALNAME (a dotted module name, then a qualified name)"
+SYNTAX = "is not MODULE:QUALNAME (a dotted module name, then a qualified name) or PACKAGE (a dotted module name)"
 
 
 def _usage_error(result, line: str) -> None:
@@ -112,7 +112,6 @@ def _usage_error(result, line: str) -> None:
     ("value", "why"),
     [
         ("", "the value is empty"),
-        ("samplelib", "there is no ':'"),
         (":area", "the module name is empty"),
         ("samplelib:", "the qualified name is empty"),
         (".mymod:step", "'.mymod' is a relative module name; give the absolute one"),
@@ -177,13 +176,12 @@ def __getattr__(name):
         ("brokenlib:f", "*: 'brokenlib:f': cannot import 'brokenlib': RuntimeError: broken at import"),
         ("samplelib:nothing", "*: 'samplelib:nothing': module 'samplelib' has no attribute 'nothing'"),
         ("samplelib:area.x", "*: 'samplelib:area.x': function 'samplelib.area' has no attribute 'x'"),
-        ("morelib:LIMIT", "*: 'morelib:LIMIT' is an int, not a plain Python function"),
-        ("morelib:gen", "*: 'morelib:gen' is a generator function, not a plain Python function"),
-        ("morelib:itertools", "*: 'morelib:itertools' is a module, not a plain Python function"),
-        ("morelib:Shape.make", "*: 'morelib:Shape.make' is a classmethod, not a plain Python function"),
+        ("morelib:LIMIT", "*: 'morelib:LIMIT' is an int, not a Python function"),
+        ("morelib:itertools", "*: 'morelib:itertools' is a module, not a Python function"),
+        ("morelib:Shape.make", "*: 'morelib:Shape.make' is a classmethod, not a Python function"),
+        ("nosuchpackage", "*: 'nosuchpackage': cannot import 'nosuchpackage': ModuleNotFoundError: No module named*"),
         ("morelib:Shape.nothing", "*: 'morelib:Shape.nothing': class 'morelib.Shape' has no attribute 'nothing'"),
         ("lazylib:thing", "*: 'lazylib:thing': reading lazylib.thing: ValueError: no lazy thing here"),
-        ("morelib:Ice.melt", "*: 'morelib:Ice.melt': cannot replace it: frozen class"),
     ],
 )
 def test_record_target_that_cannot_be_recorded_is_a_usage_error(project, value, line):
@@ -300,13 +298,14 @@ def test_after_chdir(tmp_path, monkeypatch):
 """
 
 
-def _run_recording(pytester, out_dir, *targets):
+def _run_recording(pytester, out_dir, *targets, options=()):
     return pytester.runpytest(
         *_plugin_args(),
         "-p",
         "no:cacheprovider",
         *(f"--framehook-record={t}" for t in targets),
         f"--framehook-record-dir={out_dir}",
+        *options,
     )
 
 
@@ -322,7 +321,8 @@ def _replay_all(pytester, files, qualname: str) -> None:
         sys.path.remove(str(pytester.path))
 
 
-def test_every_call_gets_its_own_record_and_runs_never_overwrite(pytester):
+@pytest.mark.parametrize("through", ["hook", "patch"])
+def test_every_call_gets_its_own_record_and_runs_never_overwrite(pytester, through):
     # Before: the recursive calls all wrote index 0 (one file for "5 records written"),
     # the test that changed directory wrote into a relative dir under its new cwd, the
     # staticmethod became an instance method (test_static failed), the inherited method
@@ -333,24 +333,27 @@ def test_every_call_gets_its_own_record_and_runs_never_overwrite(pytester):
 
     static, function = vars(recursivelib.Shape)["unit"], recursivelib.fact
     targets = ("recursivelib:fact", "recursivelib:Shape.unit", "recursivelib:Square.sides", "recursivelib:Square.unit")
-    result = _run_recording(pytester, "recs", *targets)
+    if through == "hook" and unavailable("shadow"):
+        pytest.skip("the hook needs framehook-runtime")
+    options = (f"--framehook-record-through={through}",)
+    result = _run_recording(pytester, "recs", *targets, options=options)
     result.assert_outcomes(passed=5)
-    result.stdout.fnmatch_lines(["*framehook: 10 records written to recs*"])
+    # only outermost calls: fact("4"), fact(4) and fact(1), not the recursive ones
+    result.stdout.fnmatch_lines(["*framehook: 7 records written to recs*"])
     facts = sorted((pytester.path / "recs").glob("recursivelib.fact.*.fhrec"))
     units = sorted((pytester.path / "recs").glob("recursivelib.Shape.unit.*.fhrec"))
-    assert len(facts) == 6 and len(units) == 2
+    # Square.unit is Shape.unit's function: recorded once, under the first name given
+    assert len(facts) == 3 and len(units) == 3
     assert len(list((pytester.path / "recs").glob("recursivelib.Square.sides.*.fhrec"))) == 1
-    # an inherited staticmethod named through the subclass stays a staticmethod there
-    squares = sorted((pytester.path / "recs").glob("recursivelib.Square.unit.*.fhrec"))
-    assert len(squares) == 1
+    assert not list((pytester.path / "recs").glob("recursivelib.Square.unit.*.fhrec"))
     _replay_all(pytester, facts, "fact")
     _replay_all(pytester, units, "Shape.unit")
     before = {p.name: p.read_bytes() for p in (pytester.path / "recs").iterdir()}
-    second = _run_recording(pytester, "recs", *targets)
+    second = _run_recording(pytester, "recs", *targets, options=options)
     second.assert_outcomes(passed=5)
-    second.stdout.fnmatch_lines(["*framehook: 10 records written to recs*"])
+    second.stdout.fnmatch_lines(["*framehook: 7 records written to recs*"])
     after = {p.name: p.read_bytes() for p in (pytester.path / "recs").iterdir()}
-    assert len(after) == 20 and all(after[name] == data for name, data in before.items())
+    assert len(after) == 14 and all(after[name] == data for name, data in before.items())
     # restored exactly: the staticmethod object itself, nothing left on the subclass
     assert vars(recursivelib.Shape)["unit"] is static and recursivelib.fact is function
     assert "sides" not in vars(recursivelib.Square) and "unit" not in vars(recursivelib.Square)
@@ -445,3 +448,48 @@ def test_shadow_and_optimize_together_intercept_what_each_does_alone(pytester):
     both.stdout.fnmatch_lines(
         ["*framehook optimize[[]eager[]]: 2 tests run under the translator*", "*framehook: 0 tests diverged*"]
     )
+
+
+PACKAGE_TESTS = """
+import samplelib
+
+def test_many():
+    for i in range(6):
+        assert samplelib.area(i, 1) == i
+    assert samplelib.scaled([1]) == [2]
+"""
+
+
+@pytest.mark.parametrize("through", ["hook", "patch"])
+def test_a_package_target_records_each_function_up_to_the_cap(project, through):
+    if through == "hook" and unavailable("shadow"):
+        pytest.skip("the hook needs framehook-runtime")
+    project.makepyfile(test_package=PACKAGE_TESTS)
+    out_dir = project.path / "recs"
+    result = project.runpytest(
+        *_plugin_args(),
+        "-p",
+        "no:cacheprovider",
+        "test_package.py",
+        "--framehook-record=samplelib",
+        "--framehook-record-cap=2",
+        f"--framehook-record-through={through}",
+        f"--framehook-record-dir={out_dir}",
+    )
+    result.assert_outcomes(passed=1)
+    # area: six distinct calls, two kept; scaled: one (its calls of area are inside it)
+    assert len(list(out_dir.glob("samplelib.area.*.fhrec"))) == 2
+    assert len(list(out_dir.glob("samplelib.scaled.*.fhrec"))) == 1
+    how = "the runtime's hook" if through == "hook" else "patched attributes*"
+    result.stdout.fnmatch_lines(["*framehook: 3 records written to*", f"framehook record: calls caught through {how}"])
+
+
+def test_record_through_hook_without_an_observer_is_a_usage_error(project, monkeypatch):
+    import framehook.records.calls as calls
+
+    monkeypatch.setattr(calls, "observer_factory", lambda: None)
+    result = project.runpytest_inprocess(
+        *_plugin_args(), "-p", "no:cacheprovider", "--framehook-record=samplelib", "--framehook-record-through=hook"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --framehook-record-through=hook: no call observer is installed*"])

@@ -233,16 +233,17 @@ def test_worker_writes_into_the_controllers_dir_under_its_own_id(pytester, tmp_p
             "samplelib.area.gw7.0.fhrec",
             "samplelib.area.gw7.1.fhrec",
         ]
-        assert session.records == [
+        assert session.all_records() == [
             str(tmp_path / "samplelib.area.gw7.0.fhrec"),
             str(tmp_path / "samplelib.area.gw7.1.fhrec"),
         ]
-        assert load(session.records[1]).label == "samplelib:area#gw7.1"
+        assert load(session.all_records()[1]).label == "samplelib:area#gw7.1"
         assert not (pytester.path / "elsewhere").exists()
         # a record that cannot be written leaves no file behind, and the call fails loudly
-        target = session.restore[0]
+        recording = session.recording
+        entry = next(iter(recording._functions.values()))
         with pytest.raises(AttributeError):
-            session._write(target, object())
+            recording._write(entry, object())
         assert len(list(tmp_path.iterdir())) == 2
     finally:
         config._ensure_unconfigure()

@@ -9,6 +9,7 @@ runs the recorded code, by design. See FORMAT.md for the file format.
 
 from __future__ import annotations
 
+from .calls import record_calls
 from .codec import Missing, MissingValueError
 from .errors import (
     InvalidBytecodeError,
@@ -51,6 +52,7 @@ __all__ = [
     "loads",
     "record",
     "record_call",
+    "record_calls",
     "register_codec",
     "registered_codecs",
     "replay",

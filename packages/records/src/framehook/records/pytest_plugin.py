@@ -5,7 +5,18 @@
                                     it does not know, or cannot use here, is a usage error)
     --framehook-record=MOD:QUALNAME record each call of that function (repeatable; a target
                                     named twice is recorded once)
+    --framehook-record=PACKAGE      record the calls of every function and method defined in
+                                    a module or package, at most --framehook-record-cap
+                                    distinct records each
+    --framehook-record-through=HOW  hook, patch or auto (the default: the hook when the runtime
+                                    is installed)
+    --framehook-record-cap=N        at most N distinct records per function (default: 20
+                                    for a PACKAGE's functions, every call for MOD:QUALNAME)
     --framehook-record-dir=DIR      where those records go (default: framehook-records)
+
+Calls are caught through framehook-runtime's eval-frame hook when it is installed
+(by code object: however the function is reached, its identity untouched), else by
+replacing every module and class attribute bound to the function; see calls.py.
 
 At the end it reports how many frames were intercepted and which tests diverged: a test
 diverges when it fails under framehook but passes when re-run plainly.
@@ -30,7 +41,6 @@ taken by creating the file exclusively, moving on to the next index when it exis
 
 from __future__ import annotations
 
-import functools
 import importlib
 import inspect
 import os
@@ -62,10 +72,25 @@ def pytest_addoption(parser: Any) -> None:
     )
     group.addoption(
         "--framehook-record",
-        metavar="MODULE:QUALNAME",
+        metavar="MODULE:QUALNAME|PACKAGE",
         action="append",
         default=[],
-        help="record every call of this function into --framehook-record-dir",
+        help="record every call of this function, or of every function of this module or package, "
+        "into --framehook-record-dir",
+    )
+    group.addoption(
+        "--framehook-record-through",
+        choices=("auto", "hook", "patch"),
+        default="auto",
+        help="how calls are caught: the runtime's hook (by code object), patched attributes, "
+        "or auto (the hook when framehook-runtime is installed)",
+    )
+    group.addoption(
+        "--framehook-record-cap",
+        metavar="N",
+        default=None,
+        help="at most N distinct records per function (default: 20 for a package's functions; "
+        "every call of a MODULE:QUALNAME target)",
     )
     group.addoption(
         "--framehook-record-dir",
@@ -76,19 +101,12 @@ def pytest_addoption(parser: Any) -> None:
 
 
 class _Target:
-    """A resolved --framehook-record target: ``owner.name`` is replaced while recording."""
+    """A resolved MODULE:QUALNAME target: the function recorded (a staticmethod's function)."""
 
-    def __init__(self, spec: str, module: str, qualname: str, owner: Any, name: str, function: Any) -> None:
+    def __init__(self, spec: str, module: str, qualname: str, function: Any) -> None:
         self.spec = spec
-        self.owner = owner
-        self.name = name
-        self.function = function  # what is called and recorded (a staticmethod's function)
+        self.function = function
         self.stem = re.sub(r"[^A-Za-z0-9_.]+", "_", f"{module}.{qualname}")
-        own = getattr(owner, "__dict__", {})
-        self.had_own = name in own  # else inherited from a class: delete it again on restore
-        self.own = own.get(name) if self.had_own else None  # what close() puts back
-        # a staticmethod or classmethod object rather than what getattr gives, inherited or not
-        self.raw = inspect.getattr_static(owner, name, None)
 
 
 class _Session:
@@ -103,7 +121,7 @@ class _Session:
         self.tests = 0
         self.diverged: list[str] = []
         self.records: list[str] = []
-        self.restore: list[_Target] = []
+        self.recording: Any = None  # the CallRecording, while it records
         self.enable: Any = None
         self.optimize: Any = None
         self._lock = threading.RLock()
@@ -117,6 +135,8 @@ class _Session:
         # cheap checks of the values first, then imports, then what touches the disk
         specs = list(dict.fromkeys(config.getoption("framehook_record")))
         parsed = [(spec, *_parse_target(spec)) for spec in specs]
+        cap = _parse_cap(config.getoption("framehook_record_cap"))
+        self.through = config.getoption("framehook_record_through")
         if self.shadow:
             try:
                 from framehook.runtime import enable
@@ -133,77 +153,51 @@ class _Session:
             _check_backend(self.backend)
             self.optimize = optimize
             self.reset_translator = reset
-        targets: dict[tuple[int, str], _Target] = {}
+        targets: dict[int, _Target] = {}
+        packages: dict[str, Any] = {}
         for spec, module, qualname in parsed:
+            if qualname is None:
+                packages.setdefault(module, _import_package(spec, module))
+                continue
             target = _resolve_target(spec, module, qualname)
-            # the same attribute named twice (or by two spellings) is recorded once
-            targets.setdefault((id(target.owner), target.name), target)
-        if targets:
+            # the same function named twice (or by two spellings) is recorded once
+            targets.setdefault(id(target.function), target)
+        if targets or packages:
             given = (workerinput or {}).get(RECORD_DIR_INPUT, self.record_dir_given)
             self.record_dir = _prepare_record_dir(given)
-        for target in targets.values():
-            self._install_recorder(target)
+            self._start_recording(list(targets.values()), list(packages.values()), cap)
 
     # -- recording ---------------------------------------------------------------------
-    def _install_recorder(self, target: _Target) -> None:
-        session = self
-        function = target.function
+    def _start_recording(self, targets: list[_Target], packages: list[Any], cap: int | None) -> None:
+        from .calls import DEFAULT_CAP, CallRecording
 
-        @functools.wraps(function)
-        def recording(*args: Any, **kwargs: Any) -> Any:
-            from .recorder import record_with_outcome
-
-            rec, outcome = record_with_outcome(function, args, kwargs)
-            session._write(target, rec)
-            if outcome.kind == "raise":
-                raise outcome.exception
-            return outcome.value
-
-        replacement: Any = staticmethod(recording) if isinstance(target.raw, staticmethod) else recording
+        # one callback per thread: under --framehook-shadow or --framehook-optimize the
+        # tests run under theirs, so calls are recorded by patching attributes instead
+        through = self.through
+        if through == "auto" and (self.shadow or self.backend is not None):
+            through = "patch"
         try:
-            setattr(target.owner, target.name, replacement)
-        except (AttributeError, TypeError) as exc:
-            self.close()
-            raise pytest.UsageError(f"--framehook-record: {target.spec!r}: cannot replace it: {exc}") from None
-        self.restore.append(target)
+            recording = CallRecording(self.record_dir or ".", through=through, worker=self.worker_id)
+        except ValueError as exc:  # through="hook" without the runtime
+            raise pytest.UsageError(f"--framehook-record-through=hook: {exc}") from None
+        for target in targets:
+            recording.add_function(target.function, stem=target.stem, label=target.spec, cap=cap)
+        for package in packages:
+            recording.add_package(package, cap=DEFAULT_CAP if cap is None else cap)
+        try:
+            recording.__enter__()
+        except Exception as exc:
+            raise pytest.UsageError(f"--framehook-record: cannot start recording: {_one_line(exc)}") from None
+        self.recording = recording
 
-    def _write(self, target: _Target, rec: Any) -> None:
-        """Write ``rec`` under the first free index of its target: the file is created
-        exclusively, so neither another worker, another session nor an earlier run's file is
-        ever replaced. The index is taken when the call ends (a recursive call's records do
-        not share one)."""
-        from . import dumps
-
-        assert self.record_dir is not None
-        worker = f".{self.worker_id}" if self.worker_id else ""
-        with self._lock:
-            index = self._next_index.get(target.stem, 0)
-            while True:
-                path = os.path.join(self.record_dir, f"{target.stem}{worker}.{index}.fhrec")
-                try:
-                    fh = open(path, "xb")
-                except FileExistsError:
-                    index += 1
-                    continue
-                break
-            self._next_index[target.stem] = index + 1
-            try:
-                with fh:
-                    rec.label = f"{target.spec}#{self.worker_id + '.' if self.worker_id else ''}{index}"
-                    fh.write(dumps(rec))
-            except BaseException:
-                os.remove(path)  # never leave a partial record behind
-                raise
-            rec.path = path
-            self.records.append(path)
+    def local_records(self) -> list[str]:
+        return list(self.recording.records) if self.recording is not None else []
 
     def close(self) -> None:
-        for target in reversed(self.restore):
-            if target.had_own:
-                setattr(target.owner, target.name, target.own)
-            else:
-                delattr(target.owner, target.name)
-        self.restore.clear()
+        if self.recording is not None:
+            self.records.extend(self.recording.records)
+            self.recording.__exit__(None, None, None)
+            self.recording = None
         if self.pass_through is not None:
             self.pass_through.reset()
 
@@ -227,8 +221,12 @@ class _Session:
             "frames": self.frames(),
             "codes": sorted([list(key) for key in self.code_keys()]),
             "diverged": list(self.diverged),
-            "records": list(self.records),
+            "records": self.all_records(),
         }
+
+    def all_records(self) -> list[str]:
+        """Paths of the records written here (while recording, and before) and sent by workers."""
+        return list(self.records) + self.local_records()
 
     def add_worker(self, node: Any, error: Any) -> None:
         if any(seen is node for seen in self.nodes):
@@ -248,32 +246,51 @@ class _Session:
         self.records.extend(counts.get("records", ()))
 
 
-def _parse_target(spec: str) -> tuple[str, str]:
-    """``MODULE:QUALNAME`` split in two, or a usage error saying what is wrong with it."""
+def _parse_target(spec: str) -> tuple[str, str | None]:
+    """``MODULE:QUALNAME`` split in two (``PACKAGE``: the name and None), or a usage error
+    saying what is wrong with it."""
 
     def bad(why: str) -> pytest.UsageError:
         return pytest.UsageError(
-            f"--framehook-record: {spec!r} is not MODULE:QUALNAME (a dotted module name, then a qualified name): {why}"
+            f"--framehook-record: {spec!r} is not MODULE:QUALNAME (a dotted module name, then a qualified name)"
+            f" or PACKAGE (a dotted module name): {why}"
         )
 
     if not spec:
         raise bad("the value is empty")
-    if ":" not in spec:
-        raise bad("there is no ':'")
-    module, _, qualname = spec.partition(":")
+    module, colon, qualname = spec.partition(":")
     if not module:
         raise bad("the module name is empty")
-    if not qualname:
+    if colon and not qualname:
         raise bad("the qualified name is empty")
     for text in (module, qualname):
         if "/" in text or "\\" in text:
             raise bad(f"{text!r} is a file path; give the import name, e.g. pkg.mod:func")
     if module.startswith("."):
         raise bad(f"{module!r} is a relative module name; give the absolute one")
-    for part in module.split(".") + qualname.split("."):
+    for part in module.split(".") + (qualname.split(".") if colon else []):
         if not part.isidentifier():
             raise bad(f"{part!r} is not a Python identifier")
-    return module, qualname
+    return module, (qualname if colon else None)
+
+
+def _parse_cap(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        cap = int(value)
+    except ValueError:
+        cap = 0
+    if cap < 1:
+        raise pytest.UsageError(f"--framehook-record-cap: expected a whole number of at least 1, got {value!r}")
+    return cap
+
+
+def _import_package(spec: str, module: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except Exception as exc:  # a missing module, or one that fails while importing
+        raise pytest.UsageError(f"--framehook-record: {spec!r}: cannot import {module!r}: {_one_line(exc)}") from None
 
 
 def _one_line(exc: BaseException) -> str:
@@ -299,9 +316,6 @@ def _describe(obj: Any, raw: Any) -> str:
     for test, text in (
         (inspect.ismodule, "a module"),
         (inspect.isclass, "a class"),
-        (inspect.isgeneratorfunction, "a generator function"),
-        (inspect.iscoroutinefunction, "a coroutine function"),
-        (inspect.isasyncgenfunction, "an async generator function"),
         (inspect.isbuiltin, "a builtin function"),
         (inspect.ismethod, "a bound method"),
     ):
@@ -312,8 +326,8 @@ def _describe(obj: Any, raw: Any) -> str:
 
 
 def _resolve_target(spec: str, module: str, qualname: str) -> _Target:
-    """Import the module and walk the qualified name; a usage error unless it ends at a plain
-    Python function (a staticmethod's included) that can be replaced."""
+    """Import the module and walk the qualified name; a usage error unless it ends at a
+    Python function (a staticmethod's, a generator or coroutine function included)."""
     try:
         owner: Any = importlib.import_module(module)
     except Exception as exc:  # a missing module, or one that fails while importing
@@ -332,22 +346,14 @@ def _resolve_target(spec: str, module: str, qualname: str) -> _Target:
         except Exception as exc:
             raise pytest.UsageError(f"--framehook-record: {spec!r}: reading {path}.{part}: {_one_line(exc)}") from None
         path = f"{path}.{part}"
-    name = parts[-1]
-    target = _Target(spec, module, qualname, owner, name, value)
+    # a staticmethod or classmethod object rather than what getattr gives, inherited or not
+    raw = inspect.getattr_static(owner, parts[-1], None)
     inner = value
     while hasattr(inner, "_framehook_orig_callable"):  # optimize(...)(f): f is recorded
         inner = inner._framehook_orig_callable
-    if (
-        isinstance(target.raw, classmethod)
-        or not inspect.isfunction(inner)
-        or inspect.isgeneratorfunction(inner)
-        or inspect.iscoroutinefunction(inner)
-        or inspect.isasyncgenfunction(inner)
-    ):
-        raise pytest.UsageError(
-            f"--framehook-record: {spec!r} is {_describe(inner, target.raw)}, not a plain Python function"
-        )
-    return target
+    if isinstance(raw, classmethod) or not inspect.isfunction(inner):
+        raise pytest.UsageError(f"--framehook-record: {spec!r} is {_describe(inner, raw)}, not a Python function")
+    return _Target(spec, module, qualname, inner)
 
 
 def _prepare_record_dir(given: str) -> str:
@@ -372,6 +378,14 @@ def _prepare_record_dir(given: str) -> str:
     os.close(fd)
     os.remove(probe)
     return path
+
+
+def _mechanism(recording: Any) -> str:
+    if recording.mechanism == "patch":
+        return "patched attributes (framehook-runtime is not installed, or a framehook callback runs the tests)"
+    if recording.patched:
+        return f"the runtime's hook; patched attributes for {len(recording.patched)} generator or coroutine functions"
+    return "the runtime's hook"
 
 
 def _check_backend(name: str) -> None:
@@ -493,8 +507,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
         tr.write_line(f"framehook: {len(session.diverged)} tests diverged")
         for line in session.diverged:
             tr.write_line(f"  diverged: {line}")
-    if session.records:
-        tr.write_line(f"framehook: {len(session.records)} records written to {session.record_dir_given}")
+    records = session.all_records()
+    if records:
+        tr.write_line(f"framehook: {len(records)} records written to {session.record_dir_given}")
+    recording = session.recording
+    if recording is not None and (recording.records or recording.errors):
+        tr.write_line(f"framehook record: calls caught through {_mechanism(recording)}")
+        for line in recording.errors[:20]:
+            tr.write_line(f"  not recorded: {line}")
     if session.nodes:
         tr.write_line(f"framehook: counts from {len(session.reporting)} xdist workers")
     if session.silent:
