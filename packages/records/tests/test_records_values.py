@@ -388,3 +388,85 @@ def test_a_real_mismatch_stays_a_mismatch(tmp_path):
 
     save(rec, path)
     assert replay(path, modes=("plain",)).verdict == "MISMATCH"
+
+
+class Table(collections.abc.Mapping):
+    """A Mapping subclass defined in a test: recorded by value with its class statement."""
+
+    def __init__(self, pairs):
+        self._data = dict(pairs)
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
+
+
+class Counts(collections.defaultdict):
+    pass
+
+
+@__import__("dataclasses").dataclass(frozen=True)
+class Pair:
+    left: int
+    right: int = 0
+
+    def total(self):
+        return self.left + self.right
+
+
+def _describe(table, counts, pair, kind):
+    return sorted(table.items()), dict(counts), pair.total(), kind.__name__, isinstance(pair, kind)
+
+
+def test_test_defined_classes_and_instances_are_rebuilt_from_their_class_statements(tmp_path):
+    counts = Counts(int, {"a": 2})
+    path = tmp_path / "classes.fhrec"
+    rec = record(_describe, Table({"x": 1, "y": 2}), counts, Pair(3, 4), Pair, path=path)
+    assert rec.missing == []
+    table, counted, pair, kind = rec.call["args"]["items"]
+    assert table["t"] == counted["t"] == pair["t"] == "object" and counted["call"] is True
+    assert pair["type"]["t"] == "class" and kind == {"t": "ref", "id": pair["type"]["id"]}
+    assert any("class Table(collections.abc.Mapping):" in item["text"] for item in rec.sources)
+    result = _replays(path)
+    assert any("made by running its recorded class statement" in b for b in result.bindings)
+
+
+class _Ticking:
+    """A repr with a side effect: recording must not call it."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __repr__(self):
+        self.calls += 1
+        return f"<ticking {self.calls}>"
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("not this way")
+
+
+def _touch(obj):
+    return obj.calls
+
+
+def test_recording_never_calls_the_repr_of_a_value_it_cannot_encode(tmp_path):
+    obj = _Ticking()
+    rec = record(_touch, obj)
+    assert obj.calls == 0 and rec.outcome["value"] == {"t": "int", "v": "0"}
+    assert rec.call["args"]["items"][0]["repr"].endswith("_Ticking object>")
+
+
+def test_the_interpreter_stamp_ignores_patches_made_by_tests(monkeypatch, tmp_path):
+    import platform
+
+    monkeypatch.setattr(platform, "python_version", lambda: "3.10.0")
+    monkeypatch.setattr(sys, "implementation", object())
+    rec = record(_head, [1], 1, path=tmp_path / "p.fhrec")
+    monkeypatch.undo()
+    assert rec.python["version"] == platform.python_version()
+    assert load(tmp_path / "p.fhrec").python["version"] == platform.python_version()

@@ -23,6 +23,7 @@ import operator
 import re
 import sys
 import types
+import warnings
 from typing import Any, Callable
 
 from . import registry
@@ -36,7 +37,7 @@ MAX_DEPTH = 100  # encoder and validator both stop here
 MAX_VALUES = 20_000
 MAX_INT_HEX_DIGITS = 100_000
 MAX_REPR = 200
-_MUTABLE_TAGS = {"list", "dict", "set", "bytearray", "ndarray", "function", "iterator", "object"}
+_MUTABLE_TAGS = {"list", "dict", "set", "bytearray", "ndarray", "function", "iterator", "object", "class"}
 _IDENT_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _QUALNAME = re.compile(r"^[A-Za-z_<][A-Za-z0-9_<>.]*$")
 _HEX_INT = re.compile(r"^-?[0-9a-f]+$")
@@ -112,7 +113,20 @@ def _importable_path(obj: Any) -> tuple[str, str] | None:
     return path
 
 
+# Types whose repr runs no user code: any other object is shown as <module.Type object>,
+# since calling a repr can change what the call sees (a cache's repr expiring entries).
+_SAFE_REPR = frozenset(
+    {int, float, complex, str, bytes, bool, type(None), range, slice, type, types.ModuleType}
+    | {types.FunctionType, types.BuiltinFunctionType, types.CodeType}
+)
+
+
 def _short_repr(obj: Any) -> str:
+    tp = type(obj)
+    if tp not in _SAFE_REPR and tp.__repr__ is not object.__repr__:
+        if isinstance(obj, (tuple, list, dict, set, frozenset)):
+            return f"<{tp.__qualname__} of {len(obj)}>"
+        return f"<{tp.__module__}.{tp.__qualname__} object>"
     try:
         text = repr(obj)
     except Exception as exc:  # a broken __repr__ must not stop recording
@@ -299,6 +313,10 @@ class Encoder:
                 path = ("builtins", "NotImplemented")
             if path is not None:
                 return {"t": "global", "module": path[0], "qualname": path[1]}
+            if self.sources is not None and isinstance(obj, type):
+                by_value = self._class(obj, name, depth)
+                if by_value is not None:
+                    return by_value
             if isinstance(obj, types.BuiltinFunctionType) and not isinstance(obj.__self__, types.ModuleType):
                 return self._method(obj, obj.__self__, obj.__name__, name, depth)
             where = MODULE_OBJECTS.find(obj)
@@ -334,6 +352,42 @@ class Encoder:
         """A bound method, as its object and the attribute that gives it back."""
         return {"t": "method", "self": self.encode(owner, (name, ".__self__"), depth + 1), "name": attr}
 
+    def _class(self, cls: type, name: Any, depth: int) -> dict | None:
+        """A class that cannot be imported (a test's), by value: its class statement's
+        source and the globals that statement names; None when that source is not found."""
+        from .snippets import class_snippet
+
+        assert self.sources is not None
+        module = sys.modules.get(cls.__module__)
+        namespace = getattr(module, "__dict__", None)
+        snippet = class_snippet(cls, namespace) if isinstance(namespace, dict) else None
+        if snippet is None or namespace is None:
+            return None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", SyntaxWarning)
+                statement = compile(snippet.padded(), snippet.filename, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        from .trust import names_of
+
+        node: dict = {
+            "t": "class",
+            "id": self._new_id(cls),
+            "name": cls.__name__,
+            "qualname": cls.__qualname__,
+            "src": self.sources.add(snippet),
+            "module": cls.__module__,
+            "globals": [],
+        }
+        top = cls.__qualname__.split(".")[0]
+        node["globals"] = [
+            [key, self.encode(namespace[key], f"{cls.__module__}.{key}", depth + 1)]
+            for key in sorted(names_of(statement))
+            if key in namespace and key != top and key != "__builtins__"
+        ]
+        return node
+
     def _tap(self, tap: "Tap", name: Any) -> dict:
         node = {"t": "iterator", "id": self._new_id(tap), "type": tap.type_name, "items": None}
         if tap.fill is None:
@@ -349,8 +403,10 @@ class Encoder:
                 node["items"] = self.sub().encode(tuple(tap.seen or ()), (name, " (items)"))
 
     def _object(self, obj: Any, state: tuple, name: Any, depth: int) -> dict:
-        cls, newargs, inner, listitems, dictitems = state
+        cls, newargs, inner, listitems, dictitems, call = state
         node: dict = {"t": "object", "id": self._new_id(obj)}
+        if call:
+            node["call"] = True
         node["type"] = self.encode(cls, (name, ".__class__"), depth + 1)
         node["args"] = self.encode(newargs, (name, ".__getnewargs__()"), depth + 1)
         node["state"] = self.encode(inner, (name, ".__dict__"), depth + 1)
@@ -519,19 +575,25 @@ class Tap(map):
     no Python code (a map over a zip of a tee and a counter, all C), so a chain of
     iterators each wrapped by another recorded call does not deepen the Python stack."""
 
+    _kept: Any
+    _counter: Any
+    _taken: "list | None"
+    type_name: str
+    fill: Any
+
     def __new__(cls, source: Any, type_name: str, keep: bool = True) -> "Tap":
         if keep:
             forward, kept = itertools.tee(source)
             counter = itertools.count()
             self = super().__new__(cls, _FIRST, zip(forward, counter))
-            self._kept: Any = kept
-            self._counter: Any = counter
+            self._kept = kept
+            self._counter = counter
         else:
             self = super().__new__(cls, _FIRST, zip(source))
             self._kept = self._counter = None
         self.type_name = type_name
-        self.fill: Any = None
-        self._taken: list | None = None
+        self.fill = None
+        self._taken = None
         return self
 
     @property
@@ -643,15 +705,21 @@ class _ModuleObjects:
 MODULE_OBJECTS = _ModuleObjects()
 
 
+_REDUCING_TO_ITSELF = frozenset({"collections"})
+
+
 def _object_state(obj: Any) -> "tuple | str | None":
     """(class, new args, state, list items, dict items) of an instance of an importable
     class that pickles the default way, read without running the class's own code where
     it keeps the default; a reason string when its state cannot be read; None when the
     object is not such an instance."""
     tp = type(obj)
-    if _importable_path(tp) is None:
-        return f"instance of {tp.__module__}.{tp.__qualname__}, a class that is not importable"
-    if tp.__reduce_ex__ is not object.__reduce_ex__ or tp.__reduce__ is not object.__reduce__:
+    if _importable_path(tp) is None and ("<" in tp.__qualname__ or tp.__module__ not in sys.modules):
+        return f"instance of {tp.__module__}.{tp.__qualname__}, a class made inside a function"
+    default = tp.__reduce_ex__ is object.__reduce_ex__ and tp.__reduce__ is object.__reduce__
+    # a subclass of a type that reduces to itself (defaultdict, OrderedDict, deque)
+    inherited = not default and any(base.__module__ in _REDUCING_TO_ITSELF for base in tp.__mro__[1:-1])
+    if not default and not inherited:
         return None
     try:
         reduced = obj.__reduce_ex__(2)
@@ -659,16 +727,22 @@ def _object_state(obj: Any) -> "tuple | str | None":
         return f"its state cannot be read: {type(exc).__name__}: {str(exc)[:100]}"
     import copyreg
 
-    if not isinstance(reduced, tuple) or len(reduced) < 2 or reduced[0] is not getattr(copyreg, "__newobj__", None):
+    if not isinstance(reduced, tuple) or len(reduced) < 2:
         return None
-    newargs = tuple(reduced[1][1:]) if isinstance(reduced[1], tuple) else ()
+    call = reduced[0] is tp and isinstance(reduced[1], tuple)
+    if call:
+        newargs: tuple = reduced[1]
+    elif reduced[0] is getattr(copyreg, "__newobj__", None) and isinstance(reduced[1], tuple):
+        newargs = tuple(reduced[1][1:])
+    else:
+        return None
     state = reduced[2] if len(reduced) > 2 else None
     try:
         listitems = list(reduced[3]) if len(reduced) > 3 and reduced[3] is not None else None
         dictitems = dict(reduced[4]) if len(reduced) > 4 and reduced[4] is not None else None
     except Exception as exc:
         return f"its items cannot be read: {type(exc).__name__}"
-    return (tp, newargs, state, listitems, dictitems)
+    return (tp, newargs, state, listitems, dictitems, call)
 
 
 class Sources:
@@ -691,6 +765,9 @@ class Sources:
         snippet = self._snippet_of(code, module_globals)
         if snippet is None:
             return False
+        return self.add(snippet)
+
+    def add(self, snippet: Any) -> int | None:
         key = (snippet.filename, snippet.line, snippet.text)
         if key not in self._index:
             self._index[key] = len(self.items)
@@ -736,10 +813,12 @@ _FIELDS: dict[str, dict[str, Any]] = {
     "method": {"self": "tree", "name": str},
     "iterator": {"id": int, "type": str, "items": "tree"},
     "object": {"id": int, "type": "tree", "args": "tree", "state": "tree", "listitems": "tree", "dictitems": "tree"},
+    "class": {"id": int, "name": str, "qualname": str, "src": int, "module": str, "globals": list},
 }
 # Fields a node may lack: the function node's of format 2 (absent in format 1 records).
-_OPTIONAL: dict[str, frozenset] = {"function": frozenset({"src", "module", "globals"})}
+_OPTIONAL: dict[str, frozenset] = {"function": frozenset({"src", "module", "globals"}), "object": frozenset({"call"})}
 _FIELDS["function"].update({"src": "opt", "module": "opt", "globals": "opt"})
+_FIELDS["object"]["call"] = "opt"
 _HASHABLE = {
     "int",
     "float",
@@ -761,6 +840,7 @@ _HASHABLE = {
     "method",
     "iterator",
     "object",
+    "class",
 }
 
 
@@ -1017,9 +1097,29 @@ class Validator:
         finally:
             self.next_id = saved
 
+    def _check_class(self, tree: dict, where: Where, depth: int) -> None:
+        if len(tree["qualname"]) > 500 or not _IDENT_PATH.match(tree["qualname"]):
+            raise self.fail(where, "invalid class qualified name")
+        if tree["name"] != tree["qualname"].rsplit(".", 1)[-1]:
+            raise self.fail(where, "class.name must end its qualified name")
+        if not tree["src"] < self.sources:
+            raise self.fail(where, f"class.src must be a source number below {self.sources}")
+        if len(tree["module"]) > 300 or not _IDENT_PATH.match(tree["module"]):
+            raise self.fail(where, "class.module must be a module name")
+        seen = set()
+        for i, pair in enumerate(tree["globals"]):
+            if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[0], str):
+                raise self.fail((where, f".globals[{i}]"), "must be a [name, value] pair")
+            if not pair[0].isidentifier() or pair[0] in seen:
+                raise self.fail((where, f".globals[{i}]"), "must name a new identifier")
+            seen.add(pair[0])
+            self.check(pair[1], (where, f".globals[{pair[0]!r}]"), depth + 1)
+
     def _check_object(self, tree: dict, where: Where, depth: int) -> None:
-        if not isinstance(tree["type"], dict) or tree["type"].get("t") not in ("global", "missing"):
-            raise self.fail(where, "object.type must be an import path")
+        if tree.get("call", True) is not True:
+            raise self.fail(where, "object.call must be true when present")
+        if not isinstance(tree["type"], dict) or tree["type"].get("t") not in ("global", "missing", "class", "ref"):
+            raise self.fail(where, "object.type must be an import path or a recorded class")
         for key in ("type", "args", "state", "listitems", "dictitems"):
             self.check(tree[key], (where, f".{key}"), depth + 1)
 
@@ -1090,12 +1190,21 @@ class Decoder:
         self.target = target
         self.memo: dict[int, Any] = {}
         self.missing: list[str] = []
+        self.class_builder: FunctionBuilder | None = None
 
     def sub(self) -> "Decoder":
         """A decoder for an independent tree (its own ids), sharing everything else."""
         dec = Decoder(trusted=self.trusted, function_builder=self.function_builder, target=self.target)
+        dec.class_builder = self.class_builder
         dec.missing = self.missing
         return dec
+
+    def _class(self, t: dict) -> Any:
+        if self.class_builder is None:
+            obj: Any = self._missing_from(t["qualname"], "class", "no source to rebuild it from")
+            self.memo[t["id"]] = obj
+            return obj
+        return self.class_builder(t, self)
 
     def decode(self, tree: Any) -> Any:
         if tree is None or isinstance(tree, (bool, str)):
@@ -1221,7 +1330,9 @@ class Decoder:
         try:
             if not isinstance(cls, type):
                 raise TypeError(f"{cls!r} is not a class here")
-            obj = cls.__new__(cls, *self.decode(t["args"]))
+            args = self.decode(t["args"])
+            # what the class's own reduction calls (defaultdict subclasses), else __new__
+            obj = cls(*args) if t.get("call") else cls.__new__(cls, *args)
         except Exception as exc:
             missing = self._missing_from(describe_global(t["type"]), "object", f"{type(exc).__name__}: {exc}")
             self.memo[t["id"]] = missing
@@ -1288,6 +1399,8 @@ def describe_global(tree: Any) -> str:
         return f"{tree['module']}.{tree['qualname']}"
     if isinstance(tree, dict) and tree.get("t") == "missing":
         return str(tree.get("repr") or tree.get("type"))
+    if isinstance(tree, dict) and tree.get("t") == "class":
+        return f"{tree['module']}.{tree['qualname']}"
     return "?"
 
 

@@ -33,13 +33,18 @@ OLDEST_PYTHON = (3, 9)
 NEWEST_PYTHON = (3, 15)
 
 
+# Read once, at import: tests patch sys.implementation and platform.python_version, and a
+# record made under such a patch must still say which interpreter made it.
+_HERE = {
+    "version": platform.python_version(),
+    "implementation": sys.implementation.name,
+    "magic": importlib.util.MAGIC_NUMBER.hex(),
+    "cache_tag": sys.implementation.cache_tag,
+}
+
+
 def current_python() -> dict:
-    return {
-        "version": platform.python_version(),
-        "implementation": sys.implementation.name,
-        "magic": importlib.util.MAGIC_NUMBER.hex(),
-        "cache_tag": sys.implementation.cache_tag,
-    }
+    return dict(_HERE)
 
 
 def same_interpreter(python: dict) -> bool:
@@ -112,6 +117,7 @@ class CodeIndex:
     """Code objects of one compiled source, found by (qualname, first line)."""
 
     def __init__(self, module_code: types.CodeType) -> None:
+        self.module_code = module_code  # what a class's snippet executes to rebuild it
         self.entries: dict[tuple, list[types.CodeType]] = {}
         for key, code in walk_code(module_code):
             self.entries.setdefault((key, code.co_firstlineno), []).append(code)

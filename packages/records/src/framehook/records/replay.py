@@ -159,6 +159,7 @@ class Rebuilder:
             if self.shared_ids and decoders:
                 return decoders[0]
             dec = Decoder(trusted=self.trusted, function_builder=self._nested(namespace, namespaces), target=fn)
+            dec.class_builder = self._classes(namespace, namespaces)
             decoders.append(dec)
             return dec
 
@@ -207,6 +208,36 @@ class Rebuilder:
             if var in by_name and value is not EMPTY_CELL:
                 by_name[var].cell_contents = value
 
+    def _module_namespace(self, module: str | None, namespace: dict, namespaces: dict[str, dict]) -> dict:
+        """The recorded function's namespace for its own module, else one per module name."""
+        if module is None or module == self.rec.code["module"]:
+            return namespace
+        return namespaces.setdefault(module, {"__name__": module, "__builtins__": builtins})
+
+    def _classes(self, namespace: dict, namespaces: dict[str, dict]) -> Any:
+        def build_class(tree: dict, dec: Decoder) -> Any:
+            """Run the recorded class statement (it is in the record: the plan lists it)
+            in its module's namespace, with the globals it names."""
+            index = self.sources.index(tree["src"])
+            ns = self._module_namespace(tree["module"], namespace, namespaces)
+            wanted = trust.names_of(index.module_code)
+            for name, value in tree["globals"]:
+                if name in wanted:
+                    ns[name] = dec.decode(value)
+            try:
+                exec(index.module_code, ns)
+                cls: Any = ns[tree["qualname"].split(".")[0]]
+                for part in tree["qualname"].split(".")[1:]:
+                    cls = getattr(cls, part)
+            except Exception as exc:  # the class statement raised: a named placeholder
+                cls = dec._missing_from(
+                    tree["qualname"], "class", f"its class statement raised {type(exc).__name__}: {exc}"
+                )
+            dec.memo[tree["id"]] = cls
+            return cls
+
+        return build_class
+
     def _nested(self, namespace: dict, namespaces: dict[str, dict]) -> Any:
         def build_function(tree: dict, dec: Decoder) -> Any:
             code = self.sources.locate(tree)
@@ -214,9 +245,7 @@ class Rebuilder:
                 code = code.replace(co_flags=code.co_flags | tree["flags"])
             self.codes.append(code)
             module = tree.get("module")
-            ns = namespace
-            if module is not None:  # another module's function: that module's names
-                ns = namespaces.setdefault(module, {"__name__": module, "__builtins__": builtins})
+            ns = self._module_namespace(module, namespace, namespaces)
             cells = tuple(types.CellType() for _ in code.co_freevars)
             fn = types.FunctionType(code, ns, tree["name"], None, cells or None)
             fn.__qualname__ = tree["qualname"]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import linecache
+import sys
 import types
 from dataclasses import dataclass
 
@@ -194,3 +195,47 @@ def _snippet(code: types.CodeType, module: _Module | None, module_globals: dict 
     if not text.endswith("\n"):
         text += "\n"
     return Snippet(filename, first, text)
+
+
+def class_snippet(cls: type, module_globals: dict | None) -> Snippet | None:
+    """The class statement of ``cls`` (decorators included) with a header line for each
+    class around it and the module's future imports, at its original lines; None for a
+    class made inside a function or whose source is not found. Replay executes it (the
+    statement, not the module) to rebuild a class that cannot be imported, so unlike a
+    function's snippet it holds no import line."""
+    qualname = getattr(cls, "__qualname__", "")
+    module_name = getattr(cls, "__module__", None)
+    if "<" in qualname or not isinstance(module_name, str):
+        return None
+    module_obj = sys.modules.get(module_name)
+    filename = getattr(module_obj, "__file__", None)
+    if not isinstance(filename, str):
+        return None
+    module = _module(filename, module_globals)
+    if module is None:
+        return None
+    body: list[ast.stmt] = module.tree.body
+    chain: list[ast.ClassDef] = []
+    for part in qualname.split("."):
+        found = [n for n in body if isinstance(n, ast.ClassDef) and n.name == part]
+        if len(found) != 1:
+            return None  # absent, or defined twice (which one made this class is unknown)
+        chain.append(found[0])
+        body = found[0].body
+    kept = chain[-1]
+    start, end = _first_line(kept), kept.end_lineno or kept.lineno
+    out: dict[int, str] = {}
+    for future in module.future:
+        for number in range(future.lineno, (future.end_lineno or future.lineno) + 1):
+            out[number] = module.lines[number - 1]
+    for header in chain[:-1]:
+        if header.lineno in out or header.lineno >= start:
+            return None
+        out[header.lineno] = _header(header, module.lines)
+    for number in range(start, end + 1):
+        if number in out:
+            return None
+        out[number] = module.lines[number - 1]
+    first = min(out)
+    text = "".join(out.get(number, "\n") for number in range(first, end + 1))
+    return Snippet(filename, first, text if text.endswith("\n") else text + "\n")

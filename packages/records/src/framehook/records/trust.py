@@ -151,6 +151,9 @@ class _Survey:
                 stack.append(node["self"])
             elif tag == "iterator":
                 stack.append(node["items"])
+            elif tag == "class":
+                self.references.append((at, node))
+                stack.extend(value for _, value in node["globals"])
             elif tag == "object":
                 stack.extend(node[key] for key in ("type", "args", "state", "listitems", "dictitems"))
             elif tag == "exception":
@@ -217,6 +220,10 @@ def plan(
             if node["t"] == "module":
                 imports.add(node["name"])
                 result.bindings.append(f"{at} -> module {node['name']}")
+            elif node["t"] == "class":
+                result.bindings.append(
+                    f"{at} -> class {node['module']}.{node['qualname']}, made by running its recorded class statement"
+                )
             else:
                 imports.add(node["module"])
                 if node["module"] != "builtins":
