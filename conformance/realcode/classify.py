@@ -74,6 +74,18 @@ def _is_running_version(recorded: str, replayed: str, recorded_on: str, replayed
     return any(before[form] == recorded and after[form] == replayed for form in before)
 
 
+def _is_str_hash_across_siphash(recorded: str, replayed: str, recorded_on: str, replayed_on: str) -> bool:
+    """A cached hash() differs, recorded and replayed on either side of 3.11 (PEP 456's
+    default string hash went from SipHash-2-4 to SipHash-1-3 there), both under the tier's
+    fixed PYTHONHASHSEED."""
+
+    def era(version: str) -> bool:
+        major, minor = (int(x) for x in version.split(".")[:2])
+        return (major, minor) >= (3, 11)
+
+    return era(recorded_on) != era(replayed_on) and recorded != replayed
+
+
 # Each entry names a behaviour of CPython itself that differs between the recording and
 # the replaying version, checked value by value: a difference is explained only when both
 # sides are exactly what the entry says they must be.
@@ -84,6 +96,13 @@ KNOWN_DIFFERENCES: tuple = (
         "platform.python_version()): replayed on another CPython it returns that one's",
         pattern=r"recorded str '(?P<recorded>[^']*)', replayed str '(?P<replayed>[^']*)'$",
         check=_is_running_version,
+    ),
+    KnownDifference(
+        name="str-hash-function",
+        why="a value caches hash() of strings (a _hash attribute): CPython 3.11 changed the "
+        "string hash function, so even under one PYTHONHASHSEED 3.9/3.10 and 3.11+ differ",
+        pattern=r"\[str '_hash'\]: recorded int (?P<recorded>-?\d+), replayed int (?P<replayed>-?\d+)$",
+        check=_is_str_hash_across_siphash,
     ),
 )
 

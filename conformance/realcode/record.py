@@ -31,6 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sources  # noqa: E402
 
 DEFAULT_CAP = 20
+# str hashes are salted per process: a value that caches one (a hashed key tuple) records
+# a number only a process with the same seed reproduces; record and replay under this one
+HASH_SEED = sources.HASH_SEED
 RECORD_NAME = re.compile(r"^(?P<stem>.+)\.(?P<index>\d+)\.fhrec$")
 
 
@@ -99,6 +102,7 @@ def record_library(lib: sources.Library, out: Path, cap: int) -> dict:
         PYTHONPATH=os.pathsep.join(filter(None, [str(tree / lib.import_root), os.environ.get("PYTHONPATH")])),
     )
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # the cached tree is shared by every env
+    env["PYTHONHASHSEED"] = HASH_SEED
     start = time.monotonic()
     cpu = os.times()
     run = subprocess.run(cmd, cwd=str(tree), env=env, capture_output=True, text=True)

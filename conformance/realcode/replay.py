@@ -180,6 +180,14 @@ def strict_from_env() -> bool:
     return os.environ.get("FRAMEHOOK_REALCODE_STRICT", "") not in ("", "0")
 
 
+def _with_hash_seed() -> None:
+    """Run again under the tier's PYTHONHASHSEED when started without it (a seed can only
+    be set when the interpreter starts): see record.HASH_SEED."""
+    if os.environ.get("PYTHONHASHSEED") != sources.HASH_SEED:
+        env = dict(os.environ, PYTHONHASHSEED=sources.HASH_SEED)
+        os.execve(sys.executable, [sys.executable, *sys.argv], env)
+
+
 def main(argv: list | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", required=True, help="the directory record.py wrote")
@@ -212,4 +220,5 @@ def main(argv: list | None = None) -> int:
 
 
 if __name__ == "__main__":
+    _with_hash_seed()
     sys.exit(main())

@@ -470,3 +470,48 @@ def test_the_interpreter_stamp_ignores_patches_made_by_tests(monkeypatch, tmp_pa
     monkeypatch.undo()
     assert rec.python["version"] == platform.python_version()
     assert load(tmp_path / "p.fhrec").python["version"] == platform.python_version()
+
+
+def _implementation():
+    return sys.implementation.name, sys.implementation.cache_tag
+
+
+def test_a_module_attribute_the_test_replaced_is_set_again_for_the_replay(monkeypatch, tmp_path):
+    import types
+
+    from framehook.records.recorder import remember_modules
+
+    remember_modules()  # what record_calls and the plugin do when they start
+    real = sys.implementation
+    monkeypatch.setattr(sys, "implementation", types.SimpleNamespace(name="sillywalk", cache_tag=None))
+    path = tmp_path / "impl.fhrec"
+    rec = record(_implementation, path=path)
+    monkeypatch.undo()
+    assert [p[:2] for p in rec.patches] == [["sys", "implementation"]]
+    result = _replays(path)
+    assert "sys.implementation -> the recorded value, set for the call as the test had" in result.bindings
+    assert sys.implementation is real  # put back after the call
+
+
+def _short_name():
+    return {"cpython": "cp", "pypy": "pp"}.get(sys.implementation.name)
+
+
+def test_a_field_the_test_set_on_a_module_namespace_is_set_again(monkeypatch, tmp_path):
+    from framehook.records.recorder import remember_modules
+
+    remember_modules()
+    monkeypatch.setattr(sys.implementation, "name", "pypy")  # as packaging's tests do
+    path = tmp_path / "short.fhrec"
+    rec = record(_short_name, path=path)
+    monkeypatch.undo()
+    assert rec.outcome["value"] == "pp" and [p[:2] for p in rec.patches] == [["sys", "implementation"]]
+    _replays(path)
+    assert sys.implementation.name == "cpython"
+
+
+def test_the_classes_of_none_and_ellipsis_need_no_types_module():
+    enc = Encoder(sources=Sources(None, None))
+    trees = [enc.encode(tp, "t") for tp in (type(None), type(Ellipsis), type(NotImplemented))]
+    assert all(tree["t"] == "ext" and tree["codec"] == "singleton_type" for tree in trees)
+    assert [Decoder().decode(tree) for tree in trees] == [type(None), type(Ellipsis), type(NotImplemented)]

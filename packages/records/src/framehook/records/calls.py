@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Iterable, Iterator
 
 from . import driver
+from .recorder import remember_modules
 
 __all__ = ["CallRecording", "record_calls", "observer_factory", "GROUP"]
 
@@ -197,6 +198,7 @@ class CallRecording:
         if self._active:
             raise RuntimeError("this recording is already entered")
         os.makedirs(self.directory, exist_ok=True)
+        remember_modules()  # before any test patches a module: see recorder._patched
         self._active = True
         try:
             self._start()

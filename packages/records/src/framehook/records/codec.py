@@ -104,6 +104,9 @@ def _qualname_path(obj: Any) -> tuple[str, str] | None:
     return (module, qualname) if target is obj else None
 
 
+_SINGLETON_TYPES = {type(None): "None", type(Ellipsis): "Ellipsis", type(NotImplemented): "NotImplemented"}
+
+
 def _importable_path(obj: Any) -> tuple[str, str] | None:
     """Like _qualname_path, but never a test module's: where records replay, tests are
     not installed, and importing one would run a test file."""
@@ -167,6 +170,10 @@ class Encoder:
         self.source_functions: list[types.FunctionType] = []
         self._tuple_stack: set[int] = set()
         self.budget = [MAX_VALUES]  # shared with sub-encoders of the same record
+        # replay: functions and classes it rebuilt from the record, encoded by value as at
+        # recording although their source files (and modules) need not exist here
+        self.rebuilt: set[int] = set()
+        self.not_by_reference: set[int] = set()  # values that must not be read back by path
 
     def sub(self) -> "Encoder":
         """An encoder for an independent tree (its ids restart) sharing this one's tables."""
@@ -180,6 +187,7 @@ class Encoder:
         enc.missing = self.missing
         enc.source_functions = self.source_functions
         enc.budget = [MAX_VALUES]  # a tree of its own gets a budget of its own
+        enc.rebuilt = self.rebuilt
         return enc
 
     # -- helpers ---------------------------------------------------------------------
@@ -290,7 +298,7 @@ class Encoder:
         if isinstance(obj, BaseException):
             return self._exception(obj, name, depth)
         if self.sources is not None and not isinstance(obj, (type, types.BuiltinFunctionType, enum.Enum)):
-            where = MODULE_OBJECTS.find(obj)
+            where = MODULE_OBJECTS.find(obj) if id(obj) not in self.not_by_reference else None
             if where is not None:  # a module-level object: by reference, so identity holds
                 return {"t": "global", "module": where[0], "qualname": where[1]}
         codec = registry.codec_for_object(obj)
@@ -306,6 +314,9 @@ class Encoder:
             or obj is Ellipsis
             or obj is NotImplemented
         ):
+            singleton = _SINGLETON_TYPES.get(obj) if isinstance(obj, type) else None
+            if singleton is not None:  # types.NoneType is 3.10+: named by its instance instead
+                return {"t": "ext", "codec": "singleton_type", "v": singleton}
             path = _enum_path(obj) if isinstance(obj, enum.Enum) else self._path(obj)
             if obj is Ellipsis:
                 path = ("builtins", "Ellipsis")
@@ -319,7 +330,7 @@ class Encoder:
                     return by_value
             if isinstance(obj, types.BuiltinFunctionType) and not isinstance(obj.__self__, types.ModuleType):
                 return self._method(obj, obj.__self__, obj.__name__, name, depth)
-            where = MODULE_OBJECTS.find(obj)
+            where = MODULE_OBJECTS.find(obj) if id(obj) not in self.not_by_reference else None
             if where is not None:
                 return {"t": "global", "module": where[0], "qualname": where[1]}
             return self.placeholder(obj, name, "not importable by module and qualified name")
@@ -330,7 +341,7 @@ class Encoder:
                 return self._method(obj, obj.__self__, obj.__func__.__name__, name, depth)
             if isinstance(obj, _ITERATOR_TYPES):
                 return self.placeholder(obj, name, "an iterator not passed as an argument itself (items unknown)")
-            state = _object_state(obj)
+            state = _object_state(obj, id(tp) in self.rebuilt)
             if isinstance(state, tuple):
                 return self._object(obj, state, name, depth)
             if state is not None and not self.allow_pickle:
@@ -358,6 +369,16 @@ class Encoder:
         from .snippets import class_snippet
 
         assert self.sources is not None
+        if id(cls) in self.rebuilt:  # replay's own rebuild: what comparing needs
+            return {
+                "t": "class",
+                "id": self._new_id(cls),
+                "name": cls.__name__,
+                "qualname": cls.__qualname__,
+                "src": 0,
+                "module": cls.__module__,
+                "globals": [],
+            }
         module = sys.modules.get(cls.__module__)
         namespace = getattr(module, "__dict__", None)
         snippet = class_snippet(cls, namespace) if isinstance(namespace, dict) else None
@@ -454,11 +475,12 @@ class Encoder:
         code = fn.__code__
         target_globals = getattr(self.target, "__globals__", None)
         own_module = fn.__globals__ is target_globals
-        if not own_module:
+        rebuilt = id(code) in self.rebuilt
+        if not own_module and not rebuilt:
             path = _importable_path(fn) or MODULE_OBJECTS.find(fn)
             if path is not None:
                 return {"t": "global", "module": path[0], "qualname": path[1]}
-        src = self.sources.index_of(code, fn.__globals__)
+        src = None if rebuilt else self.sources.index_of(code, fn.__globals__)
         if src is False:
             return self.placeholder(fn, name, "function whose source is not available and that is not importable")
         ident = self._new_id(fn)
@@ -671,10 +693,20 @@ class _ModuleObjects:
             self.seen[id(namespace)] = len(namespace)
             if not isinstance(module, types.ModuleType) or _is_test_module(name, module):
                 continue
+            classes = []
             for key, value in list(namespace.items()):
                 if key.startswith("__") or isinstance(value, _VALUE_TYPES):
                     continue
                 self.by_id[id(value)] = (name, key)  # the latest binding: ids get reused
+                if isinstance(value, type) and getattr(value, "__module__", None) == name:
+                    classes.append((key, value))
+            # class-level sentinels (a default `=__marker` of a method) by Class.attr, where
+            # no module-level binding names them
+            for key, cls in classes:
+                for attr, value in list(vars(cls).items()):
+                    if attr.startswith("__") or isinstance(value, _VALUE_TYPES + _CALLABLE_TYPES):
+                        continue
+                    self.by_id.setdefault(id(value), (name, f"{key}.{attr}"))
         self.size = self._fingerprint()
 
     def find(self, obj: Any) -> tuple[str, str] | None:
@@ -683,8 +715,7 @@ class _ModuleObjects:
         hit = self.by_id.get(id(obj))
         if hit is None:
             return None
-        module = sys.modules.get(hit[0])
-        if module is not None and getattr(module, "__dict__", {}).get(hit[1]) is obj:
+        if _bound_at(hit) is obj:
             return hit
         self.by_id.pop(id(obj), None)  # rebound since: look again once
         self._index_one(obj)
@@ -702,19 +733,34 @@ class _ModuleObjects:
                     return
 
 
+_CALLABLE_TYPES = (types.FunctionType, staticmethod, classmethod, property)
+
+
+def _bound_at(path: tuple[str, str]) -> Any:
+    """What ``module.qualname`` holds now, read through ``__dict__`` (runs no code)."""
+    target: Any = sys.modules.get(path[0])
+    for part in path[1].split("."):
+        namespace = getattr(target, "__dict__", None)
+        if not isinstance(namespace, (dict, types.MappingProxyType)) or part not in namespace:
+            return _NOTHING
+        target = namespace[part]
+    return target
+
+
+_NOTHING = object()
 MODULE_OBJECTS = _ModuleObjects()
 
 
 _REDUCING_TO_ITSELF = frozenset({"collections"})
 
 
-def _object_state(obj: Any) -> "tuple | str | None":
+def _object_state(obj: Any, rebuilt: bool = False) -> "tuple | str | None":
     """(class, new args, state, list items, dict items) of an instance of an importable
     class that pickles the default way, read without running the class's own code where
     it keeps the default; a reason string when its state cannot be read; None when the
     object is not such an instance."""
     tp = type(obj)
-    if _importable_path(tp) is None and ("<" in tp.__qualname__ or tp.__module__ not in sys.modules):
+    if _importable_path(tp) is None and ("<" in tp.__qualname__ or tp.__module__ not in sys.modules) and not rebuilt:
         return f"instance of {tp.__module__}.{tp.__qualname__}, a class made inside a function"
     default = tp.__reduce_ex__ is object.__reduce_ex__ and tp.__reduce__ is object.__reduce__
     # a subclass of a type that reduces to itself (defaultdict, OrderedDict, deque)

@@ -39,6 +39,12 @@ def describe(tree: Any) -> str:
         return f"exception {describe(tree['type'])}: {tree['message'][:80]}"
     if tag == "ext":
         return f"{tree['codec']} {describe(tree['v'])}"
+    if tag == "class":
+        return f"class {tree['module']}.{tree['qualname']}"
+    if tag == "object":
+        return f"{describe(tree['type']).removeprefix('class ')} object"
+    if tag == "iterator":
+        return f"iterator ({tree['type']})"
     return tag or "?"
 
 
@@ -126,6 +132,21 @@ class Differ:
             ca, cb = dict(map(tuple, a["closure"])), dict(map(tuple, b["closure"]))
             for var in sorted(set(ca) | set(cb)):
                 self.same(ca.get(var), cb.get(var), f"{where}.<closure {var}>")
+            return
+        if ta == "class":
+            if (a["module"], a["qualname"]) != (b["module"], b["qualname"]):
+                self.add(where, a, b)
+            return
+        if ta == "object":
+            self.same(a["type"], b["type"], f"{where}.__class__")
+            for key in ("args", "state", "listitems", "dictitems"):
+                self.same(a[key], b[key], f"{where}.{key}")
+            return
+        if ta == "method":
+            if a["name"] != b["name"]:
+                self.add(where, a, b)
+                return
+            self.same(a["self"], b["self"], f"{where}.__self__")
             return
         if ta == "ext":
             if a["codec"] != b["codec"]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import AbstractSet, Any
 
@@ -36,6 +37,7 @@ class Record:
     notes: list = field(default_factory=list)
     sources: list = field(default_factory=list)  # [{filename, line, text}]: other functions' source
     state: dict | None = None  # global random states before the call, when it moved them
+    patches: list = field(default_factory=list)  # [[module, attribute, value]]: what tests replaced
     format: tuple = FORMAT
     path: str | None = None  # the file it was read from, if any
 
@@ -48,6 +50,7 @@ class Record:
                 "globals": [[name, tree] for name, tree in self.globals.items()],
                 "sources": self.sources,
                 "state": self.state,
+                **({"patches": self.patches} if self.patches else {}),
             }
         return {**self._common(), "globals": self.globals}
 
@@ -93,7 +96,7 @@ _TOP = {
     "missing",
     "notes",
 }
-_TOP_2 = _TOP | {"sources", "state"}
+_TOP_2 = _TOP | {"sources", "state", "patches"}
 _MAX_SOURCE = 8 * 1024 * 1024
 
 _MAX_NAMES = 100_000
@@ -142,7 +145,7 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False, 
     extra = set(doc) - top_fields(fmt[0])
     _need(not extra, path, "record", f"unknown fields {sorted(extra)}")
     _need(doc.get("kind") == KIND, path, "record", "kind is not framehook-record")
-    absent = top_fields(fmt[0]) - set(doc) - {"translator"}
+    absent = top_fields(fmt[0]) - set(doc) - {"translator", "patches"}
     _need(not absent, path, "record", f"missing fields {sorted(absent)}")
     python = _obj(doc, "python", {"version", "implementation", "magic", "cache_tag"}, path, "python")
     for key in python:
@@ -223,6 +226,21 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False, 
         for name, sub in sections[section].items():
             check(sub, (section, [name]))
     trust.check_builtins(doc["builtins"], path)
+    patches: Any = doc.get("patches", [])
+    _need(isinstance(patches, list) and len(patches) <= 1000, path, "patches", "must be a list")
+    for i, item in enumerate(patches):
+        _need(
+            isinstance(item, list)
+            and len(item) == 3
+            and isinstance(item[0], str)
+            and re.match(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$", item[0]) is not None
+            and isinstance(item[1], str)
+            and item[1].isidentifier(),
+            path,
+            f"patches[{i}]",
+            "must be [module name, attribute name, value]",
+        )
+        tree(item[2], f"patches[{i}]")
     state: Any = doc.get("state")
     if state is not None:
         _need(
@@ -286,6 +304,7 @@ def from_document(doc: dict, *, path: str | None = None, trusted: bool = False, 
         notes=doc["notes"],
         sources=sources,
         state=state,
+        patches=patches,
         format=tuple(fmt),
         path=path,
     )

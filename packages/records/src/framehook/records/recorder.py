@@ -82,6 +82,9 @@ class _Trees:
             module=fn.__module__ if isinstance(fn.__module__, str) else None,
         )
 
+        self.names: set[str] = set()  # every name the recorded code (and its helpers) reads
+        self.modules: dict[str, types.ModuleType] = {}  # the modules among its globals
+
     @property
     def missing(self) -> list[str]:
         return self.inputs.missing
@@ -91,6 +94,13 @@ class _Trees:
 
     def __call__(self, obj: Any, name: str) -> Any:
         return self.inputs.sub().encode(obj, name)
+
+    def by_value(self, obj: Any, name: str) -> Any:
+        """An independent tree of ``obj`` that never names ``obj`` itself by its module
+        path (a patched attribute's value: that path leads to what replay must replace)."""
+        enc = self.inputs.sub()
+        enc.not_by_reference = {id(obj)}
+        return enc.encode(obj, name)
 
 
 def _closure(fn: types.FunctionType, trees: _Trees) -> list:
@@ -102,6 +112,53 @@ def _closure(fn: types.FunctionType, trees: _Trees) -> list:
             out.append([var, {"t": "empty_cell"}])
             continue
         out.append([var, trees.shared(content, f"closure[{var!r}]")])
+    return out
+
+
+# What the modules held before any test could patch them: module name -> its namespace
+# as first seen (remember_modules), so that a module attribute a test replaced (a stubbed
+# sys.implementation, a monkeypatched platform.python_version) is recorded and put back
+# for the replay, as the call saw it.
+_PRISTINE: dict[str, dict] = {}
+
+
+def remember_modules() -> None:
+    """Take note of every imported module's attributes (once per module). Recording calls
+    this when it starts (record_calls, the pytest plugin) and before each record."""
+    for name, module in list(sys.modules.items()):
+        if name not in _PRISTINE and isinstance(module, types.ModuleType):
+            namespace = getattr(module, "__dict__", None)
+            if isinstance(namespace, dict):
+                _PRISTINE[name] = dict(namespace)
+                for value in namespace.values():  # sys.implementation: patched attribute by attribute
+                    if type(value) is types.SimpleNamespace and id(value) not in _PRISTINE_FIELDS:
+                        _PRISTINE_FIELDS[id(value)] = (value, dict(vars(value)))
+
+
+_PRISTINE_FIELDS: dict[int, tuple[Any, dict]] = {}
+
+
+_ABSENT = object()
+
+
+def _patched(modules: dict[str, types.ModuleType], names: set[str]) -> list[tuple[str, str, Any]]:
+    """(module, attribute, value) for each attribute of the given modules that the code
+    names and that differs from what the module held when first seen."""
+    out = []
+    for module_name, module in sorted(modules.items()):
+        before = _PRISTINE.get(module_name)
+        namespace = getattr(module, "__dict__", None)
+        if before is None or not isinstance(namespace, dict):
+            continue
+        for attr in sorted(names):
+            now = namespace.get(attr, _ABSENT)
+            if now is not _ABSENT and now is not before.get(attr, _ABSENT):
+                out.append((module_name, attr, now))
+                continue
+            fields = _PRISTINE_FIELDS.get(id(now))
+            if fields is not None and fields[0] is now and vars(now) != fields[1]:
+                # the same namespace object, with a field the test set: record a copy
+                out.append((module_name, attr, types.SimpleNamespace(**vars(now))))
     return out
 
 
@@ -118,16 +175,21 @@ def _globals(fn: types.FunctionType, trees: _Trees) -> tuple[dict, dict]:
     seen_codes: set[int] = set()
     glob: dict = {}
     bltn: dict = {}
+    trees.names = set()
     while pending:
         code = pending.pop()
         if id(code) in seen_codes:
             continue
         seen_codes.add(id(code))
-        for name in sorted(names_of(code)):
+        names = names_of(code)
+        trees.names |= names
+        for name in sorted(names):
             if name in glob or name in bltn or name == "__builtins__":
                 continue
             if name in ns:
                 glob[name] = trees.shared(ns[name], f"globals[{name!r}]")
+                if isinstance(ns[name], types.ModuleType):
+                    trees.modules[ns[name].__name__] = ns[name]
                 pending.extend(f.__code__ for f in found[done:])
                 done = len(found)
             elif name in builtin_ns:
@@ -248,7 +310,12 @@ def record_with_outcome(
         "closure": _closure(fn, trees),
     }
     call = {"args": trees.shared(args, "args"), "kwargs": trees.shared(kwargs, "kwargs")}
+    remember_modules()
     glob, bltn = _globals(fn, trees)
+    patches = [
+        [module, attr, trees.by_value(value, f"{module}.{attr} (as the test set it)")]
+        for module, attr, value in _patched(trees.modules, trees.names)
+    ]
     local_trees = _bound_locals(fn, args, kwargs, trees)
     random_state = _RandomState()
     outcome = driver.run(fn, args, kwargs, kind)
@@ -284,6 +351,7 @@ def record_with_outcome(
         notes=list(notes),
         sources=trees.sources.items,
         state={key: trees(value, f"{key} state") for key, value in moved.items()} or None,
+        patches=patches,
     )
     if path is not None:
         from .reader import save

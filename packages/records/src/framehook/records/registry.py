@@ -168,6 +168,14 @@ def _register_defaults() -> None:
     register_codec(
         "collections:ChainMap", "chainmap", lambda c: list(c.maps), lambda v: _lazy("collections", "ChainMap")(*v)
     )
+    # the classes of None, ... and NotImplemented: written by the encoder itself (their
+    # instances are not what a codec is looked up by), decoded here by name
+    register_codec(
+        "framehook.records.codec:_SingletonTypes",
+        "singleton_type",
+        lambda obj: obj,
+        lambda v: type({"None": None, "Ellipsis": Ellipsis, "NotImplemented": NotImplemented}[v]),
+    )
     # pathlib's classes moved to pathlib._local in 3.13: one codec name, both type paths
     for cls in ("PurePath", "PurePosixPath", "PureWindowsPath", "Path", "PosixPath", "WindowsPath"):
         codec = register_codec(f"pathlib:{cls}", f"path.{cls}", str, _path_decoder(cls))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
+import importlib
 import os
 import platform
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from . import codeloc, trust
 from .codechoice import BYTECODE_DIFFERS as BYTECODE_DIFFERS  # what code_from and note say, re-exported
@@ -140,6 +142,8 @@ class Rebuilder:
         self.code, self.code_from, self.note = choice.code, choice.code_from, choice.note
         self.sources = choice.sources
         self.codes: list[types.CodeType] = [self.code]
+        self.classes: list[type] = []  # classes rebuilt from their recorded statements
+        self.patch_values: list[tuple[str, str, Any]] = []  # of the latest build
         self.plan = trust.plan(rec, self.code, self.sources.find)
         limits.check("values", self.plan.values, rec.path)
 
@@ -180,6 +184,8 @@ class Rebuilder:
         kwargs = decoder().decode(rec.call["kwargs"])
         if self.shared_ids:
             decode_globals()
+        # module attributes the test had replaced when the call ran, each a tree of its own
+        self.patch_values = [(module, attr, decoder().sub().decode(tree)) for module, attr, tree in rec.patches]
         missing: list[str] = []
         for dec in decoders:
             missing.extend(item for item in dec.missing if item not in missing)
@@ -234,6 +240,8 @@ class Rebuilder:
                     tree["qualname"], "class", f"its class statement raised {type(exc).__name__}: {exc}"
                 )
             dec.memo[tree["id"]] = cls
+            if isinstance(cls, type):
+                self.classes.append(cls)
             return cls
 
         return build_class
@@ -264,13 +272,16 @@ class Rebuilder:
         return build_function
 
 
-def _encode_outcome(rec: Record, fn: Any, outcome: Any, args: tuple, kwargs: dict, trusted: bool) -> dict:
+def _encode_outcome(builder: Rebuilder, fn: Any, outcome: Any, args: tuple, kwargs: dict, trusted: bool) -> dict:
+    rec = builder.rec
     # the rules of the record's own format, so that both sides encode alike
     sources = Sources(None, None) if rec.format[0] >= 2 else None
+    rebuilt = {id(code) for code in builder.codes} | {id(cls) for cls in builder.classes}
 
     def trees(obj: Any, name: str) -> Any:
         # Same source file name as at recording, so same-file functions encode alike.
         enc = Encoder(source_file=rec.code["filename"], target=fn, allow_pickle=trusted, sources=sources)
+        enc.rebuilt = rebuilt
         return enc.encode(obj, name)
 
     return encode_outcome(outcome, args, kwargs, trees)
@@ -375,6 +386,27 @@ def replay_record(
     return result
 
 
+@contextlib.contextmanager
+def _patched(patches: list) -> Iterator[None]:
+    """Set the module attributes the test had replaced, for the call only."""
+    saved = []
+    try:
+        for module_name, attr, value in patches:
+            module = importlib.import_module(module_name)
+            saved.append((module, attr, module.__dict__.get(attr, _ABSENT)))
+            setattr(module, attr, value)
+        yield
+    finally:
+        for module, attr, old in reversed(saved):
+            if old is _ABSENT:
+                delattr(module, attr)
+            else:
+                setattr(module, attr, old)
+
+
+_ABSENT = object()
+
+
 class _ModeFailed(Exception):
     def __init__(self, result: ModeResult) -> None:
         self.result = result
@@ -392,12 +424,13 @@ def _replay_once(builder: Rebuilder, mode: str, entry_points: dict, trusted: boo
         raise _ModeFailed(ModeResult(mode, "error", f"decoding failed: {type(exc).__name__}")) from None
     try:
         builder.restore_state()
-        run = run_mode(mode, fn, args, kwargs, rec.code["kind"], entry_points)
+        with _patched(builder.patch_values):
+            run = run_mode(mode, fn, args, kwargs, rec.code["kind"], entry_points)
     except Exception as exc:  # a broken mode (not the replayed code) is an error
         raise _ModeFailed(ModeResult(mode, "error", f"{mode} mode failed: {type(exc).__name__}: {exc}")) from None
     if run.skip is not None:
         return run, {}, missing
-    return run, _encode_outcome(rec, fn, run.outcome, args, kwargs, trusted), missing
+    return run, _encode_outcome(builder, fn, run.outcome, args, kwargs, trusted), missing
 
 
 def replay(

@@ -186,6 +186,7 @@ def plan(
         _Survey(record.call["kwargs"], "call keyword arguments"),
     ]
     surveys = roots + [_Survey(tree, name) for name, tree in record.builtins.items()]
+    surveys += [_Survey(tree, f"{module}.{attr}") for module, attr, tree in record.patches]
     used: list[str] = []
     pending = list(roots)
     seen_functions: set[tuple] = set()
@@ -228,6 +229,9 @@ def plan(
                 imports.add(node["module"])
                 if node["module"] != "builtins":
                     result.bindings.append(f"{at} -> {node['module']}.{node['qualname']}")
+    for module, attr, _ in record.patches:
+        imports.add(module)
+        result.bindings.append(f"{module}.{attr} -> the recorded value, set for the call as the test had")
     imports.discard("builtins")
     result.imports = sorted(imports)
     return result
