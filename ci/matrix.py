@@ -392,11 +392,7 @@ def print_realcode_table(versions: list[str]) -> tuple[int, int]:
     strict = any(d.get("strict") for d in by_version.values())
     print(
         f"  framehook defects: {defects} of {total} replays"
-        + (
-            " (strict: they fail the job)"
-            if strict
-            else " (not strict yet: FRAMEHOOK_REALCODE_STRICT=1 makes them fail)"
-        )
+        + (" (strict: they fail the job)" if strict else " (lenient: FRAMEHOOK_REALCODE_STRICT=0 was set)")
     )
     return total, defects if strict else 0
 

@@ -75,13 +75,22 @@ def test_audit_watch_really_sees_events():
     assert "exec" in names and "import" in names
 
 
-def test_pickle_payload_needs_trusted(tmp_path):
-    import array
+def _rebuild_it():
+    return _Rebuilt()
 
-    value = array.array("i", [7])  # reduces its own way: no codec, so pickle
+
+class _Rebuilt:
+    kind = "rebuilt"
+
+    def __reduce__(self):
+        return (_rebuild_it, ())
+
+
+def test_pickle_payload_needs_trusted(tmp_path):
+    value = _Rebuilt()  # reduces through another callable: only pickle stores it
 
     def uses(u):
-        return str(u)
+        return u.kind
 
     path = tmp_path / "p.fhrec"
     rec = record_call(uses, (value,), path=path, allow_pickle=True)

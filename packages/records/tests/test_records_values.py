@@ -515,3 +515,25 @@ def test_the_classes_of_none_and_ellipsis_need_no_types_module():
     trees = [enc.encode(tp, "t") for tp in (type(None), type(Ellipsis), type(NotImplemented))]
     assert all(tree["t"] == "ext" and tree["codec"] == "singleton_type" for tree in trees)
     assert [Decoder().decode(tree) for tree in trees] == [type(None), type(Ellipsis), type(NotImplemented)]
+
+
+def _size_of(table):
+    return len(table), table.missing_key, table["absent"]
+
+
+def test_a_class_made_inside_a_test_is_rebuilt_from_its_body(tmp_path):
+    fallback = "fallback"
+
+    class DefaultTable(dict):  # as cachetools' tests make their caches
+        missing_key = None
+
+        def __missing__(self, key):
+            self.missing_key = key
+            return fallback
+
+    path = tmp_path / "local.fhrec"
+    rec = record(_size_of, DefaultTable(a=1), path=path)
+    assert rec.missing == []
+    node = rec.call["args"]["items"][0]["type"]
+    assert node["t"] == "class" and [var for var, _ in node["cells"]] == ["fallback"]
+    _replays(path)

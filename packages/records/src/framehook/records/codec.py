@@ -381,8 +381,12 @@ class Encoder:
             }
         module = sys.modules.get(cls.__module__)
         namespace = getattr(module, "__dict__", None)
-        snippet = class_snippet(cls, namespace) if isinstance(namespace, dict) else None
-        if snippet is None or namespace is None:
+        if not isinstance(namespace, dict):
+            return None
+        if "<locals>" in cls.__qualname__:
+            return self._local_class(cls, namespace, name, depth)
+        snippet = class_snippet(cls, namespace)
+        if snippet is None:
             return None
         try:
             with warnings.catch_warnings():
@@ -408,6 +412,67 @@ class Encoder:
             if key in namespace and key != top and key != "__builtins__"
         ]
         return node
+
+    def _local_class(self, cls: type, namespace: dict, name: Any, depth: int) -> dict | None:
+        """A class made inside a function (a test's): the class body's code is found in the
+        enclosing function's own source (through one of its methods), and the node holds
+        what running the class statement took from that function: its bases and the cells
+        of the enclosing variables it reads (taken from its methods' closures)."""
+        assert self.sources is not None
+        from .codeloc import CodeIndex, qualname_key
+        from .trust import names_of
+
+        methods = [f for f in vars(cls).values() if isinstance(f, types.FunctionType)]
+        if not methods or type(cls) not in {type} | {type(base) for base in cls.__bases__}:
+            return None  # no method to find its source through, or a metaclass of its own
+        snippet = self._snippet_of_code(methods[0].__code__, namespace)
+        if snippet is None:
+            return None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", SyntaxWarning)
+                compiled = compile(snippet.padded(), snippet.filename, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        key = qualname_key(cls.__qualname__)
+        bodies = [code for (k, _), codes in CodeIndex(compiled).entries.items() if k == key for code in codes]
+        if len(bodies) != 1:
+            return None
+        body = bodies[0]
+        cells: dict[str, Any] = {}
+        for method in methods:
+            for var, cell in zip(method.__code__.co_freevars, method.__closure__ or ()):
+                if var in body.co_freevars and var != "__class__":
+                    try:
+                        cells[var] = cell.cell_contents
+                    except ValueError:
+                        return None
+        if set(body.co_freevars) - set(cells):
+            return None  # the class body reads an enclosing variable no method keeps
+        node: dict = {
+            "t": "class",
+            "id": self._new_id(cls),
+            "name": cls.__name__,
+            "qualname": cls.__qualname__,
+            "src": self.sources.add(snippet),
+            "module": cls.__module__,
+            "globals": [],
+        }
+        node["bases"] = self.encode(cls.__bases__, (name, ".__bases__"), depth + 1)
+        node["cells"] = [
+            [var, self.encode(cells[var], (name, f".<cell {var}>"), depth + 1)] for var in body.co_freevars
+        ]
+        node["globals"] = [
+            [k, self.encode(namespace[k], f"{cls.__module__}.{k}", depth + 1)]
+            for k in sorted(names_of(body))
+            if k in namespace and k != "__builtins__"
+        ]
+        return node
+
+    def _snippet_of_code(self, code: types.CodeType, namespace: dict) -> Any:
+        from .snippets import snippet_of
+
+        return snippet_of(code, namespace)
 
     def _tap(self, tap: "Tap", name: Any) -> dict:
         node = {"t": "iterator", "id": self._new_id(tap), "type": tap.type_name, "items": None}
@@ -751,20 +816,18 @@ _NOTHING = object()
 MODULE_OBJECTS = _ModuleObjects()
 
 
-_REDUCING_TO_ITSELF = frozenset({"collections"})
-
-
 def _object_state(obj: Any, rebuilt: bool = False) -> "tuple | str | None":
     """(class, new args, state, list items, dict items) of an instance of an importable
     class that pickles the default way, read without running the class's own code where
     it keeps the default; a reason string when its state cannot be read; None when the
     object is not such an instance."""
     tp = type(obj)
-    if _importable_path(tp) is None and ("<" in tp.__qualname__ or tp.__module__ not in sys.modules) and not rebuilt:
+    if _importable_path(tp) is None and tp.__module__ not in sys.modules and not rebuilt:
         return f"instance of {tp.__module__}.{tp.__qualname__}, a class made inside a function"
     default = tp.__reduce_ex__ is object.__reduce_ex__ and tp.__reduce__ is object.__reduce__
-    # a subclass of a type that reduces to itself (defaultdict, OrderedDict, deque)
-    inherited = not default and any(base.__module__ in _REDUCING_TO_ITSELF for base in tp.__mro__[1:-1])
+    # a subclass of a collections type, which reduces to the class itself (a defaultdict
+    # subclass): what copy and pickle would do, with no other callable named
+    inherited = not default and any(base.__module__ == "collections" for base in tp.__mro__[1:-1])
     if not default and not inherited:
         return None
     try:
@@ -862,9 +925,14 @@ _FIELDS: dict[str, dict[str, Any]] = {
     "class": {"id": int, "name": str, "qualname": str, "src": int, "module": str, "globals": list},
 }
 # Fields a node may lack: the function node's of format 2 (absent in format 1 records).
-_OPTIONAL: dict[str, frozenset] = {"function": frozenset({"src", "module", "globals"}), "object": frozenset({"call"})}
+_OPTIONAL: dict[str, frozenset] = {
+    "function": frozenset({"src", "module", "globals"}),
+    "object": frozenset({"call"}),
+    "class": frozenset({"bases", "cells"}),
+}
 _FIELDS["function"].update({"src": "opt", "module": "opt", "globals": "opt"})
 _FIELDS["object"]["call"] = "opt"
+_FIELDS["class"].update({"bases": "opt", "cells": "opt"})
 _HASHABLE = {
     "int",
     "float",
@@ -1144,10 +1212,22 @@ class Validator:
             self.next_id = saved
 
     def _check_class(self, tree: dict, where: Where, depth: int) -> None:
-        if len(tree["qualname"]) > 500 or not _IDENT_PATH.match(tree["qualname"]):
+        if len(tree["qualname"]) > 500 or not _QUALNAME.match(tree["qualname"]):
             raise self.fail(where, "invalid class qualified name")
         if tree["name"] != tree["qualname"].rsplit(".", 1)[-1]:
             raise self.fail(where, "class.name must end its qualified name")
+        if ("bases" in tree) != ("cells" in tree):
+            raise self.fail(where, "class.bases and class.cells come together")
+        if "bases" in tree:
+            if not isinstance(tree["bases"], dict) or tree["bases"].get("t") != "tuple":
+                raise self.fail(where, "class.bases must be a tuple")
+            self.check(tree["bases"], (where, ".bases"), depth + 1)
+            if not isinstance(tree["cells"], list):
+                raise self.fail(where, "class.cells must be a list")
+            for i, pair in enumerate(tree["cells"]):
+                if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[0], str):
+                    raise self.fail((where, f".cells[{i}]"), "must be a [name, value] pair")
+                self.check(pair[1], (where, f".cells[{i}]"), depth + 1)
         if not tree["src"] < self.sources:
             raise self.fail(where, f"class.src must be a source number below {self.sources}")
         if len(tree["module"]) > 300 or not _IDENT_PATH.match(tree["module"]):

@@ -226,15 +226,29 @@ class Rebuilder:
             in its module's namespace, with the globals it names."""
             index = self.sources.index(tree["src"])
             ns = self._module_namespace(tree["module"], namespace, namespaces)
-            wanted = trust.names_of(index.module_code)
+            local = "bases" in tree
+            if local:  # a class made inside a function: its body alone, as that function ran it
+                body = _class_body(index, tree["qualname"])
+                bases = dec.decode(tree["bases"])
+                cells = {var: dec.decode(value) for var, value in tree["cells"]}
+                wanted = trust.names_of(body) if body is not None else set()
+            else:
+                wanted = trust.names_of(index.module_code)
             for name, value in tree["globals"]:
                 if name in wanted:
                     ns[name] = dec.decode(value)
             try:
-                exec(index.module_code, ns)
-                cls: Any = ns[tree["qualname"].split(".")[0]]
-                for part in tree["qualname"].split(".")[1:]:
-                    cls = getattr(cls, part)
+                if local:
+                    if body is None or set(body.co_freevars) - set(cells):
+                        raise LookupError("its class body is not in the recorded source")
+                    closure = tuple(types.CellType(cells[var]) for var in body.co_freevars)
+                    run_body = types.FunctionType(body, ns, tree["name"], None, closure or None)
+                    cls: Any = builtins.__build_class__(run_body, tree["name"], *bases)
+                else:
+                    exec(index.module_code, ns)
+                    cls = ns[tree["qualname"].split(".")[0]]
+                    for part in tree["qualname"].split(".")[1:]:
+                        cls = getattr(cls, part)
             except Exception as exc:  # the class statement raised: a named placeholder
                 cls = dec._missing_from(
                     tree["qualname"], "class", f"its class statement raised {type(exc).__name__}: {exc}"
@@ -384,6 +398,12 @@ def replay_record(
                 reason += f" (values missing from the record: {', '.join(missing[:3])})"
         result.modes.append(ModeResult(mode, status, reason, diffs, notes, run.intercepted, run.decisions))
     return result
+
+
+def _class_body(index: codeloc.CodeIndex, qualname: str) -> types.CodeType | None:
+    key = codeloc.qualname_key(qualname)
+    bodies = [code for (k, _), codes in index.entries.items() if k == key for code in codes]
+    return bodies[0] if len(bodies) == 1 else None
 
 
 @contextlib.contextmanager

@@ -154,6 +154,8 @@ class _Survey:
             elif tag == "class":
                 self.references.append((at, node))
                 stack.extend(value for _, value in node["globals"])
+                stack.extend(value for _, value in node.get("cells", ()))
+                stack.append(node.get("bases"))
             elif tag == "object":
                 stack.extend(node[key] for key in ("type", "args", "state", "listitems", "dictitems"))
             elif tag == "exception":
