@@ -537,3 +537,24 @@ def test_a_class_made_inside_a_test_is_rebuilt_from_its_body(tmp_path):
     node = rec.call["args"]["items"][0]["type"]
     assert node["t"] == "class" and [var for var, _ in node["cells"]] == ["fallback"]
     _replays(path)
+
+
+def _make_wrapper(func):
+    @functools.wraps(func)
+    def wrapper(*args):
+        return ("wrapped", func(*args))
+
+    return wrapper
+
+
+def _wrapped_target(x):
+    return x * 2
+
+
+def test_a_wrapper_that_took_its_wrapped_functions_name_replays(tmp_path):
+    wrapper = _make_wrapper(_wrapped_target)
+    assert wrapper.__qualname__ == "_wrapped_target"  # functools.wraps: not the code's name
+    path = tmp_path / "wrapper.fhrec"
+    record(wrapper, 4, path=path)
+    result = _replays(path)
+    assert result.label == "_wrapped_target"

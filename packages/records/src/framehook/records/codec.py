@@ -236,9 +236,9 @@ class Encoder:
             size = 1
         else:
             size = 1 if tp is not Missing else 0
-        if size > budget[0]:
+        if size > budget[0] and depth > 0:  # a section's own container is always written
             return self.placeholder(obj, name, f"past the record's budget of {MAX_VALUES} values")
-        budget[0] -= size
+        budget[0] -= min(size, budget[0])
         if tp is tuple:
             if id(obj) in self._tuple_stack:  # only reachable through a mutable container
                 return self.placeholder(obj, name, "tuple that contains itself")
@@ -386,13 +386,8 @@ class Encoder:
         if "<locals>" in cls.__qualname__:
             return self._local_class(cls, namespace, name, depth)
         snippet = class_snippet(cls, namespace)
-        if snippet is None:
-            return None
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", SyntaxWarning)
-                statement = compile(snippet.padded(), snippet.filename, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        statement = _compiled(snippet) if snippet is not None else None
+        if snippet is None or statement is None:
             return None
         from .trust import names_of
 
@@ -426,13 +421,8 @@ class Encoder:
         if not methods or type(cls) not in {type} | {type(base) for base in cls.__bases__}:
             return None  # no method to find its source through, or a metaclass of its own
         snippet = self._snippet_of_code(methods[0].__code__, namespace)
-        if snippet is None:
-            return None
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", SyntaxWarning)
-                compiled = compile(snippet.padded(), snippet.filename, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        compiled = _compiled(snippet) if snippet is not None else None
+        if snippet is None or compiled is None:
             return None
         key = qualname_key(cls.__qualname__)
         bodies = [code for (k, _), codes in CodeIndex(compiled).entries.items() if k == key for code in codes]
@@ -716,8 +706,38 @@ def _iterator_types() -> tuple:
 _ITERATOR_TYPES = _iterator_types()
 
 
+_COMPILED: dict[tuple, types.CodeType | None] = {}
+
+
+def _compiled(snippet: Any) -> types.CodeType | None:
+    """A class snippet's compilation (for its names and its class body), once per text."""
+    key = (snippet.filename, snippet.line, snippet.text)
+    if key not in _COMPILED:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", SyntaxWarning)
+                code: types.CodeType | None = compile(snippet.padded(), snippet.filename, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            code = None
+        if len(_COMPILED) > 1024:
+            _COMPILED.clear()
+        _COMPILED[key] = code
+    return _COMPILED[key]
+
+
+_TEST_MODULES: dict[tuple[str, int], bool] = {}
+
+
 def _is_test_module(name: str, module: Any) -> bool:
     """Test code is recorded by value: it is not installed where records replay."""
+    key = (name, id(module))
+    found = _TEST_MODULES.get(key)
+    if found is None:
+        found = _TEST_MODULES[key] = _looks_like_tests(name, module)
+    return found
+
+
+def _looks_like_tests(name: str, module: Any) -> bool:
     if name == "__main__" or getattr(module, "__spec__", None) is None:
         return True
     filename = getattr(module, "__file__", None)
@@ -822,6 +842,9 @@ def _object_state(obj: Any, rebuilt: bool = False) -> "tuple | str | None":
     it keeps the default; a reason string when its state cannot be read; None when the
     object is not such an instance."""
     tp = type(obj)
+    unittest = sys.modules.get("unittest")
+    if unittest is not None and isinstance(obj, unittest.TestCase):
+        return "a test case (the test's own self, with its runner's state)"
     if _importable_path(tp) is None and tp.__module__ not in sys.modules and not rebuilt:
         return f"instance of {tp.__module__}.{tp.__qualname__}, a class made inside a function"
     default = tp.__reduce_ex__ is object.__reduce_ex__ and tp.__reduce__ is object.__reduce__

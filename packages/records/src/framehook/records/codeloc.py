@@ -126,8 +126,9 @@ class CodeIndex:
         found = self.entries.get((qualname_key(qualname), firstlineno))
         if found:
             return found[0]
-        # Fall back to the unqualified name on the same line (e.g. a renamed enclosing scope).
-        last = qualname_key(qualname)[-1:] if qualname else ()
+        # Fall back to the code's own name on the same line: a renamed enclosing scope, or
+        # a wrapper whose __qualname__ functools.wraps copied from what it wraps.
+        last = (name,) if name else qualname_key(qualname)[-1:] if qualname else ()
         for (key, line), codes in self.entries.items():
             if line == firstlineno and key[-1:] == last:
                 return codes[0]

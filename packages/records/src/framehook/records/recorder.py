@@ -122,9 +122,17 @@ def _closure(fn: types.FunctionType, trees: _Trees) -> list:
 _PRISTINE: dict[str, dict] = {}
 
 
+_REMEMBERED_AT: list = [None]  # sys.modules' size and last entry when last looked at
+
+
 def remember_modules() -> None:
     """Take note of every imported module's attributes (once per module). Recording calls
-    this when it starts (record_calls, the pytest plugin) and before each record."""
+    this when it starts (record_calls, the pytest plugin) and before each record; it looks
+    again only when a module was imported since."""
+    last = next(reversed(sys.modules)) if sys.modules else None
+    if _REMEMBERED_AT[0] == (len(sys.modules), last):
+        return
+    _REMEMBERED_AT[0] = (len(sys.modules), last)
     for name, module in list(sys.modules.items()):
         if name not in _PRISTINE and isinstance(module, types.ModuleType):
             namespace = getattr(module, "__dict__", None)
