@@ -558,3 +558,23 @@ def test_a_wrapper_that_took_its_wrapped_functions_name_replays(tmp_path):
     record(wrapper, 4, path=path)
     result = _replays(path)
     assert result.label == "_wrapped_target"
+
+
+def _makes_a_local_instance(n):
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+        def get(self):
+            return self.v
+
+    return Box(n)
+
+
+def test_an_instance_of_a_class_made_by_the_recorded_function_itself(tmp_path):
+    # the class's source is the recorded function's own: a class node still numbers it
+    path = tmp_path / "box.fhrec"
+    rec = record(_makes_a_local_instance, 3, path=path)
+    assert rec.outcome["value"]["type"]["t"] == "class"
+    assert isinstance(rec.outcome["value"]["type"]["src"], int)
+    _replays(path)

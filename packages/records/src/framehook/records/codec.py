@@ -369,16 +369,10 @@ class Encoder:
         from .snippets import class_snippet
 
         assert self.sources is not None
-        if id(cls) in self.rebuilt:  # replay's own rebuild: what comparing needs
-            return {
-                "t": "class",
-                "id": self._new_id(cls),
-                "name": cls.__name__,
-                "qualname": cls.__qualname__,
-                "src": 0,
-                "module": cls.__module__,
-                "globals": [],
-            }
+        methods = [f for f in vars(cls).values() if isinstance(f, types.FunctionType)]
+        if id(cls) in self.rebuilt or any(id(f.__code__) in self.rebuilt for f in methods):
+            # replay's own rebuild, or a class the replayed code made: what comparing needs
+            return self._class_node(cls, 0)
         module = sys.modules.get(cls.__module__)
         namespace = getattr(module, "__dict__", None)
         if not isinstance(namespace, dict):
@@ -391,15 +385,7 @@ class Encoder:
             return None
         from .trust import names_of
 
-        node: dict = {
-            "t": "class",
-            "id": self._new_id(cls),
-            "name": cls.__name__,
-            "qualname": cls.__qualname__,
-            "src": self.sources.add(snippet),
-            "module": cls.__module__,
-            "globals": [],
-        }
+        node = self._class_node(cls, self.sources.numbered(snippet))
         top = cls.__qualname__.split(".")[0]
         node["globals"] = [
             [key, self.encode(namespace[key], f"{cls.__module__}.{key}", depth + 1)]
@@ -407,6 +393,17 @@ class Encoder:
             if key in namespace and key != top and key != "__builtins__"
         ]
         return node
+
+    def _class_node(self, cls: type, src: int | None) -> dict:
+        return {
+            "t": "class",
+            "id": self._new_id(cls),
+            "name": cls.__name__,
+            "qualname": cls.__qualname__,
+            "src": src,
+            "module": cls.__module__,
+            "globals": [],
+        }
 
     def _local_class(self, cls: type, namespace: dict, name: Any, depth: int) -> dict | None:
         """A class made inside a function (a test's): the class body's code is found in the
@@ -439,15 +436,7 @@ class Encoder:
                         return None
         if set(body.co_freevars) - set(cells):
             return None  # the class body reads an enclosing variable no method keeps
-        node: dict = {
-            "t": "class",
-            "id": self._new_id(cls),
-            "name": cls.__name__,
-            "qualname": cls.__qualname__,
-            "src": self.sources.add(snippet),
-            "module": cls.__module__,
-            "globals": [],
-        }
+        node = self._class_node(cls, self.sources.numbered(snippet))
         node["bases"] = self.encode(cls.__bases__, (name, ".__bases__"), depth + 1)
         node["cells"] = [
             [var, self.encode(cells[var], (name, f".<cell {var}>"), depth + 1)] for var in body.co_freevars
@@ -898,6 +887,18 @@ class Sources:
         if snippet is None:
             return False
         return self.add(snippet)
+
+    def numbered(self, snippet: Any) -> int:
+        """The number of ``snippet`` in ``sources``, even when it is the recorded function's
+        own (a class node always names its source by number)."""
+        found = self.add(snippet)
+        if found is not None:
+            return found
+        key = ("numbered", snippet.filename, snippet.line, snippet.text)
+        if key not in self._index:
+            self._index[key] = len(self.items)  # type: ignore[index]
+            self.items.append({"filename": snippet.filename, "line": snippet.line, "text": snippet.text})
+        return self._index[key]  # type: ignore[index, return-value]
 
     def add(self, snippet: Any) -> int | None:
         key = (snippet.filename, snippet.line, snippet.text)

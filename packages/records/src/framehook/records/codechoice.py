@@ -50,6 +50,11 @@ class RecordSources:
             self._compiled[src] = codeloc.compile_source(text, filename, rec.path, self.limits, first_line=line)
         return self._compiled[src]
 
+    def compiled_code_ids(self) -> set[int]:
+        """The ids of every code object compiled from the record so far (what the replayed
+        code can make: functions and classes replay encodes by value without a file)."""
+        return {id(code) for index in self._compiled.values() for codes in index.entries.values() for code in codes}
+
     def locate(self, tree: dict) -> types.CodeType:
         """The code of a ``function`` node, or SourceUnavailableError naming it."""
         return codeloc.locate(

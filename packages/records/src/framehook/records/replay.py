@@ -291,6 +291,7 @@ def _encode_outcome(builder: Rebuilder, fn: Any, outcome: Any, args: tuple, kwar
     # the rules of the record's own format, so that both sides encode alike
     sources = Sources(None, None) if rec.format[0] >= 2 else None
     rebuilt = {id(code) for code in builder.codes} | {id(cls) for cls in builder.classes}
+    rebuilt |= builder.sources.compiled_code_ids()
 
     def trees(obj: Any, name: str) -> Any:
         # Same source file name as at recording, so same-file functions encode alike.
