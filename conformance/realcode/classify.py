@@ -74,6 +74,10 @@ def _is_running_version(recorded: str, replayed: str, recorded_on: str, replayed
     return any(before[form] == recorded and after[form] == replayed for form in before)
 
 
+def _is_another_minor_version(recorded: str, replayed: str, recorded_on: str, replayed_on: str) -> bool:
+    return recorded != replayed and recorded_on.split(".")[:2] != replayed_on.split(".")[:2]
+
+
 def _is_str_hash_across_siphash(recorded: str, replayed: str, recorded_on: str, replayed_on: str) -> bool:
     """A cached hash() differs, recorded and replayed on either side of 3.11 (PEP 456's
     default string hash went from SipHash-2-4 to SipHash-1-3 there), both under the tier's
@@ -96,6 +100,14 @@ KNOWN_DIFFERENCES: tuple = (
         "platform.python_version()): replayed on another CPython it returns that one's",
         pattern=r"recorded str '(?P<recorded>[^']*)', replayed str '(?P<replayed>[^']*)'$",
         check=_is_running_version,
+    ),
+    KnownDifference(
+        name="marker-on-interpreter-version",
+        why="a PEP 508 marker such as python_full_version < '3.12' is evaluated against the "
+        "running interpreter: replayed on another CPython minor version it can flip",
+        pattern=r"^return value: recorded (?P<recorded>True|False), replayed (?P<replayed>True|False)$",
+        check=_is_another_minor_version,
+        cases="packaging.markers:Marker.evaluate",
     ),
     KnownDifference(
         name="str-hash-function",

@@ -225,3 +225,13 @@ def test_every_library_is_pinned_and_lists_10_to_25_functions():
         assert 10 <= len(lib.targets) <= 25, lib.name
         assert all(":" in t for t in lib.targets)
         assert all("==" in r for r in lib.test_requires)
+
+
+def test_a_marker_flipping_on_another_minor_version_is_named():
+    line = "return value: recorded True, replayed False"
+    args = dict(verdict="MISMATCH", diffs=[line], errors=[], missing=[], recorded_on="3.11.7")
+    got = classify.classify("packaging.markers:Marker.evaluate", replayed_on="3.12.1", **args)
+    assert got == classify.Verdict(classify.CPYTHON_DIFFERENCE, "marker-on-interpreter-version")
+    # the same flip on the recording minor version, or in another function, stays a defect
+    assert classify.classify("packaging.markers:Marker.evaluate", replayed_on="3.11.9", **args).cls == classify.DEFECT
+    assert classify.classify("packaging.tags:sys_tags", replayed_on="3.12.1", **args).cls == classify.DEFECT
