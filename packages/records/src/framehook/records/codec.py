@@ -620,17 +620,8 @@ class _Key:
 
 
 def name_text(name: Any) -> str:
-    """Spell out a lazy name: ``("args", 0)`` is ``args[0]``."""
-    parts = []
-    while isinstance(name, tuple):
-        name, part = name
-        if isinstance(part, int):
-            parts.append(f"[{part}]")
-        elif isinstance(part, _Key):
-            parts.append(f"[{_short_repr(part.key)}]")
-        else:
-            parts.append(part)
-    return str(name) + "".join(reversed(parts))
+    """Spell out a lazy name: ``("args", 0)`` is ``args[0]`` (the validator's where_text)."""
+    return where_text(name)
 
 
 class Tap(map):
@@ -995,6 +986,8 @@ def where_text(where: Where) -> str:
             parts.append(f"[{part}]")
         elif isinstance(part, str):
             parts.append(part)
+        elif isinstance(part, _Key):  # a dict key, shown by its repr only now
+            parts.append(f"[{_short_repr(part.key)}]")
         else:  # a name, shown quoted: ("globals", ["x"]) -> globals['x']
             parts.append(f"[{part[0]!r}]")
     return str(where) + "".join(reversed(parts))
