@@ -28,6 +28,7 @@ SOURCES = [
     "shadow.c",
     "events.c",
     "hook.c",
+    "marks.c",
     "callwith.c",
     "module.c",
 ]

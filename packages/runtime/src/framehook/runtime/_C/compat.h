@@ -41,6 +41,13 @@ static inline PyObject *Py_XNewRef(PyObject *o) { Py_XINCREF(o); return o; }
 #define FH_FRAME_SLOTS_ARE_STACKREFS (PY_VERSION_HEX >= 0x030E0000)
 /* The evaluator's own clear-and-pop of a returning frame is callable by extensions. */
 #define FH_EVALUATOR_EXPORTS_FRAME_RELEASE (PY_VERSION_HEX >= 0x030D0000)
+/* Function objects carry what routes their calls past the evaluator's inlining: a
+ * vectorcall of their own makes the specializer and the generic call refuse to inline
+ * them, and the function-version setter is exported, so a function can be given its fast
+ * path back. With that, the hook is armed per marked call instead of installed for every
+ * frame (marks.c). 3.15 first: its evaluator's specialized calls still fall back to the
+ * eval function whenever one is installed, whatever the allow-specialization flag says. */
+#define FH_HOOK_ARMED_BY_FUNCTION_MARKS (PY_VERSION_HEX >= 0x030F0000)
 
 #if FH_PY311
 /* The interpreter frame layout is only published in the internal headers. */
@@ -55,6 +62,9 @@ static inline PyObject *Py_XNewRef(PyObject *o) { Py_XINCREF(o); return o; }
 #  endif
 #  if FH_EVALUATOR_EXPORTS_FRAME_RELEASE
 #    include <internal/pycore_ceval.h>
+#  endif
+#  if FH_HOOK_ARMED_BY_FUNCTION_MARKS
+#    include <internal/pycore_function.h>
 #  endif
 #  undef Py_BUILD_CORE
 typedef _PyInterpreterFrame fh_frame;

@@ -55,9 +55,26 @@ int fh_bypass_next(PyCodeObject *co) {
 
 static PyObject *framehook_eval(PyThreadState *ts, fh_frame *f, int throw_flag);
 
+#if FH_HOOK_ARMED_BY_FUNCTION_MARKS
+/* Set while the hook is active through function marks rather than installed. */
+static int marks_mode;
+/* Armed by fh_marked_call for the next frame of armed_code on armed_ts; armed_saved is the
+ * eval function to put back once that frame is in (NULL: CPython's). */
+static PyCodeObject *armed_code;
+static PyThreadState *armed_ts;
+static _PyFrameEvalFunction armed_saved;
+#endif
+
 static void install(void) {
     PyInterpreterState *interp = PyInterpreterState_Get();
     hooked_interp = interp;
+#if FH_HOOK_ARMED_BY_FUNCTION_MARKS
+    if (fh_marks_activate() == 0) {
+        marks_mode = 1;
+        installed = 1;
+        return;
+    }
+#endif
     _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
     if (current != framehook_eval) {
         previous_eval = (current == _PyEval_EvalFrameDefault) ? NULL : current;
@@ -67,6 +84,14 @@ static void install(void) {
 }
 
 static void uninstall(void) {
+#if FH_HOOK_ARMED_BY_FUNCTION_MARKS
+    if (marks_mode) {
+        fh_marks_deactivate();
+        marks_mode = 0;
+        installed = 0;
+        return;
+    }
+#endif
     PyInterpreterState *interp = hooked_interp;
     if (interp == NULL) {
         return;
@@ -82,6 +107,11 @@ static void uninstall(void) {
 }
 
 int fh_is_installed(void) {
+#if FH_HOOK_ARMED_BY_FUNCTION_MARKS
+    if (marks_mode) {
+        return installed;
+    }
+#endif
     return _PyInterpreterState_GetEvalFrameFunc(PyInterpreterState_Get()) == framehook_eval;
 }
 
@@ -317,6 +347,13 @@ static PyObject *ask_callback(PyThreadState *ts, fh_frame *f, PyCodeObject *co, 
     }
     if (res == Py_None) {
         ex->skip = 1;
+#if FH_HOOK_ARMED_BY_FUNCTION_MARKS
+        fh_marks_code_skipped(co);
+        PyObject *func = fh_frame_function(f);
+        if (func != NULL && PyFunction_Check(func)) {
+            fh_unmark((PyFunctionObject *)func);
+        }
+#endif
         return res;
     }
     if (!PyObject_TypeCheck(res, &fh_GuardedCode_Type)) {
@@ -479,12 +516,66 @@ static FH_NOINLINE PyObject *check_stack(PyThreadState *ts, fh_frame *f, int thr
 }
 #endif
 
+#if FH_HOOK_ARMED_BY_FUNCTION_MARKS
+/* ---- arming the hook for one call -------------------------------------------------- */
+/* The vectorcall of marked functions. The eval function is set for exactly the frame this
+ * call creates, and put back as soon as that frame reaches it, so the frame's own calls run
+ * with CPython's inlining. Nothing else runs in between under the GIL, except in the rare
+ * case that binding the arguments runs Python code (a str subclass's __eq__): those frames
+ * then pass through the hook as they would if it were installed. */
+PyObject *fh_marked_call(PyObject *func, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    PyFunctionObject *fn = (PyFunctionObject *)func;
+    PyCodeObject *co = (PyCodeObject *)fn->func_code;
+    if (!marks_mode) {
+        fh_marks_idle_call(fn);
+        return _PyFunction_Vectorcall(func, args, nargsf, kwnames);
+    }
+    fh_extra *ex = fh_extra_get(co);
+    if (ex != NULL && ex->skip) {
+        fh_unmark(fn);
+        return _PyFunction_Vectorcall(func, args, nargsf, kwnames);
+    }
+    fh_thread *t = &tls;
+    PyObject *callback = t->callback;
+    if (callback == NULL || t->suspended || (callback == Py_False && (ex == NULL || ex->head == NULL))) {
+        return _PyFunction_Vectorcall(func, args, nargsf, kwnames); /* marked for other threads */
+    }
+    PyThreadState *ts = PyThreadState_GET();
+    PyInterpreterState *interp = ts->interp;
+    PyCodeObject *outer_code = armed_code;
+    PyThreadState *outer_ts = armed_ts;
+    if (outer_code == NULL) {
+        armed_saved = interp->eval_frame;
+    }
+    armed_code = co;
+    armed_ts = ts;
+    interp->eval_frame = framehook_eval;
+    PyObject *result = _PyFunction_Vectorcall(func, args, nargsf, kwnames);
+    /* unarmed already, unless no frame was evaluated (the arguments did not bind) */
+    armed_code = outer_code;
+    armed_ts = outer_ts;
+    interp->eval_frame = outer_code != NULL ? framehook_eval : armed_saved;
+    return result;
+}
+
+static inline void disarm_for(PyThreadState *ts, fh_frame *f) {
+    if (armed_code != NULL && armed_ts == ts && fh_frame_code(f) == armed_code) {
+        armed_code = NULL;
+        ts->interp->eval_frame = armed_saved;
+        previous_eval = armed_saved;
+    }
+}
+#endif
+
 /* Shadowed calls, and on 3.11+ every Python-to-Python call while any eval function is
  * installed, nest C frames of the evaluator that not every CPython measures: deep recursion
  * at a raised recursion limit could run off the end of the C stack (in a small thread even
  * at the default limit). So every frame that comes through the hook is checked first;
  * unsigned, an address outside the thread's stack is never short of room. */
 static PyObject *framehook_eval(PyThreadState *ts, fh_frame *f, int throw_flag) {
+#if FH_HOOK_ARMED_BY_FUNCTION_MARKS
+    disarm_for(ts, f);
+#endif
 #if !FH_EVALUATOR_MEASURES_C_STACK
     uintptr_t here = fh_stack_here();
     if (ts != recent_ts || ts->id != recent_id || here - recent_low < recent_reserve) {

@@ -41,9 +41,21 @@ static PyObject *get_eval_frame(PyObject *self, PyObject *unused) {
 
 static PyObject *reset_code(PyObject *self, PyObject *arg) {
     PyCodeObject *co = code_arg(arg, "reset_code");
-    if (co == NULL || fh_extra_reset(co) < 0) {
+    if (co == NULL) {
         return NULL;
     }
+#if FH_HOOK_ARMED_BY_FUNCTION_MARKS
+    fh_extra *ex = fh_extra_get(co);
+    int was_skipped = ex != NULL && ex->skip;
+#endif
+    if (fh_extra_reset(co) < 0) {
+        return NULL;
+    }
+#if FH_HOOK_ARMED_BY_FUNCTION_MARKS
+    if (fh_marks_code_reset(co, was_skipped) < 0) {
+        return NULL;
+    }
+#endif
     Py_RETURN_NONE;
 }
 
@@ -57,6 +69,9 @@ static PyObject *skip_code(PyObject *self, PyObject *arg) {
         return NULL;
     }
     ex->skip = 1;
+#if FH_HOOK_ARMED_BY_FUNCTION_MARKS
+    fh_marks_code_skipped(co); /* its functions are unmarked at their next call */
+#endif
     Py_RETURN_NONE;
 }
 
@@ -125,6 +140,28 @@ static PyObject *set_trace_callbacks(PyObject *self, PyObject *flag) {
 
 static PyObject *eval_frame_installed(PyObject *self, PyObject *unused) {
     return PyBool_FromLong(fh_is_installed());
+}
+
+/* Function marks (3.15): counters, and whether a function's calls arm the hook; None and
+ * False where the hook is installed for every frame instead. */
+static PyObject *marks_stats(PyObject *self, PyObject *unused) {
+#if FH_HOOK_ARMED_BY_FUNCTION_MARKS
+    return fh_marks_stats();
+#else
+    Py_RETURN_NONE;
+#endif
+}
+
+static PyObject *is_marked(PyObject *self, PyObject *fn) {
+    if (!PyFunction_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "_is_marked() argument must be a function, not %.200s", Py_TYPE(fn)->tp_name);
+        return NULL;
+    }
+#if FH_HOOK_ARMED_BY_FUNCTION_MARKS
+    return PyBool_FromLong(((PyFunctionObject *)fn)->vectorcall == fh_marked_call);
+#else
+    Py_RETURN_FALSE;
+#endif
 }
 
 static PyObject *shadow_stats(PyObject *self, PyObject *unused) {
@@ -207,6 +244,8 @@ static PyMethodDef methods[] = {
      "return the previous setting."},
     {"eval_frame_installed", eval_frame_installed, METH_NOARGS,
      "Whether framehook's eval function is the interpreter's current one."},
+    {"_marks_stats", marks_stats, METH_NOARGS, "Function-mark counters (3.15), or None."},
+    {"_is_marked", is_marked, METH_O, "Whether the function's calls arm the hook (3.15)."},
     {"_shadow_stats", shadow_stats, METH_NOARGS, "How many replacements ran in a frame and as a call."},
     {"_start_event_log", start_event_log, METH_NOARGS, "Record runtime events (testing aid)."},
     {"_stop_event_log", stop_event_log, METH_NOARGS, "Stop recording; return [(event, code), ...]."},

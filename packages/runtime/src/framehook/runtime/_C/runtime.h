@@ -6,6 +6,7 @@
  *   shadow.c     running replacement code in place of a frame, per CPython version
  *   events.c     the C event interface for other extensions (the profiler)
  *   hook.c       the eval-frame function and thread-local callbacks
+ *   marks.c      function marks: which calls arm the hook where it is not installed (3.15)
  *   callwith.c   calls with a callback set: call_with's core and the CallbackWrapper type
  *   module.c     the Python-facing functions */
 #ifndef FRAMEHOOK_RUNTIME_H
@@ -28,6 +29,7 @@ typedef struct {
     int skip;              /* run this code unmodified from now on */
     unsigned long epoch;   /* bumped on every change of the entry list, so a lookup
                               notices when a guard it called changed the list */
+    uint32_t saved_version; /* marks.c: the code's version while it is withheld (0: not) */
 } fh_extra;
 
 int fh_extra_init(void);
@@ -93,6 +95,20 @@ int fh_bypass_next(PyCodeObject *co);            /* shadow.c: next frame of co r
 int fh_scope_enter(PyObject *scope, PyObject *callback);
 int fh_scope_exit(PyObject *scope);
 extern PyTypeObject fh_CallbackScope_Type;       /* callwith.c */
+
+/* ---- function marks (marks.c) ------------------------------------------------ */
+#if FH_HOOK_ARMED_BY_FUNCTION_MARKS
+/* A marked function's calls go through fh_marked_call (hook.c), which arms the hook. */
+PyObject *fh_marked_call(PyObject *func, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+int fh_marks_activate(void);              /* 0, or -1 (no exception): install the hook instead */
+void fh_marks_deactivate(void);
+int fh_marks_active(void);
+void fh_unmark(PyFunctionObject *func);   /* plain again: the evaluator may inline it */
+void fh_marks_idle_call(PyFunctionObject *func); /* called while no thread has a callback */
+void fh_marks_code_skipped(PyCodeObject *co);
+int fh_marks_code_reset(PyCodeObject *co, int was_skipped);
+PyObject *fh_marks_stats(void);              /* new dict */
+#endif
 
 /* ---- calls with a callback set (callwith.c) --------------------------------- */
 /* -1 with a TypeError naming func's argument unless callback is None/False/callable and fn callable */

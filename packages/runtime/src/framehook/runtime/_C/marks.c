@@ -1,0 +1,341 @@
+/* Function marks: where the hook is armed per call instead of installed (3.15).
+ *
+ * An installed eval function costs every Python-to-Python call its inlining, whatever the
+ * frame's code. Here no eval function stays installed; instead, every function whose calls
+ * the hook must see carries fh_marked_call as its vectorcall, which the evaluator's
+ * specializer and generic call both refuse to inline. fh_marked_call arms the hook for the
+ * one frame it creates (hook.c). A function must be marked while some thread has a
+ * callback and its code is undecided or has cache entries; every other function, and every
+ * function while no thread has a callback, keeps CPython's fast path.
+ *
+ * How marks follow the state of codes:
+ *   - activation (a first thread sets a callback): the first time, every live function is
+ *     marked (one walk of the GC heap) and a function watcher is registered; afterwards
+ *     only the functions unmarked while idle are marked again (the idle set);
+ *   - a function created while active is marked, and its code's version is withheld
+ *     (MAKE_FUNCTION copies it into the function after the watcher ran, and call sites
+ *     specialized for an earlier function of the code would match it);
+ *   - a marked function called while idle, or whose code is skipped, is unmarked at that
+ *     call; its version (and its code's) is given back, so call sites specialize again;
+ *   - reset_code of a skipped code marks its functions again (a heap walk; rare);
+ *   - marking a function named __init__ invalidates the types whose specialization cache
+ *     holds a marked __init__: CALL_ALLOC_AND_ENTER_INIT checks only the type's version. */
+#include "runtime.h"
+
+#if FH_HOOK_ARMED_BY_FUNCTION_MARKS
+
+static int marks_on;           /* some thread has a callback */
+static int watcher_id = -1;    /* registered on first activation */
+static int init_marked;        /* an __init__ was marked since the last type walk */
+static PyObject *init_name;    /* "__init__", interned */
+static Py_ssize_t n_sweeps, n_marks, n_unmarks, n_type_walks;
+
+int fh_marks_active(void) { return marks_on; }
+
+/* Frames the hook can intercept: fresh frames of plain functions (compat.h). */
+static int interceptable(PyCodeObject *co) {
+    const int resumable = CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE;
+    return (co->co_flags & CO_OPTIMIZED) && !(co->co_flags & resumable);
+}
+
+static int needs_mark(PyCodeObject *co) {
+    if (!interceptable(co)) {
+        return 0;
+    }
+    fh_extra *ex = fh_extra_get(co);
+    return ex == NULL || !ex->skip;
+}
+
+static void mark(PyFunctionObject *func) {
+    if (func->vectorcall == fh_marked_call) {
+        return;
+    }
+    PyFunction_SetVectorcall(func, fh_marked_call); /* also clears the function's version */
+    n_marks++;
+    if (((PyCodeObject *)func->func_code)->co_name == init_name) {
+        init_marked = 1;
+    }
+}
+
+/* The code's version back, if it was withheld. */
+static void give_back_version(PyCodeObject *co) {
+    fh_extra *ex = fh_extra_get(co);
+    if (ex != NULL && ex->saved_version != 0) {
+        co->co_version = ex->saved_version;
+        ex->saved_version = 0;
+    }
+}
+
+void fh_unmark(PyFunctionObject *func) {
+    if (func->vectorcall != fh_marked_call) {
+        return;
+    }
+    PyCodeObject *co = (PyCodeObject *)func->func_code;
+    give_back_version(co);
+    func->vectorcall = _PyFunction_Vectorcall;
+    _PyFunction_SetVersion(func, co->co_version);
+    n_unmarks++;
+}
+
+/* ---- the idle set ---------------------------------------------------------------- */
+/* Functions unmarked (or created) while no thread had a callback, to mark again on the next
+ * activation: an open-addressing set of borrowed pointers, an entry removed when its
+ * function is destroyed. It only grows (amortized), so calls never allocate. */
+#define IDLE_TOMBSTONE ((PyFunctionObject *)1)
+static PyFunctionObject **idle_slots;
+static size_t idle_cap, idle_used, idle_count; /* used counts tombstones too */
+static int idle_lost; /* an insertion failed (no memory): sweep on the next activation */
+
+static size_t idle_hash(PyFunctionObject *f) {
+    return (size_t)(((uintptr_t)f >> 4) * (uintptr_t)0x9E3779B97F4A7C15ull);
+}
+
+static int idle_grow(void) {
+    size_t cap = idle_cap ? idle_cap : 64;
+    while (idle_count * 4 >= cap) {
+        cap *= 2;
+    }
+    PyFunctionObject **slots = PyMem_Calloc(cap, sizeof(PyFunctionObject *));
+    if (slots == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i < idle_cap; i++) {
+        PyFunctionObject *f = idle_slots[i];
+        if (f != NULL && f != IDLE_TOMBSTONE) {
+            size_t j = idle_hash(f) & (cap - 1);
+            while (slots[j] != NULL) {
+                j = (j + 1) & (cap - 1);
+            }
+            slots[j] = f;
+        }
+    }
+    PyMem_Free(idle_slots);
+    idle_slots = slots;
+    idle_cap = cap;
+    idle_used = idle_count;
+    return 0;
+}
+
+static void idle_add(PyFunctionObject *f) {
+    if ((idle_used + 1) * 2 > idle_cap && idle_grow() < 0) {
+        idle_lost = 1;
+        return;
+    }
+    size_t mask = idle_cap - 1, i = idle_hash(f) & mask;
+    PyFunctionObject **free_slot = NULL;
+    while (idle_slots[i] != NULL) {
+        if (idle_slots[i] == f) {
+            return;
+        }
+        if (idle_slots[i] == IDLE_TOMBSTONE && free_slot == NULL) {
+            free_slot = &idle_slots[i];
+        }
+        i = (i + 1) & mask;
+    }
+    if (free_slot == NULL) {
+        free_slot = &idle_slots[i];
+        idle_used++;
+    }
+    *free_slot = f;
+    idle_count++;
+}
+
+static void idle_remove(PyFunctionObject *f) {
+    if (idle_count == 0) {
+        return;
+    }
+    size_t mask = idle_cap - 1, i = idle_hash(f) & mask;
+    while (idle_slots[i] != NULL) {
+        if (idle_slots[i] == f) {
+            idle_slots[i] = IDLE_TOMBSTONE;
+            idle_count--;
+            return;
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+static void idle_drain(void) {
+    for (size_t i = 0; i < idle_cap && idle_count > 0; i++) {
+        PyFunctionObject *f = idle_slots[i];
+        if (f != NULL && f != IDLE_TOMBSTONE) {
+            idle_count--;
+            if (needs_mark((PyCodeObject *)f->func_code)) {
+                mark(f);
+            }
+        }
+    }
+    if (idle_cap) {
+        memset(idle_slots, 0, idle_cap * sizeof(PyFunctionObject *));
+    }
+    idle_used = idle_count = 0;
+}
+
+void fh_marks_idle_call(PyFunctionObject *func) {
+    fh_unmark(func);
+    idle_add(func);
+}
+
+/* ---- heap walks ------------------------------------------------------------------ */
+/* Marks every function of one code (or of every code needing it, when code is NULL). */
+static int sweep_visit(PyObject *op, void *arg) {
+    if (PyFunction_Check(op)) {
+        PyFunctionObject *f = (PyFunctionObject *)op;
+        PyCodeObject *co = (PyCodeObject *)f->func_code;
+        if ((arg == NULL || arg == (void *)co) && needs_mark(co)) {
+            mark(f);
+        }
+    }
+    return 1;
+}
+
+static void sweep(PyCodeObject *only) {
+    n_sweeps++;
+    PyUnstable_GC_VisitObjects(sweep_visit, only);
+}
+
+/* Types whose specialization cache holds a marked __init__ get a new version, so that
+ * call sites allocating them stop entering that __init__ inline. */
+static int invalidate_init_caches(void) {
+    n_type_walks++;
+    init_marked = 0;
+    PyObject *stack = PyList_New(0);
+    if (stack == NULL || PyList_Append(stack, (PyObject *)&PyBaseObject_Type) < 0) {
+        Py_XDECREF(stack);
+        return -1;
+    }
+    Py_ssize_t n;
+    while ((n = PyList_GET_SIZE(stack)) > 0) {
+        PyObject *t = Py_NewRef(PyList_GET_ITEM(stack, n - 1));
+        if (PyList_SetSlice(stack, n - 1, n, NULL) < 0) {
+            Py_DECREF(t);
+            Py_DECREF(stack);
+            return -1;
+        }
+        PyTypeObject *type = (PyTypeObject *)t;
+        if (PyType_HasFeature(type, Py_TPFLAGS_HEAPTYPE)) {
+            PyObject *init = ((PyHeapTypeObject *)type)->_spec_cache.init;
+            if (init != NULL && PyFunction_Check(init) && ((PyFunctionObject *)init)->vectorcall == fh_marked_call) {
+                PyType_Modified(type);
+            }
+        }
+        PyObject *subs = PyObject_CallMethod((PyObject *)&PyType_Type, "__subclasses__", "O", t);
+        Py_DECREF(t);
+        if (subs == NULL) {
+            Py_DECREF(stack);
+            return -1;
+        }
+        Py_ssize_t k = PyList_GET_SIZE(stack);
+        int rc = PyList_SetSlice(stack, k, k, subs);
+        Py_DECREF(subs);
+        if (rc < 0) {
+            Py_DECREF(stack);
+            return -1;
+        }
+    }
+    Py_DECREF(stack);
+    return 0;
+}
+
+static void after_marking(void) {
+    if (init_marked && invalidate_init_caches() < 0) {
+        /* no memory for the walk: the next activation tries again */
+        PyErr_WriteUnraisable(NULL);
+        init_marked = 1;
+    }
+}
+
+/* ---- the function watcher ------------------------------------------------------------ */
+static int on_function_event(PyFunction_WatchEvent event, PyFunctionObject *func, PyObject *new_value) {
+    switch (event) {
+    case PyFunction_EVENT_CREATE: {
+        PyCodeObject *co = (PyCodeObject *)func->func_code;
+        if (!needs_mark(co)) {
+            break;
+        }
+        if (!marks_on) {
+            idle_add(func);
+            break;
+        }
+        fh_extra *ex = fh_extra_ensure(co);
+        if (ex == NULL) {
+            PyErr_Clear(); /* withheld for good: the code is only never specialized */
+        }
+        else if (co->co_version != 0) {
+            ex->saved_version = co->co_version;
+        }
+        co->co_version = 0;
+        mark(func);
+        break;
+    }
+    case PyFunction_EVENT_DESTROY:
+        idle_remove(func);
+        break;
+    case PyFunction_EVENT_MODIFY_CODE:
+        /* new_value is the code about to be assigned */
+        if (new_value != NULL && PyCode_Check(new_value) && needs_mark((PyCodeObject *)new_value)) {
+            if (marks_on) {
+                mark(func);
+            }
+            else {
+                idle_add(func);
+            }
+        }
+        else if (func->vectorcall == fh_marked_call) {
+            func->vectorcall = _PyFunction_Vectorcall; /* the assignment clears the version */
+        }
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+int fh_marks_activate(void) {
+    if (init_name == NULL) {
+        init_name = PyUnicode_InternFromString("__init__");
+        if (init_name == NULL) {
+            PyErr_Clear();
+            return -1;
+        }
+    }
+    if (watcher_id < 0) {
+        watcher_id = PyFunction_AddWatcher(on_function_event);
+        if (watcher_id < 0) {
+            PyErr_Clear(); /* all watcher slots taken: the hook is installed instead */
+            return -1;
+        }
+        idle_lost = 1; /* functions made before the watcher: found by a sweep */
+    }
+    marks_on = 1;
+    if (idle_lost) {
+        idle_lost = 0;
+        idle_drain();
+        sweep(NULL);
+    }
+    else {
+        idle_drain();
+    }
+    after_marking();
+    return 0;
+}
+
+void fh_marks_deactivate(void) { marks_on = 0; }
+
+void fh_marks_code_skipped(PyCodeObject *co) { give_back_version(co); }
+
+int fh_marks_code_reset(PyCodeObject *co, int was_skipped) {
+    /* A code that was not skipped kept its functions marked (or in the idle set). */
+    if (watcher_id >= 0 && was_skipped && interceptable(co)) {
+        sweep(co);
+        after_marking();
+    }
+    return 0;
+}
+
+PyObject *fh_marks_stats(void) {
+    return Py_BuildValue("{s:i,s:n,s:n,s:n,s:n,s:n}", "active", marks_on, "sweeps", n_sweeps, "marks", n_marks,
+                         "unmarks", n_unmarks, "type_walks", n_type_walks, "idle", (Py_ssize_t)idle_count);
+}
+
+#endif
