@@ -51,8 +51,9 @@ RESULTS = ROOT / "ci" / "results"
 BOOTSTRAP = ROOT / "ci" / ".bootstrap"
 COVERAGE_FLOOR = 90.0
 # one gcov env per frame layout the runtime reads (tox.ini's gcov-py3XX envs): 3.9 shares
-# 3.10's (only its tracing switch differs), 3.15 shares 3.14's stack references
-GCOV_VERSIONS = ("3.10", "3.11", "3.12", "3.13", "3.14")
+# 3.10's (only its tracing switch differs); 3.15 shares 3.14's stack references but arms the
+# hook per call (marks.c, compiled for 3.15 only)
+GCOV_VERSIONS = ("3.10", "3.11", "3.12", "3.13", "3.14", "3.15")
 # conformance/realcode: its libraries' suites are recorded on this CPython (tox.ini's
 # realcode env) before the version envs replay them
 REALCODE_ENV = "realcode"

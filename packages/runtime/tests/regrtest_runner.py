@@ -56,7 +56,7 @@ def load_shim(path):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["plain", "shim", "hook"])
+    parser.add_argument("mode", choices=["plain", "shim", "hook", "skip"])
     parser.add_argument("--shim")
     parser.add_argument("modules", nargs="+")
     args = parser.parse_args()
@@ -78,6 +78,11 @@ def main():
         from passthrough import PassThrough
 
         rt.set_eval_frame(PassThrough())
+        stop = lambda: rt.set_eval_frame(None)  # noqa: E731
+    elif args.mode == "skip":
+        import framehook.runtime as rt
+
+        rt.set_eval_frame(lambda frame, entry, state: None)  # the do-nothing callback
         stop = lambda: rt.set_eval_frame(None)  # noqa: E731
 
     results = {}

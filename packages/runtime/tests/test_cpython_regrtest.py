@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from framehook.runtime import _C
+
 pytestmark = pytest.mark.regrtest
 
 HERE = Path(__file__).resolve().parent
@@ -64,6 +66,11 @@ KNOWN = {
 }
 
 
+# Where the hook is armed per call (3.15) nothing stays installed, so the bare shim's own
+# changes are no excuse: the hook must end every test as plain CPython does.
+ARMED_PER_CALL = _C._marks_stats() is not None
+
+
 def available(name):
     return importlib.util.find_spec("test." + name) is not None
 
@@ -99,7 +106,8 @@ def confirm(test_id, shim_path, tmp_path_factory):
     name = test_id[len("test.") :]
     again = {mode: run(mode, [name], shim_path, tmp_path_factory.mktemp("again-" + mode)) for mode in MODES}
     got = {mode: again[mode][name].get(test_id) for mode in MODES}
-    return got if got["hook"] not in (got["plain"], got["shim"]) else None
+    allowed = (got["plain"],) if ARMED_PER_CALL else (got["plain"], got["shim"])
+    return got if got["hook"] not in allowed else None
 
 
 def test_regression_modules_present():
@@ -118,13 +126,17 @@ def test_hook_matches_plain_or_shim(outcomes, shim, tmp_path_factory):
         total += len(ids)
         for test_id in sorted(ids):
             got = hook.get(module, {}).get(test_id)
-            if got in (tests.get(test_id), shim_out.get(module, {}).get(test_id)) or test_id in KNOWN:
+            allowed = (
+                (tests.get(test_id),) if ARMED_PER_CALL else (tests.get(test_id), shim_out.get(module, {}).get(test_id))
+            )
+            if got in allowed or test_id in KNOWN:
                 continue
             confirmed = confirm(test_id, shim.__file__, tmp_path_factory)
             if confirmed is not None:
                 diverged.append(f"{test_id}: " + " ".join(f"{m}={o}" for m, o in confirmed.items()))
     assert total > 1000  # the three runs really executed the suites
-    assert not diverged, "outcomes changed by the hook:\n" + "\n".join(diverged)
+    what = "plain CPython's" if ARMED_PER_CALL else "plain CPython's or the shim's"
+    assert not diverged, f"outcomes changed by the hook (expected {what}):\n" + "\n".join(diverged)
 
 
 def test_shim_differences_are_reported(outcomes):
