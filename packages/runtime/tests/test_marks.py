@@ -255,7 +255,8 @@ def test_entries_given_after_specializing_are_run(route):
         switch.on = True
         rt.reset_code(target)  # undecided again while call sites point at it
         assert call() == REPLACED
-        assert call() == REPLACED  # the entry, not the callback
+        for _ in range(WARM):  # sites that retry specializing meanwhile must not inline it
+            assert call() == REPLACED  # the entry, not the callback
         assert switch.asked == 1
         switch.on = False
         rt.reset_code(target)
@@ -440,6 +441,35 @@ def test_marks_stats_and_is_marked_arguments():
         _C._is_marked(len)
     stats = _C._marks_stats()
     if sys.version_info >= (3, 15):
-        assert set(stats) == {"active", "sweeps", "marks", "unmarks", "type_walks", "idle"}
+        assert set(stats) == {"active", "sweeps", "marks", "unmarks", "type_walks", "idle", "inits_with_entries"}
     else:
         assert stats is None
+
+
+@armed_per_call
+def test_init_entries_install_the_hook_until_reset():
+    """CALL_ALLOC_AND_ENTER_INIT checks only the class's version before entering __init__:
+    while an __init__ has entries the eval function is installed as well."""
+    target, call = init()
+
+    def f(x):
+        return x
+
+    def driver():
+        return f(1)
+
+    switch = Switch(target)
+    switch.on = True
+    with rt.enable(switch):
+        assert call() == REPLACED
+        assert _C._marks_stats()["inits_with_entries"] == 1
+        for _ in range(BACKED_OFF):
+            driver()
+        assert "CALL_PY_EXACT_ARGS" not in specialized_calls(driver)  # installed: nothing specializes
+        switch.on = False
+        rt.reset_code(target)
+        assert _C._marks_stats()["inits_with_entries"] == 0
+        assert call() == MARK  # skipped; the eval function goes at the next marked call
+        for _ in range(BACKED_OFF):
+            driver()
+        assert "CALL_PY_EXACT_ARGS" in specialized_calls(driver)

@@ -4,7 +4,13 @@
 
 Py_ssize_t fh_extra_index = -1;
 
+Py_ssize_t fh_inits_with_entries;
+
 static void free_entries(fh_extra *ex) {
+    if (ex->init_counted) {
+        ex->init_counted = 0;
+        fh_inits_with_entries--; /* the hook notices at its next call (hook.c) */
+    }
     fh_entry *e = ex->head;
     ex->head = NULL;
     ex->epoch++;

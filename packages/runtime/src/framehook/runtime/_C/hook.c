@@ -65,6 +65,45 @@ static PyThreadState *armed_ts;
 static _PyFrameEvalFunction armed_saved;
 #endif
 
+#if FH_HOOK_ARMED_BY_FUNCTION_MARKS
+static int installed_for_inits;
+static PyObject *init_name;
+
+/* Installs or removes the eval function as __init__ codes gain or lose their entries. */
+static void follow_inits(void) {
+    int want = marks_mode && fh_inits_with_entries > 0;
+    if (want == installed_for_inits || hooked_interp == NULL) {
+        return;
+    }
+    PyInterpreterState *interp = hooked_interp;
+    _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
+    if (want && current != framehook_eval) {
+        previous_eval = (current == _PyEval_EvalFrameDefault) ? NULL : current;
+        _PyInterpreterState_SetEvalFrameFunc(interp, framehook_eval);
+    }
+    else if (!want && current == framehook_eval) {
+        _PyInterpreterState_SetEvalFrameFunc(interp, previous_eval ? previous_eval : _PyEval_EvalFrameDefault);
+    }
+    installed_for_inits = want;
+}
+
+static void count_init(PyCodeObject *co, fh_extra *ex) {
+    if (ex->init_counted || ex->head == NULL) {
+        return;
+    }
+    if (init_name == NULL && (init_name = PyUnicode_InternFromString("__init__")) == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    if (co->co_name == init_name ||
+        (PyUnicode_Check(co->co_name) && PyUnicode_Compare(co->co_name, init_name) == 0)) {
+        ex->init_counted = 1;
+        fh_inits_with_entries++;
+        follow_inits();
+    }
+}
+#endif
+
 static void install(void) {
     PyInterpreterState *interp = PyInterpreterState_Get();
     hooked_interp = interp;
@@ -72,6 +111,7 @@ static void install(void) {
     if (fh_marks_activate() == 0) {
         marks_mode = 1;
         installed = 1;
+        follow_inits();
         return;
     }
 #endif
@@ -88,6 +128,7 @@ static void uninstall(void) {
     if (marks_mode) {
         fh_marks_deactivate();
         marks_mode = 0;
+        follow_inits();
         installed = 0;
         return;
     }
@@ -369,6 +410,11 @@ static PyObject *ask_callback(PyThreadState *ts, fh_frame *f, PyCodeObject *co, 
         Py_DECREF(code);
         code = NULL;
     }
+#if FH_HOOK_ARMED_BY_FUNCTION_MARKS
+    else {
+        count_init(co, ex);
+    }
+#endif
     Py_DECREF(res);
     return code;
 }
@@ -526,6 +572,9 @@ static FH_NOINLINE PyObject *check_stack(PyThreadState *ts, fh_frame *f, int thr
 PyObject *fh_marked_call(PyObject *func, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     PyFunctionObject *fn = (PyFunctionObject *)func;
     PyCodeObject *co = (PyCodeObject *)fn->func_code;
+    if (installed_for_inits && fh_inits_with_entries == 0) {
+        follow_inits(); /* the last __init__ entries were dropped */
+    }
     if (!marks_mode) {
         fh_marks_idle_call(fn);
         return _PyFunction_Vectorcall(func, args, nargsf, kwnames);
@@ -551,10 +600,16 @@ PyObject *fh_marked_call(PyObject *func, PyObject *const *args, size_t nargsf, P
     armed_ts = ts;
     interp->eval_frame = framehook_eval;
     PyObject *result = _PyFunction_Vectorcall(func, args, nargsf, kwnames);
-    /* unarmed already, unless no frame was evaluated (the arguments did not bind) */
+    if (armed_code == co && armed_ts == ts) {
+        /* no frame reached the hook (the arguments did not bind): unarm */
+        interp->eval_frame = outer_code != NULL ? framehook_eval : armed_saved;
+    }
+    else if (outer_code != NULL) {
+        interp->eval_frame = framehook_eval; /* still armed for the outer call's frame */
+    }
+    /* else the hook unarmed at the frame, and the eval function is as the frame left it */
     armed_code = outer_code;
     armed_ts = outer_ts;
-    interp->eval_frame = outer_code != NULL ? framehook_eval : armed_saved;
     return result;
 }
 
@@ -562,7 +617,9 @@ static inline void disarm_for(PyThreadState *ts, fh_frame *f) {
     if (armed_code != NULL && armed_ts == ts && fh_frame_code(f) == armed_code) {
         armed_code = NULL;
         ts->interp->eval_frame = armed_saved;
-        previous_eval = armed_saved;
+        if (armed_saved != framehook_eval) { /* else installed for __init__ entries */
+            previous_eval = armed_saved;
+        }
     }
 }
 #endif

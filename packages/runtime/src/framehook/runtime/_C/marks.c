@@ -12,11 +12,12 @@
  *   - activation (a first thread sets a callback): the first time, every live function is
  *     marked (one walk of the GC heap) and a function watcher is registered; afterwards
  *     only the functions unmarked while idle are marked again (the idle set);
- *   - a function created while active is marked, and its code's version is withheld
- *     (MAKE_FUNCTION copies it into the function after the watcher ran, and call sites
- *     specialized for an earlier function of the code would match it);
+ *   - a function created while active is marked, and its code's version is withheld (the
+ *     code gets a fresh one: MAKE_FUNCTION copies it into the function after the watcher
+ *     ran, and call sites specialized for an earlier function of the code would match it);
  *   - a marked function called while idle, or whose code is skipped, is unmarked at that
- *     call; its version (and its code's) is given back, so call sites specialize again;
+ *     call; its version (and its code's) is given back, so call sites specialize again,
+ *     unless CPython cleared it meanwhile (a new __code__ or new defaults clear it for good);
  *   - reset_code of a skipped code marks its functions again (a heap walk; rare);
  *   - marking a function named __init__ invalidates the types whose specialization cache
  *     holds a marked __init__: CALL_ALLOC_AND_ENTER_INIT checks only the type's version. */
@@ -25,6 +26,7 @@
 #if FH_HOOK_ARMED_BY_FUNCTION_MARKS
 
 static int marks_on;           /* some thread has a callback */
+static unsigned long activations; /* counts the times marks_on was set */
 static int watcher_id = -1;    /* registered on first activation */
 static int init_marked;        /* an __init__ was marked since the last type walk */
 static PyObject *init_name;    /* "__init__", interned */
@@ -50,10 +52,63 @@ static void mark(PyFunctionObject *func) {
     if (func->vectorcall == fh_marked_call) {
         return;
     }
-    PyFunction_SetVectorcall(func, fh_marked_call); /* also clears the function's version */
+    /* Setting the vectorcall clears the version for good (CLEARED, as a modification of the
+     * function does); a version we took ourselves is left UNSET instead, to give back. */
+    uint32_t version = func->func_version;
+    PyFunction_SetVectorcall(func, fh_marked_call);
+    if (version != FUNC_VERSION_CLEARED) {
+        func->func_version = FUNC_VERSION_UNSET;
+    }
     n_marks++;
     if (((PyCodeObject *)func->func_code)->co_name == init_name) {
         init_marked = 1;
+    }
+}
+
+/* The interpreter keeps borrowed (function, code) pairs by version, which a code clears
+ * under its current version when it dies: before a code's version changes, its pair under
+ * the old one goes, or it would outlive the code. */
+static void forget_cached_code(PyCodeObject *co) {
+    struct _func_version_cache_item *slot =
+        &PyInterpreterState_Get()->func_state.func_version_cache[co->co_version % FUNC_VERSION_CACHE_SIZE];
+    if (slot->code == (PyObject *)co) {
+        slot->code = NULL;
+        slot->func = NULL;
+    }
+}
+
+/* A code's version is withheld by giving it a fresh one (debug builds require a valid
+ * version in every new function): call sites specialized for its earlier functions miss
+ * the functions made now. 0 when the interpreter has run out of versions. */
+static uint32_t fresh_version(void) {
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    uint32_t v = interp->func_state.next_version;
+    if (v < FUNC_VERSION_FIRST_VALID) {
+        return 0;
+    }
+    interp->func_state.next_version = v + 1;
+    return v;
+}
+
+static void withhold_version(PyCodeObject *co) {
+    fh_extra *ex = fh_extra_ensure(co);
+    if (ex == NULL) {
+        PyErr_Clear(); /* not withheld: call sites may still enter new functions inline */
+        return;
+    }
+    if (ex->saved_version != 0 && ex->withheld_in == activations) {
+        return; /* withheld already: every function made since is marked */
+    }
+    /* Functions made while no thread had a callback carry the version withheld before:
+     * call sites may have specialized for them, so this activation takes another. */
+    uint32_t v = fresh_version();
+    if (v != 0) {
+        forget_cached_code(co);
+        if (ex->saved_version == 0) {
+            ex->saved_version = co->co_version;
+        }
+        co->co_version = v;
+        ex->withheld_in = activations;
     }
 }
 
@@ -61,6 +116,7 @@ static void mark(PyFunctionObject *func) {
 static void give_back_version(PyCodeObject *co) {
     fh_extra *ex = fh_extra_get(co);
     if (ex != NULL && ex->saved_version != 0) {
+        forget_cached_code(co);
         co->co_version = ex->saved_version;
         ex->saved_version = 0;
     }
@@ -73,7 +129,10 @@ void fh_unmark(PyFunctionObject *func) {
     PyCodeObject *co = (PyCodeObject *)func->func_code;
     give_back_version(co);
     func->vectorcall = _PyFunction_Vectorcall;
-    _PyFunction_SetVersion(func, co->co_version);
+    /* CLEARED stays: CPython cleared it for a change of the function's code or defaults */
+    if (func->func_version == FUNC_VERSION_UNSET && co->co_version >= FUNC_VERSION_FIRST_VALID) {
+        _PyFunction_SetVersion(func, co->co_version);
+    }
     n_unmarks++;
 }
 
@@ -257,14 +316,7 @@ static int on_function_event(PyFunction_WatchEvent event, PyFunctionObject *func
             idle_add(func);
             break;
         }
-        fh_extra *ex = fh_extra_ensure(co);
-        if (ex == NULL) {
-            PyErr_Clear(); /* withheld for good: the code is only never specialized */
-        }
-        else if (co->co_version != 0) {
-            ex->saved_version = co->co_version;
-        }
-        co->co_version = 0;
+        withhold_version(co);
         mark(func);
         break;
     }
@@ -308,6 +360,7 @@ int fh_marks_activate(void) {
         idle_lost = 1; /* functions made before the watcher: found by a sweep */
     }
     marks_on = 1;
+    activations++;
     if (idle_lost) {
         idle_lost = 0;
         idle_drain();
@@ -334,8 +387,9 @@ int fh_marks_code_reset(PyCodeObject *co, int was_skipped) {
 }
 
 PyObject *fh_marks_stats(void) {
-    return Py_BuildValue("{s:i,s:n,s:n,s:n,s:n,s:n}", "active", marks_on, "sweeps", n_sweeps, "marks", n_marks,
-                         "unmarks", n_unmarks, "type_walks", n_type_walks, "idle", (Py_ssize_t)idle_count);
+    return Py_BuildValue("{s:i,s:n,s:n,s:n,s:n,s:n,s:n}", "active", marks_on, "sweeps", n_sweeps, "marks", n_marks,
+                         "unmarks", n_unmarks, "type_walks", n_type_walks, "idle", (Py_ssize_t)idle_count,
+                         "inits_with_entries", fh_inits_with_entries);
 }
 
 #endif

@@ -29,7 +29,9 @@ typedef struct {
     int skip;              /* run this code unmodified from now on */
     unsigned long epoch;   /* bumped on every change of the entry list, so a lookup
                               notices when a guard it called changed the list */
-    uint32_t saved_version; /* marks.c: the code's version while it is withheld (0: not) */
+    uint32_t saved_version; /* marks.c: the code's own version while it is withheld (0: not) */
+    unsigned long withheld_in; /* marks.c: the activation that gave it its present version */
+    int init_counted;       /* an __init__ code with entries, counted in fh_inits_with_entries */
 } fh_extra;
 
 int fh_extra_init(void);
@@ -108,6 +110,9 @@ void fh_marks_idle_call(PyFunctionObject *func); /* called while no thread has a
 void fh_marks_code_skipped(PyCodeObject *co);
 int fh_marks_code_reset(PyCodeObject *co, int was_skipped);
 PyObject *fh_marks_stats(void);              /* new dict */
+/* __init__ codes with cache entries: CPython enters __init__ inline from class calls after
+ * checking only the class's version, so while there are any the hook is also installed. */
+extern Py_ssize_t fh_inits_with_entries;
 #endif
 
 /* ---- calls with a callback set (callwith.c) --------------------------------- */
