@@ -244,8 +244,20 @@ def warm(call):
         call()
 
 
+INIT_SITES_IGNORE_HOOK = sys.version_info[:2] == (3, 13)
+
+
+def skip_init_sites_on_313(route):
+    if route in (init, init_inherited) and INIT_SITES_IGNORE_HOOK:
+        pytest.skip(
+            "CPython 3.13's CALL_ALLOC_AND_ENTER_INIT enters __init__ without checking for an eval "
+            "function, and its specializer makes it while one is installed (fixed in 3.14)"
+        )
+
+
 @pytest.mark.parametrize("route", ROUTES, ids=lambda r: r.__name__)
 def test_entries_given_after_specializing_are_run(route):
+    skip_init_sites_on_313(route)
     target, call = route()
     warm(call)  # call sites specialize with no callback set
     switch = Switch(target)
@@ -273,6 +285,7 @@ def test_entries_given_after_specializing_are_run(route):
 
 @pytest.mark.parametrize("route", [plain, method, init, closure_made_later], ids=lambda r: r.__name__)
 def test_entries_given_on_first_activation_are_run(route):
+    skip_init_sites_on_313(route)
     target, call = route()
     warm(call)
     switch = Switch(target)
