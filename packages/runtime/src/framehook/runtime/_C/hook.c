@@ -63,11 +63,29 @@ static int marks_mode;
 static PyCodeObject *armed_code;
 static PyThreadState *armed_ts;
 static _PyFrameEvalFunction armed_saved;
+static int installed_for_inits;
 #endif
 
+/* Makes ours the interpreter's eval function, remembering the one it replaces. */
+static void put_eval_function(PyInterpreterState *interp) {
+    _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
+    if (current != framehook_eval) {
+        previous_eval = (current == _PyEval_EvalFrameDefault) ? NULL : current;
+        _PyInterpreterState_SetEvalFrameFunc(interp, framehook_eval);
+    }
+}
+
+/* Puts the replaced eval function back, if ours is still the interpreter's: 1 if it was. */
+static int take_eval_function(PyInterpreterState *interp) {
+    if (_PyInterpreterState_GetEvalFrameFunc(interp) != framehook_eval) {
+        return 0;
+    }
+    /* Setting the default back (not NULL) lets 3.11+ inline calls again. */
+    _PyInterpreterState_SetEvalFrameFunc(interp, previous_eval ? previous_eval : _PyEval_EvalFrameDefault);
+    return 1;
+}
+
 #if FH_HOOK_ARMED_BY_FUNCTION_MARKS
-static int installed_for_inits;
-static PyObject *init_name;
 
 /* Installs or removes the eval function as __init__ codes gain or lose their entries. */
 static void follow_inits(void) {
@@ -75,14 +93,11 @@ static void follow_inits(void) {
     if (want == installed_for_inits || hooked_interp == NULL) {
         return;
     }
-    PyInterpreterState *interp = hooked_interp;
-    _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
-    if (want && current != framehook_eval) {
-        previous_eval = (current == _PyEval_EvalFrameDefault) ? NULL : current;
-        _PyInterpreterState_SetEvalFrameFunc(interp, framehook_eval);
+    if (want) {
+        put_eval_function(hooked_interp);
     }
-    else if (!want && current == framehook_eval) {
-        _PyInterpreterState_SetEvalFrameFunc(interp, previous_eval ? previous_eval : _PyEval_EvalFrameDefault);
+    else {
+        take_eval_function(hooked_interp);
     }
     installed_for_inits = want;
 }
@@ -91,12 +106,7 @@ static void count_init(PyCodeObject *co, fh_extra *ex) {
     if (ex->init_counted || ex->head == NULL) {
         return;
     }
-    if (init_name == NULL && (init_name = PyUnicode_InternFromString("__init__")) == NULL) {
-        PyErr_Clear();
-        return;
-    }
-    if (co->co_name == init_name ||
-        (PyUnicode_Check(co->co_name) && PyUnicode_Compare(co->co_name, init_name) == 0)) {
+    if (fh_code_is_init(co)) {
         ex->init_counted = 1;
         fh_inits_with_entries++;
         follow_inits();
@@ -115,11 +125,7 @@ static void install(void) {
         return;
     }
 #endif
-    _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
-    if (current != framehook_eval) {
-        previous_eval = (current == _PyEval_EvalFrameDefault) ? NULL : current;
-        _PyInterpreterState_SetEvalFrameFunc(interp, framehook_eval);
-    }
+    put_eval_function(interp);
     installed = 1;
 }
 
@@ -137,9 +143,7 @@ static void uninstall(void) {
     if (interp == NULL) {
         return;
     }
-    if (_PyInterpreterState_GetEvalFrameFunc(interp) == framehook_eval) {
-        /* Setting the default back (not NULL) lets 3.11+ inline calls again. */
-        _PyInterpreterState_SetEvalFrameFunc(interp, previous_eval ? previous_eval : _PyEval_EvalFrameDefault);
+    if (take_eval_function(interp)) {
         previous_eval = NULL;
     }
     /* Otherwise another extension chained onto us: leave its function in place; ours,

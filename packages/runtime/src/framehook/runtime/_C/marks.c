@@ -40,6 +40,14 @@ static int interceptable(PyCodeObject *co) {
     return (co->co_flags & CO_OPTIMIZED) && !(co->co_flags & resumable);
 }
 
+int fh_code_is_init(PyCodeObject *co) {
+    if (init_name == NULL && (init_name = PyUnicode_InternFromString("__init__")) == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    return co->co_name == init_name || PyUnicode_Compare(co->co_name, init_name) == 0;
+}
+
 static int needs_mark(PyCodeObject *co) {
     if (!interceptable(co)) {
         return 0;
@@ -60,7 +68,7 @@ static void mark(PyFunctionObject *func) {
         func->func_version = FUNC_VERSION_UNSET;
     }
     n_marks++;
-    if (((PyCodeObject *)func->func_code)->co_name == init_name) {
+    if (fh_code_is_init((PyCodeObject *)func->func_code)) {
         init_marked = 1;
     }
 }
@@ -344,13 +352,6 @@ static int on_function_event(PyFunction_WatchEvent event, PyFunctionObject *func
 }
 
 int fh_marks_activate(void) {
-    if (init_name == NULL) {
-        init_name = PyUnicode_InternFromString("__init__");
-        if (init_name == NULL) {
-            PyErr_Clear();
-            return -1;
-        }
-    }
     if (watcher_id < 0) {
         watcher_id = PyFunction_AddWatcher(on_function_event);
         if (watcher_id < 0) {

@@ -108,6 +108,7 @@ int fh_marks_active(void);
 void fh_unmark(PyFunctionObject *func);   /* plain again: the evaluator may inline it */
 void fh_marks_idle_call(PyFunctionObject *func); /* called while no thread has a callback */
 void fh_marks_code_skipped(PyCodeObject *co);
+int fh_code_is_init(PyCodeObject *co);     /* named __init__ */
 int fh_marks_code_reset(PyCodeObject *co, int was_skipped);
 PyObject *fh_marks_stats(void);              /* new dict */
 /* __init__ codes with cache entries: CPython enters __init__ inline from class calls after
