@@ -14,6 +14,18 @@ import opcode
 from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Optional, Sequence, Tuple, Type
 
 from .behaviour import VERSION
+from .kinds import (
+    BRANCH_CONDITIONS,
+    CALLS_WITH_NAMES,
+    CALLS_WITH_SLOT,
+    COPY_DEPTHS,
+    DECODE,
+    INTRINSIC_KINDS,
+    KEEPS_OPERAND,
+    OLD_BINARY_OPS,
+    UNARY_OPERATORS,
+    Kind,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .instructions import Instruction
@@ -29,26 +41,6 @@ FUNCTION_PARTS: Tuple[Tuple[int, str], ...] = (
     (0x01, "defaults"),
 )
 
-#: the operator of each binary opcode that BINARY_OP replaced (3.9/3.10)
-OLD_BINARY_OPS: Dict[str, str] = {}
-for _suffix, _symbol in (
-    ("ADD", "+"),
-    ("SUBTRACT", "-"),
-    ("MULTIPLY", "*"),
-    ("TRUE_DIVIDE", "/"),
-    ("FLOOR_DIVIDE", "//"),
-    ("MODULO", "%"),
-    ("POWER", "**"),
-    ("MATRIX_MULTIPLY", "@"),
-    ("AND", "&"),
-    ("OR", "|"),
-    ("XOR", "^"),
-    ("LSHIFT", "<<"),
-    ("RSHIFT", ">>"),
-):
-    OLD_BINARY_OPS["BINARY_" + _suffix] = _symbol
-    OLD_BINARY_OPS["INPLACE_" + _suffix] = _symbol + "="
-del _suffix, _symbol
 
 _CONVERSIONS = ("", "str", "repr", "ascii")
 
@@ -75,6 +67,31 @@ class ArgumentDecoder:
             flags = (arg & ((1 << low) - 1)) if arg is not None else inst.flags
             inst.flags = flags
         self.decode(inst, name, arg or 0, inst.flags, consts)
+        self.decode_kind(inst, name, arg)
+
+    def decode_kind(self, inst: "Instruction", name: str, arg: Optional[int]) -> None:
+        """Set ``inst.kind`` and the operands the kind reads."""
+        kind = DECODE.get(name, Kind.INTERNAL)
+        if kind == Kind.BRANCH:
+            inst.condition = BRANCH_CONDITIONS[name]
+            inst.keeps_operand = name in KEEPS_OPERAND
+        elif kind == Kind.CALL:
+            inst.call_slot = name in CALLS_WITH_SLOT
+            inst.call_names = name in CALLS_WITH_NAMES
+        elif kind in (Kind.COPY, Kind.SWAP, Kind.ROTATE):
+            inst.depth = COPY_DEPTHS.get(name, arg or 0)
+        elif kind == Kind.UNARY:
+            inst.unary = UNARY_OPERATORS[name]
+        elif kind == Kind.BINARY_OP and inst.binary_op == "[]":
+            kind = Kind.SUBSCR
+        elif kind in (Kind.CALL_INTRINSIC, Kind.CALL_INTRINSIC_2) and arg is not None:
+            table = "_intrinsic_1_descs" if kind == Kind.CALL_INTRINSIC else "_intrinsic_2_descs"
+            descs = getattr(dis, table, ())
+            inst.intrinsic = descs[arg] if 0 <= arg < len(descs) else None
+            if kind == Kind.CALL_INTRINSIC and inst.intrinsic in INTRINSIC_KINDS:
+                kind = INTRINSIC_KINDS[inst.intrinsic]
+                inst.unary = UNARY_OPERATORS.get(inst.intrinsic)
+        inst.kind = kind
 
     def low_bits(self, name: str) -> int:
         if name == "COMPARE_OP":

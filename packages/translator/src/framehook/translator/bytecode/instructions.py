@@ -93,6 +93,23 @@ class Instruction:
     #: than the instruction (3.9 does, rarely), with the instruction's location it goes
     #: with: a transform that moves the instruction to another line drops it
     prefix_positions: Optional[Tuple[Optional[Positions], Optional[Positions]]] = field(default=None, repr=False)
+    # -- the version-independent view (``kinds.py``): what the instruction does
+    #: its ``Kind``
+    kind: str = field(default="", repr=False)
+    #: BRANCH: when it jumps ("false", "true", "none", "not none")
+    condition: Optional[str] = field(default=None, repr=False)
+    #: BRANCH: the operand stays on the stack when it jumps (3.9-3.11's JUMP_IF_*_OR_POP)
+    keeps_operand: bool = field(default=False, repr=False)
+    #: COPY / SWAP / ROTATE: how deep into the stack (1: the top)
+    depth: int = field(default=0, repr=False)
+    #: UNARY: "-", "+", "~" or "not"
+    unary: Optional[str] = field(default=None, repr=False)
+    #: CALL: the callable sits under a NULL-or-self slot
+    call_slot: bool = field(default=False, repr=False)
+    #: CALL: a tuple of keyword names is on top of the arguments
+    call_names: bool = field(default=False, repr=False)
+    #: CALL_INTRINSIC / CALL_INTRINSIC_2: the intrinsic's name
+    intrinsic: Optional[str] = field(default=None, repr=False)
 
     @property
     def lineno(self) -> Optional[int]:
