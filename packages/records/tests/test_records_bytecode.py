@@ -8,9 +8,11 @@ import builtins
 import dis
 import importlib
 import inspect
+import json
 import marshal
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -432,3 +434,22 @@ def test_deeply_nested_constants_are_refused_not_a_crash():
     rec.code["source"] = None
     with pytest.raises(InvalidBytecodeError, match="nest too deeply"):
         replay_record(rec, modes=MODES, trust_bytecode=True)
+
+
+def test_bytecode_facts_come_from_the_running_compiler_not_version_numbers():
+    source = Path(bytecheck.__file__).read_text(encoding="utf-8")
+    code_lines = [line.split("#", 1)[0] for line in source.splitlines()]
+    assert not [line for line in code_lines if "version_info" in line or "hexversion" in line]
+    # what the probes read agrees with the compiler on real code: every name operand,
+    # shifted by the flag bits read for its opcode, indexes co_names
+    for const in compile(Path(json.__file__).read_text(encoding="utf-8"), json.__file__, "exec").co_consts:
+        if isinstance(const, types.CodeType):
+            for ins in dis.get_instructions(const):
+                if ins.opcode in dis.hasname:
+                    index = ins.arg >> bytecheck._NAME_FLAG_BITS.get(ins.opname, 0)
+                    assert const.co_names[index] == ins.argval, ins
+
+
+def test_flag_bits_probe_refuses_nothing_it_cannot_read():
+    # a probe whose opcode never appears reads no flag bits
+    assert bytecheck._flag_bits("x = 1\nfirst\nprobe\n", "NO_SUCH_OPCODE", "probe") == 0

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dis
 import opcode
-import sys
 import types
 from typing import Iterator
 
@@ -18,36 +17,116 @@ from .errors import InvalidBytecodeError
 from .marshalscan import MarshalShapeError
 
 # --- What this interpreter's bytecode looks like (one place; named by behaviour) ---------
+# Each fact is read from the running compiler and ``dis``, never from a version number or a
+# list of one version's opcodes: the translator keeps the per-version knowledge of
+# framehook, and this package installs without it.
 
-# Name operands whose low bits carry flags: global loads say "push NULL" from 3.11,
-# attribute loads say "method call" from 3.12, super-attribute loads carry two flags.
-_NAME_FLAG_BITS = {
-    "LOAD_GLOBAL": 1 if sys.version_info >= (3, 11) else 0,
-    "LOAD_ATTR": 1 if sys.version_info >= (3, 12) else 0,
-    "LOAD_SUPER_ATTR": 2,
-    "IMPORT_NAME": 2 if sys.version_info >= (3, 15) else 0,  # lazy/eager import flags
-}
-# Generator code starts with the first sent value already on the stack (3.10-3.12).
-_GENERATOR_START_DEPTH = 1 if (3, 10) <= sys.version_info < (3, 13) else 0
-# Locals, cells and free variables share one slot array ("localsplus") from 3.11; before,
-# *_FAST ops index the locals and *_DEREF ops index cells followed by free variables.
-_SHARED_SLOTS = sys.version_info >= (3, 11)
+
+def _compiled(source: str) -> types.CodeType:
+    return compile(source, "<bytecheck probe>", "exec")
+
+
+def _find_code(code: types.CodeType, name: str) -> types.CodeType:
+    """The code object named ``name`` nested in ``code``'s constants (depth first)."""
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            if const.co_name == name:
+                return const
+            try:
+                return _find_code(const, name)
+            except LookupError:
+                pass
+    raise LookupError(name)
+
+
+def _instructions(code: types.CodeType, name: str | None = None) -> list:
+    if name is not None:
+        code = _find_code(code, name)
+    return [i for i in dis.get_instructions(code) if i.opname != "CACHE"]
+
+
+def _flag_bits(source: str, opname: str, name: str, function: str | None = None) -> int:
+    """How many low bits of ``opname``'s argument sit under its name index, as the
+    compiler writes them for ``source`` (which loads another name first, so that the
+    index is not 0, then ``name`` with ``opname``)."""
+    code = _compiled(source)
+    if function is not None:
+        code = _find_code(code, function)
+    index = code.co_names.index(name)
+    for ins in _instructions(code):
+        if ins.opname == opname and ins.argval == name:
+            for bits in range(8):
+                if ins.arg >> bits == index:  # the flags sit below the index
+                    return bits
+    return 0
+
+
+def _name_flag_bits() -> dict:
+    """Name operands whose low bits carry flags (a global load's push-NULL bit, an
+    attribute load's method bit, a super-attribute load's two bits, import flags)."""
+    method = "class C:\n def f(self):\n  return super().probe_attr\n"
+    return {
+        "LOAD_GLOBAL": _flag_bits("def f():\n  first\n  return probe()\n", "LOAD_GLOBAL", "probe", "f"),
+        "LOAD_ATTR": _flag_bits("x.probe()\nx.probe\n", "LOAD_ATTR", "probe"),
+        "LOAD_SUPER_ATTR": _flag_bits(method, "LOAD_SUPER_ATTR", "probe_attr", "f")
+        if _defines("LOAD_SUPER_ATTR")
+        else 0,
+        "IMPORT_NAME": _flag_bits("import first\nimport probe\n", "IMPORT_NAME", "probe"),
+    }
+
+
+def _defines(opname: str) -> bool:
+    return opname in dis.opmap
+
+
+def _generator_start_depth() -> int:
+    """Values on a generator frame's stack before its first instruction: the value it is
+    first resumed with sits there where the prologue pops it before any push shows it."""
+    code = _find_code(_compiled("def g():\n    yield\n"), "g")
+    depth, lowest = 0, 0
+    for ins in _instructions(code):
+        if ins.opname == "YIELD_VALUE":
+            break
+        depth += dis.stack_effect(ins.opcode, ins.arg if ins.opcode >= dis.HAVE_ARGUMENT else None)
+        lowest = min(lowest, depth)
+    return -lowest
+
+
+def _cells_share_local_slots() -> bool:
+    """Locals, cells and free variables share one slot array ("localsplus"): a cell's
+    operand counts the locals before it. Otherwise *_FAST ops index the locals and cell
+    ops index cells followed by free variables."""
+    outer = _find_code(_compiled("def f():\n    g = 1\n    c = 2\n    return lambda: c\n"), "f")
+    for ins in _instructions(outer):
+        if ins.opcode in dis.hasfree and ins.argval == "c":
+            return ins.arg != outer.co_cellvars.index("c")
+    return False  # pragma: no cover - every compiler stores the cell
+
+
+_NAME_FLAG_BITS = _name_flag_bits()
+_GENERATOR_START_DEPTH = _generator_start_depth()
+_SHARED_SLOTS = _cells_share_local_slots()
 # Opcodes that never appear in a code object's co_code as written by the compiler and
 # marshal: inline-cache filler, instrumentation and executor hooks.
 _NEVER_IN_CO_CODE = ("CACHE", "RESERVED", "ENTER_EXECUTOR", "INTERPRETER_EXIT")
-# Instructions after which control never falls through to the next one.
-_NO_FALLTHROUGH = {
-    "RETURN_VALUE",
-    "RETURN_CONST",
-    "RAISE_VARARGS",
-    "RERAISE",
-    "JUMP_ABSOLUTE",
-    "JUMP_FORWARD",
-    "JUMP_BACKWARD",
-    "JUMP_BACKWARD_NO_INTERRUPT",
-    "JUMP",
-    "JUMP_NO_INTERRUPT",
-}
+
+
+def _no_fallthrough() -> frozenset:
+    """Instructions after which control never falls through: returns, raises and the
+    unconditional jumps (the jumps whose name says no condition)."""
+    jumps = set(dis.hasjrel) | set(dis.hasjabs) | set(getattr(dis, "hasjump", ()))
+    names = set()
+    for name, op in dis.opmap.items():
+        if name.startswith("RETURN_") and name != "RETURN_GENERATOR":
+            names.add(name)
+        elif name in ("RAISE_VARARGS", "RERAISE"):
+            names.add(name)
+        elif (op in jumps or op >= 256) and name.startswith("JUMP") and "_IF_" not in name:
+            names.add(name)
+    return frozenset(names)
+
+
+_NO_FALLTHROUGH = _no_fallthrough()
 # Instructions whose operand reaches down the stack: (minimum depth before it) = arg + extra.
 _STACK_OPERAND = {
     "COPY": 0,
