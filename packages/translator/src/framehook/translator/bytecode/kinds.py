@@ -18,6 +18,8 @@ from typing import Dict, FrozenSet, Optional, Tuple
 
 __all__ = [
     "Kind",
+    "EVERY_VERSION",
+    "VERSION_ONLY",
     "DECODE",
     "BRANCH_CONDITIONS",
     "COPY_DEPTHS",
@@ -376,6 +378,77 @@ for _suffix, _symbol in (
     OLD_BINARY_OPS["INPLACE_" + _suffix] = _symbol + "="
 del _suffix, _symbol
 _ROWS += tuple((_name, Kind.BINARY_OP) for _name in OLD_BINARY_OPS)
+
+#: the opcode names every supported CPython (3.9-3.15) has, all meaning the same: the only
+#: concrete names code outside ``bytecode/`` may spell (tests/test_version_knowledge.py)
+EVERY_VERSION: FrozenSet[str] = frozenset(
+    {
+        "BUILD_LIST",
+        "BUILD_MAP",
+        "BUILD_SET",
+        "BUILD_SLICE",
+        "BUILD_STRING",
+        "BUILD_TUPLE",
+        "CALL_FUNCTION_EX",
+        "COMPARE_OP",
+        "CONTAINS_OP",
+        "DELETE_ATTR",
+        "DELETE_DEREF",
+        "DELETE_FAST",
+        "DELETE_GLOBAL",
+        "DELETE_NAME",
+        "DELETE_SUBSCR",
+        "DICT_MERGE",
+        "DICT_UPDATE",
+        "END_ASYNC_FOR",
+        "EXTENDED_ARG",
+        "FOR_ITER",
+        "GET_AITER",
+        "GET_ANEXT",
+        "GET_AWAITABLE",
+        "GET_ITER",
+        "IMPORT_FROM",
+        "IMPORT_NAME",
+        "IS_OP",
+        "JUMP_FORWARD",
+        "LIST_APPEND",
+        "LIST_EXTEND",
+        "LOAD_ATTR",
+        "LOAD_BUILD_CLASS",
+        "LOAD_CLOSURE",
+        "LOAD_CONST",
+        "LOAD_DEREF",
+        "LOAD_FAST",
+        "LOAD_GLOBAL",
+        "LOAD_NAME",
+        "MAKE_FUNCTION",
+        "MAP_ADD",
+        "NOP",
+        "POP_EXCEPT",
+        "POP_TOP",
+        "RAISE_VARARGS",
+        "RERAISE",
+        "RETURN_VALUE",
+        "SETUP_ANNOTATIONS",
+        "SET_ADD",
+        "SET_UPDATE",
+        "STORE_ATTR",
+        "STORE_DEREF",
+        "STORE_FAST",
+        "STORE_GLOBAL",
+        "STORE_NAME",
+        "STORE_SUBSCR",
+        "UNARY_INVERT",
+        "UNARY_NEGATIVE",
+        "UNARY_NOT",
+        "UNPACK_EX",
+        "UNPACK_SEQUENCE",
+        "WITH_EXCEPT_START",
+        "YIELD_VALUE",
+    }
+)
+#: every other concrete name: some supported CPython lacks it
+VERSION_ONLY: FrozenSet[str] = frozenset(name for name, _ in _ROWS) - EVERY_VERSION
 
 #: the running CPython's concrete names and their kinds (instrumented twins included:
 #: they never appear in ``co_code``, and are read as what they instrument)

@@ -8,6 +8,7 @@ import opcode
 from typing import Dict, FrozenSet, Optional, Tuple
 
 from .behaviour import BEHAVIOUR
+from .kinds import BRANCH_CONDITIONS, KEEPS_OPERAND, Kind, encodings
 
 EXTENDED_ARG = opcode.opmap["EXTENDED_ARG"]
 HAVE_ARGUMENT = opcode.HAVE_ARGUMENT
@@ -54,11 +55,15 @@ JUMPS: FrozenSet[int] = JREL | JABS
 BACKWARD: FrozenSet[int] = frozenset(
     op for name, op in opcode.opmap.items() if "JUMP_BACKWARD" in name or (name == "END_ASYNC_FOR" and op in JREL)
 )
-UNCONDITIONAL: FrozenSet[int] = frozenset(
-    opcode.opmap[n]
-    for n in ("JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
-    if n in _names
-)
+
+
+def _real(names: "Tuple[str, ...] | FrozenSet[str]") -> FrozenSet[str]:
+    """The names the running CPython writes into code objects (not the compiler's
+    pseudo-instructions, numbered from 256)."""
+    return frozenset(n for n in names if n in opcode.opmap and opcode.opmap[n] < 256)
+
+
+UNCONDITIONAL: FrozenSet[int] = frozenset(opcode.opmap[n] for n in _real(encodings(Kind.JUMP)))
 TERMINAL: FrozenSet[int] = frozenset(
     opcode.opmap[n] for n in ("RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE") if n in _names
 )
@@ -125,36 +130,13 @@ SYNONYMS: Dict[str, str] = {
 
 #: conditional jumps by when they jump: "false", "true", "none" or "not none" (every
 #: version's spellings, 3.11's FORWARD/BACKWARD ones included)
-JUMP_CONDITIONS: Dict[str, str] = {
-    name: when
-    for name, when in (
-        ("POP_JUMP_IF_FALSE", "false"),
-        ("POP_JUMP_IF_TRUE", "true"),
-        ("POP_JUMP_IF_NONE", "none"),
-        ("POP_JUMP_IF_NOT_NONE", "not none"),
-        ("POP_JUMP_FORWARD_IF_FALSE", "false"),
-        ("POP_JUMP_FORWARD_IF_TRUE", "true"),
-        ("POP_JUMP_FORWARD_IF_NONE", "none"),
-        ("POP_JUMP_FORWARD_IF_NOT_NONE", "not none"),
-        ("POP_JUMP_BACKWARD_IF_FALSE", "false"),
-        ("POP_JUMP_BACKWARD_IF_TRUE", "true"),
-        ("POP_JUMP_BACKWARD_IF_NONE", "none"),
-        ("POP_JUMP_BACKWARD_IF_NOT_NONE", "not none"),
-        ("JUMP_IF_FALSE_OR_POP", "false"),
-        ("JUMP_IF_TRUE_OR_POP", "true"),
-    )
-    if name in opcode.opmap
-}
+JUMP_CONDITIONS: Dict[str, str] = {n: when for n, when in BRANCH_CONDITIONS.items() if n in _real(BRANCH_CONDITIONS)}
 #: conditional jumps that leave their operand on the stack when they jump (3.9-3.11)
-KEEPS_OPERAND_ON_JUMP: FrozenSet[str] = frozenset(
-    name for name in ("JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP") if name in opcode.opmap
-)
+KEEPS_OPERAND_ON_JUMP: FrozenSet[str] = _real(KEEPS_OPERAND)
 #: instructions that begin entering a with block (3.14+ fetches ``__enter__`` and
 #: ``__exit__`` with LOAD_SPECIAL)
 WITH_ENTRIES: FrozenSet[str] = frozenset(
-    name
-    for name in ("BEFORE_WITH", "SETUP_WITH", "BEFORE_ASYNC_WITH", "SETUP_ASYNC_WITH", "LOAD_SPECIAL")
-    if name in opcode.opmap
+    n for kind in (Kind.WITH_ENTER, Kind.ASYNC_WITH_ENTER, Kind.LOAD_SPECIAL) for n in encodings(kind)
 )
 #: instructions that change nothing the code computes: no stack effect, no value
 NO_OPS: FrozenSet[str] = frozenset({"NOP", "RESUME", "CACHE", "EXTENDED_ARG", "NOT_TAKEN"})
