@@ -21,7 +21,8 @@ from .assemble import AssembleError, Assembled, assemble
 from .codegen import Codegen
 from .decode import BytecodeDecodeError, decode
 from .exception_table import encode_exception_table, parse_exception_table
-from .instructions import ExnTabEntry, Instruction, Positions, copy_instruction, create_instruction, create_jump
+from .create import copy_instruction, create_instruction, create_jump
+from .instructions import ExnTabEntry, Instruction, Positions
 from .transform import build_function, code_options, prefix_length, rebuild, resolve_args, transform_code_object
 
 __all__ = [

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import dis
 import opcode
-from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Optional, Sequence, Tuple, Type
+from typing import Any, Dict, FrozenSet, Optional, Sequence, Tuple, Type
 
 from .behaviour import VERSION
+from .instructions import Instruction
 from .kinds import (
     BRANCH_CONDITIONS,
     CALLS_WITH_NAMES,
@@ -26,9 +27,6 @@ from .kinds import (
     UNARY_OPERATORS,
     Kind,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .instructions import Instruction
 
 __all__ = ["ArgumentDecoder", "DECODER", "decoder_for", "FUNCTION_PARTS", "OLD_BINARY_OPS", "SUPPORTED_VERSIONS"]
 
@@ -57,7 +55,7 @@ class ArgumentDecoder:
     #: low bits under the comparison index of COMPARE_OP
     compare_low_bits = 0
 
-    def fill(self, inst: "Instruction", consts: Optional[Sequence[Any]] = None) -> None:
+    def fill(self, inst: Instruction, consts: Optional[Sequence[Any]] = None) -> None:
         """Set ``inst``'s decoded fields from its ``arg`` (or, when the argument is still
         to be resolved from ``argval``, from its ``flags``)."""
         name = inst.opname
@@ -69,7 +67,7 @@ class ArgumentDecoder:
         self.decode(inst, name, arg or 0, inst.flags, consts)
         self.decode_kind(inst, name, arg)
 
-    def decode_kind(self, inst: "Instruction", name: str, arg: Optional[int]) -> None:
+    def decode_kind(self, inst: Instruction, name: str, arg: Optional[int]) -> None:
         """Set ``inst.kind`` and the operands the kind reads."""
         kind = DECODE.get(name, Kind.INTERNAL)
         if kind == Kind.BRANCH:
@@ -123,7 +121,7 @@ class ArgumentDecoder:
                     return i
         return None
 
-    def decode(self, inst: "Instruction", name: str, arg: int, flags: int, consts: Optional[Sequence[Any]]) -> None:
+    def decode(self, inst: Instruction, name: str, arg: int, flags: int, consts: Optional[Sequence[Any]]) -> None:
         if name == "LOAD_METHOD":
             inst.is_method = inst.push_null = True
         elif name == "FORMAT_VALUE":
@@ -159,7 +157,7 @@ class NullSlotDecoder(ArgumentDecoder):
 
     name_low_bits = {"LOAD_GLOBAL": 1}
 
-    def decode(self, inst: "Instruction", name: str, arg: int, flags: int, consts: Optional[Sequence[Any]]) -> None:
+    def decode(self, inst: Instruction, name: str, arg: int, flags: int, consts: Optional[Sequence[Any]]) -> None:
         if name == "LOAD_GLOBAL":
             inst.push_null = bool(flags & 1)
         else:
@@ -173,7 +171,7 @@ class MethodAttrDecoder(NullSlotDecoder):
     name_low_bits = {"LOAD_GLOBAL": 1, "LOAD_ATTR": 1, "LOAD_SUPER_ATTR": 2}
     compare_low_bits = 4
 
-    def decode(self, inst: "Instruction", name: str, arg: int, flags: int, consts: Optional[Sequence[Any]]) -> None:
+    def decode(self, inst: Instruction, name: str, arg: int, flags: int, consts: Optional[Sequence[Any]]) -> None:
         if name in ("LOAD_ATTR", "LOAD_SUPER_ATTR"):
             inst.is_method = inst.push_null = bool(flags & 1)
         else:
@@ -185,7 +183,7 @@ class BoolCompareDecoder(MethodAttrDecoder):
 
     compare_low_bits = 5
 
-    def decode(self, inst: "Instruction", name: str, arg: int, flags: int, consts: Optional[Sequence[Any]]) -> None:
+    def decode(self, inst: Instruction, name: str, arg: int, flags: int, consts: Optional[Sequence[Any]]) -> None:
         if name == "COMPARE_OP":
             inst.to_bool = bool(flags & 16)
         else:
@@ -198,7 +196,7 @@ class SlotCallDecoder(BoolCompareDecoder):
     SET_FUNCTION_ATTRIBUTE's bit 16 sets ``__annotate__``; BUILD_INTERPOLATION's bit 0 pops
     a format spec and bits 2-3 are the conversion."""
 
-    def decode(self, inst: "Instruction", name: str, arg: int, flags: int, consts: Optional[Sequence[Any]]) -> None:
+    def decode(self, inst: Instruction, name: str, arg: int, flags: int, consts: Optional[Sequence[Any]]) -> None:
         if name == "CALL_FUNCTION_EX":
             inst.call_kwargs = True
         elif name == "BUILD_INTERPOLATION":

@@ -8,7 +8,6 @@ from typing import Dict, List, Optional
 
 from .behaviour import BEHAVIOUR
 from .opcodes import BACKWARD, EXTENDED_ARG, JABS, JUMPS, cache_entries, flip_direction, has_arg, jump_arg
-from .analysis import stacksize
 from .exception_table import RawExnEntry, encode_exception_table
 from .instructions import Instruction, Positions
 from .linetable import encode
@@ -25,7 +24,6 @@ class Assembled:
     code: bytes
     linetable: bytes  # co_lnotab on 3.9, co_linetable after
     exceptiontable: bytes  # empty before 3.11
-    stacksize: int
 
 
 def _ext_needed(arg: int) -> int:
@@ -150,4 +148,4 @@ def assemble(insts: List[Instruction], firstlineno: int) -> Assembled:
                 exn_rows.append(row)
 
     exceptiontable = encode_exception_table(exn_rows) if BEHAVIOUR.exception_table else b""
-    return Assembled(bytes(code), encode(units, firstlineno), exceptiontable, stacksize(insts))
+    return Assembled(bytes(code), encode(units, firstlineno), exceptiontable)

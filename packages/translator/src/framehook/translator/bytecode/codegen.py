@@ -7,7 +7,8 @@ from typing import Any, Callable, List
 
 from .arguments import DECODER
 from .behaviour import BEHAVIOUR
-from .instructions import Instruction, create_instruction
+from .create import create_instruction
+from .instructions import Instruction
 
 __all__ = ["Codegen"]
 

@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from .arguments import DECODER
 from .behaviour import BEHAVIOUR
 from .opcodes import CELL_OPS, JUMPS, LOCAL_OPS, PAIRED_LOCALS, has_arg
-from .analysis import remove_dead_code, remove_pointless_jumps
+from .analysis import remove_dead_code, remove_pointless_jumps, stacksize
 from .assemble import AssembleError, assemble
 from .decode import decode, localsplus_names
 from .instructions import Instruction
@@ -186,7 +186,7 @@ def rebuild(
         fields[name] = tuple(fields[name])
     fields["co_nlocals"] = len(fields["co_varnames"])
     # never below the original: CPython 3.9 sizes the stack before folding constants
-    fields["co_stacksize"] = max(out.stacksize, code.co_stacksize)
+    fields["co_stacksize"] = max(stacksize(insts), code.co_stacksize)
     fields["co_code"] = out.code
     if BEHAVIOUR.line_table_is_lnotab:
         fields["co_lnotab"] = out.linetable
