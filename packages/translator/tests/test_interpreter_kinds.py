@@ -66,6 +66,22 @@ def test_handlers_are_keyed_by_kind_and_named_after_it():
     assert [n for n in dir(FrameTracer) if n.startswith("op_")] == []
 
 
+def _renamed(a, b, k):
+    if k is not None and a < b:
+        return (a + b) * k, -a, not b, f"{k!r:>4}", [a, *[b, k]][1:]
+    return a or b, a and b, ~b
+
+
+@pytest.mark.parametrize("args", [(2, 3, 4), (5, 3, 4), (0, 7, None), (1, 0, None)])
+def test_dispatch_reads_kinds_and_operands_not_opcode_names(args):
+    code = _renamed.__code__
+    frame = _frame(code)
+    frame.locals.update({name: Const(value) for name, value in zip(code.co_varnames, args)})
+    for inst in frame.insts:
+        inst.opname = "RENAMED"  # only a break message would show it
+    assert frame.const_of(frame.run()) == _renamed(*args)
+
+
 def test_a_handler_named_after_no_kind_is_refused():
     class Misspelt(FrameTracer):
         def k_load_fast(self, inst):  # an opcode's name, not a kind's
