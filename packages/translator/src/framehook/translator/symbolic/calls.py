@@ -18,11 +18,11 @@ from .loops import symbolic_range
 from .values import BoundMethodV, Const, DictV, FuncV, IterV, ListV, MethodV, ObjV, Tensor, TupleV, V, flatten
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .interpreter import FrameTracer
+    from .roles import Frame
 
 __all__ = ["call_value"]
 
-Handler = Callable[["FrameTracer", List[V], Dict[str, V]], V]
+Handler = Callable[["Frame", List[V], Dict[str, V]], V]
 _BUILTINS: Dict[Any, Handler] = {}
 
 
@@ -35,12 +35,12 @@ def _builtin(*fns: Any) -> Callable[[Handler], Handler]:
     return register
 
 
-def _no_kwargs(fr: "FrameTracer", name: str, kwargs: Dict[str, V]) -> None:
+def _no_kwargs(fr: "Frame", name: str, kwargs: Dict[str, V]) -> None:
     if kwargs:
         raise fr.brk("FH009", f"{name}() got unexpected keyword arguments {sorted(kwargs)}")
 
 
-def _fold(fr: "FrameTracer", fn: Callable[..., Any], args: List[V], kwargs: Dict[str, V]) -> V:
+def _fold(fr: "Frame", fn: Callable[..., Any], args: List[V], kwargs: Dict[str, V]) -> V:
     """Call ``fn`` now on trace-time values."""
     why = f"{getattr(fn, '__name__', 'the call')}()"
     values = [fr.const_of(a, why) for a in args]
@@ -53,7 +53,7 @@ def _fold(fr: "FrameTracer", fn: Callable[..., Any], args: List[V], kwargs: Dict
     return fr.tracer.wrap(result, None) if not isinstance(result, (list, dict)) else _wrap_container(fr, result)
 
 
-def _wrap_container(fr: "FrameTracer", value: Any) -> V:
+def _wrap_container(fr: "Frame", value: Any) -> V:
     if isinstance(value, list):
         return ListV([fr.tracer.wrap(x, None) for x in value])
     return DictV({k: fr.tracer.wrap(x, None) for k, x in value.items()})
@@ -70,7 +70,7 @@ def _has_tensor(vs: List[V]) -> bool:
 
 
 @_builtin(len)
-def _len(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+def _len(fr: "Frame", args: List[V], kwargs: Dict[str, V]) -> V:
     _no_kwargs(fr, "len", kwargs)
     if len(args) != 1:
         raise fr.brk("FH009", "len() takes exactly one argument")
@@ -87,7 +87,7 @@ def _len(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
 
 
 @_builtin(isinstance)
-def _isinstance(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+def _isinstance(fr: "Frame", args: List[V], kwargs: Dict[str, V]) -> V:
     _no_kwargs(fr, "isinstance", kwargs)
     if len(args) != 2:
         raise fr.brk("FH009", "isinstance expected 2 arguments")
@@ -100,7 +100,7 @@ def _isinstance(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
         raise fr.brk("FH009", f"isinstance() raised TypeError: {e}") from None
 
 
-def _python_type(fr: "FrameTracer", v: V) -> type:
+def _python_type(fr: "Frame", v: V) -> type:
     if isinstance(v, Tensor):
         return v.pytype
     if isinstance(v, TupleV):
@@ -117,14 +117,14 @@ def _python_type(fr: "FrameTracer", v: V) -> type:
 
 
 @_builtin(type)
-def _type(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+def _type(fr: "Frame", args: List[V], kwargs: Dict[str, V]) -> V:
     if len(args) != 1 or kwargs:
         raise fr.brk("FH003", "type() with more than one argument")
     return Const(_python_type(fr, args[0]))
 
 
 def _make_pure(fn: Any) -> Handler:
-    def handler(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+    def handler(fr: "Frame", args: List[V], kwargs: Dict[str, V]) -> V:
         if (
             fn is pow
             and len(args) == 2
@@ -148,7 +148,7 @@ for _fn in (range, slice, str, repr, round, divmod, pow, hash, chr, ord, bin, he
 
 
 @_builtin(range)
-def _range(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+def _range(fr: "Frame", args: List[V], kwargs: Dict[str, V]) -> V:
     sym = symbolic_range(fr, args, kwargs)  # bounds from a loop index: a loop node's bounds
     if sym is not None:
         return sym
@@ -167,7 +167,7 @@ def _range(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
 
 
 def _make_convert(fn: type) -> Handler:
-    def handler(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+    def handler(fr: "Frame", args: List[V], kwargs: Dict[str, V]) -> V:
         if len(args) == 1 and not kwargs and isinstance(args[0], Tensor) and args[0].is_named_tuple:
             if fn is bool:
                 return Const(bool(args[0].meta.items))
@@ -190,7 +190,7 @@ for _fn in (int, float, bool, complex):
 
 
 @_builtin(abs)
-def _abs(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+def _abs(fr: "Frame", args: List[V], kwargs: Dict[str, V]) -> V:
     _no_kwargs(fr, "abs", kwargs)
     if len(args) == 1 and isinstance(args[0], Tensor):
         return fr.tracer.record(abs, args, name="abs")
@@ -198,7 +198,7 @@ def _abs(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
 
 
 def _make_minmax(fn: Any) -> Handler:
-    def handler(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+    def handler(fr: "Frame", args: List[V], kwargs: Dict[str, V]) -> V:
         items = fr.iterate(args[0]) if len(args) == 1 else list(args)
         if any(isinstance(i, Tensor) and i.is_array for i in items):
             raise fr.brk("FH002", f"{fn.__name__}() compares array values")
@@ -220,7 +220,7 @@ for _fn in (min, max):
 
 
 @_builtin(sum)
-def _sum(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+def _sum(fr: "Frame", args: List[V], kwargs: Dict[str, V]) -> V:
     if not args or len(args) > 2:
         raise fr.brk("FH009", "sum() takes an iterable and an optional start")
     total = args[1] if len(args) == 2 else kwargs.get("start", Const(0))
@@ -230,7 +230,7 @@ def _sum(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
 
 
 def _make_sequence(fn: type) -> Handler:
-    def handler(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+    def handler(fr: "Frame", args: List[V], kwargs: Dict[str, V]) -> V:
         _no_kwargs(fr, fn.__name__, kwargs)
         items = fr.iterate(args[0]) if args else []
         return TupleV(items) if fn is tuple else ListV(items)
@@ -243,7 +243,7 @@ for _fn in (tuple, list):
 
 
 @_builtin(dict)
-def _dict(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+def _dict(fr: "Frame", args: List[V], kwargs: Dict[str, V]) -> V:
     items: Dict[Any, V] = {}
     if args:
         src = args[0]
@@ -258,14 +258,14 @@ def _dict(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
 
 
 @_builtin(enumerate)
-def _enumerate(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+def _enumerate(fr: "Frame", args: List[V], kwargs: Dict[str, V]) -> V:
     start = fr.const_of(args[1]) if len(args) > 1 else fr.const_of(kwargs.get("start", Const(0)))
     items = fr.iterate(args[0])
     return IterV([TupleV([Const(start + i), v]) for i, v in enumerate(items)])
 
 
 @_builtin(zip)
-def _zip(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+def _zip(fr: "Frame", args: List[V], kwargs: Dict[str, V]) -> V:
     strict = fr.const_of(kwargs.pop("strict", Const(False)))
     _no_kwargs(fr, "zip", kwargs)
     seqs = [fr.iterate(a) for a in args]
@@ -275,17 +275,17 @@ def _zip(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
 
 
 @_builtin(reversed)
-def _reversed(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+def _reversed(fr: "Frame", args: List[V], kwargs: Dict[str, V]) -> V:
     return IterV(list(reversed(fr.iterate(args[0]))))
 
 
 @_builtin(iter)
-def _iter(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+def _iter(fr: "Frame", args: List[V], kwargs: Dict[str, V]) -> V:
     return IterV(fr.iterate(args[0]))
 
 
 @_builtin(next)
-def _next(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+def _next(fr: "Frame", args: List[V], kwargs: Dict[str, V]) -> V:
     it = args[0]
     if not isinstance(it, IterV):
         raise fr.brk("FH008", f"next() of {it.describe()}")
@@ -299,7 +299,7 @@ def _next(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
 
 
 @_builtin(getattr)
-def _getattr(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+def _getattr(fr: "Frame", args: List[V], kwargs: Dict[str, V]) -> V:
     if len(args) == 3 and isinstance(args[0], ObjV):
         # an attribute the object has is read (and guarded: the cached code is not reused
         # once it is gone); the default of a missing one would need its absence guarded
@@ -317,7 +317,7 @@ def _getattr(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
 
 
 @_builtin(hasattr)
-def _hasattr(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+def _hasattr(fr: "Frame", args: List[V], kwargs: Dict[str, V]) -> V:
     obj, name = args[0], fr.const_of(args[1])
     if isinstance(obj, Tensor):
         return Const(hasattr(obj.meta.proxy(), name))
@@ -333,7 +333,7 @@ def _hasattr(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
     )
 
 
-def _numpy_call(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V]) -> V:
+def _numpy_call(fr: "Frame", fn: Any, args: List[V], kwargs: Dict[str, V]) -> V:
     name = nps.numpy_name(fn)
     tracer = fr.tracer
     if fn in nps.SHAPE_QUERIES:
@@ -388,12 +388,12 @@ def _numpy_call(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V])
             if key in value_args[kind]:
                 return a
             why = f"argument {key + 1} of {name}" if kind == 0 else f"{key}= of {name}"
-            return _specialize_numbers(fr, a, why, sized if key in size_args[kind] else None)
+            return nps.specialize_numbers(fr, a, why, sized if key in size_args[kind] else None)
 
         args = [arg(i, a, 0) for i, a in enumerate(args)]
         kwargs = {k: arg(k, a, 1) for k, a in kwargs.items()}
     else:
-        kwargs = {k: _specialize_numbers(fr, a, f"{k}= of {name}") for k, a in kwargs.items()}
+        kwargs = {k: nps.specialize_numbers(fr, a, f"{k}= of {name}") for k, a in kwargs.items()}
     if not _has_tensor(args + list(kwargs.values())):
         result = _fold_numpy(fr, fn, args, kwargs, name)
         if result is not None:
@@ -401,7 +401,7 @@ def _numpy_call(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V])
     return tracer.record(fn, args, kwargs, name=name, linalg=fn in nps.LINALG, sized=sized[0])
 
 
-def _check_complex_result(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V], name: str) -> None:
+def _check_complex_result(fr: "Frame", fn: Any, args: List[V], kwargs: Dict[str, V], name: str) -> None:
     """``eig``/``eigvals`` of a real matrix computed in the graph, on a numpy whose result is
     real when every eigenvalue is real and complex otherwise: the dtype depends on the values."""
     tracer = fr.tracer
@@ -425,23 +425,7 @@ def _check_complex_result(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dic
         )
 
 
-def _specialize_numbers(fr: "FrameTracer", v: V, why: str = "", sizes: Any = None) -> V:
-    """``v`` with its graph numbers specialized (guarded on their value); with ``sizes`` (a
-    one-element list, set to True when one is kept), graph ints stay in the graph."""
-    v = fr.tracer.as_plain(v)  # a named tuple computed in the graph: the tuple of its items
-    if isinstance(v, Tensor) and not v.is_array:
-        if sizes is not None and fr.tracer.is_symint(v):
-            sizes[0] = True
-            return v
-        return Const(fr.const_of(v, why))
-    if isinstance(v, (TupleV, ListV)):
-        return type(v)([_specialize_numbers(fr, i, why, sizes) for i in v.items])
-    if isinstance(v, DictV):
-        return DictV({k: _specialize_numbers(fr, i, why, sizes) for k, i in v.items.items()})
-    return v
-
-
-def _fold_numpy(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V], name: str) -> Any:
+def _fold_numpy(fr: "Frame", fn: Any, args: List[V], kwargs: Dict[str, V], name: str) -> Any:
     """numpy on trace-time values: fold immutable results (scalars, dtypes); arrays are made in the graph."""
     if fn in nps.CREATION or fn in (
         np.array,
@@ -469,7 +453,7 @@ def _fold_numpy(fr: "FrameTracer", fn: Any, args: List[V], kwargs: Dict[str, V],
     return None
 
 
-def _check_squeeze(fr: "FrameTracer", obj: V, kwargs: Dict[str, V]) -> None:
+def _check_squeeze(fr: "Frame", obj: V, kwargs: Dict[str, V]) -> None:
     """squeeze() without an axis drops the dimensions that are 1: which ones, and so the
     result's ndim, is not known for dynamic dimensions."""
     axis = kwargs.get("axis")
@@ -486,7 +470,7 @@ def _check_squeeze(fr: "FrameTracer", obj: V, kwargs: Dict[str, V]) -> None:
         )
 
 
-def _array_method(fr: "FrameTracer", obj: Tensor, name: str, args: List[V], kwargs: Dict[str, V]) -> V:
+def _array_method(fr: "Frame", obj: Tensor, name: str, args: List[V], kwargs: Dict[str, V]) -> V:
     # Python numbers received as arguments are specialized (guarded) below; values computed
     # from arrays would make the result's shape data-dependent
     if name in ("reshape", "transpose", "repeat") and any(_has_array([a]) for a in args):
@@ -496,15 +480,15 @@ def _array_method(fr: "FrameTracer", obj: Tensor, name: str, args: List[V], kwar
     sizes = nps.SIZE_METHOD_ARGS.get(name, set())
     sized = [False]
     args = [
-        _specialize_numbers(fr, a, f"argument {i + 1} of .{name}()", sized if sizes is None or i in sizes else None)
+        nps.specialize_numbers(fr, a, f"argument {i + 1} of .{name}()", sized if sizes is None or i in sizes else None)
         for i, a in enumerate(args)
     ]
     # keywords too: x.sum(axis=k) with k a graph number would give metadata for one k only
-    kwargs = {k: _specialize_numbers(fr, a, f"{k}= of .{name}()") for k, a in kwargs.items()}
+    kwargs = {k: nps.specialize_numbers(fr, a, f"{k}= of .{name}()") for k, a in kwargs.items()}
     return fr.tracer.record(None, [obj] + args, kwargs, method=name, sized=sized[0])
 
 
-def _list_method(fr: "FrameTracer", obj: ListV, name: str, args: List[V], kwargs: Dict[str, V]) -> V:
+def _list_method(fr: "Frame", obj: ListV, name: str, args: List[V], kwargs: Dict[str, V]) -> V:
     _no_kwargs(fr, name, kwargs) if name != "sort" else None
     if name in ("index", "count", "copy"):
         if name == "copy":
@@ -531,7 +515,7 @@ def _list_method(fr: "FrameTracer", obj: ListV, name: str, args: List[V], kwargs
     return Const(None)
 
 
-def _dict_method(fr: "FrameTracer", obj: DictV, name: str, args: List[V], kwargs: Dict[str, V]) -> V:
+def _dict_method(fr: "Frame", obj: DictV, name: str, args: List[V], kwargs: Dict[str, V]) -> V:
     # views are iterated (returning one breaks the graph: FH008), never passed on as lists
     if name == "keys":
         return IterV([Const(k) for k in obj.items])
@@ -562,7 +546,7 @@ def _dict_method(fr: "FrameTracer", obj: DictV, name: str, args: List[V], kwargs
     raise fr.brk("FH004", f"the dict method .{name}()")
 
 
-def call_value(fr: "FrameTracer", fn: V, args: List[V], kwargs: Dict[str, V]) -> V:
+def call_value(fr: "Frame", fn: V, args: List[V], kwargs: Dict[str, V]) -> V:
     if isinstance(fn, errstate.ErrstateExitV):
         return errstate.exit_call(fr, fn, args, kwargs)
     if isinstance(fn, errstate.ErrstateEnterV) and not args and not kwargs:

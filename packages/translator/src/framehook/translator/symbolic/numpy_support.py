@@ -12,7 +12,8 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 import numpy as np
 
 from ..graph import ArrayMeta
-from .values import Tensor
+from .roles import Frame
+from .values import Const, DictV, ListV, Tensor, TupleV, V
 
 __all__ = [
     "NUMPY_FUNCTIONS",
@@ -721,10 +722,8 @@ def store_shape(fr: Any, obj: Any, value: Any) -> None:
                 f"({user.kind.value} {getattr(user.target, '__name__', user.target)}) may "
                 "hold as the same object (it would keep the old shape)",
             )
-    from .calls import _specialize_numbers
-
     sized = [False]
-    value = _specialize_numbers(fr, tracer.as_plain(value, True), "the shape assigned", sized)
+    value = specialize_numbers(fr, tracer.as_plain(value, True), "the shape assigned", sized)
     if any(isinstance(v, Tensor) and isinstance(v.meta, ArrayMeta) for v in _leaves(value)):
         raise fr.brk("FH011", "assignment to .shape of a shape computed from array values")
     try:
@@ -766,3 +765,19 @@ def slice_bound(fr: Any, v: Any) -> Any:
     meta = ScalarMeta(int, None)  # no value known: proxies use 1
     node.meta["val"] = meta
     return Tensor(node, meta)
+
+
+def specialize_numbers(fr: Frame, v: V, why: str = "", sizes: Any = None) -> V:
+    """``v`` with its graph numbers specialized (guarded on their value); with ``sizes`` (a
+    one-element list, set to True when one is kept), graph ints stay in the graph."""
+    v = fr.tracer.as_plain(v)  # a named tuple computed in the graph: the tuple of its items
+    if isinstance(v, Tensor) and not v.is_array:
+        if sizes is not None and fr.tracer.is_symint(v):
+            sizes[0] = True
+            return v
+        return Const(fr.const_of(v, why))
+    if isinstance(v, (TupleV, ListV)):
+        return type(v)([specialize_numbers(fr, i, why, sizes) for i in v.items])
+    if isinstance(v, DictV):
+        return DictV({k: specialize_numbers(fr, i, why, sizes) for k, i in v.items.items()})
+    return v

@@ -40,7 +40,7 @@ from ..sources import AttrSource, Source, TypeSource
 from .values import BoundMethodV, Const, FuncV, NewObjV, ObjV, V
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .interpreter import FrameTracer
+    from .roles import Frame
 
 __all__ = [
     "attribute",
@@ -100,21 +100,21 @@ def constructible(cls: type) -> Optional[str]:
     return None
 
 
-def _class_source(fr: "FrameTracer", obj: ObjV) -> Source:
+def _class_source(fr: "Frame", obj: ObjV) -> Source:
     """Where the class of ``obj`` is read from, for guards on what it defines."""
     if isinstance(obj, NewObjV):
         return obj.cls_source
     return TypeSource(obj.source)  # type: ignore[arg-type]
 
 
-def _wrap_function(fr: "FrameTracer", fn: Any, source: Source) -> FuncV:
+def _wrap_function(fr: "Frame", fn: Any, source: Source) -> FuncV:
     v = fr.tracer.wrap(fn, source)
     if not isinstance(v, FuncV):  # pragma: no cover - wrap makes a FuncV of every Python function
         raise fr.brk("FH008", f"{source.name()} is not a function that can be inlined")
     return v
 
 
-def _bound_method(fr: "FrameTracer", obj: ObjV, name: str, value: Any, attr: Any) -> V:
+def _bound_method(fr: "Frame", obj: ObjV, name: str, value: Any, attr: Any) -> V:
     """``obj.name`` where the class defines ``name`` as a function, classmethod or
     staticmethod (``attr``); ``value`` is what reading it gives now."""
     tracer = fr.tracer
@@ -149,7 +149,7 @@ def _bound_method(fr: "FrameTracer", obj: ObjV, name: str, value: Any, attr: Any
     )
 
 
-def attribute(fr: "FrameTracer", obj: ObjV, name: str) -> V:
+def attribute(fr: "Frame", obj: ObjV, name: str) -> V:
     """``obj.name`` (see the module docstring)."""
     tracer = fr.tracer
     if name in obj.attrs:
@@ -207,7 +207,7 @@ def has_attribute(obj: ObjV, name: str) -> bool:
     return type(obj.value) is not types.SimpleNamespace and lookup(type(obj.value), name) is not _MISSING
 
 
-def _read(fr: "FrameTracer", obj: ObjV, name: str) -> V:
+def _read(fr: "Frame", obj: ObjV, name: str) -> V:
     """An attribute read through the source ``obj.name``, guarded on its value."""
     try:
         attr = getattr(obj.value, name)
@@ -216,7 +216,7 @@ def _read(fr: "FrameTracer", obj: ObjV, name: str) -> V:
     return fr.tracer.wrap(attr, AttrSource(obj.source, name))  # type: ignore[arg-type]
 
 
-def construct(fr: "FrameTracer", cls_v: Const, args: List[V], kwargs: Dict[str, V]) -> V:
+def construct(fr: "Frame", cls_v: Const, args: List[V], kwargs: Dict[str, V]) -> V:
     """``cls(*args, **kwargs)`` for a class ``constructible`` accepts: a new object, with
     ``__init__`` inlined."""
     cls = cls_v.value
@@ -245,7 +245,7 @@ def is_user_class(value: Any) -> bool:
     return isinstance(value, type) and type(value) is type and bool(value.__flags__ & _HEAP)
 
 
-def class_attribute(fr: "FrameTracer", cls_v: Const, name: str) -> V:
+def class_attribute(fr: "Frame", cls_v: Const, name: str) -> V:
     """``Cls.name`` on a user class read from a source: a classmethod bound to the class, a
     function or staticmethod (a function to inline), or a class attribute that is no
     descriptor, each guarded through ``Cls.name``; anything else breaks (FH008)."""

@@ -42,8 +42,7 @@ from . import numpy_support as nps
 from .values import Const, DictV, ListV, NewObjV, ObjV, Tensor, V
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .interpreter import FrameTracer
-    from .tracer import Tracer
+    from .roles import Frame, TraceState
     from .rebuild import Rebuilder
 
 __all__ = ["SideEffects", "is_plain_object", "plain_attribute"]
@@ -107,7 +106,7 @@ def _replace_dict(target: dict, items: dict) -> None:
 class SideEffects:
     """The side-effect log of one translation (``Tracer.side_effects``)."""
 
-    def __init__(self, tracer: "Tracer") -> None:
+    def __init__(self, tracer: "TraceState") -> None:
         self.tracer = tracer
         # target key -> effect, in the order of each target's last store
         self.log: Dict[Tuple[Any, ...], Tuple[Any, ...]] = {}
@@ -144,7 +143,7 @@ class SideEffects:
         return self.module_attrs.get((id(module), name))
 
     # ------------------------------------------------------------ mutating
-    def _claim(self, fr: "FrameTracer", v: V) -> None:
+    def _claim(self, fr: "Frame", v: V) -> None:
         """``v`` (from a source) is about to be mutated."""
         found = self.ident.get(id(v))
         if found is None:
@@ -171,7 +170,7 @@ class SideEffects:
         self.log.pop(key, None)
         self.log[key] = effect
 
-    def mutate_container(self, fr: "FrameTracer", v: V) -> None:
+    def mutate_container(self, fr: "Frame", v: V) -> None:
         """``v`` (a ListV or DictV) is about to be mutated in place."""
         if v.source is None:
             return  # built in the frame (or a trusted copy): nothing to replay
@@ -179,7 +178,7 @@ class SideEffects:
         self._claim(fr, v)
         self._record(("container", id(v)), ("container", v))
 
-    def store_global(self, fr: "FrameTracer", name: str, value: V) -> None:
+    def store_global(self, fr: "Frame", name: str, value: V) -> None:
         if fr.globals_base is not None:
             raise fr.brk("FH006", f"assignment to the global {name!r} of another module")
         self._not_in_loop_body(f"assigns the global {name!r}")
@@ -187,7 +186,7 @@ class SideEffects:
         self.tracer.by_source[GlobalSource(name)] = value
         self._record(("global", name), ("global", name, value))
 
-    def store_attr(self, fr: "FrameTracer", obj: V, name: str, value: V) -> None:
+    def store_attr(self, fr: "Frame", obj: V, name: str, value: V) -> None:
         self._not_in_loop_body(f"assigns the attribute {name!r}")
         if isinstance(obj, ObjV):
             if not plain_attribute(obj.value, name):

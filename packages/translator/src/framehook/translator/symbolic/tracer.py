@@ -27,7 +27,7 @@ from .side_effects import SideEffects, is_plain_object
 from .values import Cell, CellContents, Const, DictV, FuncV, ListV, ObjV, SliceV, Tensor, TupleV, V, flatten
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .interpreter import FrameTracer
+    from .roles import Frame
 
 __all__ = ["Tracer"]
 
@@ -67,7 +67,7 @@ class Tracer:
         self.max_ops = config.max_traced_ops
         self.max_seconds = config.max_trace_seconds
         self.deadline = None if self.max_seconds is None else time.perf_counter() + self.max_seconds
-        self.current: Optional[FrameTracer] = None
+        self.current: Optional[Frame] = None
         self.keepalive: List[Any] = []
         self.dynamic_dims: Callable[[Source, np.ndarray], Tuple[int, ...]] = lambda source, value: ()
         self.dynamic_int: Callable[[Source, int], bool] = lambda source, value: False
