@@ -45,11 +45,12 @@ from __future__ import annotations
 import contextlib
 import operator
 import re
-import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, Iterator, List, Optional, Tuple
 
 from ..bytecode.behaviour import BEHAVIOUR
+from ..bytecode.cfg import LOCAL_WRITES, local_names
+from ..bytecode.kinds import Kind
 from ..config import config
 from ..graph import ArrayMeta, Graph, Loop, ScalarMeta, TupleMeta, WhileLoop
 from .breaks import GraphBreak
@@ -75,9 +76,6 @@ __all__ = [
     "live_in",
 ]
 
-_STORES = frozenset(
-    {"STORE_FAST", "DELETE_FAST", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST", "LOAD_FAST_AND_CLEAR"}
-)
 _IMMUTABLE = (int, float, complex, bool, str, bytes, type(None), range, slice)
 
 
@@ -295,120 +293,20 @@ def _match(template: Any, v: Optional[V], out: Dict[int, V]) -> str:
     return "" if _same_value(template[1], v) else f"{template[1].describe()} becomes {v.describe()}"
 
 
-# ---------------------------------------------------------------- liveness
+# ---------------------------------------------------------------- liveness and loop heads
 # A name the body stores is carried only when its value at the loop head can be read:
 # by the body before the body stores it, or after the loop. The others (temporaries of one
 # iteration) are not values of the loop at all, and need not exist before it.
-_READS = frozenset(
-    {
-        "LOAD_FAST",
-        "LOAD_FAST_CHECK",
-        "LOAD_FAST_BORROW",
-        "LOAD_FAST_AND_CLEAR",
-        "DELETE_FAST",
-        "LOAD_FAST_LOAD_FAST",
-        "LOAD_FAST_BORROW_LOAD_FAST_BORROW",
-    }
-)
-_live_cache: "weakref.WeakKeyDictionary[Any, List[FrozenSet[str]]]" = weakref.WeakKeyDictionary()
-
-
-def _names_of(inst: Any) -> Tuple[str, ...]:
-    return inst.argval if isinstance(inst.argval, tuple) else (inst.argval,)
-
-
 def live_in(frame: "FrameTracer") -> List[FrozenSet[str]]:
     """For each instruction of the frame, the local names some path from it reads before
-    storing them."""
-    cached = _live_cache.get(frame.flow)
-    if cached is not None:
-        return cached
-    bit: Dict[str, int] = {}
-
-    def mask(names: Iterable[str]) -> int:
-        m = 0
-        for name in names:
-            m |= 1 << bit.setdefault(name, len(bit))
-        return m
-
-    uses: List[int] = []
-    kills: List[int] = []
-    for inst in frame.insts:
-        op = inst.opname
-        if op in _READS:
-            uses.append(mask(_names_of(inst)))
-            kills.append(0)
-        elif op == "STORE_FAST_LOAD_FAST":
-            stored, loaded = inst.argval
-            uses.append(0 if loaded == stored else mask((loaded,)))
-            kills.append(mask((stored,)))
-        elif op in _STORES:
-            uses.append(0)
-            kills.append(mask(_names_of(inst)))
-        else:
-            uses.append(0)
-            kills.append(0)
-    successors = frame.flow.successors
-    # names as bits of an int; sweeps from the end until nothing changes (loops need a few)
-    live = [0] * len(uses)
-    changed = True
-    while changed:
-        changed = False
-        for k in range(len(uses) - 1, -1, -1):
-            out = 0
-            for j in successors[k]:
-                out |= live[j]
-            new = (out & ~kills[k]) | uses[k]
-            if new != live[k]:
-                live[k] = new
-                changed = True
-    names = sorted(bit, key=bit.__getitem__)
-    sets: Dict[int, FrozenSet[str]] = {}
-    result = []
-    for m in live:
-        fs = sets.get(m)
-        if fs is None:
-            fs = sets[m] = frozenset(name for i, name in enumerate(names) if m >> i & 1)
-        result.append(fs)
-    _live_cache[frame.flow] = result
-    return result
-
-
-_heads_cache: "weakref.WeakKeyDictionary[Any, List[FrozenSet[int]]]" = weakref.WeakKeyDictionary()
-
-
-def _walk(edges: List[List[int]], start: int, stop: int) -> set:
-    seen = {start}
-    todo = [start]
-    while todo:
-        k = todo.pop()
-        if k == stop:
-            continue
-        for j in edges[k]:
-            if j not in seen:
-                seen.add(j)
-                todo.append(j)
-    return seen
+    storing them (``ControlFlow.live_locals``)."""
+    return frame.flow.live_locals
 
 
 def loop_heads(frame: "FrameTracer") -> List[FrozenSet[int]]:
-    """For each instruction, the heads of the natural loops holding it: for a jump back from
-    ``u`` to ``v``, what ``v`` reaches that reaches ``u`` without passing ``v`` again (so an
-    inner loop does not hold the rest of its outer loop, unlike ``ControlFlow.loop_heads``)."""
-    cached = _heads_cache.get(frame.flow)
-    if cached is not None:
-        return cached
-    flow = frame.flow
-    heads: List[set] = [set() for _ in frame.insts]
-    for u, outs in enumerate(flow.successors):
-        for v in outs:
-            if v <= u:
-                body = _walk(flow.successors, v, -1) & _walk(flow.predecessors, u, v)
-                if u in body:
-                    for k in body:
-                        heads[k].add(v)
-    cached = _heads_cache[flow] = [frozenset(h) for h in heads]
-    return cached
+    """For each instruction, the heads of the natural loops holding it
+    (``ControlFlow.natural_loop_heads``)."""
+    return frame.flow.natural_loop_heads
 
 
 # ---------------------------------------------------------------- ranges with graph bounds
@@ -489,7 +387,7 @@ def _iterated_at_once(frame: "FrameTracer") -> bool:
     """Is the value being made (by the call just run) the iterable of a ``for`` loop?"""
     k = frame.ip
     insts = frame.insts
-    return k + 1 < len(insts) and insts[k].opname == "GET_ITER" and insts[k + 1].opname == "FOR_ITER"
+    return k + 1 < len(insts) and insts[k].kind == Kind.GET_ITER and insts[k + 1].kind == Kind.FOR_ITER
 
 
 # ---------------------------------------------------------------- the capture
@@ -512,8 +410,8 @@ def _stored_names(frame: "FrameTracer", indices: Iterable[int]) -> List[str]:
     names: Dict[str, None] = {}
     for k in indices:
         inst = frame.insts[k]
-        if inst.opname in _STORES:
-            for name in _names_of(inst):
+        if inst.kind in LOCAL_WRITES:
+            for name in local_names(inst):
                 names[name] = None
     return list(names)
 
@@ -563,9 +461,9 @@ class _ForRegion:
 # body's last effect (no operation or assignment after it on the way back to the loop head),
 # and the code the break leads to must be the code after the loop (3.12+ copy it to the
 # break's side): the trace then continues after the loop whichever way the loop ended.
-_ITER_POPS = frozenset({"POP_TOP", "POP_ITER"})
-_LOOP_ENDS = frozenset({"END_FOR", "POP_TOP", "POP_ITER"})
-_RETURNS = frozenset({"RETURN_VALUE", "RETURN_CONST"})
+_ITER_POPS = frozenset({Kind.POP_TOP, Kind.POP_ITER})
+_LOOP_ENDS = frozenset({Kind.END_FOR, Kind.POP_TOP, Kind.POP_ITER})
+_RETURNS = frozenset({Kind.RETURN, Kind.RETURN_CONST})
 
 
 def exits_early(frame: "FrameTracer", inst: Any) -> bool:
@@ -576,9 +474,7 @@ def exits_early(frame: "FrameTracer", inst: Any) -> bool:
     head, end = flow.index_of(inst), flow.index_of(inst.target)
     depths = flow.stack_depths
     d = depths.get(head)
-    return d is not None and any(
-        frame.insts[k].opname in _ITER_POPS and depths.get(k) == d for k in range(head + 1, end)
-    )
+    return d is not None and any(frame.insts[k].kind in _ITER_POPS and depths.get(k) == d for k in range(head + 1, end))
 
 
 def _after_pops(frame: "FrameTracer", k: int, depth: int) -> int:
@@ -588,7 +484,7 @@ def _after_pops(frame: "FrameTracer", k: int, depth: int) -> int:
     below = depth - (2 if BEHAVIOUR.iterators_take_two_slots else 1)
     for _ in range(6):
         k = _settle(frame, k)
-        if frame.insts[k].opname in _LOOP_ENDS and depths.get(k, depth) > below:
+        if frame.insts[k].kind in _LOOP_ENDS and depths.get(k, depth) > below:
             k += 1
         else:
             break
@@ -605,7 +501,7 @@ def _same_exit(frame: "FrameTracer", a: int, b: int) -> bool:
         x, y = frame.insts[a], frame.insts[b]
         if x.opname != y.opname or x.target is not None or y.target is not None or x.argval != y.argval:
             return False
-        if x.opname in _RETURNS:
+        if x.kind in _RETURNS:
             return True
         a, b = a + 1, b + 1
     return False
@@ -621,7 +517,7 @@ def _early_exit(frame: "FrameTracer", region: _ForRegion, k: int, cond: V) -> bo
     for (go, when), (stay, _) in (sides, sides[::-1]):
         out = _settle(frame, go)
         if (
-            frame.insts[out].opname not in _ITER_POPS
+            frame.insts[out].kind not in _ITER_POPS
             or frame.flow.stack_depths.get(out) != depth
             or not region.admits(_settle(frame, stay))
             and _settle(frame, stay) != region.head
@@ -727,21 +623,21 @@ def holds_loop(frame: "FrameTracer", inst: Any) -> bool:
     iteration tries again, as for any loop."""
     flow = frame.flow
     head, end = flow.index_of(inst), flow.index_of(inst.target)
-    return any(frame.insts[k].opname == "FOR_ITER" for k in range(head + 1, end))
+    return any(frame.insts[k].kind == Kind.FOR_ITER for k in range(head + 1, end))
 
 
 def _returns_from_loop(frame: "FrameTracer", k: int) -> bool:
     """Is the conditional jump ``k`` inside a ``for`` loop, with a side that returns (within a
     few straight instructions)?"""
     heads = loop_heads(frame)
-    if not any(frame.insts[h].opname == "FOR_ITER" for h in heads[k]):
+    if not any(frame.insts[h].kind == Kind.FOR_ITER for h in heads[k]):
         return False
     sides = _sides(frame, k)
     for go, _ in sides or ():
         j = _settle(frame, go)
         for _ in range(8):
             inst = frame.insts[j]
-            if inst.opname in _RETURNS:
+            if inst.kind in _RETURNS:
                 return True
             if inst.target is not None or j + 1 >= len(frame.insts):
                 break
@@ -1059,9 +955,9 @@ def _capture(
         start, step, count = progression
         start_v, stop_v = Const(start), Const(start + count * step)
     first = frame.insts[head + 1]
-    if first.opname not in ("STORE_FAST", "STORE_FAST_LOAD_FAST"):
+    if first.kind not in (Kind.STORE_LOCAL, Kind.STORE_LOAD_LOCAL):
         raise LoopAbort("the loop variable is not a plain local name")
-    var = _names_of(first)[0]
+    var = local_names(first)[0]
     live = live_in(frame)
     if symbolic and var in live[end]:
         raise LoopAbort(f"the loop variable {var!r} is read after the loop (its last value is not known)")
@@ -1157,10 +1053,6 @@ def _capture(
 # the same place (the same jump, or the compiler's copy at the bottom): each iteration runs
 # the body and computes the next condition, so the loop node carries the condition with the
 # values, and the generated code tests it each time round (``while c: ...``).
-_NO_OPS = frozenset({"NOP", "NOT_TAKEN"})
-_JUMPS = frozenset(
-    {"JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_NO_INTERRUPT"}
-)
 
 
 class _WhileDone(Exception):
@@ -1173,20 +1065,20 @@ class _WhileDone(Exception):
 
 
 def _jump_sense(inst: Any) -> Optional[bool]:
-    """The truth value on which a POP_JUMP_IF_TRUE/FALSE jumps (None: another instruction)."""
-    op = inst.opname
-    if not op.startswith("POP_JUMP") or op.endswith("NONE"):
+    """The truth value on which a jump that pops its operand and tests its truth jumps
+    (None: another instruction, or a test against None)."""
+    if inst.kind != Kind.BRANCH or inst.keeps_operand or inst.condition not in ("true", "false"):
         return None
-    return op.endswith("IF_TRUE")
+    return inst.condition == "true"
 
 
 def _settle(frame: "FrameTracer", k: int) -> int:
     """Where control really goes from ``k``: past no-ops and unconditional jumps."""
     for _ in range(8):  # a chain of jumps is short; a cycle of them is not followed for ever
         inst = frame.insts[k]
-        if inst.opname in _NO_OPS:
+        if inst.kind == Kind.NOP:
             k += 1
-        elif inst.opname in _JUMPS and inst.target is not None:
+        elif inst.kind == Kind.JUMP and inst.target is not None:
             k = frame.flow.index_of(inst.target)
         else:
             return k
@@ -1317,8 +1209,8 @@ def _and_chain(frame: "FrameTracer", sides: Any, heads: List[FrozenSet[int]]) ->
             if (
                 _jump_sense(inst) is not None
                 or inst.target is not None
-                or inst.opname in _STORES
-                or inst.opname in _RETURNS
+                or inst.kind in LOCAL_WRITES
+                or inst.kind in _RETURNS
                 or j + 1 >= len(frame.insts)
             ):
                 break
@@ -1327,7 +1219,7 @@ def _and_chain(frame: "FrameTracer", sides: Any, heads: List[FrozenSet[int]]) ->
         if dest is None or exit_ not in dest.values():
             continue
         go = dest[not next(w for w, d in dest.items() if d == exit_)]
-        if heads[go] - heads[exit_] and not any(frame.insts[h].opname == "FOR_ITER" for h in heads[go] - heads[exit_]):
+        if heads[go] - heads[exit_] and not any(frame.insts[h].kind == Kind.FOR_ITER for h in heads[go] - heads[exit_]):
             return entry, not out_when, exit_, (j, go)
     return None
 
@@ -1422,7 +1314,7 @@ def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -
     shapes = [
         (go, when, other)
         for (go, when), (other, _) in (sides, sides[::-1])
-        if heads[go] - heads[other] and not any(frame.insts[h].opname == "FOR_ITER" for h in heads[go] - heads[other])
+        if heads[go] - heads[other] and not any(frame.insts[h].kind == Kind.FOR_ITER for h in heads[go] - heads[other])
     ]
     chain = None
     if not shapes:
