@@ -14,11 +14,12 @@ loop as before; the reason is kept in ``Tracer.loop_notes`` for ``explain()``.
 
 Values the body reads from outside (a kernel, a parameter) enter the body graph as loop
 invariants: ``lift`` adds a body placeholder for an outer node the first time the body
-uses it. Python numbers the body changes (``t += dt``) make a second attempt carry them as
-graph numbers (``carried.Promoted``); one updated by a single operation with a constant gets its
-final value computed at trace time (``carried.folded_value``), so it is a Python number after the loop.
-Only names whose value at the loop head is read (by the body before it stores them, or after
-the loop: ``ControlFlow.live_locals``) are carried; a temporary of one iteration is not a value of the loop.
+uses it. Python numbers the body changes (``t += dt``) make a second attempt carry them
+as graph numbers (``carried.Promoted``); one updated by a single operation with a constant
+gets its final value computed at trace time (``carried.folded_value``), so it is a Python
+number after the loop. Only names whose value at the loop head is read (by the body before
+it stores them, or after the loop: ``ControlFlow.live_locals``) are carried; a temporary of
+one iteration is not a value of the loop.
 
 Inside a body being captured, ``range()`` of a bound computed from a loop index
 (``for j in range(i)``, ``range(i + 1, n)``) is a ``SymRange``: its loop cannot unroll, so

@@ -299,7 +299,7 @@ def _capture_while(
     prior: Optional[Graph] = None,
     alt: bool = False,
 ) -> Any:
-    """Like ``_capture``, for a while loop."""
+    """Like ``for_loops._capture``, for a while loop."""
     tracer = frame.tracer
     live = live_in(frame)
     stored = stored_names(frame, [k for k in range(len(frame.insts)) if region.heads[k] & region.cycles])
