@@ -13,6 +13,7 @@ import pytest
 
 from framehook.translator.bytecode import ControlFlow, create_instruction, decode
 from framehook.translator.bytecode.behaviour import BEHAVIOUR
+from framehook.translator.bytecode.kinds import Kind
 from framehook.translator.bytecode.effects import call_shape, effect, net_effect
 from framehook.translator.bytecode.opcodes import JUMPS, stack_effect
 
@@ -235,6 +236,175 @@ def test_a_handler_placed_after_the_return_is_no_loop():
     flow = ControlFlow(decode(guarded.__code__))
     assert not any(flow.in_cycle)
     assert not any(flow.loop_heads)
+
+
+def nested(n, m):
+    s = 0
+    for i in range(n):
+        for j in range(m):
+            s += i * j
+        s -= i
+    return s
+
+
+def with_break(xs):
+    y = 0
+    for x in xs:
+        if x:
+            break
+        y += 1
+    return y
+
+
+def with_continue(xs):
+    y = 0
+    for x in xs:
+        if x:
+            continue
+        y += 1
+    return y
+
+
+def nested_while(n):
+    while n > 0:
+        k = n
+        while k > 0:
+            k -= 1
+        n -= 1
+    return n
+
+
+def first_of(fn, text):
+    """The flow of ``fn`` and the index of the first instruction on the (first) source line
+    starting with ``text``."""
+    source, first = inspect.getsourcelines(fn)
+    line = first + next(k for k, s in enumerate(source) if s.strip().startswith(text))
+    flow = ControlFlow(decode(fn.__code__))
+    return flow, min(k for k, inst in enumerate(flow.insts) if inst.lineno == line)
+
+
+def for_heads(flow):
+    return [k for k, inst in enumerate(flow.insts) if inst.kind == Kind.FOR_ITER]
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS + [nested, with_break, with_continue, nested_while], ids=lambda f: f.__name__)
+def test_loop_heads_are_the_targets_of_back_edges(fn):
+    flow = ControlFlow(decode(fn.__code__))
+    for u, v in flow.back_edges:
+        assert v <= u and v in flow.successors[u] and u in flow.reachable_from(v)
+    assert flow.heads == {v for _, v in flow.back_edges}
+    for h in flow.heads:
+        # a head is on its own loop, by either body
+        assert h in flow.loop_heads[h] and h in flow.natural_loop_heads[h]
+    for k in range(len(flow)):
+        # a natural loop is a part of the cycles through its back edge
+        assert flow.natural_loop_heads[k] <= flow.loop_heads[k] <= flow.heads
+    assert flow.in_cycle == [bool(h) for h in flow.loop_heads]
+
+
+def test_for_loop_heads_are_their_for_iters():
+    for fn in (loop_sum, with_break, with_continue):
+        flow = ControlFlow(decode(fn.__code__))
+        assert flow.heads == set(for_heads(flow)), fn.__name__  # a continue jumps to the head too
+    flow = ControlFlow(decode(nested.__code__))
+    assert flow.heads == set(for_heads(flow)) and len(flow.heads) == 2
+
+
+def test_a_nested_loop_is_a_natural_loop_of_its_own():
+    outer, inner = for_heads(ControlFlow(decode(nested.__code__)))
+    flow, body = first_of(nested, "s += i * j")
+    assert flow.natural_loop_heads[body] == {outer, inner} == flow.loop_heads[body]
+    _, after_inner = first_of(nested, "s -= i")
+    # the rest of the outer body is on a cycle through the inner head, not in its natural loop
+    assert flow.natural_loop_heads[after_inner] == {outer}
+    assert flow.loop_heads[after_inner] == {outer, inner}
+    _, ret = first_of(nested, "return s")
+    assert not flow.natural_loop_heads[ret] and not flow.loop_heads[ret]
+
+
+def test_nested_while_loops_have_two_heads():
+    flow, inner_body = first_of(nested_while, "k -= 1")
+    _, outer_body = first_of(nested_while, "k = n")
+    _, ret = first_of(nested_while, "return n")
+    assert len(flow.heads) == 2
+    (inner,) = flow.natural_loop_heads[inner_body] - flow.natural_loop_heads[outer_body]
+    assert flow.natural_loop_heads[inner_body] == flow.heads
+    assert len(flow.natural_loop_heads[outer_body]) == 1 and inner in flow.loop_heads[outer_body]
+    assert not flow.natural_loop_heads[ret] and not flow.in_cycle[ret]
+
+
+def test_a_break_leaves_the_loop_and_a_continue_stays_in_it():
+    flow, brk = first_of(with_break, "break")
+    (head,) = for_heads(flow)
+    _, body = first_of(with_break, "y += 1")
+    assert flow.natural_loop_heads[body] == {head}
+    # the break's own code (an iterator pop and a jump out) runs once: no loop holds it
+    gone = [k for k in range(brk, len(flow)) if flow.insts[k].lineno == flow.insts[brk].lineno]
+    assert gone and not any(flow.natural_loop_heads[k] or flow.loop_heads[k] for k in gone)
+    flow, cont = first_of(with_continue, "continue")
+    (head,) = for_heads(flow)
+    assert flow.natural_loop_heads[cont] == {head} == flow.loop_heads[cont]
+
+
+# ---------------------------------------------------------------- liveness
+def straight(a, b):
+    c = a + 1
+    a = 2
+    return a + b + c
+
+
+def temporaries(xs):
+    total = 0
+    tmp = None
+    for x in xs:
+        tmp = x * 2
+        total += tmp
+    return total
+
+
+def deletes(a, b):
+    del a
+    b = 1
+    return b
+
+
+def test_liveness_on_straight_code():
+    flow, k = first_of(straight, "c = a + 1")
+    assert flow.live_locals[0] == flow.live_locals[k] == {"a", "b"}
+    _, k = first_of(straight, "a = 2")
+    assert flow.live_locals[k] == {"b", "c"}  # ``a`` is stored before it is read again
+    _, k = first_of(straight, "return a + b + c")
+    assert flow.live_locals[k] == {"a", "b", "c"}
+    assert flow.live_locals[-1] == set()
+
+
+def test_liveness_in_a_loop():
+    flow = ControlFlow(decode(temporaries.__code__))
+    (head,) = for_heads(flow)
+    # the running total is read again each time round; the temporary and the loop
+    # variable are stored before any read
+    assert flow.live_locals[head] == {"total"}
+    _, k = first_of(temporaries, "tmp = None")
+    assert flow.live_locals[k] == {"total", "xs"}
+    _, k = first_of(temporaries, "total = 0")
+    assert flow.live_locals[k] == {"xs"}
+    _, k = first_of(temporaries, "total += tmp")
+    assert flow.live_locals[k] == {"tmp", "total"}
+
+
+def test_a_delete_reads_and_a_store_kills():
+    flow, k = first_of(deletes, "del a")
+    assert flow.live_locals[k] == {"a"}
+    _, k = first_of(deletes, "b = 1")
+    assert flow.live_locals[k] == set()
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS + [nested, temporaries], ids=lambda f: f.__name__)
+def test_liveness_of_a_block_is_that_of_its_first_instruction(fn):
+    flow = ControlFlow(decode(fn.__code__))
+    for i, b in enumerate(flow.blocks):
+        assert flow.live_at_block(i) == flow.live_locals[b.start]
+    assert flow.live_locals is flow.live_locals  # kept on the graph
 
 
 # ---------------------------------------------------------------- stack depth

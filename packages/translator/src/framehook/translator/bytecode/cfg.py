@@ -3,22 +3,46 @@
 ``ControlFlow(insts)`` is built once per instruction list and answers every control-flow
 question the translator asks: an instruction's index, jump target and handler, successors
 and predecessors, basic blocks, reachability, loops, the stack depth before each
-instruction, and which instructions run inside a try/with block. Only the index is made up
-front; each other fact is computed when first asked for (instructions must not change
-while the graph is in use).
+instruction, which instructions run inside a try/with block, and which locals are live.
+Only the index is made up front; each other fact is computed when first asked for and
+kept on the graph (instructions must not change while the graph is in use).
+
+Loops: a *back edge* is an edge ``u -> v`` that does not go forward (``v <= u``) and that
+``v`` reaches back (``u`` is reachable from ``v``): ``v`` is a *loop head*, the one
+definition of it. Two bodies hang off each back edge: the *cycles* through it (what ``v``
+reaches that reaches ``u``: ``loop_heads``, which for an inner loop holds the rest of its
+outer loop too) and the *natural loop* (what reaches ``u`` without passing ``v``:
+``natural_loop_heads``, the body alone).
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .behaviour import BEHAVIOUR
 from .effects import net_effect
 from .instructions import Instruction
+from .kinds import Kind
 from .opcodes import BRANCHES, TERMINAL, UNCONDITIONAL
 
-__all__ = ["ControlFlow", "Block", "StackDepthError"]
+__all__ = ["ControlFlow", "Block", "StackDepthError", "LOCAL_READS", "LOCAL_WRITES", "local_names"]
+
+#: kinds that read a local's value at the point they run (deleting one reads it: it raises
+#: when the local is unset)
+LOCAL_READS: FrozenSet[str] = frozenset(
+    {Kind.LOAD_LOCAL, Kind.LOAD_LOCAL_AND_CLEAR, Kind.DELETE_LOCAL, Kind.LOAD_LOCAL_PAIR}
+)
+#: kinds that change which value a local holds (store, delete, clear)
+LOCAL_WRITES: FrozenSet[str] = frozenset(
+    {Kind.STORE_LOCAL, Kind.DELETE_LOCAL, Kind.STORE_LOCAL_PAIR, Kind.STORE_LOAD_LOCAL, Kind.LOAD_LOCAL_AND_CLEAR}
+)
+
+
+def local_names(inst: Instruction) -> Tuple[str, ...]:
+    """The local names an instruction of ``LOCAL_READS``/``LOCAL_WRITES`` names (two for
+    the pair kinds; stored then loaded for ``Kind.STORE_LOAD_LOCAL``)."""
+    return inst.argval if isinstance(inst.argval, tuple) else (inst.argval,)
 
 
 class StackDepthError(ValueError):
@@ -161,24 +185,123 @@ class ControlFlow:
 
     # ------------------------------------------------------------ loops
     @functools.cached_property
-    def loop_heads(self) -> List[Set[int]]:
-        """For each instruction, the first instructions (targets of the jumps back) of the
-        control-flow cycles -- loops -- it lies on. A backward jump alone does not make a
-        loop: 3.12+ place exception handlers at the end, jumping back to the code after the
-        ``try``, which no path leads from to the handler."""
-        succ, pred = self.successors, self.predecessors
-        heads: List[Set[int]] = [set() for _ in self.insts]
-        for u, outs in enumerate(succ):
+    def back_edges(self) -> List[Tuple[int, int]]:
+        """The edges ``(u, v)`` that close a loop: ``v <= u`` (every cycle takes at least
+        one edge that does not go forward) and ``v`` reaches ``u``; ``v`` is the loop head.
+        A backward jump alone does not make a loop: 3.12+ place exception handlers at the
+        end, jumping back to the code after the ``try``, which no path leads from to the
+        handler. In the order of ``successors`` (an edge listed twice is kept twice)."""
+        out: List[Tuple[int, int]] = []
+        for u, outs in enumerate(self.successors):
             for v in outs:
-                if v <= u:  # every cycle takes at least one edge that does not go forward
-                    for k in _walk(succ, v) & _walk(pred, u):
-                        heads[k].add(v)
+                if v <= u and u in self._reach(v):
+                    out.append((u, v))
+        return out
+
+    def _reach(self, v: int) -> Set[int]:
+        # what a loop head reaches, kept for the two bodies (callers must not change it)
+        seen = self._reached.get(v)
+        if seen is None:
+            seen = self._reached[v] = _walk(self.successors, v)
+        return seen
+
+    @functools.cached_property
+    def _reached(self) -> Dict[int, Set[int]]:
+        return {}
+
+    @functools.cached_property
+    def heads(self) -> FrozenSet[int]:
+        """The loop heads: the targets of the back edges."""
+        return frozenset(v for _, v in self.back_edges)
+
+    @functools.cached_property
+    def loop_heads(self) -> List[Set[int]]:
+        """For each instruction, the heads of the control-flow cycles it lies on: for each
+        back edge ``u -> v``, what ``v`` reaches that reaches ``u`` (an inner loop's head
+        is on every instruction of its outer loop too)."""
+        pred = self.predecessors
+        heads: List[Set[int]] = [set() for _ in self.insts]
+        for u, v in self.back_edges:
+            for k in self._reach(v) & _walk(pred, u):
+                heads[k].add(v)
         return heads
+
+    @functools.cached_property
+    def natural_loop_heads(self) -> List[FrozenSet[int]]:
+        """For each instruction, the heads of the natural loops holding it: for each back
+        edge ``u -> v``, what ``v`` reaches that reaches ``u`` without passing ``v`` again
+        (so an inner loop does not hold the rest of its outer loop, unlike ``loop_heads``)."""
+        pred = self.predecessors
+        heads: List[Set[int]] = [set() for _ in self.insts]
+        for u, v in self.back_edges:
+            # ``v`` ends the walk back from ``u`` (a self-loop: ``u`` is ``v``, the body alone)
+            body = {v} if u == v else _walk(pred, u, v) | {v}
+            for k in body & self._reach(v):
+                heads[k].add(v)
+        return [frozenset(h) for h in heads]
 
     @functools.cached_property
     def in_cycle(self) -> List[bool]:
         """Which instructions lie on a loop (``loop_heads``)."""
         return [bool(h) for h in self.loop_heads]
+
+    # ------------------------------------------------------------ liveness
+    @functools.cached_property
+    def live_locals(self) -> List[FrozenSet[str]]:
+        """For each instruction, the local names some path from it (it included) reads
+        before storing them: those whose value before the instruction can still be read."""
+        bit: Dict[str, int] = {}
+
+        def mask(names: Iterable[str]) -> int:
+            m = 0
+            for name in names:
+                m |= 1 << bit.setdefault(name, len(bit))
+            return m
+
+        uses: List[int] = []
+        kills: List[int] = []
+        for inst in self.insts:
+            kind = inst.kind
+            if kind in LOCAL_READS:  # a delete or a clear reads first
+                uses.append(mask(local_names(inst)))
+                kills.append(0)
+            elif kind == Kind.STORE_LOAD_LOCAL:
+                stored, loaded = inst.argval
+                uses.append(0 if loaded == stored else mask((loaded,)))
+                kills.append(mask((stored,)))
+            elif kind in LOCAL_WRITES:
+                uses.append(0)
+                kills.append(mask(local_names(inst)))
+            else:
+                uses.append(0)
+                kills.append(0)
+        successors = self.successors
+        # names as bits of an int; sweeps from the end until nothing changes (loops need a few)
+        live = [0] * len(uses)
+        changed = True
+        while changed:
+            changed = False
+            for k in range(len(uses) - 1, -1, -1):
+                out = 0
+                for j in successors[k]:
+                    out |= live[j]
+                new = (out & ~kills[k]) | uses[k]
+                if new != live[k]:
+                    live[k] = new
+                    changed = True
+        names = sorted(bit, key=bit.__getitem__)
+        sets: Dict[int, FrozenSet[str]] = {}
+        result = []
+        for m in live:
+            fs = sets.get(m)
+            if fs is None:
+                fs = sets[m] = frozenset(name for i, name in enumerate(names) if m >> i & 1)
+            result.append(fs)
+        return result
+
+    def live_at_block(self, i: int) -> FrozenSet[str]:
+        """The locals live on entry to basic block ``i``."""
+        return self.live_locals[self.blocks[i].start]
 
     # ------------------------------------------------------------ stack depth
     @functools.cached_property
