@@ -1,7 +1,7 @@
 """Scalar accumulators in loop nests (``s = 0.0`` then ``s += a[i, k] * a[j, k]`` in an
 inner loop, as Cholesky and LU are usually written): ``s`` is a Python number before the
 inner loop and a numpy scalar after one iteration. It is carried widened
-(symbolic/loop_types.py): the nest is captured whole, and every value, dtype, Python type,
+(symbolic/loops/widening.py): the nest is captured whole, and every value, dtype, Python type,
 exception, warning and argument mutation agrees with plain Python, including inner loops
 that run no iteration (where ``s`` stays the Python number); where the type left by the
 loop would change what the code after it does, the outer loop unrolls as before."""

@@ -112,7 +112,6 @@ NOT_YET_ON_KINDS = {
     "decompiler/source_match.py",
     "guard_builder.py",
     "symbolic/errstate.py",
-    "symbolic/loops.py",
     "symbolic/rebuild.py",
     "symbolic/resume.py",
 }

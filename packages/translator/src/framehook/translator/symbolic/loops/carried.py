@@ -16,8 +16,7 @@ from ..values import Const, Tensor, TupleV, V, next_serial
 from .widening import same_trace, widened
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..interpreter import FrameTracer
-    from ..tracer import Tracer
+    from ..roles import Frame, TraceState
 
 
 _IMMUTABLE = (int, float, complex, bool, str, bytes, type(None), range, slice)
@@ -104,7 +103,7 @@ class BodyScope:
         self.alt = alt  # those values are taken as their Python number type
 
 
-def lift(tracer: "Tracer", node: Any, level: int) -> Any:
+def lift(tracer: "TraceState", node: Any, level: int) -> Any:
     """``node`` as a value of the body at ``tracer.loop_scopes[level]`` (adding loop
     invariants to every body between its graph and that one)."""
     if level < 0:
@@ -164,7 +163,7 @@ def _rebuild(template: Any, values: List[V]) -> Optional[V]:
     return None
 
 
-def _set_locals(frame: "FrameTracer", templates: Dict[str, Any], values: List[V]) -> None:
+def _set_locals(frame: "Frame", templates: Dict[str, Any], values: List[V]) -> None:
     for name, template in templates.items():
         v = _rebuild(template, values)
         if v is None:
@@ -237,19 +236,19 @@ def _match(template: Any, v: Optional[V], out: Dict[int, V]) -> str:
 # A name the body stores is carried only when its value at the loop head can be read:
 # by the body before the body stores it, or after the loop. The others (temporaries of one
 # iteration) are not values of the loop at all, and need not exist before it.
-def live_in(frame: "FrameTracer") -> List[FrozenSet[str]]:
+def live_in(frame: "Frame") -> List[FrozenSet[str]]:
     """For each instruction of the frame, the local names some path from it reads before
     storing them (``ControlFlow.live_locals``)."""
     return frame.flow.live_locals
 
 
-def loop_heads(frame: "FrameTracer") -> List[FrozenSet[int]]:
+def loop_heads(frame: "Frame") -> List[FrozenSet[int]]:
     """For each instruction, the heads of the natural loops holding it
     (``ControlFlow.natural_loop_heads``)."""
     return frame.flow.natural_loop_heads
 
 
-def left_body(frame: "FrameTracer") -> Exception:
+def left_body(frame: "Frame") -> Exception:
     """What to raise when the body trace reaches an instruction outside the body."""
     return frame.body_range.left(frame.ip)  # type: ignore[union-attr]
 
@@ -278,7 +277,7 @@ class HeadState:
     """The frame's state at a loop head, and how to rebuild it after a failed attempt."""
 
     def __init__(
-        self, frame: "FrameTracer", names: List[str], promote: Tuple[str, ...], widen: Optional[Dict[int, Any]] = None
+        self, frame: "Frame", names: List[str], promote: Tuple[str, ...], widen: Optional[Dict[int, Any]] = None
     ) -> None:
         tracer = frame.tracer
         self.leaves: List[Any] = []  # Tensor, or Promoted for a Python number made a graph number
@@ -299,7 +298,7 @@ class HeadState:
         self.tracer_bits = (tracer.mutation_floor, tracer.graph)
         self.errstate = (list(tracer.errstate_blocks), tracer.graph.errstate)
 
-    def leave_scope(self, frame: "FrameTracer") -> None:
+    def leave_scope(self, frame: "Frame") -> None:
         """Back in the graph around the body (the body trace ended, however it ended)."""
         tracer = frame.tracer
         tracer.loop_scopes.pop()
@@ -309,7 +308,7 @@ class HeadState:
         tracer.errstate_blocks[:] = self.errstate[0]
         tracer.graph.errstate = self.errstate[1]
 
-    def restore(self, frame: "FrameTracer") -> None:
+    def restore(self, frame: "Frame") -> None:
         frame.locals.clear()
         frame.locals.update(self.locals)
         frame.stack[:] = self.stack
@@ -318,7 +317,7 @@ class HeadState:
 
 
 def open_body(
-    frame: "FrameTracer", state: HeadState, dead: List[str], *first: Tuple[str, Any], alt: bool = False
+    frame: "Frame", state: HeadState, dead: List[str], *first: Tuple[str, Any], alt: bool = False
 ) -> Tuple[BodyScope, List[Tensor]]:
     """A new body graph with placeholders ``first`` (name, meta) then one per carried
     leaf, entered: the locals hold the placeholders, dead names are unset."""
@@ -350,7 +349,7 @@ def why_failed(e: BaseException) -> str:
 
 
 def match_end(
-    frame: "FrameTracer", state: HeadState, promote: Tuple[str, ...]
+    frame: "Frame", state: HeadState, promote: Tuple[str, ...]
 ) -> Tuple[Dict[int, V], str, List[str], Dict[int, Any]]:
     """The carried values at the end of the body, or why they do not continue the loop
     (and the Python numbers an iteration makes numpy scalars, to widen)."""
@@ -394,7 +393,7 @@ def _inside_body(tracer: Any, scope: BodyScope) -> Iterator[None]:
         tracer.graph = scope.parent
 
 
-def negated_in_body(frame: "FrameTracer", scope: BodyScope, value: V) -> Tensor:
+def negated_in_body(frame: "Frame", scope: BodyScope, value: V) -> Tensor:
     """``not value``, computed at the end of the body."""
     tracer = frame.tracer
     with _inside_body(tracer, scope):
@@ -404,7 +403,7 @@ def negated_in_body(frame: "FrameTracer", scope: BodyScope, value: V) -> Tensor:
     return Tensor(node, ScalarMeta(bool, True))
 
 
-def close_body(frame: "FrameTracer", scope: BodyScope, ends: Dict[int, V], n: int, extra: Tuple[Any, ...] = ()) -> None:
+def close_body(frame: "Frame", scope: BodyScope, ends: Dict[int, V], n: int, extra: Tuple[Any, ...] = ()) -> None:
     """The body graph's output: the carried values at its end (then ``extra``)."""
     tracer = frame.tracer
     with _inside_body(tracer, scope):
@@ -414,7 +413,7 @@ def close_body(frame: "FrameTracer", scope: BodyScope, ends: Dict[int, V], n: in
 
 
 def set_results(
-    frame: "FrameTracer", state: HeadState, node: Any, carried_ph: List[Any], fold: Any = None, two_typed: bool = False
+    frame: "Frame", state: HeadState, node: Any, carried_ph: List[Any], fold: Any = None, two_typed: bool = False
 ) -> None:
     """The locals after the loop: each carried name from the loop node's value.
     ``two_typed``: the loop may run no iteration, so a widened number may still be the
@@ -440,9 +439,7 @@ def set_results(
     _set_locals(frame, state.templates, results)
 
 
-def check_widened(
-    frame: "FrameTracer", state: HeadState, scope: BodyScope, prior: Optional[Graph], two_typed: bool
-) -> str:
+def check_widened(frame: "Frame", state: HeadState, scope: BodyScope, prior: Optional[Graph], two_typed: bool) -> str:
     """'' when the widened numbers of ``state`` are carried right: the first iteration
     traced with them as Python numbers (``prior``) is this one, and where the loop may run
     no iteration there is an enclosing body to check the code after it."""
@@ -467,7 +464,7 @@ def check_widened(
     return ""
 
 
-def retrace(frame: "FrameTracer", state: HeadState, scope: BodyScope, ends: List[Any], again: Any) -> str:
+def retrace(frame: "Frame", state: HeadState, scope: BodyScope, ends: List[Any], again: Any) -> str:
     """The body just traced holds values of inner loops that are Python numbers or numpy
     scalars depending on their trip counts: trace it again (``again``) taking them as the
     Python numbers, and '' when both traces do the same."""

@@ -35,7 +35,7 @@ from .ranges import SymIter, range_progression
 from .tails import Tail, close_tail, leave_tail, open_tail
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..interpreter import FrameTracer
+    from ..roles import Frame
 
 
 class _BodyDone(Exception):
@@ -91,7 +91,7 @@ _ITER_POPS = frozenset({Kind.POP_TOP, Kind.POP_ITER})
 _LOOP_ENDS = frozenset({Kind.END_FOR, Kind.POP_TOP, Kind.POP_ITER})
 
 
-def exits_early(frame: "FrameTracer", inst: Any) -> bool:
+def exits_early(frame: "Frame", inst: Any) -> bool:
     """Does the body of the ``for`` loop whose FOR_ITER is ``inst`` pop the iterator (a
     ``break`` or a ``return`` inside it)? Such a loop is captured at its first iteration,
     since tracing that iteration straight would stop at the break."""
@@ -102,7 +102,7 @@ def exits_early(frame: "FrameTracer", inst: Any) -> bool:
     return d is not None and any(frame.insts[k].kind in _ITER_POPS and depths.get(k) == d for k in range(head + 1, end))
 
 
-def _after_pops(frame: "FrameTracer", k: int, depth: int) -> int:
+def _after_pops(frame: "Frame", k: int, depth: int) -> int:
     """From ``k``: past the instructions that drop the loop's iterator (and its index slot
     where there is one), and past jumps. ``depth``: the stack depth at the loop head."""
     depths = frame.flow.stack_depths
@@ -116,7 +116,7 @@ def _after_pops(frame: "FrameTracer", k: int, depth: int) -> int:
     return settle(frame, k)
 
 
-def early_exit(frame: "FrameTracer", region: ForRegion, k: int, cond: V) -> bool:
+def early_exit(frame: "Frame", region: ForRegion, k: int, cond: V) -> bool:
     """At the conditional jump ``k`` on the graph value ``cond`` inside a for body: when one
     side breaks out of the loop, keep the exit and go on along the other side (True)."""
     sides = branch_sides(frame, k)
@@ -157,7 +157,7 @@ def early_exit(frame: "FrameTracer", region: ForRegion, k: int, cond: V) -> bool
 _FIRST_ITERATION_ONLY = ("changes from", "becomes", "unset before the loop")
 
 
-def holds_loop(frame: "FrameTracer", inst: Any) -> bool:
+def holds_loop(frame: "Frame", inst: Any) -> bool:
     """Does the body of the ``for`` loop whose FOR_ITER is ``inst`` hold another ``for`` loop?
     Such a nest is captured at its first iteration: traced straight, that iteration would
     trace (and capture) the inner loop once more for nothing. When that fails, the second
@@ -167,7 +167,7 @@ def holds_loop(frame: "FrameTracer", inst: Any) -> bool:
     return any(frame.insts[k].kind == Kind.FOR_ITER for k in range(head + 1, end))
 
 
-def returns_from_loop(frame: "FrameTracer", k: int) -> bool:
+def returns_from_loop(frame: "Frame", k: int) -> bool:
     """Is the conditional jump ``k`` inside a ``for`` loop, with a side that returns (within a
     few straight instructions)?"""
     heads = loop_heads(frame)
@@ -186,7 +186,7 @@ def returns_from_loop(frame: "FrameTracer", k: int) -> bool:
     return False
 
 
-def capture_loop(frame: "FrameTracer", inst: Any, it: IterV) -> bool:
+def capture_loop(frame: "Frame", inst: Any, it: IterV) -> bool:
     """Capture the rest of the loop whose FOR_ITER is ``inst`` (called before it advances
     ``it``). True: the loop node is recorded, the locals hold its results and ``it`` is
     exhausted. False: nothing changed, the loop unrolls. Over a ``SymRange`` the loop cannot
@@ -223,7 +223,7 @@ def capture_loop(frame: "FrameTracer", inst: Any, it: IterV) -> bool:
 
 
 def _capture(
-    frame: "FrameTracer",
+    frame: "Frame",
     inst: Any,
     it: IterV,
     note: LoopNote,

@@ -10,14 +10,14 @@ from ...bytecode.cfg import LOCAL_WRITES, local_names
 from ...bytecode.kinds import Kind
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..interpreter import FrameTracer
+    from ..roles import Frame
 
 
 #: the kinds that return from the frame
 RETURNS = frozenset({Kind.RETURN, Kind.RETURN_CONST})
 
 
-def stored_names(frame: "FrameTracer", indices: Iterable[int]) -> List[str]:
+def stored_names(frame: "Frame", indices: Iterable[int]) -> List[str]:
     """The local names the instructions at ``indices`` store, delete or clear, in order."""
     names: Dict[str, None] = {}
     for k in indices:
@@ -34,7 +34,7 @@ def _same_straight(x: Any, y: Any) -> bool:
     return x.opcode == y.opcode and x.target is None and y.target is None and x.argval == y.argval
 
 
-def same_exit(frame: "FrameTracer", a: int, b: int) -> bool:
+def same_exit(frame: "Frame", a: int, b: int) -> bool:
     """Do the code at ``a`` and at ``b`` do the same (one place, or copies of straight-line
     code ending in a return)?"""
     for _ in range(32):
@@ -58,7 +58,7 @@ def jump_sense(inst: Any) -> Optional[bool]:
     return inst.condition == "true"
 
 
-def settle(frame: "FrameTracer", k: int) -> int:
+def settle(frame: "Frame", k: int) -> int:
     """Where control really goes from ``k``: past no-ops and unconditional jumps."""
     for _ in range(8):  # a chain of jumps is short; a cycle of them is not followed for ever
         inst = frame.insts[k]
@@ -71,7 +71,7 @@ def settle(frame: "FrameTracer", k: int) -> int:
     return k
 
 
-def branch_sides(frame: "FrameTracer", k: int) -> Optional[Tuple[Tuple[int, bool], Tuple[int, bool]]]:
+def branch_sides(frame: "Frame", k: int) -> Optional[Tuple[Tuple[int, bool], Tuple[int, bool]]]:
     """((jump target, truth value going there), (next instruction, truth value going there))."""
     inst = frame.insts[k]
     sense = jump_sense(inst)
@@ -80,12 +80,12 @@ def branch_sides(frame: "FrameTracer", k: int) -> Optional[Tuple[Tuple[int, bool
     return (frame.flow.index_of(inst.target), sense), (k + 1, not sense)
 
 
-def destinations(frame: "FrameTracer", k: int) -> Optional[Dict[bool, int]]:
+def destinations(frame: "Frame", k: int) -> Optional[Dict[bool, int]]:
     sides = branch_sides(frame, k)
     return None if sides is None else {when: settle(frame, go) for go, when in sides}
 
 
-def same_test(frame: "FrameTracer", a: int, b: int) -> bool:
+def same_test(frame: "Frame", a: int, b: int) -> bool:
     """Do the code at ``a`` and at ``b`` compute the same test and go to the same places on it
     (3.12+ copy a loop's condition, ``and``/``or`` included, to the bottom of the loop)?"""
     for _ in range(32):

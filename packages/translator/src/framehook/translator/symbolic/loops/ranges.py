@@ -13,7 +13,7 @@ from .carried import LoopAbort
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..interpreter import FrameTracer
+    from ..roles import Frame
 
 
 # ---------------------------------------------------------------- ranges with graph bounds
@@ -59,7 +59,7 @@ class SymIter(IterV):
 
 
 def symbolic_range(
-    frame: "FrameTracer", args: List[V], kwargs: Dict[str, V], fallback: Optional[GraphBreak] = None
+    frame: "Frame", args: List[V], kwargs: Dict[str, V], fallback: Optional[GraphBreak] = None
 ) -> Optional[SymRange]:
     """``range(*args)`` with a bound that is a graph int only known when the graph runs (a
     loop index), inside a loop body being captured; None: the range is built now. With
@@ -90,7 +90,7 @@ def symbolic_range(
     return SymRange(start, stop, step.value, fallback)
 
 
-def _iterated_at_once(frame: "FrameTracer") -> bool:
+def _iterated_at_once(frame: "Frame") -> bool:
     """Is the value being made (by the call just run) the iterable of a ``for`` loop?"""
     k = frame.ip
     insts = frame.insts

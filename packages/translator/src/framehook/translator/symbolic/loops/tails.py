@@ -12,7 +12,7 @@ from ..values import Tensor, V
 from .carried import BodyScope, HeadState, close_body, match_end, open_body, set_results
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..interpreter import FrameTracer
+    from ..roles import Frame
 
 
 # ---------------------------------------------------------------- the rest of the body after a break
@@ -30,7 +30,7 @@ class Tail:
         self.open = True
 
 
-def open_tail(frame: "FrameTracer", region: Any, cond: V, when: bool, extra: Tuple[str, ...] = ()) -> None:
+def open_tail(frame: "Frame", region: Any, cond: V, when: bool, extra: Tuple[str, ...] = ()) -> None:
     tracer = frame.tracer
     meta = ScalarMeta(bool, True)
     # Python's truth value of the condition, as the jump takes it: the tail runs when it does not break
@@ -45,14 +45,14 @@ def open_tail(frame: "FrameTracer", region: Any, cond: V, when: bool, extra: Tup
     region.tail = Tail(state, scope, run)
 
 
-def leave_tail(frame: "FrameTracer", region: Any) -> None:
+def leave_tail(frame: "Frame", region: Any) -> None:
     tail = getattr(region, "tail", None)
     if tail is not None and tail.open:
         tail.open = False
         tail.state.leave_scope(frame)
 
 
-def close_tail(frame: "FrameTracer", region: Any) -> Tuple[str, List[str]]:
+def close_tail(frame: "Frame", region: Any) -> Tuple[str, List[str]]:
     """At the loop head after a tail: record the tail's loop node in the body. '' or why
     not (and Python numbers the tail changes, for the next attempt to carry)."""
     tail = region.tail

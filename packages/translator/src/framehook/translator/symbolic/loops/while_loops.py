@@ -34,7 +34,7 @@ from .paths import RETURNS, branch_sides, destinations, jump_sense, same_exit, s
 from .tails import Tail, close_tail, leave_tail, open_tail
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..interpreter import FrameTracer
+    from ..roles import Frame
 
 
 # ---------------------------------------------------------------- while loops
@@ -79,7 +79,7 @@ class _WhileRegion:
 
     def __init__(
         self,
-        frame: "FrameTracer",
+        frame: "Frame",
         jump: int,
         entry: int,
         exit_: int,
@@ -115,7 +115,7 @@ class _WhileRegion:
             return LoopAbort("the loop condition is decided at trace time inside the body")
         return LoopAbort("control leaves the loop body (a break, a return, or a jump out of the loop)")
 
-    def repeat_sense(self, frame: "FrameTracer", k: int) -> Optional[bool]:
+    def repeat_sense(self, frame: "Frame", k: int) -> Optional[bool]:
         """At the jump ``k``: the truth value that runs the body again, when ``k`` is this
         loop's condition (None: another branch)."""
         if k == self.jump:
@@ -137,7 +137,7 @@ class _WhileRegion:
 _COND = "<while condition>"  # not a Python name: the tail's slot for the next condition
 
 
-def _and_chain(frame: "FrameTracer", sides: Any, heads: List[FrozenSet[int]]) -> Optional[Tuple[int, bool, int, Any]]:
+def _and_chain(frame: "Frame", sides: Any, heads: List[FrozenSet[int]]) -> Optional[Tuple[int, bool, int, Any]]:
     """At a jump before any cycle (``a`` of ``while a and b:`` when the tests are copied to the
     bottom of the loop): (entry, repeat_when, exit, chain) when one side exits and the other
     is straight code to a second jump that leaves for the same exit or enters a cycle the exit
@@ -165,7 +165,7 @@ def _and_chain(frame: "FrameTracer", sides: Any, heads: List[FrozenSet[int]]) ->
     return None
 
 
-def _while_exit(frame: "FrameTracer", region: _WhileRegion, k: int, cond: V) -> bool:
+def _while_exit(frame: "Frame", region: _WhileRegion, k: int, cond: V) -> bool:
     sides = branch_sides(frame, k)
     if sides is None:
         return False
@@ -190,7 +190,7 @@ def _while_exit(frame: "FrameTracer", region: _WhileRegion, k: int, cond: V) -> 
     return False
 
 
-def _close_while_tail(frame: "FrameTracer", region: _WhileRegion, done: "_WhileDone") -> Tuple[str, List[str]]:
+def _close_while_tail(frame: "Frame", region: _WhileRegion, done: "_WhileDone") -> Tuple[str, List[str]]:
     """At the loop's next test after a tail: the tail's loop node, and the next condition
     (a Python bool) from it in ``done``."""
     tracer = frame.tracer
@@ -220,7 +220,7 @@ def _condition_ok(v: V) -> bool:
     return isinstance(meta, ScalarMeta) or isinstance(meta, ArrayMeta) and meta.ndim == 0
 
 
-def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -> bool:
+def capture_while(frame: "Frame", jump: Any, cond: V, error: GraphBreak) -> bool:
     """A branch of the conditional jump ``jump`` needs the graph value ``cond`` (``error``
     is the break it raises otherwise). True: a while loop was captured, the locals hold its
     results and the frame continues at its exit. Inside the trace of a while body, reaching
@@ -290,7 +290,7 @@ def capture_while(frame: "FrameTracer", jump: Any, cond: V, error: GraphBreak) -
 
 
 def _capture_while(
-    frame: "FrameTracer",
+    frame: "Frame",
     region: _WhileRegion,
     cond: V,
     note: LoopNote,
