@@ -574,3 +574,15 @@ def test_instructions_that_resume_alone_have_effects():
     here = [name for name in resume._RESUMES_ALONE if name in dis.opmap]
     assert here, "no instruction of the set exists on this version"
     assert [name for name in here if kinds.DECODE[name] not in effects._EFFECTS] == []
+
+
+def test_protected_regions_of_a_body_with_annotations():
+    # SETUP_ANNOTATIONS (3.9/3.10 class and module bodies) pushes no block: it once
+    # read as one and the walk failed on its missing handler
+    source = "class C:\n    x: int = 1\n    try:\n        y = 2\n    except ValueError:\n        y = 3\n"
+    body = next(c for c in compile(source, "<t>", "exec").co_consts if hasattr(c, "co_code"))
+    insts = decode(body)
+    protected = ControlFlow(insts).protected
+    assert len(protected) == len(insts)
+    store = {inst.argval: k for k, inst in reversed(list(enumerate(insts))) if inst.kind == Kind.STORE_NAME}
+    assert protected[store["y"]] and not protected[store["x"]]

@@ -26,6 +26,9 @@ from .instructions import Instruction
 from .kinds import Kind
 from .opcodes import BRANCHES, TERMINAL, UNCONDITIONAL
 
+# before exception tables: the setups that push a block on the block stack
+_PUSHES_BLOCK = frozenset({Kind.SETUP_FINALLY, Kind.WITH_ENTER, Kind.ASYNC_WITH_ENTER})
+
 __all__ = ["ControlFlow", "Block", "StackDepthError", "LOCAL_READS", "LOCAL_WRITES", "local_names"]
 
 #: kinds that read a local's value at the point they run (deleting one reads it: it raises
@@ -311,7 +314,7 @@ class ControlFlow:
             return {}, 0
         depth_at: Dict[int, int] = {}
         # a generator resumes with the sent value on the stack (3.10 GEN_START pops it)
-        work = [(0, 1 if BEHAVIOUR.gen_start and insts[0].opname == "GEN_START" else 0)]
+        work = [(0, 1 if BEHAVIOUR.gen_start and insts[0].kind == Kind.GEN_START else 0)]
         best = 0
         while work:
             i, depth = work.pop()
@@ -378,12 +381,13 @@ class ControlFlow:
             blocks[k] = depth
             inst = insts[k]
             after = depth
-            setup = inst.opname.startswith("SETUP_")
+            # a block is pushed by a setup that names its handler (not SETUP_ANNOTATIONS)
+            setup = inst.kind in _PUSHES_BLOCK and inst.target is not None
             target = self.target(k)
             if setup:
                 after = depth + 1
                 work.append((target, depth + 1))
-            elif inst.opname in ("POP_BLOCK", "POP_EXCEPT"):
+            elif inst.kind in (Kind.POP_BLOCK, Kind.POP_EXCEPT):
                 after = depth - 1
             for j in self.successors[k]:
                 if not setup or j != target:
