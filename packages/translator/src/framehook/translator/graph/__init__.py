@@ -13,8 +13,8 @@ Interpreter(g).run(np.ones(3))   # node by node
 from .ir import Graph, Location, Node, NodeKind
 from .loop import Loop, WhileLoop, is_loop
 from .meta import ArrayMeta, ScalarMeta, SymDim, TupleMeta, format_shape
-from .codegen import GraphCodegenError, python_code, compile_graph
-from .interpreter import Interpreter
+from .pysource import GraphCodegenError, python_code, compile_graph
+from .evaluate import Interpreter
 
 __all__ = [
     "Graph",

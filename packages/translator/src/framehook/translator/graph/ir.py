@@ -225,7 +225,7 @@ class Node:
 
     def format(self) -> str:
         """One line: ``t3: float64(4, 3) = call numpy.exp(t2)  # file.py:12 in f``."""
-        from .codegen import render_arg
+        from .pysource import render_arg
 
         val = self.meta.get("val")
         head = f"{self.name}: {val}" if val is not None else self.name
@@ -392,7 +392,7 @@ class Graph:
 
     # ---- code
     def python_code(self) -> str:
-        from .codegen import python_code
+        from .pysource import python_code
 
         return python_code(self)
 
@@ -400,7 +400,7 @@ class Graph:
     def forward(self) -> Callable[..., Any]:
         """The graph as one generated straight-line Python function (compiled once)."""
         if self._forward is None:
-            from .codegen import compile_graph
+            from .pysource import compile_graph
 
             self._forward = compile_graph(self)
         return self._forward

@@ -27,7 +27,7 @@ from ..config import config
 from ..exc import RestartAnalysis
 from ..graph import Location
 from ..guards import GuardKind
-from ..sources import AttrSource, GlobalSource, ItemSource, Source
+from ..guards.sources import AttrSource, GlobalSource, ItemSource, Source
 from . import errstate
 from . import numpy_support as nps
 from .breaks import GraphBreak

@@ -117,7 +117,7 @@ class Guard:
     @property
     def create_fn(self) -> Callable[..., Any]:
         """The builder method that compiles this kind of guard."""
-        from .guard_builder import GuardBuilder
+        from .builder import GuardBuilder
 
         return getattr(GuardBuilder, self.kind.name)
 

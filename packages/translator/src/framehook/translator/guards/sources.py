@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .bytecode.codegen import Codegen
-    from .guards import Guard, GuardKind
+    from ..bytecode.codegen import Codegen
+    from .model import Guard, GuardKind
 
 __all__ = [
     "GuardSource",
@@ -93,7 +93,7 @@ class Source:
         return self.guard_source() is not GuardSource.SYNTHETIC_LOCAL
 
     def make_guard(self, kind: "GuardKind", **details: Any) -> "Guard":
-        from .guards import Guard
+        from .model import Guard
 
         if self.guard_source() is GuardSource.CONSTANT:
             raise ValueError(f"cannot guard on constant source {self.name()}: it never changes")

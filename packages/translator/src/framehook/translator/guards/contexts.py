@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Generic, Iterator, List, 
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .guards import GuardsContext
+    from .model import GuardsContext
 
 __all__ = [
     "CompileId",
@@ -121,7 +121,7 @@ class TracingContext:
     """Everything one translation attempt accumulates: guards, the user's stack, global state."""
 
     def __init__(self) -> None:
-        from .guards import GuardsContext  # guards imports this module
+        from .model import GuardsContext  # guards imports this module
 
         self.guards_context: GuardsContext = GuardsContext()
         self.global_context = GlobalStateContext()
