@@ -68,7 +68,7 @@ from ..registry import register_backend
 from ...exc import InvalidBackendError
 from ...graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
 from ...graph import pysource
-from ...graph.ir import map_arg
+from ...graph.ir import display_name, map_arg
 from ...graph.loop import is_loop
 from . import fpstatus, fusion
 from .checks import ARG_INT_BITS, integer_risk, mutated_inputs
@@ -211,7 +211,7 @@ def _global_ok(name: str, value: Any) -> Tuple[Optional[str], str]:
         return None, f"module {value.__name__}"
     if callable(value) and qualname and module.split(".")[0] in _SAFE_MODULES:
         return None, f"{module}.{qualname}"
-    return f"the graph calls or reads {pysource._display(value)}, which numba does not compile", ""
+    return f"the graph calls or reads {display_name(value)}, which numba does not compile", ""
 
 
 @dataclass
