@@ -149,7 +149,7 @@ def test_dropping_the_errstate_block_from_graphs_is_reported(watcher, monkeypatc
     """A translator whose generated code ignores the captured settings (the ``with
     numpy.errstate(...)`` around the block's nodes does nothing) warns where the plain code
     raises or is silent: the fuzzer reports it."""
-    from framehook.translator.graph import codegen
+    from framehook.translator.graph import pysource as codegen
 
     monkeypatch.setattr(codegen, "_np_errstate", lambda: lambda **settings: contextlib.nullcontext())
     found = _mismatched(watcher, ["translator"])
@@ -180,7 +180,7 @@ def test_errstate_programs_also_run_under_the_callers_settings(watcher, monkeypa
     )
     monkeypatch.setattr(run, "outer_errstate", lambda seed: {"under": "warn"})
     assert run.check_seed(4, ["translator"], watcher)[0] == []
-    from framehook.translator import guard_builder
+    from framehook.translator.guards import builder as guard_builder
 
     real = guard_builder.make_global_state_check
 

@@ -410,7 +410,7 @@ def test_optimize_option_rejects_an_unknown_backend_at_configure_time(project):
 def test_optimize_option_reports_a_backend_that_cannot_run_here(project, monkeypatch):
     if not HAS_TRANSLATOR:
         pytest.skip("needs framehook-translator")
-    from framehook.translator.backends import _registry  # registered for this test only
+    from framehook.translator.backends.registry import _registry  # registered for this test only
 
     def needs_extra(graph, example_inputs):
         return graph.forward

@@ -30,9 +30,9 @@ import timeit
 
 import numpy as np
 
-from framehook.translator.guard_builder import build_check_fn, c_checker_available
+from framehook.translator.guards.builder import build_check_fn, c_checker_available
 from framehook.translator.guards import GuardKind
-from framehook.translator.sources import LocalSource
+from framehook.translator.guards.sources import LocalSource
 
 SIZES = (1, 10, 100)
 FAMILIES = {"int": "int TYPE_MATCH", "eq": "int EQUALS_MATCH", "array": "NDARRAY_MATCH"}

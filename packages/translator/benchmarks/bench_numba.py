@@ -103,7 +103,7 @@ def geomean(xs):
 def corpus_table(repeat):
     sys.path.insert(0, str(TESTS))
     from corpus_helpers import corpus_modules
-    from framehook.translator import backends_numba as bnb
+    from framehook.translator.backends import numba as bnb
 
     cases = [case for m in corpus_modules() for case in m.CORPUS]
     notes = []
@@ -157,7 +157,7 @@ def kernel_table(repeat, only=None):
     kernel hand-written for numba; medians of ``repeat`` alternating rounds."""
     import numba
     import framehook.translator as ft
-    from framehook.translator import backends_numba as bnb
+    from framehook.translator.backends import numba as bnb
 
     notes = []
     bnb.add_note_observer(notes.append)
@@ -209,7 +209,7 @@ def kernel_table(repeat, only=None):
 def _first_worker():
     """One fresh process: each loop kernel's first call under numba (trace + compile + run)."""
     import framehook.translator as ft
-    from framehook.translator import backends_numba as bnb
+    from framehook.translator.backends import numba as bnb
     import numba  # noqa: F401 - its import is not part of any kernel's first call
 
     notes = []
@@ -282,7 +282,7 @@ def main():
     ap.add_argument("--first-worker", action="store_true", help=argparse.SUPPRESS)
     opts = ap.parse_args()
     warnings.simplefilter("ignore")
-    from framehook.translator import backends_numba as bnb
+    from framehook.translator.backends import numba as bnb
 
     bnb.PARALLEL = opts.parallel
     bnb.FUSE = not opts.no_fuse

@@ -25,7 +25,7 @@ import pytest
 numba = pytest.importorskip("numba", reason="numba is not installed for this interpreter")
 import framehook.translator as ft  # noqa: E402
 from corpus_helpers import assert_close, corpus_modules  # noqa: E402
-from framehook.translator import backends_numba as bnb  # noqa: E402
+from framehook.translator.backends import numba as bnb  # noqa: E402
 from framehook.translator.exc import InvalidBackendError  # noqa: E402
 from symbolic_helpers import outcome  # noqa: E402
 
@@ -481,7 +481,7 @@ def test_lowering_key_changes_with_the_graph_and_the_input_types():
 _CHILD = textwrap.dedent("""
     import sys, numpy as np
     import framehook.translator as ft
-    from framehook.translator import backends_numba as bnb
+    from framehook.translator.backends import numba as bnb
     notes = []
     bnb.add_note_observer(notes.append)
     def axpy(a, x, y):

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 numba = pytest.importorskip("numba", reason="numba is not installed for this interpreter")
-from framehook.translator import backends_numba as bnb  # noqa: E402
-from framehook.translator import numba_fusion  # noqa: E402
+from framehook.translator.backends import numba as bnb  # noqa: E402
+from framehook.translator.backends.numba import fusion as numba_fusion  # noqa: E402
 from framehook.translator.graph import Graph  # noqa: E402
 from test_backend_numba import assert_as_plain, captured_graph, numba_cache  # noqa: E402,F401 - the cache fixture
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import framehook.translator as ft
-from framehook.translator import backends_numexpr as bn
+from framehook.translator.backends import numexpr as bn
 from framehook.translator.exc import InvalidBackendError
 from framehook.translator.graph import ArrayMeta, Graph, ScalarMeta
 
@@ -148,7 +148,7 @@ class TestPlan:
     def test_frame_graph_passes_through(self):
         ne = pytest.importorskip("numexpr", reason="numexpr is not installed")
         del ne
-        from framehook.translator.translator import FrameGraph
+        from framehook.translator.translation.base import FrameGraph
 
         fg = FrameGraph(["x"])
         assert bn.numexpr_backend(fg, [np.ones(1)]) == fg.forward

@@ -4,7 +4,7 @@ import gc
 
 import pytest
 
-from framehook.translator.codemap import CodeIdentityMap
+from framehook.translator.translation.codemap import CodeIdentityMap
 
 
 def _twins():

@@ -8,7 +8,7 @@ import traceback
 import numpy as np
 import pytest
 
-from framehook.translator.contexts import (
+from framehook.translator.guards.contexts import (
     Checkpointable,
     CompileContext,
     CompileId,

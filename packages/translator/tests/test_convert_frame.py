@@ -15,8 +15,8 @@ import framehook.runtime as rt
 import framehook.translator as ft
 from framehook.translator import config
 from framehook.translator.bytecode import create_instruction, transform_code_object
-from framehook.translator.contexts import CompileContext, register_global_state, unregister_global_state
-from framehook.translator.convert_frame import (
+from framehook.translator.guards.contexts import CompileContext, register_global_state, unregister_global_state
+from framehook.translator.conversion.convert_frame import (
     ConvertFrame,
     convert_frame,
     convert_frame_assert,
@@ -32,7 +32,7 @@ from framehook.translator.exc import (
     Unsupported,
     UnspecializeRestartAnalysis,
 )
-from framehook.translator.translator import InstructionTranslatorBase, MinimalTranslator, TranslationOutput
+from framehook.translator.translation.base import InstructionTranslatorBase, MinimalTranslator, TranslationOutput
 
 
 @pytest.fixture(autouse=True)
@@ -96,7 +96,7 @@ def test_recompile_reason_and_guard_fail_fn(caplog):
 
 
 def test_python_guards_are_compiled_only_for_recompilation_reasons(monkeypatch):
-    from framehook.translator import guard_builder
+    from framehook.translator.guards import builder as guard_builder
 
     compiled = []
     real = compile
@@ -329,7 +329,7 @@ def test_global_state_whose_setter_does_not_restore_is_an_error():
 
 class Broken(InstructionTranslatorBase):
     def run(self):
-        from framehook.translator.contexts import TracingContext
+        from framehook.translator.guards.contexts import TracingContext
 
         TracingContext.set_current_loc(self.frame.code.co_filename, self.frame.code.co_firstlineno + 1, "scale")
         return {}["missing"]
@@ -528,7 +528,7 @@ def _ones_plus(n):
 
 
 def test_skip_reason_reads_the_function_only_for_exec_code():
-    from framehook.translator.convert_frame import frame_skip_reason
+    from framehook.translator.conversion.convert_frame import frame_skip_reason
 
     seen = []
 

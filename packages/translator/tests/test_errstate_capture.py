@@ -386,7 +386,7 @@ def test_graph_interpreter_raises_under_raise():
 )
 def test_numexpr_backend_agrees(fn, calls):
     out = check(fn, calls, 1, [], backend="numexpr")
-    from framehook.translator.backends_numexpr import plan
+    from framehook.translator.backends.numexpr import plan
 
     fused = plan(out.graphs[0], ("arith", "math", "logic"))
     for node in fused.operations():

@@ -259,7 +259,7 @@ def test_lazy_package_attributes():
     assert "optimize" in dir(ft) and ft.__version__ == "0.1.0"
     with pytest.raises(AttributeError):
         ft.does_not_exist
-    from framehook.translator.translator import FrameGraph
+    from framehook.translator.translation.base import FrameGraph
 
     g = FrameGraph(["a"])
     assert g(1) == () and "placeholders=['a']" in repr(g)

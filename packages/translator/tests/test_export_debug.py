@@ -12,9 +12,9 @@ import pytest
 
 import framehook.translator as ft
 from framehook.translator import debug
-from framehook.translator.convert_frame import cache_limit_message, describe_failures, filter_guards
+from framehook.translator.conversion.convert_frame import cache_limit_message, describe_failures, filter_guards
 from framehook.translator.exporting import ExportError, ExportGuardError
-from framehook.translator.verify import BackendVerificationError, check_result
+from framehook.translator.backends.verify import BackendVerificationError, check_result
 
 SCALE = np.float64(3.0)
 
@@ -243,7 +243,7 @@ def test_guard_filter_fn_drops_guards():
 def test_guard_filter_fn_validation():
     with pytest.raises(TypeError, match="guard_filter_fn must be callable"):
         ft.optimize("eager", guard_filter_fn=3)
-    from framehook.translator.sources import LocalSource
+    from framehook.translator.guards.sources import LocalSource
     from framehook.translator.guards import GuardKind
 
     g = LocalSource("x").make_guard(GuardKind.TYPE_MATCH)
@@ -404,7 +404,7 @@ def test_cache_limit_strict_raises():
 
 
 def test_pickle_of_fused_kernel_roundtrip():
-    from framehook.translator.backends_numexpr import FusedKernel
+    from framehook.translator.backends.numexpr import FusedKernel
 
     k = pickle.loads(pickle.dumps(FusedKernel("i0 + 1", ["i0"], np.dtype("float64"), 1)))
     assert k.expression == "i0 + 1"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from framehook.translator import disable, optimize
-from framehook.translator.failure_records import args_from_locals, record_translation_failure
+from framehook.translator.conversion.failure_records import args_from_locals, record_translation_failure
 
 records = pytest.importorskip(
     "framehook.records", reason="framehook-records (the translator's optional 'records' extra) is not installed"

@@ -18,7 +18,7 @@ import pytest
 
 import framehook.runtime as rt
 import framehook.translator as ft
-from framehook.translator import backends_numexpr as bn
+from framehook.translator.backends import numexpr as bn
 from framehook.translator.bytecode.linetable import relocate
 from framehook.translator.graph import Graph
 

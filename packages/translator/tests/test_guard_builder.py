@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from framehook.translator.contexts import register_global_state, unregister_global_state
-from framehook.translator.guard_builder import GuardBuildError, build_check_fn, type_name
+from framehook.translator.guards.contexts import register_global_state, unregister_global_state
+from framehook.translator.guards.builder import GuardBuildError, build_check_fn, type_name
 from framehook.translator.guards import GlobalStateSource, Guard, GuardKind
-from framehook.translator.sources import (
+from framehook.translator.guards.sources import (
     AttrSource,
     GlobalSource,
     ItemSource,
@@ -272,7 +272,7 @@ def test_export_info_and_export_fn():
 
 def test_guard_create_logs_and_reraises(caplog):
     g = Guard(LocalSource("x"), GuardKind.LENGTH_CHECK)
-    from framehook.translator.contexts import TracingContext, tracing
+    from framehook.translator.guards.contexts import TracingContext, tracing
 
     gs_stack = None
     with tracing(TracingContext()):

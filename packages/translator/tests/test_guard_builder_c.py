@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import framehook.runtime as rt
-from framehook.translator import guard_builder
-from framehook.translator.contexts import register_global_state, unregister_global_state
-from framehook.translator.guard_builder import build_check_fn, c_checker_kinds, source_path
+from framehook.translator.guards import builder as guard_builder
+from framehook.translator.guards.contexts import register_global_state, unregister_global_state
+from framehook.translator.guards.builder import build_check_fn, c_checker_kinds, source_path
 from framehook.translator.guards import GlobalStateSource, Guard, GuardKind
-from framehook.translator.sources import (
+from framehook.translator.guards.sources import (
     AttrSource,
     ChainedSource,
     ClosureCellSource,

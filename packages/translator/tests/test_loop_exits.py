@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import framehook.translator as ft
-from framehook.translator.graph.interpreter import Interpreter
+from framehook.translator.graph.evaluate import Interpreter
 from symbolic_helpers import assert_same, check_agrees, loop_nodes
 
 

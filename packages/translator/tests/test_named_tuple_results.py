@@ -16,7 +16,7 @@ import framehook.translator as ft
 from framehook.translator.graph import ArrayMeta, NodeKind, SymDim, TupleMeta
 from framehook.translator.graph.ir import Graph
 from framehook.translator.symbolic import numpy_support as nps
-from framehook.translator.verify import check_result
+from framehook.translator.backends.verify import check_result
 from symbolic_helpers import assert_same, check_agrees, entries
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]

@@ -13,7 +13,7 @@ import pytest
 
 import framehook.translator as ft
 from corpus_helpers import assert_close, corpus_modules
-from framehook.translator import backends_numexpr as bn
+from framehook.translator.backends import numexpr as bn
 from symbolic_helpers import outcome
 
 CASES = [(m.__name__.replace("_corpus_count_", ""), case) for m in corpus_modules() for case in m.CORPUS]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from framehook.translator.bytecode import Codegen, build_function
-from framehook.translator.contexts import TracingContext, tracing
+from framehook.translator.guards.contexts import TracingContext, tracing
 from framehook.translator.guards import (
     DuplicateInputs,
     GlobalStateSource,
@@ -17,7 +17,7 @@ from framehook.translator.guards import (
     GuardsContext,
     GuardsSet,
 )
-from framehook.translator.sources import (
+from framehook.translator.guards.sources import (
     AttrSource,
     ClosureCellSource,
     ConstantSource,

@@ -239,7 +239,7 @@ def test_strict_cache_limit_error_shows_the_stack():
 
 
 def test_user_call_stack_leaves_out_framehook_frames():
-    from framehook.translator.convert_frame import user_call_stack
+    from framehook.translator.conversion.convert_frame import user_call_stack
     import sys
 
     assert rows(user_call_stack(None)) == []

@@ -24,15 +24,15 @@ _LAZY = {
     "remove_from_cache": "eval_frame",
     "reset": "eval_frame",
     "OptimizeContext": "eval_frame",
-    "register_bytecode_hook": "convert_frame",
-    "last_decisions": "convert_frame",
+    "register_bytecode_hook": "conversion.convert_frame",
+    "last_decisions": "conversion.convert_frame",
     "register_backend": "backends",
     "lookup_backend": "backends",
     "list_backends": "backends",
     "set_logs": "logs",
-    "CompileId": "contexts",
-    "TraceId": "contexts",
-    "register_global_state": "contexts",
+    "CompileId": "guards.contexts",
+    "TraceId": "guards.contexts",
+    "register_global_state": "guards.contexts",
     "Guard": "guards",
     "GuardKind": "guards",
     "explain": "explaining",
@@ -45,8 +45,8 @@ _LAZY = {
 if TYPE_CHECKING:  # the lazy names as type checkers and editors should see them
     from . import debug
     from .backends import list_backends, lookup_backend, register_backend
-    from .contexts import CompileId, TraceId, register_global_state
-    from .convert_frame import last_decisions, register_bytecode_hook
+    from .guards.contexts import CompileId, TraceId, register_global_state
+    from .conversion.convert_frame import last_decisions, register_bytecode_hook
     from .eval_frame import (
         OptimizeContext,
         disable,

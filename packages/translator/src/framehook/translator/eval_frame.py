@@ -22,9 +22,9 @@ from . import logs as fh_logging
 from ._runtime import runtime
 from .backends import CompilerFn, backend_name, lookup_backend
 from .config import config, env_flag
-from .convert_frame import ConvertFrame, reset_state
+from .conversion.convert_frame import ConvertFrame, reset_state
 from .hooks import Hooks
-from .set_aside import set_aside
+from .conversion.set_aside import set_aside
 
 __all__ = [
     "optimize",

@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ._runtime import runtime
 from .graph import Graph
-from .set_aside import set_aside
+from .conversion.set_aside import set_aside
 from .symbolic import BREAKS, FrameReport, add_observer, remove_observer
 from .symbolic.resume import frame_label
 
@@ -77,7 +77,7 @@ class ExplainOutput:
     compile_times: List[float] = field(default_factory=list)
     frames: List[FrameReport] = field(default_factory=list)
     loops: List[Any] = field(default_factory=list)  # one LoopNote per loop met: captured, or unrolled and why
-    # what a compiling backend did with each graph (backends_numba.NumbaNote: compiled, with
+    # what a compiling backend did with each graph (backends.numba.NumbaNote: compiled, with
     # its numba time, or a FH016 fallback and why); compile_times are the tracing times
     backend_notes: List[Any] = field(default_factory=list)
     result: Any = None
@@ -154,7 +154,7 @@ def explain(fn: Callable[..., Any], backend: Any = "eager") -> Callable[..., Exp
         result = None
         check_fns: Dict[str, Any] = {}
         notes: List[Any] = []
-        from . import backends_numba
+        from .backends import numba as backends_numba
 
         backends_numba.add_note_observer(notes.append)
         try:
@@ -179,7 +179,7 @@ def explain(fn: Callable[..., Any], backend: Any = "eager") -> Callable[..., Exp
 
 
 def _known_codes() -> List[Any]:
-    from .convert_frame import input_codes, skipped_codes
+    from .conversion.convert_frame import input_codes, skipped_codes
 
     return list({id(c): c for c in input_codes.live() + skipped_codes.live()}.values())
 
@@ -187,7 +187,7 @@ def _known_codes() -> List[Any]:
 def _set_aside_caches() -> Dict[int, Any]:
     """Drop every cache entry, frame_state and skip mark the translator made, keeping them
     (``set_aside``) to be given back when explain() is done."""
-    from .convert_frame import compile_lock
+    from .conversion.convert_frame import compile_lock
 
     kept: Dict[int, Any] = {}
     with compile_lock:
@@ -209,7 +209,7 @@ def _set_aside_caches() -> Dict[int, Any]:
 def _restore_caches(kept: Dict[int, Any], reached: List[Any]) -> None:
     """Drop what explain() made (entries, skip marks) and give back what was there before:
     skip marks at once, cache entries on each code's next cache miss."""
-    from .convert_frame import compile_lock
+    from .conversion.convert_frame import compile_lock
 
     with compile_lock:
         for code in list({id(c): c for c in _known_codes() + reached}.values()):

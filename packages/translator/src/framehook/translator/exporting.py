@@ -88,7 +88,7 @@ class Exported:
         return f_locals
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from .convert_frame import describe_failures
+        from .conversion.convert_frame import describe_failures
 
         f_locals = self.f_locals(*args, **kwargs)
         if not self.check_fn(f_locals):

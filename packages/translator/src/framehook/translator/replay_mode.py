@@ -11,7 +11,7 @@ __all__ = ["translator_replay"]
 def translator_replay(fn: Callable[..., Any], run: Callable[[Callable[..., Any]], Any]) -> Dict[str, Any]:
     """``run`` the function through ``optimize(backend="eager")``; reports the translator's
     decisions for it (guards, graphs) alongside the outcome."""
-    from .convert_frame import last_decisions
+    from .conversion.convert_frame import last_decisions
     from .eval_frame import optimize
 
     outcome = run(optimize(backend="eager")(fn))

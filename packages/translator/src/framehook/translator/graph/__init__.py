@@ -10,11 +10,14 @@ g.forward(np.ones(3))    # the generated function (what the eager backend runs)
 Interpreter(g).run(np.ones(3))   # node by node
 """
 
-from .ir import Graph, Location, Node, NodeKind
+from .ir import Graph, Location, Node, NodeKind, set_code_generator
 from .loop import Loop, WhileLoop, is_loop
 from .meta import ArrayMeta, ScalarMeta, SymDim, TupleMeta, format_shape
-from .codegen import GraphCodegenError, python_code, compile_graph
-from .interpreter import Interpreter
+from .pysource import GraphCodegenError, python_code, compile_graph
+from .evaluate import Interpreter
+
+# Graph.python_code and Graph.forward generate code with pysource (ir does not import it)
+set_code_generator(python_code, compile_graph)
 
 __all__ = [
     "Graph",

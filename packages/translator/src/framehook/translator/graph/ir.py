@@ -21,19 +21,38 @@ the settings, over the caller's, ignore every kind of error: it would raise or w
 
 A graph's ``meta`` may name the frame it was captured from: ``filename`` and
 ``firstlineno`` of its code and its ``globals``. The compiled function then reports the
-user's file, lines and module (``codegen.compile_graph``).
+user's file, lines and module (``pysource.compile_graph``).
+
+This module imports no other of the package. The code generator (``pysource.py``) is
+handed in by the package's ``__init__`` (``set_code_generator``), so that ``Graph.forward``
+and ``Graph.python_code`` work without the data model importing its compiler; loop targets
+(``loop.py``) derive from ``LoopTarget``.
 """
 
 from __future__ import annotations
 
 import collections
 import enum
+import math
 import operator
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-__all__ = ["NodeKind", "Node", "Graph", "Location", "map_arg", "target_name", "IMPURE_TARGETS"]
+__all__ = [
+    "NodeKind",
+    "Node",
+    "Graph",
+    "Location",
+    "LoopTarget",
+    "map_arg",
+    "target_name",
+    "format_arg",
+    "writes_as_literal",
+    "display_name",
+    "set_code_generator",
+    "IMPURE_TARGETS",
+]
 
 
 class Location(tuple):
@@ -186,6 +205,58 @@ def _nodes_in(arg: Any, out: List["Node"]) -> None:
         _nodes_in(arg.step, out)
 
 
+def writes_as_literal(value: Any) -> bool:
+    """Whether generated code (and a listing) writes ``value`` as a Python literal."""
+    if value is None or value is Ellipsis or isinstance(value, (bool, str, bytes)):
+        return True
+    if type(value) is int:
+        return value.bit_length() < 10_000  # repr() refuses ints of more than 4300 digits: bind those
+    if type(value) is float:
+        return math.isfinite(value)
+    if type(value) is complex:
+        return math.isfinite(value.real) and math.isfinite(value.imag)
+    return False
+
+
+def display_name(arg: Any) -> str:
+    """A short name for an object that is no literal: a target's name, or its (cut) repr."""
+    if callable(arg) and hasattr(arg, "__name__"):
+        return target_name(arg)
+    text = repr(arg)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def format_arg(arg: Any) -> str:
+    """An argument as a listing shows it (``Node.format``): nodes by name, slices as
+    ``a:b:c``, literals as Python, other objects by ``display_name``. ``pysource.render_arg``
+    writes arguments as the generated code's source."""
+    if isinstance(arg, Node):
+        return arg.name
+    t = type(arg)
+    if t is tuple:
+        inner = ", ".join(format_arg(a) for a in arg)
+        return f"({inner},)" if len(arg) == 1 else f"({inner})"
+    if t is list:
+        return "[" + ", ".join(format_arg(a) for a in arg) + "]"
+    if t is dict:
+        return "{" + ", ".join(f"{format_arg(k)}: {format_arg(v)}" for k, v in arg.items()) + "}"
+    if t is slice:
+        parts = ["" if arg.start is None else format_arg(arg.start), "" if arg.stop is None else format_arg(arg.stop)]
+        if arg.step is not None:
+            parts.append(format_arg(arg.step))
+        return ":".join(parts)
+    if writes_as_literal(arg):
+        return "..." if arg is Ellipsis else repr(arg)
+    return display_name(arg)
+
+
+class LoopTarget:
+    """Base of the targets of loop nodes (``loop.Loop``, ``loop.WhileLoop``): a call of one
+    runs a body graph repeatedly, and is impure when the body is (``impure``)."""
+
+    impure: bool
+
+
 class Node:
     """One operation of a graph."""
 
@@ -216,28 +287,24 @@ class Node:
         if self.kind is NodeKind.CALL:
             if self.target in IMPURE_TARGETS or "out" in self.kwargs:
                 return True
-            from .loop import is_loop
-
-            return is_loop(self.target) and self.target.impure
+            return isinstance(self.target, LoopTarget) and self.target.impure
         if self.kind is NodeKind.CALL_METHOD:
             return self.target in IMPURE_METHODS or "out" in self.kwargs
         return False
 
     def format(self) -> str:
         """One line: ``t3: float64(4, 3) = call numpy.exp(t2)  # file.py:12 in f``."""
-        from .codegen import render_arg
-
         val = self.meta.get("val")
         head = f"{self.name}: {val}" if val is not None else self.name
         if self.kind is NodeKind.PLACEHOLDER:
             body = f"placeholder {self.target}"
         elif self.kind is NodeKind.OUTPUT:
-            body = f"output {render_arg(self.args[0], {})}"
+            body = f"output {format_arg(self.args[0])}"
         elif self.kind is NodeKind.GETATTR:
-            body = f"getattr {render_arg(self.args[0], {})}.{self.target}"
+            body = f"getattr {format_arg(self.args[0])}.{self.target}"
         else:
-            parts = [render_arg(a, {}) for a in self.args]
-            parts += [f"{k}={render_arg(v, {})}" for k, v in self.kwargs.items()]
+            parts = [format_arg(a) for a in self.args]
+            parts += [f"{k}={format_arg(v)}" for k, v in self.kwargs.items()]
             name = self.target if self.kind is NodeKind.CALL_METHOD else target_name(self.target)
             body = f"{self.kind.value} {name}({', '.join(parts)})"
         text = f"{head} = {body}"
@@ -392,17 +459,13 @@ class Graph:
 
     # ---- code
     def python_code(self) -> str:
-        from .codegen import python_code
-
-        return python_code(self)
+        return _python_code(self)
 
     @property
     def forward(self) -> Callable[..., Any]:
         """The graph as one generated straight-line Python function (compiled once)."""
         if self._forward is None:
-            from .codegen import compile_graph
-
-            self._forward = compile_graph(self)
+            self._forward = _compile_graph(self)
         return self._forward
 
     def __call__(self, *inputs: Any) -> Any:
@@ -429,3 +492,21 @@ _RESERVED = frozenset(
     | set(__import__("keyword").kwlist)
     | set(dir(__import__("builtins")))
 )
+
+
+def _no_code_generator(graph: Graph) -> Any:
+    raise RuntimeError("no code generator: framehook.translator.graph's __init__ sets pysource's")
+
+
+# what Graph.python_code and Graph.forward call (set_code_generator)
+_python_code: Callable[[Graph], str] = _no_code_generator
+_compile_graph: Callable[[Graph], Callable[..., Any]] = _no_code_generator
+
+
+def set_code_generator(
+    python_code: Callable[[Graph], str], compile_graph: Callable[[Graph], Callable[..., Any]]
+) -> None:
+    """Use these functions for ``Graph.python_code`` and ``Graph.forward``: the package's
+    ``__init__`` hands in ``pysource``'s, so that the data model does not import its compiler."""
+    global _python_code, _compile_graph
+    _python_code, _compile_graph = python_code, compile_graph

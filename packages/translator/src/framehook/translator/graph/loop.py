@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from typing import Any, List, Tuple
 
-from .ir import Graph, Node, may_raise
+from .ir import Graph, LoopTarget, Node, may_raise
 
 __all__ = ["Loop", "WhileLoop", "is_loop"]
 
 
-class _BodyLayout:
+class _BodyLayout(LoopTarget):
     """Placeholders of a loop body: one leading value (the index or the condition), then
     the ``n_carried`` carried values, then the invariants."""
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..bytecode.behaviour import BEHAVIOUR
-from ..sources import AttrSource
+from ..guards.sources import AttrSource
 from . import numpy_support as nps
 from . import objects
 from .values import IMMUTABLE_TYPES, NULL, Const, DictV, ListV, MethodV, ObjV, SliceV, Tensor, TupleV, V, flatten

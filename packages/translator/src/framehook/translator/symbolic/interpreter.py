@@ -30,7 +30,7 @@ from ..bytecode.kinds import Kind
 from ..exc import RestartAnalysis
 from ..graph import Location
 from ..guards import GuardKind
-from ..sources import Source
+from ..guards.sources import Source
 from . import errstate
 from .access import AccessHandlers
 from .breaks import GraphBreak

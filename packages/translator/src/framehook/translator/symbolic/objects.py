@@ -36,7 +36,7 @@ import types
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from ..guards import GuardKind
-from ..sources import AttrSource, Source, TypeSource
+from ..guards.sources import AttrSource, Source, TypeSource
 from .values import BoundMethodV, Const, FuncV, NewObjV, ObjV, V
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -77,7 +77,7 @@ from ..bytecode.opcodes import (
     UNCONDITIONAL,
     WITH_ENTRIES,
 )
-from ..codemap import CodeIdentityMap
+from ..translation.codemap import CodeIdentityMap
 from ..bytecode.transform import code_options, rebuild
 from .breaks import CannotResume
 from .rebuild import Rebuilder

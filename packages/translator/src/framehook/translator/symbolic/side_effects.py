@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from ..bytecode import Codegen
 from ..guards import GuardKind
-from ..sources import GlobalSource
+from ..guards.sources import GlobalSource
 from . import numpy_support as nps
 from .values import Const, DictV, ListV, NewObjV, ObjV, Tensor, V
 

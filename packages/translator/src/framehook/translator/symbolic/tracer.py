@@ -19,7 +19,7 @@ import numpy as np
 from ..config import config
 from ..graph import ArrayMeta, Graph, ScalarMeta, SymDim, TupleMeta
 from ..guards import GuardKind
-from ..sources import AttrSource, ClosureCellSource, IndexSource, ItemSource, Source
+from ..guards.sources import AttrSource, ClosureCellSource, IndexSource, ItemSource, Source
 from . import numpy_support as nps
 from .breaks import GraphBreak
 from .loops import lift

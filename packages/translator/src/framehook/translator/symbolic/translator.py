@@ -19,12 +19,12 @@ import numpy as np
 from .. import logs as fh_logging
 from ..bytecode import Codegen, ControlFlow, Positions, decode, prefix_length, transform_code_object
 from ..config import config
-from ..contexts import CompileContext, TracingContext
+from ..guards.contexts import CompileContext, TracingContext
 from ..exc import SkipFrame
 from ..graph import Graph
 from ..guards import GuardKind
-from ..sources import LocalSource, Source
-from ..translator import InstructionTranslatorBase, TranslationOutput, argument_names, call_backend
+from ..guards.sources import LocalSource, Source
+from ..translation.base import InstructionTranslatorBase, TranslationOutput, argument_names, call_backend
 from .breaks import CannotResume, GraphBreak
 from .interpreter import FrameTracer, StopTrace
 from .rebuild import Rebuilder

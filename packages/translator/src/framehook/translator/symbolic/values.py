@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ..graph import ArrayMeta, Node, ScalarMeta, TupleMeta
-from ..sources import Source
+from ..guards.sources import Source
 
 __all__ = [
     "IMMUTABLE_TYPES",

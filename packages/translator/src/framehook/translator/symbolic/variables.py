@@ -7,7 +7,7 @@ import types
 from typing import Any
 
 from ..bytecode.behaviour import BEHAVIOUR
-from ..sources import GlobalSource, ItemSource, Source
+from ..guards.sources import GlobalSource, ItemSource, Source
 from . import numpy_support as nps
 from .loops import LoopAbort
 from .values import NULL, Cell, CellContents, CellV, Const, Lazy, V

@@ -9,7 +9,7 @@
 The graph is written as Python by the same code generator the ``eager`` backend uses (one
 straight-line function; loop nodes become ``for``/``while`` loops), and that function is
 compiled in nopython mode with bounds checks on (an index out of range raises IndexError as
-in plain code). Before that, ``numba_fusion`` rewrites sliced float64 stores, float64
+in plain code). Before that, ``fusion`` rewrites sliced float64 stores, float64
 elementwise trees over matrices and axis reductions of float64 matrices into explicit loop
 nests (no temporary per operation); other elementwise chains are left to numba's array
 expressions, whole-array reductions and matmuls to numba's numpy support.
@@ -29,7 +29,7 @@ and the call is redone by the eager code (plain's warnings, exception, message a
 A graph runs as the eager backend's code for good (a *fallback*, reported as FH016 by
 ``explain(fn, backend="numba")``) when:
 
-* ``numba_checks.integer_risk`` finds integer arithmetic whose numba semantics differ
+* ``checks.integer_risk`` finds integer arithmetic whose numba semantics differ
   (Python integers that could outgrow int64, integer-array ``//``/``%``, Python scalars with
   narrow integer arrays), or a bound value numba would freeze or cannot call;
 * numba cannot type or lower the graph (any error numba raises while compiling: it never
@@ -62,16 +62,16 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._runtime import runtime
-from .config import config
-from .backends import register_backend
-from .exc import InvalidBackendError
-from .graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
-from .graph import codegen
-from .graph.ir import map_arg
-from .graph.loop import is_loop
-from . import fpstatus, numba_fusion
-from .numba_checks import ARG_INT_BITS, integer_risk, mutated_inputs
+from ..._runtime import runtime
+from ...config import config
+from ..registry import register_backend
+from ...exc import InvalidBackendError
+from ...graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
+from ...graph import pysource
+from ...graph.ir import display_name, map_arg
+from ...graph.loop import is_loop
+from . import fpstatus, fusion
+from .checks import ARG_INT_BITS, integer_risk, mutated_inputs
 
 __all__ = [
     "numba_backend",
@@ -96,7 +96,7 @@ _ARG_INT = 2**ARG_INT_BITS
 RERUN_LIMIT = 3
 #: a measured kernel is kept when its fastest call took at most this share of eager's fastest
 KEEP_BELOW = 0.9
-#: write sliced elementwise stores and axis reductions as explicit loops (``numba_fusion``)
+#: write sliced elementwise stores and axis reductions as explicit loops (``fusion``)
 FUSE = True
 #: compile with ``parallel=True``, the lowered loops' independent rows under ``prange``:
 #: off, as it was not measured faster on a 2-core machine (BENCHMARKS.md); for benchmarks
@@ -211,7 +211,7 @@ def _global_ok(name: str, value: Any) -> Tuple[Optional[str], str]:
         return None, f"module {value.__name__}"
     if callable(value) and qualname and module.split(".")[0] in _SAFE_MODULES:
         return None, f"{module}.{qualname}"
-    return f"the graph calls or reads {codegen._display(value)}, which numba does not compile", ""
+    return f"the graph calls or reads {display_name(value)}, which numba does not compile", ""
 
 
 @dataclass
@@ -253,13 +253,13 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = ()) -> Lowered:
     why = integer_risk(graph)
     if why is not None:
         return Lowered("", {}, "", why)
-    names = codegen._Names()
-    work, fused = numba_fusion.rewrite(graph) if FUSE else (graph, [])
+    names = pysource._Names()
+    work, fused = fusion.rewrite(graph) if FUSE else (graph, [])
     try:
-        source, _ = codegen._source(work, names, "forward", lambda node: None)
-    except codegen.GraphCodegenError as e:
+        source, _ = pysource._source(work, names, "forward", lambda node: None)
+    except pysource.GraphCodegenError as e:
         return Lowered("", {}, "", str(e))
-    source = _without_del(numba_fusion.expand(source, fused, names, PARALLEL))
+    source = _without_del(fusion.expand(source, fused, names, PARALLEL))
     scope = dict(names.globals)
     for name in [n for n, v in scope.items() if v is np.errstate]:
         # numba cannot enter a context manager: the block's statements run plain and the
@@ -278,10 +278,10 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = ()) -> Lowered:
             return Lowered(source, {}, "", why)
         parts.append(f"{name} = {text}")
     numba = require_numba()
-    if numba_fusion.PRANGE in source:
-        scope[numba_fusion.PRANGE] = numba.prange
+    if fusion.PRANGE in source:
+        scope[fusion.PRANGE] = numba.prange
     parts += [_type_text(v) for v in example_inputs]
-    parts += [sys.version, np.__version__, numba.__version__, numba_fusion.VERSION, f"parallel={PARALLEL}"]
+    parts += [sys.version, np.__version__, numba.__version__, fusion.VERSION, f"parallel={PARALLEL}"]
     key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
     dtypes = {}
     for node, var in names._vars.items():

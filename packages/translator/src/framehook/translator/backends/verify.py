@@ -14,9 +14,9 @@ from typing import Any, Callable, List, Sequence
 
 import numpy as np
 
-from .backends import CompilerFn, backend_name
-from .exc import TranslatorError
-from .graph import ArrayMeta, Graph, Node, ScalarMeta, TupleMeta, format_shape
+from .registry import CompilerFn, backend_name
+from ..exc import TranslatorError
+from ..graph import ArrayMeta, Graph, Node, ScalarMeta, TupleMeta, format_shape
 
 __all__ = ["BackendVerificationError", "verifying_backend", "check_result"]
 

@@ -33,9 +33,9 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
-from ._runtime import runtime
+from .._runtime import runtime
 from .contexts import GlobalStateContext, registered_global_states, states_equal
-from .guards import GlobalStateSource, Guard, GuardKind
+from .model import GlobalStateSource, Guard, GuardKind
 from .sources import (
     AttrSource,
     ChainedSource,

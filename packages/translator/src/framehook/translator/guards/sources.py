@@ -13,13 +13,13 @@ on them deduplicate.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Tuple
 
+from .model import GuardSource, Source
+
 if TYPE_CHECKING:  # pragma: no cover
-    from .bytecode.codegen import Codegen
-    from .guards import Guard, GuardKind
+    from ..bytecode.codegen import Codegen
 
 __all__ = [
     "GuardSource",
@@ -40,19 +40,6 @@ __all__ = [
 ]
 
 
-class GuardSource(enum.Enum):
-    """The root a source chain hangs from."""
-
-    LOCAL = 0
-    GLOBAL = 1
-    CONSTANT = 2
-    SYNTHETIC_LOCAL = 3  # a value the translator made up, held in a local it created
-    EPHEMERAL = 4  # recreated on every call: never guard on its identity
-
-    def is_local(self) -> bool:
-        return self in (GuardSource.LOCAL, GuardSource.SYNTHETIC_LOCAL)
-
-
 def is_literal(value: Any) -> bool:
     """True for values whose repr() is an expression evaluating back to an equal value."""
     if value is None or value is Ellipsis or isinstance(value, (bool, int, str, bytes)):
@@ -64,43 +51,6 @@ def is_literal(value: Any) -> bool:
     if type(value) in (tuple, frozenset):
         return all(is_literal(v) for v in value)
     return False
-
-
-@dataclass(frozen=True)
-class Source:
-    """Base of every source."""
-
-    def name(self) -> str:
-        raise NotImplementedError
-
-    def guard_source(self) -> GuardSource:
-        raise NotImplementedError
-
-    def reconstruct(self, codegen: "Codegen") -> None:
-        raise NotImplementedError
-
-    def root(self) -> "Source":
-        return self
-
-    def is_local(self) -> bool:
-        return self.guard_source().is_local()
-
-    def is_ephemeral(self) -> bool:
-        return self.guard_source() is GuardSource.EPHEMERAL
-
-    def subguards_allowed(self) -> bool:
-        """False for synthetic values: guarding on their parts would guard nothing real."""
-        return self.guard_source() is not GuardSource.SYNTHETIC_LOCAL
-
-    def make_guard(self, kind: "GuardKind", **details: Any) -> "Guard":
-        from .guards import Guard
-
-        if self.guard_source() is GuardSource.CONSTANT:
-            raise ValueError(f"cannot guard on constant source {self.name()}: it never changes")
-        return Guard(self, kind, details=tuple(sorted(details.items())))
-
-    def __str__(self) -> str:
-        return self.name()
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ import threading
 import types
 from typing import Any, Dict, List, Optional, Tuple
 
-from ._runtime import runtime
-from .codemap import CodeIdentityMap
+from .._runtime import runtime
+from ..translation.codemap import CodeIdentityMap
 
 __all__ = ["SetAside", "set_aside"]
 

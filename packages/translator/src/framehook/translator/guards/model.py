@@ -1,35 +1,84 @@
-"""Guards: conditions under which a compiled frame may be reused.
+"""The guard data model: conditions under which a compiled frame may be reused.
 
-A ``Guard`` pairs a source with a kind (``GuardKind``); the guard builder
-(``guard_builder.py``) turns a set of them into one check function. ``GuardsSet`` is
-the deduplicating collection a translation fills; ``GuardsContext`` holds it inside a
-``TracingContext`` and supports checkpoint/restore/diff for restart analysis.
+A ``Guard`` pairs a ``Source`` (where a value came from; the concrete sources are in
+``sources.py``) with a kind (``GuardKind``). This module imports none of the others: the
+guard builder (``builder.py``) turns a set of guards into one check function, a method per
+kind (``Guard.create(builder)`` calls the one named after its kind); ``GuardsSet``, the
+deduplicating collection a translation fills, and ``GuardsContext``, which holds it inside
+a ``TracingContext``, are in ``contexts.py``.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import logging
-import sys
 import traceback
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
 
-from .contexts import Checkpointable, TracingContext
-from .sources import GuardSource, Source
+if TYPE_CHECKING:  # pragma: no cover
+    from ..bytecode.codegen import Codegen
 
 __all__ = [
+    "GuardSource",
+    "Source",
     "GuardKind",
     "Guard",
-    "GuardsSet",
-    "GuardsCheckpointState",
-    "GuardsContext",
     "GlobalStateSource",
     "DuplicateInputs",
 ]
 
 log = logging.getLogger("framehook.translator.guards")
+
+
+class GuardSource(enum.Enum):
+    """The root a source chain hangs from."""
+
+    LOCAL = 0
+    GLOBAL = 1
+    CONSTANT = 2
+    SYNTHETIC_LOCAL = 3  # a value the translator made up, held in a local it created
+    EPHEMERAL = 4  # recreated on every call: never guard on its identity
+
+    def is_local(self) -> bool:
+        return self in (GuardSource.LOCAL, GuardSource.SYNTHETIC_LOCAL)
+
+
+@dataclass(frozen=True)
+class Source:
+    """Base of every source."""
+
+    def name(self) -> str:
+        raise NotImplementedError
+
+    def guard_source(self) -> GuardSource:
+        raise NotImplementedError
+
+    def reconstruct(self, codegen: "Codegen") -> None:
+        raise NotImplementedError
+
+    def root(self) -> "Source":
+        return self
+
+    def is_local(self) -> bool:
+        return self.guard_source().is_local()
+
+    def is_ephemeral(self) -> bool:
+        return self.guard_source() is GuardSource.EPHEMERAL
+
+    def subguards_allowed(self) -> bool:
+        """False for synthetic values: guarding on their parts would guard nothing real."""
+        return self.guard_source() is not GuardSource.SYNTHETIC_LOCAL
+
+    def make_guard(self, kind: "GuardKind", **details: Any) -> "Guard":
+        if self.guard_source() is GuardSource.CONSTANT:
+            raise ValueError(f"cannot guard on constant source {self.name()}: it never changes")
+        return Guard(self, kind, details=tuple(sorted(details.items())))
+
+    def __str__(self) -> str:
+        return self.name()
 
 
 class GuardKind(enum.Enum):
@@ -59,6 +108,15 @@ class GlobalStateSource(Source):
 
     def make_guard(self, kind: "GuardKind", **details: Any) -> "Guard":
         return Guard(self, kind, details=tuple(sorted(details.items())))
+
+
+@functools.lru_cache(maxsize=None)
+def _builder_method(kind_name: str) -> Callable[..., Any]:
+    def create_fn(builder: Any, guard: "Guard") -> Any:
+        return getattr(builder, kind_name)(guard)
+
+    create_fn.__name__ = create_fn.__qualname__ = kind_name
+    return create_fn
 
 
 @dataclass(eq=False)
@@ -114,13 +172,6 @@ class Guard:
     def source(self) -> GuardSource:
         return self.originating_source.guard_source()
 
-    @property
-    def create_fn(self) -> Callable[..., Any]:
-        """The builder method that compiles this kind of guard."""
-        from .guard_builder import GuardBuilder
-
-        return getattr(GuardBuilder, self.kind.name)
-
     def _key(self) -> Tuple[Any, ...]:
         return (self.originating_source, self.kind, self.details)
 
@@ -148,6 +199,13 @@ class Guard:
 
     def __lt__(self, other: "Guard") -> bool:
         return self.sort_key() < other.sort_key()
+
+    @property
+    def create_fn(self) -> Callable[..., Any]:
+        """The builder method that compiles this kind of guard, as ``create_fn(builder, guard)``:
+        the builder's method named after the kind (the builder is passed in, so that this
+        model does not import it)."""
+        return _builder_method(self.kind.name)
 
     def create(self, builder: Any) -> None:
         try:
@@ -218,94 +276,3 @@ class DuplicateInputs:
 
     def to_guard(self) -> Guard:
         return Guard(self.input_source_a, GuardKind.DUPLICATE_INPUT, (("other", self.input_source_b),))
-
-
-class GuardsSet:
-    """A set of guards; adding one records where it was made (translator and user stack)."""
-
-    def __init__(self, inner: Optional[Set[Guard]] = None) -> None:
-        self.inner: Set[Guard] = set() if inner is None else inner
-
-    def __iter__(self) -> Iterator[Guard]:
-        return iter(self.inner)
-
-    def __len__(self) -> int:
-        return len(self.inner)
-
-    def __contains__(self, guard: object) -> bool:
-        return guard in self.inner
-
-    def __bool__(self) -> bool:
-        return bool(self.inner)
-
-    def __sub__(self, other: "GuardsSet") -> "GuardsSet":
-        return GuardsSet(self.inner - other.inner)
-
-    def add(self, guard: Guard, *, collect_debug_stack: bool = True, skip: int = 0) -> None:
-        if guard in self.inner:
-            return
-        if collect_debug_stack:
-            if guard._stack is None:
-                guard._stack = _raw_stack(sys._getframe(1 + skip))
-            if guard.user_stack is None:
-                guard.user_stack = TracingContext.extract_stack()
-        self.inner.add(guard)
-
-    def update(self, *others: Iterable[Guard]) -> None:
-        for other in others:
-            for guard in other:
-                self.add(guard, skip=1)
-
-    def remove_guards_with_source(self, source: Source) -> None:
-        self.inner = {g for g in self.inner if g.originating_source != source}
-
-    def sorted(self) -> List[Guard]:
-        return sorted(self.inner, key=Guard.sort_key)
-
-
-def _raw_stack(frame: Any) -> List[Tuple[str, int, str, None]]:
-    """``frame`` and its callers, outermost first, as rows for ``StackSummary.from_list``:
-    what ``traceback.extract_stack`` gives, without reading source files (a stat per file,
-    tens of microseconds per guard) for a stack that is rarely looked at."""
-    rows = []
-    while frame is not None:
-        code = frame.f_code
-        rows.append((code.co_filename, frame.f_lineno, code.co_name, None))
-        frame = frame.f_back
-    rows.reverse()
-    return rows
-
-
-class GuardsCheckpointState:
-    """A snapshot of a GuardsContext."""
-
-    def __init__(self, guards: Set[Guard]) -> None:
-        self.guards = guards
-
-    def diff(self, other: "GuardsCheckpointState") -> Optional[Set[Guard]]:
-        """Guards here but not in ``other``; None when there are none."""
-        delta = self.guards - other.guards
-        return delta or None
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, GuardsCheckpointState):
-            return NotImplemented
-        return self.guards == other.guards
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-class GuardsContext(Checkpointable[GuardsCheckpointState]):
-    """The guards of the current translation attempt."""
-
-    def __init__(self) -> None:
-        self.guards = GuardsSet()
-        self.duplicate_inputs: List[DuplicateInputs] = []
-
-    def copy_graphstate(self) -> GuardsCheckpointState:
-        return GuardsCheckpointState(set(self.guards.inner))
-
-    def restore_graphstate(self, state: GuardsCheckpointState) -> None:
-        if not isinstance(state, GuardsCheckpointState):
-            raise TypeError(f"restore_graphstate expects a GuardsCheckpointState, got {type(state).__name__}")
-        self.guards = GuardsSet(set(state.guards))

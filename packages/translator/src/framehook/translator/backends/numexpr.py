@@ -31,11 +31,11 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._runtime import runtime
-from .backends import register_backend
-from .exc import InvalidBackendError
-from .graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
-from .graph.ir import map_arg
+from .._runtime import runtime
+from .registry import register_backend
+from ..exc import InvalidBackendError
+from ..graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
+from ..graph.ir import map_arg
 
 __all__ = [
     "numexpr_backend",

@@ -9,7 +9,7 @@ import os
 import sysconfig
 from typing import Optional, Tuple
 
-from .config import config
+from ..config import config
 
 __all__ = ["skip_reason", "stdlib_dirs", "framehook_dirs"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List
 
-from .exc import InternalTranslatorError, SpeculationRestartAnalysis
+from ..exc import InternalTranslatorError, SpeculationRestartAnalysis
 
 __all__ = ["SpeculationEntry", "SpeculationLog"]
 

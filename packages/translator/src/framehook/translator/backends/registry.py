@@ -1,12 +1,13 @@
 """The backend registry. A backend is ``callable(graph, example_inputs) -> callable``;
-``optimize(backend=...)`` takes one, or the name it was registered under."""
+``optimize(backend=...)`` takes one, or the name it was registered under. The plugins
+(``numexpr``, ``numba``) register themselves here; ``backends/__init__.py`` imports them."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from .exc import InvalidBackendError
+from ..exc import InvalidBackendError
 
 __all__ = ["CompilerFn", "register_backend", "lookup_backend", "list_backends", "backend_name", "eager"]
 
@@ -69,7 +70,3 @@ def backend_name(backend: Any) -> str:
 def eager(graph: Any, example_inputs: Sequence[Any]) -> Callable[..., Any]:
     """Run the captured graph as it is."""
     return graph.forward
-
-
-from . import backends_numexpr  # noqa: E402,F401 - registers "numexpr" (needs the numexpr extra to run)
-from . import backends_numba  # noqa: E402,F401 - registers "numba" (needs the numba extra to run)

@@ -2,6 +2,10 @@
 
 * ``CompileId``/``TraceId``: which frame, which (re)compilation of it, which restart attempt.
 * ``CompileContext``: spans one compilation of a frame, across its restarts.
+* ``GuardsSet``: the deduplicating set of guards a translation fills (each added guard
+  records where it was made, in the translator and in the user's code);
+  ``GuardsContext`` holds it inside a ``TracingContext``, with checkpoint/restore/diff for
+  restart analysis.
 * ``TracingContext``: one attempt; holds the guards gathered so far and the user's stack
   (frame summaries of inlined calls plus the current location), which is attached to any
   exception escaping it as ``exc.real_stack`` -- once, by the innermost context.
@@ -15,20 +19,23 @@ from __future__ import annotations
 
 import contextlib
 import random
+import sys
 import threading
 import traceback
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Callable, Dict, Generic, Iterator, List, NamedTuple, Optional, Set, TypeVar
+from typing import Any, Callable, Dict, Generic, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple, TypeVar
 
 import numpy as np
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .guards import GuardsContext
+from .model import DuplicateInputs, Guard, Source
 
 __all__ = [
     "CompileId",
     "TraceId",
     "Checkpointable",
+    "GuardsSet",
+    "GuardsCheckpointState",
+    "GuardsContext",
     "CompileContext",
     "TracingContext",
     "compile_context",
@@ -81,6 +88,100 @@ class Checkpointable(ABC, Generic[T]):
         """Put the state back to a snapshot."""
 
 
+# ---------------------------------------------------------------- the guards of an attempt
+
+
+class GuardsSet:
+    """A set of guards; adding one records where it was made (translator and user stack)."""
+
+    def __init__(self, inner: Optional[Set[Guard]] = None) -> None:
+        self.inner: Set[Guard] = set() if inner is None else inner
+
+    def __iter__(self) -> Iterator[Guard]:
+        return iter(self.inner)
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def __contains__(self, guard: object) -> bool:
+        return guard in self.inner
+
+    def __bool__(self) -> bool:
+        return bool(self.inner)
+
+    def __sub__(self, other: "GuardsSet") -> "GuardsSet":
+        return GuardsSet(self.inner - other.inner)
+
+    def add(self, guard: Guard, *, collect_debug_stack: bool = True, skip: int = 0) -> None:
+        if guard in self.inner:
+            return
+        if collect_debug_stack:
+            if guard._stack is None:
+                guard._stack = _raw_stack(sys._getframe(1 + skip))
+            if guard.user_stack is None:
+                guard.user_stack = TracingContext.extract_stack()
+        self.inner.add(guard)
+
+    def update(self, *others: Iterable[Guard]) -> None:
+        for other in others:
+            for guard in other:
+                self.add(guard, skip=1)
+
+    def remove_guards_with_source(self, source: Source) -> None:
+        self.inner = {g for g in self.inner if g.originating_source != source}
+
+    def sorted(self) -> List[Guard]:
+        return sorted(self.inner, key=Guard.sort_key)
+
+
+def _raw_stack(frame: Any) -> List[Tuple[str, int, str, None]]:
+    """``frame`` and its callers, outermost first, as rows for ``StackSummary.from_list``:
+    what ``traceback.extract_stack`` gives, without reading source files (a stat per file,
+    tens of microseconds per guard) for a stack that is rarely looked at."""
+    rows = []
+    while frame is not None:
+        code = frame.f_code
+        rows.append((code.co_filename, frame.f_lineno, code.co_name, None))
+        frame = frame.f_back
+    rows.reverse()
+    return rows
+
+
+class GuardsCheckpointState:
+    """A snapshot of a GuardsContext."""
+
+    def __init__(self, guards: Set[Guard]) -> None:
+        self.guards = guards
+
+    def diff(self, other: "GuardsCheckpointState") -> Optional[Set[Guard]]:
+        """Guards here but not in ``other``; None when there are none."""
+        delta = self.guards - other.guards
+        return delta or None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GuardsCheckpointState):
+            return NotImplemented
+        return self.guards == other.guards
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class GuardsContext(Checkpointable[GuardsCheckpointState]):
+    """The guards of the current translation attempt."""
+
+    def __init__(self) -> None:
+        self.guards = GuardsSet()
+        self.duplicate_inputs: List[DuplicateInputs] = []
+
+    def copy_graphstate(self) -> GuardsCheckpointState:
+        return GuardsCheckpointState(set(self.guards.inner))
+
+    def restore_graphstate(self, state: GuardsCheckpointState) -> None:
+        if not isinstance(state, GuardsCheckpointState):
+            raise TypeError(f"restore_graphstate expects a GuardsCheckpointState, got {type(state).__name__}")
+        self.guards = GuardsSet(set(state.guards))
+
+
 # ---------------------------------------------------------------- compile / tracing contexts
 
 
@@ -121,8 +222,6 @@ class TracingContext:
     """Everything one translation attempt accumulates: guards, the user's stack, global state."""
 
     def __init__(self) -> None:
-        from .guards import GuardsContext  # guards imports this module
-
         self.guards_context: GuardsContext = GuardsContext()
         self.global_context = GlobalStateContext()
         self.frame_summary_stack: List[traceback.FrameSummary] = []

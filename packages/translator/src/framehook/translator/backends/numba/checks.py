@@ -11,7 +11,7 @@ could differ from plain Python's in a way no run-time check sees.
 * ``mutated_inputs``: which inputs a graph may write, so that a failed kernel run can be
   undone and the graph rerun eager.
 
-The run-time checks (floating-point flags, exceptions, views) live in ``backends_numba``.
+The run-time checks (floating-point flags, exceptions, views) live in ``backends/numba/__init__.py``.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from typing import Any, Dict, List, Optional, Set
 
 import numpy as np
 
-from .graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
-from .graph.ir import IMPURE_METHODS, IMPURE_TARGETS, map_arg
-from .graph.loop import Loop, WhileLoop, is_loop
+from ...graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
+from ...graph.ir import IMPURE_METHODS, IMPURE_TARGETS, map_arg
+from ...graph.loop import Loop, WhileLoop, is_loop
 
 __all__ = ["integer_risk", "mutated_inputs", "ARG_INT_BITS", "SIZE_BITS"]
 

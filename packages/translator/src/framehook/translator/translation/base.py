@@ -14,12 +14,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .backends import CompilerFn, backend_name
-from .config import config
-from .contexts import TracingContext
-from .exc import BackendCompilerFailed
-from .guards import Guard, GuardKind
-from .sources import LocalSource
+from ..backends import CompilerFn, backend_name
+from ..config import config
+from ..guards.contexts import TracingContext
+from ..exc import BackendCompilerFailed
+from ..guards import Guard, GuardKind
+from ..guards.sources import LocalSource
 from .speculation import SpeculationLog
 
 __all__ = [
@@ -107,7 +107,7 @@ def call_backend(compiler_fn: CompilerFn, graph: Any, example_inputs: List[Any])
         return compiled
     # what a backend returns runs as it is: were its Python frames translated, a graph
     # captured from them would go to the backend again, and so on without end
-    from ._runtime import runtime
+    from .._runtime import runtime
 
     return functools.partial(runtime.call_with, None, compiled)
 

@@ -39,10 +39,10 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from .graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
-from .graph.codegen import render_arg
-from .graph.ir import map_arg
-from .graph.loop import Loop, WhileLoop, is_loop
+from ...graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
+from ...graph.pysource import render_arg
+from ...graph.ir import map_arg
+from ...graph.loop import Loop, WhileLoop, is_loop
 
 __all__ = ["FusedStore", "rewrite", "expand", "VERSION"]
 

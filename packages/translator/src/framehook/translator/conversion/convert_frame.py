@@ -21,13 +21,13 @@ from typing import Any, Callable, Dict, List, Optional, Set
 
 import numpy as np
 
-from . import logs as fh_logging
-from ._runtime import runtime
-from .backends import CompilerFn, backend_name
-from .bytecode import needs_cleaning, remove_dead_code, remove_pointless_jumps, transform_code_object
-from .codemap import CodeIdentityMap
-from .config import config
-from .contexts import (
+from .. import logs as fh_logging
+from .._runtime import runtime
+from ..backends import CompilerFn, backend_name
+from ..bytecode import needs_cleaning, remove_dead_code, remove_pointless_jumps, transform_code_object
+from ..translation.codemap import CodeIdentityMap
+from ..config import config
+from ..guards.contexts import (
     CompileContext,
     CompileId,
     GlobalStateContext,
@@ -36,7 +36,7 @@ from .contexts import (
     registered_global_states,
     tracing,
 )
-from .exc import (
+from ..exc import (
     CacheLimitExceeded,
     InternalTranslatorError,
     RestartAnalysis,
@@ -48,13 +48,13 @@ from .exc import (
     augment_message,
     format_user_stack,
 )
-from .guard_builder import build_check_fn
-from .guards import GlobalStateSource, GuardKind
-from .hooks import GuardFail, Hooks
+from ..guards.builder import build_check_fn
+from ..guards import GlobalStateSource, GuardKind
+from ..hooks import GuardFail, Hooks
 from .set_aside import set_aside
 from .skipfiles import skip_reason
-from .speculation import SpeculationLog
-from .translator import FrameInfo, TranslationOutput
+from ..translation.speculation import SpeculationLog
+from ..translation.base import FrameInfo, TranslationOutput
 
 __all__ = [
     "ConvertFrame",
@@ -422,7 +422,7 @@ class ConvertFrame:
 
         compiler_fn = self.compiler_fn
         if config.verify_backend:
-            from .verify import verifying_backend
+            from ..backends.verify import verifying_backend
 
             compiler_fn = verifying_backend(compiler_fn)
 
@@ -508,7 +508,8 @@ def describe_failures(check_fn: Any, f_locals: Dict[str, Any]) -> List[str]:
     return found or ["guards of a cache entry not made by the translator failed"]
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# the translator package (this module is in its conversion/ subpackage)
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(getattr(runtime, "__file__", None) or __file__)) + os.sep
 
 
@@ -576,7 +577,7 @@ def filter_guards(guard_filter_fn: Callable[[List[Any]], Any], guards: Set[Any])
 
 def _default_translator() -> Callable[..., Any]:
     """The symbolic interpreter (captures numpy code into graphs)."""
-    from .symbolic import SymbolicTranslator
+    from ..symbolic import SymbolicTranslator
 
     return SymbolicTranslator
 

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import itertools
 import linecache
-import math
 import operator
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..bytecode.linetable import relocate
-from .ir import Graph, Node, NodeKind, target_name
+from .ir import Graph, Node, NodeKind, format_arg, target_name, writes_as_literal
 from .loop import WhileLoop, is_loop
 
 __all__ = ["GraphCodegenError", "python_code", "compile_graph", "render_arg", "BINARY_OPS", "UNARY_OPS", "INPLACE_OPS"]
@@ -105,18 +104,6 @@ def _line_finder(main_file: Optional[str]) -> _Where:
     return where
 
 
-def _literal(value: Any) -> bool:
-    if value is None or value is Ellipsis or isinstance(value, (bool, str, bytes)):
-        return True
-    if type(value) is int:
-        return value.bit_length() < 10_000  # repr() refuses ints of more than 4300 digits: bind those
-    if type(value) is float:
-        return math.isfinite(value)
-    if type(value) is complex:
-        return math.isfinite(value.real) and math.isfinite(value.imag)
-    return False
-
-
 class _Names:
     """Globals of the generated function: one readable, unique name per bound object."""
 
@@ -166,9 +153,11 @@ class _Names:
 
 def render_arg(arg: Any, names: Any) -> str:
     """Python source for an argument. ``names`` is a ``_Names`` (binding non-literals) or a
-    plain dict (for display: non-literals are shown by repr)."""
+    plain dict (for display: what ``ir.format_arg`` shows, non-literals by repr)."""
+    if not isinstance(names, _Names):
+        return format_arg(arg)
     if isinstance(arg, Node):
-        return names.var(arg) if isinstance(names, _Names) else arg.name
+        return names.var(arg)
     t = type(arg)
     if t is tuple:
         inner = ", ".join(render_arg(a, names) for a in arg)
@@ -177,15 +166,11 @@ def render_arg(arg: Any, names: Any) -> str:
         return "[" + ", ".join(render_arg(a, names) for a in arg) + "]"
     if t is dict:
         return "{" + ", ".join(f"{render_arg(k, names)}: {render_arg(v, names)}" for k, v in arg.items()) + "}"
-    if t is slice and not isinstance(names, _Names):
-        return _slice_text(arg, names)
     if t is slice and any(isinstance(p, Node) for p in (arg.start, arg.stop, arg.step)):
         return f"slice({render_arg(arg.start, names)}, {render_arg(arg.stop, names)}, {render_arg(arg.step, names)})"
-    if _literal(arg):
+    if writes_as_literal(arg):
         return "..." if arg is Ellipsis else repr(arg)
-    if isinstance(names, _Names):
-        return names.bind(arg, _hint(arg))
-    return _display(arg)
+    return names.bind(arg, _hint(arg))
 
 
 def _slice_text(s: slice, names: Any) -> str:
@@ -193,13 +178,6 @@ def _slice_text(s: slice, names: Any) -> str:
     if s.step is not None:
         parts.append(render_arg(s.step, names))
     return ":".join(parts)
-
-
-def _display(arg: Any) -> str:
-    if callable(arg) and hasattr(arg, "__name__"):
-        return target_name(arg)
-    text = repr(arg)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _hint(obj: Any) -> str:
@@ -443,11 +421,20 @@ def python_code(graph: Graph) -> str:
     return _source(graph, _Names(), "forward", _line_finder(_main_file(graph)))[0]
 
 
-def _never_intercept(code: Any) -> None:
-    """The generated function runs numpy directly: the frame hook must leave it alone."""
-    from .._runtime import runtime  # imported when first used: graph/ itself needs no runtime
+def _no_hook(code: Any) -> None:
+    pass
 
-    runtime.skip_code(code)
+
+# The generated function runs numpy directly: the frame hook must leave it alone. What tells
+# the hook so (the runtime's ``skip_code``) is handed in by ``_runtime`` when the translator
+# loads the runtime (set_never_intercept): graph/ itself needs no runtime.
+_never_intercept: Callable[[Any], None] = _no_hook
+
+
+def set_never_intercept(skip_code: Callable[[Any], None]) -> None:
+    """Call ``skip_code`` on the code of every function ``compile_graph`` makes from now on."""
+    global _never_intercept
+    _never_intercept = skip_code
 
 
 def _user_scope(graph: Graph, scope: Dict[str, Any]) -> None:
