@@ -31,8 +31,6 @@ MAX_MODULE_LINES = 800
 KNOWN_LARGE_MODULES: FrozenSet[str] = frozenset(
     {
         "framehook.translator.decompiler.decompile",
-        "framehook.translator.symbolic.interpreter",
-        "framehook.translator.symbolic.loops",
         "framehook.translator.symbolic.resume",
     }
 )
@@ -54,7 +52,6 @@ LAYERS: Tuple[Tuple[str, ...], ...] = (
 KNOWN_CIRCLE_SUBPACKAGES: FrozenSet[str] = frozenset(
     {
         "framehook.translator.symbolic",
-        "framehook.translator.bytecode",
     }
 )
 

@@ -110,7 +110,7 @@ NOT_YET_ON_KINDS = {
     "decompiler/decompile.py",
     "decompiler/render.py",
     "decompiler/source_match.py",
-    "guard_builder.py",
+    "guards/builder.py",
     "symbolic/errstate.py",
     "symbolic/rebuild.py",
     "symbolic/resume.py",
