@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
 
 import numpy as np
 
+from ..bytecode.kinds import Kind
 from . import numpy_support as nps
 from .breaks import GraphBreak
 from .values import Const, V
@@ -44,8 +45,6 @@ _KINDS = ("divide", "over", "under", "invalid")
 _KEYS = frozenset(_KINDS + ("all",))
 # 'call' and 'log' hand errors to np.seterrcall's object: left to Python
 _MODES = frozenset({"ignore", "warn", "raise", "print"})
-# the with-entry instruction, or where LOAD_SPECIAL fetches the methods, the COPY before it
-_WITH_ENTRIES = ("SETUP_WITH", "BEFORE_WITH", "COPY")
 
 
 class ErrstateV(V):
@@ -106,15 +105,23 @@ def _expand(settings: Dict[str, str]) -> Dict[str, str]:
     return out
 
 
+def _entered_next(fr: "FrameTracer") -> bool:
+    """Is the value just made entered as a context manager right away: the with-entry
+    instruction (Kind.WITH_ENTER), or where LOAD_SPECIAL fetches the methods, a copy of
+    the top before it (3.14+)?"""
+    nxt = fr.insts[fr.ip] if fr.ip < len(fr.insts) else None
+    if nxt is None:
+        return False
+    if nxt.kind == Kind.COPY:
+        after = fr.insts[fr.ip + 1] if fr.ip + 1 < len(fr.insts) else None
+        return nxt.depth == 1 and after is not None and after.kind == Kind.LOAD_SPECIAL
+    return nxt.kind == Kind.WITH_ENTER
+
+
 def make(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
     """The value of an ``np.errstate(...)`` call; FH007 (the with statement runs in Python)
     unless it has constant, valid keyword arguments and is entered right away."""
-    nxt = fr.insts[fr.ip] if fr.ip < len(fr.insts) else None
-    if nxt is not None and nxt.opname == "COPY":
-        after = fr.insts[fr.ip + 1] if fr.ip + 1 < len(fr.insts) else None
-        if nxt.arg != 1 or after is None or after.opname != "LOAD_SPECIAL":
-            nxt = None
-    if args or nxt is None or nxt.opname not in _WITH_ENTRIES:
+    if args or not _entered_next(fr):
         raise fr.brk("FH007", "a with block (numpy.errstate)")
     settings: Dict[str, str] = {}
     for key, v in kwargs.items():
@@ -127,14 +134,14 @@ def make(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
 
 def enter(fr: "FrameTracer", cm: ErrstateV, inst: Any) -> Block:
     """Open the block entered by ``inst`` (the with-entry instruction)."""
-    if inst.opname == "SETUP_WITH":
+    if inst.kind == Kind.WITH_ENTER and inst.target is not None:  # 3.9/3.10: the block's handler
         handler = inst.target
     else:
         # the first instruction of the block: after BEFORE_WITH, or after LOAD_SPECIAL's CALL
-        k = fr.ip + (1 if inst.opname == "LOAD_SPECIAL" else 0)
+        k = fr.ip + (1 if inst.kind == Kind.LOAD_SPECIAL else 0)
         first = fr.insts[k] if k < len(fr.insts) else None
         entry = getattr(first, "exn_tab_entry", None)
-        if entry is None or entry.target.opname != "PUSH_EXC_INFO":
+        if entry is None or entry.target.kind != Kind.PUSH_EXC_INFO:
             raise fr.brk("FH007", "a with block (numpy.errstate) without its cleanup handler")  # pragma: no cover
         handler = entry.target
     tracer = fr.tracer
