@@ -11,7 +11,8 @@ from typing import List, Optional, Sequence, Tuple
 from ..bytecode import ControlFlow, Instruction, prefix_length
 from ..bytecode.behaviour import BEHAVIOUR
 from ..bytecode.effects import call_shape, effect, net_effect
-from ..bytecode.kinds import Kind
+from ..bytecode.kinds import Kind, kind_of
+from ..bytecode.opcodes import WITH_ENTRIES
 from .breaks import CannotResume
 from .resume_code import _RESUME_PROLOGUES
 
@@ -131,8 +132,8 @@ _SEGMENT_REFUSED = frozenset(
         Kind.LOAD_LOCAL_AND_CLEAR,
     }
 )
-#: kinds that begin entering a with block (3.14+ fetches __enter__/__exit__ with LOAD_SPECIAL)
-_WITH_ENTRIES = frozenset({Kind.WITH_ENTER, Kind.ASYNC_WITH_ENTER, Kind.LOAD_SPECIAL})
+#: kinds of the instructions that begin entering a with block (``opcodes.WITH_ENTRIES``)
+_WITH_ENTRIES = frozenset(kind_of(name) for name in WITH_ENTRIES)
 
 
 def _alone(inst: Instruction, i: int) -> BreakSite:
