@@ -31,7 +31,6 @@ MAX_MODULE_LINES = 800
 KNOWN_LARGE_MODULES: FrozenSet[str] = frozenset(
     {
         "framehook.translator.decompiler.decompile",
-        "framehook.translator.symbolic.resume",
     }
 )
 # The layers, bottom first (the README's "Layout" section draws them): a module imports
@@ -49,11 +48,7 @@ LAYERS: Tuple[Tuple[str, ...], ...] = (
 )
 
 # circles among modules of one of these subpackages are known (issue #33: being split)
-KNOWN_CIRCLE_SUBPACKAGES: FrozenSet[str] = frozenset(
-    {
-        "framehook.translator.symbolic",
-    }
-)
+KNOWN_CIRCLE_SUBPACKAGES: FrozenSet[str] = frozenset()
 
 
 # ---------------------------------------------------------------------------------------

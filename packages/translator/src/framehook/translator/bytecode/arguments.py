@@ -80,6 +80,8 @@ class ArgumentDecoder:
             inst.depth = COPY_DEPTHS.get(name, arg or 0)
         elif kind == Kind.UNARY:
             inst.unary = UNARY_OPERATORS[name]
+        elif kind == Kind.LOAD_CONST:
+            inst.common_constant = name == "LOAD_COMMON_CONSTANT"
         elif kind == Kind.BINARY_OP and inst.binary_op == "[]":
             kind = Kind.SUBSCR
         elif kind in (Kind.CALL_INTRINSIC, Kind.CALL_INTRINSIC_2) and arg is not None:

@@ -100,6 +100,9 @@ class Instruction:
     call_names: bool = field(default=False, repr=False)
     #: CALL_INTRINSIC / CALL_INTRINSIC_2: the intrinsic's name
     intrinsic: Optional[str] = field(default=None, repr=False)
+    #: LOAD_CONST: a constant of the interpreter's own (3.14+'s LOAD_COMMON_CONSTANT:
+    #: AssertionError, builtins), not one of the code's
+    common_constant: bool = field(default=False, repr=False)
 
     @property
     def lineno(self) -> Optional[int]:

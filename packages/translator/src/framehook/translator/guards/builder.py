@@ -395,7 +395,7 @@ class GuardBuilder:
             f"{self.const(check)}()",
             "numpy's error state and registered global state unchanged",
             "___global_state_now()",
-            ("CONTEXTVAR_IS", fast[0], fast[1], check) if fast else ("CALL", check),
+            ("CONTEXTVAR_IS", fast[0], fast[1], check) if fast else ("CALL", check),  # not an opcode: a checker op
         )
         guard.code_list = None
         guard.set_export_info("GLOBAL_STATE", None, [f"{self.const(check)}()"], None)
@@ -488,7 +488,7 @@ def _c_guards(parts: List[CodePart]) -> Optional[Tuple[List[Tuple[Any, ...]], Li
             return None
         if c is _COVERED:
             continue
-        if c[0] in ("CALL", "CONTEXTVAR_IS"):
+        if c[0] in ("CALL", "CONTEXTVAR_IS"):  # not an opcode: checker ops
             path: Any = ()
         else:
             source = part.guard.originating_source

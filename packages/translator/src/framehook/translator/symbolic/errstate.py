@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
 
 import numpy as np
 
+from ..bytecode.kinds import Kind
 from . import numpy_support as nps
 from .breaks import GraphBreak
 from .values import Const, V
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .interpreter import FrameTracer
+    from .roles import Frame
 
 __all__ = [
     "ErrstateV",
@@ -44,8 +45,6 @@ _KINDS = ("divide", "over", "under", "invalid")
 _KEYS = frozenset(_KINDS + ("all",))
 # 'call' and 'log' hand errors to np.seterrcall's object: left to Python
 _MODES = frozenset({"ignore", "warn", "raise", "print"})
-# the with-entry instruction, or where LOAD_SPECIAL fetches the methods, the COPY before it
-_WITH_ENTRIES = ("SETUP_WITH", "BEFORE_WITH", "COPY")
 
 
 class ErrstateV(V):
@@ -92,7 +91,7 @@ class Block:
 
     __slots__ = ("frame", "handler", "cm", "state")
 
-    def __init__(self, frame: "FrameTracer", handler: Any, cm: ErrstateV, state: Dict[str, str]) -> None:
+    def __init__(self, frame: "Frame", handler: Any, cm: ErrstateV, state: Dict[str, str]) -> None:
         self.frame = frame
         self.handler = handler
         self.cm = cm
@@ -106,15 +105,23 @@ def _expand(settings: Dict[str, str]) -> Dict[str, str]:
     return out
 
 
-def make(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
+def _entered_next(fr: "Frame") -> bool:
+    """Is the value just made entered as a context manager right away: the with-entry
+    instruction (Kind.WITH_ENTER), or where LOAD_SPECIAL fetches the methods, a copy of
+    the top before it (3.14+)?"""
+    nxt = fr.insts[fr.ip] if fr.ip < len(fr.insts) else None
+    if nxt is None:
+        return False
+    if nxt.kind == Kind.COPY:
+        after = fr.insts[fr.ip + 1] if fr.ip + 1 < len(fr.insts) else None
+        return nxt.depth == 1 and after is not None and after.kind == Kind.LOAD_SPECIAL
+    return nxt.kind == Kind.WITH_ENTER
+
+
+def make(fr: "Frame", args: List[V], kwargs: Dict[str, V]) -> V:
     """The value of an ``np.errstate(...)`` call; FH007 (the with statement runs in Python)
     unless it has constant, valid keyword arguments and is entered right away."""
-    nxt = fr.insts[fr.ip] if fr.ip < len(fr.insts) else None
-    if nxt is not None and nxt.opname == "COPY":
-        after = fr.insts[fr.ip + 1] if fr.ip + 1 < len(fr.insts) else None
-        if nxt.arg != 1 or after is None or after.opname != "LOAD_SPECIAL":
-            nxt = None
-    if args or nxt is None or nxt.opname not in _WITH_ENTRIES:
+    if args or not _entered_next(fr):
         raise fr.brk("FH007", "a with block (numpy.errstate)")
     settings: Dict[str, str] = {}
     for key, v in kwargs.items():
@@ -125,16 +132,16 @@ def make(fr: "FrameTracer", args: List[V], kwargs: Dict[str, V]) -> V:
     return ErrstateV(settings, fr.cur_index, fr.lineno)
 
 
-def enter(fr: "FrameTracer", cm: ErrstateV, inst: Any) -> Block:
+def enter(fr: "Frame", cm: ErrstateV, inst: Any) -> Block:
     """Open the block entered by ``inst`` (the with-entry instruction)."""
-    if inst.opname == "SETUP_WITH":
+    if inst.kind == Kind.WITH_ENTER and inst.target is not None:  # 3.9/3.10: the block's handler
         handler = inst.target
     else:
         # the first instruction of the block: after BEFORE_WITH, or after LOAD_SPECIAL's CALL
-        k = fr.ip + (1 if inst.opname == "LOAD_SPECIAL" else 0)
+        k = fr.ip + (1 if inst.kind == Kind.LOAD_SPECIAL else 0)
         first = fr.insts[k] if k < len(fr.insts) else None
         entry = getattr(first, "exn_tab_entry", None)
-        if entry is None or entry.target.opname != "PUSH_EXC_INFO":
+        if entry is None or entry.target.kind != Kind.PUSH_EXC_INFO:
             raise fr.brk("FH007", "a with block (numpy.errstate) without its cleanup handler")  # pragma: no cover
         handler = entry.target
     tracer = fr.tracer
@@ -147,7 +154,7 @@ def enter(fr: "FrameTracer", cm: ErrstateV, inst: Any) -> Block:
     return block
 
 
-def exit_call(fr: "FrameTracer", fn: ErrstateExitV, args: List[V], kwargs: Dict[str, V]) -> V:
+def exit_call(fr: "Frame", fn: ErrstateExitV, args: List[V], kwargs: Dict[str, V]) -> V:
     """``__exit__(None, None, None)`` on the block's normal way out: close it."""
     tracer = fr.tracer
     blocks = tracer.errstate_blocks
@@ -164,14 +171,14 @@ def exit_call(fr: "FrameTracer", fn: ErrstateExitV, args: List[V], kwargs: Dict[
     return Const(None)
 
 
-def allowed(fr: "FrameTracer", entry: Any) -> bool:
+def allowed(fr: "Frame", entry: Any) -> bool:
     """Is an instruction with exception-table ``entry`` inside an open errstate block of
     ``fr`` (and in no other try/with block)?"""
     target = entry.target
     return any(b.handler is target and b.frame is fr for b in fr.tracer.errstate_blocks)
 
 
-def convert(fr: "FrameTracer", e: GraphBreak) -> GraphBreak:
+def convert(fr: "Frame", e: GraphBreak) -> GraphBreak:
     """A break inside ``fr``'s open errstate blocks: FH007 at the outermost one's
     ``np.errstate`` call, so the whole with statement runs in Python."""
     mine = [b for b in fr.tracer.errstate_blocks if b.frame is fr]
@@ -191,7 +198,7 @@ def convert(fr: "FrameTracer", e: GraphBreak) -> GraphBreak:
 
 
 @contextlib.contextmanager
-def strict(fr: "FrameTracer") -> Iterator[None]:
+def strict(fr: "Frame") -> Iterator[None]:
     """Around a value the trace computes now (constant folding): a floating-point error that
     would warn, raise or print when the code runs raises FloatingPointError here instead,
     which the caller turns into a break (inside an errstate block the with statement then

@@ -126,7 +126,7 @@ class Rebuilder:
         if isinstance(v, Lazy):
             v.source.reconstruct(cg)
         elif v is NULL:
-            cg.emit("PUSH_NULL")
+            cg.push_null()
         elif isinstance(v, Tensor):
             if v.node.kind is NodeKind.PLACEHOLDER:
                 self.tracer.inputs[v.node].reconstruct(cg)
@@ -146,21 +146,21 @@ class Rebuilder:
         elif isinstance(v, TupleV):
             for item in v.items:
                 self.emit(cg, item)
-            cg.emit("BUILD_TUPLE", arg=len(v.items))
+            cg.build_tuple(len(v.items))
         elif isinstance(v, (ListV, DictV)):
             name = self.memo.get(id(v))
             if name is None:
                 if isinstance(v, ListV):
                     for item in v.items:
                         self.emit(cg, item)
-                    cg.emit("BUILD_LIST", arg=len(v.items))
+                    cg.build_list(len(v.items))
                 else:
                     for key, item in v.items.items():
                         cg.load_const(key)
                         self.emit(cg, item)
-                    cg.emit("BUILD_MAP", arg=len(v.items))
+                    cg.build_map(len(v.items))
                 name = self.memo[id(v)] = self.temp()
-                cg.emit("STORE_FAST", argval=name)
+                cg.store_fast(name)
             cg.load_fast(name)
         elif isinstance(v, MethodV):
             self.emit(cg, v.obj)
@@ -168,7 +168,7 @@ class Rebuilder:
         elif isinstance(v, SliceV):
             for part in v.parts:
                 self.emit(cg, part)
-            cg.emit("BUILD_SLICE", arg=len(v.parts))
+            cg.build_slice(len(v.parts))
         elif isinstance(v, FuncV) and v.fn is not None:
             cg.load_const(v.fn)
         else:
@@ -177,7 +177,7 @@ class Rebuilder:
             if name is None:  # made once, so every alias is the same function
                 self._emit_function(cg, v)
                 name = self.memo[id(v)] = self.temp()
-                cg.emit("STORE_FAST", argval=name)
+                cg.store_fast(name)
             cg.load_fast(name)
 
     def _emit_object(self, cg: Codegen, v: NewObjV) -> None:
@@ -188,11 +188,11 @@ class Rebuilder:
             cls = type(v.value)
             cg.call_builtin(object.__new__, lambda: cg.load_const(cls), nargs=1)
             name = self.memo[id(v)] = self.temp()
-            cg.emit("STORE_FAST", argval=name)
+            cg.store_fast(name)
             for attr, item in v.attrs.items():
                 self.emit(cg, item)
                 cg.load_fast(name)
-                cg.emit("STORE_ATTR", argval=attr)
+                cg.store_attr(attr)
         cg.load_fast(name)
 
     def _emit_function(self, cg: Codegen, v: FuncV) -> None:
