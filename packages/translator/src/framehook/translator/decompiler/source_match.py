@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..bytecode.cfg import ControlFlow
-from ..bytecode.opcodes import NO_OPS, PAIRED_LOCALS, SYNONYMS, TERMINAL, UNCONDITIONAL, has_arg
+from ..bytecode.kinds import DECODE, Kind
+from ..bytecode.opcodes import NO_OPS, PAIRED_LOCALS, TERMINAL, has_arg
 from ..bytecode.instructions import Instruction
 
 __all__ = [
@@ -295,12 +296,12 @@ def _const_key(value: Any) -> Any:
 
 
 def _label(inst: Instruction, opname: str, argval: Any) -> Tuple[Any, ...]:
-    name = SYNONYMS.get(opname, opname)
-    if name == "LOAD_FAST_CHECK":
-        name = "LOAD_FAST"
-    for direction in ("_FORWARD", "_BACKWARD"):
-        if name.startswith("POP_JUMP" + direction):
-            name = name.replace(direction, "")
+    # ``opname``: the instruction's, or one half of a paired local access
+    name: Any = opname
+    if DECODE.get(opname) == Kind.LOAD_LOCAL:
+        name = Kind.LOAD_LOCAL  # checked and borrowed loads load the same
+    elif inst.kind == Kind.BRANCH:
+        name = (Kind.BRANCH, inst.condition, inst.keeps_operand)  # either direction
     if inst.opcode in _HASCONST:
         return (name, _const_key(argval))
     if inst.opcode in _HASNAME:
@@ -323,7 +324,7 @@ def flow_signature(
 
     def transparent(k: int) -> bool:
         inst = insts[k]
-        return inst.opname in NO_OPS or (inst.opcode in UNCONDITIONAL and inst.target is not None)
+        return inst.opname in NO_OPS or (inst.kind == Kind.JUMP and inst.target is not None)
 
     def resolve(k: int) -> Any:
         seen = set()
@@ -341,7 +342,7 @@ def flow_signature(
     def successors(k: int) -> List[Any]:
         inst = insts[k]
         succ = []
-        if inst.opcode not in TERMINAL and inst.opcode not in UNCONDITIONAL:
+        if inst.opcode not in TERMINAL and inst.kind != Kind.JUMP:
             succ.append(resolve(k + 1))
         target = flow.target(k)
         if target is not None:
@@ -395,7 +396,7 @@ def exit_chain(flow: ControlFlow, k: int) -> Set[int]:
         inst = insts[k]
         if inst.opname in NO_OPS:
             k += 1
-        elif inst.opcode in UNCONDITIONAL and inst.target is not None:
+        elif inst.kind == Kind.JUMP and inst.target is not None:
             k = flow.index_of(inst.target)
         else:
             break
