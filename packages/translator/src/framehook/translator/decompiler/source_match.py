@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..bytecode.cfg import ControlFlow
-from ..bytecode.kinds import DECODE, Kind
-from ..bytecode.opcodes import NO_OPS, PAIRED_LOCALS, TERMINAL, has_arg
+from ..bytecode.kinds import Kind
+from ..bytecode.opcodes import NO_OPS, has_arg
 from ..bytecode.instructions import Instruction
 
 __all__ = [
@@ -295,13 +295,23 @@ def _const_key(value: Any) -> Any:
     return ("object", id(value))
 
 
-def _label(inst: Instruction, opname: str, argval: Any) -> Tuple[Any, ...]:
-    # ``opname``: the instruction's, or one half of a paired local access
-    name: Any = opname
-    if DECODE.get(opname) == Kind.LOAD_LOCAL:
-        name = Kind.LOAD_LOCAL  # checked and borrowed loads load the same
-    elif inst.kind == Kind.BRANCH:
-        name = (Kind.BRANCH, inst.condition, inst.keeps_operand)  # either direction
+#: instructions after which control does not go on to the next one
+_TERMINAL = frozenset({Kind.RETURN, Kind.RETURN_CONST, Kind.RAISE, Kind.RERAISE})
+#: two-local instructions: the kinds of the two one-local accesses each stands for
+_HALVES = {
+    Kind.LOAD_LOCAL_PAIR: (Kind.LOAD_LOCAL, Kind.LOAD_LOCAL),
+    Kind.STORE_LOCAL_PAIR: (Kind.STORE_LOCAL, Kind.STORE_LOCAL),
+    Kind.STORE_LOAD_LOCAL: (Kind.STORE_LOCAL, Kind.LOAD_LOCAL),
+}
+
+
+def _label(inst: Instruction, kind: str, argval: Any) -> Tuple[Any, ...]:
+    """What ``inst`` does (``kind``: its kind, or that of one half of a paired access)."""
+    name: Any = inst.opname
+    if kind in (Kind.LOAD_LOCAL, Kind.STORE_LOCAL):
+        name = kind  # checked and borrowed loads load the same; halves match single accesses
+    elif kind == Kind.BRANCH:
+        name = (kind, inst.condition, inst.keeps_operand)  # either direction
     if inst.opcode in _HASCONST:
         return (name, _const_key(argval))
     if inst.opcode in _HASNAME:
@@ -342,7 +352,7 @@ def flow_signature(
     def successors(k: int) -> List[Any]:
         inst = insts[k]
         succ = []
-        if inst.opcode not in TERMINAL and inst.kind != Kind.JUMP:
+        if inst.kind not in _TERMINAL and inst.kind != Kind.JUMP:
             succ.append(resolve(k + 1))
         target = flow.target(k)
         if target is not None:
@@ -378,12 +388,12 @@ def flow_signature(
             e = inst.exn_tab_entry
             h = resolve(flow.handler(k))  # type: ignore[arg-type]
             exn = (numbers[h] if isinstance(h, int) else h, e.depth, e.lasti)
-        pair = PAIRED_LOCALS.get(inst.opname)
+        pair = _HALVES.get(inst.kind)
         if pair is not None:
             a, b = inst.argval
             nodes.append((_label(inst, pair[0], a) + ("+",) + _label(inst, pair[1], b), refs, exn))
         else:
-            nodes.append((_label(inst, inst.opname, inst.argval), refs, exn))
+            nodes.append((_label(inst, inst.kind, inst.argval), refs, exn))
     return nodes
 
 
