@@ -26,7 +26,7 @@ from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
 
 from ..bytecode import ControlFlow, decode, prefix_length
 from ..bytecode.instructions import Instruction
-from ..bytecode.opcodes import UNCONDITIONAL
+from ..bytecode.kinds import Kind
 from .decompile import Decompiled, decompile
 from .source_match import (
     SourceRun,
@@ -83,9 +83,10 @@ def _first_line(flow: ControlFlow, k: int) -> Optional[int]:
     while k < len(insts) and k not in seen:
         seen.add(k)
         inst = insts[k]
-        if inst.opname in ("NOP", "RESUME"):
+        # (only a plain NOP: the other no-op kinds carry the line of what they follow)
+        if inst.kind == Kind.RESUME or inst.opname == "NOP":
             k += 1
-        elif inst.opcode in UNCONDITIONAL and inst.target is not None:
+        elif inst.kind == Kind.JUMP and inst.target is not None:
             k = flow.index_of(inst.target)
         else:
             return inst.lineno
@@ -188,7 +189,7 @@ def _check(
 
 
 def _global_stores(insts: Sequence[Instruction]) -> Set[str]:
-    return {x.argval for x in insts if x.opname in ("STORE_GLOBAL", "DELETE_GLOBAL")}
+    return {x.argval for x in insts if x.kind in (Kind.STORE_GLOBAL, Kind.DELETE_GLOBAL)}
 
 
 def render_code(code: types.CodeType, const_name: Callable[[Any], str], resume: bool) -> Rendered:

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..bytecode.cfg import ControlFlow
-from ..bytecode.opcodes import NO_OPS, PAIRED_LOCALS, SYNONYMS, TERMINAL, UNCONDITIONAL, has_arg
+from ..bytecode.kinds import Kind
+from ..bytecode.opcodes import NO_OPS, has_arg
 from ..bytecode.instructions import Instruction
 
 __all__ = [
@@ -294,13 +295,23 @@ def _const_key(value: Any) -> Any:
     return ("object", id(value))
 
 
-def _label(inst: Instruction, opname: str, argval: Any) -> Tuple[Any, ...]:
-    name = SYNONYMS.get(opname, opname)
-    if name == "LOAD_FAST_CHECK":
-        name = "LOAD_FAST"
-    for direction in ("_FORWARD", "_BACKWARD"):
-        if name.startswith("POP_JUMP" + direction):
-            name = name.replace(direction, "")
+#: instructions after which control does not go on to the next one
+_TERMINAL = frozenset({Kind.RETURN, Kind.RETURN_CONST, Kind.RAISE, Kind.RERAISE})
+#: two-local instructions: the kinds of the two one-local accesses each stands for
+_HALVES = {
+    Kind.LOAD_LOCAL_PAIR: (Kind.LOAD_LOCAL, Kind.LOAD_LOCAL),
+    Kind.STORE_LOCAL_PAIR: (Kind.STORE_LOCAL, Kind.STORE_LOCAL),
+    Kind.STORE_LOAD_LOCAL: (Kind.STORE_LOCAL, Kind.LOAD_LOCAL),
+}
+
+
+def _label(inst: Instruction, kind: str, argval: Any) -> Tuple[Any, ...]:
+    """What ``inst`` does (``kind``: its kind, or that of one half of a paired access)."""
+    name: Any = inst.opname
+    if kind in (Kind.LOAD_LOCAL, Kind.STORE_LOCAL):
+        name = kind  # checked and borrowed loads load the same; halves match single accesses
+    elif kind == Kind.BRANCH:
+        name = (kind, inst.condition, inst.keeps_operand)  # either direction
     if inst.opcode in _HASCONST:
         return (name, _const_key(argval))
     if inst.opcode in _HASNAME:
@@ -323,7 +334,7 @@ def flow_signature(
 
     def transparent(k: int) -> bool:
         inst = insts[k]
-        return inst.opname in NO_OPS or (inst.opcode in UNCONDITIONAL and inst.target is not None)
+        return inst.opname in NO_OPS or (inst.kind == Kind.JUMP and inst.target is not None)
 
     def resolve(k: int) -> Any:
         seen = set()
@@ -341,7 +352,7 @@ def flow_signature(
     def successors(k: int) -> List[Any]:
         inst = insts[k]
         succ = []
-        if inst.opcode not in TERMINAL and inst.opcode not in UNCONDITIONAL:
+        if inst.kind not in _TERMINAL and inst.kind != Kind.JUMP:
             succ.append(resolve(k + 1))
         target = flow.target(k)
         if target is not None:
@@ -377,12 +388,12 @@ def flow_signature(
             e = inst.exn_tab_entry
             h = resolve(flow.handler(k))  # type: ignore[arg-type]
             exn = (numbers[h] if isinstance(h, int) else h, e.depth, e.lasti)
-        pair = PAIRED_LOCALS.get(inst.opname)
+        pair = _HALVES.get(inst.kind)
         if pair is not None:
             a, b = inst.argval
             nodes.append((_label(inst, pair[0], a) + ("+",) + _label(inst, pair[1], b), refs, exn))
         else:
-            nodes.append((_label(inst, inst.opname, inst.argval), refs, exn))
+            nodes.append((_label(inst, inst.kind, inst.argval), refs, exn))
     return nodes
 
 
@@ -395,7 +406,7 @@ def exit_chain(flow: ControlFlow, k: int) -> Set[int]:
         inst = insts[k]
         if inst.opname in NO_OPS:
             k += 1
-        elif inst.opcode in UNCONDITIONAL and inst.target is not None:
+        elif inst.kind == Kind.JUMP and inst.target is not None:
             k = flow.index_of(inst.target)
         else:
             break
