@@ -25,14 +25,6 @@ PACKAGE_DIR = Path(framehook.translator.__file__).resolve().parent
 MAX_TOP_LEVEL_MODULES = 12
 MAX_MODULE_LINES = 800
 
-# issue #33: being split. Other engineers are splitting these modules and untangling these
-# circles; the test fails on any module or circle that is not listed here. Remove entries
-# as they are fixed (a listed entry that is gone is reported too, so the list only shrinks).
-KNOWN_LARGE_MODULES: FrozenSet[str] = frozenset(
-    {
-        "framehook.translator.decompiler.decompile",
-    }
-)
 # The layers, bottom first (the README's "Layout" section draws them): a module imports
 # modules of its own layer and of the layers below. Each entry names a top-level module or
 # subpackage by its name under the package ("" is the package's __init__).
@@ -46,9 +38,6 @@ LAYERS: Tuple[Tuple[str, ...], ...] = (
     ("conversion",),
     ("", "eval_frame", "explaining", "exporting", "debug", "replay_mode"),
 )
-
-# circles among modules of one of these subpackages are known (issue #33: being split)
-KNOWN_CIRCLE_SUBPACKAGES: FrozenSet[str] = frozenset()
 
 
 # ---------------------------------------------------------------------------------------
@@ -221,7 +210,7 @@ def test_top_level_has_few_modules():
 
 
 def test_no_import_circles():
-    found = new_circles(PACKAGE_DIR, PACKAGE, KNOWN_CIRCLE_SUBPACKAGES)
+    found = new_circles(PACKAGE_DIR, PACKAGE)
     assert not found, "import circles among translator modules:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
@@ -230,20 +219,9 @@ def test_layers():
     assert not problems, "lower layers importing higher ones:\n" + "\n".join(problems)
 
 
-def test_no_new_large_modules():
+def test_no_large_modules():
     sizes = large_modules(PACKAGE_DIR, PACKAGE, MAX_MODULE_LINES)
-    new = {name: n for name, n in sizes.items() if name not in KNOWN_LARGE_MODULES}
-    assert not new, f"modules over {MAX_MODULE_LINES} lines: {new}"
-    # a module that was split leaves the list, so that it cannot grow back unnoticed
-    fixed = sorted(KNOWN_LARGE_MODULES - set(sizes))
-    assert not fixed, f"no longer over {MAX_MODULE_LINES} lines, remove from KNOWN_LARGE_MODULES: {fixed}"
-
-
-def test_known_circles_are_still_there():
-    """The allow-list only shrinks: a subpackage whose circles are gone leaves it."""
-    found = circles(import_graph(PACKAGE_DIR, PACKAGE))
-    for sub in KNOWN_CIRCLE_SUBPACKAGES:
-        assert any(_within(c, frozenset({sub})) for c in found), f"{sub} has no circle left: remove it from the list"
+    assert not sizes, f"modules over {MAX_MODULE_LINES} lines: {sizes}"
 
 
 # ---------------------------------------------------------------------------------------

@@ -107,12 +107,6 @@ def test_decoded_fields_match_the_argument_bits():
 QUOTED_NAME = re.compile(r"""["']([A-Z][A-Z0-9_]+)["']|\bop_([A-Z][A-Z0-9_]+)\b""")
 # a line whose string only looks like an opcode name says so in its comment
 NOT_AN_OPCODE = "not an opcode:"
-# modules still being moved onto kinds (issue #33); the list only shrinks
-NOT_YET_ON_KINDS = {
-    "decompiler/decompile.py",
-    "decompiler/render.py",
-    "decompiler/source_match.py",
-}
 
 
 def _version_only_names(text):
@@ -131,19 +125,10 @@ def _version_only_names(text):
 def test_no_version_only_opcode_names_outside_bytecode():
     found = []
     for rel, text in _sources():
-        if rel.startswith("bytecode/") or rel in NOT_YET_ON_KINDS:
+        if rel.startswith("bytecode/"):
             continue
         found += [f"{rel}:{n}: {name}" for n, name in _version_only_names(text)]
     assert found == []
-
-
-def test_modules_not_yet_on_kinds_still_need_the_exception():
-    # an entry whose module no longer spells a version-only name must leave the list
-    sources = dict(_sources())
-    stale = [
-        rel for rel in sorted(NOT_YET_ON_KINDS) if rel not in sources or not list(_version_only_names(sources[rel]))
-    ]
-    assert stale == []
 
 
 def test_opcode_name_scan_catches_what_it_is_for():
