@@ -22,8 +22,8 @@ needs (``slice``, ``operator.iadd`` for an in-place operator whose result is not
 back, ``AssertionError``) are written as the names ``const_name(value)`` returns.
 
 Each instruction is handled by its kind (``bytecode/kinds.py``) and typed operands, never
-its concrete opcode name: the handlers live in ``names.py``, ``operators.py``,
-``calls.py`` and ``flow.py``, the text of stack values in ``text.py``.
+its concrete opcode name: the handlers live in ``name_steps.py``, ``operator_steps.py``,
+``call_steps.py`` and ``flow_steps.py``, the text of stack values in ``text.py``.
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Un
 
 from ..bytecode.cfg import ControlFlow
 from ..bytecode.instructions import Instruction
-from .calls import CallsMixin
-from .flow import FlowMixin
-from .names import NamesMixin
-from .operators import OperatorsMixin
+from .call_steps import CallsMixin
+from .flow_steps import FlowMixin
+from .name_steps import NamesMixin
+from .operator_steps import OperatorsMixin
 from .text import TextMixin
-from .values import (
+from .stack_values import (
     END,
     NULL,
     At,
@@ -119,8 +119,8 @@ def decompile(
 
 class _Walker(TextMixin, NamesMixin, OperatorsMixin, CallsMixin, FlowMixin):
     """The walk over the instructions; the handlers of each kind of instruction are the
-    mixins' methods marked ``@handles`` (``names.py``, ``operators.py``, ``calls.py``,
-    ``flow.py``), the text of values comes from ``text.py``."""
+    mixins' methods marked ``@handles`` (``name_steps.py``, ``operator_steps.py``, ``call_steps.py``,
+    ``flow_steps.py``), the text of values comes from ``text.py``."""
 
     def __init__(self, flow: ControlFlow, const_name: Callable[[Any], str], temp_prefix: str) -> None:
         self.insts = flow.insts

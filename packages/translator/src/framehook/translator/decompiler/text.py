@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional, Sequence
 
-from .values import (
+from .stack_values import (
     NULL,
     P_ATOM,
     P_BOR,

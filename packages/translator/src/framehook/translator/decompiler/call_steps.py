@@ -9,7 +9,7 @@ from typing import Any, List, Optional, Tuple
 from ..bytecode.effects import call_shape
 from ..bytecode.instructions import Instruction
 from ..bytecode.kinds import Kind
-from .values import NULL, P_BOR, At, DecompileError, Expr, Display, Lines, MethodHead, SelfSlot, handles
+from .stack_values import NULL, P_BOR, At, DecompileError, Expr, Display, Lines, MethodHead, SelfSlot, handles
 
 __all__ = ["CallsMixin"]
 

@@ -8,7 +8,7 @@ from typing import Any, List, Optional, Tuple
 
 from ..bytecode.instructions import Instruction
 from ..bytecode.kinds import Kind, encode
-from .values import (
+from .stack_values import (
     BINARY_PREC,
     CONVERSIONS,
     P_AWAIT,

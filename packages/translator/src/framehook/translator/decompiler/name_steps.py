@@ -9,7 +9,7 @@ from typing import Any, List, Optional
 from ..bytecode.behaviour import BEHAVIOUR
 from ..bytecode.instructions import Instruction
 from ..bytecode.kinds import Kind
-from .values import NULL, At, Expr, Lines, MethodHead, SelfSlot, Slice, handles
+from .stack_values import NULL, At, Expr, Lines, MethodHead, SelfSlot, Slice, handles
 
 __all__ = ["NamesMixin"]
 

@@ -8,7 +8,20 @@ from typing import Any, List, Optional
 
 from ..bytecode.instructions import Instruction
 from ..bytecode.kinds import Kind
-from .values import END, NULL, P_CMP, P_TEST, At, DecompileError, Expr, Lines, MethodHead, SelfSlot, Stuck, handles
+from .stack_values import (
+    END,
+    NULL,
+    P_CMP,
+    P_TEST,
+    At,
+    DecompileError,
+    Expr,
+    Lines,
+    MethodHead,
+    SelfSlot,
+    Stuck,
+    handles,
+)
 
 __all__ = ["FlowMixin"]
 
