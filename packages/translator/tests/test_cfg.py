@@ -4,10 +4,7 @@ with blocks, generators, and a sample of the standard library."""
 
 import ast
 import dis
-import importlib.util
 import inspect
-import types
-from pathlib import Path
 
 import pytest
 
@@ -16,6 +13,7 @@ from framehook.translator.bytecode.behaviour import BEHAVIOUR
 from framehook.translator.bytecode.kinds import Kind
 from framehook.translator.bytecode.effects import call_shape, effect, net_effect
 from framehook.translator.bytecode.opcodes import JUMPS, stack_effect
+from code_samples import module_code, nested_codes
 
 SAMPLE = [
     "textwrap",
@@ -97,19 +95,11 @@ def lines_of(fn, text):
     ]
 
 
-def all_codes(code):
-    yield code
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            yield from all_codes(c)
-
-
 def sample_codes():
     for fn in FUNCTIONS:
         yield fn.__code__
     for name in SAMPLE:
-        path = Path(importlib.util.find_spec(name).origin)
-        yield from all_codes(compile(path.read_text(encoding="utf-8"), str(path), "exec"))
+        yield from nested_codes(module_code(name))
 
 
 # ---------------------------------------------------------------- edges and blocks

@@ -23,6 +23,7 @@ from framehook.translator.bytecode.kinds import Kind
 from framehook.translator.decompiler import decompile as decompile_module
 from framehook.translator.decompiler.decompile import decompile
 from framehook.translator.decompiler.render import signature_text
+from code_samples import nested_codes
 
 _MODULES = ("textwrap", "json.decoder", "json.encoder", "argparse", "collections")
 _CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coroutine, async generator
@@ -76,20 +77,13 @@ _OURS = (p_arith, p_compare, p_branches, p_calls, p_displays, p_strings, p_subsc
 
 
 # ---------------------------------------------------------------- helpers
-def _codes(code):
-    yield code
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            yield from _codes(c)
-
-
 def _sample():
     """(module globals, code object) of every code object of the sample modules."""
     for name in _MODULES:
         module = importlib.import_module(name)
         with open(module.__file__, encoding="utf-8") as f:
             top = compile(f.read(), module.__file__, "exec")
-        for code in _codes(top):
+        for code in nested_codes(top):
             if all(n.isidentifier() for n in code.co_varnames):  # not a comprehension's ``.0``
                 yield vars(module), code
 

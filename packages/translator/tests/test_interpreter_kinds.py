@@ -8,7 +8,6 @@ formatting, operators) are captured whole and agree with the plain function."""
 from __future__ import annotations
 
 import builtins
-import types
 
 import numpy as np
 import pytest
@@ -23,29 +22,13 @@ from framehook.translator.symbolic.interpreter import HANDLER_PREFIX, FrameTrace
 from framehook.translator.symbolic.tracer import Tracer
 from framehook.translator.symbolic.values import Const
 from symbolic_helpers import check_agrees
+from code_samples import stdlib_instructions
 
 pytestmark = pytest.mark.usefixtures("fresh_translator")
 
 KINDS = {value for name, value in vars(Kind).items() if name.isupper()}
 A = np.arange(12.0).reshape(3, 4)
 V = np.arange(5.0)
-
-
-def _codes(code):
-    yield code
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            yield from _codes(c)
-
-
-def _stdlib_instructions():
-    import argparse, collections, json.decoder, pathlib, textwrap  # noqa: E401
-
-    for module in (argparse, collections, json.decoder, pathlib, textwrap):
-        with open(module.__file__, encoding="utf-8") as f:
-            top = compile(f.read(), module.__file__, "exec")
-        for code in _codes(top):
-            yield from decode(code)
 
 
 def _frame(code):
@@ -94,7 +77,7 @@ def test_a_handler_named_after_no_kind_is_refused():
 def test_every_kind_of_real_code_has_a_handler_or_breaks_naming_the_opcode():
     frame = _frame(_frame.__code__)
     unhandled = {}
-    for inst in _stdlib_instructions():
+    for inst in stdlib_instructions():
         if inst.kind not in FrameTracer.handlers:
             unhandled.setdefault((inst.kind, inst.opname, inst.intrinsic), inst)
     # real code has kinds the interpreter refuses (generators, try blocks, sets, ...)

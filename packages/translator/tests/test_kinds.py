@@ -2,30 +2,13 @@
 
 import dis
 import opcode
-import types
 
 import pytest
 
 from framehook.translator.bytecode import create_instruction, decode
 from framehook.translator.bytecode import kinds
 from framehook.translator.bytecode.kinds import Kind
-
-
-def _codes(code):
-    yield code
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            yield from _codes(c)
-
-
-def _stdlib_instructions():
-    import argparse, collections, json.decoder, pathlib, textwrap  # noqa: E401
-
-    for module in (argparse, collections, json.decoder, pathlib, textwrap):
-        with open(module.__file__, encoding="utf-8") as f:
-            top = compile(f.read(), module.__file__, "exec")
-        for code in _codes(top):
-            yield from decode(code)
+from code_samples import stdlib_instructions
 
 
 def test_every_opcode_of_this_python_has_a_kind():
@@ -36,7 +19,7 @@ def test_every_opcode_of_this_python_has_a_kind():
 
 def test_real_code_decodes_to_kinds_the_interpreter_never_keeps_to_itself():
     seen = set()
-    for inst in _stdlib_instructions():
+    for inst in stdlib_instructions():
         assert inst.kind and inst.kind != Kind.INTERNAL, inst
         seen.add(inst.kind)
     assert {Kind.CALL, Kind.BRANCH, Kind.JUMP, Kind.LOAD_LOCAL, Kind.RETURN, Kind.FOR_ITER} <= seen
@@ -84,7 +67,7 @@ def test_unary_and_binary_operands():
 
 
 def test_stack_shuffles_carry_their_depth():
-    for inst in _stdlib_instructions():
+    for inst in stdlib_instructions():
         if inst.kind in (Kind.COPY, Kind.SWAP, Kind.ROTATE):
             assert inst.depth >= 1, inst
             if inst.opname in ("COPY", "SWAP"):
@@ -112,6 +95,6 @@ def test_encode_gives_back_a_spelling_of_the_kind():
 
 
 def test_kinds_agree_with_dis_on_what_jumps():
-    for inst in _stdlib_instructions():
+    for inst in stdlib_instructions():
         if inst.kind in (Kind.JUMP, Kind.BRANCH, Kind.FOR_ITER):
             assert inst.opcode in dis.hasjrel or inst.opcode in dis.hasjabs, inst
