@@ -77,7 +77,8 @@ class ArgumentDecoder:
             inst.call_slot = name in CALLS_WITH_SLOT
             inst.call_names = name in CALLS_WITH_NAMES
         elif kind in (Kind.COPY, Kind.SWAP, Kind.ROTATE):
-            inst.depth = COPY_DEPTHS.get(name, arg or 0)
+            inst.fixed_depth = name in COPY_DEPTHS
+            inst.depth = COPY_DEPTHS[name] if inst.fixed_depth else arg or 0
         elif kind == Kind.UNARY:
             inst.unary = UNARY_OPERATORS[name]
         elif kind == Kind.LOAD_CONST:

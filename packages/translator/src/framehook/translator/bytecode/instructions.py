@@ -92,6 +92,10 @@ class Instruction:
     keeps_operand: bool = field(default=False, repr=False)
     #: COPY / SWAP / ROTATE: how deep into the stack (1: the top)
     depth: int = field(default=0, repr=False)
+    #: COPY / SWAP / ROTATE: the depth is the opcode's own (3.9/3.10's DUP_TOP, ROT_TWO,
+    #: ROT_THREE, ROT_FOUR), not its argument (COPY, SWAP, ROT_N); 3.10's compiler leaves
+    #: stray argument bytes on the fixed ones, so ``arg`` cannot tell them apart
+    fixed_depth: bool = field(default=False, repr=False)
     #: UNARY: "-", "+", "~" or "not"
     unary: Optional[str] = field(default=None, repr=False)
     #: CALL: the callable sits under a NULL-or-self slot

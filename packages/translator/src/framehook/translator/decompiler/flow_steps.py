@@ -101,7 +101,7 @@ class FlowMixin:
         n = inst.depth
         # the fixed swap of the top two (no argument: 3.9/3.10) has always been read as
         # a rotation, which differs from a swap only on a stack too short for it
-        if inst.kind == Kind.SWAP and inst.arg is not None:
+        if inst.kind == Kind.SWAP and not inst.fixed_depth:
             stack[-1], stack[-n] = stack[-n], stack[-1]
         else:
             top = stack.pop()

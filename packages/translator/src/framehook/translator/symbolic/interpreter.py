@@ -244,7 +244,7 @@ class FrameTracer(
         self.stack[-1], self.stack[-i] = self.stack[-i], self.stack[-1]
 
     def k_rotate(self, inst: Any) -> None:
-        if inst.arg is not None:
+        if not inst.fixed_depth:
             # a rotation as deep as its argument (3.10's pattern matching) was never executed
             raise self.unhandled(inst)
         self.stack.insert(1 - inst.depth, self.pop())
