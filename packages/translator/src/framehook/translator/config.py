@@ -233,13 +233,30 @@ def _settings() -> Dict[str, Setting]:
         ),
         Setting(
             "numba_measure_calls",
-            3,
-            "after compiling a graph, the numba backend times this many calls of the kernel and as many "
-            "of the eager code, alternating, and keeps the kernel only if it was at least 10% faster (0: always "
-            "the kernel)",
+            20,
+            "after compiling a graph, the numba backend times at most this many pairs of kernel and eager "
+            "calls, alternating (fewer when the verdict is clear early, or after a second of measuring), "
+            "keeps the kernel only when it wins with a margin, then samples one call in 50 and demotes a "
+            "kernel that loses in steady state (0: always the kernel, never timed)",
             (int,),
             lambda v: v >= 0,
             "must be >= 0",
+        ),
+        Setting(
+            "numba_background",
+            True,
+            "the numba backend compiles a graph in a background thread while its first calls run eager "
+            "(False: compile in the foreground, on the call that needs the kernel)",
+            (bool,),
+        ),
+        Setting(
+            "numba_compile_budget",
+            30.0,
+            "seconds a background numba compile of one graph may take; past it the graph stays eager "
+            "(FH016), remembered in the cache directory for later processes; None: no limit",
+            (float, int, type(None)),
+            lambda v: v is None or v > 0,
+            "must be > 0 or None",
         ),
         Setting("raise_on_ctx_manager_usage", False, "reject optimize(...) used as a context manager", (bool,)),
     ]
