@@ -91,6 +91,8 @@ def write_marker(path: str, text: str) -> None:
 
 def read_marker(path: str) -> Optional[str]:
     """A marker's text; None when there is none, or it is corrupt (then warned once)."""
+    if usable_dir() is None:  # warned once, saying why
+        return None
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()

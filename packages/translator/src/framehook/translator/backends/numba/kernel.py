@@ -196,7 +196,9 @@ class NumbaGraph:
             path = os.path.join(where, f"fh_{key}.py") if where else f"<framehook numba kernel {key}>"
             if where:
                 diskcache.write_once(path, self.lowered.source)
-            name = f"framehook_numba_{key}" + ("" if where else "_nocache")
+            # a module numba finds again by name when it loads the kernel from its cache (one
+            # per cache directory: FRAMEHOOK_NUMBA_CACHE_DIR may change within a process)
+            name = f"framehook_numba_{key}_{hashlib.sha256(path.encode()).hexdigest()[:8]}"
             module = sys.modules.get(name)
             if module is None:
                 module = types.ModuleType(name)

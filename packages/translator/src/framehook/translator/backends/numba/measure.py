@@ -123,7 +123,7 @@ class Measurement:
         took = self.clock() - start
         (eagers if which else kernels).append(took)
         self._steady_calls += SAMPLE_EVERY
-        if len(eagers) >= WINDOW and len(kernels) >= WINDOW:
+        if len(eagers) == len(kernels) >= WINDOW:  # a pair completed: judge the last WINDOW
             del kernels[:-WINDOW], eagers[:-WINDOW]
             ratios = [k / e if e > 0 else float("inf") for k, e in zip(kernels, eagers)]
             if _quantile(ratios, 0.5) > DEMOTE_ABOVE:

@@ -1,0 +1,260 @@
+"""The numba backend's first calls and steady state: first calls eager while the kernel
+compiles in a background thread (no frame callback there, nothing raised from it, a
+compile past its budget leaves the graph eager and is remembered), guards failing
+meanwhile, a process exiting mid-compile; the measured keep-or-eager decision and the
+steady-state demotion on real graphs, with a fake clock."""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from typing import Any, Dict, List
+
+import numpy as np
+import pytest
+
+numba = pytest.importorskip("numba", reason="numba is not installed for this interpreter")
+import framehook.translator as ft  # noqa: E402
+from framehook.translator._runtime import runtime  # noqa: E402
+from framehook.translator.backends import numba as bnb  # noqa: E402
+from framehook.translator.backends.numba import diskcache, kernel, measure, tiering  # noqa: E402
+from test_backend_numba import notes, numba_cache  # noqa: E402,F401 - the fixtures
+
+
+def join_compiles() -> None:
+    for thread in threading.enumerate():
+        if thread.name.startswith("framehook-numba-"):
+            thread.join(300)
+            assert not thread.is_alive()
+
+
+@pytest.fixture
+def fresh_cache(tmp_path: Any, monkeypatch: Any) -> Any:
+    monkeypatch.setenv("FRAMEHOOK_NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    diskcache._reset_for_tests()
+    ft.reset()
+    yield tmp_path / "cache"
+    join_compiles()
+    ft.reset()
+    diskcache._reset_for_tests()
+
+
+def made_by(made: List[Any]) -> Any:
+    """A backend that is the numba backend, keeping what it makes."""
+
+    def backend(graph: Any, example_inputs: Any) -> Any:
+        compiled = bnb.numba_backend(graph, example_inputs)
+        made.append(compiled)
+        return compiled
+
+    return backend
+
+
+def poly(x):
+    return np.sqrt(x * x + 1.0) * 0.5 - x
+
+
+# ------------------------------------------------------------------ tiered first calls
+
+
+def test_first_calls_run_eager_while_the_kernel_compiles_in_the_background(fresh_cache, notes, monkeypatch):
+    callbacks: List[Any] = []
+    prepare = kernel.NumbaGraph._prepare_untraced
+    release = threading.Event()
+
+    def held(self, key, args):  # the compile waits until the test lets it go
+        callbacks.append((threading.current_thread().name, runtime.get_eval_frame()))
+        release.wait(60)
+        return prepare(self, key, args)
+
+    monkeypatch.setattr(kernel.NumbaGraph, "_prepare_untraced", held)
+    made: List[Any] = []
+    x = np.linspace(-1.0, 1.0, 7)
+    with ft.config.patch(numba_background=True):
+        opt = ft.optimize(made_by(made))(poly)
+        for _ in range(3):  # eager meanwhile, one compile started
+            np.testing.assert_allclose(opt(x), poly(x))
+        (graph,) = made
+        assert len(graph._jobs) == 1 and graph._ready == {} and notes == []
+        release.set()
+        join_compiles()
+        assert [n.status for n in notes] == ["compiled"], [str(n) for n in notes]
+        assert len(graph._ready) == 1
+        np.testing.assert_allclose(opt(x), poly(x))
+    # numba compiled on a thread of its own, with no frame callback: never traced
+    assert [name.startswith("framehook-numba-") for name, _ in callbacks] == [True]
+    assert [cb for _, cb in callbacks] == [None]
+
+
+def test_a_warm_cache_loads_in_the_foreground(fresh_cache, notes):
+    x = np.linspace(-1.0, 1.0, 7)
+    with ft.config.patch(numba_background=False):
+        ft.optimize("numba")(poly)(x)
+    assert [n.cache for n in notes] == ["miss"]
+    ft.reset()
+    with ft.config.patch(numba_background=True):
+        np.testing.assert_allclose(ft.optimize("numba")(poly)(x), poly(x))
+        # no thread: the kernel an earlier compile checked is loaded on the first call
+        assert [n.cache for n in notes] == ["miss", "hit"]
+
+
+def test_guards_failing_while_compiling_stay_correct(fresh_cache, notes):
+    with ft.config.patch(numba_background=True):
+        opt = ft.optimize("numba")(poly)
+        calls = [np.linspace(0, 1, 5), np.arange(6.0).reshape(2, 3), np.linspace(0, 1, 5).astype(np.float32)]
+        for _ in range(3):
+            for x in calls:
+                np.testing.assert_allclose(opt(x), poly(x), rtol=1e-6)
+        ft.reset()  # every graph dropped while its compile may still run: no harm when it ends
+        join_compiles()
+        opt = ft.optimize("numba")(poly)
+        for x in calls:
+            np.testing.assert_allclose(opt(x), poly(x), rtol=1e-6)
+    join_compiles()
+    assert {n.status for n in notes} <= {"compiled", "fallback"}
+
+
+def test_a_failing_background_compile_never_reaches_the_user(fresh_cache, notes, monkeypatch):
+    def broken(self, key, args):
+        raise RuntimeError("boom in the background")
+
+    monkeypatch.setattr(kernel.NumbaGraph, "_prepare_untraced", broken)
+    x = np.linspace(0, 1, 5)
+    with ft.config.patch(numba_background=True):
+        opt = ft.optimize("numba")(poly)
+        for _ in range(4):
+            np.testing.assert_allclose(opt(x), poly(x))
+            join_compiles()
+
+
+def test_a_compile_past_its_budget_stays_eager_and_is_remembered(fresh_cache, notes, monkeypatch):
+    prepare = kernel.NumbaGraph._prepare_untraced
+    release = threading.Event()
+
+    def slow(self, key, args):  # a compile that outlasts the budget
+        release.wait(60)
+        return prepare(self, key, args)
+
+    monkeypatch.setattr(kernel.NumbaGraph, "_prepare_untraced", slow)
+    x = np.linspace(0, 1, 5)
+    made: List[Any] = []
+    with ft.config.patch(numba_background=True, numba_compile_budget=1e-6):
+        opt = ft.optimize(made_by(made))(poly)
+        np.testing.assert_allclose(opt(x), poly(x))  # starts the compile
+        np.testing.assert_allclose(opt(x), poly(x))  # past the budget: eager for good
+        assert [n.status for n in notes] == ["fallback"] and "budget of 1e-06 s" in notes[0].reason
+        release.set()
+        join_compiles()
+        assert made[0]._ready == {} or made[0].fallback_reason is not None
+        assert [n.status for n in notes] == ["fallback"]  # the late kernel is dropped, no note
+        np.testing.assert_allclose(opt(x), poly(x))
+        assert os.path.exists(tiering.budget_marker(made[0]))
+        ft.reset()
+        # a later run of the same graph does not try again
+        made.clear()
+        with ft.config.patch(numba_compile_budget=None):
+            np.testing.assert_allclose(ft.optimize(made_by(made))(poly)(x), poly(x))
+        assert not made[0]._jobs and "budget" in made[0].fallback_reason
+        assert not [t for t in threading.enumerate() if t.name.startswith("framehook-numba-")]
+
+
+_EXITING = textwrap.dedent("""
+    import sys, numpy as np
+    import framehook.translator as ft
+    def big(x, y):
+        for _ in range(3):
+            x = np.sin(x) * np.cos(y) + np.sqrt(np.abs(x - y)) * 0.5
+            y = np.where(x > 0.1, x, y) ** 2 + np.tanh(y)
+        return x.sum() + y.max()
+    ft.config.numba_background = sys.argv[1] == "background"
+    x, y = np.linspace(0, 1, 9), np.linspace(1, 2, 9)
+    got = ft.optimize("numba")(big)(x, y)
+    assert np.isclose(got, big(x, y)), got
+    print("ok")
+""")
+
+
+def test_a_process_exits_mid_compile_without_hanging_or_a_corrupt_cache(tmp_path):
+    env = dict(
+        os.environ,
+        FRAMEHOOK_NUMBA_CACHE_DIR=str(tmp_path),
+        PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
+    )
+    for mode in ("background", "background", "foreground", "foreground"):
+        done = subprocess.run(
+            [sys.executable, "-c", _EXITING, mode], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+        assert "Warning" not in done.stderr, done.stderr
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+
+
+# ------------------------------------------------------------------ measured, then sampled
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def timed_graph(monkeypatch: Any, costs: Dict[str, float]) -> Any:
+    """A backend whose kernel and eager calls take ``costs`` seconds on a fake clock."""
+    clock = Clock()
+    monkeypatch.setattr(kernel, "Measurement", functools.partial(measure.Measurement, clock=clock))
+    call_kernel = kernel.NumbaGraph._call_kernel
+
+    def kernel_call(self, entry, args):
+        clock.now += costs["kernel"]
+        return call_kernel(self, entry, args)
+
+    runtime.skip_code(kernel_call.__code__)  # test scaffolding: never translated
+    monkeypatch.setattr(kernel.NumbaGraph, "_call_kernel", kernel_call)
+
+    def backend(graph: Any, example_inputs: Any) -> Any:
+        compiled = bnb.numba_backend(graph, example_inputs)
+        eager = compiled.eager
+
+        def timed_eager(*args: Any) -> Any:
+            clock.now += costs["eager"]
+            return eager(*args)
+
+        runtime.skip_code(timed_eager.__code__)
+        compiled.eager = timed_eager
+        return compiled
+
+    return backend
+
+
+def run(opt: Any, calls: int) -> None:
+    for i in range(calls):
+        x = np.linspace(0, 1, 5) + i
+        np.testing.assert_allclose(opt(x), poly(x))
+
+
+def test_a_clear_win_is_kept_and_a_later_steady_loss_demotes_it(fresh_cache, notes, monkeypatch):
+    costs = {"kernel": 10e-6, "eager": 100e-6}
+    with ft.config.patch(numba_background=False, numba_measure_calls=20):
+        opt = ft.optimize(timed_graph(monkeypatch, costs))(poly)
+        run(opt, 20 * measure.SAMPLE_EVERY)
+        assert [n.status for n in notes] == ["compiled"], [str(n) for n in notes]
+        costs["kernel"] = 400e-6  # the machine changed: the kernel now loses
+        run(opt, 3 * measure.WINDOW * measure.SAMPLE_EVERY)
+    assert [n.status for n in notes] == ["compiled", "fallback"], [str(n) for n in notes]
+    assert notes[-1].code == "FH016"
+    assert notes[-1].reason.startswith("demoted: kernel 400.0 us against eager 100.0 us over ")
+    assert "FH016" in str(notes[-1]) and "\n" not in str(notes[-1])
+
+
+def test_a_near_tie_goes_eager(fresh_cache, notes, monkeypatch):
+    costs = {"kernel": 98e-6, "eager": 100e-6}
+    with ft.config.patch(numba_background=False, numba_measure_calls=8):
+        run(ft.optimize(timed_graph(monkeypatch, costs))(poly), 30)
+    assert [n.status for n in notes] == ["compiled", "fallback"]
+    assert "not measured faster than eager: kernel 98.0 us against eager 100.0 us" in notes[-1].reason
