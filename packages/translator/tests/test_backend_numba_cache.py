@@ -20,7 +20,15 @@ numba = pytest.importorskip("numba", reason="numba is not installed for this int
 import framehook.translator as ft  # noqa: E402
 from framehook.translator.backends import numba as bnb  # noqa: E402
 from framehook.translator.backends.numba import availability, diskcache  # noqa: E402
-from test_backend_numba import captured_graph, notes, numba_cache  # noqa: E402,F401 - the fixtures
+from test_backend_numba import captured_graph, numba_cache  # noqa: E402,F401 - the cache fixture
+
+
+@pytest.fixture
+def notes() -> Any:
+    seen: List[bnb.NumbaNote] = []
+    bnb.add_note_observer(seen.append)
+    yield seen
+    bnb.remove_note_observer(seen.append)
 
 
 def poly(x):

@@ -90,7 +90,9 @@ def steady(m: Measurement, clock: Clock, kernel: float, eager: float, calls: int
         if m.verdict != "kernel":
             break
         if m.sample_now():
-            m.steady(lambda: ran.append("kernel") or clock.spend(kernel), lambda: ran.append("eager") or clock.spend(eager))
+            m.steady(
+                lambda: ran.append("kernel") or clock.spend(kernel), lambda: ran.append("eager") or clock.spend(eager)
+            )
         else:
             ran.append("kernel untimed")
     return ran

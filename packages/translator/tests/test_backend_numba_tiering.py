@@ -22,7 +22,15 @@ import framehook.translator as ft  # noqa: E402
 from framehook.translator._runtime import runtime  # noqa: E402
 from framehook.translator.backends import numba as bnb  # noqa: E402
 from framehook.translator.backends.numba import diskcache, kernel, measure, tiering  # noqa: E402
-from test_backend_numba import notes, numba_cache  # noqa: E402,F401 - the fixtures
+from test_backend_numba import numba_cache  # noqa: E402,F401 - the cache fixture
+
+
+@pytest.fixture
+def notes() -> Any:
+    seen: List[bnb.NumbaNote] = []
+    bnb.add_note_observer(seen.append)
+    yield seen
+    bnb.remove_note_observer(seen.append)
 
 
 def join_compiles() -> None:

@@ -38,6 +38,7 @@ _ARG_INT = 2**ARG_INT_BITS
 #: calls of one graph that had to be redone eager before the graph runs eager for good
 RERUN_LIMIT = 3
 
+
 def _arg_ok(value: Any) -> bool:
     t = type(value)
     if t is np.ndarray:
@@ -258,7 +259,7 @@ class NumbaGraph:
                 hits = 0
                 if self.dispatcher is not None:
                     hits = sum(getattr(self.dispatcher.stats, "cache_hits", {}).values())
-                dispatcher = self._compile(signature)
+                self._compile(signature)
             except Exception as e:  # noqa: BLE001 - whatever numba raises, the user never sees it
                 first = str(e).strip().splitlines()
                 reason = f"numba cannot compile it: {type(e).__name__}: {first[0] if first else ''}"[:300]
@@ -444,4 +445,3 @@ def _loop_graph(node: Node) -> Graph:
     )
     graph.output(items)
     return graph
-
