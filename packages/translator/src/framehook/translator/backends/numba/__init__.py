@@ -14,8 +14,10 @@ elementwise trees over matrices and axis reductions of float64 matrices into exp
 nests (no temporary per operation); other elementwise chains are left to numba's array
 expressions, whole-array reductions and matmuls to numba's numpy support.
 
-Compilation happens on the graph's first call with each argument signature, in numba's
-on-disk cache: the generated source is written to a file whose name hashes the source, what
+Compilation starts on the graph's first call with each argument signature, in a background
+thread while the first calls run eager (``tiering``; ``config.numba_background``,
+``config.numba_compile_budget``), into numba's on-disk cache (``diskcache``: an unusable or
+corrupt cache is ignored with one ``NumbaCacheWarning``): the generated source is written to a file whose name hashes the source, what
 the names it uses are bound to, the example inputs' types and the Python, numpy and numba
 versions, so a changed graph or environment never reuses a kernel (numba's own index keys
 each kernel by signature too). ``cache_dir()`` says where (``FRAMEHOOK_NUMBA_CACHE_DIR``).
@@ -37,9 +39,13 @@ A graph runs as the eager backend's code for good (a *fallback*, reported as FH0
   node of a graph refused this way (or by the checks above) is then tried as a kernel of
   its own, with its own fallback;
 * it returns a view of an input (numba's views are not ``.base``-linked to it), needed the
-  eager redo on ``RERUN_LIMIT`` calls, or was not measured faster than eager (by
-  ``KEEP_BELOW``) over its first calls
-  (``config.numba_measure_calls``).
+  eager redo on ``RERUN_LIMIT`` calls, or was not measured faster than eager over its
+  first calls, or lost in steady state (``measure``; ``config.numba_measure_calls``);
+* numba is missing, older than ``MIN_NUMBA_VERSION`` or fails to import (``availability``);
+* its compile outlasted the budget (``tiering``).
+
+The modules: ``kernel`` (``NumbaGraph``, the compiled graph's calls), ``measure``,
+``tiering``, ``diskcache``, ``availability``, ``notes`` (``NumbaNote`` and its observers).
 
 A single call runs eager when an argument is one numba would convert differently (an integer
 beyond 31 bits, an object array, a list). ``config.numba_compile_after`` runs the first calls

@@ -12,8 +12,8 @@ from ...exc import InvalidBackendError
 __all__ = ["NUMBA_EXTRA", "MIN_NUMBA_VERSION", "numba_or_reason", "require_numba"]
 
 NUMBA_EXTRA = "framehook-translator[numba]"
-#: the oldest numba the backend is tested with (typed-dict returns, ``Dispatcher.stats``)
-MIN_NUMBA_VERSION = (0, 57)
+#: the oldest numba the backend supports (the extra's pin in pyproject.toml)
+MIN_NUMBA_VERSION = (0, 60)
 
 
 def _version(text: str) -> Tuple[int, ...]:
