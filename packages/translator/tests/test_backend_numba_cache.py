@@ -107,11 +107,11 @@ def test_a_corrupt_numba_index_is_ignored_with_one_warning(tmp_path, cache_at, n
 def test_corrupt_framehook_markers_are_ignored_with_one_warning(tmp_path, cache_at, notes):
     cache_at(tmp_path)
     run(poly)
-    markers = [p for p in os.listdir(tmp_path) if p.endswith((".checked", ".ready"))]
-    assert sorted(m.rsplit(".", 1)[1] for m in markers) == ["checked", "ready"]
-    for name in markers:
-        (tmp_path / name).write_bytes(b"\xff\xfe garbage")
-    (tmp_path / "fh_garbage.refused").write_text("garbage")
+    (checked,) = [p for p in os.listdir(tmp_path) if p.endswith(".checked")]
+    (tmp_path / checked).write_bytes(b"\xff\xfe garbage")
+    stem = checked.rsplit(".", 1)[0]
+    (tmp_path / f"{stem}.refused").write_text("garbage: not a refusal")
+    (tmp_path / f"{checked.split('.')[0]}.slow").write_text("garbage: not over any budget")
     diskcache._reset_for_tests()
     caught = run(poly, poly)
     assert len(caught) == 1 and "corrupt" in str(caught[0].message)

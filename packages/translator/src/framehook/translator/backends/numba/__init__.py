@@ -69,7 +69,7 @@ from ...graph import ArrayMeta, Graph, NodeKind, ScalarMeta
 from ...graph import pysource
 from ...graph.ir import display_name
 from . import fusion
-from .availability import MIN_NUMBA_VERSION, NUMBA_EXTRA, numba_or_reason, require_numba
+from .availability import MIN_NUMBA_VERSION, NUMBA_EXTRA, numba_version, require_numba
 from .checks import integer_risk, mutated_inputs
 from .diskcache import NumbaCacheWarning, cache_dir
 from .kernel import RERUN_LIMIT, NumbaGraph
@@ -214,13 +214,13 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = ()) -> Lowered:
         if why is not None:
             return Lowered(source, {}, "", why)
         parts.append(f"{name} = {text}")
-    numba, missing = numba_or_reason()
-    if numba is None:
+    version, missing = numba_version()  # numba itself is imported when the kernel compiles
+    if version is None:
         return Lowered(source, {}, "", missing, retry_loops=False)
     if fusion.PRANGE in source:
-        scope[fusion.PRANGE] = numba.prange
+        scope[fusion.PRANGE] = require_numba().prange
     parts += [_type_text(v) for v in example_inputs]
-    parts += [sys.version, np.__version__, numba.__version__, fusion.VERSION, f"parallel={PARALLEL}"]
+    parts += [sys.version, np.__version__, version, fusion.VERSION, f"parallel={PARALLEL}"]
     key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
     dtypes = {}
     for node, var in names._vars.items():
@@ -245,10 +245,10 @@ def _numba_backend(graph: Any, example_inputs: Sequence[Any]) -> Callable[..., A
     if not any(n.kind not in (NodeKind.PLACEHOLDER, NodeKind.OUTPUT) for n in graph.nodes):
         return graph.forward  # nothing to compile
     start = time.perf_counter()
-    numba, missing = numba_or_reason()
+    version, missing = numba_version()
     # numba missing, too old or broken: each graph runs eager with a one-line FH016 note
     # (no error at decoration time either: the issue asks for eager, never an exception)
-    lowered = lower(graph, example_inputs) if numba is not None else Lowered("", {}, "", missing, retry_loops=False)
+    lowered = lower(graph, example_inputs) if version is not None else Lowered("", {}, "", missing, retry_loops=False)
     return NumbaGraph(graph, lowered, time.perf_counter() - start)
 
 

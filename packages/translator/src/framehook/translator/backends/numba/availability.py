@@ -1,15 +1,22 @@
 """Is a usable numba installed? Missing, too old, or failing to import, the backend runs
 every graph eager with a one-line FH016 note saying which (never an exception in the
-user's call); ``require_numba`` is the strict form, raising InvalidBackendError."""
+user's call); ``require_numba`` is the strict form, raising InvalidBackendError.
+
+Importing numba takes a quarter of a second: ``numba_version`` answers from the installed
+package's metadata without importing it, so that a graph's first call (which runs eager
+while the kernel compiles in the background) does not pay for it; the import happens with
+the compile, where a failure is a fallback too."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 from typing import Any, Optional, Tuple
 
 from ...exc import InvalidBackendError
 
-__all__ = ["NUMBA_EXTRA", "MIN_NUMBA_VERSION", "numba_or_reason", "require_numba"]
+__all__ = ["NUMBA_EXTRA", "MIN_NUMBA_VERSION", "numba_or_reason", "numba_version", "require_numba"]
 
 NUMBA_EXTRA = "framehook-translator[numba]"
 #: the oldest numba the backend supports (the extra's pin in pyproject.toml)
@@ -20,25 +27,62 @@ def _version(text: str) -> Tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", text)[:2])
 
 
+_INSTALL = f'install it with: pip install "{NUMBA_EXTRA}"'
+_metadata_version: Optional[str] = None
+
+
+def _too_old(version: str) -> Optional[str]:
+    try:
+        old = _version(version) < MIN_NUMBA_VERSION
+    except ValueError:
+        old = True
+    if not old:
+        return None
+    need = ".".join(map(str, MIN_NUMBA_VERSION))
+    return f"numba {version} is older than {need}, the oldest the backend supports; {_INSTALL}"
+
+
+def numba_version() -> Tuple[Optional[str], Optional[str]]:
+    """(numba's version, None), or (None, why numba cannot be used), without importing it
+    when it is not imported yet (a broken install is then found when the kernel compiles)."""
+    global _metadata_version
+    module = sys.modules.get("numba", sys)
+    if module is None:  # an import known to fail
+        return None, f"the numba package is not installed; {_INSTALL}"
+    if module is not sys:
+        version = str(getattr(module, "__version__", "0"))
+    else:
+        try:
+            found = importlib.util.find_spec("numba") is not None
+        except Exception as e:  # noqa: BLE001 - a broken install must not reach the user
+            first = (str(e).strip().splitlines() or [""])[0]
+            return None, f"numba fails to import ({type(e).__name__}: {first})"[:300]
+        if not found:
+            return None, f"the numba package is not installed; {_INSTALL}"
+        if _metadata_version is None:
+            try:
+                from importlib import metadata  # not at import: it costs 30 ms
+
+                _metadata_version = metadata.version("numba")
+            except Exception:  # noqa: BLE001 - no metadata: import it to know
+                numba, why = numba_or_reason()
+                return (None, why) if numba is None else (str(numba.__version__), None)
+        version = _metadata_version
+    why = _too_old(version)
+    return (None, why) if why else (version, None)
+
+
 def numba_or_reason() -> Tuple[Any, Optional[str]]:
     """(the numba module, None), or (None, one line saying why it cannot be used)."""
-    install = f'install it with: pip install "{NUMBA_EXTRA}"'
     try:
         import numba
     except ImportError:
-        return None, f"the numba package is not installed; {install}"
+        return None, f"the numba package is not installed; {_INSTALL}"
     except Exception as e:  # noqa: BLE001 - a broken install must not reach the user
         first = (str(e).strip().splitlines() or [""])[0]
         return None, f"numba fails to import ({type(e).__name__}: {first})"[:300]
-    version = str(getattr(numba, "__version__", "0"))
-    try:
-        too_old = _version(version) < MIN_NUMBA_VERSION
-    except ValueError:
-        too_old = True
-    if too_old:
-        need = ".".join(map(str, MIN_NUMBA_VERSION))
-        return None, f"numba {version} is older than {need}, the oldest the backend supports; {install}"
-    return numba, None
+    why = _too_old(str(getattr(numba, "__version__", "0")))
+    return (None, why) if why else (numba, None)
 
 
 def require_numba() -> Any:

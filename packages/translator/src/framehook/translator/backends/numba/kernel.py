@@ -278,8 +278,6 @@ class NumbaGraph:
                 return False
             hit = self._cached and sum(getattr(self.dispatcher.stats, "cache_hits", {}).values()) > hits
             self._ready[key] = self.dispatcher.overloads[signature].entry_point
-            if self._cached:
-                diskcache.write_marker(self._marker(key, "ready"), "")
             self._note(
                 NumbaNote(
                     self.graph.name,
