@@ -9,6 +9,7 @@ from __future__ import annotations
 import glob
 import os
 import sys
+import threading
 import types
 import warnings
 from typing import Any, List
@@ -142,6 +143,9 @@ def one_fallback(seen: List[Any], fn: Any = poly) -> str:
             warnings.simplefilter("error")  # no warning, no exception: a note
             np.testing.assert_allclose(ft.optimize("numba")(fn)(X), fn(X))
     finally:
+        for thread in threading.enumerate():  # a background compile's note
+            if thread.name.startswith("framehook-numba-"):
+                thread.join(300)
         ft.reset()
     assert [n.code for n in seen] == ["FH016"], [str(n) for n in seen]
     assert "\n" not in str(seen[0])
@@ -182,3 +186,15 @@ def test_explain_shows_the_missing_numba_note(monkeypatch):
     np.testing.assert_allclose(out.result, poly(X))
     assert [n.code for n in out.backend_notes] == ["FH016"] and "FH016" in str(out)
     ft.reset()
+
+
+def test_a_numba_failing_only_when_the_kernel_compiles_runs_eager(monkeypatch, notes, cache_at, tmp_path):
+    # the metadata says numba is there; importing it (with the compile) fails
+    from framehook.translator.backends.numba import kernel
+
+    cache_at(tmp_path)
+    monkeypatch.setattr(kernel, "numba_or_reason", lambda: (None, "numba fails to import (OSError: no llvm)"))
+    for background in (False, True):
+        with ft.config.patch(numba_background=background):
+            notes.clear()
+            assert one_fallback(notes) == "numba fails to import (OSError: no llvm)"
