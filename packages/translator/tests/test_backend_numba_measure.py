@@ -84,36 +84,52 @@ def test_zero_pairs_means_the_kernel_untimed():
     assert m.verdict == "kernel" and m.decide() == "kernel"
 
 
-def steady(m: Measurement, clock: Clock, kernel: float, eager: float, calls: int) -> List[str]:
+def steady(m: Measurement, clock: Clock, kernel: float, eager: float, samples: int) -> List[str]:
+    """Calls of a kept kernel until ``samples`` of them were timed or it is demoted."""
     ran: List[str] = []
-    for _ in range(calls):
-        if m.verdict != "kernel":
-            break
+    while m.verdict == "kernel" and samples > 0:
         if m.sample_now():
+            samples -= 1
             m.steady(
                 lambda: ran.append("kernel") or clock.spend(kernel), lambda: ran.append("eager") or clock.spend(eager)
             )
         else:
-            ran.append("kernel untimed")
+            ran.append("untimed")
     return ran
 
 
-def test_steady_state_samples_a_small_share_alternating():
-    clock = Clock()
-    m = measured([10e-6], [100e-6])
-    m.clock = clock
-    ran = steady(m, clock, 10e-6, 100e-6, 20 * measure.SAMPLE_EVERY)
+def kept(kernel: float, eager: float) -> Any:
+    m = measured([kernel], [eager])
     assert m.verdict == "kernel"
-    assert ran.count("eager") == ran.count("kernel") == 10  # one call in SAMPLE_EVERY, in turn
+    clock = Clock()
+    m.clock = clock
+    return m, clock
+
+
+def test_steady_state_samples_a_small_share_alternating():
+    m, clock = kept(80e-6, 100e-6)  # a narrow winner: watched closely
+    ran = steady(m, clock, 80e-6, 100e-6, 20)
+    assert m.verdict == "kernel" and m.every == measure.SAMPLE_EVERY
+    timed = [r for r in ran if r != "untimed"]
+    assert timed == ["kernel", "eager"] * 10  # in turn
+    assert len(ran) == 20 * measure.SAMPLE_EVERY
+
+
+@pytest.mark.parametrize("kernel", [1e-6, 10e-6, 30e-6])
+def test_a_far_ahead_kernel_is_sampled_less_so_eager_samples_cost_little(kernel):
+    m, clock = kept(kernel, 100e-6)
+    ran = steady(m, clock, kernel, 100e-6, 4 * measure.WINDOW)
+    assert m.verdict == "kernel" and m.every > measure.SAMPLE_EVERY
+    # what the sampled eager calls added, against the kernel's time for all the calls
+    extra = ran.count("eager") * (100e-6 - kernel)
+    assert extra / (len(ran) * kernel) <= 1.5 * measure.SAMPLE_OVERHEAD, (m.every, len(ran))
 
 
 def test_a_kept_kernel_that_loses_in_steady_state_is_demoted_with_a_note():
-    clock = Clock()
-    m = measured([10e-6], [100e-6])
-    m.clock = clock
-    steady(m, clock, 10e-6, 100e-6, 10 * measure.SAMPLE_EVERY)
+    m, clock = kept(10e-6, 100e-6)
+    steady(m, clock, 10e-6, 100e-6, 2 * measure.WINDOW)
     assert m.verdict == "kernel"
-    ran = steady(m, clock, 250e-6, 100e-6, 100 * measure.SAMPLE_EVERY)
+    ran = steady(m, clock, 250e-6, 100e-6, 4 * measure.WINDOW)
     assert m.verdict == "eager", "the loss was not noticed"
     assert ran.count("eager") + ran.count("kernel") <= 2 * measure.WINDOW + 1
     assert m.reason.startswith("demoted: kernel 250.0 us against eager 100.0 us over ")
@@ -121,11 +137,10 @@ def test_a_kept_kernel_that_loses_in_steady_state_is_demoted_with_a_note():
 
 
 def test_one_slow_steady_sample_does_not_demote():
-    clock = Clock()
-    m = measured([10e-6], [100e-6])
-    m.clock = clock
+    m, clock = kept(10e-6, 100e-6)
     spikes: Any = iter([500e-6] + [10e-6] * 1000)
-    for _ in range(30 * measure.SAMPLE_EVERY):
-        if m.sample_now():
-            m.steady(lambda: clock.spend(next(spikes)), lambda: clock.spend(100e-6))
+    for _ in range(30):
+        while not m.sample_now():
+            pass
+        m.steady(lambda: clock.spend(next(spikes)), lambda: clock.spend(100e-6))
     assert m.verdict == "kernel"

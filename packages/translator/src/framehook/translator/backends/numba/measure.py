@@ -12,10 +12,13 @@ one ratio, not the verdict):
 * else stop at ``config.numba_measure_calls`` pairs, or once ``MAX_MEASURE_SECONDS`` were
   spent measuring, and decide on the pairs so far.
 
-Once kept, one call in ``SAMPLE_EVERY`` is timed, alternately as eager and as kernel (each
-call does run one of them: the results are the same), and a kernel whose median ratio over
-the last ``WINDOW`` sampled pairs is above ``DEMOTE_ABOVE`` is demoted to eager. Between
-samples a call costs one counter decrement.
+Once kept, one call in ``every`` is timed, alternately as eager and as kernel (each call
+does run one of them: the results are the same), and a kernel whose median ratio over the
+last ``WINDOW`` sampled pairs is above ``DEMOTE_ABOVE`` is demoted to eager. ``every`` is
+at least ``SAMPLE_EVERY`` and grows with the kernel's lead so that the sampled eager calls
+cost at most ``SAMPLE_OVERHEAD`` of the calls' time (a kernel 30x faster than eager is
+sampled one call in ~1500): a narrow winner, the one that may turn loser, is watched
+closely. Between samples a call costs one counter decrement.
 
 The clock is injectable (``Measurement(clock=...)``) so tests drive the verdicts with
 chosen timings.
@@ -35,8 +38,12 @@ CLEAR_WIN = 0.5
 MIN_PAIRS = 5
 #: time spent in measured calls (both kinds) after which the verdict is made on what is known
 MAX_MEASURE_SECONDS = 1.0
-#: in steady state one call in this many is timed (alternately eager and kernel)
+#: in steady state at least one call in this many is timed (alternately eager and kernel)
 SAMPLE_EVERY = 50
+#: the share of the kernel's time the sampled eager calls may add
+SAMPLE_OVERHEAD = 0.01
+#: the sparsest sampling, however far the kernel leads
+MAX_SAMPLE_EVERY = 100_000
 #: sampled pairs the steady-state verdict looks at
 WINDOW = 7
 #: demote when the median steady-state ratio is above this (a kept kernel had won clearly)
@@ -64,6 +71,7 @@ class Measurement:
         self.spent = 0.0
         self.verdict: Optional[str] = None if max_pairs > 0 else "kernel"
         self.reason = ""
+        self.every = SAMPLE_EVERY
         self._countdown = SAMPLE_EVERY
         self._sampled: Tuple[List[float], List[float]] = ([], [])
         self._steady_calls = 0
@@ -94,6 +102,7 @@ class Measurement:
         upper = _quantile(ratios, 0.75)
         if upper < KEEP_BELOW:
             self.verdict = "kernel"
+            self._pace(_quantile(ratios, 0.5))
         else:
             self.verdict = "eager"
             k, e = _quantile(self.kernel, 0.5), _quantile(self.eager, 0.5)
@@ -106,12 +115,20 @@ class Measurement:
 
     # -------------------------------------------------------------- steady state
 
+    def _pace(self, ratio: float) -> None:
+        """Sample so that the eager calls among the samples cost at most SAMPLE_OVERHEAD:
+        one eager call in ``2 * every`` costs ``(1 / ratio - 1) / (2 * every)`` more."""
+        lead = 1.0 / ratio - 1.0 if ratio > 0 else float("inf")
+        wanted = lead / (2 * SAMPLE_OVERHEAD)
+        self.every = int(min(MAX_SAMPLE_EVERY, max(SAMPLE_EVERY, wanted)))
+        self._countdown = min(self._countdown, self.every)
+
     def sample_now(self) -> bool:
         """Is this kept-kernel call one of the sampled ones? (a decrement between samples)"""
         self._countdown -= 1
         if self._countdown > 0:
             return False
-        self._countdown = SAMPLE_EVERY
+        self._countdown = self.every
         return True
 
     def steady(self, kernel: Callable[[], object], eager: Callable[[], object]) -> object:
@@ -122,11 +139,13 @@ class Measurement:
         result = eager() if which else kernel()
         took = self.clock() - start
         (eagers if which else kernels).append(took)
-        self._steady_calls += SAMPLE_EVERY
+        self._steady_calls += self.every
         if len(eagers) == len(kernels) >= WINDOW:  # a pair completed: judge the last WINDOW
             del kernels[:-WINDOW], eagers[:-WINDOW]
             ratios = [k / e if e > 0 else float("inf") for k, e in zip(kernels, eagers)]
-            if _quantile(ratios, 0.5) > DEMOTE_ABOVE:
+            median = _quantile(ratios, 0.5)
+            self._pace(median)
+            if median > DEMOTE_ABOVE:
                 k, e = _quantile(kernels, 0.5), _quantile(eagers, 0.5)
                 self.verdict = "eager"
                 self.reason = (
