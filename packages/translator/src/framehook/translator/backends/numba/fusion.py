@@ -318,7 +318,8 @@ def _fused_new(node: Node, between: List[Node]) -> Optional[FusedStore]:
         or node.meta.get("errstate")
         or node.impure
         or not isinstance(meta, ArrayMeta)
-        or meta.ndim < 2
+        # 1-D trees only where numba's array expressions would widen the dtype
+        or meta.ndim < (1 if meta.dtype in _NARROW else 2)
         or meta.dtype not in DTYPES
         or not _is_f8_array(node, meta.ndim, meta.dtype)
     ):

@@ -122,7 +122,7 @@ def reduce_lines(fr: FusedReduce, out: str, arg: str, names: Any, p: str, prange
         info = np.iinfo(acc_dt)
         # int64's least value is no literal numba reads: written as an expression
         start = f"{at}(-{info.max} - 1)" if kind in ("max", "argmax") else f"{at}({info.max})"
-    v, r, ri = f"{p}v", f"{p}r", f"{p}ri"
+    v, r = f"{p}v", f"{p}r"
     width = ", ".join(ext[k] for k in keep)
     lines.append(f"{r} = {empty}(({width},), {_typed(names, fr.out)})")
     arg_kind = kind in ("argmax", "argmin")
