@@ -43,6 +43,7 @@ from ...graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
 from ...graph.pysource import render_arg
 from ...graph.ir import map_arg
 from ...graph.loop import Loop, WhileLoop, is_loop
+from .fusion_masked import FusedMasked, masked, masked_lines
 from .fusion_matvec import FusedMatvec, matvec, matvec_args, matvec_lines
 from .fusion_reduce import FusedReduce, reduce_lines, reduction
 
@@ -394,8 +395,13 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
         if node.kind is NodeKind.CALL and node.target is operator.setitem:
             fs: Any = _fused(node, ops[:i])
         else:
-            fs = reduction(node)
-            if fs is not None:
+            fs = masked(node) or reduction(node)
+            if isinstance(fs, FusedMasked):
+                if any(
+                    n.impure or n.kind is NodeKind.CALL and is_loop(n.target) for n in ops[ops.index(fs.nodes[-1]) : i]
+                ):
+                    fs = None  # a write between the condition's first part and the reduction
+            elif fs is not None:
                 inner = node.args[0]
                 if inner in ops and list(inner.users) == [node] and not inner.impure:
                     fs.tree = _fused_new(inner, ops[: ops.index(inner)])
@@ -405,7 +411,10 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
                             fs.tree = None
             else:
                 fs = matvec(node) or _fused_new(node, ops[:i])
-        if isinstance(fs, FusedMatvec):
+        if isinstance(fs, FusedMasked):
+            plans[node] = fs
+            gone.update(fs.nodes)
+        elif isinstance(fs, FusedMatvec):
             plans[node] = fs
             gone.update([fs.transposed] if fs.transposed is not None else [])
         elif fs is not None:
@@ -423,6 +432,9 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
             continue
         if node.kind is NodeKind.PLACEHOLDER:
             made = new.placeholder(node.target, node.meta.get("val"))
+        elif isinstance(plans.get(node), FusedMasked):
+            made = new._add(NodeKind.CALL, plans[node], tuple(mapping[a] for a in plans[node].args), {}, node.name)
+            fused.append(plans[node])
         elif isinstance(plans.get(node), FusedMatvec):
             made = new._add(
                 NodeKind.CALL, plans[node], tuple(mapping[a] for a in matvec_args(plans[node], node)), {}, node.name
@@ -455,7 +467,7 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
         else:
             made = new._add(node.kind, node.target, m(node.args), m(node.kwargs), node.name)
         made.meta = dict(node.meta)
-        if isinstance(made.target, (FusedStore, FusedReduce, FusedMatvec)):
+        if isinstance(made.target, (FusedStore, FusedReduce, FusedMatvec, FusedMasked)):
             made.meta["impure"] = True  # its own statement: never folded into an expression
         mapping[node] = made
     return new
@@ -681,7 +693,9 @@ def expand(source: str, fused: List[Any], names: Any, parallel: bool = False) ->
             if head in line and line.rstrip().endswith(")"):
                 pad = line[: len(line) - len(line.lstrip())]
                 arg = line[line.index(head) + len(head) : line.rstrip().rindex(")")]
-                if isinstance(fs, FusedMatvec):
+                if isinstance(fs, FusedMasked):
+                    body = masked_lines(fs, line.strip().split(" = ")[0], arg, names, f"_fh{n}_")
+                elif isinstance(fs, FusedMatvec):
                     body = matvec_lines(fs, line.strip().split(" = ")[0], arg, names, f"_fh{n}_")
                 elif isinstance(fs, FusedReduce):
                     p = f"_fh{n}_"
