@@ -217,6 +217,29 @@ def test_reductions_of_3d_arrays_along_each_axis_agree(dtype):
     prop()
 
 
+def _reduce_axes(t):
+    return t.sum(axis=(0, 2)), np.max(t, axis=(1, 2), keepdims=True), t.mean(axis=(0, -2)), t.min(axis=(2, 0))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reductions_over_several_axes_agree(dtype):
+    kernel, fused = _kernel(_reduce_axes, (np.ones((2, 3, 4), dtype),))
+    assert sorted((f.kind, f.axes, f.keepdims) for f in fused) == [
+        ("max", (1, 2), True),
+        ("mean", (0, 1), False),
+        ("min", (0, 2), False),
+        ("sum", (0, 2), False),
+    ]
+
+    @PROPERTY
+    @given(data=st.data(), shape=st.tuples(*[st.integers(0, 4)] * 3), flip=st.booleans())
+    def prop(data, shape, flip):
+        t = data.draw(_array(dtype, shape))
+        _check(kernel, _reduce_axes, (t.transpose(1, 0, 2) if flip else t,), sums=True)
+
+    prop()
+
+
 def _ties(x):
     return x.argmax(axis=1), x.argmin(axis=0), x.max(axis=1), np.min(x, axis=0)
 

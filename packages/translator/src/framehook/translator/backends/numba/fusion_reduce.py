@@ -1,6 +1,6 @@
-"""Reductions along one axis of an array of two or more dimensions (``sum``, ``mean``,
-``max``, ``min``, ``argmax``, ``argmin``, with ``keepdims``), which numba cannot type with
-``axis=``, written as loop nests for ``fusion``.
+"""Reductions along one axis (or several) of an array of two or more dimensions (``sum``,
+``mean``, ``max``, ``min``, ``argmax``, ``argmin``, with ``keepdims``), which numba cannot
+type with ``axis=``, written as loop nests for ``fusion``.
 
 The loops keep numpy's meaning:
 
@@ -9,7 +9,8 @@ The loops keep numpy's meaning:
 * along an axis other than the last, numpy adds the slices one after another: so do the
   loops (one accumulator per result element, the input read in memory order), which gives
   numpy's values exactly. Along the last axis numpy adds pairwise: the loops add in order
-  (float32 in float64, then rounded), which agrees within ``numpy.allclose``;
+  (float32 in float64, then rounded), which agrees within ``numpy.allclose``; so do
+  reductions over several axes (numpy chooses its own order there);
 * ``max``/``min`` propagate NaN; ``argmax``/``argmin`` give the first extreme, or the first
   NaN, as numpy does;
 * an empty ``max``/``min``/``arg*``/``mean`` raises in the kernel (numpy raises or warns): the
@@ -19,7 +20,7 @@ The loops keep numpy's meaning:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
@@ -38,13 +39,15 @@ class FusedReduce:
     keepdims=True)``, ``x.argmax(axis=-1)``), which numba cannot type, as a loop nest."""
 
     kind: str  # sum, mean, max, min, argmax or argmin
-    axis: int  # 0 <= axis < ndim
+    axis: int  # 0 <= axis < ndim (the first of ``axes``)
     keepdims: bool
     ndim: int = 2
     dtype: np.dtype = np.dtype(np.float64)  # the input's
     out: np.dtype = np.dtype(np.float64)  # the result's (numpy's)
     #: the elementwise tree it reduces, computed element by element (no array for it)
     tree: Optional[Any] = None
+    #: every axis reduced, ascending (``sum``/``mean``/``max``/``min`` over several: ``axis=(0, 2)``)
+    axes: Tuple[int, ...] = ()
     __name__ = "fused_reduce"
 
     def __call__(self, *args: Any) -> Any:  # pragma: no cover - only ever written as source
@@ -72,8 +75,14 @@ def reduction(node: Node) -> Optional[FusedReduce]:
         return None
     axis = extra.pop("axis", None)
     keepdims = extra.pop("keepdims", False)
-    if extra or type(axis) is not int or not -src.ndim <= axis < src.ndim or type(keepdims) is not bool:
+    axes = axis if type(axis) is tuple else (axis,)
+    if extra or not axes or type(keepdims) is not bool or (len(axes) > 1 and kind.startswith("arg")):
         return None
+    if any(type(k) is not int or not -src.ndim <= k < src.ndim for k in axes):
+        return None
+    axes = tuple(sorted({k % src.ndim for k in axes}))
+    if len(axes) != len(set(axis if type(axis) is tuple else (axis,))) or len(axes) == src.ndim:
+        return None  # a repeated axis (numpy raises), or all of them (numba reduces those itself)
     meta = node.meta.get("val")
     if not isinstance(meta, ArrayMeta) or not meta.is_array or node.meta.get("errstate"):
         return None
@@ -81,7 +90,7 @@ def reduction(node: Node) -> Optional[FusedReduce]:
     probe = getattr(np, kind)(np.ones((1,) * src.ndim, src.dtype), axis=axis, keepdims=keepdims)
     if meta.dtype != probe.dtype or meta.ndim != probe.ndim:
         return None
-    return FusedReduce(kind, axis % src.ndim, keepdims, src.ndim, src.dtype, probe.dtype)
+    return FusedReduce(kind, axes[0], keepdims, src.ndim, src.dtype, probe.dtype, axes=axes)
 
 
 def _typed(names: Any, dtype: np.dtype) -> str:
@@ -92,6 +101,7 @@ def reduce_lines(fr: FusedReduce, out: str, arg: str, names: Any, p: str, prange
     """``out = arg.<kind>(axis=...)`` as loops. ``writer`` (a ``fusion._Writer`` of the
     reduced tree, or None) gives the element at the loop indices."""
     d, a = fr.ndim, fr.axis
+    axes = fr.axes or (a,)
     if writer is not None:
         _, _, ext, idx, elem = writer.prepare("")
         lines = list(writer.lines)
@@ -100,15 +110,17 @@ def reduce_lines(fr: FusedReduce, out: str, arg: str, names: Any, p: str, prange
         ext, idx = [f"{p}n{k}" for k in range(d)], [f"{p}i{k}" for k in range(d)]
         lines = [f"{x} = {arg}"] + [f"{ext[k]} = {x}.shape[{k}]" for k in range(d)]
         elem = f"{x}[{', '.join(idx)}]"
-    kind, length = fr.kind, ext[a]
+    kind = fr.kind
+    length = " * ".join(ext[k] for k in axes)
+    length = f"({length})" if len(axes) > 1 else length
     if kind != "sum":
         lines += [f"if {length} == 0:", "    raise ValueError('zero-size reduction')"]
-    keep = [k for k in range(d) if k != a]
+    keep = [k for k in range(d) if k not in axes]
     empty = names.bind(np.empty, "numpy_empty")
     # the accumulator's dtype: numpy's result's, but float32 along the last axis adds in
     # float64 (numpy's pairwise sum there is more exact than adding in order)
     acc_dt = fr.out if kind not in ("argmax", "argmin") else fr.dtype
-    if kind in ("sum", "mean") and a == d - 1 and acc_dt == np.float32:
+    if kind in ("sum", "mean") and (d - 1 in axes or len(axes) > 1) and acc_dt == np.float32:
         acc_dt = np.dtype(np.float64)
     if kind == "mean" and fr.dtype.kind == "i":
         acc_dt = np.dtype(np.float64)
@@ -148,7 +160,7 @@ def reduce_lines(fr: FusedReduce, out: str, arg: str, names: Any, p: str, prange
         return heads
 
     rix = ", ".join(idx[k] for k in keep)
-    if a == d - 1:
+    if axes == (d - 1,):
         # one accumulator per result element, the axis innermost
         s, si = f"{p}s", f"{p}si"
         lines += nest(keep, prange)
@@ -202,6 +214,6 @@ def reduce_lines(fr: FusedReduce, out: str, arg: str, names: Any, p: str, prange
         lines.append(
             f"{pad}{r}[{rix}] = {src}[{rix}] / {length}" if kind == "mean" else f"{pad}{r}[{rix}] = {src}[{rix}]"
         )
-    shape = [ext[k] if k != a else "1" for k in range(d)] if fr.keepdims else [ext[k] for k in keep]
+    shape = [ext[k] if k not in axes else "1" for k in range(d)] if fr.keepdims else [ext[k] for k in keep]
     lines.append(f"{out} = {r}.reshape(({', '.join(shape)},))")
     return lines
