@@ -43,13 +43,16 @@ from ...graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
 from ...graph.pysource import render_arg
 from ...graph.ir import map_arg
 from ...graph.loop import Loop, WhileLoop, is_loop
+from .fusion_masked import FusedMasked, masked, masked_lines
+from .fusion_matvec import FusedMatvec, matvec, matvec_args, matvec_lines
+from .fusion_reduce import FusedReduce, reduce_lines, reduction
 
-__all__ = ["FusedStore", "rewrite", "expand", "VERSION"]
+__all__ = ["FusedStore", "FusedReduce", "FusedMatvec", "rewrite", "expand", "VERSION"]
 
 #: the global a parallel loop is written with (the backend binds it to ``numba.prange``)
 PRANGE = "__fh_prange"
 #: part of the kernel cache key: a change to the loops written here never reuses a kernel
-VERSION = "fusion-1"
+VERSION = "fusion-2"
 
 _INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
 _PREFIX = {operator.neg: "-", operator.pos: "+"}
@@ -73,6 +76,15 @@ _UFUNCS = {
     np.cos,
 }
 _F8 = np.dtype(np.float64)
+#: the dtypes a tree may have (every node and read of one tree has the same)
+DTYPES = tuple(np.dtype(t) for t in (np.float64, np.float32, np.int64, np.int32))
+#: dtypes numba's arithmetic widens (int32 + int32 is int64, float32 * 2.0 is float64):
+#: every operation's result and every scalar is cast back, which is what numpy gives
+#: (integer wraparound included: the low bits of a wider sum are the narrow sum's)
+_NARROW = (np.dtype(np.float32), np.dtype(np.int32))
+#: the operations an integer tree may use (the others give floats, or numba's meaning differs)
+_INT_OPS = {operator.add, operator.sub, operator.mul, operator.neg, operator.pos, operator.pow}
+_INT_OPS |= {np.add, np.subtract, np.multiply, np.negative, np.minimum, np.maximum, np.abs, np.absolute}
 
 #: an index bound: None (the dimension's end), an int, or a graph int
 _Bound = Union[None, int, Node]
@@ -106,74 +118,36 @@ class FusedStore:
     through_temp: bool
     nodes: List[Node] = field(default_factory=list)  # the value's tree, replaced by the loops
     args: List[Node] = field(default_factory=list)
+    dtype: np.dtype = _F8  # of the value, every node and every read
     __name__ = "fused_store"
 
     def __call__(self, *args: Any) -> Any:  # pragma: no cover - only ever written as source
         raise RuntimeError("a fused store is only ever written as numba source")
 
 
-_REDUCTIONS = {"sum": "sum", "mean": "mean", "max": "max", "min": "min", "amax": "max", "amin": "min"}
-
-
-@dataclass(eq=False)
-class FusedReduce:
-    """The target of a reduction along one axis of a float64 matrix (``x.mean(axis=0)``,
-    ``np.max(x, axis=1, keepdims=True)``), which numba cannot type, as a loop nest."""
-
-    kind: str  # sum, mean, max or min
-    axis: int  # 0 or 1
-    keepdims: bool
-    #: the elementwise tree it reduces, computed element by element (no array for it)
-    tree: Optional["FusedStore"] = None
-    __name__ = "fused_reduce"
-
-    def __call__(self, *args: Any) -> Any:  # pragma: no cover - only ever written as source
-        raise RuntimeError("a fused reduction is only ever written as numba source")
-
-
-def _reduction(node: Node) -> Optional[FusedReduce]:
-    """A reduction along one axis of a float64 matrix, as ``FusedReduce``, or None."""
-    if node.kind is NodeKind.CALL_METHOD:
-        kind = _REDUCTIONS.get(node.target) if node.target in ("sum", "mean", "max", "min") else None
-    elif node.kind is NodeKind.CALL:
-        name = getattr(node.target, "__name__", None)
-        kind = _REDUCTIONS.get(name) if getattr(np, str(name), None) is node.target else None
-    else:
-        return None
-    if kind is None or not node.args or not _is_f8_array(node.args[0], 2):
-        return None
-    extra = dict(node.kwargs)
-    if len(node.args) == 2:
-        extra.setdefault("axis", node.args[1])
-    elif len(node.args) > 2:
-        return None
-    axis = extra.pop("axis", None)
-    keepdims = extra.pop("keepdims", False)
-    if extra or type(axis) is not int or axis not in (0, 1, -1, -2) or type(keepdims) is not bool:
-        return None
-    meta = node.meta.get("val")
-    if not isinstance(meta, ArrayMeta) or not meta.is_array or meta.dtype != _F8 or node.meta.get("errstate"):
-        return None
-    return FusedReduce(kind, axis % 2, keepdims)
-
-
 # ---------------------------------------------------------------- finding fusable stores
 
 
-def _is_f8_array(node: Any, ndim: int) -> bool:
+def _is_f8_array(node: Any, ndim: int, dtype: np.dtype = _F8) -> bool:
     meta = node.meta.get("val") if isinstance(node, Node) else None
-    return isinstance(meta, ArrayMeta) and meta.is_array and meta.dtype == _F8 and meta.ndim == ndim
+    return isinstance(meta, ArrayMeta) and meta.is_array and meta.dtype == dtype and meta.ndim == ndim
 
 
-def _is_scalar(arg: Any) -> bool:
-    if type(arg) in (int, float):  # written as a literal: finite, and exact as a float
-        return math.isfinite(arg) if type(arg) is float else abs(arg) < 2**53
+def _is_scalar(arg: Any, dtype: np.dtype = _F8) -> bool:
+    """A scalar operand of a tree of ``dtype`` that numpy 2 converts to ``dtype`` (a Python
+    scalar is weak) exactly as the cast the loop writes does."""
+    if type(arg) is float:  # written as a literal: finite (and in range of a float32 tree)
+        limit = float(np.finfo(dtype).max) if dtype.kind == "f" else -1.0
+        return math.isfinite(arg) and abs(arg) <= limit
+    if type(arg) is int:  # exact as a float; in range of an integer tree (numpy raises past it)
+        return abs(arg) < min(2**53, 2 ** (8 * dtype.itemsize - 1) if dtype.kind == "i" else 2**53)
     if not isinstance(arg, Node):
         return False
     meta = arg.meta.get("val")
     if isinstance(meta, ScalarMeta):
-        return meta.pytype in (int, float)
-    return isinstance(meta, ArrayMeta) and not meta.is_array and meta.dtype == _F8
+        # a run-time Python number: only where no cast can round or overflow it differently
+        return meta.pytype in (int, float) if dtype == _F8 else meta.pytype is int and dtype.itemsize == 8
+    return isinstance(meta, ArrayMeta) and not meta.is_array and meta.dtype == dtype
 
 
 def _int_bound(arg: Any) -> bool:
@@ -205,23 +179,24 @@ def _region(index: Any, ndim: int) -> Optional[Tuple[List[_Bound], List[_Bound]]
 class _Finder:
     """Builds the expression tree of one store's value, collecting its reads and nodes."""
 
-    def __init__(self, ndim: int) -> None:
+    def __init__(self, ndim: int, dtype: np.dtype = _F8) -> None:
         self.ndim = ndim
+        self.dtype = dtype
         self.reads: List[_Read] = []
         self.nodes: List[Node] = []  # the tree's nodes (removed from the graph)
 
     def tree(self, arg: Any, user: Node, shape: Tuple[Any, ...]) -> Any:
-        if _is_scalar(arg):
+        if _is_scalar(arg, self.dtype):
             return ("scalar", arg)
-        if not _is_f8_array(arg, self.ndim):
+        if not _is_f8_array(arg, self.ndim, self.dtype):
             meta = arg.meta.get("val") if isinstance(arg, Node) else None
-            if isinstance(meta, ArrayMeta) and 0 < meta.ndim < self.ndim and _is_f8_array(arg, meta.ndim):
+            if isinstance(meta, ArrayMeta) and 0 < meta.ndim < self.ndim and _is_f8_array(arg, meta.ndim, self.dtype):
                 return self._read(arg, [None] * meta.ndim, [None] * meta.ndim, arg, shape)
             return None
         whole = [None] * self.ndim
         if self._private(arg, user):
             target, args = arg.target, arg.args
-            if target is operator.getitem and len(args) == 2 and _is_f8_array(args[0], self.ndim):
+            if target is operator.getitem and len(args) == 2 and _is_f8_array(args[0], self.ndim, self.dtype):
                 region = _region(args[1], self.ndim)
                 if region is not None:
                     self.nodes.append(arg)
@@ -251,6 +226,12 @@ class _Finder:
 
     def _op(self, node: Node) -> Any:
         target, n = node.target, len(node.args)
+        if self.dtype.kind == "i":
+            try:
+                if target not in _INT_OPS:
+                    return None
+            except TypeError:
+                return None
         if target in _INFIX and n == 2 or target in _PREFIX and n == 1:
             return target
         if target is operator.pow and n == 2 and type(node.args[1]) is int and 0 <= node.args[1] <= 4:
@@ -307,14 +288,14 @@ def _fused(store: Node, between: List[Node]) -> Optional[FusedStore]:
         return None
     dst, index, value = store.args
     meta = dst.meta.get("val") if isinstance(dst, Node) else None
-    if not isinstance(meta, ArrayMeta) or not meta.is_array or meta.dtype != _F8 or not meta.ndim:
+    if not isinstance(meta, ArrayMeta) or not meta.is_array or meta.dtype not in DTYPES or not meta.ndim:
         return None
     ndim = meta.ndim
     region = _region(index, ndim)
     vmeta = value.meta.get("val") if isinstance(value, Node) else None
-    if region is None or not _is_f8_array(value, ndim):
+    if region is None or not _is_f8_array(value, ndim, meta.dtype):
         return None
-    finder = _Finder(ndim)
+    finder = _Finder(ndim, meta.dtype)
     expr = finder.tree(value, store, tuple(vmeta.shape))
     if expr is None or not finder.nodes or expr[0] != "op":
         return None
@@ -323,7 +304,7 @@ def _fused(store: Node, between: List[Node]) -> Optional[FusedStore]:
     if any(n.impure or n.kind is NodeKind.CALL and is_loop(n.target) for n in between[first:]):
         return None
     temp = any(r.base is dst and _behind(r, *region) for r in finder.reads)
-    fs = FusedStore(dst, region[0], region[1], expr, finder.reads, temp, finder.nodes)
+    fs = FusedStore(dst, region[0], region[1], expr, finder.reads, temp, finder.nodes, dtype=meta.dtype)
     fs.__name__ = f"fused_store_{store.name}"
     return fs
 
@@ -338,11 +319,13 @@ def _fused_new(node: Node, between: List[Node]) -> Optional[FusedStore]:
         or node.meta.get("errstate")
         or node.impure
         or not isinstance(meta, ArrayMeta)
-        or meta.ndim < 2
-        or not _is_f8_array(node, meta.ndim)
+        # 1-D trees only where numba's array expressions would widen the dtype
+        or meta.ndim < (1 if meta.dtype in _NARROW else 2)
+        or meta.dtype not in DTYPES
+        or not _is_f8_array(node, meta.ndim, meta.dtype)
     ):
         return None
-    finder = _Finder(meta.ndim)
+    finder = _Finder(meta.ndim, meta.dtype)
     op = finder._op(node)
     if op is None:
         return None
@@ -359,6 +342,7 @@ def _fused_new(node: Node, between: List[Node]) -> Optional[FusedStore]:
         if any(n.impure or n.kind is NodeKind.CALL and is_loop(n.target) for n in between[first:]):
             return None
     fs = FusedStore(None, [None] * meta.ndim, [None] * meta.ndim, ("op", op, tuple(parts)), finder.reads, False)
+    fs.dtype = meta.dtype
     fs.nodes = finder.nodes
     fs.__name__ = f"fused_{node.name}"
     return fs
@@ -411,8 +395,13 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
         if node.kind is NodeKind.CALL and node.target is operator.setitem:
             fs: Any = _fused(node, ops[:i])
         else:
-            fs = _reduction(node)
-            if fs is not None:
+            fs = masked(node) or reduction(node)
+            if isinstance(fs, FusedMasked):
+                if any(
+                    n.impure or n.kind is NodeKind.CALL and is_loop(n.target) for n in ops[ops.index(fs.nodes[-1]) : i]
+                ):
+                    fs = None  # a write between the condition's first part and the reduction
+            elif fs is not None:
                 inner = node.args[0]
                 if inner in ops and list(inner.users) == [node] and not inner.impure:
                     fs.tree = _fused_new(inner, ops[: ops.index(inner)])
@@ -421,8 +410,14 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
                         if any(n.impure for n in ops[ops.index(inner) : i]):
                             fs.tree = None
             else:
-                fs = _fused_new(node, ops[:i])
-        if fs is not None:
+                fs = matvec(node) or _fused_new(node, ops[:i])
+        if isinstance(fs, FusedMasked):
+            plans[node] = fs
+            gone.update(fs.nodes)
+        elif isinstance(fs, FusedMatvec):
+            plans[node] = fs
+            gone.update([fs.transposed] if fs.transposed is not None else [])
+        elif fs is not None:
             plans[node] = fs
             gone.update(fs.nodes if isinstance(fs, FusedStore) else fs.tree.nodes if fs.tree else ())
     new = Graph(graph.name, names_from=parent)
@@ -437,6 +432,14 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
             continue
         if node.kind is NodeKind.PLACEHOLDER:
             made = new.placeholder(node.target, node.meta.get("val"))
+        elif isinstance(plans.get(node), FusedMasked):
+            made = new._add(NodeKind.CALL, plans[node], tuple(mapping[a] for a in plans[node].args), {}, node.name)
+            fused.append(plans[node])
+        elif isinstance(plans.get(node), FusedMatvec):
+            made = new._add(
+                NodeKind.CALL, plans[node], tuple(mapping[a] for a in matvec_args(plans[node], node)), {}, node.name
+            )
+            fused.append(plans[node])
         elif isinstance(plans.get(node), FusedReduce):
             fr = plans[node]
             args = [node.args[0]] if fr.tree is None else _fused_args(fr.tree)
@@ -464,7 +467,7 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
         else:
             made = new._add(node.kind, node.target, m(node.args), m(node.kwargs), node.name)
         made.meta = dict(node.meta)
-        if isinstance(made.target, (FusedStore, FusedReduce)):
+        if isinstance(made.target, (FusedStore, FusedReduce, FusedMatvec, FusedMasked)):
             made.meta["impure"] = True  # its own statement: never folded into an expression
         mapping[node] = made
     return new
@@ -562,12 +565,13 @@ class _Writer:
         ndim = len(fs.starts)
         dst, wlo, wext, idx, value = self.prepare(out)
         empty = self.names.bind(np.empty, "numpy_empty")
+        dt = self.names.bind(fs.dtype.type, f"numpy_{fs.dtype.name}")
         if fs.dst is None:
-            self.lines.append(f"{dst} = {empty}(({', '.join(wext)},))")
+            self.lines.append(f"{dst} = {empty}(({', '.join(wext)},), {dt})")
             self._nest(idx, wlo, wext, f"{dst}[{', '.join(idx)}] = {value}", self.parallel)
         elif fs.through_temp:
             tmp = self.fresh()
-            self.lines.append(f"{tmp} = {empty}(({', '.join(wext)},))")
+            self.lines.append(f"{tmp} = {empty}(({', '.join(wext)},), {dt})")
             rel = ", ".join(idx[k] if wlo[k] == "0" else f"{idx[k]} - {wlo[k]}" for k in range(ndim))
             self._nest(idx, wlo, wext, f"{tmp}[{rel}] = {value}", self.parallel)
             self._nest(idx, wlo, wext, f"{dst}[{', '.join(idx)}] = {tmp}[{rel}]", self.parallel)
@@ -647,20 +651,26 @@ class _Writer:
         self.lines.append(pad + body)
 
     def expr(self, e: Any, reads: List[str]) -> str:
+        dtype = self.fs.dtype
+        cast = self.names.bind(dtype.type, f"numpy_{dtype.name}") if dtype in _NARROW else ""
         if e[0] == "read":
             return reads[e[1]]
         if e[0] == "scalar":
-            return self.text(e[1])
+            return f"{cast}({self.text(e[1])})" if cast else self.text(e[1])
         _, op, parts = e
         texts = [self.expr(p, reads) for p in parts]
+        if op is operator.pow:  # the exponent stays an int literal (numba's fast integer power)
+            texts[1] = repr(parts[1][1])
         if op in _INFIX:
-            return f"({texts[0]} {_INFIX[op]} {texts[1]})"
-        if op in _PREFIX:
-            return f"({_PREFIX[op]}{texts[0]})"
-        if op is operator.pow:
-            return f"({texts[0]} ** {texts[1]})"
-        name = self.names.bind(op, f"numpy_{op.__name__}")
-        return f"{name}({', '.join(texts)})"
+            text = f"({texts[0]} {_INFIX[op]} {texts[1]})"
+        elif op in _PREFIX:
+            text = f"({_PREFIX[op]}{texts[0]})"
+        elif op is operator.pow:
+            text = f"({texts[0]} ** {texts[1]})"
+        else:
+            name = self.names.bind(op, f"numpy_{op.__name__}")
+            text = f"{name}({', '.join(texts)})"
+        return f"{cast}({text})" if cast else text
 
 
 def _literal(text: str) -> Optional[int]:
@@ -668,56 +678,6 @@ def _literal(text: str) -> Optional[int]:
         return int(text)
     except ValueError:
         return None
-
-
-def _reduce_lines(fr: FusedReduce, out: str, arg: str, names: Any, p: str, parallel: bool) -> List[str]:
-    """``out = arg.<kind>(axis=...)`` as loops: along rows one accumulator per row, down
-    columns one row of accumulators updated row by row (the order numpy adds them in).
-    Over an elementwise tree each element is computed where it is added."""
-    if fr.tree is not None:
-        writer = _Writer(fr.tree, names, p, parallel)
-        _, _, (n0, n1), (ri, ci), elem = writer.prepare("")
-        lines = writer.lines
-    else:
-        x, n0, n1, ri, ci = f"{p}x", f"{p}n0", f"{p}n1", f"{p}i0", f"{p}i1"
-        lines = [f"{x} = {arg}", f"{n0} = {x}.shape[0]", f"{n1} = {x}.shape[1]"]
-        elem = f"{x}[{ri}, {ci}]"
-    length, width = (n0, n1) if fr.axis == 0 else (n1, n0)
-    if fr.kind in ("max", "min", "mean"):
-        # numpy raises on an empty max/min and warns on an empty mean: the eager code does that
-        lines += [f"if {length} == 0:", "    raise ValueError('zero-size reduction')"]
-    shape = (f"1, {n1}" if fr.axis == 0 else f"{n0}, 1") if fr.keepdims else f"{width},"
-    empty = names.bind(np.empty, "numpy_empty")
-    acc, v, j = f"{p}r", f"{p}v", f"{p}j"
-    start = {"max": "-numpy_inf", "min": "numpy_inf"}.get(fr.kind, "0.0")
-    start = start.replace("numpy_inf", names.bind(np.inf, "numpy_inf")) if fr.kind in ("max", "min") else start
-    if fr.kind in ("max", "min"):
-        pick = names.bind(np.maximum if fr.kind == "max" else np.minimum, f"numpy_{fr.kind}imum")
-        step = f"{pick}({{0}}, {v})"
-    else:
-        step = f"{{0}} + {v}"
-    lines += [f"{acc} = {empty}({width})", f"for {j} in range({width}):", f"    {acc}[{j}] = {start}"]
-    if fr.axis == 0:
-        lines += [
-            f"for {ri} in range({n0}):",
-            f"    for {ci} in range({n1}):",
-            f"        {v} = {elem}",
-            f"        {acc}[{ci}] = {step.format(f'{acc}[{ci}]')}",
-        ]
-    else:
-        s = f"{p}s"
-        lines += [
-            f"for {ri} in {PRANGE if parallel else 'range'}({n0}):",
-            f"    {s} = {acc}[{ri}]",
-            f"    for {ci} in range({n1}):",
-            f"        {v} = {elem}",
-            f"        {s} = {step.format(s)}",
-            f"    {acc}[{ri}] = {s}",
-        ]
-    if fr.kind == "mean":
-        lines += [f"for {j} in range({width}):", f"    {acc}[{j}] = {acc}[{j}] / {length}"]
-    lines.append(f"{out} = {acc}.reshape(({shape}))")
-    return lines
 
 
 def expand(source: str, fused: List[Any], names: Any, parallel: bool = False) -> str:
@@ -732,9 +692,16 @@ def expand(source: str, fused: List[Any], names: Any, parallel: bool = False) ->
         for i, line in enumerate(lines):
             if head in line and line.rstrip().endswith(")"):
                 pad = line[: len(line) - len(line.lstrip())]
-                if isinstance(fs, FusedReduce):
-                    arg = line[line.index(head) + len(head) : line.rstrip().rindex(")")]
-                    body = _reduce_lines(fs, line.strip().split(" = ")[0], arg, names, f"_fh{n}_", parallel)
+                arg = line[line.index(head) + len(head) : line.rstrip().rindex(")")]
+                if isinstance(fs, FusedMasked):
+                    body = masked_lines(fs, line.strip().split(" = ")[0], arg, names, f"_fh{n}_")
+                elif isinstance(fs, FusedMatvec):
+                    body = matvec_lines(fs, line.strip().split(" = ")[0], arg, names, f"_fh{n}_")
+                elif isinstance(fs, FusedReduce):
+                    p = f"_fh{n}_"
+                    writer = None if fs.tree is None else _Writer(fs.tree, names, p, parallel)
+                    loop = PRANGE if parallel else "range"
+                    body = reduce_lines(fs, line.strip().split(" = ")[0], arg, names, p, loop, writer)
                 else:
                     body = _Writer(fs, names, f"_fh{n}_", parallel).write(line.strip().split(" = ")[0])
                 lines[i] = "\n".join(pad + b for b in body)

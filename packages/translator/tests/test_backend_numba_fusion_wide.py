@@ -1,0 +1,360 @@
+"""The numba backend's wider loop lowering (``fusion``, ``fusion_reduce``, ``fusion_matvec``):
+float32, int64 and int32 trees and stores, reductions along any axis of 3-D arrays and
+``argmax``/``argmin``, mixed-rank broadcasting and matrix-vector products give numpy's
+values, dtypes and shapes.
+
+Each property test lowers one captured graph, checks it was lowered to loops (not left to
+numba's array expressions), compiles the kernel once per dtype and layout, and runs it on
+hypothesis-drawn arrays (empty, one element, negative, NaN, transposed). A kernel that
+raises is fine only where numpy raises or warns: the backend then redoes the call eagerly.
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+import warnings
+from typing import Any, Callable, Dict, List, Tuple
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+numba = pytest.importorskip("numba", reason="numba is not installed for this interpreter")
+from framehook.translator.backends import numba as bnb  # noqa: E402
+from framehook.translator.backends.numba import fusion  # noqa: E402
+from framehook.translator.graph import NodeKind  # noqa: E402
+from test_backend_numba import assert_as_plain, captured_graph, numba_cache  # noqa: E402,F401 - the cache fixture
+
+DTYPES = [np.float64, np.float32, np.int64, np.int32]
+PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def _kernel(fn: Callable[..., Any], args: Tuple[Any, ...]) -> Tuple[Any, List[Any]]:
+    """The numba kernel ``lower`` writes for ``fn``'s graph, and what ``fusion`` lowered."""
+    graph = captured_graph(fn, *args)
+    fused = fusion.rewrite(graph)[1]
+    lowered = bnb.lower(graph, args)
+    assert lowered.reason is None, lowered.reason
+    scope: Dict[str, Any] = dict(lowered.scope)
+    exec(compile(lowered.source, "<fused>", "exec"), scope)  # noqa: S102 - the generated kernel
+    kernel = numba.njit(boundscheck=True)(scope["forward"])
+    # the graph takes its inputs in the order it first reads them
+    params = list(inspect.signature(fn).parameters)
+    order = [params.index(n.target) for n in graph.nodes if n.kind is NodeKind.PLACEHOLDER]
+    return (lambda *args: kernel(*[args[k] for k in order])), fused
+
+
+def _elements(dtype: Any) -> st.SearchStrategy:
+    if np.dtype(dtype).kind == "i":
+        info = np.iinfo(dtype)  # the whole range: overflow wraps as numpy's does
+        return st.integers(int(info.min), int(info.max))
+    return st.floats(-1e3, 1e3, width=np.dtype(dtype).itemsize * 8) | st.just(float("nan"))
+
+
+def _array(dtype: Any, shape: Tuple[int, ...]) -> st.SearchStrategy:
+    return hnp.arrays(dtype, shape, elements=_elements(dtype))
+
+
+def _plain(fn: Callable[..., Any], args: Tuple[Any, ...]) -> Tuple[str, Any]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            return "ok", fn(*args)
+        except (ArithmeticError, ValueError, IndexError, RuntimeWarning) as e:
+            return "raise", e
+
+
+def _agree(got: Any, want: Any, sums: bool) -> None:
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        # a scalar result: numba gives a Python float where numpy gives a float64 scalar
+        g, w = (np.asarray(g), np.asarray(w)) if np.ndim(w) == 0 and not isinstance(w, np.ndarray) else (g, w)
+        assert isinstance(g, np.ndarray) and g.dtype == w.dtype and g.shape == w.shape, (g, w)
+        if w.dtype.kind == "i" or not sums:
+            # integers wrap identically; elementwise floats, max/min, arg* are exact up to
+            # the last bit of a libm call
+            tol = 0.0 if w.dtype.kind == "i" else 4 * np.finfo(w.dtype).eps
+            np.testing.assert_allclose(g, w, rtol=tol, atol=0, equal_nan=True)
+        else:  # sums added in another order: within the rounding of the terms' magnitudes
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-2, equal_nan=True)
+
+
+def _check(kernel: Any, fn: Callable[..., Any], args: Tuple[Any, ...], sums: bool = False) -> None:
+    status, want = _plain(fn, args)
+    before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    try:
+        got = kernel(*args)
+    except (ValueError, ZeroDivisionError):
+        assert status == "raise", f"the kernel raised where numpy gives {want!r}"
+        return
+    if status == "raise":  # numpy only warned (e.g. an overflow): the values still agree
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = fn(*[b.copy() if isinstance(b, np.ndarray) else b for b in before])
+    _agree(got, want, sums)
+
+
+# ---------------------------------------------------------------- elementwise trees, stores
+
+
+def _tree(a, b):
+    return (a * 3 + b) * (a - b) - np.maximum(a, -b)
+
+
+def _ftree(a, b):
+    return np.sqrt(np.abs(a) + 1.0) * 0.5 + np.exp(b / 1000.0) - a**2
+
+
+def _store(a, b):
+    b[1:-1, 1:] = a[1:-1, :-1] * 2 + a[:-2, 1:] - b[1:-1, 1:]
+    return b
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_trees_and_stores_of_every_dtype_are_loops_and_agree(dtype):
+    ex = (np.ones((3, 4), dtype), np.ones((3, 4), dtype))
+    tree, fused = _kernel(_tree, ex)
+    assert [type(f) for f in fused] == [fusion.FusedStore] and fused[0].dtype == np.dtype(dtype)
+    store, fused = _kernel(_store, ex)
+    assert [type(f) for f in fused] == [fusion.FusedStore] and fused[0].dst is not None
+    shapes = st.tuples(st.integers(0, 5), st.integers(0, 5))
+
+    @PROPERTY
+    @given(data=st.data(), shape=shapes, flip=st.booleans())
+    def prop(data, shape, flip):
+        a, b = (data.draw(_array(dtype, shape)) for _ in range(2))
+        if flip:  # transposed (non-contiguous) inputs
+            a, b = np.ascontiguousarray(a.T).T, np.ascontiguousarray(b.T).T
+        _check(tree, _tree, (a, b))
+        _check(store, _store, (a, b.copy()))
+
+    prop()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_math_keeps_the_float_dtype(dtype):
+    ex = (np.ones((3, 4), dtype), np.ones((3, 4), dtype))
+    kernel, fused = _kernel(_ftree, ex)
+    assert len(fused) == 1 and fused[0].dtype == np.dtype(dtype)
+
+    @PROPERTY
+    @given(data=st.data(), shape=st.tuples(st.integers(0, 4), st.integers(1, 5)))
+    def prop(data, shape):
+        _check(kernel, _ftree, (data.draw(_array(dtype, shape)), data.draw(_array(dtype, shape))))
+
+    prop()
+
+
+def _pairs(x, y, m, v):
+    d = np.sqrt((x[:, None] - y[None, :]) ** 2 + 1.0)
+    return d, m - v, m * x[:, None]
+
+
+def test_mixed_ranks_broadcast_as_numpy():
+    rng = np.random.default_rng(5)
+    ex = (rng.random(3), rng.random(4), rng.random((3, 4)), rng.random(4))
+    kernel, fused = _kernel(_pairs, ex)
+    assert len(fused) == 3 and all(isinstance(f, fusion.FusedStore) for f in fused)
+
+    @PROPERTY
+    @given(data=st.data(), n=st.integers(0, 5), m=st.integers(0, 5), bad=st.booleans())
+    def prop(data, n, m, bad):
+        f = np.float64
+        x, y = data.draw(_array(f, (n,))), data.draw(_array(f, (m,)))
+        mat, v = data.draw(_array(f, (n, m))), data.draw(_array(f, (m + (bad and m > 1),)))
+        _check(kernel, _pairs, (x, y, mat, v))
+
+    prop()
+
+
+# ---------------------------------------------------------------- reductions
+
+
+def _reduce3(t):
+    return (
+        t.sum(axis=0),
+        t.sum(axis=1, keepdims=True),
+        np.max(t, axis=1),
+        np.min(t, axis=2),
+        t.mean(axis=-1),
+        t.argmax(axis=1),
+        np.argmin(t, axis=2),
+        np.argmax(t, axis=0),
+    )
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reductions_of_3d_arrays_along_each_axis_agree(dtype):
+    kernel, fused = _kernel(_reduce3, (np.ones((2, 3, 4), dtype),))
+    kinds = sorted((f.kind, f.axis, f.keepdims, f.out.name) for f in fused)
+    s = np.sum(np.ones(1, dtype)).dtype.name  # int32 sums to int64
+    mean = "float32" if dtype is np.float32 else "float64"
+    d = np.dtype(dtype).name
+    assert kinds == sorted(
+        [
+            ("sum", 0, False, s),
+            ("sum", 1, True, s),
+            ("max", 1, False, d),
+            ("min", 2, False, d),
+            ("mean", 2, False, mean),
+            ("argmax", 1, False, "int64"),
+            ("argmin", 2, False, "int64"),
+            ("argmax", 0, False, "int64"),
+        ]
+    )
+
+    @PROPERTY
+    @given(data=st.data(), shape=st.tuples(*[st.integers(0, 4)] * 3), flip=st.booleans())
+    def prop(data, shape, flip):
+        t = data.draw(_array(dtype, shape))
+        _check(kernel, _reduce3, (t.transpose(2, 1, 0) if flip else t,), sums=True)
+
+    prop()
+
+
+def _reduce_axes(t):
+    return t.sum(axis=(0, 2)), np.max(t, axis=(1, 2), keepdims=True), t.mean(axis=(0, -2)), t.min(axis=(2, 0))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reductions_over_several_axes_agree(dtype):
+    kernel, fused = _kernel(_reduce_axes, (np.ones((2, 3, 4), dtype),))
+    assert sorted((f.kind, f.axes, f.keepdims) for f in fused) == [
+        ("max", (1, 2), True),
+        ("mean", (0, 1), False),
+        ("min", (0, 2), False),
+        ("sum", (0, 2), False),
+    ]
+
+    @PROPERTY
+    @given(data=st.data(), shape=st.tuples(*[st.integers(0, 4)] * 3), flip=st.booleans())
+    def prop(data, shape, flip):
+        t = data.draw(_array(dtype, shape))
+        _check(kernel, _reduce_axes, (t.transpose(1, 0, 2) if flip else t,), sums=True)
+
+    prop()
+
+
+def _ties(x):
+    return x.argmax(axis=1), x.argmin(axis=0), x.max(axis=1), np.min(x, axis=0)
+
+
+def test_arg_reductions_pick_the_first_extreme_and_the_first_nan():
+    kernel, _ = _kernel(_ties, (np.ones((2, 3)),))
+    x = np.array([[1.0, 3.0, 3.0, -np.inf], [np.nan, 2.0, np.nan, 9.0], [-np.inf] * 4, [0.0, -0.0, 5.0, np.nan]])
+    for v in (x, x.T, x[::-1], x[:, :1]):
+        _check(kernel, _ties, (v,))
+
+
+def _softmax_rows(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True), ((x - 1.0) ** 2).sum(axis=0)
+
+
+def test_reductions_through_the_backend_compile_and_agree_on_edge_cases():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    nan = x.copy()
+    nan[1, 2] = np.nan
+    notes = assert_as_plain(_softmax_rows, (x,), (nan,), (x[:, :1],), (x.T,), (np.ones((0, 3), np.float32),))
+    assert "compiled" in [n.status for n in notes], [str(n) for n in notes]
+
+
+# ---------------------------------------------------------------- matrix-vector products
+
+
+def _products(a, x, y):
+    return (a @ x) * 3 + (a @ x), y @ a, a.T @ y
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matrix_vector_products_are_loops_and_agree(dtype):
+    ex = (np.ones((3, 4), dtype), np.ones(4, dtype), np.ones(3, dtype))
+    fn = _products
+    kernel, fused = _kernel(fn, ex)
+    mvs = [f for f in fused if isinstance(f, fusion.FusedMatvec)]
+    assert sorted((f.rows, f.transposed is not None) for f in mvs) == [
+        (False, False),
+        (False, True),
+        (True, False),
+        (True, False),
+    ], mvs
+
+    @PROPERTY
+    @given(data=st.data(), n=st.integers(0, 6), m=st.integers(0, 9), bad=st.booleans(), flip=st.booleans())
+    def prop(data, n, m, bad, flip):
+        a = data.draw(_array(dtype, (m, n)) if flip else _array(dtype, (n, m)))
+        a = a.T if flip else a
+        x = data.draw(_array(dtype, (m + (bad and m > 0),)))
+        y = data.draw(_array(dtype, (n,)))
+        if np.dtype(dtype).kind == "f":  # NaN or not, BLAS order: no NaN for a clean allclose
+            a, x, y = (np.nan_to_num(v) for v in (a, x, y))
+        _check(kernel, fn, (a, x, y), sums=True)
+
+    prop()
+
+
+def _gesummv(alpha, beta, a, b, x):
+    return alpha * (a @ x) + beta * (b @ x)
+
+
+def test_a_gesummv_graph_compiles_without_scipy_and_agrees():
+    rng = np.random.default_rng(4)
+    a, b, x = rng.random((6, 5)), rng.random((6, 5)), rng.random(5)
+    graph = captured_graph(_gesummv, 1.5, 1.2, a, b, x)
+    assert not [n for n in graph.nodes if n.target is operator.matmul and n in fusion.rewrite(graph)[0].nodes]
+    assert "@" not in bnb.lower(graph, (1.5, 1.2, a, b, x)).source
+    notes = assert_as_plain(
+        _gesummv, (1.5, 1.2, a, b, x), (0.5, -2.0, a[:, :3], b[:, :3], x[:3]), (1.0, 1.0, a, b, x[:4])
+    )
+    assert "compiled" in [n.status for n in notes], [str(n) for n in notes]
+
+
+# ---------------------------------------------------------------- masked reductions
+
+
+def _binned(r, v, lo, hi):
+    return (
+        v[(r >= lo) & (r < hi)].mean(),
+        np.sum(v[np.logical_or(r < lo, r > 2.5)]),
+        v[r != lo].max(),
+        v[(v <= hi) & (r > 0)].min(),
+    )
+
+
+def test_masked_reductions_are_one_loop_and_agree():
+    ex = (np.ones(4), np.ones(4), 0.5, 1.5)
+    kernel, fused = _kernel(_binned, ex)
+    assert sorted(f.kind for f in fused if isinstance(f, fusion.FusedMasked)) == ["max", "mean", "min", "sum"]
+    # values on and around the bounds (the graph holds lo and hi as traced), NaN, infinities
+    near = st.sampled_from([-np.inf, -1.0, 0.0, 0.5, 1.0, 1.5, 2.5, 3.0, np.inf, np.nan]) | _elements(np.float64)
+
+    @PROPERTY
+    @given(data=st.data(), n=st.sampled_from([0, 1, 2, 7, 30]), bad=st.booleans())
+    def prop(data, n, bad):
+        r = data.draw(hnp.arrays(np.float64, n, elements=near))
+        v = data.draw(hnp.arrays(np.float64, n + bad, elements=near))
+        _check(kernel, _binned, (r, v, 0.5, 1.5), sums=True)
+
+    prop()
+
+
+def _radial(x, y, v, nbins):
+    r = np.sqrt(x**2 + y**2)
+    rmax = r.max()
+    out = np.zeros(nbins)
+    for i in range(nbins):
+        out[i] = v[(r >= rmax * i / nbins) & (r < rmax * (i + 1) / nbins)].mean()
+    return out
+
+
+def test_radial_binning_compiles_and_agrees_with_empty_bins():
+    rng = np.random.default_rng(7)
+    x, y, v = rng.random(50), rng.random(50), rng.random(50)
+    notes = assert_as_plain(_radial, (x, y, v, 4), (x[:3], y[:3], v[:3], 5))
+    assert "compiled" in [n.status for n in notes], [str(n) for n in notes]
