@@ -1,10 +1,10 @@
 """NPBench-class kernels for bench_numba.py, each written twice: as a user writes it with
 numpy (what the numba backend captures and compiles) and by hand with explicit loops for
-``numba.njit`` (the ceiling). ``kernels()`` returns a ``Kernel`` per kernel: name, numpy
+``numba.njit`` (the ceiling). ``corpus()`` returns a ``Kernel`` per kernel: name, numpy
 function, hand-written function, arguments, category (one of ``CATEGORIES``: stencils,
 linear algebra, solvers, neural-network layers, reductions, image and signal kernels, n-body,
 binning, escape-time loops, elementwise, broadcasting of mixed ranks) and ``unseen``. The
-sizes make plain numpy take roughly 1-30 ms a call; ``kernels(small=True)`` gives tiny
+sizes make plain numpy take roughly 1-30 ms a call; ``corpus(small=True)`` gives tiny
 inputs for tests. Dtypes: float64 mostly, float32 (``*_f32``, ``mvt_f32``), int32
 (``int_mod_sums``, ``life_step_i32``, ``julia_count_i32``'s counts) and int64
 (``collatz_steps``, ``mandel_escape``'s counts).
@@ -613,7 +613,7 @@ class Kernel(NamedTuple):
     unseen: bool
 
 
-def kernels(small: bool = False) -> List[Kernel]:
+def corpus(small: bool = False) -> List[Kernel]:
     """Every kernel with fresh arguments (``small``: tiny ones, for tests)."""
     rng = np.random.default_rng(0)
     out = []
@@ -626,3 +626,9 @@ def kernels(small: bool = False) -> List[Kernel]:
             space = globals() if mod is None else vars(mod)
             out.append(Kernel(name, space[name], space[name + "_hand"], make(), category, unseen))
     return out
+
+
+def kernels(small: bool = False) -> list:
+    """(name, numpy function, hand-written function, arguments) for every kernel, as before
+    the categories (bench_versus.py reads these)."""
+    return [(k.name, k.fn, k.hand, k.args) for k in corpus(small)]

@@ -33,7 +33,7 @@ def _corpus():
 
 
 CORPUS = _corpus()
-SMALL = CORPUS.kernels(small=True)
+SMALL = CORPUS.corpus(small=True)
 
 
 def _agree(a, b):
