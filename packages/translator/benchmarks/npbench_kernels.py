@@ -13,8 +13,11 @@ The kernels live in three modules: this one (the first 23), kernels_linalg_nn.py
 kernels_signal_misc.py.
 
 Held-out split: the 15 kernels marked ``unseen=True`` are the "kernels it was not tuned on"
-set. Whoever tunes the backend's fusion and lowering must not look at them nor tune on their
-figures; bench_numba.py reports them separately (``--split unseen``).
+set (argminmax, azimuthal_bincount, back_subst, batch_norm_f32, bias_scale_3d, bicg_like,
+downsample2x, fir_f32, gemver_like, jacobi_solve, julia_count_i32, life_step_i32, maxpool2d,
+pairwise_dist, sobel_edges). Whoever tunes the backend's fusion and lowering does not look at
+them nor tune on their figures (``--split tuned`` leaves them out); bench_numba.py reports
+them separately (``--split unseen``).
 
 Written for this benchmark (no code taken from NPBench or elsewhere); the hand-written
 versions are compiled with ``numba.njit`` by bench_numba.py and are never part of the product.
