@@ -2,7 +2,7 @@
 numba loops, side by side in one run.
 
     python packages/translator/benchmarks/bench_numba.py [--repeat N] [--first N] [--skip-corpus]
-        [--backends eager numexpr numba hand] [--only KERNEL ...] [--category CAT ...]
+        [--skip-kernels] [--backends eager numexpr numba hand] [--only KERNEL ...] [--category CAT ...]
         [--split {all,tuned,unseen}] [--first-only KERNEL ...] [--json OUT] [--parallel] [--no-fuse]
 
 Prints markdown tables:
@@ -33,6 +33,7 @@ figures go to BENCHMARKS.md; ``--json OUT`` writes them machine-readable.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import math
@@ -323,12 +324,13 @@ def corpus_table(repeat, backends):
         )
         if kwargs:
             continue
-        try:
-            fn(*copy.deepcopy(args))
-        except Exception as e:  # a case that raises by design: its outcome is the test's business
-            status[f"raises ({type(e).__name__})"] += 1
-            continue
-        res = measure(fn, None, args, backends, repeat, notes)
+        with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):  # cases that print
+            try:
+                fn(*copy.deepcopy(args))
+            except Exception as e:  # a case that raises by design: its outcome is the test's business
+                status[f"raises ({type(e).__name__})"] += 1
+                continue
+            res = measure(fn, None, args, backends, repeat, notes)
         if "numba" in res:
             status[res["numba"]["notes"].split(";")[0].split(":")[0]] += 1
         failed += [f"{fn.__name__} ({b})" for b, r in res.items() if not r["ok"]]
@@ -470,6 +472,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--first", type=int, default=1, help="fresh-process runs for the first-call table (0: skip)")
     ap.add_argument("--skip-corpus", action="store_true", help="without the test corpus table")
+    ap.add_argument("--skip-kernels", action="store_true", help="without the kernel table")
     ap.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS))
     ap.add_argument("--only", nargs="*", help="kernels to run (default: all)")
     ap.add_argument("--category", nargs="*", choices=npbench_kernels.CATEGORIES, help="kernel categories to run")
@@ -509,7 +512,8 @@ def main():
     if not opts.skip_corpus:
         result["test_corpus"] = corpus_table(opts.repeat, opts.backends)
     kernels = selected(opts.only, opts.category, opts.split)
-    result["kernels"], result["summary"] = kernel_table(kernels, opts.backends, opts.repeat)
+    if not opts.skip_kernels:
+        result["kernels"], result["summary"] = kernel_table(kernels, opts.backends, opts.repeat)
     if opts.first:
         firsts = selected(opts.first_only) if opts.first_only else kernels
         result["first_calls"] = first_call_table(firsts, opts.first, switches)
