@@ -199,13 +199,13 @@ def measure(fn, hand_fn, args, backends, repeat, notes):
             got = opt(*copy.deepcopy(args))
             res["first_call"] = time.perf_counter() - first
             if not agrees(got, want):
-                res["ok"], res["error"] = False, "first call differs"
+                res["ok"], res["error"] = False, "first call differs"  # kept: steady may differ too
             if backend != "hand":
                 res["settle_calls"], res["settle_seconds"], res["settled"] = settle(opt, args, notes)
             else:
                 opt(*copy.deepcopy(args))
             if not agrees(opt(*copy.deepcopy(args)), want):
-                res["ok"], res["error"] = False, "steady result differs"
+                res["ok"], res["error"] = False, "; ".join(filter(None, [res["error"], "steady result differs"]))
             plain, mine = [], []
             for _ in range(repeat):  # alternate so that machine noise hits both alike
                 plain.append(_time(fn, args, number))
