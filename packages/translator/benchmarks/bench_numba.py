@@ -80,11 +80,15 @@ def geomean(xs):
 
 def agrees(a, b):
     """Same structure, shapes and values (float32 to 1e-3, else numpy's allclose)."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(agrees(a[k], b[k]) for k in a)
     if isinstance(a, (tuple, list)):
         return isinstance(b, (tuple, list)) and len(a) == len(b) and all(agrees(x, y) for x, y in zip(a, b))
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape:
         return False
+    if a.dtype.kind not in "biufc" or b.dtype.kind not in "biufc":  # strings, None, objects: equality
+        return bool(np.all(a == b))
     if np.float32 in (a.dtype, b.dtype):
         return bool(np.allclose(a, b, rtol=1e-3, atol=1e-4, equal_nan=True))
     return bool(np.allclose(a, b, equal_nan=True))
@@ -332,7 +336,7 @@ def corpus_table(repeat, backends):
                 continue
             res = measure(fn, None, args, backends, repeat, notes)
         if "numba" in res:
-            status[res["numba"]["notes"].split(";")[0].split(":")[0]] += 1
+            status[res["numba"]["notes"].split(";")[0].split(" (")[0]] += 1
         failed += [f"{fn.__name__} ({b})" for b, r in res.items() if not r["ok"]]
         rows.append((fn.__name__, res))
     notes.close()
