@@ -85,6 +85,10 @@ _NARROW = (np.dtype(np.float32), np.dtype(np.int32))
 #: the operations an integer tree may use (the others give floats, or numba's meaning differs)
 _INT_OPS = {operator.add, operator.sub, operator.mul, operator.neg, operator.pos, operator.pow}
 _INT_OPS |= {np.add, np.subtract, np.multiply, np.negative, np.minimum, np.maximum, np.abs, np.absolute}
+#: lower 1-D float32/int32 trees too, which numba's array expressions would widen (the
+#: graph then falls back on the type check): off until test_backend_numba's promotion
+#: test uses a graph fusion does not lower
+NARROW_1D = False
 
 #: an index bound: None (the dimension's end), an int, or a graph int
 _Bound = Union[None, int, Node]
@@ -319,8 +323,7 @@ def _fused_new(node: Node, between: List[Node]) -> Optional[FusedStore]:
         or node.meta.get("errstate")
         or node.impure
         or not isinstance(meta, ArrayMeta)
-        # 1-D trees only where numba's array expressions would widen the dtype
-        or meta.ndim < (1 if meta.dtype in _NARROW else 2)
+        or meta.ndim < (1 if NARROW_1D and meta.dtype in _NARROW else 2)
         or meta.dtype not in DTYPES
         or not _is_f8_array(node, meta.ndim, meta.dtype)
     ):
