@@ -44,6 +44,9 @@ def _worker(backend: str, only: list) -> None:
     if backend == "numba":
         import numba  # noqa: F401 - its import is no kernel's first call
 
+        if "numba_background" in ft.config.to_dict():  # compile in the first call, as before it
+            ft.config.numba_background = False
+
     out = {}
     for name, fn, _hand, args in npbench_kernels.kernels():
         if only and name not in only:

@@ -28,9 +28,14 @@ from test_backend_numba import numba_cache  # noqa: E402,F401 - the cache fixtur
 @pytest.fixture
 def notes() -> Any:
     seen: List[bnb.NumbaNote] = []
-    bnb.add_note_observer(seen.append)
+
+    def verdicts(note: bnb.NumbaNote) -> None:  # what became of each graph ("pending": its own test)
+        if note.status != "pending":
+            seen.append(note)
+
+    bnb.add_note_observer(verdicts)
     yield seen
-    bnb.remove_note_observer(seen.append)
+    bnb.remove_note_observer(verdicts)
 
 
 def join_compiles() -> None:
@@ -73,6 +78,8 @@ def test_first_calls_run_eager_while_the_kernel_compiles_in_the_background(fresh
     callbacks: List[Any] = []
     prepare = kernel.NumbaGraph._prepare_untraced
     release = threading.Event()
+    every: List[bnb.NumbaNote] = []
+    bnb.add_note_observer(every.append)
 
     def held(self, key, args):  # the compile waits until the test lets it go
         callbacks.append((threading.current_thread().name, runtime.get_eval_frame()))
@@ -88,11 +95,14 @@ def test_first_calls_run_eager_while_the_kernel_compiles_in_the_background(fresh
             np.testing.assert_allclose(opt(x), poly(x))
         (graph,) = made
         assert len(graph._jobs) == 1 and graph._ready == {} and notes == []
+        assert [n.status for n in every] == ["pending"]  # said once, when the compile starts
+        assert "runs eager meanwhile" in str(every[0])
         release.set()
         join_compiles()
         assert [n.status for n in notes] == ["compiled"], [str(n) for n in notes]
         assert len(graph._ready) == 1
         np.testing.assert_allclose(opt(x), poly(x))
+    bnb.remove_note_observer(every.append)
     # numba compiled on a thread of its own, with no frame callback: never traced
     assert [name.startswith("framehook-numba-") for name, _ in callbacks] == [True]
     assert [cb for _, cb in callbacks] == [None]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
 from ._runtime import runtime
+from .config import config
 from .graph import Graph
 from .conversion.set_aside import set_aside
 from .symbolic import BREAKS, FrameReport, add_observer, remove_observer
@@ -158,7 +159,9 @@ def explain(fn: Callable[..., Any], backend: Any = "eager") -> Callable[..., Exp
 
         backends_numba.add_note_observer(notes.append)
         try:
-            result = optimize(backend)(innermost_fn(fn))(*args, **kwargs)
+            # compiled in the call, not in the background: the report says what each graph became
+            with config.patch(numba_background=False):
+                result = optimize(backend)(innermost_fn(fn))(*args, **kwargs)
         except Exception as e:
             error = e
         finally:

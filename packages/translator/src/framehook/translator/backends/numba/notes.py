@@ -13,7 +13,8 @@ FALLBACK_CODE = "FH016"
 
 @dataclass
 class NumbaNote:
-    """What the backend did with one graph: ``status`` is ``"compiled"`` or ``"fallback"``
+    """What the backend did with one graph: ``status`` is ``"pending"`` (the kernel is
+    being compiled, or loaded from the cache, in the background: the calls run eager until then), ``"compiled"`` or ``"fallback"``
     (then ``reason`` says why); times in seconds (``numba_seconds``: compiling or loading
     from the cache, ``cache``: ``"hit"``, ``"miss"`` or ``""``)."""
 
@@ -31,6 +32,8 @@ class NumbaNote:
     def __str__(self) -> str:
         if self.status == "fallback":
             return f"{FALLBACK_CODE} {self.graph}: runs eager: {self.reason}"
+        if self.status == "pending":
+            return f"{self.graph}: numba kernel compiling or loading in the background (runs eager meanwhile)"
         return (
             f"{self.graph}: numba, lowering {self.lowering_seconds * 1e3:.1f} ms, "
             f"numba {self.numba_seconds * 1e3:.1f} ms (cache {self.cache or 'off'})"

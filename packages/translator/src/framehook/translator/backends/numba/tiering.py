@@ -36,6 +36,7 @@ from typing import Any, Sequence, Tuple
 from ..._runtime import runtime
 from ...config import config
 from . import diskcache
+from .notes import NumbaNote
 
 __all__ = ["entry", "budget_marker"]
 
@@ -86,6 +87,7 @@ def entry(graph: Any, key: Tuple[Any, ...], args: Sequence[Any]) -> Any:
             daemon=True,
         )
         thread.start()
+        graph._note(NumbaNote(graph.graph.name, "pending", "", graph.lowering_seconds))
         return None
     budget = config.numba_compile_budget
     if budget is not None and key not in graph._ready:
