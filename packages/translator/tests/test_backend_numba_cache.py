@@ -148,9 +148,7 @@ def one_fallback(seen: List[Any], fn: Any = poly) -> str:
             warnings.simplefilter("error")  # no warning, no exception: a note
             np.testing.assert_allclose(ft.optimize("numba")(fn)(X), fn(X))
     finally:
-        for thread in threading.enumerate():  # a background compile's note
-            if thread.name.startswith("framehook-numba-"):
-                thread.join(300)
+        assert bnb.wait_for_compiles(300)  # a background compile's note
         ft.reset()
     assert [n.code for n in seen] == ["FH016"], [str(n) for n in seen]
     assert "\n" not in str(seen[0])

@@ -75,6 +75,7 @@ from .diskcache import NumbaCacheWarning, cache_dir
 from .kernel import RERUN_LIMIT, NumbaGraph
 from .measure import KEEP_BELOW
 from .notes import FALLBACK_CODE, NumbaNote, add_note_observer, remove_note_observer
+from .tiering import wait as wait_for_compiles
 
 __all__ = [
     "numba_backend",
@@ -91,6 +92,7 @@ __all__ = [
     "NumbaCacheWarning",
     "RERUN_LIMIT",
     "KEEP_BELOW",
+    "wait_for_compiles",
 ]
 
 #: write sliced elementwise stores and axis reductions as explicit loops (``fusion``)

@@ -101,7 +101,7 @@ class NumbaGraph:
         self._measure = Measurement(config.numba_measure_calls)
         self._sampling = config.numba_measure_calls > 0
         #: argument types -> when their background compile started
-        self._jobs: Dict[Tuple[Any, ...], float] = {}
+        self._jobs: Dict[Tuple[Any, ...], Optional[float]] = {}  # queued (None) or started at
         self._cached = False
         self._lock = threading.Lock()
         self._restore = self._output_restorer(graph)

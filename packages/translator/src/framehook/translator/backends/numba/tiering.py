@@ -1,6 +1,6 @@
 """Tiered first calls: a graph's first calls run the eager code while its kernel compiles
-in a background thread; the compiled entry point is used from the first call after it is
-ready.
+in a background thread (one for the process, taking the queued kernels in turn); the
+compiled entry point is used from the first call after it is ready.
 
 A thread, not a process: a child process compiling into numba's on-disk cache would use
 the second core and could be killed at the budget, but it must import numpy, numba and the
@@ -29,16 +29,17 @@ a first call is spared.
 from __future__ import annotations
 
 import os
+import queue
 import threading
 import time
-from typing import Any, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 from ..._runtime import runtime
 from ...config import config
 from . import diskcache
 from .notes import NumbaNote
 
-__all__ = ["entry", "budget_marker"]
+__all__ = ["entry", "budget_marker", "wait"]
 
 
 def budget_marker(graph: Any) -> str:
@@ -56,8 +57,49 @@ def _over_budget(graph: Any, seconds: float, budget: float) -> None:
         diskcache.write_marker(budget_marker(graph), reason)
 
 
-def _compile_in_background(graph: Any, key: Tuple[Any, ...], args: Tuple[Any, ...], started: float) -> None:
+class _Compiler:
+    """One daemon thread compiling the queued kernels in turn: numba's compiler takes a
+    process-wide lock anyway, and a thread per graph would time-slice the user's thread
+    with all of them. A job's budget counts from when the thread takes it up, not from
+    when it was queued behind others."""
+
+    def __init__(self) -> None:
+        self._jobs: "queue.SimpleQueue[Tuple[Any, Tuple[Any, ...], Tuple[Any, ...]]]" = queue.SimpleQueue()
+        self._thread: Optional[threading.Thread] = None
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._unfinished = 0
+
+    def submit(self, graph: Any, key: Tuple[Any, ...], args: Tuple[Any, ...]) -> None:
+        with self._lock:
+            self._unfinished += 1
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._work, name="framehook-numba-compiler", daemon=True)
+                self._thread.start()
+        self._jobs.put((graph, key, args))
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Wait until every queued compile has ended; False if ``timeout`` passed first."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._unfinished == 0, timeout)
+
+    def _work(self) -> None:
+        while True:
+            graph, key, args = self._jobs.get()
+            try:
+                _compile_one(graph, key, args)
+            finally:
+                with self._idle:
+                    self._unfinished -= 1
+                    self._idle.notify_all()
+            del graph, args  # hold no user arrays while idle
+
+
+def _compile_one(graph: Any, key: Tuple[Any, ...], args: Tuple[Any, ...]) -> None:
     try:
+        if graph.fallback_reason is not None:  # fell back while queued (over budget, a rerun limit)
+            return
+        started = graph._jobs[key] = time.perf_counter()
         runtime.call_with(None, graph._prepare_untraced, key, args)
         budget = config.numba_compile_budget
         took = time.perf_counter() - started
@@ -67,31 +109,35 @@ def _compile_in_background(graph: Any, key: Tuple[Any, ...], args: Tuple[Any, ..
         pass
 
 
+_compiler = _Compiler()
+
+
+def wait(timeout: Optional[float] = None) -> bool:
+    """Wait until the background compiles queued so far have ended (benchmarks and tests:
+    a user's calls never need to); False if ``timeout`` seconds passed first."""
+    return _compiler.wait(timeout)
+
+
 def entry(graph: Any, key: Tuple[Any, ...], args: Sequence[Any]) -> Any:
     """The graph's entry point for these argument types, or None (the call runs eager):
-    compiled now (``config.numba_background`` off), or started compiling
-    in the background; past the budget, the graph falls back."""
-    started = graph._jobs.get(key)
-    if started is None:
+    compiled now (``config.numba_background`` off), or queued for the background compiler;
+    past the budget, the graph falls back."""
+    if key not in graph._jobs:
         slow = diskcache.read_marker(budget_marker(graph))
         if slow is not None:
             graph._fall_back(slow)
             return None
         if not config.numba_background:
             return graph._ready.get(key) if graph._prepare(key, args) else None
-        started = graph._jobs[key] = time.perf_counter()
-        thread = threading.Thread(
-            target=_compile_in_background,
-            args=(graph, key, tuple(args), started),
-            name=f"framehook-numba-{graph.graph.name}",
-            daemon=True,
-        )
-        thread.start()
+        graph._jobs[key] = None  # queued: the budget starts when the compiler takes it up
+        _compiler.submit(graph, key, tuple(args))
         graph._note(NumbaNote(graph.graph.name, "pending", "", graph.lowering_seconds))
         return None
+    ready = graph._ready.get(key)
+    started = graph._jobs[key]
     budget = config.numba_compile_budget
-    if budget is not None and key not in graph._ready:
+    if ready is None and started is not None and budget is not None:
         took = time.perf_counter() - started
         if took > budget:
             _over_budget(graph, took, budget)
-    return graph._ready.get(key)
+    return ready
