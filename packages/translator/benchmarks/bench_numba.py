@@ -147,13 +147,13 @@ class Notes:
         return "; ".join(parts).replace("fallback: ", "eager: ")
 
 
-def settle(opt, args, notes):
-    """Call ``opt`` until the numba backend settles; (calls, seconds, settled)."""
+def settle(opt, args, notes, first=0):
+    """Call ``opt`` until the numba backend settles (its graphs' notes since ``first``, the
+    runner's first call included, are final and quiet); (calls, seconds, settled)."""
     from framehook.translator import config
 
     floor = 2 * getattr(config, "numba_measure_calls", 3) + 2  # past the backend's measuring calls
     start = time.perf_counter()
-    first = len(notes.all)
     calls, quiet_from = 0, 0
     seen = len(notes.all)
     while True:
@@ -205,7 +205,7 @@ def measure(fn, hand_fn, args, backends, repeat, notes):
             if not agrees(got, want):
                 res["ok"], res["error"] = False, "first call differs"  # kept: steady may differ too
             if backend != "hand":
-                res["settle_calls"], res["settle_seconds"], res["settled"] = settle(opt, args, notes)
+                res["settle_calls"], res["settle_seconds"], res["settled"] = settle(opt, args, notes, start)
             else:
                 opt(*copy.deepcopy(args))
             if not agrees(opt(*copy.deepcopy(args)), want):
