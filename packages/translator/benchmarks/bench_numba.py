@@ -488,10 +488,10 @@ def main():
     ap.add_argument("--first-worker", nargs=2, help=argparse.SUPPRESS)
     opts = ap.parse_args()
     warnings.simplefilter("ignore")
-    from framehook.translator.backends import numba as bnb
+    from framehook.translator.backends.numba import lowering
 
-    bnb.PARALLEL = opts.parallel
-    bnb.FUSE = not opts.no_fuse
+    lowering.PARALLEL = opts.parallel
+    lowering.FUSE = not opts.no_fuse
     if opts.first_worker:
         _first_worker(*opts.first_worker)
         return

@@ -9,7 +9,6 @@ from __future__ import annotations
 import glob
 import os
 import sys
-import threading
 import types
 import warnings
 from typing import Any, List

@@ -54,25 +54,15 @@ eager before compiling.
 
 from __future__ import annotations
 
-import hashlib
-import operator
-import re
-import sys
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
-
-import numpy as np
+from typing import Any, Callable, Sequence
 
 from ..registry import register_backend
-from ...graph import ArrayMeta, Graph, NodeKind, ScalarMeta
-from ...graph import pysource
-from ...graph.ir import display_name
-from . import fusion
+from ...graph import Graph, NodeKind
 from .availability import MIN_NUMBA_VERSION, NUMBA_EXTRA, numba_version, require_numba
-from .checks import integer_risk, mutated_inputs
 from .diskcache import NumbaCacheWarning, cache_dir
 from .kernel import RERUN_LIMIT, NumbaGraph
+from .lowering import Lowered, lower
 from .measure import KEEP_BELOW
 from .notes import FALLBACK_CODE, NumbaNote, add_note_observer, remove_note_observer
 from .tiering import wait as wait_for_compiles
@@ -94,151 +84,6 @@ __all__ = [
     "KEEP_BELOW",
     "wait_for_compiles",
 ]
-
-#: write sliced elementwise stores and axis reductions as explicit loops (``fusion``)
-FUSE = True
-#: compile with ``parallel=True``, the lowered loops' independent rows under ``prange``:
-#: off, as it was not measured faster on a 2-core machine (BENCHMARKS.md); for benchmarks
-PARALLEL = False
-
-
-# ---------------------------------------------------------------- lowering checks
-
-_SAFE_MODULES = ("numpy", "math", "builtins", "cmath")
-
-
-def _walk(graph: Graph) -> Any:
-    for node in graph.nodes:
-        yield node
-        body = getattr(node.target, "body", None) if node.kind is NodeKind.CALL else None
-        if isinstance(body, Graph):
-            yield from _walk(body)
-
-
-def _python_float_math(graph: Graph) -> bool:
-    """Does the graph do Python-float math (``math.exp``, ``**``), which raises where numpy
-    and numba give inf or nan, whatever ``np.errstate`` says?"""
-    for node in _walk(graph):
-        meta = node.meta.get("val")
-        if node.kind is NodeKind.CALL and isinstance(meta, ScalarMeta) and meta.pytype in (float, complex):
-            target = node.target
-            if getattr(target, "__module__", None) in ("math", "cmath") or target in (operator.pow, pow):
-                return True
-    return False
-
-
-def _global_ok(name: str, value: Any) -> Tuple[Optional[str], str]:
-    """(why numba cannot use this bound value, or None; a stable description for the cache key)."""
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind not in "biufc":
-            return f"a constant array of dtype {value.dtype}", ""
-        digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
-        return None, f"array {value.dtype} {value.shape} {digest}"
-    if isinstance(value, np.generic):
-        return None, f"scalar {value.dtype} {value!r}"
-    if isinstance(value, (int, float, complex, bool)):
-        return None, repr(value)
-    module = getattr(value, "__module__", None) or ""
-    qualname = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
-    if isinstance(value, np.ufunc):
-        return None, f"ufunc {value.__name__}"
-    if type(value).__name__ == "module" and getattr(value, "__name__", "").split(".")[0] in _SAFE_MODULES:
-        return None, f"module {value.__name__}"
-    if callable(value) and qualname and module.split(".")[0] in _SAFE_MODULES:
-        return None, f"{module}.{qualname}"
-    return f"the graph calls or reads {display_name(value)}, which numba does not compile", ""
-
-
-@dataclass
-class Lowered:
-    """A graph written for numba: its source, the globals it reads, the cache key; or why not."""
-
-    source: str
-    scope: Dict[str, Any]
-    key: str
-    reason: Optional[str] = None
-    #: variable -> the dtype numpy gives it (numba's promotion rules are not numpy 2's)
-    dtypes: Optional[Dict[str, np.dtype]] = None
-    #: positions of the inputs the graph may write (kept to undo a kernel run that must be redone eager)
-    mutated: Sequence[int] = ()
-    #: the graph does Python-float math, which raises on the errors numpy only warns about
-    float_math: bool = False
-    #: the graph has captured np.errstate blocks (their settings are not the caller's)
-    errstate_blocks: bool = False
-    #: compile with ``parallel=True`` (``PARALLEL`` when lowered; the key includes it)
-    parallel: bool = False
-    #: on a refusal, try the graph's loop nodes as kernels of their own (not when numba is missing)
-    retry_loops: bool = True
-
-
-def _type_text(value: Any) -> str:
-    if isinstance(value, np.ndarray):
-        f = value.flags
-        return f"ndarray[{value.dtype.str},{value.ndim},{'C' if f.c_contiguous else 'F' if f.f_contiguous else 'A'}]"
-    return type(value).__qualname__
-
-
-def _without_del(source: str) -> str:
-    """numba's bytecode analysis refuses ``del`` of locals; it frees values itself."""
-    lines = []
-    for line in source.splitlines():
-        body = line.lstrip()
-        lines.append(line[: len(line) - len(body)] + "pass" if body.startswith("del ") else line)
-    return "\n".join(lines) + "\n"
-
-
-def lower(graph: Graph, example_inputs: Sequence[Any] = ()) -> Lowered:
-    """The graph as the source numba compiles, or the reason it runs eager instead."""
-    why = integer_risk(graph)
-    if why is not None:
-        return Lowered("", {}, "", why)
-    names = pysource._Names()
-    work, fused = fusion.rewrite(graph) if FUSE else (graph, [])
-    try:
-        source, _ = pysource._source(work, names, "forward", lambda node: None)
-    except pysource.GraphCodegenError as e:
-        return Lowered("", {}, "", str(e))
-    source = _without_del(fusion.expand(source, fused, names, PARALLEL))
-    scope = dict(names.globals)
-    for name in [n for n, v in scope.items() if v is np.errstate]:
-        # numba cannot enter a context manager: the block's statements run plain and the
-        # floating-point flags tell when a call must be redone eager under the settings
-        source = re.sub(rf"(?m)^(\s*)with {re.escape(name)}\(.*\):$", r"\1if True:", source)
-        del scope[name]
-    for name, value in list(scope.items()):
-        if type(value) is slice and all(p is None or type(p) is int for p in (value.start, value.stop, value.step)):
-            # numba cannot read a slice from the globals: spell it out where it is used
-            source = re.sub(rf"(?<![\w.]){re.escape(name)}(?!\w)", repr(value), source)
-            del scope[name]
-    parts = [source]
-    for name in sorted(scope):
-        why, text = _global_ok(name, scope[name])
-        if why is not None:
-            return Lowered(source, {}, "", why)
-        parts.append(f"{name} = {text}")
-    version, missing = numba_version()  # numba itself is imported when the kernel compiles
-    if version is None:
-        return Lowered(source, {}, "", missing, retry_loops=False)
-    if fusion.PRANGE in source:
-        scope[fusion.PRANGE] = require_numba().prange
-    parts += [_type_text(v) for v in example_inputs]
-    parts += [sys.version, np.__version__, version, fusion.VERSION, f"parallel={PARALLEL}"]
-    key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
-    dtypes = {}
-    for node, var in names._vars.items():
-        meta = node.meta.get("val")
-        if isinstance(meta, ArrayMeta) and var.isidentifier():
-            dtypes[var] = meta.dtype
-    return Lowered(
-        source,
-        scope,
-        key,
-        dtypes=dtypes,
-        mutated=mutated_inputs(graph),
-        float_math=_python_float_math(graph),
-        errstate_blocks=any(n.meta.get("errstate") for n in _walk(graph)),
-        parallel=PARALLEL,
-    )
 
 
 def _numba_backend(graph: Any, example_inputs: Sequence[Any]) -> Callable[..., Any]:

@@ -26,6 +26,7 @@ from ...graph.loop import is_loop
 from . import diskcache, fpstatus, tiering
 from .availability import numba_or_reason
 from .checks import ARG_INT_BITS
+from .lowering import lower
 from .measure import Measurement
 from .notes import NumbaNote, notify
 
@@ -170,8 +171,6 @@ class NumbaGraph:
             args = map_arg(node.args, lambda n: mapping[n])
             kwargs = map_arg(node.kwargs, lambda n: mapping[n])
             if node in loops:
-                from . import lower  # the package's lowering (imports this module)
-
                 inner = _loop_graph(node)
                 start = time.perf_counter()
                 kernel = NumbaGraph(inner, lower(inner), time.perf_counter() - start)
