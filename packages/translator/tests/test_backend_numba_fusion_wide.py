@@ -360,3 +360,17 @@ def test_radial_binning_compiles_and_agrees_with_empty_bins():
     x, y, v = rng.random(50), rng.random(50), rng.random(50)
     notes = assert_as_plain(_radial, (x, y, v, 4), (x[:3], y[:3], v[:3], 5))
     assert "compiled" in [n.status for n in notes], [str(n) for n in notes]
+
+
+def _mask_then_write(r, v):
+    m = r > 0.5
+    r[:2] = 0.0  # the mask was taken before: the loop cannot compare r after this write
+    return v[m].sum(), r
+
+
+def test_a_mask_is_never_moved_past_a_write():
+    args = (np.arange(4.0), np.ones(4))
+    assert not [
+        f for f in fusion.rewrite(captured_graph(_mask_then_write, *args))[1] if isinstance(f, fusion.FusedMasked)
+    ]
+    assert_as_plain(_mask_then_write, args)

@@ -6,17 +6,22 @@ A statement such as ``b[1:-1, 1:-1] = 0.2 * (a[1:-1, :-2] + a[1:-1, 2:] + ...)``
 into a temporary array; numba's array expressions do the same over strided views (and
 broadcast slowly). Written as one loop nest over the stored region
 (``b[i, j] = 0.2 * (a[i, j - 1] + ...)``) it reads each element once and allocates nothing,
-which is where hand-written numba stencils win. Likewise an elementwise tree over float64
-matrices becomes one loop nest into a new array, and ``sum``/``mean``/``max``/``min`` along
-one axis of a float64 matrix (which numba cannot type with ``axis=`` or ``keepdims``)
-becomes loops, computing a private elementwise tree under it element by element.
+which is where hand-written numba stencils win. Likewise an elementwise tree over matrices
+becomes one loop nest into a new array. Other modules write the rest: ``fusion_reduce``
+(reductions along any axes, ``argmax``/``argmin``, with a private elementwise tree computed
+element by element), ``fusion_matvec`` (``A @ x``, ``x @ A``, ``A.T @ x``) and
+``fusion_masked`` (``v[(r >= lo) & (r < hi)].mean()``).
 
 ``rewrite`` gives a copy of the graph where each of these is one call node whose target is
-a ``FusedStore`` or ``FusedReduce``; ``expand`` replaces the line the code generator wrote
-for it with the loop nest. Fusing keeps numpy's meaning:
+a ``FusedStore``, ``FusedReduce``, ``FusedMatvec`` or ``FusedMasked``; ``expand`` replaces
+the line the code generator wrote for it with the loops. Fusing keeps numpy's meaning:
 
-* every node of a tree is float64, used once (by the tree), computed after the last write
-  that could change what it reads and outside captured ``np.errstate`` blocks;
+* every node and read of a tree has one dtype (float64, float32, int64 or int32), is used
+  once (by the tree), computed after the last write that could change what it reads and
+  outside captured ``np.errstate`` blocks. float32 and int32 results are cast back after
+  every operation (numba widens them; numpy 2 does not), and a Python scalar is cast as
+  numpy 2 casts it; integer trees only add, subtract, multiply, negate, take min/max/abs
+  and small powers (they wrap alike in both);
 * numpy evaluates the whole right-hand side of a store before writing: a read of the stored
   array itself goes straight into the loop only when it reads the element being written or
   one the loop has not written yet (same slice steps, a constant offset that is not behind
@@ -401,7 +406,8 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
             fs = masked(node) or reduction(node)
             if isinstance(fs, FusedMasked):
                 if any(
-                    n.impure or n.kind is NodeKind.CALL and is_loop(n.target) for n in ops[ops.index(fs.nodes[-1]) : i]
+                    n.impure or n.kind is NodeKind.CALL and is_loop(n.target)
+                    for n in ops[min(ops.index(m) for m in fs.nodes) : i]
                 ):
                     fs = None  # a write between the condition's first part and the reduction
             elif fs is not None:
