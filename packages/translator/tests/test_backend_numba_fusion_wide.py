@@ -249,6 +249,12 @@ def test_arg_reductions_pick_the_first_extreme_and_the_first_nan():
     x = np.array([[1.0, 3.0, 3.0, -np.inf], [np.nan, 2.0, np.nan, 9.0], [-np.inf] * 4, [0.0, -0.0, 5.0, np.nan]])
     for v in (x, x.T, x[::-1], x[:, :1]):
         _check(kernel, _ties, (v,))
+    # rows long enough for the four lanes and a remainder, NaN in each lane position
+    rng = np.random.default_rng(11)
+    for k in range(8):
+        w = rng.choice([-np.inf, -1.0, 0.0, 2.0, 7.0], size=(3, 4 * 3 + k))
+        w[k % 3, k] = np.nan
+        _check(kernel, _ties, (w,))
 
 
 def _softmax_rows(x):
