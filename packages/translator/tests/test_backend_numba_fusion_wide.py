@@ -249,6 +249,12 @@ def test_arg_reductions_pick_the_first_extreme_and_the_first_nan():
     x = np.array([[1.0, 3.0, 3.0, -np.inf], [np.nan, 2.0, np.nan, 9.0], [-np.inf] * 4, [0.0, -0.0, 5.0, np.nan]])
     for v in (x, x.T, x[::-1], x[:, :1]):
         _check(kernel, _ties, (v,))
+    # rows long enough for the four lanes and a remainder, NaN in each lane position
+    rng = np.random.default_rng(11)
+    for k in range(8):
+        w = rng.choice([-np.inf, -1.0, 0.0, 2.0, 7.0], size=(3, 4 * 3 + k))
+        w[k % 3, k] = np.nan
+        _check(kernel, _ties, (w,))
 
 
 def _softmax_rows(x):
@@ -274,8 +280,14 @@ def _products(a, x, y):
     return a @ x, y @ a, a.T @ y, a[:, :1] @ y[:1]
 
 
+@pytest.fixture
+def matvec_loops(monkeypatch):
+    """Products as loops even where scipy gives numba its own ``@``."""
+    monkeypatch.setattr(fusion, "MATVEC_LOOPS", True)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_matrix_vector_products_are_loops_and_agree(dtype):
+def test_matrix_vector_products_are_loops_and_agree(dtype, matvec_loops):
     ex = (np.ones((3, 4), dtype), np.ones(4, dtype), np.ones(3, dtype))
     fn = _products
     kernel, fused = _kernel(fn, ex)
@@ -305,7 +317,7 @@ def _gesummv(alpha, beta, a, b, x):
     return alpha * (a @ x) + beta * (b @ x)
 
 
-def test_a_gesummv_graph_compiles_without_scipy_and_agrees():
+def test_a_gesummv_graph_compiles_without_scipy_and_agrees(matvec_loops):
     rng = np.random.default_rng(4)
     a, b, x = rng.random((6, 5)), rng.random((6, 5)), rng.random(5)
     graph = captured_graph(_gesummv, 1.5, 1.2, a, b, x)
@@ -360,3 +372,17 @@ def test_radial_binning_compiles_and_agrees_with_empty_bins():
     x, y, v = rng.random(50), rng.random(50), rng.random(50)
     notes = assert_as_plain(_radial, (x, y, v, 4), (x[:3], y[:3], v[:3], 5))
     assert "compiled" in [n.status for n in notes], [str(n) for n in notes]
+
+
+def _mask_then_write(r, v):
+    m = r > 0.5
+    r[:2] = 0.0  # the mask was taken before: the loop cannot compare r after this write
+    return v[m].sum(), r
+
+
+def test_a_mask_is_never_moved_past_a_write():
+    args = (np.arange(4.0), np.ones(4))
+    assert not [
+        f for f in fusion.rewrite(captured_graph(_mask_then_write, *args))[1] if isinstance(f, fusion.FusedMasked)
+    ]
+    assert_as_plain(_mask_then_write, args)

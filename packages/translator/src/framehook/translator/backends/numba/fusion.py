@@ -6,17 +6,22 @@ A statement such as ``b[1:-1, 1:-1] = 0.2 * (a[1:-1, :-2] + a[1:-1, 2:] + ...)``
 into a temporary array; numba's array expressions do the same over strided views (and
 broadcast slowly). Written as one loop nest over the stored region
 (``b[i, j] = 0.2 * (a[i, j - 1] + ...)``) it reads each element once and allocates nothing,
-which is where hand-written numba stencils win. Likewise an elementwise tree over float64
-matrices becomes one loop nest into a new array, and ``sum``/``mean``/``max``/``min`` along
-one axis of a float64 matrix (which numba cannot type with ``axis=`` or ``keepdims``)
-becomes loops, computing a private elementwise tree under it element by element.
+which is where hand-written numba stencils win. Likewise an elementwise tree over matrices
+becomes one loop nest into a new array. Other modules write the rest: ``fusion_reduce``
+(reductions along any axes, ``argmax``/``argmin``, with a private elementwise tree computed
+element by element), ``fusion_matvec`` (``A @ x``, ``x @ A``, ``A.T @ x``) and
+``fusion_masked`` (``v[(r >= lo) & (r < hi)].mean()``).
 
 ``rewrite`` gives a copy of the graph where each of these is one call node whose target is
-a ``FusedStore`` or ``FusedReduce``; ``expand`` replaces the line the code generator wrote
-for it with the loop nest. Fusing keeps numpy's meaning:
+a ``FusedStore``, ``FusedReduce``, ``FusedMatvec`` or ``FusedMasked``; ``expand`` replaces
+the line the code generator wrote for it with the loops. Fusing keeps numpy's meaning:
 
-* every node of a tree is float64, used once (by the tree), computed after the last write
-  that could change what it reads and outside captured ``np.errstate`` blocks;
+* every node and read of a tree has one dtype (float64, float32, int64 or int32), is used
+  once (by the tree), computed after the last write that could change what it reads and
+  outside captured ``np.errstate`` blocks. float32 and int32 results are cast back after
+  every operation (numba widens them; numpy 2 does not), and a Python scalar is cast as
+  numpy 2 casts it; integer trees only add, subtract, multiply, negate, take min/max/abs
+  and small powers (they wrap alike in both);
 * numpy evaluates the whole right-hand side of a store before writing: a read of the stored
   array itself goes straight into the loop only when it reads the element being written or
   one the loop has not written yet (same slice steps, a constant offset that is not behind
@@ -32,6 +37,7 @@ for it with the loop nest. Fusing keeps numpy's meaning:
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import operator
 from dataclasses import dataclass, field
@@ -85,6 +91,9 @@ _NARROW = (np.dtype(np.float32), np.dtype(np.int32))
 #: the operations an integer tree may use (the others give floats, or numba's meaning differs)
 _INT_OPS = {operator.add, operator.sub, operator.mul, operator.neg, operator.pos, operator.pow}
 _INT_OPS |= {np.add, np.subtract, np.multiply, np.negative, np.minimum, np.maximum, np.abs, np.absolute}
+#: write ``A @ x`` as loops only where numba cannot compile it: its ``@`` reaches BLAS through
+#: scipy, and BLAS beats the loops 1.7-3.6x at n=1000 when it has a core to itself
+MATVEC_LOOPS = importlib.util.find_spec("scipy") is None
 #: lower 1-D float32/int32 trees too, which numba's array expressions would widen (the
 #: graph then falls back on the type check): off until test_backend_numba's promotion
 #: test uses a graph fusion does not lower
@@ -401,7 +410,8 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
             fs = masked(node) or reduction(node)
             if isinstance(fs, FusedMasked):
                 if any(
-                    n.impure or n.kind is NodeKind.CALL and is_loop(n.target) for n in ops[ops.index(fs.nodes[-1]) : i]
+                    n.impure or n.kind is NodeKind.CALL and is_loop(n.target)
+                    for n in ops[min(ops.index(m) for m in fs.nodes) : i]
                 ):
                     fs = None  # a write between the condition's first part and the reduction
             elif fs is not None:
@@ -413,7 +423,7 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
                         if any(n.impure for n in ops[ops.index(inner) : i]):
                             fs.tree = None
             else:
-                fs = matvec(node) or _fused_new(node, ops[:i])
+                fs = (matvec(node) if MATVEC_LOOPS else None) or _fused_new(node, ops[:i])
         if isinstance(fs, FusedMasked):
             plans[node] = fs
             gone.update(fs.nodes)
