@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .._runtime import runtime
+from .infix import COMPARISONS
 from .registry import register_backend
 from ..exc import InvalidBackendError
 from ..graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
@@ -59,23 +60,12 @@ _BINARY = {
     operator.mul: "*",
     operator.truediv: "/",
     operator.pow: "**",
-    operator.lt: "<",
-    operator.le: "<=",
-    operator.gt: ">",
-    operator.ge: ">=",
-    operator.eq: "==",
-    operator.ne: "!=",
     np.add: "+",
     np.subtract: "-",
     np.multiply: "*",
     np.true_divide: "/",
     np.power: "**",
-    np.less: "<",
-    np.less_equal: "<=",
-    np.greater: ">",
-    np.greater_equal: ">=",
-    np.equal: "==",
-    np.not_equal: "!=",
+    **COMPARISONS,
 }
 #: boolean-only operators (numexpr's & | ~ are logical)
 _LOGICAL = {
@@ -111,7 +101,7 @@ _FUNCTIONS = {
     np.arctan2: "arctan2",
 }
 _SQUARE = {np.square}
-_COMPARISONS = frozenset({"<", "<=", ">", ">=", "==", "!="})
+_COMPARISONS = frozenset(COMPARISONS.values())
 #: operation categories: arithmetic (+ - * / ** neg square abs), transcendental maths
 #: (exp, log, sin, sqrt, ...), and logic (comparisons, & | ~ on booleans, where)
 CATEGORIES = ("arith", "math", "logic")

@@ -26,21 +26,8 @@ from typing import Any, List, Optional
 import numpy as np
 
 from ...graph import ArrayMeta, Node, NodeKind, ScalarMeta
+from ..infix import COMPARISONS
 
-_CMP = {
-    operator.lt: "<",
-    operator.le: "<=",
-    operator.gt: ">",
-    operator.ge: ">=",
-    operator.eq: "==",
-    operator.ne: "!=",
-    np.less: "<",
-    np.less_equal: "<=",
-    np.greater: ">",
-    np.greater_equal: ">=",
-    np.equal: "==",
-    np.not_equal: "!=",
-}
 # & and | on bools (not and/or): no branch per comparison, which random data mispredicts
 _LOGIC = {operator.and_: "&", operator.or_: "|", np.logical_and: "&", np.logical_or: "|"}
 _F8, _I8, _BOOL = np.dtype(np.float64), np.dtype(np.int64), np.dtype(bool)
@@ -112,7 +99,7 @@ class _Cond:
     def tree(self, arg: Any, user: Node) -> Any:
         if _private(arg, user) and len(arg.args) == 2 and _array(arg, (_BOOL,), self.ndim):
             try:
-                cmp, logic = _CMP.get(arg.target), _LOGIC.get(arg.target)
+                cmp, logic = COMPARISONS.get(arg.target), _LOGIC.get(arg.target)
             except TypeError:
                 return None
             make = self.operand if cmp else self.tree if logic else None
