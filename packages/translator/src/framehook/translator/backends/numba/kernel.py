@@ -365,8 +365,8 @@ class NumbaGraph:
                 return self.eager(*args)
             key = tuple(_arg_key(a) for a in args)
             entry = self._ready.get(key)
-            if entry is None:
-                entry = self._entry(key, args)
+            if entry is None:  # compiled now, or None while it compiles in the background
+                entry = tiering.entry(self, key, args)
             if entry is not None:
                 measure = self._measure
                 if measure.verdict == "kernel":
@@ -375,11 +375,6 @@ class NumbaGraph:
                     return self._call_kernel(entry, args)
                 return self._measured(entry, args)
         return self.eager(*args)
-
-    def _entry(self, key: Tuple[Any, ...], args: Sequence[Any]) -> Any:
-        """The compiled entry point for these argument types, or None while it compiles in
-        the background (this call then runs eager) or when the graph fell back."""
-        return tiering.entry(self, key, args)
 
     def _measured(self, entry: Any, args: Sequence[Any]) -> Any:
         """Alternate timed kernel and eager calls until ``measure`` decides which is faster."""
