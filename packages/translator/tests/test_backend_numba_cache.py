@@ -200,3 +200,24 @@ def test_a_numba_failing_only_when_the_kernel_compiles_runs_eager(monkeypatch, n
         with ft.config.patch(numba_background=background):
             notes.clear()
             assert one_fallback(notes) == "numba fails to import (OSError: no llvm)"
+
+
+def test_numba_version_is_read_from_the_dist_info_beside_the_package(tmp_path, monkeypatch):
+    # importlib.metadata scans every sys.path entry (10-15 ms of a first call); the
+    # dist-info directory pip writes beside the package says the same
+    site = tmp_path / "site"
+    (site / "numba").mkdir(parents=True)
+    spec = types.SimpleNamespace(submodule_search_locations=[str(site / "numba")])
+    assert availability._dist_info_version(spec) is None  # none there: importlib.metadata decides
+    (site / "numba-0.61.2.dist-info").mkdir()
+    (site / "numba_extras-1.0.dist-info").mkdir()  # another package: not numba's
+    assert availability._dist_info_version(spec) == "0.61.2"
+    (site / "numba-0.59.0.dist-info").mkdir()  # a stale second install: ambiguous
+    assert availability._dist_info_version(spec) is None
+    assert availability._dist_info_version(types.SimpleNamespace(submodule_search_locations=None)) is None
+    # and the real one agrees with importlib.metadata
+    from importlib import metadata
+    import importlib.util
+
+    real = availability._dist_info_version(importlib.util.find_spec("numba"))
+    assert real in (None, metadata.version("numba"))

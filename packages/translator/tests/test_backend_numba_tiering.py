@@ -105,6 +105,40 @@ def test_first_calls_run_eager_while_the_kernel_compiles_in_the_background(fresh
     assert [cb for _, cb in callbacks] == [None]
 
 
+def test_a_compile_starts_only_once_the_call_that_queued_it_has_returned(fresh_cache, notes, monkeypatch):
+    # started at once, the compiler would take the GIL in turns with that very call
+    prepare = kernel.NumbaGraph._prepare_untraced
+    started = threading.Event()
+    seen_during_call: List[bool] = []
+
+    def recorded(self, key, args):
+        started.set()
+        return prepare(self, key, args)
+
+    def spying(graph: Any, example_inputs: Any) -> Any:
+        compiled = bnb.numba_backend(graph, example_inputs)
+        eager = compiled.eager
+
+        def spy(*args: Any) -> Any:
+            seen_during_call.append(started.wait(0.5))  # long enough for a started thread
+            if len(seen_during_call) == 1:
+                raise ValueError("the first eager run fails")
+            return eager(*args)
+
+        compiled.eager = spy
+        return compiled
+
+    monkeypatch.setattr(kernel.NumbaGraph, "_prepare_untraced", recorded)
+    x = np.linspace(-1.0, 1.0, 7)
+    with ft.config.patch(numba_background=True):
+        opt = ft.optimize(spying)(poly)
+        with pytest.raises(ValueError, match="first eager run"):
+            opt(x)
+        join_compiles()  # released although the call raised
+        assert seen_during_call == [False] and started.is_set()
+        assert [n.status for n in notes] == ["compiled"], [str(n) for n in notes]
+
+
 def test_a_warm_cache_loads_in_the_background_too(fresh_cache, notes):
     x = np.linspace(-1.0, 1.0, 7)
     with ft.config.patch(numba_background=False):
@@ -199,9 +233,13 @@ def test_a_compile_past_its_budget_stays_eager_and_is_remembered(fresh_cache, no
         ft.reset()
         # a later run of the same graph does not try again
         made.clear()
+        entered.clear()
         with ft.config.patch(numba_compile_budget=None):
-            np.testing.assert_allclose(ft.optimize(made_by(made))(poly)(x), poly(x))
-        assert not made[0]._jobs and "budget" in made[0].fallback_reason
+            again = ft.optimize(made_by(made))(poly)
+            np.testing.assert_allclose(again(x), poly(x))
+            join_compiles()
+            np.testing.assert_allclose(again(x), poly(x))
+        assert not entered.is_set() and made[0]._ready == {} and "budget" in made[0].fallback_reason
 
 
 _EXITING = textwrap.dedent("""

@@ -10,6 +10,7 @@ the compile, where a failure is a fallback too."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import sys
 from typing import Any, Optional, Tuple
@@ -42,6 +43,23 @@ def _too_old(version: str) -> Optional[str]:
     return f"numba {version} is older than {need}, the oldest the backend supports; {_INSTALL}"
 
 
+def _dist_info_version(spec: Any) -> Optional[str]:
+    """The version in the name of the one ``numba-<version>.dist-info`` directory beside the
+    package (where pip puts it), or None. ``importlib.metadata`` reads the same but scans
+    every ``sys.path`` entry first: 10-15 ms of a graph's first call."""
+    for location in spec.submodule_search_locations or ():
+        parent = os.path.dirname(os.path.abspath(location))
+        try:
+            names = [n for n in os.listdir(parent) if n.lower().startswith("numba-") and n.endswith(".dist-info")]
+        except OSError:
+            return None
+        if len(names) == 1:  # several (a stale install): let importlib.metadata choose
+            version = names[0][len("numba-") : -len(".dist-info")]
+            return version if re.fullmatch(r"\d+(\.\d+)+\S*", version) else None
+        return None
+    return None
+
+
 def numba_version() -> Tuple[Optional[str], Optional[str]]:
     """(numba's version, None), or (None, why numba cannot be used), without importing it
     when it is not imported yet (a broken install is then found when the kernel compiles)."""
@@ -53,12 +71,14 @@ def numba_version() -> Tuple[Optional[str], Optional[str]]:
         version = str(getattr(module, "__version__", "0"))
     else:
         try:
-            found = importlib.util.find_spec("numba") is not None
+            spec = importlib.util.find_spec("numba")
         except Exception as e:  # noqa: BLE001 - a broken install must not reach the user
             first = (str(e).strip().splitlines() or [""])[0]
             return None, f"numba fails to import ({type(e).__name__}: {first})"[:300]
-        if not found:
+        if spec is None:
             return None, f"the numba package is not installed; {_INSTALL}"
+        if _metadata_version is None:
+            _metadata_version = _dist_info_version(spec)
         if _metadata_version is None:
             try:
                 from importlib import metadata  # not at import: it costs 30 ms

@@ -367,6 +367,11 @@ class NumbaGraph:
             entry = self._ready.get(key)
             if entry is None:  # compiled now, or None while it compiles in the background
                 entry = tiering.entry(self, key, args)
+                if entry is None:
+                    try:
+                        return self.eager(*args)
+                    finally:
+                        tiering.release()
             if entry is not None:
                 measure = self._measure
                 if measure.verdict == "kernel":

@@ -24,6 +24,11 @@ the next process from trying again; the thread cannot be stopped, its result is 
 A kernel an earlier process compiled is loaded from the cache the same way, in the
 background: loading takes 10-50 ms, and importing numba a quarter of a second more, which
 a first call is spared.
+
+A job queued during a call is held until that call's eager run has returned (``release``):
+started at once, the compiler would take the GIL in turns with the very call it is meant
+to spare, about doubling it (numba's import alone is a quarter of a second of mostly
+GIL-holding work).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from ...config import config
 from . import diskcache
 from .notes import NumbaNote
 
-__all__ = ["entry", "budget_marker", "wait"]
+__all__ = ["entry", "release", "budget_marker", "wait"]
 
 
 def budget_marker(graph: Any) -> str:
@@ -57,6 +62,14 @@ def _over_budget(graph: Any, seconds: float, budget: float) -> None:
         diskcache.write_marker(budget_marker(graph), reason)
 
 
+def _remembered_slow(graph: Any) -> bool:
+    """An earlier process found this kernel over the budget: the graph falls back."""
+    slow = diskcache.read_marker(budget_marker(graph))
+    if slow is not None and graph.fallback_reason is None:
+        graph._fall_back(slow)
+    return slow is not None
+
+
 class _Compiler:
     """One daemon thread compiling the queued kernels in turn: numba's compiler takes a
     process-wide lock anyway, and a thread per graph would time-slice the user's thread
@@ -69,14 +82,24 @@ class _Compiler:
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._unfinished = 0
+        self._held: "list[Tuple[Any, Tuple[Any, ...], Tuple[Any, ...]]]" = []
 
-    def submit(self, graph: Any, key: Tuple[Any, ...], args: Tuple[Any, ...]) -> None:
+    def hold(self, graph: Any, key: Tuple[Any, ...], args: Tuple[Any, ...]) -> None:
+        """Queue a job that starts at the next ``release`` (counted by ``wait`` already)."""
         with self._lock:
             self._unfinished += 1
+            self._held.append((graph, key, args))
+
+    def release(self) -> None:
+        if not self._held:  # the common case: one attribute read
+            return
+        with self._lock:
+            held, self._held = self._held, []
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._work, name="framehook-numba-compiler", daemon=True)
                 self._thread.start()
-        self._jobs.put((graph, key, args))
+        for job in held:
+            self._jobs.put(job)
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         """Wait until every queued compile has ended; False if ``timeout`` passed first."""
@@ -97,7 +120,9 @@ class _Compiler:
 
 def _compile_one(graph: Any, key: Tuple[Any, ...], args: Tuple[Any, ...]) -> None:
     try:
-        if graph.fallback_reason is not None:  # fell back while queued (over budget, a rerun limit)
+        # fell back while queued (over budget, a rerun limit), or an earlier process found it
+        # slow (the marker is read here: no file access in the call that queued it)
+        if graph.fallback_reason is not None or _remembered_slow(graph):
             return
         started = graph._jobs[key] = time.perf_counter()
         runtime.call_with(None, graph._prepare_untraced, key, args)
@@ -118,19 +143,23 @@ def wait(timeout: Optional[float] = None) -> bool:
     return _compiler.wait(timeout)
 
 
+def release() -> None:
+    """Start the compiles queued during the call that has just run eager; the graph calls
+    it when its eager run returns or raises."""
+    _compiler.release()
+
+
 def entry(graph: Any, key: Tuple[Any, ...], args: Sequence[Any]) -> Any:
-    """The graph's entry point for these argument types, or None (the call runs eager):
-    compiled now (``config.numba_background`` off), or queued for the background compiler;
-    past the budget, the graph falls back."""
+    """The graph's entry point for these argument types, or None (the call runs eager, then
+    calls ``release``): compiled now (``config.numba_background`` off), or queued for the
+    background compiler; past the budget, the graph falls back."""
     if key not in graph._jobs:
-        slow = diskcache.read_marker(budget_marker(graph))
-        if slow is not None:
-            graph._fall_back(slow)
-            return None
         if not config.numba_background:
+            if _remembered_slow(graph):
+                return None
             return graph._ready.get(key) if graph._prepare(key, args) else None
         graph._jobs[key] = None  # queued: the budget starts when the compiler takes it up
-        _compiler.submit(graph, key, tuple(args))
+        _compiler.hold(graph, key, tuple(args))
         graph._note(NumbaNote(graph.graph.name, "pending", "", graph.lowering_seconds))
         return None
     ready = graph._ready.get(key)
