@@ -139,6 +139,45 @@ def test_a_compile_starts_only_once_the_call_that_queued_it_has_returned(fresh_c
         assert [n.status for n in notes] == ["compiled"], [str(n) for n in notes]
 
 
+def floor_plus(x, k):
+    return x // k + 1
+
+
+def test_the_lowering_too_runs_in_the_background_with_its_fallbacks(fresh_cache, notes, monkeypatch):
+    # lowering a graph takes 1-15 ms (over 100 for big ones): not a first call's business
+    lowered_on: List[str] = []
+    lower = kernel.lower
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        lowered_on.append(threading.current_thread().name)
+        return lower(*args, **kwargs)
+
+    monkeypatch.setattr(kernel, "lower", recorded)
+    made: List[Any] = []
+    x, ints = np.linspace(-1.0, 1.0, 7), np.arange(-3, 4)
+    with ft.config.patch(numba_background=True):
+        good = ft.optimize(made_by(made))(poly)
+        np.testing.assert_allclose(good(x), poly(x))
+        risky = ft.optimize(made_by(made))(floor_plus)
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(risky(ints, 2), floor_plus(ints, 2))
+        join_compiles()
+        # nothing lowered in the calls: both on the compiler's thread, after them
+        assert [name.startswith("framehook-numba-") for name in lowered_on] == [True, True]
+        assert sorted(n.status for n in notes) == ["compiled", "fallback"], [str(n) for n in notes]
+        (fallback,) = [n for n in notes if n.status == "fallback"]
+        assert "integer-array // or %" in fallback.reason and fallback.code == "FH016"
+        np.testing.assert_allclose(good(x), poly(x))
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(risky(ints, 2), floor_plus(ints, 2))
+    # the same graphs lowered in the call when compiling there gives the same keys
+    ft.reset()
+    again: List[Any] = []
+    with ft.config.patch(numba_background=False):
+        ft.optimize(made_by(again))(poly)(x)
+    assert again[0].lowered.key == made[0].lowered.key
+
+
 def test_a_warm_cache_loads_in_the_background_too(fresh_cache, notes):
     x = np.linspace(-1.0, 1.0, 7)
     with ft.config.patch(numba_background=False):

@@ -14,8 +14,8 @@ elementwise trees over matrices and axis reductions of float64 matrices into exp
 nests (no temporary per operation); other elementwise chains are left to numba's array
 expressions, whole-array reductions and matmuls to numba's numpy support.
 
-Compilation starts on the graph's first call with each argument signature, in a background
-thread while the first calls run eager (``tiering``; ``config.numba_background``,
+Lowering and compilation start once the graph's first call with each argument signature has
+run, in a background thread while the first calls run eager (``tiering``; ``config.numba_background``,
 ``config.numba_compile_budget``), into numba's on-disk cache (``diskcache``: an unusable or
 corrupt cache is ignored with one ``NumbaCacheWarning``): the generated source is written to a file whose name hashes the source, what
 the names it uses are bound to, the example inputs' types and the Python, numpy and numba
@@ -58,11 +58,12 @@ import time
 from typing import Any, Callable, Sequence
 
 from ..registry import register_backend
+from ...config import config
 from ...graph import Graph, NodeKind
 from .availability import MIN_NUMBA_VERSION, NUMBA_EXTRA, numba_version, require_numba
 from .diskcache import NumbaCacheWarning, cache_dir
 from .kernel import RERUN_LIMIT, NumbaGraph
-from .lowering import Lowered, lower
+from .lowering import Lowered, input_types, lower
 from .measure import KEEP_BELOW
 from .notes import FALLBACK_CODE, NumbaNote, add_note_observer, remove_note_observer
 from .tiering import wait as wait_for_compiles
@@ -93,9 +94,14 @@ def _numba_backend(graph: Any, example_inputs: Sequence[Any]) -> Callable[..., A
         return graph.forward  # nothing to compile
     start = time.perf_counter()
     version, missing = numba_version()
-    # numba missing, too old or broken: each graph runs eager with a one-line FH016 note
-    # (no error at decoration time either: the issue asks for eager, never an exception)
-    lowered = lower(graph, example_inputs) if version is not None else Lowered("", {}, "", missing, retry_loops=False)
+    if version is None:
+        # numba missing, too old or broken: each graph runs eager with a one-line FH016 note
+        # (no error at decoration time either: the issue asks for eager, never an exception)
+        return NumbaGraph(graph, Lowered("", {}, "", missing, retry_loops=False), time.perf_counter() - start)
+    if config.numba_background:
+        # lowered by the background compiler (1-15 ms, more for big graphs): not in a first call
+        return NumbaGraph(graph, None, 0.0, input_types(example_inputs))
+    lowered = lower(graph, example_inputs)
     return NumbaGraph(graph, lowered, time.perf_counter() - start)
 
 

@@ -85,14 +85,16 @@ def _type_mismatch(dispatcher: Any, signature: Tuple[Any, ...], dtypes: Dict[str
 class NumbaGraph:
     """A graph's numba kernel, with the eager code for fallbacks; called like ``graph.forward``."""
 
-    def __init__(self, graph: Graph, lowered: Any, lowering_seconds: float) -> None:
+    def __init__(
+        self, graph: Graph, lowered: Any, lowering_seconds: float, input_types: Optional[Sequence[str]] = None
+    ) -> None:
         self.graph = graph
         self.eager = graph.forward
+        #: None until ``lower_now`` (the background compiler lowers it: not in a first call)
         self.lowered = lowered
+        self._input_types = input_types
         self.lowering_seconds = lowering_seconds
-        self.fallback_reason: Optional[str] = lowered.reason
-        if self.fallback_reason is None and not fpstatus.available():
-            self.fallback_reason = "the CPU's floating-point flags cannot be read here (numpy's warnings would be lost)"
+        self.fallback_reason: Optional[str] = None
         self.dispatcher: Any = None
         self.notes: List[NumbaNote] = []
         self._ready: Dict[Tuple[Any, ...], Any] = {}  # argument types -> compiled entry point
@@ -109,10 +111,30 @@ class NumbaGraph:
         self.__name__ = "forward"
         self.__qualname__ = f"{graph.name}.numba"
         self.framehook_untraced = True
-        if self.fallback_reason is not None:
-            self._note(NumbaNote(graph.name, "fallback", self.fallback_reason, lowering_seconds))
+        if lowered is not None:
+            self._judge(lowered)
+
+    def _judge(self, lowered: Any) -> None:
+        """Fall back if the lowering refused the graph or the fp flags cannot be read."""
+        self.lowered = lowered
+        reason = lowered.reason
+        if reason is None and not fpstatus.available():
+            reason = "the CPU's floating-point flags cannot be read here (numpy's warnings would be lost)"
+        if reason is not None and self.fallback_reason is None:
+            self._fall_back(reason)
             if lowered.reason is not None and lowered.retry_loops:
                 self._loops_alone()
+
+    def lower_now(self) -> bool:
+        """Lower the graph if that was left for the background compiler (``input_types``
+        given instead of the lowering); False when the graph runs eager."""
+        with self._lock:
+            if self.lowered is None:
+                start = time.perf_counter()
+                lowered = lower(self.graph, types=self._input_types)
+                self.lowering_seconds = time.perf_counter() - start
+                self._judge(lowered)
+        return self.fallback_reason is None
 
     def _note(self, note: NumbaNote) -> None:
         self.notes.append(note)

@@ -20,7 +20,7 @@ from . import fusion
 from .availability import numba_version, require_numba
 from .checks import integer_risk, mutated_inputs
 
-__all__ = ["Lowered", "lower", "FUSE", "PARALLEL"]
+__all__ = ["Lowered", "lower", "input_types", "FUSE", "PARALLEL"]
 
 #: write sliced elementwise stores and axis reductions as explicit loops (``fusion``)
 FUSE = True
@@ -105,6 +105,12 @@ def _type_text(value: Any) -> str:
     return type(value).__qualname__
 
 
+def input_types(values: Sequence[Any]) -> Tuple[str, ...]:
+    """What of the example inputs the kernel's cache key depends on (``lower`` later needs
+    only this, not the arrays themselves)."""
+    return tuple(_type_text(v) for v in values)
+
+
 def _without_del(source: str) -> str:
     """numba's bytecode analysis refuses ``del`` of locals; it frees values itself."""
     lines = []
@@ -114,8 +120,9 @@ def _without_del(source: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def lower(graph: Graph, example_inputs: Sequence[Any] = ()) -> Lowered:
-    """The graph as the source numba compiles, or the reason it runs eager instead."""
+def lower(graph: Graph, example_inputs: Sequence[Any] = (), types: Optional[Sequence[str]] = None) -> Lowered:
+    """The graph as the source numba compiles, or the reason it runs eager instead
+    (``types``: ``input_types(example_inputs)``, taken earlier)."""
     why = integer_risk(graph)
     if why is not None:
         return Lowered("", {}, "", why)
@@ -148,7 +155,7 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = ()) -> Lowered:
         return Lowered(source, {}, "", missing, retry_loops=False)
     if fusion.PRANGE in source:
         scope[fusion.PRANGE] = require_numba().prange
-    parts += [_type_text(v) for v in example_inputs]
+    parts += input_types(example_inputs) if types is None else types
     parts += [sys.version, np.__version__, version, fusion.VERSION, f"parallel={PARALLEL}"]
     key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
     dtypes = {}

@@ -122,7 +122,7 @@ def _compile_one(graph: Any, key: Tuple[Any, ...], args: Tuple[Any, ...]) -> Non
     try:
         # fell back while queued (over budget, a rerun limit), or an earlier process found it
         # slow (the marker is read here: no file access in the call that queued it)
-        if graph.fallback_reason is not None or _remembered_slow(graph):
+        if graph.fallback_reason is not None or not graph.lower_now() or _remembered_slow(graph):
             return
         started = graph._jobs[key] = time.perf_counter()
         runtime.call_with(None, graph._prepare_untraced, key, args)
@@ -155,7 +155,7 @@ def entry(graph: Any, key: Tuple[Any, ...], args: Sequence[Any]) -> Any:
     background compiler; past the budget, the graph falls back."""
     if key not in graph._jobs:
         if not config.numba_background:
-            if _remembered_slow(graph):
+            if not graph.lower_now() or _remembered_slow(graph):
                 return None
             return graph._ready.get(key) if graph._prepare(key, args) else None
         graph._jobs[key] = None  # queued: the budget starts when the compiler takes it up
