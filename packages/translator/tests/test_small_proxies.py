@@ -159,6 +159,16 @@ def test_only_uniform_arrays_shrink():
     check(operator.add, ([1.0, 2.0], proxy((3, 2), np.float64)), shrinks=False)
 
 
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("dtype", ["M8[s]", "m8[s]", "U2", "S2", "f2", "g"])
+def test_other_dtypes_and_scalars_match_the_full_run(dtype):
+    odd = [np.str_("a"), np.bytes_(b"a"), np.datetime64("2020-01-01"), np.timedelta64(3, "s"), np.float16(2), 1j]
+    for scalar in odd:
+        for fn in (operator.add, operator.sub, operator.eq, operator.lt, operator.mul, np.maximum, operator.floordiv):
+            check(fn, (proxy((4, 3), dtype), scalar))
+            check(fn, (scalar, proxy((4, 3), dtype)))
+
+
 def test_value_errors_are_kept():
     # an integer to a negative integer power raises whatever the size: the full run says so
     ints = _filled((30, 30), np.int64, 2)
