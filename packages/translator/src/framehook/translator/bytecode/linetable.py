@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dis
 import types
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .behaviour import BEHAVIOUR
 from .instructions import Positions
@@ -42,6 +42,13 @@ def unit_positions(code: types.CodeType) -> List[Optional[Positions]]:
     return units
 
 
+def _unit_lines(code: types.CodeType) -> List[Optional[int]]:
+    """The line of each 2-byte code unit (None: no line), as ``unit_positions`` reads them."""
+    if BEHAVIOUR.line_table_has_columns:
+        return [p[0] for p in code.co_positions()]
+    return [None if p is None else p.lineno for p in unit_positions(code)]
+
+
 def encode(units: Sequence[Optional[Positions]], firstlineno: int) -> bytes:
     """The line table of this Python for ``units``."""
     if BEHAVIOUR.line_table_has_columns:
@@ -60,20 +67,27 @@ def relocate(
     reported where there was one."""
     units: List[Optional[Positions]] = []
     prev = firstlineno
-    for p in unit_positions(code):
-        if p is None or p.lineno is None:
+    # a graph's code has thousands of units (3.11+ counts inline caches) on a few lines:
+    # map each line once and share one Positions per new line
+    mapped: Dict[int, Optional[int]] = {}
+    made: Dict[int, Positions] = {}
+    for old in _unit_lines(code):
+        if old is None:
             units.append(None)
             continue
-        line = line_of(p.lineno)
+        line = mapped[old] if old in mapped else mapped.setdefault(old, line_of(old))
         prev = prev if line is None else line
-        units.append(Positions(prev, prev, None, None))
+        where = made.get(prev)
+        if where is None:
+            where = made[prev] = Positions(prev, prev, None, None)
+        units.append(where)
     consts = tuple(
         relocate(c, line_of, filename, firstlineno) if isinstance(c, types.CodeType) else c for c in code.co_consts
     )
     # no line before the first: line monitoring (tracers, coverage) on 3.14+ keeps each
     # line as an unsigned offset from co_firstlineno, and an inlined function defined above
     # the frame would come out 256 lines off
-    firstlineno = min([firstlineno] + [p.lineno for p in units if p is not None])
+    firstlineno = min([firstlineno, *made])
     table = encode(units, firstlineno)
     changes = {"co_lnotab": table} if BEHAVIOUR.line_table_is_lnotab else {"co_linetable": table}
     return code.replace(co_filename=filename, co_firstlineno=firstlineno, co_consts=consts, **changes)

@@ -94,7 +94,11 @@ class ArrayMeta:
             return self.pytype(fill)
         base = np.full(1, fill, dtype=self.dtype)
         shape = self.concrete_shape()
-        return np.lib.stride_tricks.as_strided(base, shape=shape, strides=(0,) * len(shape))
+        if self.dtype.hasobject:  # no view of an object array from its buffer
+            return np.lib.stride_tricks.as_strided(base, shape=shape, strides=(0,) * len(shape))
+        # the same view as as_strided's, made in C (a proxy is made per operand of every
+        # recorded operation: as_strided's Python took a few microseconds each)
+        return np.ndarray(shape, self.dtype, base, 0, (0,) * len(shape))
 
     def __str__(self) -> str:
         if self.is_array:

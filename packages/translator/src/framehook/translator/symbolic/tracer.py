@@ -24,6 +24,7 @@ from . import numpy_support as nps
 from .breaks import GraphBreak
 from .loops import lift
 from .side_effects import SideEffects, is_plain_object
+from .small_proxies import shrunk_result
 from .values import Cell, CellContents, Const, DictV, FuncV, ListV, ObjV, SliceV, Tensor, TupleV, V, flatten
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -468,7 +469,11 @@ class Tracer:
         pargs = tuple(self.to_proxy(a) for a in args)
         pkwargs = {k: self.to_proxy(a) for k, a in kwargs.items()}
         try:
-            if method is not None:
+            # only the result's metadata is read: most operations need no full-size run
+            result = None if linalg else shrunk_result(nps.run_on_proxies, target, pargs, pkwargs, method)
+            if result is not None:
+                pass
+            elif method is not None:
                 receiver = nps.view_proxy(pargs[0]) if method == "view" else pargs[0]
                 result = nps.run_on_proxies(getattr(receiver, method), pargs[1:], pkwargs)
             else:
