@@ -156,9 +156,9 @@ class NumbaGraph:
                 module.__dict__.update(self.lowered.scope)
                 exec(compile(self.lowered.source, path, "exec"), module.__dict__)  # noqa: S102 - generated
                 sys.modules[name] = module
-            self.dispatcher = numba.njit(cache=bool(where), boundscheck=True, parallel=self.lowered.parallel)(
-                module.forward
-            )
+            self.dispatcher = numba.njit(
+                cache=bool(where), boundscheck=self.lowered.boundscheck, parallel=self.lowered.parallel
+            )(module.forward)
             self._cached = bool(where)
         return self.dispatcher
 
