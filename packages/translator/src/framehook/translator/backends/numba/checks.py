@@ -27,7 +27,7 @@ from ...graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
 from ...graph.ir import IMPURE_METHODS, IMPURE_TARGETS, map_arg
 from ...graph.loop import Loop, WhileLoop, is_loop
 
-__all__ = ["integer_risk", "mutated_inputs", "ARG_INT_BITS", "SIZE_BITS"]
+__all__ = ["integer_risk", "mutated_inputs", "user_index", "ARG_INT_BITS", "SIZE_BITS"]
 
 #: integer arguments (Python or numpy scalars) must fit in this many bits, or the call runs eager
 ARG_INT_BITS = 31
@@ -310,3 +310,50 @@ def mutated_inputs(graph: Graph) -> List[int]:
     """Positions of the graph's inputs that running it may write (views followed back)."""
     written = _written(graph)
     return [i for i, ph in enumerate(graph.placeholders) if ph in written]
+
+
+# numpy calls and array methods that index with the values they are given
+_INDEXING_CALLS = {
+    getattr(np, name)
+    for name in ("take", "put", "take_along_axis", "put_along_axis", "choose", "compress", "delete", "insert")
+    if hasattr(np, name)
+}
+_INDEXING_METHODS = {"take", "put", "item", "itemset", "choose", "compress", "__getitem__", "__setitem__"}
+
+
+def _slices_only(index: Any) -> bool:
+    """An index of slices, ``...`` and ``None`` only: numpy and numba clip slices to the
+    array, so no value of theirs reads or writes out of range."""
+    items = index if type(index) is tuple else (index,)
+    return all(type(s) is slice or s is Ellipsis or s is None for s in items)
+
+
+def _static_item(node: Node) -> bool:
+    """A constant position in a value that is not an array (``x.shape[0]``): numba types
+    it when it compiles, and refuses one out of range (the graph then runs eager)."""
+    base = node.args[0]
+    meta = base.meta.get("val") if isinstance(base, Node) else None
+    return node.target is operator.getitem and type(node.args[1]) is int and not isinstance(meta, ArrayMeta)
+
+
+def user_index(graph: Graph) -> Optional[str]:
+    """The first node indexing an array with values of the user's (an integer, an array,
+    a loop's counter), or None when every index in the graph is a slice: a kernel whose
+    other indices are all the loop lowering's (within the ranges it derived) then needs
+    no bounds checks, and an out-of-range user index still raises IndexError."""
+    for node in graph.nodes:
+        target = node.target
+        if node.kind is NodeKind.CALL:
+            body = getattr(target, "body", None)
+            if isinstance(body, Graph):
+                found = user_index(body)
+                if found is not None:
+                    return found
+            elif target is operator.getitem or target is operator.setitem:
+                if len(node.args) < 2 or not (_slices_only(node.args[1]) or _static_item(node)):
+                    return node.name
+            elif _hashable_in(target, _INDEXING_CALLS):
+                return node.name
+        elif node.kind is NodeKind.CALL_METHOD and target in _INDEXING_METHODS:
+            return node.name
+    return None

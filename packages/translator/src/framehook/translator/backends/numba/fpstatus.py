@@ -16,7 +16,7 @@ import ctypes.util
 import platform
 from typing import Dict, Optional
 
-__all__ = ["available", "clear", "raised", "FLAGS"]
+__all__ = ["available", "clear", "raised", "FLAGS", "ALL", "clear_raw", "test_raw"]
 
 # numpy's error category -> the FE_* bit, per architecture (glibc and macOS agree)
 _FLAGS: Dict[str, Dict[str, int]] = {
@@ -30,7 +30,8 @@ def _load() -> Optional[ctypes.CDLL]:
     name = ctypes.util.find_library("m") or ctypes.util.find_library("c")
     try:
         lib = ctypes.CDLL(name)
-        lib.fetestexcept.argtypes = lib.feclearexcept.argtypes = [ctypes.c_int]
+        # no argtypes: ctypes passes a Python int as a C int all the same, and its
+        # conversion step costs a third of each call (two calls per kernel call)
         lib.fetestexcept.restype = lib.feclearexcept.restype = ctypes.c_int
     except (OSError, AttributeError, TypeError):  # no C library with fenv.h functions (Windows)
         return None
@@ -42,6 +43,11 @@ _lib = _load() if FLAGS is not None else None
 _ALL = sum(FLAGS.values()) if FLAGS else 0
 _test = _lib.fetestexcept if _lib is not None else None
 _clear = _lib.feclearexcept if _lib is not None else None
+#: the four flags' bits, and the C functions taking them (for a caller's hot path:
+#: ``clear_raw(ALL)``, ``test_raw(ALL)``; no-ops giving 0 where ``available()`` is False)
+ALL = _ALL
+clear_raw = _clear if _clear is not None else (lambda bits: 0)
+test_raw = _test if _test is not None else (lambda bits: 0)
 
 
 def available() -> bool:

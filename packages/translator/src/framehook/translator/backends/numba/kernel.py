@@ -14,18 +14,18 @@ import time
 import traceback
 import types
 import warnings
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..._runtime import runtime
 from ...config import config
-from ...graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
+from ...graph import Graph, Node, NodeKind
 from ...graph.ir import map_arg
 from ...graph.loop import is_loop
 from . import diskcache, fpstatus, tiering
 from .availability import numba_or_reason
-from .checks import ARG_INT_BITS
+from .callpath import VIEW, arg_key, args_ok, may_return_input_memory, relinked, restorer
 from .lowering import lower
 from .measure import Measurement
 from .notes import NumbaNote, notify
@@ -34,30 +34,10 @@ __all__ = ["NumbaGraph", "RERUN_LIMIT"]
 
 _call_with = runtime.call_with
 _FE = fpstatus.FLAGS or {}
-_VIEW = object()  # a returned array that is part of an input
-_ARG_INT = 2**ARG_INT_BITS
+_FE_ALL = fpstatus.ALL
+_fe_clear, _fe_test = fpstatus.clear_raw, fpstatus.test_raw
 #: calls of one graph that had to be redone eager before the graph runs eager for good
 RERUN_LIMIT = 3
-
-
-def _arg_ok(value: Any) -> bool:
-    t = type(value)
-    if t is np.ndarray:
-        return value.dtype.kind in "biufc" and not value.dtype.byteorder == ">"
-    if t is bool or t is float or t is complex:
-        return True
-    if t is int:
-        return -_ARG_INT <= value <= _ARG_INT
-    if isinstance(value, np.integer):
-        return -_ARG_INT <= int(value) <= _ARG_INT
-    return isinstance(value, np.generic) and value.dtype.kind in "bfc"
-
-
-def _arg_key(value: Any) -> Any:
-    if type(value) is np.ndarray:
-        f = value.flags
-        return (value.dtype.num, value.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)
-    return type(value)
 
 
 def _type_mismatch(dispatcher: Any, signature: Tuple[Any, ...], dtypes: Dict[str, np.dtype]) -> Optional[str]:
@@ -107,7 +87,11 @@ class NumbaGraph:
         self._jobs: Dict[Tuple[Any, ...], Optional[float]] = {}  # queued (None) or started at
         self._cached = False
         self._lock = threading.Lock()
-        self._restore = self._output_restorer(graph)
+        # planned once: what each call does to the result beyond numba's entry point
+        self._restore = restorer(graph)
+        self._relink = may_return_input_memory(graph)
+        self._mutated: Tuple[int, ...] = ()  # the inputs the graph writes (once lowered)
+        self._warm = False  # the eager-first calls are done
         self.__name__ = "forward"
         self.__qualname__ = f"{graph.name}.numba"
         self.framehook_untraced = True
@@ -116,6 +100,7 @@ class NumbaGraph:
 
     def _judge(self, lowered: Any) -> None:
         """Fall back if the lowering refused the graph or the fp flags cannot be read."""
+        self._mutated = tuple(lowered.mutated)
         self.lowered = lowered
         reason = lowered.reason
         if reason is None and not fpstatus.available():
@@ -139,40 +124,6 @@ class NumbaGraph:
     def _note(self, note: NumbaNote) -> None:
         self.notes.append(note)
         notify(note)
-
-    @staticmethod
-    def _output_restorer(graph: Graph) -> Callable[[Any, Sequence[Any]], Any]:
-        """Give results the types plain code gives (numba returns Python floats for numpy
-        scalars, and new array objects for the arguments returned as they are)."""
-        out = graph.output_node.args[0] if graph.output_node is not None else None
-        placeholders = {n: i for i, n in enumerate(graph.placeholders)}
-
-        def one(spec: Any, value: Any, args: Sequence[Any], seen: Dict[Node, Any]) -> Any:
-            if isinstance(spec, Node):
-                if spec in seen:
-                    return seen[spec]
-                if spec in placeholders:
-                    result = args[placeholders[spec]]
-                else:
-                    meta = spec.meta.get("val")
-                    result = value
-                    if isinstance(meta, ArrayMeta) and not meta.is_array and type(value) is not meta.pytype:
-                        result = meta.pytype(value)
-                    elif (
-                        isinstance(meta, ScalarMeta)
-                        and meta.pytype in (int, float, bool, complex)
-                        and type(value) is not meta.pytype
-                    ):
-                        result = meta.pytype(value)
-                seen[spec] = result
-                return result
-            if type(spec) in (tuple, list):
-                return type(spec)(one(s, v, args, seen) for s, v in zip(spec, value))
-            if type(spec) is dict:  # numba gives its typed dict: give a dict, in the same order
-                return {k: one(s, value[k], args, seen) for k, s in spec.items()}
-            return value
-
-        return lambda value, args: one(out, value, args, {})
 
     def _fall_back(self, reason: str) -> None:
         self.fallback_reason = reason
@@ -228,9 +179,9 @@ class NumbaGraph:
                 module.__dict__.update(self.lowered.scope)
                 exec(compile(self.lowered.source, path, "exec"), module.__dict__)  # noqa: S102 - generated
                 sys.modules[name] = module
-            self.dispatcher = numba.njit(cache=bool(where), boundscheck=True, parallel=self.lowered.parallel)(
-                module.forward
-            )
+            self.dispatcher = numba.njit(
+                cache=bool(where), boundscheck=self.lowered.boundscheck, parallel=self.lowered.parallel
+            )(module.forward)
             self._cached = bool(where)
         return self.dispatcher
 
@@ -333,10 +284,11 @@ class NumbaGraph:
         return verdict
 
     def _run(self, entry: Any, args: Sequence[Any]) -> Tuple[Any, int]:
-        fpstatus.clear()
+        _fe_clear(_FE_ALL)
         value = entry(*args)
-        flags = fpstatus.raised()
-        return self._restore(value, args), flags
+        flags = _fe_test(_FE_ALL)
+        restore = self._restore
+        return (value if restore is None else restore(value, args)), flags
 
     def _must_redo(self, flags: int) -> bool:
         """Would plain code have warned or raised on these floating-point flags?"""
@@ -344,7 +296,7 @@ class NumbaGraph:
             return True
         return any(flags & _FE[kind] for kind, mode in np.geterr().items() if mode != "ignore")
 
-    def _redo(self, saved: List[Tuple[np.ndarray, np.ndarray]], args: Sequence[Any], why: str) -> Any:
+    def _redo(self, saved: Sequence[Tuple[np.ndarray, np.ndarray]], args: Sequence[Any], why: str) -> Any:
         """Undo the kernel's writes to the inputs and run the eager code, which warns, raises
         and writes exactly as plain code does."""
         for array, copy in saved:
@@ -354,40 +306,19 @@ class NumbaGraph:
             self._fall_back(f"{why} on {self._reruns} calls: runs eager, as plain code does")
         return self.eager(*args)
 
-    def _relinked(self, value: Any, args: Sequence[Any]) -> Any:
-        """The result with every returned array that is a whole input (numba gives a new
-        array object over the same memory) replaced by that input, as plain code returns
-        it; ``_VIEW`` when a returned array is part of an input (plain's is a view linked
-        to it by ``.base``, numba's is not)."""
-        t = type(value)
-        if t is np.ndarray:
-            for a in args:
-                if type(a) is np.ndarray and a is not value and np.may_share_memory(a, value):
-                    if (
-                        a.__array_interface__["data"][0] == value.__array_interface__["data"][0]
-                        and a.shape == value.shape
-                        and a.strides == value.strides
-                        and a.dtype == value.dtype
-                    ):
-                        return a
-                    return _VIEW
-            return value
-        if t is tuple or t is list:
-            items = [self._relinked(v, args) for v in value]
-            return _VIEW if any(v is _VIEW for v in items) else t(items)
-        if t is dict:
-            entries = {k: self._relinked(v, args) for k, v in value.items()}
-            return _VIEW if any(v is _VIEW for v in entries.values()) else entries
-        return value
-
     def __call__(self, *args: Any) -> Any:
-        if self.fallback_reason is None and all(_arg_ok(a) for a in args):
-            if self._calls < config.numba_compile_after:  # eager-first: compile once it is called again
-                self._calls += 1
-                return self.eager(*args)
-            key = tuple(_arg_key(a) for a in args)
+        if self.fallback_reason is None:
+            key = arg_key(args)
             entry = self._ready.get(key)
-            if entry is None:  # compiled now, or None while it compiles in the background
+            if entry is None:
+                if not args_ok(args):  # an argument numba is not given: this call runs eager
+                    return self.eager(*args)
+                if not self._warm:  # eager-first: compile once it is called again
+                    if self._calls < config.numba_compile_after:
+                        self._calls += 1
+                        return self.eager(*args)
+                    self._warm = True
+                # compiled now, or None while it compiles in the background
                 entry = tiering.entry(self, key, args)
                 if entry is None:
                     try:
@@ -423,7 +354,9 @@ class NumbaGraph:
         return result
 
     def _call_kernel(self, entry: Any, args: Sequence[Any]) -> Any:
-        saved = [(a, a.copy()) for a in (args[i] for i in self.lowered.mutated) if type(a) is np.ndarray]
+        saved = (
+            [(a, a.copy()) for a in (args[i] for i in self._mutated) if type(a) is np.ndarray] if self._mutated else ()
+        )
         try:
             # the kernel compiled for exactly these argument types (the key says so): its
             # entry point, never numba's dispatch, which could compile again on this stack
@@ -433,12 +366,13 @@ class NumbaGraph:
             return self._redo(saved, args, "raised an exception")
         if flags and self._must_redo(flags):
             return self._redo(saved, args, "needed numpy's floating-point error handling")
-        value = self._relinked(value, args)
-        if value is _VIEW:
-            self._fall_back("it returns a view of an input (numba's views are not linked to it by .base)")
-            for array, copy in saved:
-                array[...] = copy
-            return self.eager(*args)
+        if self._relink:
+            value = relinked(value, args)
+            if value is VIEW:
+                self._fall_back("it returns a view of an input (numba's views are not linked to it by .base)")
+                for array, copy in saved:
+                    array[...] = copy
+                return self.eager(*args)
         return value
 
 

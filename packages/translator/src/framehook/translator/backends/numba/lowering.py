@@ -18,7 +18,7 @@ from ...graph import pysource
 from ...graph.ir import display_name
 from . import fusion
 from .availability import numba_version, require_numba
-from .checks import integer_risk, mutated_inputs
+from .checks import integer_risk, mutated_inputs, user_index
 
 __all__ = ["Lowered", "lower", "input_types", "FUSE", "PARALLEL"]
 
@@ -96,6 +96,9 @@ class Lowered:
     parallel: bool = False
     #: on a refusal, try the graph's loop nodes as kernels of their own (not when numba is missing)
     retry_loops: bool = True
+    #: compile with bounds checks: off only when every index in the source is the loop
+    #: lowering's, within the ranges it derived (``checks.user_index`` finds the user's)
+    boundscheck: bool = True
 
 
 def _type_text(value: Any) -> str:
@@ -156,7 +159,8 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = (), types: Optional[Sequ
     if fusion.PRANGE in source:
         scope[fusion.PRANGE] = require_numba().prange
     parts += input_types(example_inputs) if types is None else types
-    parts += [sys.version, np.__version__, version, fusion.VERSION, f"parallel={PARALLEL}"]
+    boundscheck = user_index(work) is not None
+    parts += [sys.version, np.__version__, version, fusion.VERSION, f"parallel={PARALLEL}", f"bc={boundscheck}"]
     key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
     dtypes = {}
     for node, var in names._vars.items():
@@ -172,4 +176,5 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = (), types: Optional[Sequ
         float_math=_python_float_math(graph),
         errstate_blocks=any(n.meta.get("errstate") for n in _walk(graph)),
         parallel=PARALLEL,
+        boundscheck=boundscheck,
     )

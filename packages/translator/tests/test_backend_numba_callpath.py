@@ -1,0 +1,195 @@
+"""A numba kernel's call path: bounds checks are off only where every index is the loop
+lowering's (results stay numpy's on empty, length-1 and end slices), a user's index out
+of range still raises as plain code does, and what a call does beyond numba's entry point
+(the argument key, the result's types, relinking inputs) is planned per graph and keeps
+plain code's results: inputs returned as they are, one object returned twice, views."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+numba = pytest.importorskip("numba", reason="numba is not installed for this interpreter")
+import framehook.translator as ft  # noqa: E402
+from framehook.translator.backends import numba as bnb  # noqa: E402
+from framehook.translator.backends.numba import callpath, checks  # noqa: E402
+from test_backend_numba import assert_as_plain, captured_graph, numba_cache  # noqa: E402,F401 - the cache fixture
+
+
+def _compiled(notes: Any) -> bool:
+    return "compiled" in {n.status for n in notes}
+
+
+# ---------------------------------------------------------------- bounds checks
+
+
+def _ends(a, b):
+    b[1:] = a[1:] * 0.5 + a[:-1]
+    b[:-1] = b[:-1] - a[1:] * 0.25
+    return b
+
+
+def _corners(x, y):
+    y[:, -1:] = x[:, :1] * 2.0 + 1.0
+    y[-1:, :] = x[:1, :] - y[-1:, :]
+    return y
+
+
+def _window(a, b, n):
+    b[:n] = a[-n:] * 2.0 + b[:n]
+    return b
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7])
+def test_lowered_loops_without_bounds_checks_give_numpys_results_at_the_edges(n):
+    args = (np.arange(float(n)) ** 2, np.ones(n))
+    lowered = bnb.lower(captured_graph(_ends, *args), args)
+    assert not lowered.boundscheck and "for " in lowered.source, lowered.source
+    notes = assert_as_plain(_ends, args)
+    assert _compiled(notes), [str(x) for x in notes]
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (1, 1), (1, 4), (4, 1), (3, 5)])
+def test_end_slices_of_2d_arrays_without_bounds_checks_agree(shape):
+    args = (np.arange(float(np.prod(shape))).reshape(shape), np.zeros(shape))
+    assert not bnb.lower(captured_graph(_corners, *args), args).boundscheck
+    notes = assert_as_plain(_corners, args)
+    assert _compiled(notes), [str(x) for x in notes]
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 5, 9, -2])
+def test_slice_bounds_past_the_ends_clip_or_raise_as_numpy(n):
+    # n = 0: a[-0:] is all of a and b[:0] nothing (numpy raises); 9: clipped; -2: from the end
+    args = (np.arange(5.0), np.ones(5), n)
+    assert not bnb.lower(captured_graph(_window, np.arange(5.0), np.ones(5), 2), args).boundscheck
+    notes = assert_as_plain(_window, args)
+    assert _compiled(notes), [str(x) for x in notes]
+
+
+def _pick(a, i):
+    return a[i] * 2.0 + a[0]
+
+
+def _walk(a, n):
+    s = 0.0
+    for k in range(n):
+        s += a[k] * 0.5
+    return s
+
+
+def _gather(a, idx):
+    return a[idx] * 2.0
+
+
+def test_user_indices_keep_bounds_checks():
+    a = np.arange(4.0)
+    assert checks.user_index(captured_graph(_pick, a, 1)) is not None
+    assert bnb.lower(captured_graph(_pick, a, 1), (a, 1)).boundscheck
+    assert bnb.lower(captured_graph(_walk, a, 3), (a, 3)).boundscheck
+    idx = np.array([0, 3])
+    assert bnb.lower(captured_graph(_gather, a, idx), (a, idx)).boundscheck
+    assert checks.user_index(captured_graph(_ends, a, a.copy())) is None
+
+
+@pytest.mark.parametrize("i", [1, 3, -4, 4, -5, 100])
+def test_an_out_of_range_user_index_raises_as_plain(i):
+    notes = assert_as_plain(_pick, (np.arange(4.0), 1), (np.arange(4.0), i))
+    assert _compiled(notes), [str(x) for x in notes]
+
+
+@pytest.mark.parametrize("n", [2, 4, 5, 9])
+def test_a_loop_reading_past_the_end_raises_as_plain(n):
+    notes = assert_as_plain(_walk, (np.arange(4.0), 1), (np.arange(4.0), n))
+    assert _compiled(notes), [str(x) for x in notes]
+
+
+@pytest.mark.parametrize("idx", [[0, 3], [4], [-5], [1, -1]])
+def test_an_out_of_range_index_array_raises_as_plain(idx):
+    notes = assert_as_plain(_gather, (np.arange(4.0), np.array([0, 2])), (np.arange(4.0), np.array(idx)))
+    assert _compiled(notes), [str(x) for x in notes]
+
+
+# ---------------------------------------------------------------- the planned call path
+
+
+def test_the_argument_key_tells_apart_what_the_entry_points_do():
+    a = np.ones((2, 3))
+    key = callpath.arg_key
+    assert key((a,)) == key((np.zeros((2, 3)),))
+    assert key((a,)) != key((a.T,))  # layout
+    assert key((a,)) != key((a.astype(np.float32),)) != key((np.ones(6),))
+    ro = a.copy()
+    ro.flags.writeable = False
+    assert key((a,)) != key((ro,))
+    assert key((a[:, :2].copy(),)) == key((np.ones((4, 2)),))  # owning its data or not: one kernel
+    assert key((1,)) == key((2**31,)) != key((2**31 + 1,))
+    assert key((np.int64(1),)) != key((np.int64(2**40),))  # numpy integers by value too
+    assert callpath.args_ok((a, 1.0, 2, True, np.float32(1), np.int64(3)))
+    assert not callpath.args_ok((np.ones(2, ">f8"),))
+    assert not callpath.args_ok((np.int64(2**40),))
+    assert not callpath.args_ok((2**31 + 1,))
+    assert not callpath.args_ok(("text",))
+    assert not callpath.args_ok((np.array(["a"]),))
+
+
+def _fresh(x, y):
+    return x * y + 1.0
+
+
+def _same_twice(x):
+    y = x * 2.0
+    return y, y
+
+
+def _input_back(x, y):
+    return x, x + y
+
+
+def _a_view(x):
+    return x[1:]
+
+
+def _scalar(x):
+    return float(x.sum()) * 2.0
+
+
+def test_the_result_plan_per_graph():
+    x = np.arange(4.0)
+    fresh = captured_graph(_fresh, x, x)
+    assert callpath.restorer(fresh) is None and not callpath.may_return_input_memory(fresh)
+    assert callpath.may_return_input_memory(captured_graph(_a_view, x))
+    assert not callpath.may_return_input_memory(captured_graph(_scalar, x))
+    back = captured_graph(_input_back, x, x)
+    restore = callpath.restorer(back)
+    y = x + 1.0
+    got = restore((x.copy(), y), (x, x))
+    assert got[0] is x and got[1] is y
+
+
+def test_results_keep_plain_codes_identities_and_views():
+    x = np.arange(5.0)
+    with ft.config.patch(numba_measure_calls=0):
+        for fn in (_fresh, _same_twice, _input_back, _scalar):
+            ft.reset()
+            opt = ft.optimize("numba")(fn)
+            args = (x, x + 1.0) if fn in (_fresh, _input_back) else (x,)
+            for _ in range(3):
+                got, want = opt(*args), fn(*args)
+                if fn is _same_twice:
+                    assert got[0] is got[1]
+                    np.testing.assert_array_equal(got[0], want[0])
+                elif fn is _input_back:
+                    assert got[0] is x
+                    np.testing.assert_array_equal(got[1], want[1])
+                elif fn is _scalar:
+                    assert type(got) is float and got == want
+                else:
+                    np.testing.assert_array_equal(got, want)
+        ft.reset()
+        opt = ft.optimize("numba")(_a_view)
+        for _ in range(3):
+            got = opt(x)
+            assert got.base is x and np.array_equal(got, x[1:])
+    ft.reset()
