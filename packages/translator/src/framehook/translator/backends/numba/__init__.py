@@ -8,8 +8,9 @@
 
 The graph is written as Python by the same code generator the ``eager`` backend uses (one
 straight-line function; loop nodes become ``for``/``while`` loops), and that function is
-compiled in nopython mode with bounds checks on (an index out of range raises IndexError as
-in plain code). Before that, ``fusion`` rewrites sliced float64 stores, float64
+compiled in nopython mode, with bounds checks on wherever the graph indexes with the user's
+values (an index out of range raises IndexError as in plain code; ``checks.user_index``)
+and off where every index is one the loop lowering derived itself. Before that, ``fusion`` rewrites sliced float64 stores, float64
 elementwise trees over matrices and axis reductions of float64 matrices into explicit loop
 nests (no temporary per operation); other elementwise chains are left to numba's array
 expressions, whole-array reductions and matmuls to numba's numpy support.
@@ -44,7 +45,8 @@ A graph runs as the eager backend's code for good (a *fallback*, reported as FH0
 * numba is missing, older than ``MIN_NUMBA_VERSION`` or fails to import (``availability``);
 * its compile outlasted the budget (``tiering``).
 
-The modules: ``kernel`` (``NumbaGraph``, the compiled graph's calls), ``measure``,
+The modules: ``kernel`` (``NumbaGraph``, the compiled graph's calls), ``callpath`` (what a
+kernel call does beyond numba's entry point, planned once per graph), ``measure``,
 ``tiering``, ``diskcache``, ``availability``, ``notes`` (``NumbaNote`` and its observers).
 
 A single call runs eager when an argument is one numba would convert differently (an integer
