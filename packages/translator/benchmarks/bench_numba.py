@@ -10,7 +10,7 @@ Prints markdown tables:
 1. the test corpus (``calls[0]`` of every case, small inputs): geometric means of each
    backend's steady-state time over plain numpy's, and what numba did with the graphs
    (``--skip-corpus`` leaves it out);
-2. the NPBench-class kernels of npbench_kernels.py (56, tagged by category, 15 held out as
+2. the NPBench-class kernels of npbench_kernels.py (59, tagged by category, 15 held out as
    ``unseen``): per kernel plain's time, each backend's time over plain's, what the numba
    backend did with each graph (its notes), whether every backend's result agrees with
    plain's (a ``FAIL`` row otherwise); then summary rows per backend for all kernels, the

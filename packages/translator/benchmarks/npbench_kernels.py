@@ -9,7 +9,7 @@ inputs for tests. Dtypes: float64 mostly, float32 (``*_f32``, ``mvt_f32``), int3
 (``int_mod_sums``, ``life_step_i32``, ``julia_count_i32``'s counts) and int64
 (``collatz_steps``, ``mandel_escape``'s counts).
 
-The kernels live in three modules: this one (the first 23), kernels_linalg_nn.py and
+The kernels live in three modules: this one (the first 26), kernels_linalg_nn.py and
 kernels_signal_misc.py.
 
 Held-out split: the 15 kernels marked ``unseen=True`` are the "kernels it was not tuned on"
@@ -511,6 +511,63 @@ CATEGORIES = (
 )
 
 
+# ---------------------------------------------------------------- accumulations in place, channel broadcasts
+
+
+def taps_accumulate_f32(x, h):
+    n = x.shape[0] - h.shape[0] + 1
+    y = np.zeros(n, dtype=x.dtype)
+    for k in range(h.shape[0]):
+        y += h[k] * x[k : k + n]
+    return y
+
+
+def taps_accumulate_f32_hand(x, h):
+    n = x.shape[0] - h.shape[0] + 1
+    y = np.zeros(n, dtype=x.dtype)
+    for i in range(n):
+        acc = np.float32(0.0)
+        for k in range(h.shape[0]):
+            acc += h[k] * x[i + k]
+        y[i] = acc
+    return y
+
+
+def taps_2d(img, w):
+    out = np.zeros((img.shape[0] - 2, img.shape[1] - 2))
+    for di in range(3):
+        for dj in range(3):
+            out += w[di, dj] * img[di : di + img.shape[0] - 2, dj : dj + img.shape[1] - 2]
+    return out
+
+
+def taps_2d_hand(img, w):
+    n, m = img.shape[0] - 2, img.shape[1] - 2
+    out = np.zeros((n, m))
+    for i in range(n):
+        for j in range(m):
+            acc = 0.0
+            for di in range(3):
+                for dj in range(3):
+                    acc += w[di, dj] * img[i + di, j + dj]
+            out[i, j] = acc
+    return out
+
+
+def channel_affine(x, gain, shift):
+    return x * gain[None, :, None] + shift[None, :, None]
+
+
+def channel_affine_hand(x, gain, shift):
+    out = np.empty_like(x)
+    for b in range(x.shape[0]):
+        for c in range(x.shape[1]):
+            g, s = gain[c], shift[c]
+            for k in range(x.shape[2]):
+                out[b, c, k] = x[b, c, k] * g + s
+    return out
+
+
 def _args(rng, small):
     """name -> (category, unseen, make) of the kernels above; ``small``: tiny inputs for tests."""
 
@@ -604,6 +661,28 @@ def _args(rng, small):
         ),
         "gelu": ("nn", False, lambda: (rng.standard_normal((size(400, 5), size(500, 7))),)),
         "conv1d_taps": ("nn", False, lambda: (rng.standard_normal(size(400_000, 50)), rng.standard_normal(size(9, 3)))),
+        "taps_accumulate_f32": (
+            "image_signal",
+            False,
+            lambda: (
+                rng.standard_normal(size(200_000, 40)).astype(np.float32),
+                rng.standard_normal(size(16, 3)).astype(np.float32),
+            ),
+        ),
+        "taps_2d": (
+            "image_signal",
+            False,
+            lambda: (rng.standard_normal((size(600, 9), size(600, 8))), rng.standard_normal((3, 3))),
+        ),
+        "channel_affine": (
+            "broadcast",
+            False,
+            lambda: (
+                rng.standard_normal((size(16, 2), size(64, 3), size(1024, 5))),
+                rng.standard_normal(size(64, 3)),
+                rng.standard_normal(size(64, 3)),
+            ),
+        ),
     }
 
 

@@ -83,14 +83,67 @@ def _gather(a, idx):
     return a[idx] * 2.0
 
 
-def test_user_indices_keep_bounds_checks():
+def _taps(img, w):
+    out = np.zeros((img.shape[0] - 2, img.shape[1] - 2))
+    for di in range(3):
+        for dj in range(3):
+            out += w[di, dj] * img[di : di + img.shape[0] - 2, dj : dj + img.shape[1] - 2]
+    return out
+
+
+def test_integer_user_indices_are_checked_by_statements_not_by_numba():
     a = np.arange(4.0)
-    assert checks.user_index(captured_graph(_pick, a, 1)) is not None
-    assert bnb.lower(captured_graph(_pick, a, 1), (a, 1)).boundscheck
-    assert bnb.lower(captured_graph(_walk, a, 3), (a, 3)).boundscheck
+    for fn, args in ((_pick, (a, 1)), (_walk, (a, 3))):
+        graph = captured_graph(fn, *args)
+        assert checks.user_index(graph) is not None  # the user's own integers index the array
+        lowered = bnb.lower(graph, args)
+        assert not lowered.boundscheck, lowered.source
+        assert "raise IndexError" in lowered.source, lowered.source
+    # w[di, dj] in a loop over constant ranges, and fused in-place stores around it
+    img, w = np.ones((6, 7)), np.ones((3, 3))
+    lowered = bnb.lower(captured_graph(_taps, img, w), (img, w))
+    assert not lowered.boundscheck and lowered.source.count("raise IndexError") == 2 * 9, lowered.source
+
+
+def _while_sum(a, n):
+    i, s = 0, 0.0
+    while i < n:
+        s += a[i] * a[-1 - i]
+        i += 1
+    return s
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 8])
+def test_a_while_loop_reading_past_the_end_raises_as_plain(n):
+    lowered = bnb.lower(captured_graph(_while_sum, np.arange(4.0), 2), (np.arange(4.0), 2))
+    assert not lowered.boundscheck and "raise IndexError" in lowered.source, lowered.source
+    notes = assert_as_plain(_while_sum, (np.arange(4.0), 2), (np.arange(4.0), n))
+    assert _compiled(notes), [str(x) for x in notes]
+
+
+def _odd_indices(a, i):
+    return a[None, i].sum() + a[..., i].sum() + a[True].sum()
+
+
+def test_indices_with_none_ellipsis_or_booleans_keep_bounds_checks():
+    a = np.arange(12.0).reshape(3, 4)
+    graph = captured_graph(_odd_indices, a, 1)
+    assert checks.user_index(graph) is not None
+    assert bnb.lower(graph, (a, 1)).boundscheck
+
+
+def test_index_arrays_keep_bounds_checks():
+    a = np.arange(4.0)
     idx = np.array([0, 3])
     assert bnb.lower(captured_graph(_gather, a, idx), (a, idx)).boundscheck
     assert checks.user_index(captured_graph(_ends, a, a.copy())) is None
+
+
+@pytest.mark.parametrize("w_shape", [(3, 3), (2, 3), (3, 2), (3, 1)])
+def test_a_constant_index_past_a_small_array_raises_as_plain(w_shape):
+    img = np.arange(42.0).reshape(6, 7)
+    notes = assert_as_plain(_taps, (img, np.ones((3, 3))), (img, np.ones(w_shape)))
+    assert _compiled(notes), [str(x) for x in notes]
 
 
 @pytest.mark.parametrize("i", [1, 3, -4, 4, -5, 100])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+import sys
 import warnings
 from typing import Any, Callable, Dict, List, Tuple
 
@@ -134,6 +135,103 @@ def test_trees_and_stores_of_every_dtype_are_loops_and_agree(dtype):
         _check(store, _store, (a, b.copy()))
 
     prop()
+
+
+def _in_place(a, b):
+    a += b * 3 - a
+    a -= b * b
+    a *= b + 1
+    return a
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_in_place_operators_on_arrays_are_stores_and_agree(dtype):
+    ex = (np.ones((3, 4), dtype), np.ones((3, 4), dtype))
+    kernel, fused = _kernel(_in_place, ex)
+    assert [type(f) for f in fused] == [fusion.FusedStore] * 3
+    assert all(f.gives_dst and f.dst is not None for f in fused)
+
+    @PROPERTY
+    @given(data=st.data(), shape=st.tuples(st.integers(0, 5), st.integers(0, 5)), flip=st.booleans())
+    def prop(data, shape, flip):
+        a, b = (data.draw(_array(dtype, shape)) for _ in range(2))
+        if flip:
+            a, b = np.ascontiguousarray(a.T).T, np.ascontiguousarray(b.T).T
+        status, want = _plain(_in_place, (a.copy(), b))
+        got = a.copy()
+        try:
+            out = kernel(got, b)
+        except (ValueError, ZeroDivisionError):
+            assert status == "raise"
+            return
+        assert out is got or np.shares_memory(out, got)  # the kernel wrote the array it was given
+        if status == "raise":
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                want = _in_place(a.copy(), b)
+        _agree(got, want, False)
+
+    prop()
+
+
+def _accumulate(x, h):
+    n = x.shape[0] - h.shape[0] + 1
+    y = np.zeros(n, dtype=x.dtype)
+    for k in range(h.shape[0]):
+        y += h[k] * x[k : k + n]
+    return y
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_in_place_stores_run_as_plain_with_aliases_and_bad_taps(dtype):
+    x = np.linspace(0.0, 1.0, 50).astype(dtype)
+    # compiled, then the same array as both operands (numpy reads the operand first)
+    notes = assert_as_plain(_in_place, (x.copy(), x[::-1].copy()), (x.copy(), x.copy()))
+    assert any(n.status == "compiled" for n in notes), [str(n) for n in notes]
+    shared = x.copy()
+    assert_as_plain(_in_place, (x.copy(), x[::-1].copy()), (shared, shared))
+    notes = assert_as_plain(_accumulate, (x, np.ones(4, dtype)), (x, np.arange(4).astype(dtype)))
+    assert any(n.status == "compiled" for n in notes), [str(n) for n in notes]
+
+
+def _to(x, dt):
+    return x.astype(dt) * 2
+
+
+@pytest.mark.parametrize(
+    "dt, takes",
+    [(np.dtype("float32"), True), (np.dtype("int16"), True), (np.dtype("float16"), False), (np.dtype(">f8"), False)],
+)
+def test_dtype_objects_are_globals_numba_takes_when_it_has_the_dtype(dt, takes):
+    x = np.arange(5.0)
+    lowered = bnb.lower(captured_graph(lambda x: _to(x, dt), x), (x,))
+    assert (lowered.reason is None) == takes, lowered.reason
+    if not takes:
+        assert f"dtype({str(dt)!r})" in lowered.reason or repr(dt) in lowered.reason, lowered.reason
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="huge pages are asked for on Linux only")
+def test_large_new_arrays_ask_for_huge_pages_and_agree():
+    a = np.arange(1024 * 640, dtype=np.float64).reshape(1024, 640)  # 5 MiB: over numpy's 4 MiB
+    b = a[::-1].copy()
+    lowered = bnb.lower(captured_graph(_tree, a, b), (a, b))
+    assert "__fh_madvise" in lowered.source
+    kernel, _ = _kernel(_tree, (a, b))
+    _check(kernel, _tree, (a, b))
+    small = np.ones((3, 4))
+    _check(kernel, _tree, (small, small * 2))  # under the threshold: no advice, same values
+
+
+def test_new_arrays_are_plain_empties_elsewhere_than_linux(monkeypatch):
+    from framehook.translator.backends.numba import allocation
+    from framehook.translator.graph import pysource
+
+    monkeypatch.setattr(sys, "platform", "darwin")
+    names = pysource._Names()
+    assert allocation.new_array(names, "out", "(3,)", "f8") == ["out = __numpy_empty((3,), f8)"]
+    monkeypatch.setattr(sys, "platform", "linux")
+    lines = allocation.new_array(names, "out", "(3,)", "f8")
+    assert lines[0] == "out = __numpy_empty((3,), f8)" and "madvise" in lines[2]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -8,12 +8,14 @@
 
 The graph is written as Python by the same code generator the ``eager`` backend uses (one
 straight-line function; loop nodes become ``for``/``while`` loops), and that function is
-compiled in nopython mode, with bounds checks on wherever the graph indexes with the user's
-values (an index out of range raises IndexError as in plain code; ``checks.user_index``)
-and off where every index is one the loop lowering derived itself. Before that, ``fusion`` rewrites sliced float64 stores, float64
-elementwise trees over matrices and axis reductions of float64 matrices into explicit loop
-nests (no temporary per operation); other elementwise chains are left to numba's array
-expressions, whole-array reductions and matmuls to numba's numpy support.
+compiled in nopython mode. Bounds checks are off: the user's integer indices are checked by
+statements of their own (``bounds``; an index out of range raises IndexError as in plain
+code), and only a kernel indexing with the user's arrays, ``None`` or ``...`` keeps numba's
+checks (``checks.user_index``). Before that, ``fusion`` rewrites sliced stores, in-place
+operators, elementwise trees and axis reductions into explicit loop nests (no temporary per
+operation; their large new arrays ask for huge pages as numpy's do: ``allocation``); other
+elementwise chains are left to numba's array expressions, whole-array reductions and
+matmuls to numba's numpy support.
 
 Lowering and compilation start once the graph's first call with each argument signature has
 run, in a background thread while the first calls run eager (``tiering``; ``config.numba_background``,

@@ -26,6 +26,7 @@ import numpy as np
 from ...graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
 from ...graph.ir import IMPURE_METHODS, IMPURE_TARGETS, map_arg
 from ...graph.loop import Loop, WhileLoop, is_loop
+from .bounds import CHECKED
 
 __all__ = ["integer_risk", "mutated_inputs", "user_index", "ARG_INT_BITS", "SIZE_BITS"]
 
@@ -349,7 +350,7 @@ def user_index(graph: Graph) -> Optional[str]:
                 found = user_index(body)
                 if found is not None:
                     return found
-            elif target is operator.getitem or target is operator.setitem:
+            elif (target is operator.getitem or target is operator.setitem) and not node.meta.get(CHECKED):
                 if len(node.args) < 2 or not (_slices_only(node.args[1]) or _static_item(node)):
                     return node.name
             elif _hashable_in(target, _INDEXING_CALLS):

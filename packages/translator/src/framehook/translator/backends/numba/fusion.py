@@ -49,6 +49,7 @@ from ...graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
 from ...graph.pysource import render_arg
 from ...graph.ir import map_arg
 from ...graph.loop import Loop, WhileLoop, is_loop
+from .allocation import new_array
 from .fusion_masked import FusedMasked, masked, masked_lines
 from .fusion_matvec import FusedMatvec, matvec, matvec_args, matvec_lines
 from .fusion_reduce import FusedReduce, reduce_lines, reduction
@@ -58,7 +59,7 @@ __all__ = ["FusedStore", "FusedReduce", "FusedMatvec", "rewrite", "expand", "VER
 #: the global a parallel loop is written with (the backend binds it to ``numba.prange``)
 PRANGE = "__fh_prange"
 #: part of the kernel cache key: a change to the loops written here never reuses a kernel
-VERSION = "fusion-2"
+VERSION = "fusion-3"
 
 _INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
 _PREFIX = {operator.neg: "-", operator.pos: "+"}
@@ -132,6 +133,8 @@ class FusedStore:
     nodes: List[Node] = field(default_factory=list)  # the value's tree, replaced by the loops
     args: List[Node] = field(default_factory=list)
     dtype: np.dtype = _F8  # of the value, every node and every read
+    #: an in-place operator's store (``a += tree``): the node's value is ``dst`` itself
+    gives_dst: bool = False
     __name__ = "fused_store"
 
     def __call__(self, *args: Any) -> Any:  # pragma: no cover - only ever written as source
@@ -322,6 +325,39 @@ def _fused(store: Node, between: List[Node]) -> Optional[FusedStore]:
     return fs
 
 
+#: in-place operators fused as a store of ``dst op tree`` over the whole of ``dst``
+_IN_PLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul}
+
+
+def _fused_in_place(node: Node, between: List[Node]) -> Optional[FusedStore]:
+    """``a += tree`` (``-=``, ``*=``) on an array, with ``tree`` of the same rank and dtype,
+    as one loop nest writing ``a``: numpy computes the tree into a temporary first."""
+    if node.kwargs or len(node.args) != 2 or node.meta.get("errstate"):
+        return None
+    dst, value = node.args
+    meta = dst.meta.get("val") if isinstance(dst, Node) else None
+    if not isinstance(meta, ArrayMeta) or not meta.is_array or meta.dtype not in DTYPES or not meta.ndim:
+        return None
+    ndim = meta.ndim
+    vmeta = value.meta.get("val") if isinstance(value, Node) else None
+    if not _is_f8_array(value, ndim, meta.dtype) or tuple(vmeta.shape) != tuple(meta.shape):
+        return None
+    finder = _Finder(ndim, meta.dtype)
+    whole: List[_Bound] = [None] * ndim
+    own = finder._read(dst, list(whole), list(whole), dst, tuple(meta.shape))
+    tree = finder.tree(value, node, tuple(meta.shape))
+    if tree is None or not finder.nodes or tree[0] != "op":
+        return None
+    first = min(between.index(n) for n in finder.nodes)
+    if any(n.impure or n.kind is NodeKind.CALL and is_loop(n.target) for n in between[first:]):
+        return None
+    temp = any(r.base is dst and _behind(r, whole, whole) for r in finder.reads)
+    expr = ("op", _IN_PLACE[node.target], (own, tree))
+    fs = FusedStore(dst, whole, list(whole), expr, finder.reads, temp, finder.nodes, dtype=meta.dtype, gives_dst=True)
+    fs.__name__ = f"fused_in_place_{node.name}"
+    return fs
+
+
 def _fused_new(node: Node, between: List[Node]) -> Optional[FusedStore]:
     """An elementwise tree over float64 matrices computed into a new array by one loop
     nest (numba's array expressions broadcast slowly), or None."""
@@ -406,6 +442,8 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
             continue
         if node.kind is NodeKind.CALL and node.target is operator.setitem:
             fs: Any = _fused(node, ops[:i])
+        elif node.kind is NodeKind.CALL and any(node.target is t for t in _IN_PLACE):
+            fs = _fused_in_place(node, ops[:i])
         else:
             fs = masked(node) or reduction(node)
             if isinstance(fs, FusedMasked):
@@ -577,14 +615,13 @@ class _Writer:
         fs = self.fs
         ndim = len(fs.starts)
         dst, wlo, wext, idx, value = self.prepare(out)
-        empty = self.names.bind(np.empty, "numpy_empty")
         dt = self.names.bind(fs.dtype.type, f"numpy_{fs.dtype.name}")
         if fs.dst is None:
-            self.lines.append(f"{dst} = {empty}(({', '.join(wext)},), {dt})")
+            self.lines += new_array(self.names, dst, f"({', '.join(wext)},)", dt)
             self._nest(idx, wlo, wext, f"{dst}[{', '.join(idx)}] = {value}", self.parallel)
         elif fs.through_temp:
             tmp = self.fresh()
-            self.lines.append(f"{tmp} = {empty}(({', '.join(wext)},), {dt})")
+            self.lines += new_array(self.names, tmp, f"({', '.join(wext)},)", dt)
             rel = ", ".join(idx[k] if wlo[k] == "0" else f"{idx[k]} - {wlo[k]}" for k in range(ndim))
             self._nest(idx, wlo, wext, f"{tmp}[{rel}] = {value}", self.parallel)
             self._nest(idx, wlo, wext, f"{dst}[{', '.join(idx)}] = {tmp}[{rel}]", self.parallel)
@@ -592,6 +629,8 @@ class _Writer:
             # rows in parallel only when no row reads an element another row writes
             alone = all(r.base is not fs.dst or r.starts == fs.starts for r in fs.reads)
             self._nest(idx, wlo, wext, f"{dst}[{', '.join(idx)}] = {value}", self.parallel and alone)
+        if fs.gives_dst:
+            self.lines.append(f"{out} = {dst}")
         return self.lines
 
     def prepare(self, out: str) -> Tuple[str, List[str], List[str], List[str], str]:

@@ -25,6 +25,7 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 from ...graph import ArrayMeta, Node, NodeKind
+from .allocation import new_array
 
 _KINDS = {"sum": "sum", "mean": "mean", "max": "max", "min": "min", "amax": "max", "amin": "min"}
 _KINDS.update(argmax="argmax", argmin="argmin")
@@ -136,7 +137,7 @@ def reduce_lines(fr: FusedReduce, out: str, arg: str, names: Any, p: str, prange
         start = f"{at}(-{info.max} - 1)" if kind in ("max", "argmax") else f"{at}({info.max})"
     v, r = f"{p}v", f"{p}r"
     width = ", ".join(ext[k] for k in keep)
-    lines.append(f"{r} = {empty}(({width},), {_typed(names, fr.out)})")
+    lines += new_array(names, r, f"({width},)", _typed(names, fr.out))
     arg_kind = kind in ("argmax", "argmin")
     if kind in ("max", "min"):
         pick = names.bind(np.maximum if kind == "max" else np.minimum, f"numpy_{kind}imum")

@@ -16,7 +16,7 @@ import numpy as np
 from ...graph import ArrayMeta, Graph, NodeKind, ScalarMeta
 from ...graph import pysource
 from ...graph.ir import display_name
-from . import fusion
+from . import allocation, bounds, fusion
 from .availability import numba_version, require_numba
 from .checks import integer_risk, mutated_inputs, user_index
 
@@ -32,6 +32,8 @@ PARALLEL = False
 # ---------------------------------------------------------------- lowering checks
 
 _SAFE_MODULES = ("numpy", "math", "builtins", "cmath")
+#: the dtypes numba has (not float16, not structured, strings or datetimes)
+_NUMBA_DTYPES = "?bBhHiIlLqQfdFD"
 
 
 def _walk(graph: Graph) -> Any:
@@ -63,6 +65,10 @@ def _global_ok(name: str, value: Any) -> Tuple[Optional[str], str]:
         return None, f"array {value.dtype} {value.shape} {digest}"
     if isinstance(value, np.generic):
         return None, f"scalar {value.dtype} {value!r}"
+    if isinstance(value, np.dtype) and value.char in _NUMBA_DTYPES and value.isnative and value.metadata is None:
+        return None, f"dtype {value.str}"
+    if value is allocation.MADVISE:
+        return None, "libc madvise"
     if isinstance(value, (int, float, complex, bool)):
         return None, repr(value)
     module = getattr(value, "__module__", None) or ""
@@ -130,12 +136,14 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = (), types: Optional[Sequ
     if why is not None:
         return Lowered("", {}, "", why)
     names = pysource._Names()
-    work, fused = fusion.rewrite(graph) if FUSE else (graph, [])
+    work, checked = bounds.insert(graph)
+    work, fused = fusion.rewrite(work) if FUSE else (work, [])
     try:
         source, _ = pysource._source(work, names, "forward", lambda node: None)
     except pysource.GraphCodegenError as e:
         return Lowered("", {}, "", str(e))
-    source = _without_del(fusion.expand(source, fused, names, PARALLEL))
+    source = bounds.expand(fusion.expand(source, fused, names, PARALLEL), checked, names)
+    source = _without_del(source)
     scope = dict(names.globals)
     for name in [n for n, v in scope.items() if v is np.errstate]:
         # numba cannot enter a context manager: the block's statements run plain and the
@@ -153,11 +161,14 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = (), types: Optional[Sequ
         if why is not None:
             return Lowered(source, {}, "", why)
         parts.append(f"{name} = {text}")
+        if isinstance(scope[name], np.dtype):
+            scope[name] = scope[name].type  # numba reads a dtype global as its scalar type
     version, missing = numba_version()  # numba itself is imported when the kernel compiles
     if version is None:
         return Lowered(source, {}, "", missing, retry_loops=False)
     if fusion.PRANGE in source:
         scope[fusion.PRANGE] = require_numba().prange
+    allocation.resolve(scope)
     parts += input_types(example_inputs) if types is None else types
     boundscheck = user_index(work) is not None
     parts += [sys.version, np.__version__, version, fusion.VERSION, f"parallel={PARALLEL}", f"bc={boundscheck}"]
