@@ -132,6 +132,38 @@ def test_indices_with_none_ellipsis_or_booleans_keep_bounds_checks():
     assert bnb.lower(graph, (a, 1)).boundscheck
 
 
+def _ratio(x, y):
+    return x / y * 2.0
+
+
+def _python_ratio(x, n):
+    return x * (1.0 / n)
+
+
+def test_float_array_division_compiles_with_numpys_error_model():
+    x, y = np.arange(4.0), np.array([1.0, 0.0, 2.0, 0.0])
+    assert bnb.lower(captured_graph(_ratio, x, y), (x, y)).error_model == "numpy"
+    assert bnb.lower(captured_graph(_python_ratio, x, 4), (x, 4)).error_model == "python"
+    # a zero divisor under "ignore": inf and nan from the kernel itself, no call redone eager
+    seen = []
+    bnb.add_note_observer(seen.append)
+    ft.reset()
+    try:
+        opt = ft.optimize("numba")(_ratio)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for _ in range(12):
+                got = opt(x, y)
+                np.testing.assert_array_equal(got, _ratio(x, y))
+    finally:
+        bnb.remove_note_observer(seen.append)
+        ft.reset()
+    redone = [n for n in seen if n.status == "fallback" and ("raised" in n.reason or "floating" in n.reason)]
+    assert _compiled(seen) and not redone, [str(n) for n in seen]  # (measured slower is another matter)
+    # under the default settings plain warns: so does the call (redone eager)
+    notes = assert_as_plain(_ratio, (x, y + 1.0), (x, y))
+    assert _compiled(notes), [str(n) for n in notes]
+
+
 def test_index_arrays_keep_bounds_checks():
     a = np.arange(4.0)
     idx = np.array([0, 3])

@@ -137,6 +137,54 @@ def test_trees_and_stores_of_every_dtype_are_loops_and_agree(dtype):
     prop()
 
 
+def _clipped(a, b):
+    return np.clip(a * 2 - b, -3, 5) + np.clip(b, a, 40) * 3
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_clip_in_a_tree_is_fused_and_agrees(dtype):
+    ex = (np.ones((3, 4), dtype), np.ones((3, 4), dtype))
+    kernel, fused = _kernel(_clipped, ex)
+    assert [type(f) for f in fused] == [fusion.FusedStore] and len(fused[0].nodes) == 5
+
+    @PROPERTY
+    @given(data=st.data(), shape=st.tuples(st.integers(0, 5), st.integers(0, 5)))
+    def prop(data, shape):
+        _check(kernel, _clipped, (data.draw(_array(dtype, shape)), data.draw(_array(dtype, shape))))
+
+    prop()
+
+
+def _chain(x, w):
+    out = np.zeros(x.shape[0] - 2, x.dtype)
+    out = out + w[0] * x[:-2]
+    out = np.maximum(out + w[1] * x[1:-1], 0)
+    t = x[2:] * w[2]
+    return out - t, t
+
+
+def _kept(a, b):
+    t = a * 2.0
+    return t + b, t  # t is returned too: it must not be overwritten
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64])
+def test_a_tree_writes_into_a_new_array_it_reads_that_dies_there(dtype):
+    x, w = np.arange(10).astype(dtype), np.array([2, -1, 3]).astype(dtype)
+    kernel, fused = _kernel(_chain, (x, w))
+    reused = [f for f in fused if isinstance(f, fusion.FusedStore) and f.gives_dst]
+    # the running sum writes into the zeros it starts from; t, returned too, keeps its own
+    assert len(reused) == 1 and reused[0].dst.target is np.zeros, fused
+    for k in (1, 3, -2):  # the kernel is compiled for this length (the zeros' size is traced)
+        _check(kernel, _chain, (x * k - 7, w * k))
+    _, fused = _kernel(_kept, (np.ones(4), np.ones(4)))
+    assert fused and not any(f.gives_dst for f in fused)
+    _, fused = _kernel(lambda a, b: (a + 1.0) * b, (np.ones(4), np.ones(4)))
+    assert fused and not any(f.gives_dst for f in fused)  # an input is never written
+    notes = assert_as_plain(_chain, (x, w), (np.arange(17).astype(dtype), w), (np.arange(2).astype(dtype), w))
+    assert any(n.status == "compiled" for n in notes), [str(n) for n in notes]
+
+
 def _in_place(a, b):
     a += b * 3 - a
     a -= b * b

@@ -59,7 +59,7 @@ __all__ = ["FusedStore", "FusedReduce", "FusedMatvec", "rewrite", "expand", "VER
 #: the global a parallel loop is written with (the backend binds it to ``numba.prange``)
 PRANGE = "__fh_prange"
 #: part of the kernel cache key: a change to the loops written here never reuses a kernel
-VERSION = "fusion-3"
+VERSION = "fusion-5"
 
 _INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
 _PREFIX = {operator.neg: "-", operator.pos: "+"}
@@ -91,13 +91,15 @@ DTYPES = tuple(np.dtype(t) for t in (np.float64, np.float32, np.int64, np.int32)
 _NARROW = (np.dtype(np.float32), np.dtype(np.int32))
 #: the operations an integer tree may use (the others give floats, or numba's meaning differs)
 _INT_OPS = {operator.add, operator.sub, operator.mul, operator.neg, operator.pos, operator.pow}
-_INT_OPS |= {np.add, np.subtract, np.multiply, np.negative, np.minimum, np.maximum, np.abs, np.absolute}
+_INT_OPS |= {np.add, np.subtract, np.multiply, np.negative, np.minimum, np.maximum, np.abs, np.absolute, np.clip}
 #: write ``A @ x`` as loops only where numba cannot compile it: its ``@`` reaches BLAS through
 #: scipy, and BLAS beats the loops 1.7-3.6x at n=1000 when it has a core to itself
 MATVEC_LOOPS = importlib.util.find_spec("scipy") is None
 #: lower 1-D float32/int32 trees too, which numba's array expressions would widen (the
 #: graph then falls back on the type check): off until test_backend_numba's promotion
-#: test uses a graph fusion does not lower
+#: test uses a graph fusion does not lower. 1-D float64/int64 trees are lowered: numba's
+#: array expressions fuse their arithmetic but not ``np.clip`` or a tree spanning a loop
+#: body's statements (mandel_steps 0.97x -> 0.37x plain)
 NARROW_1D = False
 
 #: an index bound: None (the dimension's end), an int, or a graph int
@@ -252,6 +254,8 @@ class _Finder:
             return target
         if target is operator.pow and n == 2 and type(node.args[1]) is int and 0 <= node.args[1] <= 4:
             return target
+        if target is np.clip and n == 3:  # written as minimum(maximum(x, lo), hi): numpy's values, NaN too
+            return target
         try:
             known = target in _UFUNCS
         except TypeError:
@@ -359,8 +363,8 @@ def _fused_in_place(node: Node, between: List[Node]) -> Optional[FusedStore]:
 
 
 def _fused_new(node: Node, between: List[Node]) -> Optional[FusedStore]:
-    """An elementwise tree over float64 matrices computed into a new array by one loop
-    nest (numba's array expressions broadcast slowly), or None."""
+    """An elementwise tree over arrays computed into a new array by one loop nest
+    (numba's array expressions broadcast slowly and leave some ufuncs out), or None."""
     meta = node.meta.get("val")
     if (
         node.kind is not NodeKind.CALL
@@ -368,7 +372,7 @@ def _fused_new(node: Node, between: List[Node]) -> Optional[FusedStore]:
         or node.meta.get("errstate")
         or node.impure
         or not isinstance(meta, ArrayMeta)
-        or meta.ndim < (1 if NARROW_1D and meta.dtype in _NARROW else 2)
+        or meta.ndim < (1 if NARROW_1D or meta.dtype not in _NARROW else 2)
         or meta.dtype not in DTYPES
         or not _is_f8_array(node, meta.ndim, meta.dtype)
     ):
@@ -394,6 +398,49 @@ def _fused_new(node: Node, between: List[Node]) -> Optional[FusedStore]:
     fs.nodes = finder.nodes
     fs.__name__ = f"fused_{node.name}"
     return fs
+
+
+#: calls whose value is a new array (with ``_UFUNCS``, the operators and ``np.clip``)
+_NEW_ARRAY_CALLS = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like, np.full_like}
+
+
+def _fresh(node: Node) -> bool:
+    """Is the node's value an array numpy made new for it (not a view, not an input)?"""
+    if node.kind is not NodeKind.CALL or node.impure or "out" in node.kwargs:
+        return False
+    target = node.target
+    try:
+        return target in _NEW_ARRAY_CALLS or target in _UFUNCS or target in _INFIX or target in _PREFIX
+    except TypeError:  # an unhashable target
+        return False
+
+
+def _reuse(fs: FusedStore, root: Node) -> None:
+    """Write a new-array tree into an array it reads whole that dies there (numpy's own
+    temporary elision, ``out = out + w[k] * x[k:k + n]``): no allocation, one array less
+    in the cache. Only a fresh array (``_fresh``) read once, at the element being written,
+    by this tree alone."""
+    meta = root.meta["val"]
+    tree = set(fs.nodes) | {root}
+    for r in fs.reads:
+        base = r.base
+        bmeta = base.meta.get("val")
+        if (
+            isinstance(bmeta, ArrayMeta)
+            and bmeta.is_array
+            and bmeta.dtype == fs.dtype
+            and tuple(bmeta.shape) == tuple(meta.shape)
+            and r.ndim == meta.ndim
+            and not any(r.broadcast)
+            and all(b is None for b in r.starts + r.stops)
+            and base not in tree
+            and len(base.users) == 1
+            and next(iter(base.users)) in tree
+            and sum(q.base is base for q in fs.reads) == 1
+            and _fresh(base)
+        ):
+            fs.dst, fs.gives_dst = base, True
+            return
 
 
 def _fused_args(fs: FusedStore) -> List[Node]:
@@ -462,6 +509,8 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
                             fs.tree = None
             else:
                 fs = (matvec(node) if MATVEC_LOOPS else None) or _fused_new(node, ops[:i])
+                if isinstance(fs, FusedStore):
+                    _reuse(fs, node)
         if isinstance(fs, FusedMasked):
             plans[node] = fs
             gone.update(fs.nodes)
@@ -719,6 +768,9 @@ class _Writer:
             text = f"({_PREFIX[op]}{texts[0]})"
         elif op is operator.pow:
             text = f"({texts[0]} ** {texts[1]})"
+        elif op is np.clip:
+            low, high = self.names.bind(np.maximum, "numpy_maximum"), self.names.bind(np.minimum, "numpy_minimum")
+            text = f"{high}({low}({texts[0]}, {texts[1]}), {texts[2]})"
         else:
             name = self.names.bind(op, f"numpy_{op.__name__}")
             text = f"{name}({', '.join(texts)})"

@@ -180,7 +180,10 @@ class NumbaGraph:
                 exec(compile(self.lowered.source, path, "exec"), module.__dict__)  # noqa: S102 - generated
                 sys.modules[name] = module
             self.dispatcher = numba.njit(
-                cache=bool(where), boundscheck=self.lowered.boundscheck, parallel=self.lowered.parallel
+                cache=bool(where),
+                boundscheck=self.lowered.boundscheck,
+                parallel=self.lowered.parallel,
+                error_model=self.lowered.error_model,
             )(module.forward)
             self._cached = bool(where)
         return self.dispatcher

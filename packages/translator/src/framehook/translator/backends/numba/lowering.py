@@ -56,6 +56,42 @@ def _python_float_math(graph: Graph) -> bool:
     return False
 
 
+_DIVIDING = {
+    operator.truediv,
+    operator.itruediv,
+    operator.floordiv,
+    operator.ifloordiv,
+    operator.mod,
+    operator.imod,
+    divmod,
+    np.true_divide,
+    np.floor_divide,
+    np.remainder,
+    np.fmod,
+    np.divmod,
+}
+
+
+def _python_division(graph: Graph) -> bool:
+    """Does the graph divide other than float arrays (or numpy float scalars)? Python
+    numbers raise ZeroDivisionError and numpy integers give 0 with a warning no flag
+    reports, so those keep numba's Python error model; numpy floats give inf or nan and
+    set the flags ``fpstatus`` reads, as numba's numpy error model does."""
+    for node in _walk(graph):
+        if node.kind is not NodeKind.CALL:
+            continue
+        try:
+            dividing = node.target in _DIVIDING
+        except TypeError:
+            continue
+        if dividing:
+            meta = node.meta.get("val")
+            metas = meta if isinstance(meta, tuple) else (meta,)  # divmod: two values
+            if not all(isinstance(m, ArrayMeta) and m.dtype.kind in "fc" for m in metas):
+                return True
+    return False
+
+
 def _global_ok(name: str, value: Any) -> Tuple[Optional[str], str]:
     """(why numba cannot use this bound value, or None; a stable description for the cache key)."""
     if isinstance(value, np.ndarray):
@@ -105,6 +141,9 @@ class Lowered:
     #: compile with bounds checks: off only when every index in the source is the loop
     #: lowering's, within the ranges it derived (``checks.user_index`` finds the user's)
     boundscheck: bool = True
+    #: numba's ``error_model``: "numpy" (a float division by zero gives inf and sets the
+    #: flags) unless the graph divides Python numbers or integers (``_python_division``)
+    error_model: str = "python"
 
 
 def _type_text(value: Any) -> str:
@@ -171,7 +210,9 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = (), types: Optional[Sequ
     allocation.resolve(scope)
     parts += input_types(example_inputs) if types is None else types
     boundscheck = user_index(work) is not None
+    error_model = "python" if _python_division(graph) else "numpy"
     parts += [sys.version, np.__version__, version, fusion.VERSION, f"parallel={PARALLEL}", f"bc={boundscheck}"]
+    parts.append(f"errors={error_model}")
     key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
     dtypes = {}
     for node, var in names._vars.items():
@@ -188,4 +229,5 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = (), types: Optional[Sequ
         errstate_blocks=any(n.meta.get("errstate") for n in _walk(graph)),
         parallel=PARALLEL,
         boundscheck=boundscheck,
+        error_model=error_model,
     )
