@@ -418,6 +418,32 @@ def test_skip_code_and_no_callback_give_functions_back_their_fast_path():
 
 
 @armed_per_call
+def test_skipped_codes_reset_with_no_callback_are_marked_by_one_walk_at_activation():
+    def target(x):
+        return x
+
+    # distinct codes, as a translator's reset or a CallObserver's exit resets them
+    fns = [type(target)(target.__code__.replace(co_name=f"target_{i}"), globals()) for i in range(20)]
+    with rt.enable(lambda frame, entry, state: None):
+        for fn in fns:
+            assert fn(1) == 1  # skipped at its first call, and unmarked
+    assert not any(_C._is_marked(fn) for fn in fns)
+    sweeps = _C._marks_stats()["sweeps"]
+    for fn in fns:
+        rt.reset_code(fn.__code__)  # no callback set: no heap walk per code
+    assert _C._marks_stats()["sweeps"] == sweeps
+    asked = []
+    with rt.enable(lambda frame, entry, state: asked.append(frame.f_code)):
+        assert _C._marks_stats()["sweeps"] == sweeps + 1  # one walk for all of them
+        assert all(_C._is_marked(fn) for fn in fns)
+        for fn in fns:
+            assert fn(2) == 2
+    assert {fn.__code__ for fn in fns} <= set(asked)
+    for fn in fns:
+        rt.reset_code(fn.__code__)
+
+
+@armed_per_call
 def test_generators_and_class_bodies_are_never_marked():
     def gen():
         yield 1

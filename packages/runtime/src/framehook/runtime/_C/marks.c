@@ -18,7 +18,9 @@
  *   - a marked function called while idle, or whose code is skipped, is unmarked at that
  *     call; its version (and its code's) is given back, so call sites specialize again,
  *     unless CPython cleared it meanwhile (a new __code__ or new defaults clear it for good);
- *   - reset_code of a skipped code marks its functions again (a heap walk; rare);
+ *   - reset_code of a skipped code marks its functions again: at once (a heap walk) while
+ *     some thread has a callback, else at the next activation, whose one walk serves every
+ *     code reset meanwhile (a translator's reset or a CallObserver's exit resets thousands);
  *   - marking a function named __init__ invalidates the types whose specialization cache
  *     holds a marked __init__: CALL_ALLOC_AND_ENTER_INIT checks only the type's version. */
 #include "runtime.h"
@@ -152,6 +154,7 @@ void fh_unmark(PyFunctionObject *func) {
 static PyFunctionObject **idle_slots;
 static size_t idle_cap, idle_used, idle_count; /* used counts tombstones too */
 static int idle_lost; /* an insertion failed (no memory): sweep on the next activation */
+static int reset_while_idle; /* a skipped code was reset with no callback set: sweep then too */
 
 static size_t idle_hash(PyFunctionObject *f) {
     return (size_t)(((uintptr_t)f >> 4) * (uintptr_t)0x9E3779B97F4A7C15ull);
@@ -362,8 +365,8 @@ int fh_marks_activate(void) {
     }
     marks_on = 1;
     activations++;
-    if (idle_lost) {
-        idle_lost = 0;
+    if (idle_lost || reset_while_idle) {
+        idle_lost = reset_while_idle = 0;
         idle_drain();
         sweep(NULL);
     }
@@ -380,10 +383,18 @@ void fh_marks_code_skipped(PyCodeObject *co) { give_back_version(co); }
 
 int fh_marks_code_reset(PyCodeObject *co, int was_skipped) {
     /* A code that was not skipped kept its functions marked (or in the idle set). */
-    if (watcher_id >= 0 && was_skipped && interceptable(co)) {
-        sweep(co);
-        after_marking();
+    if (watcher_id < 0 || !was_skipped || !interceptable(co)) {
+        return 0;
     }
+    if (!marks_on) {
+        /* No thread has a callback: a mark set now would come off at the function's next
+         * call anyway, and only the next activation needs it. That activation sweeps once
+         * (for every function needing a mark) instead of once per code reset meanwhile. */
+        reset_while_idle = 1;
+        return 0;
+    }
+    sweep(co);
+    after_marking();
     return 0;
 }
 
