@@ -418,6 +418,33 @@ def test_skip_code_and_no_callback_give_functions_back_their_fast_path():
 
 
 @armed_per_call
+def test_skipped_codes_reset_with_no_callback_are_marked_at_activation_without_a_heap_walk():
+    def target(x):
+        return x
+
+    # distinct codes, as a translator's reset or a CallObserver's exit resets them
+    fns = [type(target)(target.__code__.replace(co_name=f"target_{i}"), globals()) for i in range(20)]
+    with rt.enable(lambda frame, entry, state: None):
+        for fn in fns:
+            assert fn(1) == 1  # skipped at its first call, and unmarked
+    assert not any(_C._is_marked(fn) for fn in fns)
+    fns.append(type(target)(fns[0].__code__, globals()))  # made while its code is skipped
+    sweeps = _C._marks_stats()["sweeps"]
+    for fn in fns:
+        rt.reset_code(fn.__code__)  # no callback set: marked at the next activation
+    assert _C._marks_stats()["sweeps"] == sweeps
+    asked = []
+    with rt.enable(lambda frame, entry, state: asked.append(frame.f_code)):
+        assert _C._marks_stats()["sweeps"] == sweeps  # from the skipped set, not the heap
+        assert all(_C._is_marked(fn) for fn in fns)
+        for fn in fns:
+            assert fn(2) == 2
+    assert {fn.__code__ for fn in fns} <= set(asked)
+    for fn in fns:
+        rt.reset_code(fn.__code__)
+
+
+@armed_per_call
 def test_generators_and_class_bodies_are_never_marked():
     def gen():
         yield 1

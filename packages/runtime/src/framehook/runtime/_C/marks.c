@@ -18,7 +18,11 @@
  *   - a marked function called while idle, or whose code is skipped, is unmarked at that
  *     call; its version (and its code's) is given back, so call sites specialize again,
  *     unless CPython cleared it meanwhile (a new __code__ or new defaults clear it for good);
- *   - reset_code of a skipped code marks its functions again (a heap walk; rare);
+ *   - a function left unmarked while its code is skipped goes into the skipped set (borrowed
+ *     pointers, like the idle set); reset_code of a skipped code marks its functions from
+ *     there: at once while some thread has a callback, else at the next activation, in one
+ *     pass for every code reset meanwhile (a translator's reset or a CallObserver's exit
+ *     resets thousands). A heap walk only when an insertion into that set failed;
  *   - marking a function named __init__ invalidates the types whose specialization cache
  *     holds a marked __init__: CALL_ALLOC_AND_ENTER_INIT checks only the type's version. */
 #include "runtime.h"
@@ -130,6 +134,8 @@ static void give_back_version(PyCodeObject *co) {
     }
 }
 
+static void note_skipped(PyFunctionObject *f, PyCodeObject *co);
+
 void fh_unmark(PyFunctionObject *func) {
     if (func->vectorcall != fh_marked_call) {
         return;
@@ -142,109 +148,148 @@ void fh_unmark(PyFunctionObject *func) {
         _PyFunction_SetVersion(func, co->co_version);
     }
     n_unmarks++;
+    note_skipped(func, co);
 }
 
-/* ---- the idle set ---------------------------------------------------------------- */
-/* Functions unmarked (or created) while no thread had a callback, to mark again on the next
- * activation: an open-addressing set of borrowed pointers, an entry removed when its
- * function is destroyed. It only grows (amortized), so calls never allocate. */
-#define IDLE_TOMBSTONE ((PyFunctionObject *)1)
-static PyFunctionObject **idle_slots;
-static size_t idle_cap, idle_used, idle_count; /* used counts tombstones too */
-static int idle_lost; /* an insertion failed (no memory): sweep on the next activation */
+/* ---- sets of functions ------------------------------------------------------------ */
+/* Open-addressing sets of borrowed pointers, an entry removed when its function is
+ * destroyed. They only grow (amortized), so calls never allocate. */
+#define FNSET_TOMBSTONE ((PyFunctionObject *)1)
+typedef struct {
+    PyFunctionObject **slots;
+    size_t cap, used, count; /* used counts tombstones too */
+    int lost;                /* an insertion failed (no memory) */
+} fnset;
 
-static size_t idle_hash(PyFunctionObject *f) {
+/* The idle set: functions unmarked (or created) while no thread had a callback, to mark
+ * again on the next activation; lost: sweep the heap then. */
+static fnset idle;
+/* The skipped set: functions left unmarked because their code was skipped, to mark again
+ * when the code is reset (while no thread has a callback: at the next activation) without
+ * walking the heap; lost: walk it instead. */
+static fnset skipped;
+static int reset_while_idle; /* a skipped code was reset with no callback set */
+
+static size_t fnset_hash(PyFunctionObject *f) {
     return (size_t)(((uintptr_t)f >> 4) * (uintptr_t)0x9E3779B97F4A7C15ull);
 }
 
-static int idle_grow(void) {
-    size_t cap = idle_cap ? idle_cap : 64;
-    while (idle_count * 4 >= cap) {
+static int fnset_grow(fnset *set) {
+    size_t cap = set->cap ? set->cap : 64;
+    while (set->count * 4 >= cap) {
         cap *= 2;
     }
     PyFunctionObject **slots = PyMem_Calloc(cap, sizeof(PyFunctionObject *));
     if (slots == NULL) {
         return -1;
     }
-    for (size_t i = 0; i < idle_cap; i++) {
-        PyFunctionObject *f = idle_slots[i];
-        if (f != NULL && f != IDLE_TOMBSTONE) {
-            size_t j = idle_hash(f) & (cap - 1);
+    for (size_t i = 0; i < set->cap; i++) {
+        PyFunctionObject *f = set->slots[i];
+        if (f != NULL && f != FNSET_TOMBSTONE) {
+            size_t j = fnset_hash(f) & (cap - 1);
             while (slots[j] != NULL) {
                 j = (j + 1) & (cap - 1);
             }
             slots[j] = f;
         }
     }
-    PyMem_Free(idle_slots);
-    idle_slots = slots;
-    idle_cap = cap;
-    idle_used = idle_count;
+    PyMem_Free(set->slots);
+    set->slots = slots;
+    set->cap = cap;
+    set->used = set->count;
     return 0;
 }
 
-static void idle_add(PyFunctionObject *f) {
-    if ((idle_used + 1) * 2 > idle_cap && idle_grow() < 0) {
-        idle_lost = 1;
+static void fnset_add(fnset *set, PyFunctionObject *f) {
+    if ((set->used + 1) * 2 > set->cap && fnset_grow(set) < 0) {
+        set->lost = 1;
         return;
     }
-    size_t mask = idle_cap - 1, i = idle_hash(f) & mask;
+    size_t mask = set->cap - 1, i = fnset_hash(f) & mask;
     PyFunctionObject **free_slot = NULL;
-    while (idle_slots[i] != NULL) {
-        if (idle_slots[i] == f) {
+    while (set->slots[i] != NULL) {
+        if (set->slots[i] == f) {
             return;
         }
-        if (idle_slots[i] == IDLE_TOMBSTONE && free_slot == NULL) {
-            free_slot = &idle_slots[i];
+        if (set->slots[i] == FNSET_TOMBSTONE && free_slot == NULL) {
+            free_slot = &set->slots[i];
         }
         i = (i + 1) & mask;
     }
     if (free_slot == NULL) {
-        free_slot = &idle_slots[i];
-        idle_used++;
+        free_slot = &set->slots[i];
+        set->used++;
     }
     *free_slot = f;
-    idle_count++;
+    set->count++;
 }
 
-static void idle_remove(PyFunctionObject *f) {
-    if (idle_count == 0) {
+static void fnset_remove(fnset *set, PyFunctionObject *f) {
+    if (set->count == 0) {
         return;
     }
-    size_t mask = idle_cap - 1, i = idle_hash(f) & mask;
-    while (idle_slots[i] != NULL) {
-        if (idle_slots[i] == f) {
-            idle_slots[i] = IDLE_TOMBSTONE;
-            idle_count--;
+    size_t mask = set->cap - 1, i = fnset_hash(f) & mask;
+    while (set->slots[i] != NULL) {
+        if (set->slots[i] == f) {
+            set->slots[i] = FNSET_TOMBSTONE;
+            set->count--;
             return;
         }
         i = (i + 1) & mask;
     }
 }
 
+/* A function left unmarked while its code co is skipped: found again through the skipped set. */
+static void note_skipped(PyFunctionObject *f, PyCodeObject *co) {
+    if (interceptable(co) && !needs_mark(co)) {
+        fnset_add(&skipped, f);
+    }
+}
+
 static void idle_drain(void) {
-    for (size_t i = 0; i < idle_cap && idle_count > 0; i++) {
-        PyFunctionObject *f = idle_slots[i];
-        if (f != NULL && f != IDLE_TOMBSTONE) {
-            idle_count--;
+    for (size_t i = 0; i < idle.cap && idle.count > 0; i++) {
+        PyFunctionObject *f = idle.slots[i];
+        if (f != NULL && f != FNSET_TOMBSTONE) {
+            idle.count--;
             if (needs_mark((PyCodeObject *)f->func_code)) {
                 mark(f);
             }
+            else {
+                note_skipped(f, (PyCodeObject *)f->func_code);
+            }
         }
     }
-    if (idle_cap) {
-        memset(idle_slots, 0, idle_cap * sizeof(PyFunctionObject *));
+    if (idle.cap) {
+        memset(idle.slots, 0, idle.cap * sizeof(PyFunctionObject *));
     }
-    idle_used = idle_count = 0;
+    idle.used = idle.count = 0;
+}
+
+/* Marks the functions of the skipped set that need it again (those of one code, or of
+ * every code, when only is NULL), taking them out of the set. */
+static void mark_reset(PyCodeObject *only) {
+    for (size_t i = 0; i < skipped.cap && skipped.count > 0; i++) {
+        PyFunctionObject *f = skipped.slots[i];
+        if (f == NULL || f == FNSET_TOMBSTONE) {
+            continue;
+        }
+        PyCodeObject *co = (PyCodeObject *)f->func_code;
+        if ((only == NULL || co == only) && needs_mark(co)) {
+            mark(f);
+            skipped.slots[i] = FNSET_TOMBSTONE;
+            skipped.count--;
+        }
+    }
 }
 
 void fh_marks_idle_call(PyFunctionObject *func) {
     fh_unmark(func);
-    idle_add(func);
+    fnset_add(&idle, func);
 }
 
 /* ---- heap walks ------------------------------------------------------------------ */
-/* Marks every function of one code (or of every code needing it, when code is NULL). */
+/* Marks every function of one code (or of every code needing it, when code is NULL), and
+ * puts every unmarked function of a skipped code into the skipped set. */
 static int sweep_visit(PyObject *op, void *arg) {
     if (PyFunction_Check(op)) {
         PyFunctionObject *f = (PyFunctionObject *)op;
@@ -252,13 +297,28 @@ static int sweep_visit(PyObject *op, void *arg) {
         if ((arg == NULL || arg == (void *)co) && needs_mark(co)) {
             mark(f);
         }
+        else if (f->vectorcall != fh_marked_call) {
+            note_skipped(f, co);
+        }
     }
     return 1;
 }
 
 static void sweep(PyCodeObject *only) {
     n_sweeps++;
+    skipped.lost = 0; /* the walk puts every such function back */
     PyUnstable_GC_VisitObjects(sweep_visit, only);
+}
+
+/* Marks the functions of codes reset while skipped (one code, or every code when only is
+ * NULL): from the skipped set, or by a heap walk if an insertion into it failed. */
+static void mark_reset_codes(PyCodeObject *only) {
+    if (skipped.lost) {
+        sweep(only);
+    }
+    else {
+        mark_reset(only);
+    }
 }
 
 /* Types whose specialization cache holds a marked __init__ get a new version, so that
@@ -318,10 +378,11 @@ static int on_function_event(PyFunction_WatchEvent event, PyFunctionObject *func
     case PyFunction_EVENT_CREATE: {
         PyCodeObject *co = (PyCodeObject *)func->func_code;
         if (!needs_mark(co)) {
+            note_skipped(func, co);
             break;
         }
         if (!marks_on) {
-            idle_add(func);
+            fnset_add(&idle, func);
             break;
         }
         withhold_version(co);
@@ -329,7 +390,8 @@ static int on_function_event(PyFunction_WatchEvent event, PyFunctionObject *func
         break;
     }
     case PyFunction_EVENT_DESTROY:
-        idle_remove(func);
+        fnset_remove(&idle, func);
+        fnset_remove(&skipped, func);
         break;
     case PyFunction_EVENT_MODIFY_CODE:
         /* new_value is the code about to be assigned */
@@ -338,11 +400,16 @@ static int on_function_event(PyFunction_WatchEvent event, PyFunctionObject *func
                 mark(func);
             }
             else {
-                idle_add(func);
+                fnset_add(&idle, func);
             }
         }
-        else if (func->vectorcall == fh_marked_call) {
-            func->vectorcall = _PyFunction_Vectorcall; /* the assignment clears the version */
+        else {
+            if (func->vectorcall == fh_marked_call) {
+                func->vectorcall = _PyFunction_Vectorcall; /* the assignment clears the version */
+            }
+            if (new_value != NULL && PyCode_Check(new_value)) {
+                note_skipped(func, (PyCodeObject *)new_value);
+            }
         }
         break;
     default:
@@ -358,17 +425,18 @@ int fh_marks_activate(void) {
             PyErr_Clear(); /* all watcher slots taken: the hook is installed instead */
             return -1;
         }
-        idle_lost = 1; /* functions made before the watcher: found by a sweep */
+        idle.lost = 1; /* functions made before the watcher: found by a sweep */
     }
     marks_on = 1;
     activations++;
-    if (idle_lost) {
-        idle_lost = 0;
-        idle_drain();
+    idle_drain();
+    if (idle.lost) {
+        idle.lost = reset_while_idle = 0;
         sweep(NULL);
     }
-    else {
-        idle_drain();
+    else if (reset_while_idle) {
+        reset_while_idle = 0;
+        mark_reset_codes(NULL);
     }
     after_marking();
     return 0;
@@ -380,16 +448,24 @@ void fh_marks_code_skipped(PyCodeObject *co) { give_back_version(co); }
 
 int fh_marks_code_reset(PyCodeObject *co, int was_skipped) {
     /* A code that was not skipped kept its functions marked (or in the idle set). */
-    if (watcher_id >= 0 && was_skipped && interceptable(co)) {
-        sweep(co);
-        after_marking();
+    if (watcher_id < 0 || !was_skipped || !interceptable(co)) {
+        return 0;
     }
+    if (!marks_on) {
+        /* No thread has a callback: a mark set now would come off at the function's next
+         * call anyway, and only the next activation needs it. That activation goes through
+         * the skipped set once for every code reset meanwhile. */
+        reset_while_idle = 1;
+        return 0;
+    }
+    mark_reset_codes(co);
+    after_marking();
     return 0;
 }
 
 PyObject *fh_marks_stats(void) {
     return Py_BuildValue("{s:i,s:n,s:n,s:n,s:n,s:n,s:n}", "active", marks_on, "sweeps", n_sweeps, "marks", n_marks,
-                         "unmarks", n_unmarks, "type_walks", n_type_walks, "idle", (Py_ssize_t)idle_count,
+                         "unmarks", n_unmarks, "type_walks", n_type_walks, "idle", (Py_ssize_t)idle.count,
                          "inits_with_entries", fh_inits_with_entries);
 }
 
