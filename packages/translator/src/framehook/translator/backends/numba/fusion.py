@@ -50,6 +50,13 @@ from ...graph.pysource import render_arg
 from ...graph.ir import map_arg
 from ...graph.loop import Loop, WhileLoop, is_loop
 from .allocation import new_array
+from .fusion_ops import DTYPES, fresh_array
+from .fusion_ops import F8 as _F8
+from .fusion_ops import INFIX as _INFIX
+from .fusion_ops import INT_OPS as _INT_OPS
+from .fusion_ops import NARROW as _NARROW
+from .fusion_ops import PREFIX as _PREFIX
+from .fusion_ops import UFUNCS as _UFUNCS
 from .fusion_masked import FusedMasked, masked, masked_lines
 from .fusion_matvec import FusedMatvec, matvec, matvec_args, matvec_lines
 from .fusion_reduce import FusedReduce, reduce_lines, reduction
@@ -61,37 +68,6 @@ PRANGE = "__fh_prange"
 #: part of the kernel cache key: a change to the loops written here never reuses a kernel
 VERSION = "fusion-5"
 
-_INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
-_PREFIX = {operator.neg: "-", operator.pos: "+"}
-_UFUNCS = {
-    np.add,
-    np.subtract,
-    np.multiply,
-    np.true_divide,
-    np.negative,
-    np.minimum,
-    np.maximum,
-    np.fmin,
-    np.fmax,
-    np.sqrt,
-    np.exp,
-    np.log,
-    np.abs,
-    np.absolute,
-    np.tanh,
-    np.sin,
-    np.cos,
-}
-_F8 = np.dtype(np.float64)
-#: the dtypes a tree may have (every node and read of one tree has the same)
-DTYPES = tuple(np.dtype(t) for t in (np.float64, np.float32, np.int64, np.int32))
-#: dtypes numba's arithmetic widens (int32 + int32 is int64, float32 * 2.0 is float64):
-#: every operation's result and every scalar is cast back, which is what numpy gives
-#: (integer wraparound included: the low bits of a wider sum are the narrow sum's)
-_NARROW = (np.dtype(np.float32), np.dtype(np.int32))
-#: the operations an integer tree may use (the others give floats, or numba's meaning differs)
-_INT_OPS = {operator.add, operator.sub, operator.mul, operator.neg, operator.pos, operator.pow}
-_INT_OPS |= {np.add, np.subtract, np.multiply, np.negative, np.minimum, np.maximum, np.abs, np.absolute, np.clip}
 #: write ``A @ x`` as loops only where numba cannot compile it: its ``@`` reaches BLAS through
 #: scipy, and BLAS beats the loops 1.7-3.6x at n=1000 when it has a core to itself
 MATVEC_LOOPS = importlib.util.find_spec("scipy") is None
@@ -400,21 +376,6 @@ def _fused_new(node: Node, between: List[Node]) -> Optional[FusedStore]:
     return fs
 
 
-#: calls whose value is a new array (with ``_UFUNCS``, the operators and ``np.clip``)
-_NEW_ARRAY_CALLS = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like, np.full_like}
-
-
-def _fresh(node: Node) -> bool:
-    """Is the node's value an array numpy made new for it (not a view, not an input)?"""
-    if node.kind is not NodeKind.CALL or node.impure or "out" in node.kwargs:
-        return False
-    target = node.target
-    try:
-        return target in _NEW_ARRAY_CALLS or target in _UFUNCS or target in _INFIX or target in _PREFIX
-    except TypeError:  # an unhashable target
-        return False
-
-
 def _reuse(fs: FusedStore, root: Node) -> None:
     """Write a new-array tree into an array it reads whole that dies there (numpy's own
     temporary elision, ``out = out + w[k] * x[k:k + n]``): no allocation, one array less
@@ -437,7 +398,7 @@ def _reuse(fs: FusedStore, root: Node) -> None:
             and len(base.users) == 1
             and next(iter(base.users)) in tree
             and sum(q.base is base for q in fs.reads) == 1
-            and _fresh(base)
+            and fresh_array(base)
         ):
             fs.dst, fs.gives_dst = base, True
             return

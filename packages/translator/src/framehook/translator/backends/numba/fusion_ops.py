@@ -1,0 +1,58 @@
+"""What an elementwise tree ``fusion`` writes as loops may contain: the operators and
+ufuncs, the dtypes, and which calls give a new array (one a tree may write into)."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ...graph import Node, NodeKind
+
+__all__ = ["INFIX", "PREFIX", "UFUNCS", "F8", "DTYPES", "NARROW", "INT_OPS", "NEW_ARRAY_CALLS", "fresh_array"]
+
+INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
+PREFIX = {operator.neg: "-", operator.pos: "+"}
+UFUNCS = {
+    np.add,
+    np.subtract,
+    np.multiply,
+    np.true_divide,
+    np.negative,
+    np.minimum,
+    np.maximum,
+    np.fmin,
+    np.fmax,
+    np.sqrt,
+    np.exp,
+    np.log,
+    np.abs,
+    np.absolute,
+    np.tanh,
+    np.sin,
+    np.cos,
+}
+F8 = np.dtype(np.float64)
+#: the dtypes a tree may have (every node and read of one tree has the same)
+DTYPES = tuple(np.dtype(t) for t in (np.float64, np.float32, np.int64, np.int32))
+#: dtypes numba's arithmetic widens (int32 + int32 is int64, float32 * 2.0 is float64):
+#: every operation's result and every scalar is cast back, which is what numpy gives
+#: (integer wraparound included: the low bits of a wider sum are the narrow sum's)
+NARROW = (np.dtype(np.float32), np.dtype(np.int32))
+#: the operations an integer tree may use (the others give floats, or numba's meaning differs)
+INT_OPS = {operator.add, operator.sub, operator.mul, operator.neg, operator.pos, operator.pow}
+INT_OPS |= {np.add, np.subtract, np.multiply, np.negative, np.minimum, np.maximum, np.abs, np.absolute, np.clip}
+
+#: calls whose value is a new array (with ``UFUNCS``, the operators and ``np.clip``)
+NEW_ARRAY_CALLS = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like, np.full_like}
+
+
+def fresh_array(node: Node) -> bool:
+    """Is the node's value an array numpy made new for it (not a view, not an input)?"""
+    if node.kind is not NodeKind.CALL or node.impure or "out" in node.kwargs:
+        return False
+    target = node.target
+    try:
+        return target in NEW_ARRAY_CALLS or target in UFUNCS or target in INFIX or target in PREFIX
+    except TypeError:  # an unhashable target
+        return False
