@@ -25,7 +25,7 @@ from typing import Any, List, Tuple
 
 from .ir import Graph, LoopTarget, Node, may_raise
 
-__all__ = ["Loop", "WhileLoop", "is_loop"]
+__all__ = ["Loop", "WhileLoop", "is_loop", "with_body"]
 
 
 class _BodyLayout(LoopTarget):
@@ -149,3 +149,11 @@ class WhileLoop(_BodyLayout):
 def is_loop(target: Any) -> bool:
     """A for-loop or while-loop node's target."""
     return type(target) is Loop or type(target) is WhileLoop
+
+
+def with_body(loop: Any, body: Graph) -> Any:
+    """The same loop (its kind, carried values, exits or repeat condition) over another
+    body: a pass that rewrites a graph rewrites each loop's body too."""
+    if type(loop) is Loop:
+        return Loop(body, loop.n_carried, loop.exits)
+    return WhileLoop(body, loop.n_carried, loop.repeat_when)

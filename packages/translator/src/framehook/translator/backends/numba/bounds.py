@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ...graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
 from ...graph.ir import map_arg
-from ...graph.loop import Loop, WhileLoop, is_loop
+from ...graph.loop import is_loop, with_body
 
 __all__ = ["IndexCheck", "insert", "expand", "CHECKED"]
 
@@ -94,12 +94,7 @@ def _copy(graph: Graph, parent: Optional[Graph], checks: List[IndexCheck]) -> Gr
         elif node.kind is NodeKind.CALL and is_loop(node.target):
             loop = node.target
             body = _copy(loop.body, new, checks)
-            target: Any = (
-                Loop(body, loop.n_carried, loop.exits)
-                if type(loop) is Loop
-                else WhileLoop(body, loop.n_carried, loop.repeat_when)
-            )
-            made = new._add(node.kind, target, m(node.args), m(node.kwargs), node.name)
+            made = new._add(node.kind, with_body(loop, body), m(node.args), m(node.kwargs), node.name)
         elif node.kind is NodeKind.OUTPUT:
             made = new._add(node.kind, node.target, m(node.args), m(node.kwargs), node.name)
         else:

@@ -48,7 +48,7 @@ import numpy as np
 from ...graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
 from ...graph.pysource import render_arg
 from ...graph.ir import map_arg
-from ...graph.loop import Loop, WhileLoop, is_loop
+from ...graph.loop import is_loop, with_body
 from .allocation import new_array
 from .fusion_ops import DTYPES, fresh_array
 from .fusion_ops import F8 as _F8
@@ -519,12 +519,7 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
         elif node.kind is NodeKind.CALL and is_loop(node.target):
             loop = node.target
             body = _copy(loop.body, new, fused)
-            target: Any = (
-                Loop(body, loop.n_carried, loop.exits)
-                if type(loop) is Loop
-                else WhileLoop(body, loop.n_carried, loop.repeat_when)
-            )
-            made = new._add(node.kind, target, m(node.args), m(node.kwargs), node.name)
+            made = new._add(node.kind, with_body(loop, body), m(node.args), m(node.kwargs), node.name)
         else:
             made = new._add(node.kind, node.target, m(node.args), m(node.kwargs), node.name)
         made.meta = dict(node.meta)
