@@ -66,7 +66,7 @@ __all__ = ["FusedStore", "FusedReduce", "FusedMatvec", "rewrite", "expand", "VER
 #: the global a parallel loop is written with (the backend binds it to ``numba.prange``)
 PRANGE = "__fh_prange"
 #: part of the kernel cache key: a change to the loops written here never reuses a kernel
-VERSION = "fusion-5"
+VERSION = "fusion-7"
 
 #: write ``A @ x`` as loops only where numba cannot compile it: its ``@`` reaches BLAS through
 #: scipy, and BLAS beats the loops 1.7-3.6x at n=1000 when it has a core to itself
@@ -718,6 +718,10 @@ class _Writer:
         texts = [self.expr(p, reads) for p in parts]
         if op is operator.pow:  # the exponent stays an int literal (numba's fast integer power)
             texts[1] = repr(parts[1][1])
+        if dtype == _I8:
+            wrapped = self._wrapping(op, texts)
+            if wrapped is not None:
+                return wrapped
         if op in _INFIX:
             text = f"({texts[0]} {_INFIX[op]} {texts[1]})"
         elif op in _PREFIX:
@@ -731,6 +735,27 @@ class _Writer:
             name = self.names.bind(op, f"numpy_{op.__name__}")
             text = f"{name}({', '.join(texts)})"
         return f"{cast}({text})" if cast else text
+
+    def _wrapping(self, op: Any, texts: List[str]) -> Optional[str]:
+        """int64 arithmetic that wraps as numpy's does: numba marks signed adds and
+        multiplies "no signed wrap", so LLVM may assume ``b * b >= 0`` and fold a
+        comparison after an overflow; unsigned arithmetic has the same bits, defined."""
+        u, i = self.names.bind(np.uint64, "numpy_uint64"), self.names.bind(np.int64, "numpy_int64")
+        if op in _WRAPPING:
+            return f"{i}({u}({texts[0]}) {_WRAPPING[op]} {u}({texts[1]}))"
+        if op is operator.neg or op is np.negative:
+            return f"{i}({u}(0) - {u}({texts[0]}))"
+        if op is np.abs or op is np.absolute:
+            return f"{i}({u}(0) - {u}({texts[0]}) if {texts[0]} < 0 else {u}({texts[0]}))"
+        if op is operator.pow:
+            k = int(texts[1])
+            return f"{i}({' * '.join([f'{u}({texts[0]})'] * k)})" if k else f"{i}(1)"
+        return None
+
+
+#: int64 operations written on uint64 (``_Writer._wrapping``)
+_WRAPPING = {operator.add: "+", operator.sub: "-", operator.mul: "*", np.add: "+", np.subtract: "-", np.multiply: "*"}
+_I8 = np.dtype(np.int64)
 
 
 def _literal(text: str) -> Optional[int]:

@@ -1,6 +1,7 @@
 """Reductions along one axis (or several) of an array of two or more dimensions (``sum``,
 ``mean``, ``max``, ``min``, ``argmax``, ``argmin``, with ``keepdims``), which numba cannot
-type with ``axis=``, written as loop nests for ``fusion``.
+type with ``axis=``, and whole 1-D reductions (``(a * b).sum()``: the reduced tree is then
+computed element by element, never stored), written as loop nests for ``fusion``.
 
 The loops keep numpy's meaning:
 
@@ -49,6 +50,8 @@ class FusedReduce:
     tree: Optional[Any] = None
     #: every axis reduced, ascending (``sum``/``mean``/``max``/``min`` over several: ``axis=(0, 2)``)
     axes: Tuple[int, ...] = ()
+    #: the whole of a 1-D array reduced to a numpy scalar (no result array)
+    scalar: bool = False
     __name__ = "fused_reduce"
 
     def __call__(self, *args: Any) -> Any:  # pragma: no cover - only ever written as source
@@ -67,7 +70,9 @@ def reduction(node: Node) -> Optional[FusedReduce]:
     if kind is None or not node.args:
         return None
     src = node.args[0].meta.get("val") if isinstance(node.args[0], Node) else None
-    if not isinstance(src, ArrayMeta) or not src.is_array or src.ndim < 2 or src.dtype not in DTYPES:
+    if not isinstance(src, ArrayMeta) or not src.is_array or src.dtype not in DTYPES:
+        return None
+    if src.ndim < 2 and not (src.ndim == 1 and _whole(node)):
         return None
     extra = dict(node.kwargs)
     if len(node.args) == 2:
@@ -76,6 +81,8 @@ def reduction(node: Node) -> Optional[FusedReduce]:
         return None
     axis = extra.pop("axis", None)
     keepdims = extra.pop("keepdims", False)
+    if axis is None and src.ndim == 1 and not keepdims and not kind.startswith("arg") and not extra:
+        return _whole_1d(node, kind, src)
     axes = axis if type(axis) is tuple else (axis,)
     if extra or not axes or type(keepdims) is not bool or (len(axes) > 1 and kind.startswith("arg")):
         return None
@@ -92,6 +99,23 @@ def reduction(node: Node) -> Optional[FusedReduce]:
     if meta.dtype != probe.dtype or meta.ndim != probe.ndim:
         return None
     return FusedReduce(kind, axes[0], keepdims, src.ndim, src.dtype, probe.dtype, axes=axes)
+
+
+def _whole(node: Node) -> bool:
+    """No axis given: the whole array reduced."""
+    return "axis" not in node.kwargs and len(node.args) == 1
+
+
+def _whole_1d(node: Node, kind: str, src: ArrayMeta) -> Optional[FusedReduce]:
+    """``v.sum()``, ``np.max(v)``... of a 1-D array: one loop and a scalar (numba's own
+    reduction needs the array, which a reduced tree would have to allocate first)."""
+    meta = node.meta.get("val")
+    if not isinstance(meta, ArrayMeta) or meta.is_array or meta.ndim or node.meta.get("errstate"):
+        return None
+    probe = getattr(np, kind)(np.ones(1, src.dtype))
+    if meta.dtype != probe.dtype:
+        return None
+    return FusedReduce(kind, 0, False, 1, src.dtype, probe.dtype, axes=(0,), scalar=True)
 
 
 def _typed(names: Any, dtype: np.dtype) -> str:
@@ -137,7 +161,8 @@ def reduce_lines(fr: FusedReduce, out: str, arg: str, names: Any, p: str, prange
         start = f"{at}(-{info.max} - 1)" if kind in ("max", "argmax") else f"{at}({info.max})"
     v, r = f"{p}v", f"{p}r"
     width = ", ".join(ext[k] for k in keep)
-    lines += new_array(names, r, f"({width},)", _typed(names, fr.out))
+    if not fr.scalar:
+        lines += new_array(names, r, f"({width},)", _typed(names, fr.out))
     arg_kind = kind in ("argmax", "argmin")
     if kind in ("max", "min"):
         pick = names.bind(np.maximum if kind == "max" else np.minimum, f"numpy_{kind}imum")
@@ -193,6 +218,19 @@ def reduce_lines(fr: FusedReduce, out: str, arg: str, names: Any, p: str, prange
                 lines.append(f"{pad}    {flag} |= {v} != {v}")
             for lane in lanes:
                 lines.append(f"{pad}{s} = {lane} if {lane} {op} {s} else {s}")
+        elif kind in ("sum", "mean"):
+            # four partial sums: independent adds run in parallel (a single chain waits on
+            # each add's latency); numpy's own pairwise sum is in another order anyway
+            lanes, j4, n4 = [f"{s}{k}" for k in range(4)], f"{p}j4", f"{p}n4"
+            lines.append(f"{pad}{' = '.join(lanes)} = {start}")
+            lines.append(f"{pad}{n4} = {length} - {length} % 4")
+            lines.append(f"{pad}for {j4} in range(0, {n4}, 4):")
+            for k, lane in enumerate(lanes):
+                lines.append(f"{pad}    {idx[a]} = {j4} + {k}")
+                lines.append(f"{pad}    {lane} = {lane} + {elem}")
+            lines.append(f"{pad}for {idx[a]} in range({n4}, {length}):")
+            lines.append(f"{pad}    {s} = {s} + {elem}")
+            lines.append(f"{pad}{s} = {s} + (({lanes[0]} + {lanes[1]}) + ({lanes[2]} + {lanes[3]}))")
         else:
             lines.append(f"{pad}for {idx[a]} in range({length}):")
             lines.append(f"{pad}    {v} = {elem}")
@@ -200,6 +238,9 @@ def reduce_lines(fr: FusedReduce, out: str, arg: str, names: Any, p: str, prange
         done = si if arg_kind else f"{s} / {length}" if kind == "mean" else s
         if flag:
             done = f"{names.bind(np.nan, 'numpy_nan')} if {flag} else {s}"
+        if fr.scalar:  # numpy's scalar type (a float32 sum adds in float64, then rounds)
+            lines.append(f"{out} = {_typed(names, fr.out)}({done})")
+            return lines
         lines.append(f"{pad}{r}[{rix}] = {done}")
     else:
         # a row of accumulators, the input read in memory order (numpy's order of adding)
