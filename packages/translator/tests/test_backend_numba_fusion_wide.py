@@ -168,6 +168,28 @@ def test_whole_1d_reductions_run_as_plain(dtype):
     assert_as_plain(_whole, (a, np.ones(9, dtype)), (a * 3, a[::-1].copy()), (a[:0], a[:0]))
 
 
+def _powers(a, b):
+    # every term non-negative: a sum with cancellation would magnify each term's last-ulp
+    # difference, which is not what is compared here
+    return np.abs(a) ** 5 + (b * 0.5) ** 6 + a**8 * 1e-3 + np.abs(b) ** 7
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_float_powers_up_to_8_are_multiplied_out_and_agree_with_numpys_pow(dtype):
+    ex = (np.ones((3, 4), dtype), np.ones((3, 4), dtype))
+    kernel, fused = _kernel(_powers, ex)
+    assert [type(f) for f in fused] == [fusion.FusedStore] and len(fused[0].nodes) >= 7
+
+    @PROPERTY
+    @given(data=st.data(), shape=st.tuples(st.integers(0, 4), st.integers(0, 5)))
+    def prop(data, shape):
+        elements = st.floats(-30, 30, width=np.dtype(dtype).itemsize * 8) | st.just(float("nan"))
+        a, b = (data.draw(hnp.arrays(dtype, shape, elements=elements)) for _ in range(2))
+        _check(kernel, _powers, (a, b))
+
+    prop()
+
+
 def _clipped(a, b):
     return np.clip(a * 2 - b, -3, 5) + np.clip(b, a, 40) * 3
 

@@ -50,8 +50,9 @@ from ...graph.pysource import render_arg
 from ...graph.ir import map_arg
 from ...graph.loop import is_loop, with_body
 from .allocation import new_array
-from .fusion_ops import DTYPES, fresh_array
+from .fusion_ops import DTYPES, fresh_array, int64_wrapping
 from .fusion_ops import F8 as _F8
+from .fusion_ops import I8 as _I8
 from .fusion_ops import INFIX as _INFIX
 from .fusion_ops import INT_OPS as _INT_OPS
 from .fusion_ops import NARROW as _NARROW
@@ -66,7 +67,7 @@ __all__ = ["FusedStore", "FusedReduce", "FusedMatvec", "rewrite", "expand", "VER
 #: the global a parallel loop is written with (the backend binds it to ``numba.prange``)
 PRANGE = "__fh_prange"
 #: part of the kernel cache key: a change to the loops written here never reuses a kernel
-VERSION = "fusion-7"
+VERSION = "fusion-8"
 
 #: write ``A @ x`` as loops only where numba cannot compile it: its ``@`` reaches BLAS through
 #: scipy, and BLAS beats the loops 1.7-3.6x at n=1000 when it has a core to itself
@@ -228,7 +229,14 @@ class _Finder:
                 return None
         if target in _INFIX and n == 2 or target in _PREFIX and n == 1:
             return target
-        if target is operator.pow and n == 2 and type(node.args[1]) is int and 0 <= node.args[1] <= 4:
+        # small integer powers: numba multiplies them out (a float's within a few ulp of
+        # numpy's pow; an integer's wraps alike up to 4)
+        if (
+            target is operator.pow
+            and n == 2
+            and type(node.args[1]) is int
+            and 0 <= node.args[1] <= _MAX_POWER[self.dtype.kind]
+        ):
             return target
         if target is np.clip and n == 3:  # written as minimum(maximum(x, lo), hi): numpy's values, NaN too
             return target
@@ -246,6 +254,10 @@ class _Finder:
         broadcast = [_seen_one(meta.shape[k]) and not _seen_one(shape[k + lead]) for k in range(meta.ndim)]
         self.reads.append(_Read(base, starts, stops, broadcast))
         return ("read", len(self.reads) - 1)
+
+
+#: the largest integer exponent a tree multiplies out, by dtype kind
+_MAX_POWER = {"f": 8, "i": 4}
 
 
 def _seen_one(dim: Any) -> bool:
@@ -719,7 +731,7 @@ class _Writer:
         if op is operator.pow:  # the exponent stays an int literal (numba's fast integer power)
             texts[1] = repr(parts[1][1])
         if dtype == _I8:
-            wrapped = self._wrapping(op, texts)
+            wrapped = int64_wrapping(self.names, op, texts)
             if wrapped is not None:
                 return wrapped
         if op in _INFIX:
@@ -735,27 +747,6 @@ class _Writer:
             name = self.names.bind(op, f"numpy_{op.__name__}")
             text = f"{name}({', '.join(texts)})"
         return f"{cast}({text})" if cast else text
-
-    def _wrapping(self, op: Any, texts: List[str]) -> Optional[str]:
-        """int64 arithmetic that wraps as numpy's does: numba marks signed adds and
-        multiplies "no signed wrap", so LLVM may assume ``b * b >= 0`` and fold a
-        comparison after an overflow; unsigned arithmetic has the same bits, defined."""
-        u, i = self.names.bind(np.uint64, "numpy_uint64"), self.names.bind(np.int64, "numpy_int64")
-        if op in _WRAPPING:
-            return f"{i}({u}({texts[0]}) {_WRAPPING[op]} {u}({texts[1]}))"
-        if op is operator.neg or op is np.negative:
-            return f"{i}({u}(0) - {u}({texts[0]}))"
-        if op is np.abs or op is np.absolute:
-            return f"{i}({u}(0) - {u}({texts[0]}) if {texts[0]} < 0 else {u}({texts[0]}))"
-        if op is operator.pow:
-            k = int(texts[1])
-            return f"{i}({' * '.join([f'{u}({texts[0]})'] * k)})" if k else f"{i}(1)"
-        return None
-
-
-#: int64 operations written on uint64 (``_Writer._wrapping``)
-_WRAPPING = {operator.add: "+", operator.sub: "-", operator.mul: "*", np.add: "+", np.subtract: "-", np.multiply: "*"}
-_I8 = np.dtype(np.int64)
 
 
 def _literal(text: str) -> Optional[int]:

@@ -4,12 +4,25 @@ ufuncs, the dtypes, and which calls give a new array (one a tree may write into)
 from __future__ import annotations
 
 import operator
+from typing import Any, List, Optional
 
 import numpy as np
 
 from ...graph import Node, NodeKind
 
-__all__ = ["INFIX", "PREFIX", "UFUNCS", "F8", "DTYPES", "NARROW", "INT_OPS", "NEW_ARRAY_CALLS", "fresh_array"]
+__all__ = [
+    "INFIX",
+    "PREFIX",
+    "UFUNCS",
+    "F8",
+    "I8",
+    "DTYPES",
+    "NARROW",
+    "INT_OPS",
+    "NEW_ARRAY_CALLS",
+    "fresh_array",
+    "int64_wrapping",
+]
 
 INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
 PREFIX = {operator.neg: "-", operator.pos: "+"}
@@ -56,3 +69,26 @@ def fresh_array(node: Node) -> bool:
         return target in NEW_ARRAY_CALLS or target in UFUNCS or target in INFIX or target in PREFIX
     except TypeError:  # an unhashable target
         return False
+
+
+#: int64 operations written on uint64 (``int64_wrapping``)
+_WRAPPING = {operator.add: "+", operator.sub: "-", operator.mul: "*", np.add: "+", np.subtract: "-", np.multiply: "*"}
+I8 = np.dtype(np.int64)
+
+
+def int64_wrapping(names: Any, op: Any, texts: List[str]) -> Optional[str]:
+    """int64 arithmetic that wraps as numpy's does, or None for an operation that needs no
+    care: numba marks signed adds and multiplies "no signed wrap", so LLVM may assume
+    ``b * b >= 0`` and fold a comparison after an overflow; unsigned arithmetic has the
+    same bits, defined."""
+    u, i = names.bind(np.uint64, "numpy_uint64"), names.bind(np.int64, "numpy_int64")
+    if op in _WRAPPING:
+        return f"{i}({u}({texts[0]}) {_WRAPPING[op]} {u}({texts[1]}))"
+    if op is operator.neg or op is np.negative:
+        return f"{i}({u}(0) - {u}({texts[0]}))"
+    if op is np.abs or op is np.absolute:
+        return f"{i}({u}(0) - {u}({texts[0]}) if {texts[0]} < 0 else {u}({texts[0]}))"
+    if op is operator.pow:
+        k = int(texts[1])
+        return f"{i}({' * '.join([f'{u}({texts[0]})'] * k)})" if k else f"{i}(1)"
+    return None
