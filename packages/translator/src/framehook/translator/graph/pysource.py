@@ -27,7 +27,16 @@ from ..bytecode.linetable import relocate
 from .ir import Graph, Node, NodeKind, format_arg, target_name, writes_as_literal
 from .loop import WhileLoop, is_loop
 
-__all__ = ["GraphCodegenError", "python_code", "compile_graph", "render_arg", "BINARY_OPS", "UNARY_OPS", "INPLACE_OPS"]
+__all__ = [
+    "GraphCodegenError",
+    "python_code",
+    "compile_graph",
+    "render_arg",
+    "replace_call",
+    "BINARY_OPS",
+    "UNARY_OPS",
+    "INPLACE_OPS",
+]
 
 
 class GraphCodegenError(ValueError):
@@ -408,6 +417,23 @@ def _body_lines(graph: Graph, names: _Names, where: _Where) -> _Lines:
         write(node, _statement(node, names, where, line[node]))
     flush(len(pending))
     return lines
+
+
+def replace_call(lines: List[str], obj: Any, names: _Names, write: Callable[[str, str], List[str]]) -> None:
+    """Replace the statement ``var = <obj>(args)`` written for a node whose target is
+    ``obj`` by ``write(var, args)``'s lines, at its indentation, and unbind ``obj``: how a
+    pass writes such nodes as other code (the numba backend's loop nests, index checks)."""
+    bound = names._by_id.get(id(obj))
+    if bound is None:
+        return
+    head = f" = {bound}("
+    for i, line in enumerate(lines):
+        if head in line and line.rstrip().endswith(")"):
+            pad = line[: len(line) - len(line.lstrip())]
+            args = line[line.index(head) + len(head) : line.rstrip().rindex(")")]
+            lines[i] = "\n".join(pad + t for t in write(line.strip().split(" = ")[0], args))
+            break
+    del names.globals[bound]
 
 
 def _np_errstate() -> Any:

@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ...graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
 from ...graph.ir import map_arg
 from ...graph.loop import is_loop, with_body
+from ...graph.pysource import replace_call
 
 __all__ = ["IndexCheck", "insert", "expand", "CHECKED"]
 
@@ -104,13 +105,14 @@ def _copy(graph: Graph, parent: Optional[Graph], checks: List[IndexCheck]) -> Gr
                 args = (mapping[node.args[0]], *(m(item) for _, item in found))
                 # no user: a statement of its own, written where it stands, before the index
                 # (not marked impure: fusion may still move trees across it)
-                made = new._add(NodeKind.CALL, check, args, {}, f"{node.name}_check")
-                made.meta = {k: v for k, v in node.meta.items() if k in ("stack", "errstate")}
+                check_node = new._add(NodeKind.CALL, check, args, {}, f"{node.name}_check")
+                check_node.meta = {k: v for k, v in node.meta.items() if k in ("stack", "errstate")}
                 checks.append(check)
             made = new._add(node.kind, node.target, m(node.args), m(node.kwargs), node.name)
+            made.meta = dict(node.meta, **({CHECKED: True} if found is not None else {}))
+            mapping[node] = made
+            continue
         made.meta = dict(node.meta)
-        if node.kind is NodeKind.CALL and _axes(node) is not None:
-            made.meta[CHECKED] = True
         mapping[node] = made
     return new
 
@@ -119,19 +121,14 @@ def expand(source: str, checks: List[IndexCheck], names: Any) -> str:
     """The source with each check node's line replaced by its ``if ...: raise`` lines."""
     lines = source.split("\n")
     for check in checks:
-        bound = names._by_id[id(check)]
-        head = f" = {bound}("
-        for i, line in enumerate(lines):
-            if head in line and line.rstrip().endswith(")"):
-                pad = line[: len(line) - len(line.lstrip())]
-                # names and integer literals: a value used twice is never folded
-                args = line[line.index(head) + len(head) : line.rstrip().rindex(")")].split(", ")
-                array = args[0]
-                out = []
-                for axis, at in zip(check.axes, args[1:]):
-                    n = f"{array}.shape[{axis}]"
-                    out += [f"{pad}if not (-{n} <= {at} < {n}):", f"{pad}    raise IndexError('index out of range')"]
-                lines[i] = "\n".join(out)
-                break
-        del names.globals[bound]
+
+        def write(var: str, arg: str, axes: List[int] = check.axes) -> List[str]:
+            array, *items = arg.split(", ")  # names and integer literals: a value used twice is never folded
+            out = []
+            for axis, at in zip(axes, items):
+                n = f"{array}.shape[{axis}]"
+                out += [f"if not (-{n} <= {at} < {n}):", "    raise IndexError('index out of range')"]
+            return out
+
+        replace_call(lines, check, names, write)
     return "\n".join(lines)

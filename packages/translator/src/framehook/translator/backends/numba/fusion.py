@@ -46,7 +46,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from ...graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
-from ...graph.pysource import render_arg
+from ...graph.pysource import render_arg, replace_call
 from ...graph.ir import map_arg
 from ...graph.loop import is_loop, with_body
 from .allocation import new_array
@@ -290,6 +290,14 @@ def _behind(read: _Read, starts: List[_Bound], stops: List[_Bound]) -> bool:
     return False
 
 
+def _write_after(nodes: List[Node], between: List[Node]) -> bool:
+    """Is anything after the first of ``nodes`` in ``between`` (the nodes before the
+    store) a write or a loop? A tree moves to its store only when nothing between could
+    change what it reads."""
+    first = min(between.index(n) for n in nodes)
+    return any(n.impure or n.kind is NodeKind.CALL and is_loop(n.target) for n in between[first:])
+
+
 def _fused(store: Node, between: List[Node]) -> Optional[FusedStore]:
     """The fused form of a ``setitem`` node, or None where fusing could change the result."""
     if store.kwargs or len(store.args) != 3 or store.users or store.meta.get("errstate"):
@@ -308,8 +316,7 @@ def _fused(store: Node, between: List[Node]) -> Optional[FusedStore]:
     if expr is None or not finder.nodes or expr[0] != "op":
         return None
     # the tree's nodes move to the store: nothing between them may write what they read
-    first = min(between.index(n) for n in finder.nodes)
-    if any(n.impure or n.kind is NodeKind.CALL and is_loop(n.target) for n in between[first:]):
+    if _write_after(finder.nodes, between):
         return None
     temp = any(r.base is dst and _behind(r, *region) for r in finder.reads)
     fs = FusedStore(dst, region[0], region[1], expr, finder.reads, temp, finder.nodes, dtype=meta.dtype)
@@ -340,8 +347,7 @@ def _fused_in_place(node: Node, between: List[Node]) -> Optional[FusedStore]:
     tree = finder.tree(value, node, tuple(meta.shape))
     if tree is None or not finder.nodes or tree[0] != "op":
         return None
-    first = min(between.index(n) for n in finder.nodes)
-    if any(n.impure or n.kind is NodeKind.CALL and is_loop(n.target) for n in between[first:]):
+    if _write_after(finder.nodes, between):
         return None
     temp = any(r.base is dst and _behind(r, whole, whole) for r in finder.reads)
     expr = ("op", _IN_PLACE[node.target], (own, tree))
@@ -378,8 +384,7 @@ def _fused_new(node: Node, between: List[Node]) -> Optional[FusedStore]:
     if not finder.reads:
         return None
     if finder.nodes:
-        first = min(between.index(n) for n in finder.nodes)
-        if any(n.impure or n.kind is NodeKind.CALL and is_loop(n.target) for n in between[first:]):
+        if _write_after(finder.nodes, between):
             return None
     fs = FusedStore(None, [None] * meta.ndim, [None] * meta.ndim, ("op", op, tuple(parts)), finder.reads, False)
     fs.dtype = meta.dtype
@@ -391,7 +396,7 @@ def _fused_new(node: Node, between: List[Node]) -> Optional[FusedStore]:
 def _reuse(fs: FusedStore, root: Node) -> None:
     """Write a new-array tree into an array it reads whole that dies there (numpy's own
     temporary elision, ``out = out + w[k] * x[k:k + n]``): no allocation, one array less
-    in the cache. Only a fresh array (``_fresh``) read once, at the element being written,
+    in the cache. Only a fresh array (``fusion_ops.fresh_array``) read once, at the element being written,
     by this tree alone."""
     meta = root.meta["val"]
     tree = set(fs.nodes) | {root}
@@ -467,10 +472,7 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
         else:
             fs = masked(node) or reduction(node)
             if isinstance(fs, FusedMasked):
-                if any(
-                    n.impure or n.kind is NodeKind.CALL and is_loop(n.target)
-                    for n in ops[min(ops.index(m) for m in fs.nodes) : i]
-                ):
+                if _write_after(fs.nodes, ops[:i]):
                     fs = None  # a write between the condition's first part and the reduction
             elif fs is not None:
                 inner = node.args[0]
@@ -761,26 +763,17 @@ def expand(source: str, fused: List[Any], names: Any, parallel: bool = False) ->
     whose iterations are independent as ``PRANGE`` when ``parallel``)."""
     lines = source.split("\n")
     for n, fs in enumerate(fused):
-        bound = names._by_id.get(id(fs))
-        if bound is None:
-            continue
-        head = f" = {bound}("
-        for i, line in enumerate(lines):
-            if head in line and line.rstrip().endswith(")"):
-                pad = line[: len(line) - len(line.lstrip())]
-                arg = line[line.index(head) + len(head) : line.rstrip().rindex(")")]
-                if isinstance(fs, FusedMasked):
-                    body = masked_lines(fs, line.strip().split(" = ")[0], arg, names, f"_fh{n}_")
-                elif isinstance(fs, FusedMatvec):
-                    body = matvec_lines(fs, line.strip().split(" = ")[0], arg, names, f"_fh{n}_")
-                elif isinstance(fs, FusedReduce):
-                    p = f"_fh{n}_"
-                    writer = None if fs.tree is None else _Writer(fs.tree, names, p, parallel)
-                    loop = PRANGE if parallel else "range"
-                    body = reduce_lines(fs, line.strip().split(" = ")[0], arg, names, p, loop, writer)
-                else:
-                    body = _Writer(fs, names, f"_fh{n}_", parallel).write(line.strip().split(" = ")[0])
-                lines[i] = "\n".join(pad + b for b in body)
-                break
-        del names.globals[bound]
+        p = f"_fh{n}_"
+
+        def write(var: str, arg: str, fs: Any = fs, p: str = p) -> List[str]:
+            if isinstance(fs, FusedMasked):
+                return masked_lines(fs, var, arg, names, p)
+            if isinstance(fs, FusedMatvec):
+                return matvec_lines(fs, var, arg, names, p)
+            if isinstance(fs, FusedReduce):
+                writer = None if fs.tree is None else _Writer(fs.tree, names, p, parallel)
+                return reduce_lines(fs, var, arg, names, p, PRANGE if parallel else "range", writer)
+            return _Writer(fs, names, p, parallel).write(var)
+
+        replace_call(lines, fs, names, write)
     return "\n".join(lines)
