@@ -4,6 +4,7 @@ numba loops, side by side in one run.
     python packages/translator/benchmarks/bench_numba.py [--repeat N] [--first N] [--skip-corpus]
         [--skip-kernels] [--backends eager numexpr numba hand] [--only KERNEL ...] [--category CAT ...]
         [--split {all,tuned,unseen}] [--first-only KERNEL ...] [--json OUT] [--parallel] [--no-fuse]
+        [--no-translation-cache]
 
 Prints markdown tables:
 
@@ -16,9 +17,10 @@ Prints markdown tables:
    plain's (a ``FAIL`` row otherwise); then summary rows per backend for all kernels, the
    tuned set and the unseen set: geomean, worst kernel, kernels over 1.05x plain;
 3. first calls, one fresh process per kernel (``--first N`` runs, 0 to skip): plain's first
-   call, then numba's with a cold cache (emptied) and a warm one (the cold process filled
-   it), then eager's and numexpr's in the cold process, and numba's first call over
-   plain's in seconds.
+   call, then numba's with cold caches (emptied) and warm ones (the cold process filled
+   them: numba's and, unless ``--no-translation-cache``, ``config.translation_cache_dir``),
+   then eager's and numexpr's in the cold process, and numba's first call over plain's in
+   seconds.
 
 Steady state: each backend gets the function afresh (the translator caches per code object:
 reset between backends), is called until the numba backend settles (no new note for 3
@@ -381,6 +383,9 @@ def _first_worker(name, phase):
     ft.reset()
     opt = ft.optimize("numba")(kernel.fn)
     out["numba"] = first(opt)
+    from framehook.translator.conversion import translation_cache
+
+    out["translations_loaded"] = translation_cache.counts["hits"]
     out["numba_first_notes"] = [str(n) for n in notes.all]
     out["numba_seconds"] = sum(getattr(n, "numba_seconds", 0.0) for n in notes.all)
     _, out["numba_settle_seconds"], out["numba_settled"] = settle(opt, kernel.args, notes)
@@ -397,9 +402,12 @@ def _first_worker(name, phase):
     print(json.dumps(out))
 
 
-def first_call_table(kernels, runs, switches):
+def first_call_table(kernels, runs, switches, translation_cache=True):
     cache = tempfile.mkdtemp(prefix="fh-numba-first-")
     env = dict(os.environ, FRAMEHOOK_NUMBA_CACHE_DIR=cache, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    env.pop("FRAMEHOOK_TRANSLATION_CACHE_DIR", None)
+    if translation_cache:  # emptied with numba's: the cold run fills both
+        env["FRAMEHOOK_TRANSLATION_CACHE_DIR"] = os.path.join(cache, "translations")
     results = []
     for k in kernels:
         print(f"  first calls: {k.name} ...", file=sys.stderr, flush=True)
@@ -424,7 +432,11 @@ def first_call_table(kernels, runs, switches):
         vals = [r[key] for r in phase_runs if r.get(key) is not None]
         return statistics.median(vals) if vals else float("nan")
 
-    print(f"\n### First call in a fresh process per kernel, median of {runs} run(s) (numba imported beforehand)\n")
+    kept = "with" if translation_cache else "without"
+    print(
+        f"\n### First call in a fresh process per kernel, median of {runs} run(s) (numba imported beforehand, "
+        f"{kept} the translation cache)\n"
+    )
     print(
         "| kernel | plain | eager | numexpr | numba cold | numba warm | cold over plain | warm / plain "
         "| numba compile/load cold / warm | numba settled (cold) |"
@@ -474,7 +486,9 @@ def first_call_table(kernels, runs, switches):
         print(
             f"\nworst cold first call over plain's: {worst['name']} {worst['cold_over_plain']:.2f} s; "
             f"over 5 s: {sum(x > 5 for x in over)}; worst warm / plain: {worst_warm['name']} "
-            f"{worst_warm['warm_over_plain_ratio']:.1f}x; warm over 2x plain: {sum(x > 2 for x in warm)}"
+            f"{worst_warm['warm_over_plain_ratio']:.1f}x; warm over 2x plain: {sum(x > 2 for x in warm)}; "
+            "warm first calls that loaded a kept translation: "
+            f"{sum(any(x.get('translations_loaded') for x in r['warm']) for r in results)} of {len(results)}"
         )
     return rows
 
@@ -493,6 +507,11 @@ def main():
     ap.add_argument("--json", metavar="OUT", help="write the results as JSON to OUT")
     ap.add_argument("--parallel", action="store_true", help="compile with parallel=True and prange")
     ap.add_argument("--no-fuse", action="store_true", help="without the loop lowering (numba_fusion)")
+    ap.add_argument(
+        "--no-translation-cache",
+        action="store_true",
+        help="first-call table without config.translation_cache_dir (numba's cache only)",
+    )
     ap.add_argument("--first-worker", nargs=2, help=argparse.SUPPRESS)
     opts = ap.parse_args()
     warnings.simplefilter("ignore")
@@ -528,7 +547,9 @@ def main():
         result["kernels"], result["summary"] = kernel_table(kernels, opts.backends, opts.repeat)
     if opts.first:
         firsts = selected(opts.first_only) if opts.first_only else kernels
-        result["first_calls"] = first_call_table(firsts, opts.first, switches)
+        result["first_calls"] = first_call_table(
+            firsts, opts.first, switches, translation_cache=not opts.no_translation_cache
+        )
     if opts.json:
         with open(opts.json, "w") as f:
             json.dump(result, f, indent=1, default=str)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import sys
 from pathlib import Path
 from typing import Any, Callable, List, Sequence
 
@@ -59,6 +60,7 @@ def corpus_modules() -> List[Any]:
         spec = importlib.util.spec_from_file_location(f"_corpus_count_{path.stem}", path)
         assert spec is not None and spec.loader is not None
         mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod  # as an import would: its functions' import names lead to them
         spec.loader.exec_module(mod)
         mods.append(mod)
     return mods

@@ -139,6 +139,32 @@ def test_a_compile_starts_only_once_the_call_that_queued_it_has_returned(fresh_c
         assert [n.status for n in notes] == ["compiled"], [str(n) for n in notes]
 
 
+def test_optimize_starts_the_compiler_and_kernel_calls_never_reach_the_callback(fresh_cache, notes, monkeypatch):
+    # a thread started in a first call cost it 0.3-3 ms; the backend's own functions reaching
+    # the frame callback (to be skipped there) about 25 us each
+    from framehook.translator.conversion import convert_frame
+
+    seen: List[str] = []
+    real = convert_frame.frame_skip_reason
+
+    def spy(frame: Any) -> Any:
+        seen.append(frame.f_code.co_filename)
+        return real(frame)
+
+    monkeypatch.setattr(convert_frame, "frame_skip_reason", spy)
+    x = np.linspace(-1.0, 1.0, 7)
+    with ft.config.patch(numba_background=True):
+        opt = ft.optimize("numba")(poly)
+        thread = tiering._compiler._thread
+        assert thread is not None and thread.is_alive() and thread.daemon  # before any call
+        for _ in range(4):
+            np.testing.assert_allclose(opt(x), poly(x))
+            join_compiles()
+    assert "compiled" in [n.status for n in notes], [str(n) for n in notes]
+    backend_dir = os.path.dirname(kernel.__file__) + os.sep
+    assert seen and not [f for f in seen if f.startswith(backend_dir)], seen
+
+
 def floor_plus(x, k):
     return x // k + 1
 

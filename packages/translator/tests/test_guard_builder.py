@@ -303,3 +303,41 @@ def test_nan_and_mutable_values():
     assert one(GuardKind.CONSTANT_MATCH, Ellipsis)({"v": Ellipsis})
     fn = one(GuardKind.EQUALS_MATCH, float("inf"))
     assert fn({"v": float("inf")}) and "inf" in fn.fail_reason({"v": 1.0})
+
+
+def test_sources_read_without_eval_give_what_their_expression_gives():
+    """GuardBuilder reads common sources directly (no compile of the expression); the value,
+    and the error of a source that cannot be read, are those of evaluating its name."""
+    from framehook.translator.guards.builder import GuardBuilder
+    from framehook.translator.guards.sources import ClosureCellSource, IndexSource, TypeSource
+
+    Point = collections.namedtuple("Point", "x y")
+    arr = np.arange(12.0).reshape(3, 4)
+    f_locals = {"a": arr, "d": {"k": [1, 2, 3]}, "p": Point(arr, 2.5)}
+    f_globals = {"g": math, "fn": (lambda: arr)}
+    builder = GuardBuilder(f_locals, f_globals)
+    scope = {"L": f_locals, "G": f_globals, "__builtins__": __builtins__}
+    sources = [
+        LocalSource("a"),
+        GlobalSource("g"),
+        AttrSource(GlobalSource("g"), "pi"),
+        AttrSource(LocalSource("p"), "x.T"),
+        ItemSource(LocalSource("d"), "k"),
+        IndexSource(ItemSource(LocalSource("d"), "k"), 2),
+        LengthSource(ItemSource(LocalSource("d"), "k")),
+        TypeSource(LocalSource("p")),
+        NdarrayPropertySource(LocalSource("a"), "shape", 1),
+        NdarrayPropertySource(AttrSource(LocalSource("p"), "x"), "flags.writeable"),
+        ClosureCellSource(GlobalSource("fn"), 0),  # not read directly: evaluated
+    ]
+    for source in sources:
+        expected = eval(source.name(), scope)  # noqa: S307
+        got = builder.get(source)
+        assert got is expected or (isinstance(got, np.ndarray) and np.shares_memory(got, expected)) or got == expected
+    for missing in (LocalSource("nope"), GlobalSource("nope"), AttrSource(GlobalSource("g"), "nope")):
+        with pytest.raises(GuardBuildError) as found:
+            builder.get(missing)
+        try:
+            eval(missing.name(), scope)  # noqa: S307
+        except Exception as e:  # noqa: BLE001 - the same error, named the same way
+            assert f"{type(e).__name__}: {e}" in str(found.value)

@@ -158,6 +158,13 @@ def _settings() -> Dict[str, Setting]:
             (str, type(None)),
         ),
         Setting(
+            "translation_cache_dir",
+            os.environ.get("FRAMEHOOK_TRANSLATION_CACHE_DIR") or None,
+            "directory where translations are kept for later processes, so that their first call "
+            "skips translating (FRAMEHOOK_TRANSLATION_CACHE_DIR sets it); None: no such cache",
+            (str, type(None)),
+        ),
+        Setting(
             "max_unrolled_iterations",
             256,
             "iterations of one loop the symbolic interpreter unrolls before breaking the graph (FH010)",

@@ -52,9 +52,10 @@ from ..guards.builder import build_check_fn
 from ..guards import GlobalStateSource, GuardKind
 from ..hooks import GuardFail, Hooks
 from .set_aside import set_aside
-from .skipfiles import skip_reason
+from .skipfiles import framehook_dirs, skip_reason, stdlib_dirs
 from ..translation.speculation import SpeculationLog
-from ..translation.base import FrameInfo, TranslationOutput
+from ..translation.base import FrameInfo, TranslationOutput, call_backend, make_output_code, source_value
+from . import translation_cache
 
 __all__ = [
     "ConvertFrame",
@@ -297,6 +298,15 @@ class ConvertFrame:
         self.dynamic = dynamic
         self.translator = translator or _default_translator()
         self._framehook_orig_callable = compiler_fn
+        # once per process, here rather than in the first call: where the skipped files
+        # live, and the translation cache's directory check and build fingerprint
+        stdlib_dirs()
+        framehook_dirs()
+        if config.translation_cache_dir is not None:
+            translation_cache.prepare()
+        prepare = getattr(compiler_fn, "prepare", None)  # a backend's own once-per-process set-up
+        if callable(prepare):
+            prepare()
 
     def __repr__(self) -> str:
         return f"ConvertFrame(backend={backend_name(self.compiler_fn)!r}, strict={self.strict})"
@@ -337,8 +347,13 @@ class ConvertFrame:
                 fh_logging.warn_once(log, ("cache_limit", id(code)), "framehook: %s", msg)
                 return None
         compile_id = next_compile_id(code)
+        disk_key = self._disk_key(code, frame_state)
+        if disk_key is not None:
+            found = self._from_disk(frame, disk_key, compile_id, reasons)
+            if found is not None:
+                return found
         try:
-            return self._compile(frame, frame_state, compile_id, reasons)
+            return self._compile(frame, frame_state, compile_id, reasons, disk_key)
         except SkipFrame as e:
             log.info("skipping %s: %s", _code_location(code), e)
             return None
@@ -390,8 +405,55 @@ class ConvertFrame:
         )
         return None
 
+    def _disk_key(self, code: types.CodeType, frame_state: Dict[str, Any]) -> Optional[str]:
+        """The translation cache's key for this frame, or None when it is not to be used:
+        no cache directory, hooks that change what a translation gives, explain() watching
+        the translations, or a frame whose earlier translations left state behind."""
+        if config.translation_cache_dir is None or not translation_cache.active():
+            return None
+        hooks = self.hooks
+        if hooks.guard_filter_fn is not None or hooks.guard_export_fn is not None or _bytecode_hooks:
+            return None
+        if config.verify_backend or any(k != "recompile_reasons" for k in frame_state):
+            return None
+        from ..symbolic.translator import observing
+
+        if observing():
+            return None
+        return translation_cache.cache_key(code, self.compiler_fn, self.translator, self.strict, self.dynamic)
+
+    def _from_disk(self, frame: FrameInfo, key: str, compile_id: CompileId, recompile_reasons: List[str]) -> Any:
+        """The cache entry rebuilt from a translation another process kept, or None."""
+        found = translation_cache.lookup(key, frame.f_locals, frame.f_globals)
+        if found is None:
+            return None
+        guards, graph, sources, template = found
+        if graph is None:
+            out = TranslationOutput(code=None)
+        else:
+            graph.bind_globals(frame.f_globals)
+            example_inputs = [source_value(s, frame.f_locals, frame.f_globals) for s in sources]
+            try:
+                with compile_context(CompileContext(compile_id)), tracing(TracingContext()):
+                    compiled = call_backend(self.compiler_fn, graph, example_inputs)
+            except Exception as e:  # the backend refuses it now: translate as without the cache
+                log.info("translation cache entry of %s not used: %s", _code_location(frame.code), e)
+                return None
+            new_code = (
+                translation_cache.output_code(template, compiled)
+                if template is not None
+                else make_output_code(frame.code, compiled, sources)
+            )
+            out = TranslationOutput(code=new_code, graphs=[graph], compiled_fns=[compiled])
+        return self._guarded(frame, out, set(guards), compile_id, [], recompile_reasons, origin="loaded")
+
     def _compile(
-        self, frame: FrameInfo, frame_state: Dict[str, Any], compile_id: CompileId, recompile_reasons: List[str]
+        self,
+        frame: FrameInfo,
+        frame_state: Dict[str, Any],
+        compile_id: CompileId,
+        recompile_reasons: List[str],
+        disk_key: Optional[str] = None,
     ) -> Any:
         code = frame.code
         speculation_log = SpeculationLog()
@@ -447,6 +509,24 @@ class ConvertFrame:
                         f"(config.restart_limit={config.restart_limit}): " + "; ".join(restart_reasons[-3:])
                     )
         assert out is not None
+        result = self._guarded(frame, out, guards, compile_id, restart_reasons, recompile_reasons)
+        if out.portable is not None and disk_key is not None:
+            translation_cache.save(disk_key, frame.code, guards, out.portable, frame.f_locals, frame.f_globals)
+        return result
+
+    def _guarded(
+        self,
+        frame: FrameInfo,
+        out: TranslationOutput,
+        guards: Set[Any],
+        compile_id: CompileId,
+        restart_reasons: List[str],
+        recompile_reasons: List[str],
+        origin: str = "translated",
+    ) -> Any:
+        """The cache entry for a translation's output: its code (cleaned, through the bytecode
+        hooks) and the check function of its guards (``guards`` gains the global-state guard)."""
+        code = frame.code
         new_code = out.code if out.code is not None else code
         # most output code (load the inputs, call the graph, return) has nothing to clean
         if out.code is not None and config.dead_code_elimination and needs_cleaning(new_code):
@@ -469,7 +549,9 @@ class ConvertFrame:
         if config.guard_global_state:
             guards.add(GlobalStateSource().make_guard(GuardKind.GLOBAL_STATE))
         if self.hooks.guard_filter_fn is not None:
-            guards = filter_guards(self.hooks.guard_filter_fn, guards)
+            kept = filter_guards(self.hooks.guard_filter_fn, guards)
+            guards.clear()
+            guards.update(kept)
         check_fn = build_check_fn(guards, frame.f_locals, frame.f_globals, guard_export_fn=self.hooks.guard_export_fn)
         # what debug.dump and export() read back from the cache entry
         for attr, value in (
@@ -491,8 +573,9 @@ class ConvertFrame:
             "restarts": restart_reasons,
             "recompile_reasons": recompile_reasons,
             "backend": backend_name(self.compiler_fn),
+            "origin": origin,
         }
-        log.info("translated %s [%s] with %d guards", _code_location(code), compile_id, len(guards))
+        log.info("%s %s [%s] with %d guards", origin, _code_location(code), compile_id, len(guards))
         return runtime.GuardedCode(new_code, check_fn)
 
 

@@ -13,11 +13,11 @@ Interpreter(g).run(np.ones(3))   # node by node
 from .ir import Graph, Location, Node, NodeKind, set_code_generator
 from .loop import Loop, WhileLoop, is_loop
 from .meta import ArrayMeta, ScalarMeta, SymDim, TupleMeta, format_shape
-from .pysource import GraphCodegenError, python_code, compile_graph
+from .pysource import GraphCodegenError, python_code, compile_graph, forward_from_state, forward_state
 from .evaluate import Interpreter
 
 # Graph.python_code and Graph.forward generate code with pysource (ir does not import it)
-set_code_generator(python_code, compile_graph)
+set_code_generator(python_code, compile_graph, forward_state, forward_from_state)
 
 __all__ = [
     "Graph",

@@ -457,6 +457,31 @@ class Graph:
             self._forward = None
         return removed
 
+    # ---- pickling (the translation cache): the compiled forward is rebuilt on demand, and
+    # the frame's globals (meta "globals": warnings' module name and registry) are the
+    # loading frame's, given to bind_globals
+    def __getstate__(self) -> Dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_forward"] = None
+        if self._forward is not None:  # its code, where writing and compiling it took 0.5-2 ms
+            state["_forward_state"] = _forward_state(self._forward)
+        if "globals" in self.meta:
+            state["meta"] = dict(self.meta, globals=None)
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def bind_globals(self, f_globals: Dict[str, Any]) -> None:
+        """Give this graph and its loops' bodies the globals of the frame it runs for."""
+        if "globals" in self.meta:
+            self.meta["globals"] = f_globals
+            self._forward = None
+        for n in self.nodes:
+            body = getattr(n.target, "body", None) if n.kind is NodeKind.CALL else None
+            if isinstance(body, Graph):
+                body.bind_globals(f_globals)
+
     # ---- code
     def python_code(self) -> str:
         return _python_code(self)
@@ -465,7 +490,8 @@ class Graph:
     def forward(self) -> Callable[..., Any]:
         """The graph as one generated straight-line Python function (compiled once)."""
         if self._forward is None:
-            self._forward = _compile_graph(self)
+            state = self.__dict__.pop("_forward_state", None)
+            self._forward = _compile_graph(self) if state is None else _forward_from_state(self, state)
         return self._forward
 
     def __call__(self, *inputs: Any) -> Any:
@@ -498,15 +524,23 @@ def _no_code_generator(graph: Graph) -> Any:
     raise RuntimeError("no code generator: framehook.translator.graph's __init__ sets pysource's")
 
 
-# what Graph.python_code and Graph.forward call (set_code_generator)
+# what Graph.python_code, Graph.forward and pickling call (set_code_generator)
 _python_code: Callable[[Graph], str] = _no_code_generator
 _compile_graph: Callable[[Graph], Callable[..., Any]] = _no_code_generator
+_forward_state: Callable[[Any], Any] = lambda fn: None
+_forward_from_state: Callable[[Graph, Any], Callable[..., Any]] = _no_code_generator
 
 
 def set_code_generator(
-    python_code: Callable[[Graph], str], compile_graph: Callable[[Graph], Callable[..., Any]]
+    python_code: Callable[[Graph], str],
+    compile_graph: Callable[[Graph], Callable[..., Any]],
+    forward_state: Optional[Callable[[Any], Any]] = None,
+    forward_from_state: Optional[Callable[[Graph, Any], Callable[..., Any]]] = None,
 ) -> None:
-    """Use these functions for ``Graph.python_code`` and ``Graph.forward``: the package's
-    ``__init__`` hands in ``pysource``'s, so that the data model does not import its compiler."""
-    global _python_code, _compile_graph
+    """Use these functions for ``Graph.python_code`` and ``Graph.forward`` (and, pickling a
+    graph, for its compiled function): the package's ``__init__`` hands in ``pysource``'s,
+    so that the data model does not import its compiler."""
+    global _python_code, _compile_graph, _forward_state, _forward_from_state
     _python_code, _compile_graph = python_code, compile_graph
+    if forward_state is not None and forward_from_state is not None:
+        _forward_state, _forward_from_state = forward_state, forward_from_state

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import marshal
 import operator
+import types
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..bytecode.linetable import relocate
@@ -31,6 +33,8 @@ __all__ = [
     "GraphCodegenError",
     "python_code",
     "compile_graph",
+    "forward_state",
+    "forward_from_state",
     "render_arg",
     "replace_call",
     "BINARY_OPS",
@@ -499,8 +503,35 @@ def compile_graph(graph: Graph) -> Callable[..., Any]:
     else:
         # nothing to point at: tracebacks through the graph show its own source lines
         linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    return _finish(fn, f"{graph.name}.forward", src, names.globals)
+
+
+def _finish(fn: Any, qualname: str, src: str, names: Dict[str, Any]) -> Any:
     _never_intercept(fn.__code__)
-    fn.framehook_untraced = True  # type: ignore[attr-defined]
-    fn.__qualname__ = f"{graph.name}.forward"
-    fn.graph_source = src  # type: ignore[attr-defined]
+    fn.framehook_untraced = True
+    fn.__qualname__ = qualname
+    fn.graph_source = src
+    fn.framehook_names = names  # the objects its source names (forward_state)
     return fn
+
+
+def forward_state(fn: Any) -> Optional[Tuple[bytes, Dict[str, Any], str, str]]:
+    """What rebuilds a compiled graph function in another process without writing and
+    compiling its source again: its code (marshal), the objects the source names, the
+    source and the qualified name; None for a function ``compile_graph`` did not make."""
+    names = getattr(fn, "framehook_names", None)
+    if names is None:
+        return None
+    return marshal.dumps(fn.__code__), dict(names), fn.graph_source, fn.__qualname__
+
+
+def forward_from_state(graph: Graph, state: Tuple[bytes, Dict[str, Any], str, str]) -> Callable[..., Any]:
+    """The function ``forward_state`` describes, in the scope ``compile_graph`` gives it."""
+    code_bytes, names, src, qualname = state
+    code = marshal.loads(code_bytes)
+    scope: Dict[str, Any] = dict(names)
+    scope["__builtins__"] = __builtins__
+    _user_scope(graph, scope)
+    if code.co_filename.startswith("<framehook graph"):
+        linecache.cache[code.co_filename] = (len(src), None, src.splitlines(True), code.co_filename)
+    return _finish(types.FunctionType(code, scope, "forward"), qualname, src, names)

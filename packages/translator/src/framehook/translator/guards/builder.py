@@ -202,6 +202,31 @@ class CodePart:
         return self.template.replace("{v}", v).replace("{w}", w)
 
 
+_UNREAD = object()  # GuardBuilder._read: this source's expression must be evaluated
+
+
+def _read_attr(source: Any, base: Any) -> Any:
+    for part in source.member.split("."):
+        base = getattr(base, part)
+    return base
+
+
+def _read_property(source: Any, base: Any) -> Any:
+    for part in source.prop.split("."):
+        base = getattr(base, part)
+    return base if source.index is None else base[source.index]
+
+
+_READ_STEPS: Dict[type, Callable[[Any, Any], Any]] = {
+    AttrSource: _read_attr,
+    ItemSource: lambda source, base: base[source.key],
+    IndexSource: lambda source, base: base[source.index],
+    TypeSource: lambda source, base: type(base),
+    LengthSource: lambda source, base: len(base),
+    NdarrayPropertySource: _read_property,
+}
+
+
 class GuardBuilder:
     """Turns guards into code parts; evaluates sources on the example frame for expected values."""
 
@@ -216,11 +241,27 @@ class GuardBuilder:
     # ---- helpers
     def get(self, source: Source) -> Any:
         try:
-            if type(source) is LocalSource:  # the common case, without compiling its expression
-                return self.f_locals[source.local_name]
-            return eval(source.name(), self.scope)  # noqa: S307 - expressions we generated
+            value = self._read(source)
+            if value is _UNREAD:
+                return eval(source.name(), self.scope)  # noqa: S307 - expressions we generated
+            return value
         except Exception as e:
             raise GuardBuildError(f"cannot evaluate guard source {source.name()}: {type(e).__name__}: {e}") from e
+
+    def _read(self, source: Source) -> Any:
+        """The value of the common sources, read as their expression would read it, without
+        compiling the expression (``_UNREAD`` for the others)."""
+        t = type(source)
+        if t is LocalSource:
+            return self.f_locals[source.local_name]
+        if t is GlobalSource:
+            return self.f_globals[source.global_name]
+        if t not in _READ_STEPS:
+            return _UNREAD
+        base = self._read(source.base)  # type: ignore[attr-defined]
+        if base is _UNREAD:
+            return _UNREAD
+        return _READ_STEPS[t](source, base)
 
     def const(self, obj: Any, inline: bool = True) -> str:
         """A closure name bound to ``obj`` (or, when ``inline``, a literal written out)."""

@@ -24,7 +24,14 @@ from ..exc import SkipFrame
 from ..graph import Graph
 from ..guards import GuardKind
 from ..guards.sources import LocalSource, Source
-from ..translation.base import InstructionTranslatorBase, TranslationOutput, argument_names, call_backend
+from ..translation.base import (
+    InstructionTranslatorBase,
+    TranslationOutput,
+    argument_names,
+    call_backend,
+    make_output_code,
+    source_value,
+)
 from .breaks import CannotResume, GraphBreak
 from .interpreter import FrameTracer, StopTrace
 from .rebuild import Rebuilder
@@ -65,31 +72,15 @@ def add_observer(fn: Callable[[FrameReport], None]) -> None:
     _observers().append(fn)
 
 
+def observing() -> bool:
+    """Does anything watch this thread's translations (explain(), debug tools)?"""
+    return bool(_observers())
+
+
 def remove_observer(fn: Callable[[FrameReport], None]) -> None:
     obs = _observers()
     if fn in obs:
         obs.remove(fn)
-
-
-def make_output_code(code: types.CodeType, compiled: Callable[..., Any], sources: List[Source]) -> types.CodeType:
-    """``code`` with its body replaced by ``return compiled(<each source>)``; the frame set-up,
-    arguments, cells and free variables are kept, as the runtime requires."""
-    where = Positions(code.co_firstlineno, code.co_firstlineno, None, None)
-
-    def transform(insts: List[Any], opts: Dict[str, Any]) -> None:
-        cg = Codegen()
-
-        def load_inputs() -> None:
-            for s in sources:
-                s.reconstruct(cg)
-
-        cg.call_builtin(compiled, load_inputs, nargs=len(sources))
-        cg.return_value()
-        for inst in cg.instructions:
-            inst.positions = where
-        insts[prefix_length(insts) :] = cg.instructions
-
-    return transform_code_object(code, transform)
 
 
 class SymbolicTranslator(InstructionTranslatorBase):
@@ -220,13 +211,13 @@ class SymbolicTranslator(InstructionTranslatorBase):
         if not graph.operations() and moves_values_only(root.insts):
             # nothing to compute and the code only returns its inputs or constants: keep it, guarded
             # (as Dynamo does); no backend call, output code or extra call per run
-            return TranslationOutput(code=None, graphs=[graph])
+            return TranslationOutput(code=None, graphs=[graph], portable=(None, []))
         sources = [tracer.inputs[p] for p in graph.placeholders]
         values = {p: _value_of(s, frame.f_locals, frame.f_globals) for p, s in zip(graph.placeholders, sources)}
         example_inputs = [values[p] for p in graph.placeholders]
         compiled = call_backend(self.compiler_fn, graph, example_inputs)
         new_code = make_output_code(code, compiled, sources)
-        return TranslationOutput(code=new_code, graphs=[graph], compiled_fns=[compiled])
+        return TranslationOutput(code=new_code, graphs=[graph], compiled_fns=[compiled], portable=(graph, sources))
 
     def output_with_side_effects(self, tracer: Tracer, result: V, report: FrameReport) -> TranslationOutput:
         """Code that runs the graph, replays the side effects in program order and returns."""
@@ -394,5 +385,4 @@ def _log_break(report: FrameReport, e: GraphBreak, whole_statement: bool) -> Non
     )
 
 
-def _value_of(source: Source, f_locals: Dict[str, Any], f_globals: Dict[str, Any]) -> Any:
-    return eval(source.name(), {"L": f_locals, "G": f_globals, "__builtins__": __builtins__})  # noqa: S307
+_value_of = source_value

@@ -19,7 +19,8 @@ from ..config import config
 from ..guards.contexts import TracingContext
 from ..exc import BackendCompilerFailed
 from ..guards import Guard, GuardKind
-from ..guards.sources import LocalSource
+from ..guards.sources import LocalSource, Source
+from ..bytecode import Codegen, Positions, prefix_length, transform_code_object
 from .speculation import SpeculationLog
 
 __all__ = [
@@ -31,6 +32,8 @@ __all__ = [
     "TranslatorFactory",
     "argument_names",
     "call_backend",
+    "make_output_code",
+    "source_value",
 ]
 
 
@@ -83,6 +86,9 @@ class TranslationOutput:
     graphs: List[Any] = field(default_factory=list)
     compiled_fns: List[Callable[..., Any]] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
+    # set when ``code`` is exactly ``make_output_code(frame code, backend(graph), sources)``
+    # (or None, with no graph): (graph or None, sources), what another process rebuilds it from
+    portable: Optional[Tuple[Any, List[Any]]] = None
 
 
 def argument_names(code: types.CodeType) -> List[str]:
@@ -221,3 +227,29 @@ class MinimalTranslator(InstructionTranslatorBase):
         graph = FrameGraph(arrays, {"function": code.co_qualname if hasattr(code, "co_qualname") else code.co_name})
         compiled = call_backend(self.compiler_fn, graph, [f_locals[n] for n in arrays])
         return TranslationOutput(code=None, graphs=[graph], compiled_fns=[compiled])
+
+
+def source_value(source: Source, f_locals: Dict[str, Any], f_globals: Dict[str, Any]) -> Any:
+    """The value ``source`` names on a frame."""
+    return eval(source.name(), {"L": f_locals, "G": f_globals, "__builtins__": __builtins__})  # noqa: S307
+
+
+def make_output_code(code: types.CodeType, compiled: Callable[..., Any], sources: List[Source]) -> types.CodeType:
+    """``code`` with its body replaced by ``return compiled(<each source>)``; the frame set-up,
+    arguments, cells and free variables are kept, as the runtime requires."""
+    where = Positions(code.co_firstlineno, code.co_firstlineno, None, None)
+
+    def transform(insts: List[Any], opts: Dict[str, Any]) -> None:
+        cg = Codegen()
+
+        def load_inputs() -> None:
+            for s in sources:
+                s.reconstruct(cg)
+
+        cg.call_builtin(compiled, load_inputs, nargs=len(sources))
+        cg.return_value()
+        for inst in cg.instructions:
+            inst.positions = where
+        insts[prefix_length(insts) :] = cg.instructions
+
+    return transform_code_object(code, transform)

@@ -62,7 +62,7 @@ import time
 from typing import Any, Callable, Sequence
 
 from ..registry import register_backend
-from ...config import config
+from ...config import Config, config
 from ...graph import Graph, NodeKind
 from .availability import MIN_NUMBA_VERSION, NUMBA_EXTRA, numba_version, require_numba
 from .diskcache import NumbaCacheWarning, cache_dir
@@ -70,6 +70,7 @@ from .kernel import RERUN_LIMIT, NumbaGraph
 from .lowering import Lowered, input_types, lower
 from .measure import KEEP_BELOW
 from .notes import FALLBACK_CODE, NumbaNote, add_note_observer, remove_note_observer
+from . import tiering
 from .tiering import wait as wait_for_compiles
 
 __all__ = [
@@ -109,4 +110,18 @@ def _numba_backend(graph: Any, example_inputs: Sequence[Any]) -> Callable[..., A
     return NumbaGraph(graph, lowered, time.perf_counter() - start)
 
 
+def _prepare() -> None:
+    """What ``optimize("numba")`` does once, so that no first call does it: the compiler
+    thread started, and the modules a kernel call runs through never intercepted."""
+    import sys
+
+    from ..._runtime import never_intercept
+    from . import callpath, fpstatus, kernel, measure, notes
+
+    never_intercept(kernel, callpath, fpstatus, measure, notes, tiering, sys.modules[Config.__module__])
+    if numba_version()[0] is not None:
+        tiering.start()
+
+
+_numba_backend.prepare = _prepare  # type: ignore[attr-defined]
 numba_backend = register_backend(_numba_backend, name="numba")

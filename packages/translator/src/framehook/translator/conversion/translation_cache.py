@@ -1,0 +1,322 @@
+"""Translations kept on disk for later processes (``config.translation_cache_dir``).
+
+Translating a frame (decoding its bytecode, tracing it symbolically, writing the graph's
+code and the guards) is most of a first call: 5-20 ms, where a small kernel itself runs in
+1 ms. With this cache a later process looks the frame's code up before translating it; an
+entry whose guards hold on the new frame gives back the graph and the sources of its
+inputs, and only the backend's compile (under numba, a load from numba's own disk cache)
+and the guard build remain.
+
+What is kept: translations whose output code only calls one graph on the frame's values,
+or keeps the original code under guards (``TranslationOutput.portable``). Frames with a
+graph break or with side effects to replay are translated in every process.
+
+Keyed by the code object's fingerprint and everything else a translation depends on:
+the interpreter, numpy, framehook (its version and its modules' size and mtime, so that
+an edited checkout misses), the backend, the translator, strictness, ``dynamic`` and every
+setting. An entry holds its guards, what they expected of the frame that was translated
+(``guards/portable.py``: types, functions and modules by import name, a function with the
+digest of its code, so an edited helper misses) and the pickled graph.
+
+The directory is read with pickle, as numba's cache and Python's ``__pycache__`` are
+trusted: it must belong to the user and must not be writable by others, or it is refused
+(one ``TranslationCacheWarning``). A corrupt or unreadable file is ignored with the same
+warning, once per process; the frame is then translated as if there were no cache.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import io
+import logging
+import marshal
+import os
+import pickle
+import platform
+import stat
+import sys
+import threading
+import types
+import warnings
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+import numpy as np
+
+from .. import logs as fh_logging
+from ..backends.registry import backend_name, list_backends, lookup_backend
+from ..config import config
+from ..graph import Graph
+from ..guards.model import Guard
+from ..guards.portable import (
+    NotPortable,
+    code_fingerprint,
+    expectations,
+    portable_guards,
+    rebuild_guards,
+    ref,
+    resolve,
+    versioned_module,
+)
+
+__all__ = ["TranslationCacheWarning", "active", "prepare", "cache_key", "lookup", "save", "counts", "output_code"]
+
+log = fh_logging.get_logger("translator")
+
+#: the first bytes of every file the cache writes
+MAGIC = b"framehook-translations 1\n"
+
+#: the constant standing for the compiled graph in a kept output code
+_GRAPH_SLOT = "\x00framehook: the compiled graph\x00"
+
+#: what happened, for tests and debugging: hits, misses, saved, not_portable
+counts: Dict[str, int] = {"hits": 0, "misses": 0, "saved": 0, "not_portable": 0}
+
+
+class TranslationCacheWarning(UserWarning):
+    """The translation cache's directory or one of its files is not usable: ignored."""
+
+
+_lock = threading.Lock()
+_warned: Set[str] = set()
+_checked: Dict[str, bool] = {}
+
+
+def _warn_once(kind: str, why: str) -> None:
+    with _lock:
+        if kind in _warned:
+            return
+        _warned.add(kind)
+    warnings.warn(
+        f"framehook's translation cache: {why}; translating as without it", TranslationCacheWarning, stacklevel=3
+    )
+
+
+def _usable_dir() -> Optional[str]:
+    path = config.translation_cache_dir
+    if path is None:
+        return None
+    ok = _checked.get(path)
+    if ok is None:
+        ok = False
+        try:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+            st = os.stat(path)
+            if not stat.S_ISDIR(st.st_mode):
+                _warn_once("dir", f"{path} is not a directory")
+            elif hasattr(os, "getuid") and st.st_uid != os.getuid():
+                _warn_once("dir", f"{path} belongs to another user (uid {st.st_uid}); it is not trusted")
+            elif os.name == "posix" and st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                _warn_once(
+                    "dir", f"{path} is writable by others (mode {stat.S_IMODE(st.st_mode):o}); it is not trusted"
+                )
+            elif not os.access(path, os.W_OK):
+                _warn_once("dir", f"{path} cannot be written")
+            else:
+                ok = True
+        except OSError as e:
+            _warn_once("dir", f"{path} cannot be created: {type(e).__name__}: {e.strerror or e}")
+        _checked[path] = ok
+    return path if ok else None
+
+
+def prepare() -> None:
+    """Check the directory and compute the build fingerprint now (once per process)."""
+    if _usable_dir() is not None:
+        _build_fingerprint()
+
+
+def active() -> bool:
+    """Is a usable cache directory set?"""
+    return config.translation_cache_dir is not None and _usable_dir() is not None
+
+
+@functools.lru_cache(maxsize=None)
+def _build_fingerprint() -> str:
+    """The interpreter, numpy and this very framehook (its modules' sizes and mtimes)."""
+    from .._runtime import runtime
+
+    parts: List[Any] = [
+        sys.version,
+        sys.implementation.cache_tag,
+        platform.machine(),
+        np.__version__,
+        getattr(sys.modules.get(__name__.rsplit(".", 2)[0]), "__version__", None),  # the translator's
+        getattr(runtime, "__version__", None),
+        getattr(runtime, "__file__", None),
+    ]
+    # every module's size and mtime: an edited checkout with an unchanged version misses
+    pending = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+    while pending:
+        with os.scandir(pending.pop()) as it:
+            for entry in sorted(it, key=lambda e: e.name):
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        pending.append(entry.path)
+                elif entry.name.endswith(".py"):
+                    st = entry.stat()
+                    parts.append((entry.name, st.st_mtime_ns, st.st_size))
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+def cache_key(code: types.CodeType, compiler_fn: Any, translator: Any, strict: bool, dynamic: Any) -> Optional[str]:
+    """The file name for ``code``'s translations with this callback, or None when the
+    callback's backend is not a registered one (a user's function may change between runs)."""
+    name = backend_name(compiler_fn)
+    try:
+        if name not in list_backends() or lookup_backend(name) is not compiler_fn:
+            return None
+    except Exception:  # an unavailable backend: nothing to key on
+        return None
+    settings = repr(sorted((k, v) for k, v in config.to_dict().items() if k != "translation_cache_dir"))
+    if " at 0x" in settings:  # a setting holding an object whose repr is its address
+        return None
+    who = f"{getattr(translator, '__module__', '?')}.{getattr(translator, '__qualname__', repr(translator))}"
+    text = repr((code_fingerprint(code), _build_fingerprint(), name, who, strict, repr(dynamic), settings))
+    return hashlib.sha256(text.encode()).hexdigest()[:40]
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles graphs: modules by name, functions outside versioned packages by reference
+    with their code's digest (checked when loaded), and refuses classes of other packages."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj) is Graph:
+            state = obj.__getstate__()
+            compiled = state.get("_forward_state")
+            if compiled is not None:
+                try:  # the compiled function is kept only when all it names has a portable form
+                    _dumps(compiled)
+                except (NotPortable, pickle.PicklingError, TypeError, AttributeError):
+                    del state["_forward_state"]
+            return object.__new__, (Graph,), state
+        if isinstance(obj, types.ModuleType):
+            return importlib.import_module, (ref(obj)[1],)
+        if isinstance(obj, types.FunctionType):
+            reference = ref(obj)
+            return (resolve, (reference,)) if reference[0] == "function" else NotImplemented
+        if isinstance(obj, type) and not versioned_module(getattr(obj, "__module__", "") or ""):
+            raise NotPortable(f"class {obj.__qualname__} of {obj.__module__}")
+        return NotImplemented
+
+
+def _dumps(obj: Any) -> bytes:
+    buf = io.BytesIO()
+    _Pickler(buf, protocol=4).dump(obj)
+    return buf.getvalue()
+
+
+def _path(directory: str, key: str) -> str:
+    return os.path.join(directory, key + ".fht")
+
+
+def _read(path: str) -> Optional[List[Tuple[bytes, Any, bytes]]]:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        _warn_once("read", f"{path} cannot be read: {e.strerror or e}")
+        return None
+    try:
+        if not data.startswith(MAGIC):
+            raise ValueError("not a framehook translation file")
+        entries = pickle.loads(data[len(MAGIC) :])  # noqa: S301 - the directory is the user's own (checked)
+        if type(entries) is not list or not all(type(e) is tuple and len(e) == 3 for e in entries):
+            raise ValueError("unexpected content")
+    except Exception as e:  # anything in a corrupt file
+        _warn_once("corrupt", f"{path} is corrupt ({type(e).__name__}: {e})")
+        return None
+    return entries
+
+
+def output_code(template: bytes, compiled: Any) -> types.CodeType:
+    """A kept output code with the compiled graph in its slot (a constant swap, where
+    writing the code again takes 0.5 ms)."""
+    code = marshal.loads(template)
+    consts = list(code.co_consts)
+    consts[consts.index(_GRAPH_SLOT)] = compiled
+    return code.replace(co_consts=tuple(consts))
+
+
+def lookup(
+    key: str, f_locals: Dict[str, Any], f_globals: Dict[str, Any]
+) -> Optional[Tuple[List[Guard], Any, List[Any], Optional[bytes]]]:
+    """(guards, graph or None, sources, output code template or None) of an entry whose
+    guards hold on this frame, or None."""
+    directory = _usable_dir()
+    if directory is None:
+        return None
+    entries = _read(_path(directory, key)) or []
+    for rows, expected, payload in reversed(entries):  # the newest first
+        try:
+            guards = rebuild_guards(pickle.loads(rows))  # noqa: S301
+        except Exception as e:
+            _warn_once("corrupt", f"an entry of {_path(directory, key)} is corrupt ({type(e).__name__}: {e})")
+            continue
+        try:
+            if expectations(guards, f_locals, f_globals) != expected:
+                continue
+        except Exception:  # a guard that cannot even be evaluated here does not hold
+            continue
+        try:
+            graph, sources, template = pickle.loads(payload)  # noqa: S301 - resolves functions, checking their digest
+        except NotPortable:  # a function it calls changed since
+            continue
+        except Exception as e:
+            _warn_once("corrupt", f"an entry of {_path(directory, key)} is corrupt ({type(e).__name__}: {e})")
+            continue
+        counts["hits"] += 1
+        return guards, graph, list(sources), template
+    counts["misses"] += 1
+    return None
+
+
+def save(
+    key: str,
+    code: types.CodeType,
+    guards: Set[Guard],
+    portable: Tuple[Any, List[Any]],
+    f_locals: Dict[str, Any],
+    f_globals: Dict[str, Any],
+) -> bool:
+    """Add one translation to ``key``'s file (the oldest entries beyond
+    ``config.cache_size_limit`` dropped); False when it has no portable form."""
+    directory = _usable_dir()
+    if directory is None:
+        return False
+    try:
+        expected = expectations(guards, f_locals, f_globals)
+        rows = _dumps(portable_guards(guards))
+        graph, sources = portable
+        template = None
+        if graph is not None:
+            from ..translation.base import make_output_code
+
+            template = marshal.dumps(make_output_code(code, _GRAPH_SLOT, sources))  # type: ignore[arg-type]
+        payload = _dumps((graph, list(sources), template))
+    except (NotPortable, pickle.PicklingError, TypeError, AttributeError, RecursionError, ValueError) as e:
+        counts["not_portable"] += 1
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("translation not cached: %s", e)
+        return False
+    path = _path(directory, key)
+    entries = [e for e in (_read(path) or []) if e[1] != expected]
+    entries.append((rows, expected, payload))
+    entries = entries[-config.cache_size_limit :]
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(MAGIC + pickle.dumps(entries, protocol=4))
+        os.replace(tmp, path)  # readers see the old file or the new one, never half of one
+    except OSError as e:
+        _warn_once("write", f"{path} cannot be written: {e.strerror or e}")
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        return False
+    counts["saved"] += 1
+    return True

@@ -1,0 +1,386 @@
+"""The translation cache (config.translation_cache_dir): translations kept on disk and
+found again by a later process, only when every guard holds on the new frame, with the
+same results; and what it refuses (objects with no import name, edited functions, untrusted
+or corrupt files)."""
+
+import functools
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import types
+import warnings
+
+import numpy as np
+import pytest
+
+import framehook.translator as ft
+from framehook.translator.conversion import translation_cache as tc
+from framehook.translator.guards import portable
+
+pytestmark = pytest.mark.usefixtures("fresh_translator")
+
+SCALE = 2.0
+
+
+def helper(a):
+    return a * SCALE
+
+
+def kernel(a, b, n):
+    return np.sum(helper(a) + b) * n
+
+
+def breaking(a):
+    s = np.sum(a)
+    print("side effect", end="")  # a graph break: not kept
+    return s * 2
+
+
+add_one = lambda x: x + 1  # noqa: E731 - a function with no import name
+
+
+def uses_lambda(a):
+    return add_one(a) * 2
+
+
+@pytest.fixture
+def cache(tmp_path):
+    path = tmp_path / "translations"
+    tc._checked.clear()
+    tc._warned.clear()
+    before = dict(tc.counts)
+    with ft.config.patch(translation_cache_dir=str(path)):
+        yield path
+    tc._checked.clear()
+    tc._warned.clear()
+    tc.counts.update(before)
+
+
+def _delta(before):
+    return {k: tc.counts[k] - before[k] for k in before}
+
+
+def _fresh_process_call(fn, *args):
+    """The call a new process makes: nothing translated in memory (reset), the disk kept."""
+    ft.reset()
+    before = dict(tc.counts)
+    result = ft.optimize("eager")(fn)(*args)
+    return result, _delta(before), ft.last_decisions(fn)
+
+
+# ------------------------------------------------------------------ portable expectations
+
+
+def test_references_resolve_to_the_same_objects():
+    for obj in (np, np.add, np.sum, np.ndarray, int, functools.reduce, kernel):
+        r = portable.ref(obj)
+        assert portable.resolve(r) is obj
+    assert portable.ref(np)[0] == "module"
+    assert portable.ref(np.sum)[0] == "object"  # numpy's version is in the key
+    assert portable.ref(kernel)[0] == "function"  # a user's function carries its code's digest
+
+
+def test_a_function_with_other_code_or_defaults_is_another_function():
+    r = portable.ref(kernel)
+    edited = types.FunctionType(breaking.__code__, kernel.__globals__, "kernel")
+    mod = sys.modules[__name__]
+    saved = mod.kernel
+    try:
+        mod.kernel = edited
+        edited.__qualname__ = "kernel"
+        with pytest.raises(portable.NotPortable, match="changed since it was recorded"):
+            portable.resolve(r)
+    finally:
+        mod.kernel = saved
+
+    def with_default(x, k=3):
+        return x * k
+
+    a = portable._function_digest(with_default)
+    with_default.__defaults__ = (4,)
+    assert portable._function_digest(with_default) != a
+
+
+def test_objects_with_no_import_name_are_not_portable():
+    with pytest.raises(portable.NotPortable, match="import name"):
+        portable.ref(add_one)
+    with pytest.raises(portable.NotPortable):
+        portable.ref(object())
+
+    class Local:
+        pass
+
+    with pytest.raises(portable.NotPortable):
+        portable.ref(Local)
+    with pytest.raises(portable.NotPortable, match="cannot resolve"):
+        portable.resolve(("object", "numpy", "no_such_function_here"))
+
+
+def test_values_keep_their_exact_type():
+    assert portable.value(1) != portable.value(1.0) != portable.value(True)
+    assert portable.value(float("nan")) == portable.value(float("nan"))
+    assert portable.value(np.dtype("float32")) == ("dtype", "<f4")
+    assert portable.value(np.float32(2)) != portable.value(np.float64(2))
+    assert portable.value({"a": [1, (2, slice(None, 3))]}) == portable.value({"a": [1, (2, slice(None, 3))]})
+    with pytest.raises(portable.NotPortable, match="structured dtype"):
+        portable.value(np.dtype([("x", "f8")]))
+    with pytest.raises(portable.NotPortable, match="a object value"):
+        portable.value(object())
+
+
+def test_expectations_differ_exactly_when_a_guard_would_fail():
+    a, b = np.arange(4.0), np.ones(4)
+    frame = {"a": a, "b": b, "n": 3}
+    g = {"np": np, "helper": helper, "SCALE": SCALE}
+    from framehook.translator.guards import GuardKind
+    from framehook.translator.guards.sources import GlobalSource, LocalSource
+
+    made = [
+        LocalSource("a").make_guard(GuardKind.NDARRAY_MATCH),
+        LocalSource("n").make_guard(GuardKind.EQUALS_MATCH),
+        GlobalSource("helper").make_guard(GuardKind.ID_MATCH),
+        GlobalSource("np").make_guard(GuardKind.ID_MATCH),
+    ]
+    same = portable.expectations(made, frame, g)
+    assert portable.expectations(made, {"a": a.copy(), "b": b, "n": 3}, g) == same
+    assert portable.expectations(made, {"a": a.astype(np.float32), "b": b, "n": 3}, g) != same
+    assert portable.expectations(made, {"a": a, "b": b, "n": 3.0}, g) != same
+    assert portable.expectations(made, {"a": a[::2], "b": b, "n": 3}, g) != same
+    with pytest.raises(portable.NotPortable):
+        portable.expectations(made, frame, dict(g, helper=add_one))
+
+
+# ------------------------------------------------------------------ in one process, after reset()
+
+
+def test_a_kept_translation_is_found_after_reset_and_gives_the_same_result(cache):
+    a, b = np.arange(6.0), np.ones(6)
+    first, counts, decisions = _fresh_process_call(kernel, a, b, 3)
+    assert counts["saved"] == 1 and counts["hits"] == 0
+    assert decisions["origin"] == "translated"
+    assert len(os.listdir(cache)) == 1
+    again, counts, decisions = _fresh_process_call(kernel, a, b, 3)
+    assert counts["hits"] == 1 and counts["saved"] == 0
+    assert decisions["origin"] == "loaded"
+    assert decisions["guards"]  # the loaded entry is guarded as a translated one
+    assert again == first == kernel(a, b, 3)
+    # the loaded entry's guards: another dtype misses it and translates, correctly
+    opt = ft.optimize("eager")(kernel)
+    f32 = a.astype(np.float32)
+    assert opt(f32, b, 3) == kernel(f32, b, 3)
+    assert ft.last_decisions(kernel)["origin"] == "translated"
+
+
+def test_a_frame_unlike_every_kept_one_is_translated_and_kept_too(cache):
+    a, b = np.arange(6.0), np.ones(6)
+    _fresh_process_call(kernel, a, b, 3)
+    result, counts, decisions = _fresh_process_call(kernel, a.astype(np.int64), b, 3)
+    assert counts == {"hits": 0, "misses": 1, "saved": 1, "not_portable": 0}
+    assert result == kernel(a.astype(np.int64), b, 3)
+    (name,) = os.listdir(cache)
+    with open(cache / name, "rb") as f:
+        entries = pickle.loads(f.read()[len(tc.MAGIC) :])
+    assert len(entries) == 2
+    for args in ((a, b, 3), (a.astype(np.int64), b, 3)):
+        result, counts, _ = _fresh_process_call(kernel, *args)
+        assert counts["hits"] == 1 and result == kernel(*args)
+
+
+def test_breaks_and_objects_without_import_name_are_not_kept(cache, capsys):
+    a = np.arange(5.0)
+    for _ in range(2):
+        result, counts, decisions = _fresh_process_call(breaking, a)
+        assert result == breaking(a)
+        # the frame with the break is translated every time (only the function resuming
+        # after the break, a plain graph, is kept)
+        assert decisions["origin"] == "translated"
+    assert capsys.readouterr().out == "side effect" * 4
+    result, counts, _ = _fresh_process_call(uses_lambda, a)
+    np.testing.assert_array_equal(result, uses_lambda(a))
+    assert counts["saved"] == 0 and counts["not_portable"] == 1
+
+
+def test_not_used_under_explain_a_custom_backend_or_guard_hooks(cache):
+    a, b = np.arange(6.0), np.ones(6)
+    _fresh_process_call(kernel, a, b, 3)
+    ft.reset()
+    before = dict(tc.counts)
+    text = str(ft.explain(kernel)(a, b, 3))
+    assert "Graph Count: 1" in text or "graph" in text.lower()
+    assert _delta(before)["hits"] == 0
+    ft.reset()
+
+    def my_backend(graph, example_inputs):
+        return graph.forward
+
+    assert ft.optimize(my_backend)(kernel)(a, b, 3) == kernel(a, b, 3)
+    ft.reset()
+    assert ft.optimize("eager", guard_filter_fn=lambda gs: [True] * len(gs))(kernel)(a, b, 3) == kernel(a, b, 3)
+    assert _delta(before) == {"hits": 0, "misses": 0, "saved": 0, "not_portable": 0}
+
+
+def test_a_corrupt_file_is_ignored_with_one_warning(cache):
+    a, b = np.arange(6.0), np.ones(6)
+    _fresh_process_call(kernel, a, b, 3)
+    (name,) = os.listdir(cache)
+    (cache / name).write_bytes(tc.MAGIC + b"not a pickle")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result, counts, _ = _fresh_process_call(kernel, a, b, 3)
+        _fresh_process_call(kernel, a, b, 3)
+    assert result == kernel(a, b, 3)
+    messages = [str(w.message) for w in caught if w.category is tc.TranslationCacheWarning]
+    assert len(messages) == 1 and "is corrupt" in messages[0], messages
+    # the translation rewrote the file: the next process finds it again
+    _, counts, _ = _fresh_process_call(kernel, a, b, 3)
+    assert counts["hits"] == 1
+
+
+def test_a_directory_others_can_write_is_refused(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    tc._checked.clear()
+    tc._warned.clear()
+    a, b = np.arange(6.0), np.ones(6)
+    with ft.config.patch(translation_cache_dir=str(shared)), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result, counts, _ = _fresh_process_call(kernel, a, b, 3)
+    tc._checked.clear()
+    tc._warned.clear()
+    assert result == kernel(a, b, 3) and counts["saved"] == 0
+    assert os.listdir(shared) == []
+    (w,) = [w for w in caught if w.category is tc.TranslationCacheWarning]
+    assert "writable by others" in str(w.message) and str(shared) in str(w.message)
+
+
+def test_an_unusable_directory_is_refused(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    tc._checked.clear()
+    tc._warned.clear()
+    with ft.config.patch(translation_cache_dir=str(blocker / "sub")), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        a, b = np.arange(6.0), np.ones(6)
+        assert _fresh_process_call(kernel, a, b, 3)[0] == kernel(a, b, 3)
+    tc._checked.clear()
+    tc._warned.clear()
+    assert any("cannot be created" in str(w.message) for w in caught if w.category is tc.TranslationCacheWarning)
+
+
+def test_the_setting_names_what_it_expects():
+    from framehook.translator.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"config.translation_cache_dir: expected str or None"):
+        ft.config.translation_cache_dir = 3
+
+
+# ------------------------------------------------------------------ across processes
+
+_MODULE = """
+import numpy as np
+OFFSET = {offset}
+def helper(x):
+    return x {op} OFFSET
+def kernel(x, y):
+    return np.sum(helper(x) * y)
+"""
+
+_SCRIPT = """
+import sys, json
+import numpy as np
+import framehook.translator as ft
+from framehook.translator.conversion import translation_cache as tc
+import userkernel
+x, y = np.arange(8.0), np.linspace(0, 1, 8)
+out = ft.optimize(sys.argv[1])(userkernel.kernel)(x, y)
+print(json.dumps({{"out": float(out), "plain": float(userkernel.kernel(x, y)), "counts": tc.counts,
+                  "origin": ft.last_decisions(userkernel.kernel)["origin"]}}))
+"""
+
+
+def _run(tmp_path, backend="eager"):
+    env = dict(
+        os.environ,
+        FRAMEHOOK_TRANSLATION_CACHE_DIR=str(tmp_path / "cache"),
+        FRAMEHOOK_NUMBA_CACHE_DIR=str(tmp_path / "numba"),
+        PYTHONPATH=os.pathsep.join([str(tmp_path)] + [p for p in sys.path if p]),
+        PYTHONDONTWRITEBYTECODE="1",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", _SCRIPT.format(), backend], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    import json
+
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_new_process_finds_the_translation_and_an_edited_helper_misses(tmp_path):
+    module = tmp_path / "userkernel.py"
+    module.write_text(textwrap.dedent(_MODULE.format(offset=1.5, op="+")))
+    first = _run(tmp_path)
+    assert first["origin"] == "translated" and first["counts"]["saved"] == 1
+    second = _run(tmp_path)
+    assert second["origin"] == "loaded" and second["counts"]["hits"] == 1, (first, second)
+    assert first["out"] == second["out"] == second["plain"]
+    # the helper's body changes (same name, same module): its digest no longer matches
+    module.write_text(textwrap.dedent(_MODULE.format(offset=1.5, op="-")))
+    third = _run(tmp_path)
+    assert third["origin"] == "translated" and third["out"] == third["plain"] != first["out"]
+    # a global float is an input of the graph, guarded on its type: another value reuses
+    # the kept translation, and the result follows the new value
+    module.write_text(textwrap.dedent(_MODULE.format(offset=2.5, op="-")))
+    fourth = _run(tmp_path)
+    assert fourth["origin"] == "loaded" and fourth["out"] == fourth["plain"] != third["out"]
+
+
+def test_a_new_process_under_numba_finds_the_translation(tmp_path):
+    pytest.importorskip("numba", reason="numba is not installed for this interpreter")
+    (tmp_path / "userkernel.py").write_text(textwrap.dedent(_MODULE.format(offset=1.5, op="+")))
+    first = _run(tmp_path, "numba")
+    second = _run(tmp_path, "numba")
+    assert (first["origin"], second["origin"]) == ("translated", "loaded")
+    assert second["out"] == pytest.approx(second["plain"])
+
+
+# ------------------------------------------------------------------ what a kept graph holds
+
+
+def test_a_kept_graph_brings_its_compiled_function_and_takes_the_new_frames_globals(cache):
+    from framehook.translator._runtime import runtime
+
+    a, b = np.arange(6.0), np.ones(6)
+    _fresh_process_call(kernel, a, b, 3)
+    ft.reset()
+    opt = ft.optimize("eager")(kernel)
+    assert opt(a, b, 3) == kernel(a, b, 3)
+    (entry,) = runtime.cache_entries(kernel.__code__)
+    (graph,) = entry.check_fn.framehook_graphs
+    assert ft.last_decisions(kernel)["origin"] == "loaded"
+    # rebuilt from the kept code (no source written again): the same source, this module's globals
+    assert graph.meta["globals"] is globals()
+    assert graph.forward.graph_source.startswith("def forward(")
+    assert graph.forward.__globals__["__name__"] == __name__
+
+
+def test_a_graph_pickles_without_its_compiled_function_when_that_is_not_portable(cache):
+    import io
+
+    from framehook.translator.graph import Graph
+
+    g = Graph("g")
+    x = g.placeholder("x")
+    g.output(g.call(add_one, (x,)))  # a target no import name leads to
+    assert g.forward(2) == 3
+    with pytest.raises(portable.NotPortable):
+        tc._Pickler(io.BytesIO()).dump(g)
+    h = Graph("h")
+    y = h.placeholder("y")
+    h.output(h.call(np.negative, (y,)))
+    assert h.forward(2) == -2
+    copy = pickle.loads(tc._dumps(h))
+    assert copy._forward is None and copy.forward(5) == -5
+    assert copy.forward.framehook_names  # from the kept code, with what its source names
