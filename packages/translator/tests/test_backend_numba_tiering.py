@@ -406,3 +406,47 @@ def test_a_near_tie_goes_eager(fresh_cache, notes, monkeypatch):
         run(ft.optimize(timed_graph(monkeypatch, costs))(poly), 30)
     assert [n.status for n in notes] == ["compiled", "fallback"]
     assert "not measured faster than eager: kernel 98.0 us against eager 100.0 us" in notes[-1].reason
+
+
+_EXIT_WAITS = textwrap.dedent("""
+    import sys, time, numpy as np
+    import framehook.translator as ft
+    from framehook.translator.backends.numba import tiering
+    real = tiering._compile_one
+    def slow(graph, key, args):
+        time.sleep(1.5)  # still compiling when the script ends
+        real(graph, key, args)
+        print("compile ended", flush=True)
+    tiering._compile_one = slow
+    def f(x):
+        return np.sqrt(x * x + 1.0) * 0.5 - x
+    x = np.linspace(0, 1, 9)
+    assert np.allclose(ft.optimize("numba")(f)(x), f(x))
+    time.sleep(0.3)  # the compiler takes the job up (one not started yet is dropped at exit)
+    print("script ended", flush=True)
+""")
+
+
+def test_a_process_exiting_mid_compile_waits_for_it_and_says_so(tmp_path):
+    # exiting during numba's LLVM work crashed the process after the script had ended
+    env = dict(
+        os.environ, FRAMEHOOK_NUMBA_CACHE_DIR=str(tmp_path), PYTHONPATH=os.pathsep.join(p for p in sys.path if p)
+    )
+    done = subprocess.run([sys.executable, "-c", _EXIT_WAITS], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["script", "ended", "compile", "ended"], done.stdout
+    assert "waiting for numba to finish compiling f in the background before exiting" in done.stderr
+    assert done.stderr.count("framehook:") == 1, done.stderr
+
+
+def test_a_kernel_too_long_to_compile_runs_eager_with_its_reason(fresh_cache, notes, monkeypatch):
+    from framehook.translator.backends.numba import lowering
+
+    monkeypatch.setattr(lowering, "MAX_SOURCE_LINES", 3)
+    x = np.linspace(-1.0, 1.0, 7)
+    with ft.config.patch(numba_background=False):
+        opt = ft.optimize("numba")(poly)
+        for _ in range(2):
+            np.testing.assert_allclose(opt(x), poly(x))
+    assert [n.status for n in notes] == ["fallback"], [str(n) for n in notes]
+    assert "lines, over 3: numba compiles such a kernel for tens of seconds" in notes[0].reason

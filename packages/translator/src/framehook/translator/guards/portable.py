@@ -229,4 +229,3 @@ def portable_guards(guards: Iterable[Guard]) -> List[Tuple[Any, str, Tuple[Any, 
 
 def rebuild_guards(rows: Iterable[Tuple[Any, str, Tuple[Any, ...]]]) -> List[Guard]:
     return [Guard(source, GuardKind[kind], details=tuple(details)) for source, kind, details in rows]
-

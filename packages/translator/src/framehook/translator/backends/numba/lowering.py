@@ -159,6 +159,13 @@ def input_types(values: Sequence[Any]) -> Tuple[str, ...]:
     return tuple(_type_text(v) for v in values)
 
 
+#: a kernel's source past this many lines is not compiled (its loops are tried as kernels of
+#: their own): numba's compile time grows faster than the source, from 0.2-3 s for the
+#: 50-560-line kernels of the benchmark corpus to 41 s for a 1,875-line one; a compile that
+#: long outlives the budget, and a process exiting meanwhile waits for it (``tiering``)
+MAX_SOURCE_LINES = 1000
+
+
 def _without_del(source: str) -> str:
     """numba's bytecode analysis refuses ``del`` of locals; it frees values itself."""
     lines = []
@@ -183,6 +190,15 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = (), types: Optional[Sequ
         return Lowered("", {}, "", str(e))
     source = bounds.expand(fusion.expand(source, fused, names, PARALLEL), checked, names)
     source = _without_del(source)
+    lines = source.count("\n")
+    if lines > MAX_SOURCE_LINES:
+        return Lowered(
+            source,
+            {},
+            "",
+            f"the kernel would be {lines} lines, over {MAX_SOURCE_LINES}: numba compiles such a kernel for "
+            "tens of seconds (a 1,875-line one took 41 s)",
+        )
     scope = dict(names.globals)
     for name in [n for n, v in scope.items() if v is np.errstate]:
         # numba cannot enter a context manager: the block's statements run plain and the
