@@ -384,3 +384,29 @@ def test_a_graph_pickles_without_its_compiled_function_when_that_is_not_portable
     copy = pickle.loads(tc._dumps(h))
     assert copy._forward is None and copy.forward(5) == -5
     assert copy.forward.framehook_names  # from the kept code, with what its source names
+
+
+def test_processes_filling_one_cache_at_once_leave_it_readable(tmp_path):
+    (tmp_path / "userkernel.py").write_text(textwrap.dedent(_MODULE.format(offset=1.5, op="+")))
+    env = dict(
+        os.environ,
+        FRAMEHOOK_TRANSLATION_CACHE_DIR=str(tmp_path / "cache"),
+        PYTHONPATH=os.pathsep.join([str(tmp_path)] + [p for p in sys.path if p]),
+        PYTHONDONTWRITEBYTECODE="1",
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-W", "error::UserWarning", "-c", _SCRIPT.format(), "eager"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err  # a warning (a corrupt file seen) would have raised
+    assert not [p for p in os.listdir(tmp_path / "cache") if p.endswith(".tmp")]
+    again = _run(tmp_path)
+    assert again["origin"] == "loaded" and again["out"] == again["plain"]

@@ -3,7 +3,9 @@
 For each frame it decides whether to translate (skip rules), then, holding the compile
 lock, translates with restart analysis, preserves global state, builds the guards into a
 check function and returns ``GuardedCode``; or returns None so the frame runs unmodified
-and is not intercepted again.
+and is not intercepted again. With ``config.translation_cache_dir`` set, a code's first
+translation in a process is first looked up among those earlier processes kept
+(``translation_cache.py``), and kept when it has a portable form.
 """
 
 from __future__ import annotations
