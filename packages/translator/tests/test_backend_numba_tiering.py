@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from typing import Any, Dict, List
 
 import numpy as np
@@ -139,6 +140,47 @@ def test_a_compile_starts_only_once_the_call_that_queued_it_has_returned(fresh_c
         assert [n.status for n in notes] == ["compiled"], [str(n) for n in notes]
 
 
+def test_a_compile_waits_while_graphs_keep_returning_from_eager_runs(fresh_cache, notes, monkeypatch):
+    # a call with a graph break runs more graphs after the one that queued the job: a load
+    # or compile starting between them would take the GIL in turns with the rest of the call
+    monkeypatch.setattr(tiering, "QUIET", 0.3)
+    monkeypatch.setattr(tiering, "MAX_WAIT", 120.0)
+    made: List[Any] = []
+    x = np.linspace(-1.0, 1.0, 7)
+    with ft.config.patch(numba_background=True):
+        opt = ft.optimize(made_by(made))(poly)
+        np.testing.assert_allclose(opt(x), poly(x))  # queues the job, released as it returns
+        (graph,) = made
+        (key,) = graph._jobs
+        for _ in range(8):  # other graphs return from eager runs meanwhile
+            time.sleep(0.05)
+            assert graph._jobs[key] is None  # not started
+            last = time.perf_counter()
+            tiering.release()
+        join_compiles()
+    assert graph._jobs[key] >= last + 0.3  # started once none had returned for QUIET seconds
+    assert [n.status for n in notes] == ["compiled"], [str(n) for n in notes]
+
+
+def test_a_compile_waits_for_quiet_no_longer_than_its_bound(fresh_cache, notes, monkeypatch):
+    monkeypatch.setattr(tiering, "QUIET", 3600.0)
+    monkeypatch.setattr(tiering, "MAX_WAIT", 0.2)
+    made: List[Any] = []
+    x = np.linspace(-1.0, 1.0, 7)
+    with ft.config.patch(numba_background=True):
+        opt = ft.optimize(made_by(made))(poly)
+        opt(x)
+        (graph,) = made
+        (key,) = graph._jobs
+        deadline = time.perf_counter() + 60
+        while graph._jobs[key] is None and time.perf_counter() < deadline:  # never quiet
+            tiering.release()
+            time.sleep(0.01)
+        assert graph._jobs[key] is not None  # started all the same
+        join_compiles()
+    assert [n.status for n in notes] == ["compiled"], [str(n) for n in notes]
+
+
 def test_optimize_starts_the_compiler_and_kernel_calls_never_reach_the_callback(fresh_cache, notes, monkeypatch):
     # a thread started in a first call cost it 0.3-3 ms; the backend's own functions reaching
     # the frame callback (to be skipped there) about 25 us each
@@ -163,6 +205,8 @@ def test_optimize_starts_the_compiler_and_kernel_calls_never_reach_the_callback(
     assert "compiled" in [n.status for n in notes], [str(n) for n in notes]
     backend_dir = os.path.dirname(kernel.__file__) + os.sep
     assert seen and not [f for f in seen if f.startswith(backend_dir)], seen
+    # nor threading's Python methods: handing a job to the compiler calls none
+    assert not [f for f in seen if os.path.basename(f) == "threading.py"], seen
 
 
 def floor_plus(x, k):

@@ -548,3 +548,32 @@ def test_skip_reason_reads_the_function_only_for_exec_code():
     seen.clear()
     rt.call_with(lambda frame, e, s: seen.append(frame_skip_reason(frame)) or None, namespace["K"], np.ones(1))
     assert seen == ["namedtuple constructor"]
+
+
+def test_skip_verdicts_from_the_name_as_written_need_no_file_system(monkeypatch, tmp_path):
+    import os
+    import threading
+
+    from framehook.translator.conversion import skipfiles
+
+    def no_fs(path):
+        raise AssertionError(f"resolved {path}")
+
+    verdict = skipfiles._file_reason.__wrapped__  # uncached
+    skipfiles.prepare()
+    with monkeypatch.context() as m:
+        m.setattr(os.path, "realpath", no_fs)
+        assert verdict(threading.__file__, True, True, (), ()) == "standard library"
+        assert verdict(np.__file__, True, True, (), ()) == "framehook or numpy internals"
+        assert verdict(convert_frame.__code__.co_filename, True, True, (), ()) == "framehook or numpy internals"
+    # what the name does not tell is resolved as before: a user's file, a skip setting, a
+    # standard library file reached through a symlink, a site-packages dir inside stdlib
+    assert verdict(__file__, True, True, (), ()) is None
+    assert verdict(threading.__file__, False, True, (), ()) is None
+    here = os.path.dirname(threading.__file__)
+    assert verdict(threading.__file__, True, True, (here,), ()) == "in config.skip_dirs"
+    assert verdict(threading.__file__, True, True, (), (here,)) is None
+    link = tmp_path / "lib"
+    link.symlink_to(here)
+    assert verdict(str(link / "threading.py"), True, True, (), ()) == "standard library"
+    assert verdict(os.path.join(here, "site-packages", "pkg", "m.py"), True, True, (), ()) is None

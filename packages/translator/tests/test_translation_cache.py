@@ -34,8 +34,14 @@ def kernel(a, b, n):
 
 def breaking(a):
     s = np.sum(a)
-    print("side effect", end="")  # a graph break: not kept
+    print("side effect", end="")  # a graph break
     return s * 2
+
+
+def appends(a, log):
+    s = np.sum(a) * 2
+    log.append(s)  # a side effect, replayed after the graph
+    return s
 
 
 add_one = lambda x: x + 1  # noqa: E731 - a function with no import name
@@ -188,15 +194,35 @@ def test_a_frame_unlike_every_kept_one_is_translated_and_kept_too(cache):
         assert counts["hits"] == 1 and result == kernel(*args)
 
 
-def test_breaks_and_objects_without_import_name_are_not_kept(cache, capsys):
+def test_a_frame_with_a_break_is_kept_with_its_resume_function(cache, capsys):
     a = np.arange(5.0)
+    first, counts, decisions = _fresh_process_call(breaking, a)
+    # the frame (its graph, the print, the call of the resume function) and the resume function
+    assert decisions["origin"] == "translated" and counts["saved"] == 2, counts
     for _ in range(2):
-        result, counts, decisions = _fresh_process_call(breaking, a)
-        assert result == breaking(a)
-        # the frame with the break is translated every time (only the function resuming
-        # after the break, a plain graph, is kept)
-        assert decisions["origin"] == "translated"
-    assert capsys.readouterr().out == "side effect" * 4
+        again, counts, decisions = _fresh_process_call(breaking, a)
+        assert decisions["origin"] == "loaded" and counts["hits"] == 2 and counts["saved"] == 0, counts
+        assert again == first == breaking(a)
+    assert capsys.readouterr().out == "side effect" * 5  # once per call, plain ones included
+    # the kept frame takes another frame's values: the graph and the resume function see them
+    b = np.arange(5.0) * 3
+    result, counts, decisions = _fresh_process_call(breaking, b)
+    assert decisions["origin"] == "loaded" and result == breaking(b)
+
+
+def test_side_effects_are_kept_and_replayed_on_the_new_frame(cache):
+    a = np.arange(4.0)
+    logs = [[], []]
+    first, counts, decisions = _fresh_process_call(appends, a, logs[0])
+    assert decisions["origin"] == "translated" and counts["saved"] == 1, counts
+    again, counts, decisions = _fresh_process_call(appends, a, logs[1])
+    assert decisions["origin"] == "loaded" and counts["hits"] == 1, counts
+    assert first == again == appends(a, [])
+    assert logs == [[first], [first]]  # each call appended to its own list
+
+
+def test_objects_without_import_name_are_not_kept(cache):
+    a = np.arange(5.0)
     result, counts, _ = _fresh_process_call(uses_lambda, a)
     np.testing.assert_array_equal(result, uses_lambda(a))
     assert counts["saved"] == 0 and counts["not_portable"] == 1
@@ -286,6 +312,10 @@ def helper(x):
     return x {op} OFFSET
 def kernel(x, y):
     return np.sum(helper(x) * y)
+def breaks(x, y):
+    s = np.sum(helper(x))
+    print("between", end=" ")  # a graph break: the rest runs in a resume function
+    return s * np.sum(y)
 """
 
 _SCRIPT = """
@@ -295,13 +325,14 @@ import framehook.translator as ft
 from framehook.translator.conversion import translation_cache as tc
 import userkernel
 x, y = np.arange(8.0), np.linspace(0, 1, 8)
-out = ft.optimize(sys.argv[1])(userkernel.kernel)(x, y)
-print(json.dumps({{"out": float(out), "plain": float(userkernel.kernel(x, y)), "counts": tc.counts,
-                  "origin": ft.last_decisions(userkernel.kernel)["origin"]}}))
+fn = getattr(userkernel, sys.argv[2])
+out = ft.optimize(sys.argv[1])(fn)(x, y)
+print(json.dumps({{"out": float(out), "plain": float(fn(x, y)), "counts": tc.counts,
+                  "origin": ft.last_decisions(fn)["origin"]}}))
 """
 
 
-def _run(tmp_path, backend="eager"):
+def _run(tmp_path, backend="eager", fn="kernel"):
     env = dict(
         os.environ,
         FRAMEHOOK_TRANSLATION_CACHE_DIR=str(tmp_path / "cache"),
@@ -310,12 +341,18 @@ def _run(tmp_path, backend="eager"):
         PYTHONDONTWRITEBYTECODE="1",
     )
     done = subprocess.run(
-        [sys.executable, "-c", _SCRIPT.format(), backend], env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", _SCRIPT.format(), backend, fn], env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
+    return _last_json(done.stdout)
+
+
+def _last_json(stdout):
     import json
 
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    line = stdout.strip().splitlines()[-1]
+    start = line.index("{")
+    return dict(json.loads(line[start:]), printed=line[:start])
 
 
 def test_a_new_process_finds_the_translation_and_an_edited_helper_misses(tmp_path):
@@ -335,6 +372,17 @@ def test_a_new_process_finds_the_translation_and_an_edited_helper_misses(tmp_pat
     module.write_text(textwrap.dedent(_MODULE.format(offset=2.5, op="-")))
     fourth = _run(tmp_path)
     assert fourth["origin"] == "loaded" and fourth["out"] == fourth["plain"] != third["out"]
+
+
+def test_a_new_process_loads_a_frame_with_a_break_and_its_resume_function(tmp_path):
+    (tmp_path / "userkernel.py").write_text(textwrap.dedent(_MODULE.format(offset=1.5, op="+")))
+    first = _run(tmp_path, fn="breaks")
+    second = _run(tmp_path, fn="breaks")
+    assert (first["origin"], first["counts"]["saved"]) == ("translated", 2), first
+    # the resume function, rebuilt from the kept code, is known as one and finds its own entry
+    assert (second["origin"], second["counts"]["hits"], second["counts"]["misses"]) == ("loaded", 2, 0), second
+    assert first["printed"] == second["printed"] == "between between "  # the optimized call, then plain
+    assert first["out"] == second["out"] == second["plain"]
 
 
 def test_a_new_process_under_numba_finds_the_translation(tmp_path):
@@ -396,7 +444,7 @@ def test_processes_filling_one_cache_at_once_leave_it_readable(tmp_path):
     )
     procs = [
         subprocess.Popen(
-            [sys.executable, "-W", "error::UserWarning", "-c", _SCRIPT.format(), "eager"],
+            [sys.executable, "-W", "error::UserWarning", "-c", _SCRIPT.format(), "eager", "breaks"],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -408,5 +456,5 @@ def test_processes_filling_one_cache_at_once_leave_it_readable(tmp_path):
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err  # a warning (a corrupt file seen) would have raised
     assert not [p for p in os.listdir(tmp_path / "cache") if p.endswith(".tmp")]
-    again = _run(tmp_path)
-    assert again["origin"] == "loaded" and again["out"] == again["plain"]
+    again = _run(tmp_path, fn="breaks")
+    assert again["origin"] == "loaded" and again["counts"]["hits"] == 2 and again["out"] == again["plain"]

@@ -54,9 +54,10 @@ from ..guards.builder import build_check_fn
 from ..guards import GlobalStateSource, GuardKind
 from ..hooks import GuardFail, Hooks
 from .set_aside import set_aside
-from .skipfiles import framehook_dirs, skip_reason, stdlib_dirs
+from . import skipfiles
+from .skipfiles import skip_reason
 from ..translation.speculation import SpeculationLog
-from ..translation.base import FrameInfo, TranslationOutput, call_backend, make_output_code, source_value
+from ..translation.base import FrameInfo, TranslationOutput, call_backend, source_value
 from . import translation_cache
 
 __all__ = [
@@ -302,8 +303,7 @@ class ConvertFrame:
         self._framehook_orig_callable = compiler_fn
         # once per process, here rather than in the first call: where the skipped files
         # live, and the translation cache's directory check and build fingerprint
-        stdlib_dirs()
-        framehook_dirs()
+        skipfiles.prepare()
         if config.translation_cache_dir is not None:
             translation_cache.prepare()
         prepare = getattr(compiler_fn, "prepare", None)  # a backend's own once-per-process set-up
@@ -429,10 +429,9 @@ class ConvertFrame:
         found = translation_cache.lookup(key, frame.f_locals, frame.f_globals)
         if found is None:
             return None
-        guards, graph, sources, template = found
-        if graph is None:
-            out = TranslationOutput(code=None)
-        else:
+        guards, graph, sources, (template, constants), built = found
+        compiled: Any = None
+        if graph is not None:
             graph.bind_globals(frame.f_globals)
             example_inputs = [source_value(s, frame.f_locals, frame.f_globals) for s in sources]
             try:
@@ -441,13 +440,16 @@ class ConvertFrame:
             except Exception as e:  # the backend refuses it now: translate as without the cache
                 log.info("translation cache entry of %s not used: %s", _code_location(frame.code), e)
                 return None
-            new_code = (
-                translation_cache.output_code(template, compiled)
-                if template is not None
-                else make_output_code(frame.code, compiled, sources)
+        if template is None:  # the original code, under the guards
+            out = TranslationOutput(code=None)
+        else:
+            new_code = translation_cache.output_code(template, compiled, constants)
+            out = TranslationOutput(
+                code=new_code,
+                graphs=[graph] if graph is not None else [],
+                compiled_fns=[compiled] if compiled is not None else [],
             )
-            out = TranslationOutput(code=new_code, graphs=[graph], compiled_fns=[compiled])
-        return self._guarded(frame, out, set(guards), compile_id, [], recompile_reasons, origin="loaded")
+        return self._guarded(frame, out, set(guards), compile_id, [], recompile_reasons, origin="loaded", built=built)
 
     def _compile(
         self,
@@ -513,7 +515,7 @@ class ConvertFrame:
         assert out is not None
         result = self._guarded(frame, out, guards, compile_id, restart_reasons, recompile_reasons)
         if out.portable is not None and disk_key is not None:
-            translation_cache.save(disk_key, frame.code, guards, out.portable, frame.f_locals, frame.f_globals)
+            translation_cache.save(disk_key, guards, out, frame.f_locals, frame.f_globals)
         return result
 
     def _guarded(
@@ -525,6 +527,7 @@ class ConvertFrame:
         restart_reasons: List[str],
         recompile_reasons: List[str],
         origin: str = "translated",
+        built: Any = None,
     ) -> Any:
         """The cache entry for a translation's output: its code (cleaned, through the bytecode
         hooks) and the check function of its guards (``guards`` gains the global-state guard)."""
@@ -554,7 +557,9 @@ class ConvertFrame:
             kept = filter_guards(self.hooks.guard_filter_fn, guards)
             guards.clear()
             guards.update(kept)
-        check_fn = build_check_fn(guards, frame.f_locals, frame.f_globals, guard_export_fn=self.hooks.guard_export_fn)
+        check_fn = build_check_fn(
+            guards, frame.f_locals, frame.f_globals, guard_export_fn=self.hooks.guard_export_fn, built=built
+        )
         # what debug.dump and export() read back from the cache entry
         for attr, value in (
             ("compile_id", str(compile_id)),

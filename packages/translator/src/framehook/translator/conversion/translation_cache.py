@@ -7,9 +7,11 @@ entry whose guards hold on the new frame gives back the graph and the sources of
 inputs, and only the backend's compile (under numba, a load from numba's own disk cache)
 and the guard build remain.
 
-What is kept: translations whose output code only calls one graph on the frame's values,
-or keeps the original code under guards (``TranslationOutput.portable``). Frames with a
-graph break or with side effects to replay are translated in every process.
+What is kept: translations with a portable form (``TranslationOutput.portable``: the graph
+and its inputs' sources) and their output code, marshalled with the constants marshal cannot
+write set apart (``portable_code.py``) and pickled: the compiled graph (compiled again from
+the kept graph), resume functions (their code, registered again as a resume function's, and
+the loading frame's globals), helpers by import name.
 
 Keyed by the code object's fingerprint and everything else a translation depends on:
 the interpreter, numpy, framehook (its version and its modules' size and mtime, so that
@@ -49,10 +51,12 @@ from ..backends.registry import backend_name, list_backends, lookup_backend
 from ..config import config
 from ..graph import Graph
 from ..guards.model import Guard
+from . import portable_code
 from ..guards.portable import (
     NotPortable,
     code_fingerprint,
     expectations,
+    expectations_built,
     portable_guards,
     rebuild_guards,
     ref,
@@ -65,10 +69,7 @@ __all__ = ["TranslationCacheWarning", "active", "prepare", "cache_key", "lookup"
 log = fh_logging.get_logger("translator")
 
 #: the first bytes of every file the cache writes
-MAGIC = b"framehook-translations 1\n"
-
-#: the constant standing for the compiled graph in a kept output code
-_GRAPH_SLOT = "\x00framehook: the compiled graph\x00"
+MAGIC = b"framehook-translations 2\n"
 
 #: what happened, for tests and debugging: hits, misses, saved, not_portable
 counts: Dict[str, int] = {"hits": 0, "misses": 0, "saved": 0, "not_portable": 0}
@@ -178,8 +179,17 @@ def cache_key(code: types.CodeType, compiler_fn: Any, translator: Any, strict: b
 
 
 class _Pickler(pickle.Pickler):
-    """Pickles graphs: modules by name, functions outside versioned packages by reference
-    with their code's digest (checked when loaded), and refuses classes of other packages."""
+    """Pickles graphs and an output code's constants: modules by name, functions outside
+    versioned packages by reference with their code's digest (checked when loaded), resume
+    functions by their code, the frame's globals as a reference to the loading frame's;
+    refuses classes of other packages."""
+
+    def __init__(self, file: Any, f_globals: Optional[Dict[str, Any]] = None) -> None:
+        super().__init__(file, protocol=4)
+        self._globals = f_globals
+
+    def persistent_id(self, obj: Any) -> Any:
+        return "globals" if obj is self._globals and self._globals is not None else None
 
     def reducer_override(self, obj: Any) -> Any:
         if type(obj) is Graph:
@@ -193,18 +203,64 @@ class _Pickler(pickle.Pickler):
             return object.__new__, (Graph,), state
         if isinstance(obj, types.ModuleType):
             return importlib.import_module, (ref(obj)[1],)
+        if isinstance(obj, types.CodeType):
+            return _code_reduction(obj)
         if isinstance(obj, types.FunctionType):
-            reference = ref(obj)
+            try:
+                reference = ref(obj)
+            except NotPortable:
+                if _resume_state(obj.__code__) is None or obj.__closure__ or obj.__defaults__:
+                    raise
+                # a resume function made for the frame: rebuilt around the loading frame's globals
+                return _function, (obj.__code__, obj.__globals__, obj.__name__)
             return (resolve, (reference,)) if reference[0] == "function" else NotImplemented
         if isinstance(obj, type) and not versioned_module(getattr(obj, "__module__", "") or ""):
             raise NotPortable(f"class {obj.__qualname__} of {obj.__module__}")
         return NotImplemented
 
 
-def _dumps(obj: Any) -> bytes:
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, file: Any, f_globals: Optional[Dict[str, Any]]) -> None:
+        super().__init__(file)
+        self._globals = f_globals
+
+    def persistent_load(self, pid: Any) -> Any:
+        if pid != "globals" or self._globals is None:
+            raise pickle.UnpicklingError(f"unknown persistent id {pid!r}")
+        return self._globals
+
+
+def _resume_state(code: types.CodeType) -> Optional[Tuple[int, Optional[int]]]:
+    from ..symbolic.resume_code import resume_code_state
+
+    return resume_code_state(code)
+
+
+def _is_resume_code(value: Any) -> bool:
+    return isinstance(value, types.CodeType) and _resume_state(value) is not None
+
+
+def _code_reduction(code: types.CodeType) -> Any:
+    state = _resume_state(code)
+    if state is None:
+        return marshal.loads, (marshal.dumps(code, 2),)
+    from ..symbolic.resume_code import load_resume_code
+
+    return load_resume_code, (marshal.dumps(code, 2),) + state
+
+
+def _function(code: types.CodeType, f_globals: Dict[str, Any], name: str) -> types.FunctionType:
+    return types.FunctionType(code, f_globals, name)
+
+
+def _dumps(obj: Any, f_globals: Optional[Dict[str, Any]] = None) -> bytes:
     buf = io.BytesIO()
-    _Pickler(buf, protocol=4).dump(obj)
+    _Pickler(buf, f_globals).dump(obj)
     return buf.getvalue()
+
+
+def _loads(data: bytes, f_globals: Optional[Dict[str, Any]] = None) -> Any:
+    return _Unpickler(io.BytesIO(data), f_globals).load()  # noqa: S301 - the user's own directory (checked)
 
 
 def _path(directory: str, key: str) -> str:
@@ -232,20 +288,17 @@ def _read(path: str) -> Optional[List[Tuple[bytes, Any, bytes]]]:
     return entries
 
 
-def output_code(template: bytes, compiled: Any) -> types.CodeType:
-    """A kept output code with the compiled graph in its slot (a constant swap, where
-    writing the code again takes 0.5 ms)."""
-    code = marshal.loads(template)
-    consts = list(code.co_consts)
-    consts[consts.index(_GRAPH_SLOT)] = compiled
-    return code.replace(co_consts=tuple(consts))
+def output_code(template: bytes, compiled: Any, constants: List[Any]) -> types.CodeType:
+    """A kept output code with its constants back, the compiled graph in its slot (a
+    constant swap, where writing the code again takes 0.5 ms)."""
+    return portable_code.fill(template, compiled, constants)
 
 
 def lookup(
     key: str, f_locals: Dict[str, Any], f_globals: Dict[str, Any]
-) -> Optional[Tuple[List[Guard], Any, List[Any], Optional[bytes]]]:
-    """(guards, graph or None, sources, output code template or None) of an entry whose
-    guards hold on this frame, or None."""
+) -> Optional[Tuple[List[Guard], Any, List[Any], Tuple[Optional[bytes], List[Any]], Any]]:
+    """(guards, graph or None, sources, (output code template or None, its constants),
+    the guard builder that checked them) of an entry whose guards hold on this frame, or None."""
     directory = _usable_dir()
     if directory is None:
         return None
@@ -257,46 +310,42 @@ def lookup(
             _warn_once("corrupt", f"an entry of {_path(directory, key)} is corrupt ({type(e).__name__}: {e})")
             continue
         try:
-            if expectations(guards, f_locals, f_globals) != expected:
+            found, builder = expectations_built(guards, f_locals, f_globals)
+            if found != expected:
                 continue
         except Exception:  # a guard that cannot even be evaluated here does not hold
             continue
         try:
-            graph, sources, template = pickle.loads(payload)  # noqa: S301 - resolves functions, checking their digest
+            graph, sources, template, constants = _loads(
+                payload, f_globals
+            )  # resolves functions, checking their digest
         except NotPortable:  # a function it calls changed since
             continue
         except Exception as e:
             _warn_once("corrupt", f"an entry of {_path(directory, key)} is corrupt ({type(e).__name__}: {e})")
             continue
         counts["hits"] += 1
-        return guards, graph, list(sources), template
+        return guards, graph, list(sources), (template, constants), builder
     counts["misses"] += 1
     return None
 
 
-def save(
-    key: str,
-    code: types.CodeType,
-    guards: Set[Guard],
-    portable: Tuple[Any, List[Any]],
-    f_locals: Dict[str, Any],
-    f_globals: Dict[str, Any],
-) -> bool:
-    """Add one translation to ``key``'s file (the oldest entries beyond
-    ``config.cache_size_limit`` dropped); False when it has no portable form."""
+def save(key: str, guards: Set[Guard], out: Any, f_locals: Dict[str, Any], f_globals: Dict[str, Any]) -> bool:
+    """Add the translation ``out`` (a ``TranslationOutput`` with ``portable`` set) to
+    ``key``'s file (the oldest entries beyond ``config.cache_size_limit`` dropped); False
+    when it has no portable form."""
     directory = _usable_dir()
     if directory is None:
         return False
     try:
         expected = expectations(guards, f_locals, f_globals)
         rows = _dumps(portable_guards(guards))
-        graph, sources = portable
-        template = None
-        if graph is not None:
-            from ..translation.base import make_output_code
-
-            template = marshal.dumps(make_output_code(code, _GRAPH_SLOT, sources))  # type: ignore[arg-type]
-        payload = _dumps((graph, list(sources), template))
+        graph, sources = out.portable
+        template, constants = None, []
+        if out.code is not None:
+            compiled = out.compiled_fns[0] if graph is not None else None
+            template, constants = portable_code.split(out.code, compiled, _is_resume_code)
+        payload = _dumps((graph, list(sources), template, constants), f_globals)
     except (NotPortable, pickle.PicklingError, TypeError, AttributeError, RecursionError, ValueError) as e:
         counts["not_portable"] += 1
         if log.isEnabledFor(logging.DEBUG):

@@ -6,7 +6,9 @@
 * ``contexts``: compile ids and the thread-local contexts a translation runs in, with the
   set of guards it gathers (``GuardsSet``, ``GuardsContext``) and global state;
 * ``builder``: compiles a set of guards into one check function for the runtime (imports
-  the runtime: not imported here, ``from framehook.translator.guards.builder import ...``).
+  the runtime: not imported here, ``from framehook.translator.guards.builder import ...``);
+* ``c_form``: the builder's code parts as the runtime's C checker takes them;
+* ``portable``: what guards compare against, as plain data another process can compare.
 """
 
 from .model import DuplicateInputs, GlobalStateSource, Guard, GuardKind, GuardSource, Source

@@ -35,11 +35,13 @@ import numpy as np
 
 from .._runtime import runtime
 from .contexts import GlobalStateContext, registered_global_states, states_equal
+from .c_form import COVERED as _COVERED
+from .c_form import c_guards as _c_guards
+from .c_form import source_path
 from .model import GlobalStateSource, Guard, GuardKind
 from .sources import (
     AttrSource,
     ChainedSource,
-    ClosureCellSource,
     GlobalSource,
     IndexSource,
     ItemSource,
@@ -179,10 +181,6 @@ def make_global_state_check() -> Callable[[], bool]:
     return check_global_state
 
 
-#: a CodePart's C spec saying "checked by the C guard of the part before it"
-_COVERED = ("covered",)
-
-
 class CodePart:
     """One condition of the check function."""
 
@@ -237,6 +235,12 @@ class GuardBuilder:
         self.parts: List[CodePart] = []
         self.consts: Dict[str, Any] = {}
         self._const_names: Dict[int, str] = {}
+        self.built_guards: List[Guard] = []  # in the order ``build`` was given them
+
+    def build(self, guard: Guard) -> None:
+        """Add the code parts of ``guard``."""
+        guard.create(self)
+        self.built_guards.append(guard)
 
     # ---- helpers
     def get(self, source: Source) -> Any:
@@ -482,67 +486,6 @@ class GuardBuilder:
 CheckFn = Callable[[Dict[str, Any]], bool]
 
 
-def source_path(source: Any) -> Optional[Tuple[Tuple[Any, ...], ...]]:
-    """The C checker's path for ``source`` (steps from f_locals), or None when a step has no
-    C equivalent."""
-    steps: List[Tuple[Any, ...]] = []
-    while isinstance(source, ChainedSource):
-        t = type(source)
-        if t is AttrSource:
-            new: List[Tuple[Any, ...]] = [("attr", part) for part in source.member.split(".")]
-        elif t is ItemSource:
-            new = [("item", source.key)]
-        elif t is IndexSource:
-            new = [("index", source.index)]
-        elif t is ClosureCellSource:
-            new = [("attr", "__closure__"), ("index", source.index), ("attr", "cell_contents")]
-        elif t is TypeSource:
-            new = [("type",)]
-        elif t is LengthSource:
-            new = [("len",)]
-        elif t is NdarrayPropertySource:
-            new = [("attr", part) for part in source.prop.split(".")]
-            if source.index is not None:
-                new.append(("index", source.index))
-        else:
-            return None
-        steps[:0] = new
-        source = source.base
-    if isinstance(source, LocalSource) and type(source).name is LocalSource.name:
-        steps.insert(0, ("local", source.local_name))
-    elif type(source) is GlobalSource:
-        steps.insert(0, ("global", source.global_name))
-    else:
-        return None
-    return tuple(steps)
-
-
-def _c_guards(parts: List[CodePart]) -> Optional[Tuple[List[Tuple[Any, ...]], List[int]]]:
-    """The C checker's guard list for ``parts`` and, per C guard, the index of its first part;
-    None when some part has no C form."""
-    specs: List[Tuple[Any, ...]] = []
-    starts: List[int] = []
-    paths: Dict[Source, Any] = {}
-    for i, part in enumerate(parts):
-        c = part.c_spec
-        if c is None:
-            return None
-        if c is _COVERED:
-            continue
-        if c[0] in ("CALL", "CONTEXTVAR_IS"):  # not an opcode: checker ops
-            path: Any = ()
-        else:
-            source = part.guard.originating_source
-            if source not in paths:
-                paths[source] = source_path(source)
-            path = paths[source]
-            if path is None:
-                return None
-        specs.append((path,) + tuple(c))
-        starts.append(i)
-    return specs, starts
-
-
 def _global_state_now() -> Dict[str, Any]:
     return GlobalStateContext.guarded_snapshot()
 
@@ -644,6 +587,7 @@ def build_check_fn(
     *,
     guard_export_fn: Optional[Callable[[List[Guard]], Any]] = None,
     use_c: Optional[bool] = None,
+    built: Optional["GuardBuilder"] = None,
 ) -> CheckFn:
     """Compile ``guards`` into one check function of ``f_locals`` (see the module docstring).
 
@@ -655,9 +599,12 @@ def build_check_fn(
     or None). With the C checker the Python source is compiled only when something needs it
     (``fail_reason``, ``fail_reasons``, ``python_check_fn``)."""
     ordered = sorted(set(guards), key=Guard.sort_key)
-    builder = GuardBuilder(f_locals, f_globals)
-    for guard in ordered:
-        guard.create(builder)
+    if built is not None and built.built_guards == ordered:  # built on this very frame already
+        builder = built
+    else:
+        builder = GuardBuilder(f_locals, f_globals)
+        for guard in ordered:
+            builder.build(guard)
 
     parts = builder.parts
     consts = dict(builder.consts)

@@ -32,7 +32,15 @@ import numpy as np
 
 from .model import Guard, GuardKind
 
-__all__ = ["NotPortable", "expectations", "ref", "resolve", "code_fingerprint", "versioned_module"]
+__all__ = [
+    "NotPortable",
+    "expectations",
+    "expectations_built",
+    "ref",
+    "resolve",
+    "code_fingerprint",
+    "versioned_module",
+]
 
 
 class NotPortable(Exception):
@@ -179,19 +187,28 @@ def _spec_item(x: Any) -> Any:
 def expectations(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals: Dict[str, Any]) -> Tuple[Any, ...]:
     """What ``guards`` compare against on this frame, as plain data; NotPortable when some
     guard has no such form. Equal results: the same guards hold on both frames."""
+    return expectations_built(guards, f_locals, f_globals)[0]
+
+
+def expectations_built(
+    guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals: Dict[str, Any]
+) -> Tuple[Tuple[Any, ...], Any]:
+    """``expectations``, and the guard builder that produced them, holding every guard's
+    parts in ``build_check_fn``'s order: a loaded entry's check function reuses it rather
+    than building the same guards again (0.2-0.3 ms of a first call)."""
     from .builder import GuardBuilder, GuardBuildError
 
     builder = GuardBuilder(f_locals, f_globals)
     out: List[Any] = []
     for guard in sorted(guards, key=lambda g: g.sort_key()):
+        start = len(builder.parts)
+        try:
+            builder.build(guard)
+        except GuardBuildError as e:
+            raise NotPortable(str(e)) from None
         if guard.kind is GuardKind.GLOBAL_STATE:
             out.append(("GLOBAL_STATE", _global_state()))
             continue
-        start = len(builder.parts)
-        try:
-            guard.create(builder)
-        except GuardBuildError as e:
-            raise NotPortable(str(e)) from None
         for part in builder.parts[start:]:
             c = part.c_spec
             if c is None:
@@ -204,7 +221,7 @@ def expectations(guards: Iterable[Guard], f_locals: Dict[str, Any], f_globals: D
                 out.append((guard.name, "ID_MATCH", _identity(c[1])))
             else:
                 out.append((guard.name,) + _spec_data(c[0], c[1:]))
-    return tuple(out)
+    return tuple(out), builder
 
 
 def _identity(obj: Any) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import marshal
 import sys
 import types
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -17,7 +18,15 @@ from ..bytecode.opcodes import CELL_OPS, LOCAL_OPS
 from ..bytecode.transform import code_options, rebuild
 from ..translation.codemap import CodeIdentityMap
 
-__all__ = ["RESUME_PREFIX", "is_resume_code", "frame_label", "closure_names", "make_resume_code"]
+__all__ = [
+    "RESUME_PREFIX",
+    "is_resume_code",
+    "frame_label",
+    "closure_names",
+    "make_resume_code",
+    "resume_code_state",
+    "load_resume_code",
+]
 
 RESUME_PREFIX = "__resume_at_"
 _counter = itertools.count()
@@ -30,6 +39,24 @@ _RESUME_LINES: CodeIdentityMap[Optional[int]] = CodeIdentityMap()
 
 def is_resume_code(code: types.CodeType) -> bool:
     return code in _RESUME_PROLOGUES
+
+
+def resume_code_state(code: types.CodeType) -> Optional[Tuple[int, Optional[int]]]:
+    """(prologue length, line resumed at) of a resume function's code; None for other code."""
+    if code not in _RESUME_PROLOGUES:
+        return None
+    return _RESUME_PROLOGUES[code], _RESUME_LINES.get(code)
+
+
+def load_resume_code(data: bytes, prologue: int, lineno: Optional[int]) -> types.CodeType:
+    """A resume function's code that another process kept (the translation cache), known
+    again as one: its own translation skips the prologue as it did there."""
+    code = marshal.loads(data)
+    if not isinstance(code, types.CodeType):
+        raise TypeError(f"a kept resume function's code is a {type(code).__name__}")
+    _RESUME_PROLOGUES[code] = prologue
+    _RESUME_LINES[code] = lineno
+    return code
 
 
 def frame_label(code: types.CodeType) -> str:

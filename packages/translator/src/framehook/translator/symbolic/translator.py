@@ -267,7 +267,8 @@ class SymbolicTranslator(InstructionTranslatorBase):
             insts[prefix_length(insts) :] = cg.instructions
 
         new_code = transform_code_object(code, transform)
-        return TranslationOutput(code=new_code, graphs=[graph], compiled_fns=[compiled])
+        portable = (graph, sources) if run_graph else (None, [])
+        return TranslationOutput(code=new_code, graphs=[graph], compiled_fns=[compiled], portable=portable)
 
     def output_at_break(
         self, tracer: Tracer, root: FrameTracer, site: BreakSite, report: FrameReport
@@ -277,6 +278,7 @@ class SymbolicTranslator(InstructionTranslatorBase):
         stack = list(root.stack)
         locals_ = dict(root.locals)
         compiled: List[Any] = []
+        graph_sources: List[Source] = []
 
         def compile_graph(outputs: List[Any]) -> Optional[Tuple[Any, List[Source]]]:
             graph.output(tuple(outputs))
@@ -287,6 +289,7 @@ class SymbolicTranslator(InstructionTranslatorBase):
             sources = [tracer.inputs[p] for p in graph.placeholders]
             values = [_value_of(s, frame.f_locals, frame.f_globals) for s in sources]
             compiled.append(call_backend(self.compiler_fn, graph, values))
+            graph_sources.extend(sources)
             return compiled[0], sources
 
         cache = self.frame_state.setdefault("resume_functions", {})
@@ -310,7 +313,10 @@ class SymbolicTranslator(InstructionTranslatorBase):
                 own_cells,
             )
         )
-        return TranslationOutput(code=new_code, graphs=[graph] if compiled else [], compiled_fns=compiled)
+        portable = (graph, graph_sources) if compiled else (None, [])
+        return TranslationOutput(
+            code=new_code, graphs=[graph] if compiled else [], compiled_fns=compiled, portable=portable
+        )
 
     def source_dynamic_dims(self, source: Source, value: np.ndarray) -> Any:
         """Dimensions to leave unspecialized: all with dynamic=True, none with dynamic=False,
