@@ -14,6 +14,8 @@ from ..config import config
 
 __all__ = ["skip_reason", "stdlib_dirs", "framehook_dirs", "prepare"]
 
+#: framehook's packages and numpy: their Python code is not user code
+_OWN_PACKAGES = ("framehook.translator", "framehook.runtime", "framehook.profiler", "numpy")
 _SITE = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 
 
@@ -31,7 +33,7 @@ def stdlib_dirs() -> Tuple[str, ...]:
 def framehook_dirs() -> Tuple[str, ...]:
     """framehook's own packages and numpy (found without importing them)."""
     dirs = []
-    for name in ("framehook.translator", "framehook.runtime", "framehook.profiler", "numpy"):
+    for name in _OWN_PACKAGES:
         try:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):  # pragma: no cover - a broken install
@@ -52,7 +54,7 @@ def _dirs_as_written() -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
     paths = sysconfig.get_paths()
     stdlib = {_as_written(paths[k]) for k in ("stdlib", "platstdlib") if paths.get(k)}
     own = set()
-    for name in ("framehook.translator", "framehook.runtime", "framehook.profiler", "numpy"):
+    for name in _OWN_PACKAGES:
         module = sys.modules.get(name)
         for loc in getattr(module, "__path__", None) or []:
             own.add(_as_written(loc))
