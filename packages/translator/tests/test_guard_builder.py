@@ -341,3 +341,60 @@ def test_sources_read_without_eval_give_what_their_expression_gives():
             eval(missing.name(), scope)  # noqa: S307
         except Exception as e:  # noqa: BLE001 - the same error, named the same way
             assert f"{type(e).__name__}: {e}" in str(found.value)
+
+
+def test_code_parts_read_as_a_list_of_text():
+    a = np.ones(3)
+    guards = [LocalSource("a").make_guard(GuardKind.NDARRAY_MATCH), LocalSource("n").make_guard(GuardKind.EQUALS_MATCH)]
+    fn = build_check_fn(guards, {"a": a, "n": 3}, {})
+    parts = fn.code_parts
+    texts = list(parts)
+    assert texts and all(isinstance(t, str) for t in texts)
+    assert len(parts) == len(texts) and parts[0] == texts[0] and parts[-2:] == texts[-2:]
+    assert parts == texts and parts != texts[:-1] and parts != "text"
+    assert "L['n'] == 3" in parts and repr(parts) == repr(texts)
+    with pytest.raises(TypeError):
+        hash(parts)
+
+
+def test_read_value_reads_each_source_as_its_expression_does():
+    from framehook.translator.guards.sources import (
+        AttrSource,
+        ClosureCellSource,
+        GlobalSource,
+        IndexSource,
+        ItemSource,
+        LengthSource,
+        NdarrayPropertySource,
+        TypeSource,
+        read_value,
+    )
+
+    def outer():
+        k = 5
+
+        def inner():
+            return k
+
+        return inner
+
+    a = np.ones((2, 3))
+    f_locals = {"a": a, "d": {"key": [7, 8]}, "fn": outer()}
+    f_globals = {"g": np}
+    sources = [
+        LocalSource("a"),
+        GlobalSource("g"),
+        AttrSource(LocalSource("a"), "T.shape"),
+        IndexSource(ItemSource(LocalSource("d"), "key"), 1),
+        TypeSource(LocalSource("a")),
+        LengthSource(ItemSource(LocalSource("d"), "key")),
+        NdarrayPropertySource(LocalSource("a"), "strides", 0),
+        NdarrayPropertySource(LocalSource("a"), "flags.writeable"),
+        ClosureCellSource(LocalSource("fn"), 0),  # evaluated: no direct read
+    ]
+    scope = {"L": f_locals, "G": f_globals}
+    for source in sources:
+        got, expected = read_value(source, f_locals, f_globals), eval(source.name(), scope)
+        assert got is expected or (type(got) is type(expected) and got == expected), source.name()
+    with pytest.raises(KeyError):
+        read_value(LocalSource("missing"), f_locals, f_globals)

@@ -179,6 +179,79 @@ def test_a_kept_translation_is_found_after_reset_and_gives_the_same_result(cache
     assert ft.last_decisions(kernel)["origin"] == "translated"
 
 
+def _entries(path):
+    (name,) = os.listdir(path)
+    with open(path / name, "rb") as f:
+        return name, pickle.loads(f.read()[len(tc.MAGIC) :])
+
+
+def test_kept_guard_parts_decide_a_hit_in_c_and_give_the_translated_check(cache, monkeypatch):
+    a, b = np.arange(6.0), np.ones(6)
+    _, _, translated = _fresh_process_call(kernel, a, b, 3)
+    _, entries = _entries(cache)
+    assert all(parts is not None for _, _, _, parts in entries)  # every guard has a C form
+
+    def not_built(*args):
+        raise AssertionError("the guards were built again on the loading frame")
+
+    # the kept parts alone decide, asked of the C checker: the guards are not built again
+    monkeypatch.setattr(tc, "expectations_built", not_built)
+    again, counts, loaded = _fresh_process_call(kernel, a, b, 3)
+    assert counts["hits"] == 1 and loaded["origin"] == "loaded"
+    assert again == kernel(a, b, 3)
+    assert loaded["guards"] == translated["guards"]  # the same conditions, worded alike
+    from framehook.translator._runtime import runtime
+
+    (entry,) = runtime.cache_entries(kernel.__code__)
+    assert type(entry.check_fn) is runtime.GuardChecker
+    assert entry.check_fn.fail_reason({"a": a, "b": b, "n": 3}) is None
+    reason = entry.check_fn.fail_reason({"a": a.astype(np.float32), "b": b, "n": 3})
+    assert reason.startswith("NDARRAY_MATCH: L['a']") and "float32" in reason
+    assert "def ___make_check_fn" in entry.check_fn.source
+
+
+def test_kept_guard_parts_miss_on_a_failing_guard_or_another_global_state(cache):
+    a, b = np.arange(6.0), np.ones(6)
+    _fresh_process_call(kernel, a, b, 3)
+    for args in ((a.astype(np.float32), b, 3), (a, b, 3.0), (a[::2], b[::2], 3)):
+        result, counts, _ = _fresh_process_call(kernel, *args)
+        assert counts["hits"] == 0 and counts["misses"] == 1, args
+        assert result == kernel(*args)
+    with np.errstate(over="raise"):  # numpy's error state is guarded
+        result, counts, decisions = _fresh_process_call(kernel, a, b, 3)
+    assert counts["hits"] == 0 and decisions["origin"] == "translated"
+
+
+def test_an_entry_without_kept_parts_is_matched_by_its_expectations(cache):
+    a, b = np.arange(6.0), np.ones(6)
+    _fresh_process_call(kernel, a, b, 3)
+    name, entries = _entries(cache)
+    with open(cache / name, "wb") as f:  # as kept for guards with no C form
+        f.write(tc.MAGIC + pickle.dumps([e[:3] + (None,) for e in entries]))
+    result, counts, decisions = _fresh_process_call(kernel, a, b, 3)
+    assert counts["hits"] == 1 and decisions["origin"] == "loaded" and result == kernel(a, b, 3)
+    _, counts, _ = _fresh_process_call(kernel, a.astype(np.int32), b, 3)
+    assert counts["hits"] == 0
+
+
+def test_kept_parts_naming_an_edited_function_miss(cache):
+    a, b = np.arange(6.0), np.ones(6)
+    _fresh_process_call(kernel, a, b, 3)
+    mod = sys.modules[__name__]
+    saved = mod.helper
+
+    def helper(a):  # same name, other code
+        return a * SCALE + 1
+
+    try:
+        mod.helper = helper
+        result, counts, decisions = _fresh_process_call(kernel, a, b, 3)
+    finally:
+        mod.helper = saved
+    assert counts["hits"] == 0 and decisions["origin"] == "translated"
+    assert result == np.sum(a * SCALE + 1 + b) * 3
+
+
 def test_a_frame_unlike_every_kept_one_is_translated_and_kept_too(cache):
     a, b = np.arange(6.0), np.ones(6)
     _fresh_process_call(kernel, a, b, 3)

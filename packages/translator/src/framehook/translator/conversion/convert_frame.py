@@ -173,7 +173,8 @@ def last_decisions(fn: Any) -> Optional[Dict[str, Any]]:
     """What the translator decided for ``fn``'s code the last time it compiled it (guards
     as text, graphs, restarts, recompilation reasons), or None."""
     code = fn if isinstance(fn, types.CodeType) else getattr(_innermost(fn), "__code__", None)
-    return None if code is None else _decisions.get(code)
+    found = None if code is None else _decisions.get(code)
+    return None if found is None else dict(found, guards=list(found["guards"]))
 
 
 def _innermost(fn: Any) -> Any:
@@ -575,7 +576,7 @@ class ConvertFrame:
         output_codes.add(new_code)
         _decisions[code] = {
             "compile_id": str(compile_id),
-            "guards": list(check_fn.code_parts),  # type: ignore[attr-defined]
+            "guards": check_fn.code_parts,  # type: ignore[attr-defined] # written when read
             "graphs": [repr(g) for g in out.graphs],
             "restarts": restart_reasons,
             "recompile_reasons": recompile_reasons,

@@ -39,18 +39,12 @@ from .c_form import COVERED as _COVERED
 from .c_form import c_guards as _c_guards
 from .c_form import source_path
 from .model import GlobalStateSource, Guard, GuardKind
+from .readable import ReadableParts, second_name, short_repr, type_name
 from .sources import (
-    AttrSource,
     ChainedSource,
-    GlobalSource,
-    IndexSource,
-    ItemSource,
-    LengthSource,
-    LocalSource,
-    NdarrayPropertySource,
     Source,
-    TypeSource,
     is_literal,
+    read_value,
 )
 
 __all__ = [
@@ -87,23 +81,6 @@ def c_checker_kinds() -> frozenset:
 
 class GuardBuildError(ValueError):
     """A guard cannot be built for the value its source holds."""
-
-
-def type_name(t: type) -> str:
-    """``int``, ``numpy.ndarray``, ``mymod.Point``: readable, qualified outside builtins."""
-    module = getattr(t, "__module__", None)
-    qual = getattr(t, "__qualname__", getattr(t, "__name__", repr(t)))
-    if module in (None, "builtins"):
-        return qual
-    return f"{module}.{qual}"
-
-
-def _short_repr(value: Any, limit: int = 80) -> str:
-    try:
-        text = repr(value)
-    except Exception as e:  # a broken __repr__ must not hide the reason
-        text = f"<{type(value).__name__} with failing repr: {e!r}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _equality_guardable(value: Any, depth: int = 0) -> bool:
@@ -181,6 +158,17 @@ def make_global_state_check() -> Callable[[], bool]:
     return check_global_state
 
 
+def global_state_c_spec(check: Callable[[], bool]) -> Tuple[Any, ...]:
+    """The C checker's op for a ``make_global_state_check`` closure (an op, not an opcode)."""
+    fast = check.fast_path  # type: ignore[attr-defined]
+    return ("CONTEXTVAR_IS", fast[0], fast[1], check) if fast else ("CALL", check)  # not an opcode: a checker op
+
+
+def same_object(value: Any) -> str:
+    """An ID_MATCH's expected value, as its failure message words it."""
+    return f"the same object ({type_name(type(value))} at {hex(id(value))})"
+
+
 class CodePart:
     """One condition of the check function."""
 
@@ -200,31 +188,6 @@ class CodePart:
         return self.template.replace("{v}", v).replace("{w}", w)
 
 
-_UNREAD = object()  # GuardBuilder._read: this source's expression must be evaluated
-
-
-def _read_attr(source: Any, base: Any) -> Any:
-    for part in source.member.split("."):
-        base = getattr(base, part)
-    return base
-
-
-def _read_property(source: Any, base: Any) -> Any:
-    for part in source.prop.split("."):
-        base = getattr(base, part)
-    return base if source.index is None else base[source.index]
-
-
-_READ_STEPS: Dict[type, Callable[[Any, Any], Any]] = {
-    AttrSource: _read_attr,
-    ItemSource: lambda source, base: base[source.key],
-    IndexSource: lambda source, base: base[source.index],
-    TypeSource: lambda source, base: type(base),
-    LengthSource: lambda source, base: len(base),
-    NdarrayPropertySource: _read_property,
-}
-
-
 class GuardBuilder:
     """Turns guards into code parts; evaluates sources on the example frame for expected values."""
 
@@ -236,6 +199,48 @@ class GuardBuilder:
         self.consts: Dict[str, Any] = {}
         self._const_names: Dict[int, str] = {}
         self.built_guards: List[Guard] = []  # in the order ``build`` was given them
+        self._source: Optional[str] = None
+        self._c_form: Any = None
+
+    @classmethod
+    def restored(
+        cls,
+        f_locals: Dict[str, Any],
+        f_globals: Dict[str, Any],
+        guards: List[Guard],
+        parts: List["CodePart"],
+        consts: Dict[str, Any],
+        source: str,
+    ) -> "GuardBuilder":
+        """A builder holding parts built in another process (``guards/portable.py``), for the
+        frame whose guards they are: ``build_check_fn`` takes it as built on this frame."""
+        builder = cls(f_locals, f_globals)
+        builder.built_guards = list(guards)
+        builder.parts = parts
+        builder.consts = consts
+        builder._source = source
+        return builder
+
+    def python_source(self) -> str:
+        """The Python form's source for the parts built so far (``___make_check_fn``)."""
+        if self._source is None:
+            self._source = _python_source(self.parts, list(self.consts))
+        return self._source
+
+    def c_checker(self) -> Optional[Tuple[Any, List[Tuple[Any, ...]], List[int]]]:
+        """(the runtime's ``GuardChecker`` of the parts, its guard list, the first part of each
+        C guard), or None when some part has no C form."""
+        if self._c_form is None:
+            found = _c_guards(self.parts) if _GuardChecker is not None else None
+            form: Any = False
+            if found is not None:
+                f_globals = self.f_globals if isinstance(self.f_globals, dict) else None
+                try:
+                    form = (_GuardChecker(found[0], f_globals, ndarray_type=np.ndarray), found[0], found[1])
+                except (TypeError, ValueError) as e:  # e.g. globals that are not a dict: Python copes
+                    guards_log.debug("guards compiled to Python, not the C checker: %s", e)
+            self._c_form = form
+        return self._c_form or None
 
     def build(self, guard: Guard) -> None:
         """Add the code parts of ``guard``."""
@@ -245,27 +250,9 @@ class GuardBuilder:
     # ---- helpers
     def get(self, source: Source) -> Any:
         try:
-            value = self._read(source)
-            if value is _UNREAD:
-                return eval(source.name(), self.scope)  # noqa: S307 - expressions we generated
-            return value
+            return read_value(source, self.f_locals, self.f_globals, self.scope)
         except Exception as e:
             raise GuardBuildError(f"cannot evaluate guard source {source.name()}: {type(e).__name__}: {e}") from e
-
-    def _read(self, source: Source) -> Any:
-        """The value of the common sources, read as their expression would read it, without
-        compiling the expression (``_UNREAD`` for the others)."""
-        t = type(source)
-        if t is LocalSource:
-            return self.f_locals[source.local_name]
-        if t is GlobalSource:
-            return self.f_globals[source.global_name]
-        if t not in _READ_STEPS:
-            return _UNREAD
-        base = self._read(source.base)  # type: ignore[attr-defined]
-        if base is _UNREAD:
-            return _UNREAD
-        return _READ_STEPS[t](source, base)
 
     def const(self, obj: Any, inline: bool = True) -> str:
         """A closure name bound to ``obj`` (or, when ``inline``, a literal written out)."""
@@ -296,8 +283,7 @@ class GuardBuilder:
 
     @staticmethod
     def _second_name(guard: Guard) -> str:
-        other = guard.detail("other")
-        return other.name() if isinstance(other, Source) else ""
+        return second_name(guard)
 
     def _type_part(self, guard: Guard, t: type, c: Optional[Tuple[Any, ...]] = None) -> None:
         self._add(guard, f"type({{v}}) is {self.const(t)}", f"type {type_name(t)}", "type({v})", c or ("TYPE_MATCH", t))
@@ -312,19 +298,13 @@ class GuardBuilder:
         value = self.get(guard.originating_source)
         # a strong reference: the id of a dead object could be reused by a different one
         # never inline: an equal literal in the check function may be a different object
-        self._add(
-            guard,
-            f"{{v}} is {self.const(value, inline=False)}",
-            f"the same object ({type_name(type(value))} at {hex(id(value))})",
-            "{v}",
-            ("ID_MATCH", value),
-        )
+        self._add(guard, f"{{v}} is {self.const(value, inline=False)}", same_object(value), "{v}", ("ID_MATCH", value))
         self._export(guard, value, "ID_MATCH")
 
     def CONSTANT_MATCH(self, guard: Guard) -> None:
         value = self.get(guard.originating_source)
         if value is None or value is Ellipsis or value is NotImplemented or isinstance(value, bool):
-            self._add(guard, f"{{v}} is {self.const(value)}", _short_repr(value), c=("ID_MATCH", value))
+            self._add(guard, f"{{v}} is {self.const(value)}", short_repr(value), c=("ID_MATCH", value))
             self._export(guard, value, "CONSTANT_MATCH")
         else:
             self.EQUALS_MATCH(guard)
@@ -341,7 +321,7 @@ class GuardBuilder:
             self._add(guard, "{v} != {v}", "nan", c=("EQUALS_MATCH", math.nan))  # any float NaN
         else:
             frozen = _frozen_copy(value)
-            self._add(guard, f"{{v}} == {self.const(frozen)}", _short_repr(value), c=("EQUALS_MATCH", frozen))
+            self._add(guard, f"{{v}} == {self.const(frozen)}", short_repr(value), c=("EQUALS_MATCH", frozen))
         self._export(guard, value, "EQUALS_MATCH")
 
     def LENGTH_CHECK(self, guard: Guard) -> None:
@@ -360,7 +340,7 @@ class GuardBuilder:
         self._add(
             guard,
             f"list({{v}}.keys()) == {self.const(keys)}",
-            f"keys {_short_repr(keys)}",
+            f"keys {short_repr(keys)}",
             "list({v}.keys())",
             ("DICT_KEYS", tuple(keys)),
         )
@@ -434,13 +414,12 @@ class GuardBuilder:
 
     def GLOBAL_STATE(self, guard: Guard) -> None:
         check = make_global_state_check()
-        fast = check.fast_path  # type: ignore[attr-defined]
         self._add(
             guard,
             f"{self.const(check)}()",
             "numpy's error state and registered global state unchanged",
             "___global_state_now()",
-            ("CONTEXTVAR_IS", fast[0], fast[1], check) if fast else ("CALL", check),  # not an opcode: a checker op
+            global_state_c_spec(check),
         )
         guard.code_list = None
         guard.set_export_info("GLOBAL_STATE", None, [f"{self.const(check)}()"], None)
@@ -608,20 +587,12 @@ def build_check_fn(
 
     parts = builder.parts
     consts = dict(builder.consts)
-    source = _python_source(parts, list(consts))
+    source = builder.python_source()
     form = _PythonForm(source, f"{_CHECK_FN_FILENAME[:-1]} #{next(_counter)}>", f_globals, list(consts.values()))
 
-    c_guards = _c_guards(parts) if (use_c if use_c is not None else USE_C_CHECKER) and _GuardChecker else None
-    checker: Any = None
-    if c_guards is not None:
-        try:
-            checker = _GuardChecker(
-                c_guards[0], f_globals if isinstance(f_globals, dict) else None, ndarray_type=np.ndarray
-            )
-        except (TypeError, ValueError) as e:  # e.g. globals that are not a dict: the Python function copes
-            guards_log.debug("guards compiled to Python, not the C checker: %s", e)
-            c_guards = None
-    starts = c_guards[1] if c_guards is not None else []
+    c_form = builder.c_checker() if (use_c if use_c is not None else USE_C_CHECKER) else None
+    checker: Any = c_form[0] if c_form is not None else None
+    starts = c_form[2] if c_form is not None else []
 
     def scan_all(f_locals_now: Dict[str, Any], start: int, first_only: bool) -> List[str]:
         verbose = form.compiled()[1]
@@ -678,13 +649,9 @@ def build_check_fn(
         check_fn.python_check_fn = check_fn
     check_fn.fail_reason = fail_reason
     check_fn.fail_reasons = fail_reasons
-    check_fn.c_guards = c_guards[0] if c_guards is not None else None
+    check_fn.c_guards = c_form[1] if c_form is not None else None
     check_fn.guards = ordered  # type: ignore[attr-defined]
-    readable = _Readable(consts)
-    check_fn.code_parts = [
-        readable(p.render(p.guard.name, GuardBuilder._second_name(p.guard)))  # type: ignore[attr-defined]
-        for p in parts
-    ]
+    check_fn.code_parts = ReadableParts(parts, consts)  # type: ignore[attr-defined]
     # which guard each code part checks (explain() lists the parts guard by guard)
     check_fn.code_part_guards = [p.guard for p in parts]  # type: ignore[attr-defined]
     check_fn.source = source  # type: ignore[attr-defined]
@@ -697,34 +664,6 @@ def build_check_fn(
     return check_fn
 
 
-class _Readable:
-    """Replaces the closure names in a code part by what they stand for (each described once)."""
-
-    def __init__(self, consts: Dict[str, Any]) -> None:
-        self.consts = consts
-        self.names = sorted(consts, key=len, reverse=True)
-        self.shown: Dict[str, str] = {}
-
-    def describe(self, name: str) -> str:
-        shown = self.shown.get(name)
-        if shown is None:
-            value = self.consts[name]
-            if isinstance(value, type):
-                shown = type_name(value)
-            elif hasattr(value, "snapshot"):
-                shown = "___global_state_unchanged"
-            else:
-                shown = _short_repr(value, 60)
-            self.shown[name] = shown
-        return shown
-
-    def __call__(self, text: str) -> str:
-        for name in self.names:
-            if name in text:
-                text = text.replace(name, self.describe(name))
-        return text
-
-
 def _describe_actual(
     part: CodePart, f_locals: Dict[str, Any], f_globals: Dict[str, Any], consts: Dict[str, Any]
 ) -> str:
@@ -732,7 +671,7 @@ def _describe_actual(
         now = _global_state_now()
         check = next(v for v in consts.values() if callable(v) and hasattr(v, "snapshot"))
         changed = sorted(n for n in now if not states_equal(now[n], check.snapshot.get(n)))
-        return "changed: " + ", ".join(f"{n}={_short_repr(now[n])}" for n in changed)
+        return "changed: " + ", ".join(f"{n}={short_repr(now[n])}" for n in changed)
     scope = {"L": f_locals, "G": f_globals, "__builtins__": builtins, **consts}
     try:
         actual = eval(part.actual.replace("{v}", part.guard.name), scope)  # noqa: S307
@@ -742,4 +681,4 @@ def _describe_actual(
         return f"type {type_name(actual)}"
     if isinstance(actual, np.dtype):
         return f"dtype {actual}"
-    return _short_repr(actual)
+    return short_repr(actual)

@@ -11,7 +11,11 @@ as the guard builder does, and writes what the guard would compare against as pl
   carries a fingerprint of its code and defaults, so an edited function is a different one;
 * numbers, strings, dtypes and the other values equality guards take stay values.
 
-Two frames satisfy the same guards exactly when their expectations are equal. Anything
+Two frames satisfy the same guards exactly when their expectations are equal. A guard set
+whose every part has a C form is also kept as the builder's parts (``checker_form``): another
+process restores them (``restored_builder``) and asks the runtime's C checker whether they
+hold on its frame, which is the check its cache entry then uses, without building the
+guards again. Anything
 that has no such form (an object reachable by no import name, a class defined outside a
 versioned package) raises ``NotPortable``: the translation is simply not cached.
 """
@@ -26,7 +30,7 @@ import os
 import sys
 import sysconfig
 import types
-from typing import Any, Dict, Iterable, List, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
@@ -36,6 +40,8 @@ __all__ = [
     "NotPortable",
     "expectations",
     "expectations_built",
+    "checker_form",
+    "restored_builder",
     "ref",
     "resolve",
     "code_fingerprint",
@@ -232,10 +238,11 @@ def _identity(obj: Any) -> Any:
     return ("ref",) + ref(obj)
 
 
-def _global_state() -> Any:
-    from .contexts import GlobalStateContext
+def _global_state(snapshot: Optional[Dict[str, Any]] = None) -> Any:
+    if snapshot is None:
+        from .contexts import GlobalStateContext
 
-    snapshot = GlobalStateContext.guarded_snapshot()
+        snapshot = GlobalStateContext.guarded_snapshot()
     return tuple(sorted((name, value(state)) for name, state in snapshot.items()))
 
 
@@ -246,3 +253,56 @@ def portable_guards(guards: Iterable[Guard]) -> List[Tuple[Any, str, Tuple[Any, 
 
 def rebuild_guards(rows: Iterable[Tuple[Any, str, Tuple[Any, ...]]]) -> List[Guard]:
     return [Guard(source, GuardKind[kind], details=tuple(details)) for source, kind, details in rows]
+
+
+def checker_form(builder: Any) -> Optional[Tuple[Any, ...]]:
+    """The parts ``builder`` built, as data another process restores with ``restored_builder``
+    (pickled by the translation cache: their constants are types, dtypes, values and objects
+    by import name); None when some part has no C form. The global-state guard's closure is
+    left out: the snapshot it compares against is kept, and a new closure made on load."""
+    index = {id(g): i for i, g in enumerate(builder.built_guards)}
+    consts = dict(builder.consts)
+    rows: List[Tuple[Any, ...]] = []
+    global_state: Any = None
+    for part in builder.parts:
+        c = part.c_spec
+        if c is None:
+            return None
+        if part.guard.kind is GuardKind.GLOBAL_STATE:
+            name = next(n for n, v in consts.items() if v is c[-1])
+            consts[name] = None
+            global_state = (name, _global_state())
+            c = ("GLOBAL_STATE",)
+        rows.append((index[id(part.guard)], part.template, part.expected, part.actual, c))
+    return tuple(rows), consts, global_state, builder.python_source()
+
+
+def restored_builder(
+    form: Tuple[Any, ...], guards: List[Guard], f_locals: Dict[str, Any], f_globals: Dict[str, Any]
+) -> Any:
+    """A guard builder holding ``checker_form``'s parts for ``guards`` (in the order they were
+    built), or None when the global state differs from the one they were built under."""
+    from .builder import CodePart, GuardBuilder, global_state_c_spec, make_global_state_check, same_object
+    from .c_form import COVERED
+
+    rows, consts, global_state, source = form
+    consts = dict(consts)
+    state_spec: Any = None
+    if global_state is not None:
+        name, snapshot = global_state
+        check = make_global_state_check()
+        if _global_state(check.snapshot) != snapshot:  # type: ignore[attr-defined]
+            return None
+        consts[name] = check
+        state_spec = global_state_c_spec(check)
+    parts = []
+    for i, template, expected, actual, c in rows:
+        guard = guards[i]
+        if c == COVERED:
+            c = COVERED  # compared by identity
+        elif c == ("GLOBAL_STATE",):
+            c = state_spec
+        elif guard.kind is GuardKind.ID_MATCH:
+            expected = same_object(c[1])  # the address in this process
+        parts.append(CodePart(guard, template, expected, actual, c))
+    return GuardBuilder.restored(f_locals, f_globals, guards, parts, consts, source)

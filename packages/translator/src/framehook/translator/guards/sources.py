@@ -13,8 +13,9 @@ on them deduplicate.
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 
 from .model import GuardSource, Source
 
@@ -37,6 +38,7 @@ __all__ = [
     "NdarrayPropertySource",
     "is_literal",
     "NDARRAY_PROPERTIES",
+    "read_value",
 ]
 
 
@@ -274,3 +276,56 @@ class NdarrayPropertySource(ChainedSource):
         if self.index is not None:
             codegen.load_const(self.index)
             codegen.subscr()
+
+
+_UNREAD = object()  # _read: this source's expression must be evaluated
+
+
+def _read_attr(source: Any, base: Any) -> Any:
+    for part in source.member.split("."):
+        base = getattr(base, part)
+    return base
+
+
+def _read_property(source: Any, base: Any) -> Any:
+    for part in source.prop.split("."):
+        base = getattr(base, part)
+    return base if source.index is None else base[source.index]
+
+
+_READ_STEPS: Dict[type, Callable[[Any, Any], Any]] = {
+    AttrSource: _read_attr,
+    ItemSource: lambda source, base: base[source.key],
+    IndexSource: lambda source, base: base[source.index],
+    TypeSource: lambda source, base: type(base),
+    LengthSource: lambda source, base: len(base),
+    NdarrayPropertySource: _read_property,
+}
+
+
+def _read(source: Source, f_locals: Dict[str, Any], f_globals: Dict[str, Any]) -> Any:
+    t = type(source)
+    if t is LocalSource:
+        return f_locals[source.local_name]  # type: ignore[attr-defined]
+    if t is GlobalSource:
+        return f_globals[source.global_name]  # type: ignore[attr-defined]
+    if t not in _READ_STEPS:
+        return _UNREAD
+    base = _read(source.base, f_locals, f_globals)  # type: ignore[attr-defined]
+    if base is _UNREAD:
+        return _UNREAD
+    return _READ_STEPS[t](source, base)
+
+
+def read_value(
+    source: Source, f_locals: Dict[str, Any], f_globals: Dict[str, Any], scope: Optional[Dict[str, Any]] = None
+) -> Any:
+    """The value ``source`` names on a frame, read as its expression ``name()`` would read it;
+    the common sources without compiling the expression (10-15 us each). ``scope``: the
+    namespace to evaluate the others in (default: ``L``, ``G`` and the builtins)."""
+    value = _read(source, f_locals, f_globals)
+    if value is _UNREAD:
+        if scope is None:
+            scope = {"L": f_locals, "G": f_globals, "__builtins__": builtins}
+        return eval(source.name(), scope)  # noqa: S307 - expressions the translator wrote
+    return value

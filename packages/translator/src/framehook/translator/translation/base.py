@@ -19,7 +19,7 @@ from ..config import config
 from ..guards.contexts import TracingContext
 from ..exc import BackendCompilerFailed
 from ..guards import Guard, GuardKind
-from ..guards.sources import LocalSource, Source
+from ..guards.sources import LocalSource, Source, read_value
 from ..bytecode import Codegen, Positions, prefix_length, transform_code_object
 from .speculation import SpeculationLog
 
@@ -231,7 +231,7 @@ class MinimalTranslator(InstructionTranslatorBase):
 
 def source_value(source: Source, f_locals: Dict[str, Any], f_globals: Dict[str, Any]) -> Any:
     """The value ``source`` names on a frame."""
-    return eval(source.name(), {"L": f_locals, "G": f_globals, "__builtins__": __builtins__})  # noqa: S307
+    return read_value(source, f_locals, f_globals)
 
 
 def make_output_code(code: types.CodeType, compiled: Callable[..., Any], sources: List[Source]) -> types.CodeType:

@@ -9,6 +9,7 @@ the compile, where a failure is a fallback too."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
@@ -32,6 +33,7 @@ _INSTALL = f'install it with: pip install "{NUMBA_EXTRA}"'
 _metadata_version: Optional[str] = None
 
 
+@functools.lru_cache(maxsize=None)  # asked at every graph's compile
 def _too_old(version: str) -> Optional[str]:
     try:
         old = _version(version) < MIN_NUMBA_VERSION
