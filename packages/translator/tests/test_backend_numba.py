@@ -213,6 +213,25 @@ def test_floating_point_warnings_and_errors_as_plain_under_each_errstate(setting
     assert any(n.status == "compiled" for n in notes), [str(n) for n in notes]
 
 
+def _norm_f32(x, g, eps):
+    mu = x.mean(axis=1, keepdims=True)
+    spread = ((x - mu) ** 2).mean(axis=1, keepdims=True)
+    return (x - mu) / np.sqrt(spread + eps) * g, x.std(axis=0, ddof=1)
+
+
+@pytest.mark.skipif(int(np.__version__.split(".")[0]) < 2, reason="numpy 1 promotes Python floats by value")
+@pytest.mark.parametrize("settings", [{}, {"over": "raise"}, {"all": "ignore"}])
+def test_a_python_float_in_a_float32_tree_is_cast_first_as_numpy_2_does(settings):
+    x = np.linspace(-2, 3, 24, dtype=np.float32).reshape(4, 6)
+    g = np.linspace(0.5, 1.5, 6, dtype=np.float32)
+    # 1e-5 is not a float32: numpy rounds it to one before adding; 1e300 overflows that cast
+    # (a warning, or an error) and the kernel's call is redone as plain code
+    with np.errstate(**settings):
+        notes = assert_as_plain(_norm_f32, (x, g, 1e-5), (x, g, 0.1), (x, g, 1e300), (x[:1], g, 1e-5))
+    assert any(n.status == "compiled" for n in notes), [str(n) for n in notes]
+    assert not any("promotion" in str(n) or "TypingError" in str(n) for n in notes), [str(n) for n in notes]
+
+
 def _errstate_raise(x):
     with np.errstate(divide="raise"):
         y = 1.0 / x

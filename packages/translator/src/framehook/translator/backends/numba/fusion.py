@@ -62,12 +62,16 @@ from .fusion_masked import FusedMasked, masked, masked_lines
 from .fusion_matvec import FusedMatvec, matvec, matvec_args, matvec_lines
 from .fusion_reduce import FusedReduce, reduce_lines, reduction
 
+_F4 = np.dtype(np.float32)
+#: numpy 2 gives a Python scalar the array's dtype (NEP 50); numpy 1 chose by its value
+_WEAK_SCALARS = int(np.__version__.split(".")[0]) >= 2
+
 __all__ = ["FusedStore", "FusedReduce", "FusedMatvec", "rewrite", "expand", "VERSION"]
 
 #: the global a parallel loop is written with (the backend binds it to ``numba.prange``)
 PRANGE = "__fh_prange"
 #: part of the kernel cache key: a change to the loops written here never reuses a kernel
-VERSION = "fusion-8"
+VERSION = "fusion-9"
 
 #: write ``A @ x`` as loops only where numba cannot compile it: its ``@`` reaches BLAS through
 #: scipy, and BLAS beats the loops 1.7-3.6x at n=1000 when it has a core to itself
@@ -141,7 +145,13 @@ def _is_scalar(arg: Any, dtype: np.dtype = _F8) -> bool:
     meta = arg.meta.get("val")
     if isinstance(meta, ScalarMeta):
         # a run-time Python number: only where no cast can round or overflow it differently
-        return meta.pytype in (int, float) if dtype == _F8 else meta.pytype is int and dtype.itemsize == 8
+        if dtype == _F8:
+            return meta.pytype in (int, float)
+        if dtype == _F4:
+            # numpy 2 casts a Python float to the float32 tree's dtype first (NEP 50), as the
+            # loop does; an overflow in that cast sets the FPU flag the kernel's caller checks
+            return meta.pytype is float and _WEAK_SCALARS
+        return meta.pytype is int and dtype.itemsize == 8
     return isinstance(meta, ArrayMeta) and not meta.is_array and meta.dtype == dtype
 
 

@@ -1,5 +1,6 @@
 """Reductions along one axis (or several) of an array of two or more dimensions (``sum``,
-``mean``, ``max``, ``min``, ``argmax``, ``argmin``, with ``keepdims``), which numba cannot
+``mean``, ``max``, ``min``, ``argmax``, ``argmin``, ``var``, ``std``, with ``keepdims``; ``ddof``
+for the last two), which numba cannot
 type with ``axis=``, and whole 1-D reductions (``(a * b).sum()``: the reduced tree is then
 computed element by element, never stored), written as loop nests for ``fusion``.
 
@@ -14,8 +15,11 @@ The loops keep numpy's meaning:
   reductions over several axes (numpy chooses its own order there);
 * ``max``/``min`` propagate NaN; ``argmax``/``argmin`` give the first extreme, or the first
   NaN, as numpy does;
-* an empty ``max``/``min``/``arg*``/``mean`` raises in the kernel (numpy raises or warns): the
-  backend then redoes the call eagerly.
+* ``var``/``std`` take two passes as numpy does (the mean, then the squared deviations from
+  it), each in numpy's order of adding along an axis other than the last;
+* an empty ``max``/``min``/``arg*``/``mean``, or a ``var``/``std`` of no more than ``ddof``
+  elements, raises in the kernel (numpy raises or warns): the backend then redoes the call
+  eagerly.
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ from ...graph import ArrayMeta, Node, NodeKind
 from .allocation import new_array
 
 _KINDS = {"sum": "sum", "mean": "mean", "max": "max", "min": "min", "amax": "max", "amin": "min"}
-_KINDS.update(argmax="argmax", argmin="argmin")
-_METHODS = ("sum", "mean", "max", "min", "argmax", "argmin")
+_KINDS.update(argmax="argmax", argmin="argmin", var="var", std="std")
+_METHODS = ("sum", "mean", "max", "min", "argmax", "argmin", "var", "std")
+#: squared deviations from the mean: two passes
+_SPREAD = ("var", "std")
 #: input dtypes a reduction is written for
 DTYPES = tuple(np.dtype(t) for t in (np.float64, np.float32, np.int64, np.int32))
 
@@ -40,7 +46,7 @@ class FusedReduce:
     """The target of a reduction along one axis (``x.mean(axis=0)``, ``np.max(t, axis=1,
     keepdims=True)``, ``x.argmax(axis=-1)``), which numba cannot type, as a loop nest."""
 
-    kind: str  # sum, mean, max, min, argmax or argmin
+    kind: str  # sum, mean, max, min, argmax, argmin, var or std
     axis: int  # 0 <= axis < ndim (the first of ``axes``)
     keepdims: bool
     ndim: int = 2
@@ -52,6 +58,8 @@ class FusedReduce:
     axes: Tuple[int, ...] = ()
     #: the whole of a 1-D array reduced to a numpy scalar (no result array)
     scalar: bool = False
+    #: ``var``/``std``: the divisor is the count less this
+    ddof: int = 0
     __name__ = "fused_reduce"
 
     def __call__(self, *args: Any) -> Any:  # pragma: no cover - only ever written as source
@@ -74,7 +82,8 @@ def reduction(node: Node) -> Optional[FusedReduce]:
         return None
     if src.ndim < 2:  # only the whole of a 1-D array, without an axis or other arguments
         plain = len(node.args) == 1 and node.kwargs in ({}, {"keepdims": False})
-        return _whole_1d(node, kind, src) if src.ndim == 1 and plain and not kind.startswith("arg") else None
+        whole = src.ndim == 1 and plain and not kind.startswith("arg") and kind not in _SPREAD
+        return _whole_1d(node, kind, src) if whole else None
     extra = dict(node.kwargs)
     if len(node.args) == 2:
         extra.setdefault("axis", node.args[1])
@@ -82,6 +91,9 @@ def reduction(node: Node) -> Optional[FusedReduce]:
         return None
     axis = extra.pop("axis", None)
     keepdims = extra.pop("keepdims", False)
+    ddof = extra.pop("ddof", 0) if kind in _SPREAD else 0
+    if type(ddof) is not int or ddof < 0:
+        return None
     axes = axis if type(axis) is tuple else (axis,)
     if extra or not axes or type(keepdims) is not bool or (len(axes) > 1 and kind.startswith("arg")):
         return None
@@ -97,7 +109,7 @@ def reduction(node: Node) -> Optional[FusedReduce]:
     probe = getattr(np, kind)(np.ones((1,) * src.ndim, src.dtype), axis=axis, keepdims=keepdims)
     if meta.dtype != probe.dtype or meta.ndim != probe.ndim:
         return None
-    return FusedReduce(kind, axes[0], keepdims, src.ndim, src.dtype, probe.dtype, axes=axes)
+    return FusedReduce(kind, axes[0], keepdims, src.ndim, src.dtype, probe.dtype, axes=axes, ddof=ddof)
 
 
 def _whole_1d(node: Node, kind: str, src: ArrayMeta) -> Optional[FusedReduce]:
@@ -132,6 +144,8 @@ def reduce_lines(fr: FusedReduce, out: str, arg: str, names: Any, p: str, prange
     kind = fr.kind
     length = " * ".join(ext[k] for k in axes)
     length = f"({length})" if len(axes) > 1 else length
+    if kind in _SPREAD:
+        return _spread_lines(fr, lines, out, ext, idx, elem, length, names, p)
     if kind != "sum":
         lines += [f"if {length} == 0:", "    raise ValueError('zero-size reduction')"]
     keep = [k for k in range(d) if k not in axes]
@@ -257,6 +271,56 @@ def reduce_lines(fr: FusedReduce, out: str, arg: str, names: Any, p: str, prange
         lines.append(
             f"{pad}{r}[{rix}] = {src}[{rix}] / {length}" if kind == "mean" else f"{pad}{r}[{rix}] = {src}[{rix}]"
         )
+    shape = [ext[k] if k not in axes else "1" for k in range(d)] if fr.keepdims else [ext[k] for k in keep]
+    lines.append(f"{out} = {r}.reshape(({', '.join(shape)},))")
+    return lines
+
+
+def _spread_lines(
+    fr: FusedReduce,
+    lines: List[str],
+    out: str,
+    ext: List[str],
+    idx: List[str],
+    elem: str,
+    length: str,
+    names: Any,
+    p: str,
+) -> List[str]:
+    """``var``/``std`` along ``fr.axes``: the mean, then the sum of squared deviations from it,
+    each pass one accumulator per result element with the input read in memory order."""
+    d, axes = fr.ndim, fr.axes
+    keep = [k for k in range(d) if k not in axes]
+    # numpy adds in the input's float dtype (float64 for ints); float32 along the last axis
+    # (pairwise there) or several adds in float64 here, then rounds
+    acc_dt = fr.out
+    if acc_dt == np.float32 and (d - 1 in axes or len(axes) > 1):
+        acc_dt = np.dtype(np.float64)
+    at = _typed(names, acc_dt)
+    empty = names.bind(np.empty, "numpy_empty")
+    width = ", ".join(ext[k] for k in keep)
+    rix = ", ".join(idx[k] for k in keep)
+    m, s, v, dv, r = f"{p}m", f"{p}s", f"{p}v", f"{p}dv", f"{p}r"
+
+    def nest(dims: List[int]) -> Tuple[List[str], str]:
+        return [f"{'    ' * n}for {idx[k]} in range({ext[k]}):" for n, k in enumerate(dims)], "    " * len(dims)
+
+    lines += [f"if {length} <= {fr.ddof}:", "    raise ValueError('too few elements for the degrees of freedom')"]
+    lines += [f"{m} = {empty}(({width},), {at})", f"{s} = {empty}(({width},), {at})"]
+    heads, pad = nest(keep)
+    lines += heads + [f"{pad}{m}[{rix}] = {at}(0)", f"{pad}{s}[{rix}] = {at}(0)"]
+    heads, pad = nest(list(range(d)))
+    lines += heads + [f"{pad}{v} = {elem}", f"{pad}{m}[{rix}] = {m}[{rix}] + {v}"]
+    heads, pad = nest(keep)
+    lines += heads + [f"{pad}{m}[{rix}] = {m}[{rix}] / {length}"]
+    heads, pad = nest(list(range(d)))
+    lines += heads + [f"{pad}{dv} = {elem} - {m}[{rix}]", f"{pad}{s}[{rix}] = {s}[{rix}] + {dv} * {dv}"]
+    lines += new_array(names, r, f"({width},)", _typed(names, fr.out))
+    heads, pad = nest(keep)
+    spread = f"{s}[{rix}] / ({length} - {fr.ddof})"
+    if fr.kind == "std":
+        spread = f"{names.bind(np.sqrt, 'numpy_sqrt')}({spread})"
+    lines += heads + [f"{pad}{r}[{rix}] = {spread}"]
     shape = [ext[k] if k not in axes else "1" for k in range(d)] if fr.keepdims else [ext[k] for k in keep]
     lines.append(f"{out} = {r}.reshape(({', '.join(shape)},))")
     return lines
