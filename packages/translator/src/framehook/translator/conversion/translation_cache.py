@@ -79,6 +79,10 @@ MAGIC = b"framehook-translations 3\n"
 counts: Dict[str, int] = {"hits": 0, "misses": 0, "saved": 0, "not_portable": 0}
 
 
+#: what pickling a translation or its guard parts raises when they have no portable form
+_NOT_KEPT = (NotPortable, pickle.PicklingError, TypeError, AttributeError, RecursionError, ValueError)
+
+
 class TranslationCacheWarning(UserWarning):
     """The translation cache's directory or one of its files is not usable: ignored."""
 
@@ -273,7 +277,7 @@ def _parts(builder: Any, f_globals: Dict[str, Any]) -> Optional[bytes]:
     try:
         form = checker_form(builder)
         return None if form is None else _dumps(form, f_globals)
-    except (NotPortable, pickle.PicklingError, TypeError, AttributeError, RecursionError, ValueError) as e:
+    except _NOT_KEPT as e:
         if log.isEnabledFor(logging.DEBUG):
             log.debug("guard parts not kept: %s", e)
         return None
@@ -385,7 +389,7 @@ def save(key: str, guards: Set[Guard], out: Any, f_locals: Dict[str, Any], f_glo
             compiled = out.compiled_fns[0] if graph is not None else None
             template, constants = portable_code.split(out.code, compiled, _is_resume_code)
         payload = _dumps((graph, list(sources), template, constants), f_globals)
-    except (NotPortable, pickle.PicklingError, TypeError, AttributeError, RecursionError, ValueError) as e:
+    except _NOT_KEPT as e:
         counts["not_portable"] += 1
         if log.isEnabledFor(logging.DEBUG):
             log.debug("translation not cached: %s", e)

@@ -277,13 +277,9 @@ class GuardBuilder:
         except TypeError:
             obj_ref = None
         cls_ref = weakref.ref(type(value))
-        code = [p.render(guard.name, self._second_name(guard)) for p in self.parts if p.guard is guard]
+        code = [p.render(guard.name, second_name(guard)) for p in self.parts if p.guard is guard]
         guard.code_list = None
         guard.set_export_info(kind, cls_ref, code, obj_ref)
-
-    @staticmethod
-    def _second_name(guard: Guard) -> str:
-        return second_name(guard)
 
     def _type_part(self, guard: Guard, t: type, c: Optional[Tuple[Any, ...]] = None) -> None:
         self._add(guard, f"type({{v}}) is {self.const(t)}", f"type {type_name(t)}", "type({v})", c or ("TYPE_MATCH", t))
@@ -542,9 +538,7 @@ def _python_source(parts: List[CodePart], const_names: List[str]) -> str:
         emitter.lines.append(f"        if not ({part.render(v, w)}): return False")
     params = ", ".join(["G"] + const_names)
     body = "\n".join(emitter.lines) or "        pass"
-    verbose = ",\n".join(
-        f"        lambda L: ({p.render(p.guard.name, GuardBuilder._second_name(p.guard))})" for p in parts
-    )
+    verbose = ",\n".join(f"        lambda L: ({p.render(p.guard.name, second_name(p.guard))})" for p in parts)
     return (
         f"def ___make_check_fn({params}):\n"
         f"    def ___check_fn(L):\n"

@@ -271,7 +271,7 @@ def checker_form(builder: Any) -> Optional[Tuple[Any, ...]]:
         if part.guard.kind is GuardKind.GLOBAL_STATE:
             name = next(n for n, v in consts.items() if v is c[-1])
             consts[name] = None
-            global_state = (name, _global_state())
+            global_state = (name, _global_state(c[-1].snapshot))  # what the closure compares against
             c = ("GLOBAL_STATE",)
         rows.append((index[id(part.guard)], part.template, part.expected, part.actual, c))
     return tuple(rows), consts, global_state, builder.python_source()
