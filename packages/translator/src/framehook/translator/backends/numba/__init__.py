@@ -15,7 +15,10 @@ checks (``checks.user_index``). Before that, ``fusion`` rewrites sliced stores, 
 operators, elementwise trees and axis reductions into explicit loop nests (no temporary per
 operation; their large new arrays ask for huge pages as numpy's do: ``allocation``); other
 elementwise chains are left to numba's array expressions, whole-array reductions and
-matmuls to numba's numpy support.
+matmuls to numba's numpy support. Transcendental ufuncs on large float arrays (``exp``,
+``log``, ``tanh``, ...) are left out of the loops and run by numpy's own SIMD loops, called
+from the kernel in object mode (``numpy_ufuncs``): several times faster than numba's scalar
+calls.
 
 Lowering and compilation start once the graph's first call with each argument signature has
 run, in a background thread while the first calls run eager (``tiering``; ``config.numba_background``,
@@ -47,7 +50,8 @@ A graph runs as the eager backend's code for good (a *fallback*, reported as FH0
 * numba is missing, older than ``MIN_NUMBA_VERSION`` or fails to import (``availability``);
 * its compile outlasted the budget (``tiering``).
 
-The modules: ``kernel`` (``NumbaGraph``, the compiled graph's calls), ``callpath`` (what a
+The modules: ``lowering`` (the kernel's source; ``fusion``, ``numpy_ufuncs``, ``bounds``,
+``allocation`` write parts of it), ``kernel`` (``NumbaGraph``, the compiled graph's calls), ``callpath`` (what a
 kernel call does beyond numba's entry point, planned once per graph), ``measure``,
 ``tiering``, ``diskcache``, ``availability``, ``notes`` (``NumbaNote`` and its observers).
 
@@ -116,9 +120,9 @@ def _prepare() -> None:
     import sys
 
     from ..._runtime import never_intercept
-    from . import callpath, fpstatus, kernel, measure, notes
+    from . import callpath, fpstatus, kernel, measure, notes, numpy_ufuncs
 
-    never_intercept(kernel, callpath, fpstatus, measure, notes, tiering, sys.modules[Config.__module__])
+    never_intercept(kernel, callpath, fpstatus, measure, notes, numpy_ufuncs, tiering, sys.modules[Config.__module__])
     if numba_version()[0] is not None:
         tiering.start()
 

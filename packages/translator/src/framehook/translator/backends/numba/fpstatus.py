@@ -16,7 +16,7 @@ import ctypes.util
 import platform
 from typing import Dict, Optional
 
-__all__ = ["available", "clear", "raised", "FLAGS", "ALL", "clear_raw", "test_raw"]
+__all__ = ["available", "clear", "raised", "FLAGS", "ALL", "clear_raw", "test_raw", "raise_raw"]
 
 # numpy's error category -> the FE_* bit, per architecture (glibc and macOS agree)
 _FLAGS: Dict[str, Dict[str, int]] = {
@@ -32,7 +32,7 @@ def _load() -> Optional[ctypes.CDLL]:
         lib = ctypes.CDLL(name)
         # no argtypes: ctypes passes a Python int as a C int all the same, and its
         # conversion step costs a third of each call (two calls per kernel call)
-        lib.fetestexcept.restype = lib.feclearexcept.restype = ctypes.c_int
+        lib.fetestexcept.restype = lib.feclearexcept.restype = lib.feraiseexcept.restype = ctypes.c_int
     except (OSError, AttributeError, TypeError):  # no C library with fenv.h functions (Windows)
         return None
     return lib
@@ -43,11 +43,14 @@ _lib = _load() if FLAGS is not None else None
 _ALL = sum(FLAGS.values()) if FLAGS else 0
 _test = _lib.fetestexcept if _lib is not None else None
 _clear = _lib.feclearexcept if _lib is not None else None
+_raise = _lib.feraiseexcept if _lib is not None else None
 #: the four flags' bits, and the C functions taking them (for a caller's hot path:
-#: ``clear_raw(ALL)``, ``test_raw(ALL)``; no-ops giving 0 where ``available()`` is False)
+#: ``clear_raw(ALL)``, ``test_raw(ALL)``, ``raise_raw(bits)`` sets them again; no-ops
+#: giving 0 where ``available()`` is False)
 ALL = _ALL
 clear_raw = _clear if _clear is not None else (lambda bits: 0)
 test_raw = _test if _test is not None else (lambda bits: 0)
+raise_raw = _raise if _raise is not None else (lambda bits: 0)
 
 
 def available() -> bool:

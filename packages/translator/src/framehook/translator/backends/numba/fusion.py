@@ -10,7 +10,8 @@ which is where hand-written numba stencils win. Likewise an elementwise tree ove
 becomes one loop nest into a new array. Other modules write the rest: ``fusion_reduce``
 (reductions along any axes, ``argmax``/``argmin``, with a private elementwise tree computed
 element by element), ``fusion_matvec`` (``A @ x``, ``x @ A``, ``A.T @ x``) and
-``fusion_masked`` (``v[(r >= lo) & (r < hi)].mean()``).
+``fusion_masked`` (``v[(r >= lo) & (r < hi)].mean()``); transcendental ufuncs are left out
+of the trees, to numpy's own loops (``numpy_ufuncs``).
 
 ``rewrite`` gives a copy of the graph where each of these is one call node whose target is
 a ``FusedStore``, ``FusedReduce``, ``FusedMatvec`` or ``FusedMasked``; ``expand`` replaces
@@ -61,6 +62,7 @@ from .fusion_ops import UFUNCS as _UFUNCS
 from .fusion_masked import FusedMasked, masked, masked_lines
 from .fusion_matvec import FusedMatvec, matvec, matvec_args, matvec_lines
 from .fusion_reduce import FusedReduce, reduce_lines, reduction
+from .numpy_ufuncs import NumpyUfunc, left_to_numpy, numpy_ufunc, ufunc_lines
 
 _F4 = np.dtype(np.float32)
 #: numpy 2 gives a Python scalar the array's dtype (NEP 50); numpy 1 chose by its value
@@ -71,7 +73,7 @@ __all__ = ["FusedStore", "FusedReduce", "FusedMatvec", "rewrite", "expand", "VER
 #: the global a parallel loop is written with (the backend binds it to ``numba.prange``)
 PRANGE = "__fh_prange"
 #: part of the kernel cache key: a change to the loops written here never reuses a kernel
-VERSION = "fusion-9"
+VERSION = "fusion-10"
 
 #: write ``A @ x`` as loops only where numba cannot compile it: its ``@`` reaches BLAS through
 #: scipy, and BLAS beats the loops 1.7-3.6x at n=1000 when it has a core to itself
@@ -254,7 +256,7 @@ class _Finder:
             known = target in _UFUNCS
         except TypeError:
             return None
-        return target if known and n == target.nin else None
+        return target if known and n == target.nin and not left_to_numpy(target, self.dtype) else None
 
     def _read(self, base: Node, starts: List[_Bound], stops: List[_Bound], node: Node, shape: Tuple[Any, ...]) -> Any:
         meta = node.meta["val"]
@@ -493,12 +495,12 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
                         if any(n.impure for n in ops[ops.index(inner) : i]):
                             fs.tree = None
             else:
-                fs = (matvec(node) if MATVEC_LOOPS else None) or _fused_new(node, ops[:i])
+                fs = (matvec(node) if MATVEC_LOOPS else None) or numpy_ufunc(node) or _fused_new(node, ops[:i])
                 if isinstance(fs, FusedStore):
                     _reuse(fs, node)
-        if isinstance(fs, FusedMasked):
+        if isinstance(fs, (FusedMasked, NumpyUfunc)):
             plans[node] = fs
-            gone.update(fs.nodes)
+            gone.update(fs.nodes if isinstance(fs, FusedMasked) else ())
         elif isinstance(fs, FusedMatvec):
             plans[node] = fs
             gone.update([fs.transposed] if fs.transposed is not None else [])
@@ -517,8 +519,9 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
             continue
         if node.kind is NodeKind.PLACEHOLDER:
             made = new.placeholder(node.target, node.meta.get("val"))
-        elif isinstance(plans.get(node), FusedMasked):
-            made = new._add(NodeKind.CALL, plans[node], tuple(mapping[a] for a in plans[node].args), {}, node.name)
+        elif isinstance(plans.get(node), (FusedMasked, NumpyUfunc)):
+            args = plans[node].args if isinstance(plans[node], FusedMasked) else node.args
+            made = new._add(NodeKind.CALL, plans[node], tuple(mapping[a] for a in args), {}, node.name)
             fused.append(plans[node])
         elif isinstance(plans.get(node), FusedMatvec):
             made = new._add(
@@ -547,7 +550,7 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
         else:
             made = new._add(node.kind, node.target, m(node.args), m(node.kwargs), node.name)
         made.meta = dict(node.meta)
-        if isinstance(made.target, (FusedStore, FusedReduce, FusedMatvec, FusedMasked)):
+        if isinstance(made.target, (FusedStore, FusedReduce, FusedMatvec, FusedMasked, NumpyUfunc)):
             made.meta["impure"] = True  # its own statement: never folded into an expression
         mapping[node] = made
     return new
@@ -780,6 +783,8 @@ def expand(source: str, fused: List[Any], names: Any, parallel: bool = False) ->
                 return masked_lines(fs, var, arg, names, p)
             if isinstance(fs, FusedMatvec):
                 return matvec_lines(fs, var, arg, names, p)
+            if isinstance(fs, NumpyUfunc):
+                return ufunc_lines(fs, var, arg, names, p)
             if isinstance(fs, FusedReduce):
                 writer = None if fs.tree is None else _Writer(fs.tree, names, p, parallel)
                 return reduce_lines(fs, var, arg, names, p, PRANGE if parallel else "range", writer)
