@@ -9,12 +9,14 @@ into its loops lost to plain numpy however little else it did, so ``fusion`` lea
 calls out of its elementwise trees (their argument becomes a tree of its own), and each is
 written as:
 
-    if x.size >= NUMPY_FROM:               # below, an object-mode call costs more
+    if x.size >= NUMPY_FROM and x.flags.c_contiguous:   # below, the call costs more
         out = <x itself when it dies here, else a new array>
-        numpy_tanh_loop(x, out)            # numpy's loop, under errstate(all="ignore"),
-                                           # from a numba function in object mode
+        fh_numpy_loop(<tanh>, <float64>, x.ctypes.data, ..., out.ctypes.data, x.size)
     else:
-        out = numpy.tanh(x)                # numba's loop
+        out = numpy.tanh(x)                                # numba's loop
+
+where ``fh_numpy_loop`` is a C callback into ``run_loop`` (numpy's loop, under
+``errstate(all="ignore")``).
 
 numpy's loop clears the floating-point flags before it runs and, with every error ignored,
 leaves its own set afterwards; ``run_loop`` raises again the flags the kernel had set
@@ -25,9 +27,7 @@ bit.
 
 from __future__ import annotations
 
-import sys
-import threading
-import types
+import ctypes
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
@@ -67,8 +67,8 @@ _FASTER_F4 = {np.sin, np.cos}
 #: (``arctan2`` 2.4 against 13.6 ms, ``power`` 2.7 against 11.3)
 _FASTER_2 = {np.arctan2, np.power}
 _FLOATS = (np.dtype(np.float64), np.dtype(np.float32))
-#: the element count from which numpy's loop is called: below it the object-mode call
-#: (about 3 us) costs more than numba's scalar loop saves
+#: the element count from which numpy's loop is called: below it the call (about 4 us)
+#: costs more than numba's scalar loop saves
 NUMPY_FROM = 512
 
 
@@ -126,18 +126,21 @@ def _same(meta: Optional[ArrayMeta], out: ArrayMeta) -> bool:
     return meta is not None and tuple(meta.shape) == tuple(out.shape)
 
 
-class _Loop:
-    """Stands in the lowering's globals for the numba function that calls numpy's loop of
-    one ufunc, until the kernel compiles (``resolve``): lowering does not import numba."""
+#: every ufunc this module may call, in a fixed order: a kernel names one by its position
+_TABLE = tuple(sorted(_FASTER | _FASTER_F4 | _FASTER_2, key=lambda u: u.__name__))
+_INDEX = {u: k for k, u in enumerate(_TABLE)}
+_SYMBOL = "framehook_numpy_ufunc_loop"
 
-    def __init__(self, ufunc: Any) -> None:
-        self.ufunc = ufunc
+
+class _Extern:
+    """Stands in the lowering's globals for the C function kernels call numpy's loops
+    through, until the kernel compiles (``resolve``): lowering does not import numba."""
 
     def __repr__(self) -> str:
-        return f"<numpy's {self.ufunc.__name__} loop>"
+        return f"<{_SYMBOL}>"
 
 
-_LOOPS: Dict[Any, _Loop] = {}
+LOOP = _Extern()
 _raise_raw = fpstatus.raise_raw
 _test_raw = fpstatus.test_raw
 _ALL = fpstatus.ALL
@@ -155,57 +158,76 @@ def run_loop(ufunc: Any, *args: np.ndarray) -> None:
 
 def describe(value: Any) -> Optional[str]:
     """The cache key's text for a global this module binds, or None for any other."""
-    if isinstance(value, _Loop):
-        return f"numpy loop of {value.ufunc.__name__} 1"
+    if value is LOOP:
+        return f"{_SYMBOL} 1: {' '.join(u.__name__ for u in _TABLE)}"
     return None
 
 
-# The object-mode block lives in a small numba function of its own, never in a kernel:
-# numba lifts a ``with objmode()`` inside a branch of a larger function into code that
-# LLVM rejects ("Instruction does not dominate all uses"). Its globals must be a module's
-# that numba finds again by name.
-_MODULE = types.ModuleType(f"{__name__}._loops")
-_MODULE.__dict__.update(np=np, run_loop=run_loop)
-_compiled: Dict[Any, Any] = {}
-_lock = threading.Lock()  # kernels compile in background threads
+# The kernel reaches numpy through a C function pointer (a ctypes callback, which takes the
+# GIL), bound to a symbol name that numba links by name, as it does libc's: a kernel that
+# calls it is cached on disk like any other. numba's object mode would do the same with
+# less code, but it compiles its lifted block anew in every process (60-300 ms, in a call
+# of the user's) and, inside a branch of a larger function, into code LLVM rejects.
+_memory = ctypes.pythonapi.PyMemoryView_FromMemory
+_memory.restype = ctypes.py_object
+_memory.argtypes = (ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int)
+_READ, _WRITE = 0x100, 0x200  # PyBUF_READ, PyBUF_WRITE
+_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
-def _compiled_loop(ufunc: Any) -> Any:
-    with _lock:
-        return _compiled[ufunc] if ufunc in _compiled else _compile_loop(ufunc)
+def _callback(which: int, kind: int, x0: int, x1: int, out: int, size: int) -> int:
+    """numpy's loop over C-contiguous buffers of ``size`` elements; 0, or 1 on any error
+    (the kernel then raises, and the call is redone eager)."""
+    try:
+        ufunc, dtype = _TABLE[which], _DTYPES[kind]
+        nbytes = size * dtype.itemsize
+        args = [np.frombuffer(_memory(x, nbytes, _READ), dtype) for x in (x0, x1)[: ufunc.nin]]
+        run_loop(ufunc, *args, np.frombuffer(_memory(out, nbytes, _WRITE), dtype))
+        return 0
+    except BaseException:  # noqa: BLE001 - never into the C caller; the call is redone eager
+        return 1
 
 
-def _compile_loop(ufunc: Any) -> Any:
-    import numba
-
-    sys.modules.setdefault(_MODULE.__name__, _MODULE)
-    _MODULE.objmode = numba.objmode
-    name = f"numpy_{ufunc.__name__}"
-    params = ", ".join([f"x{k}" for k in range(ufunc.nin)] + ["out"])
-    source = f"def {name}({params}):\n    with objmode():\n        run_loop(np.{ufunc.__name__}, {params})\n"
-    exec(compile(source, f"<framehook numpy loop {ufunc.__name__}>", "exec"), _MODULE.__dict__)  # noqa: S102
-    _compiled[ufunc] = numba.njit(_MODULE.__dict__[name])
-    return _compiled[ufunc]
+_CALLBACK = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64
+)(_callback)
+_bound: List[Any] = []
 
 
 def resolve(scope: Dict[str, Any]) -> None:
-    """Bind each ufunc's numba function where the lowering put its ``_Loop`` (imports numba)."""
+    """Bind the C function where the lowering put ``LOOP`` (imports numba)."""
     for name, value in scope.items():
-        if isinstance(value, _Loop):
-            scope[name] = _compiled_loop(value.ufunc)
+        if value is LOOP:
+            if not _bound:
+                import llvmlite.binding
+                from numba import types
+
+                llvmlite.binding.add_symbol(_SYMBOL, ctypes.cast(_CALLBACK, ctypes.c_void_p).value)
+                args = (types.int64, types.int64, types.voidptr, types.voidptr, types.voidptr, types.int64)
+                _bound.append(types.ExternalFunction(_SYMBOL, types.intc(*args)))
+            scope[name] = _bound[0]
 
 
 def ufunc_lines(nu: NumpyUfunc, out: str, arg: str, names: Any, p: str) -> List[str]:
-    """``out = ufunc(arg)`` as numpy's loop for large arrays, numba's for small ones
-    (``arg``: the text of the arguments, comma-separated)."""
+    """``out = ufunc(arg)`` as numpy's loop for large C-contiguous arrays, numba's for the
+    others (``arg``: the text of the arguments, comma-separated)."""
     xs = [f"{p}x{k}" for k in range(nu.ufunc.nin)]
     ufunc = names.bind(nu.ufunc, f"numpy_{nu.ufunc.__name__}")
-    loop = names.bind(_LOOPS.setdefault(nu.ufunc, _Loop(nu.ufunc)), f"fh_numpy_{nu.ufunc.__name__}_loop")
+    loop = names.bind(LOOP, "fh_numpy_loop")
     dtype = names.bind(nu.dtype.type, f"numpy_{nu.dtype.name}")
-    lines = [f"{', '.join(xs)}, = ({arg},)", f"if {xs[0]}.size >= {NUMPY_FROM}:"]
+    # the C function reads each buffer as the first's size: same shapes, C order
+    contiguous = " and ".join([f"{x}.flags.c_contiguous" for x in xs] + [f"{x}.shape == {xs[0]}.shape" for x in xs[1:]])
+    lines = [f"{', '.join(xs)}, = ({arg},)", f"if {xs[0]}.size >= {NUMPY_FROM} and {contiguous}:"]
     if nu.in_place is not None:
         lines.append(f"    {out} = {xs[nu.in_place]}")
     else:
         lines += ["    " + line for line in new_array(names, out, f"{xs[0]}.shape", dtype)]
-    lines += [f"    {loop}({', '.join(xs)}, {out})", "else:", f"    {out} = {ufunc}({', '.join(xs)})"]
+    pointers = ", ".join(f"{xs[min(k, len(xs) - 1)]}.ctypes.data" for k in range(2))
+    kind = _DTYPES.index(nu.dtype)
+    lines += [
+        f"    if {loop}({_INDEX[nu.ufunc]}, {kind}, {pointers}, {out}.ctypes.data, {xs[0]}.size) != 0:",
+        f"        raise FloatingPointError('numpy {nu.ufunc.__name__} loop failed')",
+        "else:",
+        f"    {out} = {ufunc}({', '.join(xs)})",
+    ]
     return lines
