@@ -107,8 +107,8 @@ def kept(kernel: float, eager: float) -> Any:
 
 
 def test_steady_state_samples_a_small_share_alternating():
-    m, clock = kept(80e-6, 100e-6)  # a narrow winner: watched closely
-    ran = steady(m, clock, 80e-6, 100e-6, 20)
+    m, clock = kept(90e-6, 100e-6)  # a narrow winner: watched closely
+    ran = steady(m, clock, 90e-6, 100e-6, 20)
     assert m.verdict == "kernel" and m.every == measure.SAMPLE_EVERY
     timed = [r for r in ran if r != "untimed"]
     assert timed == ["kernel", "eager"] * 10  # in turn

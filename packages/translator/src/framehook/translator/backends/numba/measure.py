@@ -39,7 +39,7 @@ MIN_PAIRS = 5
 #: time spent in measured calls (both kinds) after which the verdict is made on what is known
 MAX_MEASURE_SECONDS = 1.0
 #: in steady state at least one call in this many is timed (alternately eager and kernel)
-SAMPLE_EVERY = 50
+SAMPLE_EVERY = 10
 #: the share of the kernel's time the sampled eager calls may add
 SAMPLE_OVERHEAD = 0.01
 #: the sparsest sampling, however far the kernel leads
