@@ -20,7 +20,8 @@ from typing import Any, List, Optional
 
 import numpy as np
 
-from ...graph import ArrayMeta, Node, NodeKind
+from ...graph import Node, NodeKind
+from .fusion_ops import array_meta
 
 DTYPES = tuple(np.dtype(t) for t in (np.float64, np.float32, np.int64, np.int32))
 
@@ -40,16 +41,11 @@ class FusedMatvec:
         raise RuntimeError("a fused matrix-vector product is only ever written as numba source")
 
 
-def _meta(arg: Any) -> Optional[ArrayMeta]:
-    meta = arg.meta.get("val") if isinstance(arg, Node) else None
-    return meta if isinstance(meta, ArrayMeta) and meta.is_array else None
-
-
 def _transpose_of(node: Node, user: Node) -> Optional[Node]:
     """The matrix ``m`` when ``node`` is ``m.T`` used by ``user`` alone, or None."""
     if node.kind is NodeKind.GETATTR and node.target == "T" and list(node.users) == [user]:
         base = node.args[0]
-        meta = _meta(base)
+        meta = array_meta(base)
         return base if meta is not None and meta.ndim == 2 else None
     return None
 
@@ -60,8 +56,8 @@ def matvec(node: Node) -> Optional[FusedMatvec]:
         return None
     if node.target is not operator.matmul and node.target is not np.matmul:
         return None
-    left, right = (_meta(a) for a in node.args)
-    out = _meta(node)
+    left, right = (array_meta(a) for a in node.args)
+    out = array_meta(node)
     if left is None or right is None or out is None or node.meta.get("errstate"):
         return None
     if not left.dtype == right.dtype == out.dtype or out.dtype not in DTYPES or out.ndim != 1:

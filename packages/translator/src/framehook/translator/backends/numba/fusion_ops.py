@@ -8,7 +8,7 @@ from typing import Any, List, Optional
 
 import numpy as np
 
-from ...graph import Node, NodeKind
+from ...graph import ArrayMeta, Node, NodeKind
 
 __all__ = [
     "INFIX",
@@ -21,6 +21,7 @@ __all__ = [
     "INT_OPS",
     "NEW_ARRAY_CALLS",
     "fresh_array",
+    "array_meta",
     "int64_wrapping",
 ]
 
@@ -58,6 +59,12 @@ INT_OPS |= {np.add, np.subtract, np.multiply, np.negative, np.minimum, np.maximu
 
 #: calls whose value is a new array (with ``UFUNCS``, the operators and ``np.clip``)
 NEW_ARRAY_CALLS = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like, np.full_like}
+
+
+def array_meta(arg: Any) -> Optional[ArrayMeta]:
+    """The array a graph value was traced as, or None (a scalar, a constant, not an array)."""
+    meta = arg.meta.get("val") if isinstance(arg, Node) else None
+    return meta if isinstance(meta, ArrayMeta) and meta.is_array else None
 
 
 def fresh_array(node: Node) -> bool:

@@ -36,7 +36,7 @@ import numpy as np
 from ...graph import ArrayMeta, Node, NodeKind
 from . import fpstatus
 from .allocation import new_array
-from .fusion_ops import fresh_array
+from .fusion_ops import array_meta, fresh_array
 
 __all__ = ["NumpyUfunc", "numpy_ufunc", "left_to_numpy", "ufunc_lines", "run_loop", "describe", "resolve"]
 
@@ -97,27 +97,22 @@ class NumpyUfunc:
         raise RuntimeError("a numpy ufunc call is only ever written as numba source")
 
 
-def _array(arg: Any) -> Optional[ArrayMeta]:
-    meta = arg.meta.get("val") if isinstance(arg, Node) else None
-    return meta if isinstance(meta, ArrayMeta) and meta.is_array else None
-
-
 def numpy_ufunc(node: Node) -> Optional[NumpyUfunc]:
     """``ufunc(x)`` (or ``ufunc(x, y)``) on float arrays, as a ``NumpyUfunc``, where
     ``left_to_numpy`` says so."""
     if node.kind is not NodeKind.CALL or node.kwargs or node.meta.get("errstate"):
         return None
-    out = _array(node)
+    out = array_meta(node)
     if out is None or not out.ndim or not left_to_numpy(node.target, out.dtype) or len(node.args) != node.target.nin:
         return None
     for arg in node.args:
-        meta = _array(arg)
+        meta = array_meta(arg)
         if meta is None or meta.dtype != out.dtype or len(node.args) > 1 and tuple(meta.shape) != tuple(out.shape):
             return None
     dying = [
         k
         for k, x in enumerate(node.args)
-        if fresh_array(x) and list(x.users) == [node] and node.args.count(x) == 1 and _same(_array(x), out)
+        if fresh_array(x) and list(x.users) == [node] and node.args.count(x) == 1 and _same(array_meta(x), out)
     ]
     return NumpyUfunc(node.target, out.dtype, dying[0] if dying else None)
 
