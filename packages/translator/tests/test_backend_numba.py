@@ -498,6 +498,22 @@ def test_lowering_key_changes_with_the_graph_and_the_input_types():
     assert bnb.lower(captured_graph(axpy, *f64), f64).key in keys  # the same graph and types: the same key
 
 
+def test_lowering_key_changes_with_scipys_presence(monkeypatch):
+    # numba compiles `@` only with scipy: a kernel refused without it is tried again with it
+    from framehook.translator.backends.numba import lowering
+
+    def dot(a, x):
+        return a @ x + 1.0
+
+    ex = (np.ones((3, 3)), np.ones(3))
+    graph = captured_graph(dot, *ex)
+    keys = set()
+    for version in ("1.17.1", None):
+        monkeypatch.setattr(lowering, "_scipy_version", lambda v=version: v)
+        keys.add(bnb.lower(graph, ex).key)
+    assert len(keys) == 2
+
+
 _CHILD = textwrap.dedent("""
     import sys, numpy as np
     import framehook.translator as ft

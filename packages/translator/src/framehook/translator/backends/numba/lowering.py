@@ -4,7 +4,9 @@ cached under; or the reason the graph runs eager instead."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.metadata
 import operator
 import re
 import sys
@@ -148,6 +150,16 @@ class Lowered:
     error_model: str = "python"
 
 
+@functools.lru_cache(maxsize=None)
+def _scipy_version() -> Optional[str]:
+    """scipy's version without importing it, or None: a kernel numba refused for want of
+    scipy (or written as loops, ``fusion.MATVEC_LOOPS``) is keyed apart from one with it."""
+    try:
+        return importlib.metadata.version("scipy")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def _type_text(value: Any) -> str:
     if isinstance(value, np.ndarray):
         f = value.flags
@@ -231,6 +243,7 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = (), types: Optional[Sequ
     boundscheck = user_index(work) is not None
     error_model = "python" if _python_division(graph) else "numpy"
     parts += [sys.version, np.__version__, version, fusion.VERSION, f"parallel={PARALLEL}", f"bc={boundscheck}"]
+    parts.append(f"scipy={_scipy_version()}")  # numba's `@` and np.linalg work only with it
     parts.append(f"errors={error_model}")
     key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
     dtypes = {}
