@@ -156,3 +156,69 @@ def test_a_graph_numba_refuses_still_compiles_its_loop_alone():
     loops = [n for n in notes if n.status == "compiled"]
     assert outer and "numba does not compile" in outer[0].reason and outer[0].code == "FH016"
     assert loops and all(n.graph.endswith("_loop") for n in loops), [str(n) for n in notes]
+
+
+# ---------------------------------------------------------------- integer // and % by a constant
+
+
+def _int_residues(x):
+    return (x % 7 + x // 3) * 2 - x % 1000, (x % 2 == 0).sum(axis=0)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_integer_division_by_a_positive_constant_is_fused_and_floors_as_numpy(dtype):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from hypothesis.extra import numpy as hnp
+
+    info = np.iinfo(dtype)
+    ex = (np.arange(-12, 12, dtype=dtype).reshape(4, 6),)
+    lowered = bnb.lower(captured_graph(_int_residues, *ex), ex)
+    assert lowered.reason is None, lowered.reason
+    assert " % " in lowered.source and " // " in lowered.source  # in the loops, not numba's array code
+    scope = dict(lowered.scope)
+    exec(compile(lowered.source, "<kernel>", "exec"), scope)  # noqa: S102 - the generated kernel
+    kernel = numba.njit(scope["forward"])
+
+    @settings(max_examples=40, deadline=None)
+    @given(
+        hnp.arrays(
+            dtype, hnp.array_shapes(min_dims=2, max_dims=2, max_side=6), elements=st.integers(info.min, info.max)
+        )
+    )
+    def prop(x):
+        got, want = kernel(x), _int_residues(x)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and np.array_equal(g, w), (x, g, w)
+
+    prop()
+
+
+def _by(x, k):
+    return x // k + x % 3
+
+
+@pytest.mark.parametrize("divisor", [0, -1, -3])
+def test_a_divisor_that_could_be_zero_or_minus_one_keeps_the_graph_eager(divisor):
+    def fixed(x):
+        return x // divisor + 1
+
+    ex = (np.arange(-3, 4, dtype=np.int32),)
+    with np.errstate(all="ignore"):
+        graph = captured_graph(fixed, *ex)
+    assert "integer-array // or %" in (bnb.lower(graph, ex).reason or "")
+
+
+def test_a_divisor_known_only_when_called_or_beyond_the_dtype_is_never_trusted():
+    from framehook.translator.backends.numba.fusion_ops import constant_divisor
+
+    ex = (np.arange(-3, 4), 3)
+    assert "integer-array // or %" in (bnb.lower(captured_graph(_by, *ex), ex).reason or "")
+
+    def big(x):
+        return x // 2**40
+
+    graph = captured_graph(big, np.arange(4))
+    (node,) = [n for n in graph.nodes if n.target is operator.floordiv]
+    assert constant_divisor(node, np.dtype(np.int64)) and not constant_divisor(node, np.dtype(np.int32))
+    assert not constant_divisor(node, np.dtype(np.float64))

@@ -38,8 +38,9 @@ A graph runs as the eager backend's code for good (a *fallback*, reported as FH0
 ``explain(fn, backend="numba")``) when:
 
 * ``checks.integer_risk`` finds integer arithmetic whose numba semantics differ
-  (Python integers that could outgrow int64, integer-array ``//``/``%``, Python scalars with
-  narrow integer arrays), or a bound value numba would freeze or cannot call;
+  (Python integers that could outgrow int64, integer-array ``//``/``%`` by anything but a
+  positive constant, Python scalars with narrow integer arrays), or a bound value numba
+  would freeze or cannot call;
 * numba cannot type or lower the graph (any error numba raises while compiling: it never
   reaches the user), or types a value with another dtype than numpy; each top-level loop
   node of a graph refused this way (or by the checks above) is then tried as a kernel of

@@ -27,6 +27,7 @@ from ...graph import ArrayMeta, Graph, Node, NodeKind, ScalarMeta
 from ...graph.ir import IMPURE_METHODS, IMPURE_TARGETS, map_arg
 from ...graph.loop import Loop, WhileLoop, is_loop
 from .bounds import CHECKED
+from .fusion_ops import INT_DIVIDE, constant_divisor
 
 __all__ = ["integer_risk", "mutated_inputs", "user_index", "ARG_INT_BITS", "SIZE_BITS"]
 
@@ -50,6 +51,8 @@ _DIVISIONS = {
     divmod,
     np.divmod,
 }
+#: integer divisions numba does as numpy when the divisor is a positive constant
+_BY_CONSTANT = set(INT_DIVIDE)
 _GROWTH_ONE = {
     operator.neg,
     abs,
@@ -195,7 +198,8 @@ class _Bits:
                 return SIZE_BITS
         meta = node.meta.get("val")
         array_int = isinstance(meta, ArrayMeta) and meta.is_array and meta.dtype.kind in "iu"
-        if _hashable_in(target, _DIVISIONS) and array_int:
+        by_constant = array_int and _hashable_in(target, _BY_CONSTANT) and constant_divisor(node, meta.dtype)
+        if _hashable_in(target, _DIVISIONS) and array_int and not by_constant:
             self.risk = f"integer-array // or % ({node.name}): numpy warns on a zero divisor, numba gives 0 silently"
             return 0
         if (

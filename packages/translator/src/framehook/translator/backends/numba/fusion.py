@@ -22,7 +22,7 @@ the line the code generator wrote for it with the loops. Fusing keeps numpy's me
   outside captured ``np.errstate`` blocks. float32 and int32 results are cast back after
   every operation (numba widens them; numpy 2 does not), and a Python scalar is cast as
   numpy 2 casts it; integer trees only add, subtract, multiply, negate, take min/max/abs
-  and small powers (they wrap alike in both);
+  and small powers (they wrap alike in both) and divide by a positive constant;
 * numpy evaluates the whole right-hand side of a store before writing: a read of the stored
   array itself goes straight into the loop only when it reads the element being written or
   one the loop has not written yet (same slice steps, a constant offset that is not behind
@@ -51,7 +51,7 @@ from ...graph.pysource import render_arg, replace_call
 from ...graph.ir import map_arg
 from ...graph.loop import is_loop, with_body
 from .allocation import new_array
-from .fusion_ops import DTYPES, fresh_array, int64_wrapping
+from .fusion_ops import DTYPES, INT_DIVIDE, constant_divisor, fresh_array, int64_wrapping
 from .fusion_ops import F8 as _F8
 from .fusion_ops import I8 as _I8
 from .fusion_ops import INFIX as _INFIX
@@ -235,6 +235,8 @@ class _Finder:
         target, n = node.target, len(node.args)
         if self.dtype.kind == "i":
             try:
+                if target in INT_DIVIDE:
+                    return target if constant_divisor(node, self.dtype) else None
                 if target not in _INT_OPS:
                     return None
             except TypeError:
@@ -749,8 +751,8 @@ class _Writer:
             wrapped = int64_wrapping(self.names, op, texts)
             if wrapped is not None:
                 return wrapped
-        if op in _INFIX:
-            text = f"({texts[0]} {_INFIX[op]} {texts[1]})"
+        if op in _INFIX or op in INT_DIVIDE:
+            text = f"({texts[0]} {_INFIX.get(op) or INT_DIVIDE[op]} {texts[1]})"
         elif op in _PREFIX:
             text = f"({_PREFIX[op]}{texts[0]})"
         elif op is operator.pow:

@@ -22,6 +22,8 @@ __all__ = [
     "NEW_ARRAY_CALLS",
     "fresh_array",
     "array_meta",
+    "INT_DIVIDE",
+    "constant_divisor",
     "int64_wrapping",
 ]
 
@@ -56,6 +58,19 @@ NARROW = (np.dtype(np.float32), np.dtype(np.int32))
 #: the operations an integer tree may use (the others give floats, or numba's meaning differs)
 INT_OPS = {operator.add, operator.sub, operator.mul, operator.neg, operator.pos, operator.pow}
 INT_OPS |= {np.add, np.subtract, np.multiply, np.negative, np.minimum, np.maximum, np.abs, np.absolute, np.clip}
+
+#: integer ``//`` and ``%``, fused only by a constant divisor (``constant_divisor``)
+INT_DIVIDE = {operator.floordiv: "//", operator.mod: "%", np.floor_divide: "//", np.remainder: "%"}
+
+
+def constant_divisor(node: Node, dtype: np.dtype) -> bool:
+    """Is ``node`` a signed integer array divided by a positive constant that fits its
+    dtype (``x % 7``, ``n // 2``)? Then no divisor is zero and ``MIN // -1`` cannot
+    happen (numpy warns on both, numba would not; LLVM's division traps on the second),
+    and numba floors as numpy does: the remainder takes the divisor's sign."""
+    divisor = node.args[1] if len(node.args) == 2 else None
+    return dtype.kind == "i" and type(divisor) is int and 0 < divisor <= np.iinfo(dtype).max
+
 
 #: calls whose value is a new array (with ``UFUNCS``, the operators and ``np.clip``)
 NEW_ARRAY_CALLS = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like, np.full_like}
