@@ -17,8 +17,8 @@ operation; their large new arrays ask for huge pages as numpy's do: ``allocation
 elementwise chains are left to numba's array expressions, whole-array reductions and
 matmuls to numba's numpy support. Transcendental ufuncs on large float arrays (``exp``,
 ``log``, ``tanh``, ...) are left out of the loops and run by numpy's own SIMD loops, called
-from the kernel in object mode (``numpy_ufuncs``): several times faster than numba's scalar
-calls.
+from the kernel through a C callback (``numpy_ufuncs``): several times faster than numba's
+scalar calls.
 
 Lowering and compilation start once the graph's first call with each argument signature has
 run, in a background thread while the first calls run eager (``tiering``; ``config.numba_background``,
@@ -52,7 +52,7 @@ A graph runs as the eager backend's code for good (a *fallback*, reported as FH0
 * its compile outlasted the budget (``tiering``).
 
 The modules: ``lowering`` (the kernel's source; ``fusion``, ``numpy_ufuncs``, ``bounds``,
-``allocation`` write parts of it), ``kernel`` (``NumbaGraph``, the compiled graph's calls), ``callpath`` (what a
+``allocation`` write parts of it; ``externs`` binds the C functions it calls), ``kernel`` (``NumbaGraph``, the compiled graph's calls), ``callpath`` (what a
 kernel call does beyond numba's entry point, planned once per graph), ``measure``,
 ``tiering``, ``diskcache``, ``availability``, ``notes`` (``NumbaNote`` and its observers).
 

@@ -13,11 +13,13 @@ is added.
 from __future__ import annotations
 
 import sys
-from typing import Any, Dict, List
+from typing import Any, List
 
 import numpy as np
 
-__all__ = ["new_array", "MADVISE", "resolve"]
+from .externs import Extern
+
+__all__ = ["new_array", "MADVISE"]
 
 #: numpy's threshold for asking for huge pages
 HUGE_BYTES = 1 << 22
@@ -25,16 +27,14 @@ _MADV_HUGEPAGE = 14  # the same value on every Linux architecture
 _PAGE = 4096
 
 
-class _Extern:
-    """Stands in the lowering's globals for libc's ``madvise`` until the kernel compiles
-    (``resolve``): lowering does not import numba."""
+def _declare_madvise() -> Any:
+    from numba import types
 
-    def __repr__(self) -> str:
-        return "<libc madvise>"
+    return types.ExternalFunction("madvise", types.intc(types.uintp, types.uintp, types.intc))
 
 
-MADVISE = _Extern()
-_resolved: List[Any] = []
+#: libc's ``madvise`` in the kernels' globals
+MADVISE = Extern("libc madvise", _declare_madvise)
 
 
 def new_array(names: Any, var: str, shape: str, dtype: str) -> List[str]:
@@ -49,14 +49,3 @@ def new_array(names: Any, var: str, shape: str, dtype: str) -> List[str]:
             f"    {advise}(({var}.ctypes.data + {_PAGE - 1}) & ~{_PAGE - 1}, {var}.nbytes - {_PAGE}, {_MADV_HUGEPAGE})",
         ]
     return lines
-
-
-def resolve(scope: Dict[str, Any]) -> None:
-    """Bind the real ``madvise`` where the lowering put ``MADVISE`` (imports numba)."""
-    for name, value in scope.items():
-        if value is MADVISE:
-            if not _resolved:
-                from numba import types
-
-                _resolved.append(types.ExternalFunction("madvise", types.intc(types.uintp, types.uintp, types.intc)))
-            scope[name] = _resolved[0]

@@ -502,7 +502,7 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
                     _reuse(fs, node)
         if isinstance(fs, (FusedMasked, NumpyUfunc)):
             plans[node] = fs
-            gone.update(fs.nodes if isinstance(fs, FusedMasked) else ())
+            gone.update(fs.nodes)
         elif isinstance(fs, FusedMatvec):
             plans[node] = fs
             gone.update([fs.transposed] if fs.transposed is not None else [])
@@ -522,8 +522,7 @@ def _copy(graph: Graph, parent: Optional[Graph], fused: List[FusedStore]) -> Gra
         if node.kind is NodeKind.PLACEHOLDER:
             made = new.placeholder(node.target, node.meta.get("val"))
         elif isinstance(plans.get(node), (FusedMasked, NumpyUfunc)):
-            args = plans[node].args if isinstance(plans[node], FusedMasked) else node.args
-            made = new._add(NodeKind.CALL, plans[node], tuple(mapping[a] for a in args), {}, node.name)
+            made = new._add(NodeKind.CALL, plans[node], tuple(mapping[a] for a in plans[node].args), {}, node.name)
             fused.append(plans[node])
         elif isinstance(plans.get(node), FusedMatvec):
             made = new._add(

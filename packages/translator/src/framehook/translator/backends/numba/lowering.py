@@ -18,7 +18,8 @@ import numpy as np
 from ...graph import ArrayMeta, Graph, NodeKind, ScalarMeta
 from ...graph import pysource
 from ...graph.ir import display_name
-from . import allocation, bounds, fusion, numpy_ufuncs
+from . import bounds, externs, fusion
+from .externs import Extern
 from .availability import numba_version, require_numba
 from .checks import integer_risk, mutated_inputs, user_index
 
@@ -105,10 +106,8 @@ def _global_ok(name: str, value: Any) -> Tuple[Optional[str], str]:
         return None, f"scalar {value.dtype} {value!r}"
     if isinstance(value, np.dtype) and value.char in _NUMBA_DTYPES and value.isnative and value.metadata is None:
         return None, f"dtype {value.str}"
-    if value is allocation.MADVISE:
-        return None, "libc madvise"
-    if numpy_ufuncs.describe(value) is not None:
-        return None, numpy_ufuncs.describe(value)
+    if isinstance(value, Extern):
+        return None, value.key
     if isinstance(value, (int, float, complex, bool)):
         return None, repr(value)
     module = getattr(value, "__module__", None) or ""
@@ -237,8 +236,7 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = (), types: Optional[Sequ
         return Lowered(source, {}, "", missing, retry_loops=False)
     if fusion.PRANGE in source:
         scope[fusion.PRANGE] = require_numba().prange
-    allocation.resolve(scope)
-    numpy_ufuncs.resolve(scope)
+    externs.resolve(scope)
     parts += input_types(example_inputs) if types is None else types
     boundscheck = user_index(work) is not None
     error_model = "python" if _python_division(graph) else "numpy"

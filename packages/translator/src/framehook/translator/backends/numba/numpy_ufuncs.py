@@ -29,16 +29,17 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from ...graph import ArrayMeta, Node, NodeKind
+from ...graph import Node, NodeKind
 from . import fpstatus
 from .allocation import new_array
+from .externs import Extern
 from .fusion_ops import array_meta, fresh_array
 
-__all__ = ["NumpyUfunc", "numpy_ufunc", "left_to_numpy", "ufunc_lines", "run_loop", "describe", "resolve"]
+__all__ = ["NumpyUfunc", "numpy_ufunc", "left_to_numpy", "ufunc_lines", "run_loop", "LOOP"]
 
 #: unary ufuncs numpy's SIMD loops compute several times faster than numba's scalar calls
 _FASTER = {
@@ -66,6 +67,7 @@ _FASTER_F4 = {np.sin, np.cos}
 #: binary ones, taken where both operands are arrays of the result's shape and dtype
 #: (``arctan2`` 2.4 against 13.6 ms, ``power`` 2.7 against 11.3)
 _FASTER_2 = {np.arctan2, np.power}
+#: the dtypes taken, in the order the callback numbers them
 _FLOATS = (np.dtype(np.float64), np.dtype(np.float32))
 #: the element count from which numpy's loop is called: below it the call (about 4 us)
 #: costs more than numba's scalar loop saves
@@ -91,6 +93,8 @@ class NumpyUfunc:
     ufunc: Any
     dtype: np.dtype
     in_place: Optional[int]
+    args: List[Node]  # the call's operands (every one of the result's shape)
+    nodes: Tuple[Node, ...] = ()  # none of the graph's nodes is replaced but the call
     __name__ = "numpy_ufunc"
 
     def __call__(self, *args: Any) -> Any:  # pragma: no cover - only ever written as source
@@ -110,15 +114,9 @@ def numpy_ufunc(node: Node) -> Optional[NumpyUfunc]:
         if meta is None or meta.dtype != out.dtype or len(node.args) > 1 and tuple(meta.shape) != tuple(out.shape):
             return None
     dying = [
-        k
-        for k, x in enumerate(node.args)
-        if fresh_array(x) and list(x.users) == [node] and node.args.count(x) == 1 and _same(array_meta(x), out)
+        k for k, x in enumerate(node.args) if fresh_array(x) and list(x.users) == [node] and node.args.count(x) == 1
     ]
-    return NumpyUfunc(node.target, out.dtype, dying[0] if dying else None)
-
-
-def _same(meta: Optional[ArrayMeta], out: ArrayMeta) -> bool:
-    return meta is not None and tuple(meta.shape) == tuple(out.shape)
+    return NumpyUfunc(node.target, out.dtype, dying[0] if dying else None, list(node.args))
 
 
 #: every ufunc this module may call, in a fixed order: a kernel names one by its position
@@ -127,15 +125,6 @@ _INDEX = {u: k for k, u in enumerate(_TABLE)}
 _SYMBOL = "framehook_numpy_ufunc_loop"
 
 
-class _Extern:
-    """Stands in the lowering's globals for the C function kernels call numpy's loops
-    through, until the kernel compiles (``resolve``): lowering does not import numba."""
-
-    def __repr__(self) -> str:
-        return f"<{_SYMBOL}>"
-
-
-LOOP = _Extern()
 _raise_raw = fpstatus.raise_raw
 _test_raw = fpstatus.test_raw
 _ALL = fpstatus.ALL
@@ -151,13 +140,6 @@ def run_loop(ufunc: Any, *args: np.ndarray) -> None:
         _raise_raw(before)
 
 
-def describe(value: Any) -> Optional[str]:
-    """The cache key's text for a global this module binds, or None for any other."""
-    if value is LOOP:
-        return f"{_SYMBOL} 1: {' '.join(u.__name__ for u in _TABLE)}"
-    return None
-
-
 # The kernel reaches numpy through a C function pointer (a ctypes callback, which takes the
 # GIL), bound to a symbol name that numba links by name, as it does libc's: a kernel that
 # calls it is cached on disk like any other. numba's object mode would do the same with
@@ -167,14 +149,13 @@ _memory = ctypes.pythonapi.PyMemoryView_FromMemory
 _memory.restype = ctypes.py_object
 _memory.argtypes = (ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int)
 _READ, _WRITE = 0x100, 0x200  # PyBUF_READ, PyBUF_WRITE
-_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
 def _callback(which: int, kind: int, x0: int, x1: int, out: int, size: int) -> int:
     """numpy's loop over C-contiguous buffers of ``size`` elements; 0, or 1 on any error
     (the kernel then raises, and the call is redone eager)."""
     try:
-        ufunc, dtype = _TABLE[which], _DTYPES[kind]
+        ufunc, dtype = _TABLE[which], _FLOATS[kind]
         nbytes = size * dtype.itemsize
         args = [np.frombuffer(_memory(x, nbytes, _READ), dtype) for x in (x0, x1)[: ufunc.nin]]
         run_loop(ufunc, *args, np.frombuffer(_memory(out, nbytes, _WRITE), dtype))
@@ -186,21 +167,19 @@ def _callback(which: int, kind: int, x0: int, x1: int, out: int, size: int) -> i
 _CALLBACK = ctypes.CFUNCTYPE(
     ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64
 )(_callback)
-_bound: List[Any] = []
 
 
-def resolve(scope: Dict[str, Any]) -> None:
-    """Bind the C function where the lowering put ``LOOP`` (imports numba)."""
-    for name, value in scope.items():
-        if value is LOOP:
-            if not _bound:
-                import llvmlite.binding
-                from numba import types
+def _declare_loop() -> Any:
+    import llvmlite.binding
+    from numba import types
 
-                llvmlite.binding.add_symbol(_SYMBOL, ctypes.cast(_CALLBACK, ctypes.c_void_p).value)
-                args = (types.int64, types.int64, types.voidptr, types.voidptr, types.voidptr, types.int64)
-                _bound.append(types.ExternalFunction(_SYMBOL, types.intc(*args)))
-            scope[name] = _bound[0]
+    llvmlite.binding.add_symbol(_SYMBOL, ctypes.cast(_CALLBACK, ctypes.c_void_p).value)
+    args = (types.int64, types.int64, types.voidptr, types.voidptr, types.voidptr, types.int64)
+    return types.ExternalFunction(_SYMBOL, types.intc(*args))
+
+
+#: the callback in the kernels' globals; its key names the table the kernels index
+LOOP = Extern(f"{_SYMBOL} 1: {' '.join(u.__name__ for u in _TABLE)}", _declare_loop)
 
 
 def ufunc_lines(nu: NumpyUfunc, out: str, arg: str, names: Any, p: str) -> List[str]:
@@ -218,7 +197,7 @@ def ufunc_lines(nu: NumpyUfunc, out: str, arg: str, names: Any, p: str) -> List[
     else:
         lines += ["    " + line for line in new_array(names, out, f"{xs[0]}.shape", dtype)]
     pointers = ", ".join(f"{xs[min(k, len(xs) - 1)]}.ctypes.data" for k in range(2))
-    kind = _DTYPES.index(nu.dtype)
+    kind = _FLOATS.index(nu.dtype)
     lines += [
         f"    if {loop}({_INDEX[nu.ufunc]}, {kind}, {pointers}, {out}.ctypes.data, {xs[0]}.size) != 0:",
         f"        raise FloatingPointError('numpy {nu.ufunc.__name__} loop failed')",
