@@ -23,7 +23,7 @@ from ...config import config
 from ...graph import Graph, Node, NodeKind
 from ...graph.ir import map_arg
 from ...graph.loop import is_loop
-from . import diskcache, fpstatus, tiering
+from . import blas_threads, diskcache, fpstatus, tiering
 from .availability import numba_or_reason
 from .callpath import VIEW, arg_key, args_ok, may_return_input_memory, relinked, restorer
 from .lowering import lower
@@ -252,6 +252,8 @@ class NumbaGraph:
             if self.fallback_reason is not None:  # over its budget meanwhile: stays eager
                 return False
             hit = self._cached and sum(getattr(self.dispatcher.stats, "cache_hits", {}).values()) > hits
+            if self.lowered.blas:
+                blas_threads.scipy_pool()  # found here, in the compiler's thread, not in a call
             self._ready[key] = self.dispatcher.overloads[signature].entry_point
             self._note(
                 NumbaNote(
@@ -288,7 +290,7 @@ class NumbaGraph:
 
     def _run(self, entry: Any, args: Sequence[Any]) -> Tuple[Any, int]:
         _fe_clear(_FE_ALL)
-        value = entry(*args)
+        value = blas_threads.single_threaded(entry, *args) if self.lowered.blas else entry(*args)
         flags = _fe_test(_FE_ALL)
         restore = self._restore
         return (value if restore is None else restore(value, args)), flags

@@ -18,7 +18,7 @@ import numpy as np
 from ...graph import ArrayMeta, Graph, NodeKind, ScalarMeta
 from ...graph import pysource
 from ...graph.ir import display_name
-from . import bounds, externs, fusion
+from . import blas_threads, bounds, externs, fusion
 from .externs import Extern
 from .availability import numba_version, require_numba
 from .checks import integer_risk, mutated_inputs, user_index
@@ -147,6 +147,9 @@ class Lowered:
     #: numba's ``error_model``: "numpy" (a float division by zero gives inf and sets the
     #: flags) unless the graph divides Python numbers or integers (``_python_division``)
     error_model: str = "python"
+    #: the kernel calls scipy's BLAS or LAPACK (``@``, ``np.dot``, ``np.linalg``): it runs
+    #: with scipy's thread pool on one thread (``blas_threads``)
+    blas: bool = False
 
 
 @functools.lru_cache(maxsize=None)
@@ -260,4 +263,5 @@ def lower(graph: Graph, example_inputs: Sequence[Any] = (), types: Optional[Sequ
         parallel=PARALLEL,
         boundscheck=boundscheck,
         error_model=error_model,
+        blas=blas_threads.reaches_blas(work.nodes),
     )
