@@ -113,16 +113,30 @@ def test_aggregated_outputs_are_exact_with_the_commands_own_ring(script, tmp_pat
     out = tmp_path / "out"
     assert main(["-o", str(out), "--format", fmt, str(script)]) == 0
     assert "left out" not in capsys.readouterr().err  # nothing the user asked to leave out
+    # the notes on dropped events name the command's own ring, and how to widen it
+    ring = "dropped by framehook-profile's default ring of 100 events per thread (--max-events N widens it)"
     if fmt == "pstats":
         stats = pstats.Stats(str(out)).stats
         assert [v[1] for (f, _, name), v in stats.items() if name == "fib" and f.endswith("prog.py")] == [
             465
         ]  # fib(12): 465 calls
+        assert [name for (_, _, name) in stats if ring in name and "max_events" not in name]
     elif fmt == "text":
         rows = [line.split() for line in out.read_text().splitlines()]
         assert [r[0] for r in rows if len(r) > 3 and r[3] == "fib"] == ["465", "465"]
+        assert ring in out.read_text() and "max_events" not in out.read_text()
     else:
         assert "fib" in out.read_text()
+        assert ring in out.read_text() and "max_events" not in out.read_text()
+
+
+@pytest.mark.parametrize("fmt", ["pstats", "text", "svg"])
+def test_an_explicit_max_events_is_named_as_the_user_wrote_it(script, tmp_path, capsys, fmt):
+    out = tmp_path / "out"
+    assert main(["-o", str(out), "--format", fmt, "--max-events", "100", str(script)]) == 0
+    assert "events were left out (--max-events)" in capsys.readouterr().err
+    text = out.read_bytes().decode("latin-1")  # pstats is marshalled: its strings are there as written
+    assert "events dropped by max_events" in text and "default ring" not in text
 
 
 # files written whole or not at all -------------------------------------------------------

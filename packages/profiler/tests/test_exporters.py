@@ -212,6 +212,31 @@ def test_svg_flame_graph(profile, tmp_path):
     assert "<script" not in open(path).read()
 
 
+def test_svg_flame_graph_boxes_are_drawn_in_their_colours_by_a_real_renderer(profile, tmp_path):
+    """cairosvg follows SVG 1.1, which has no hsl(): such fills came out black."""
+    cairosvg = pytest.importorskip(
+        "cairosvg", reason="cairosvg is not installed (the debug-build envs install only their subset's deps)"
+    )
+    from PIL import Image
+
+    path = profile.export(tmp_path / "flame.svg")
+    root = ET.parse(path).getroot()
+    ns = "{http://www.w3.org/2000/svg}"
+    image = Image.open(io.BytesIO(cairosvg.svg2png(url=str(path)))).convert("RGB")
+    checked = 0
+    for rect in (g.find(f"{ns}rect") for g in root.findall(f"{ns}g")):
+        x, y, w, h = (float(rect.get(k)) for k in ("x", "y", "width", "height"))
+        if w < 4:
+            continue
+        fill = rect.get("fill")
+        want = tuple(int(fill[i : i + 2], 16) for i in (1, 3, 5))
+        got = image.getpixel((int(x + w / 2), int(y + 2)))  # above the label's baseline
+        assert max(abs(a - b) for a, b in zip(got, want)) <= 2, (fill, got)
+        assert sum(got) > 300, got  # light boxes, where black text reads
+        checked += 1
+    assert checked >= 5
+
+
 def test_export_formats_by_name_and_errors(profile, tmp_path):
     assert format_for("a.json") == "chrome"
     assert format_for("a.speedscope.json") == "speedscope"

@@ -326,6 +326,8 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
         # parent's, which writes it; the child writes nothing and says nothing of it.
         return status
     profile = prof.profile
+    if max_events is None and "max_events" in options:
+        profile.dropped_by = f"{PROG}'s default ring of {AGGREGATE_RING:,} events per thread (--max-events N widens it)"
     with _ended_by_signals():
         written = _write(profile, output, fmt, stem, max_events is not None)
         if written is None:

@@ -7,6 +7,7 @@ tracer's per-path aggregates: no Python object per call).
 
 from __future__ import annotations
 
+import colorsys
 import zlib
 from typing import TYPE_CHECKING, Dict, List, Optional
 from xml.sax.saxutils import escape
@@ -44,9 +45,12 @@ class _Node:
 
 
 def _color(kind: str, name: str) -> str:
+    """A fill near the kind's hue, varied by name, as ``#rrggbb``: SVG 1.1 has no
+    ``hsl()``, and renderers that follow it (cairosvg, librsvg) paint such a fill black."""
     hue, spread = _HUES.get(kind, (0, 0))
     jitter = zlib.crc32(name.encode()) % 1000 / 1000.0
-    return f"hsl({hue + int(spread * jitter)},{70 + int(20 * jitter)}%,{60 + int(10 * jitter)}%)"
+    rgb = colorsys.hls_to_rgb((hue + int(spread * jitter)) / 360.0, 0.60 + 0.10 * jitter, 0.70 + 0.20 * jitter)
+    return "#" + "".join(f"{round(c * 255):02x}" for c in rgb)
 
 
 def merged_tree(profile: "Profile") -> _Node:
@@ -89,7 +93,7 @@ def to_svg(profile: "Profile", title: Optional[str] = None) -> str:
     title = title or "framehook-profiler flame graph"
     dropped = profile.aggregates().dropped
     if dropped:  # (the widths include them: the aggregates are exact)
-        title += f" ({dropped} events dropped by max_events, included here)"
+        title += f" ({dropped} events dropped by {profile.dropped_by}, included here)"
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{WIDTH}" '
         f'height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="monospace" '

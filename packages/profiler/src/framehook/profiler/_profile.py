@@ -32,6 +32,10 @@ class Profile:
         self.start_ns, self.end_ns = recording.anchors[1], recording.anchors[3]
         self.clock = recording.clock
         self.memory_bytes = recording.memory_bytes
+        #: what bounded each thread's ring of events, as the notes on dropped events name
+        #: it: ``max_events`` (the Profiler's argument) unless the recording's owner, like
+        #: framehook-profile's default ring, says otherwise
+        self.dropped_by = "max_events"
 
     def _built(self) -> Tuple[List[ThreadTree], List[Event]]:
         trees = self._trees

@@ -46,13 +46,13 @@ def to_pstats(profile: "Profile") -> Stats:
     }
     if agg.dropped:
         # pstats has no header: the count is a line of its own, a function never called
-        stats[dropped_key(agg.dropped)] = (0, 0, 0.0, 0.0, {})
+        stats[dropped_key(agg.dropped, profile.dropped_by)] = (0, 0, 0.0, 0.0, {})
     return stats
 
 
-def dropped_key(count: int) -> Key:
+def dropped_key(count: int, by: str = "max_events") -> Key:
     return (
         "~",
         0,
-        f"<framehook-profiler: {count} events dropped by max_events; the counts and times here include them>",
+        f"<framehook-profiler: {count} events dropped by {by}; the counts and times here include them>",
     )

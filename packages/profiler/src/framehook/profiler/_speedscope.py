@@ -43,7 +43,7 @@ def write_speedscope(
         return found
 
     if agg.dropped:
-        name = f"{name} ({agg.dropped} events dropped: max_events)"
+        name = f"{name} ({agg.dropped} events dropped by {profile.dropped_by})"
     out.write(b'{"$schema":' + json.dumps(SCHEMA).encode() + b',"profiles":[\n')
     written = 0
     tracer = profile._tracer

@@ -44,7 +44,9 @@ def summary(profile: "Profile", limit: int = 20) -> str:
     if broken:
         head.append(f"warning: recording stopped early (out of memory) on: {', '.join(broken)}")
     if agg.dropped:
-        head.append(f"note: {agg.dropped} events dropped (max_events); the counts and times here include them")
+        head.append(
+            f"note: {agg.dropped} events dropped by {profile.dropped_by}; the counts and times here include them"
+        )
     by_self = sorted(stats, key=lambda s: (-s.self_ns, s.function.name))[:limit]
     by_total = sorted(stats, key=lambda s: (-s.total_ns, s.function.name))[:limit]
     lines = head + [""] + _table(f"Top {len(by_self)} by self time", by_self) + [""]
