@@ -107,7 +107,7 @@ def test_max_events_reaches_the_profiler(script, tmp_path, capsys, monkeypatch):
     assert "ran" in capsys.readouterr().out and out.exists()
 
 
-@pytest.mark.parametrize("fmt", ["pstats", "text", "svg"])
+@pytest.mark.parametrize("fmt", ["pstats", "text", "svg", "collapsed-calls"])
 def test_aggregated_outputs_are_exact_with_the_commands_own_ring(script, tmp_path, capsys, monkeypatch, fmt):
     monkeypatch.setattr(_cli, "AGGREGATE_RING", 100)  # far fewer than the script's events
     out = tmp_path / "out"
@@ -125,6 +125,9 @@ def test_aggregated_outputs_are_exact_with_the_commands_own_ring(script, tmp_pat
         rows = [line.split() for line in out.read_text().splitlines()]
         assert [r[0] for r in rows if len(r) > 3 and r[3] == "fib"] == ["465", "465"]
         assert ring in out.read_text() and "max_events" not in out.read_text()
+    elif fmt == "collapsed-calls":  # (a format with no place for the note)
+        lines = [line.rpartition(" ") for line in out.read_text().splitlines()]
+        assert sum(int(n) for stack, _, n in lines if stack.rpartition(";")[2].startswith("fib (")) == 465
     else:
         assert "fib" in out.read_text()
         assert ring in out.read_text() and "max_events" not in out.read_text()

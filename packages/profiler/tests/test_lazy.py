@@ -101,7 +101,7 @@ def test_any_access_builds_once(counted, first):
     assert len(counted) == 1
 
 
-@pytest.mark.parametrize("fmt", ["chrome", "speedscope", "pstats", "text", "svg"])
+@pytest.mark.parametrize("fmt", ["chrome", "speedscope", "pstats", "text", "svg", "collapsed", "collapsed-calls"])
 def test_outputs_build_no_tree(counted, tmp_path, fmt):
     _, profile = record()
     out = tmp_path / "out"

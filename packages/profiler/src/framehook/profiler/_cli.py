@@ -37,10 +37,11 @@ from ._progress import Progress
 
 PROG = "framehook-profile"
 PROGRESS_AFTER = 1.0  # seconds of post-processing before progress is shown (on a terminal)
-# Events kept per thread when only aggregated outputs are written (pstats, text, svg): they
-# stay exact with older events folded as recording goes, so memory need not follow the run.
+# Events kept per thread when only aggregated outputs are written (pstats, text, svg,
+# collapsed stacks): they stay exact with older events folded as recording goes, so memory
+# need not follow the run.
 AGGREGATE_RING = 1 << 16
-AGGREGATED_FORMATS = ("pstats", "text", "svg")
+AGGREGATED_FORMATS = ("pstats", "text", "svg", "collapsed", "collapsed-calls")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, BinaryIO, Callable, Dict, Iterator, Optional, 
 if TYPE_CHECKING:
     from ._profile import Profile
 
-FORMATS: Tuple[str, ...] = ("chrome", "speedscope", "pstats", "text", "svg")
+FORMATS: Tuple[str, ...] = ("chrome", "speedscope", "pstats", "text", "svg", "collapsed", "collapsed-calls")
 
 _EXTENSIONS: Dict[str, str] = {
     ".speedscope.json": "speedscope",
@@ -23,6 +23,8 @@ _EXTENSIONS: Dict[str, str] = {
     ".prof": "pstats",
     ".txt": "text",
     ".svg": "svg",
+    ".calls.folded": "collapsed-calls",
+    ".folded": "collapsed",
 }
 
 DEFAULT_SUFFIX = {
@@ -31,6 +33,8 @@ DEFAULT_SUFFIX = {
     "pstats": ".pstats",
     "text": ".txt",
     "svg": ".svg",
+    "collapsed": ".folded",
+    "collapsed-calls": ".calls.folded",
 }
 
 
@@ -75,7 +79,7 @@ def format_for(path: str, format: Optional[str] = None) -> str:
             return name
     raise ValueError(
         f"cannot tell the format from the name {str(path)!r}; pass format= one of "
-        f"{', '.join(FORMATS)} (or use .json, .speedscope.json, .pstats, .txt, .svg)"
+        f"{', '.join(FORMATS)} (or use .json, .speedscope.json, .pstats, .txt, .svg, .folded, .calls.folded)"
     )
 
 
@@ -103,6 +107,10 @@ def _write_to(profile: "Profile", format: str, out: BinaryIO, progress: Progress
         out.write(profile.summary().encode())
     elif format == "svg":
         out.write(profile.to_svg().encode())
+    elif format in ("collapsed", "collapsed-calls"):
+        from ._collapsed import WEIGHTS, write_collapsed
+
+        write_collapsed(profile, out, WEIGHTS[format])
     else:
         raise ValueError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
 

@@ -1,0 +1,138 @@
+"""Collapsed stacks (``collapsed``, ``collapsed-calls``): parsed back as flamegraph.pl reads
+them (the count after the last space, frames split on ``;``), each function's calls and
+self time summed over the paths it ends equal what pstats says of it, also when
+``max_events`` dropped most events, and the frames stay whole whatever their names."""
+
+from __future__ import annotations
+
+import pstats
+import threading
+from collections import Counter
+from typing import Dict, List, Tuple
+
+import pytest
+
+from framehook.profiler import Profiler, record_function
+from framehook.profiler._collapsed import collapsed_lines
+from framehook.profiler._export import format_for, render
+
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+def helper(items):
+    return sorted(abs(i) for i in items)
+
+
+def workload():
+    fib(12)
+    with record_function("odd;name\nwith a newline"):
+        helper(range(-50, 50))
+    t = threading.Thread(target=fib, args=(9,), name="collapsed-worker")
+    t.start()
+    t.join()
+
+
+def record(**options):
+    with Profiler(**options) as prof:
+        workload()
+    return prof.profile
+
+
+def parse(text: str) -> List[Tuple[List[str], int]]:
+    """Lines as flamegraph.pl reads them: the weight after the last space."""
+    rows = []
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        assert stack and count.isdigit(), line
+        rows.append((stack.split(";"), int(count)))
+    return rows
+
+
+def by_leaf(profile, rows) -> Dict[tuple, int]:
+    """Weights summed per pstats key of each line's last frame."""
+    labels = {}
+    for func in profile.aggregates().functions:
+        label = func.name + (f" ({func.location})" if func.location else "")
+        labels[label.replace(";", ":").replace("\n", " ")] = func.pstats_key
+    sums: Counter = Counter()
+    for frames, count in rows:
+        sums[labels[frames[-1]]] += count
+    return sums
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return record()
+
+
+@pytest.fixture(scope="module")
+def stats(profile, tmp_path_factory):
+    path = tmp_path_factory.mktemp("collapsed") / "p.pstats"
+    profile.export(path)
+    return pstats.Stats(str(path)).stats
+
+
+@pytest.mark.parametrize("fmt, field", [("collapsed-calls", 1), ("collapsed", 2)])
+def test_each_functions_weights_sum_to_its_pstats_counts(profile, stats, fmt, field):
+    rows = parse(render(profile, fmt).decode())
+    sums = by_leaf(profile, rows)
+    checked = 0
+    for key, entry in stats.items():
+        if key[2].startswith("<framehook-profiler"):
+            continue
+        want = entry[field] if field == 1 else round(entry[field] * 1e9)
+        if want == 0 and key not in sums:
+            continue
+        assert abs(sums[key] - want) <= (0 if field == 1 else 1), (key, sums[key], want)
+        checked += 1
+    assert checked >= 5
+    fib_key = next(k for k in stats if k[2] == "fib")
+    if field == 1:
+        assert sums[fib_key] == 465 + 109  # fib(12) on the main thread, fib(9) on the worker
+
+
+def test_each_thread_is_the_root_of_its_paths(profile):
+    roots = {frames[0] for frames, _ in parse(render(profile, "collapsed-calls").decode())}
+    assert len(roots) == 2 and any(r.startswith("collapsed-worker (") for r in roots)
+
+
+def test_a_frame_name_with_separators_stays_one_frame(profile):
+    rows = parse(render(profile, "collapsed-calls").decode())
+    named = [frames for frames, _ in rows if any("odd" in f for f in frames)]
+    assert named and all("odd:name with a newline" in frames for frames in named)
+    # helper, called inside the annotation, is the frame after it
+    assert any(frames[-2:][0] == "odd:name with a newline" and frames[-1].startswith("helper") for frames in named)
+
+
+def test_weights_stay_exact_when_max_events_dropped_most_events():
+    full, ring = record(), record(max_events=40)
+    assert ring.aggregates().dropped > 1000
+    assert collapsed_lines(ring, "calls") == collapsed_lines(full, "calls")
+
+
+def test_lines_are_one_per_distinct_path_however_many_calls(profile):
+    rows = parse(render(profile, "collapsed-calls").decode())
+    stacks = [";".join(frames) for frames, _ in rows]
+    assert len(stacks) == len(set(stacks))
+    assert sum(c for _, c in rows) == sum(s[0] for s in profile.aggregates().functions.values())
+
+
+def test_formats_by_extension_and_a_bad_weight():
+    assert format_for("a.folded") == "collapsed" and format_for("a.calls.folded") == "collapsed-calls"
+    with pytest.raises(ValueError, match="weight must be 'time' or 'calls'"):
+        collapsed_lines(record(), "samples")
+
+
+def test_an_empty_profile_is_an_empty_file(tmp_path):
+    first = Profiler()
+    first.start()
+    second = Profiler()
+    with pytest.warns(Warning, match="already recording"):
+        second.start()
+    empty = second.stop()
+    first.stop()
+    out = tmp_path / "empty.folded"
+    empty.export(out)
+    assert out.read_text() == ""
