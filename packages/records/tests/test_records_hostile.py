@@ -11,7 +11,7 @@ import pytest
 
 from framehook.records import RecordError, SourceUnavailableError, load, loads, record_call, replay_record, save
 from framehook.records.codeloc import current_python
-from framehook.records.replay import BYTECODE_DIFFERS, FROM_SOURCE
+from framehook.records.replay import BYTECODE_DIFFERS, FROM_SOURCE, plan, replay
 from framehook.records.cli import main as cli_main
 from framehook.records.errors import RecordTooLargeError, RecordVersionError
 
@@ -166,6 +166,16 @@ def test_missing_file_and_directory(tmp_path):
         load(tmp_path / "nope.fhrec")
     with pytest.raises(RecordError, match="is a directory"):
         load(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "call, argument", [(load, "load(path)"), (replay, "replay(filename)"), (plan, "plan(filename)")]
+)
+@pytest.mark.parametrize("value, kind", [(42, "int"), (None, "NoneType"), (["a.fhrec"], "list")])
+def test_a_file_name_that_is_not_one_is_named_by_the_argument(call, argument, value, kind):
+    with pytest.raises(TypeError) as info:
+        call(value)
+    assert str(info.value) == f"{argument}: expected a file name (str, bytes or os.PathLike), got {kind}"
 
 
 def test_newer_minor_version_ignores_unknown_fields(tmp_path):

@@ -187,6 +187,21 @@ def test_missing_values_are_named(tmp_path):
     assert "missing values" in result.summary()
 
 
+def scaled_sum(a, k):
+    return float((a * k).sum())
+
+
+def test_arrays_replayed_where_numpy_is_missing_say_so(tmp_path, monkeypatch):
+    path = tmp_path / "np.fhrec"
+    record_call(scaled_sum, (np.arange(6.0), np.float32(2.0)), path=path)
+    monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` now fails, as where it is not installed
+    result = replay(path, modes=MODES)
+    assert not result.ok
+    why = "numpy is not installed here: pip install numpy"
+    assert result.missing == [f"numpy.ndarray ({why})", f"numpy.generic ({why})"]
+    assert "missing" in result.mode("plain").reason and "ModuleNotFoundError" not in result.summary()
+
+
 def test_cross_version_source_replay(tmp_path):
     older = "3.9.1" if sys.version_info[:2] != (3, 9) else "3.10.1"  # another supported version
     rec = record_call(make_closure(2), (5,))

@@ -1398,18 +1398,21 @@ class Decoder:
     def _frozenset(self, t: dict) -> frozenset:
         return frozenset(self.decode(x) for x in t["items"])
 
-    def _load_npy(self, text: str) -> Any:
-        import numpy
-
+    def _load_npy(self, text: str, what: str) -> Any:
+        try:
+            import numpy
+        except ImportError:  # a record made where numpy was, replayed where it is not
+            return self._missing_from(f"numpy.{what}", what, "numpy is not installed here: pip install numpy")
         return numpy.load(io.BytesIO(base64.b64decode(text)), allow_pickle=False)
 
     def _ndarray(self, t: dict) -> Any:
-        obj = self._load_npy(t["npy"])
+        obj = self._load_npy(t["npy"], "ndarray")
         self.memo[t["id"]] = obj
         return obj
 
     def _npscalar(self, t: dict) -> Any:
-        return self._load_npy(t["npy"])[()]
+        value = self._load_npy(t["npy"], "generic")
+        return value if isinstance(value, Missing) else value[()]
 
     def _module(self, t: dict) -> Any:
         try:

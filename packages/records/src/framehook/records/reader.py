@@ -112,11 +112,18 @@ def loads(
     return from_document(doc, path=path, trusted=trusted, limits=limits)
 
 
+def file_name(argument: str, path: object) -> str:
+    """``path`` as a str, or a TypeError naming the argument of the function called."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"{argument}: expected a file name (str, bytes or os.PathLike), got {type(path).__name__}")
+    return os.fsdecode(os.fspath(path))
+
+
 def load(
     path: "str | os.PathLike", *, trusted: bool = False, max_bytes: int | None = None, limits: Limits | None = None
 ) -> Record:
     """Read a record file strictly; raise a RecordError subclass naming the file on any problem."""
-    name = os.fspath(path)
+    name = file_name("load(path)", path)
     try:
         st = os.stat(name)
     except FileNotFoundError:

@@ -24,7 +24,7 @@ from .limits import DEFAULT, Limits
 from .model import Record
 from .modes import known as modes_known
 from .modes import registered, run_mode
-from .reader import load
+from .reader import file_name, load
 from .recorder import encode_outcome
 from .text import printable
 from .trust import ReplayPlan
@@ -472,7 +472,7 @@ def replay(
     Raises RecordError (with the file name) when the file cannot be read or its code
     cannot be rebuilt here; never raises because an outcome differs.
     """
-    rec = load(filename, trusted=trusted, limits=limits)
+    rec = load(file_name("replay(filename)", filename), trusted=trusted, limits=limits)
     return replay_record(
         rec,
         modes=modes,
@@ -494,5 +494,5 @@ def plan(
 ) -> ReplayPlan:
     """What replaying ``filename`` would import and bind, without decoding a value or
     running any of its code (the source is compiled, not executed)."""
-    rec = load(filename, trusted=trusted, limits=limits)
+    rec = load(file_name("plan(filename)", filename), trusted=trusted, limits=limits)
     return _rebuild(rec, trusted, prefer_source, trust_bytecode, limits).plan
