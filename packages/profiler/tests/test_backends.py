@@ -31,6 +31,15 @@ def test_bad_backend_names_are_refused():
         Profiler(backend="settrace")
 
 
+@pytest.mark.parametrize("option", ["c_calls", "runtime_events"])
+@pytest.mark.parametrize("value", ["yes", "no", 0, 1, None])
+def test_on_off_options_take_only_booleans(option, value):
+    # "no" is a true value: taken as given it would do the opposite of what was meant
+    with pytest.raises(TypeError, match=rf"Profiler\({option}=\.\.\.\) must be True or False; got {value!r}"):
+        Profiler(**{option: value})
+    assert getattr(Profiler(**{option: False}), option) is False
+
+
 def test_monitoring_backend_needs_3_12():
     if _tracer.HAVE_MONITORING:
         assert Profiler(backend="monitoring").backend == "monitoring"

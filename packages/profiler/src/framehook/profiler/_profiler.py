@@ -64,8 +64,8 @@ class Profiler:
         max_events: Optional[int] = None,
     ) -> None:
         self.max_events = check_max_events(max_events)
-        self.c_calls = c_calls
-        self.runtime_events = runtime_events
+        self.c_calls = _check_flag("c_calls", c_calls)
+        self.runtime_events = _check_flag("runtime_events", runtime_events)
         self.backend = resolve_backend(backend)
         self._tracer: Optional[Any] = None
         self._state = "new"
@@ -328,6 +328,13 @@ class _ExitHook:
 
 
 BACKENDS = ("auto", "monitoring", "profile")
+
+
+def _check_flag(name: str, value: bool) -> bool:
+    # a string such as "no" is true: taken as given, it would do the opposite of what was meant
+    if not isinstance(value, bool):
+        raise TypeError(f"Profiler({name}=...) must be True or False; got {value!r}")
+    return value
 
 
 def check_max_events(max_events: Optional[int]) -> Optional[int]:
