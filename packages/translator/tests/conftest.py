@@ -1,9 +1,9 @@
 """Shared test set-up for framehook-translator.
 
 The runtime hides its callbacks from trace functions by default, so coverage.py would not
-see the conversion loop run. ``set_trace_callbacks`` (exported by framehook.runtime but not
-yet listed in docs/runtime-api.md) lets it; without it the tests still run, only the
-coverage figure drops.
+see the conversion loop run: ``set_trace_callbacks(True)`` lets it, for each test of this
+package only and set back after it (a process-wide setting made at import leaked into the
+runtime's own tracing tests when every package's tests ran in one process).
 """
 
 import sys
@@ -17,8 +17,12 @@ import framehook.runtime as _rt
 # sys.path; shared helpers (symbolic_helpers) are imported from here.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-if hasattr(_rt, "set_trace_callbacks"):
-    _rt.set_trace_callbacks(True)
+
+@pytest.fixture(autouse=True)
+def _callbacks_seen_by_coverage():
+    previous = _rt.set_trace_callbacks(True)
+    yield
+    _rt.set_trace_callbacks(previous)
 
 
 @pytest.fixture

@@ -271,6 +271,16 @@ def test_generated_code_that_only_calls_the_graph(tmp_path):
     assert not any(name.startswith("resume") for name in files)
 
 
+def test_the_module_imports_block_shows_the_imports_as_written(tmp_path):
+    files = _dump(top, (np.ones(3),), tmp_path)
+    text = _text(files["entry0_generated.py"])
+    block = text[text.index("if False:  # never runs") :].splitlines()[1:]
+    assert "    import numpy as np" in block and "    import framehook.translator as ft" in block
+    assert "    from framehook.translator import debug" in block and "    import contextlib" in block
+    assert "    import np" not in block and "    import ft" not in block
+    assert _exact(files["entry0_generated.py"])  # the block still compiles the function as its module does
+
+
 def test_load_function_errors(tmp_path):
     files = _dump(top, (np.ones(3),), tmp_path)
     with pytest.raises(TypeError, match="namespace must be a dict"):

@@ -255,6 +255,35 @@ def test_backend_registry():
     assert f(np.ones(1), 1).tolist() == [2.0]
 
 
+def test_list_backends_leaves_out_those_whose_package_is_missing(monkeypatch):
+    import importlib.util
+
+    from framehook.translator.backends import registry
+
+    monkeypatch.setattr(registry, "_registry", dict(registry._registry))  # registrations end with the test
+
+    def needs_pkg(graph, inputs):
+        return graph.forward
+
+    def broken_probe(graph, inputs):
+        return graph.forward
+
+    needs_pkg.unavailable = lambda: "the pkg package is not installed"
+    broken_probe.unavailable = lambda: 1 / 0
+    ft.register_backend(needs_pkg)
+    ft.register_backend(broken_probe)
+    listed, every = ft.list_backends(), ft.list_backends(include_unavailable=True)
+    assert "needs_pkg" not in listed and "broken_probe" not in listed and "eager" in listed
+    assert {"needs_pkg", "broken_probe", "eager", "numba", "numexpr"} <= set(every)
+    assert registry.unavailable_reason(needs_pkg) == "the pkg package is not installed"
+    assert registry.unavailable_reason(broken_probe) == "ZeroDivisionError: division by zero"
+    # the plugins: listed exactly where their package is installed
+    for name in ("numexpr", "numba"):
+        assert (name in listed) == (importlib.util.find_spec(name) is not None), name
+    with pytest.raises(InvalidBackendError, match=r"unknown backend 'nope'; registered backends: .*needs_pkg"):
+        ft.lookup_backend("nope")
+
+
 def test_lazy_package_attributes():
     assert "optimize" in dir(ft) and ft.__version__ == "0.1.0"
     with pytest.raises(AttributeError):

@@ -90,11 +90,13 @@ class _Context:
         return wrapper
 
     def _misuse(self, args: tuple, kwargs: dict) -> str:
+        return f"{self._kind}(...) expects a function, method, class or callable object, {self._got(args, kwargs)}"
+
+    @staticmethod
+    def _got(args: tuple, kwargs: dict) -> str:
         if len(args) == 1 and not kwargs:
-            got = f"got {type(args[0]).__name__}: {args[0]!r:.80}"
-        else:
-            got = f"got {len(args)} positional and {len(kwargs)} keyword arguments"
-        return f"{self._kind}(...) expects a function, method, class or callable object, {got}"
+            return f"got {type(args[0]).__name__}: {args[0]!r:.80}"
+        return f"got {len(args)} positional and {len(kwargs)} keyword arguments"
 
 
 class OptimizeContext(_Context):
@@ -108,11 +110,13 @@ class OptimizeContext(_Context):
         if backend is None or getattr(backend, "compiler_name", None) is not None:
             return super()._misuse(args, kwargs)
         # an unregistered backend that was perhaps the function under a bare ``@optimize``
-        # (one of two positional arguments cannot be told from a backend)
+        # (one of two positional arguments cannot be told from a backend): said first
+        name = backend_name(backend)
         return (
-            super()._misuse(args, kwargs) + f"; this is optimize({backend_name(backend)}), with "
-            f"{backend_name(backend)} taken as the backend: if it is the function to optimize (a bare "
-            "`@optimize` over a function of two positional arguments), write `@optimize()`"
+            f"optimize({name}) took {name} as the backend (a function of two positional arguments cannot "
+            "be told from a backend(graph, example_inputs)), so calling what it returned decorates: that "
+            f"expects a function, method, class or callable object, {self._got(args, kwargs)}. If {name} "
+            "is the function to optimize (a bare `@optimize` over it), write `@optimize()`"
         )
 
     def __enter__(self) -> "OptimizeContext":

@@ -25,6 +25,7 @@ refuse to run), so the fusion itself can be inspected: ``print(plan(g))``.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import operator
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -108,6 +109,13 @@ CATEGORIES = ("arith", "math", "logic")
 #: result dtypes a kernel may produce, and input dtypes it may read
 _RESULT_KINDS = "fb"
 _INPUT_DTYPES = frozenset(np.dtype(t) for t in ("bool", "int32", "int64", "float32", "float64"))
+
+
+def _numexpr_missing() -> Optional[str]:
+    """Why ``list_backends()`` leaves numexpr out, found without importing it."""
+    if importlib.util.find_spec("numexpr") is None:
+        return f'the numexpr package is not installed; install it with: pip install "{NUMEXPR_EXTRA}"'
+    return None
 
 
 def require_numexpr() -> Any:
@@ -360,6 +368,7 @@ def make_numexpr_backend(categories: Optional[Sequence[str]] = None) -> Callable
         return forward
 
     numexpr_fused.check_available = require_numexpr  # type: ignore[attr-defined]
+    numexpr_fused.unavailable = _numexpr_missing  # type: ignore[attr-defined]
     return numexpr_fused
 
 

@@ -9,7 +9,15 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from ..exc import InvalidBackendError
 
-__all__ = ["CompilerFn", "register_backend", "lookup_backend", "list_backends", "backend_name", "eager"]
+__all__ = [
+    "CompilerFn",
+    "register_backend",
+    "lookup_backend",
+    "list_backends",
+    "unavailable_reason",
+    "backend_name",
+    "eager",
+]
 
 CompilerFn = Callable[[Any, Sequence[Any]], Callable[..., Any]]
 
@@ -45,7 +53,9 @@ def lookup_backend(backend: Union[str, CompilerFn]) -> CompilerFn:
         with _lock:
             fn = _registry.get(backend)
         if fn is None:
-            raise InvalidBackendError(f"unknown backend {backend!r}; registered backends: {', '.join(list_backends())}")
+            raise InvalidBackendError(
+                f"unknown backend {backend!r}; registered backends: {', '.join(list_backends(include_unavailable=True))}"
+            )
         check = getattr(fn, "check_available", None)
         if check is not None:
             check()  # e.g. an optional dependency that is missing: say which extra installs it
@@ -57,9 +67,24 @@ def lookup_backend(backend: Union[str, CompilerFn]) -> CompilerFn:
     )
 
 
-def list_backends() -> List[str]:
+def list_backends(include_unavailable: bool = False) -> List[str]:
+    """The registered backends' names, sorted. A backend whose optional dependency is not
+    installed here (its ``unavailable()`` gives the reason) is left out unless
+    ``include_unavailable``."""
     with _lock:
-        return sorted(_registry)
+        items = sorted(_registry.items())
+    return [name for name, fn in items if include_unavailable or unavailable_reason(fn) is None]
+
+
+def unavailable_reason(backend: Any) -> Optional[str]:
+    """Why a backend cannot do its work here (an optional package missing), or None."""
+    probe = getattr(backend, "unavailable", None)
+    if probe is None:
+        return None
+    try:
+        return probe()
+    except Exception as e:  # noqa: BLE001 - a probe that fails says the backend is not usable
+        return f"{type(e).__name__}: {e}"
 
 
 def backend_name(backend: Any) -> str:

@@ -174,7 +174,7 @@ def cache_key(code: types.CodeType, compiler_fn: Any, translator: Any, strict: b
     callback's backend is not a registered one (a user's function may change between runs)."""
     name = backend_name(compiler_fn)
     try:
-        if name not in list_backends() or lookup_backend(name) is not compiler_fn:
+        if name not in list_backends(include_unavailable=True) or lookup_backend(name) is not compiler_fn:
             return None
     except Exception:  # an unavailable backend: nothing to key on
         return None

@@ -116,7 +116,7 @@ class _Text:
                 "",
                 "",
                 "if False:  # never runs: the module's imports, for the function to compile as in its module (3.11+)",
-            ] + [f"{_INDENT}import {n}" for n in imports]
+            ] + [f"{_INDENT}{statement}" for statement in imports]
         if global_names:
             self.lines.append(f"{_INDENT}global {', '.join(sorted(global_names))}")
         self.span: Optional[Tuple[int, int]] = None

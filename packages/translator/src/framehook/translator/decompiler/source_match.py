@@ -115,13 +115,14 @@ def _module_tree(filename: str) -> Optional[ast.AST]:
 
 
 def module_context(filename: str) -> Tuple[List[str], List[str]]:
-    """What compiling a function depends on in its module besides the function: the names
-    the module binds by ``import`` (3.11+ load their attributes without LOAD_METHOD) and
-    its ``from __future__`` features."""
+    """What compiling a function depends on in its module besides the function: the
+    statements by which the module binds names with ``import`` (3.11+ load their
+    attributes without LOAD_METHOD), one name each, as written (``import numpy as np``),
+    and its ``from __future__`` features."""
     tree = _module_tree(filename)
     if tree is None:
         return [], []
-    names: List[str] = []
+    names: Dict[str, str] = {}
     features: List[str] = []
     todo: List[ast.AST] = [tree]
     while todo:
@@ -132,11 +133,12 @@ def module_context(filename: str) -> Tuple[List[str], List[str]]:
         if isinstance(node, ast.ImportFrom) and node.module == "__future__":
             features += [a.name for a in node.names if getattr(__future__, a.name, None) is not None]
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            where = "" if isinstance(node, ast.Import) else f"from {'.' * node.level}{node.module or ''} "
             for alias in node.names:
                 name = alias.asname or alias.name.split(".")[0]
                 if name != "*" and name not in names:
-                    names.append(name)
-    return sorted(names), sorted(set(features))
+                    names[name] = f"{where}import {alias.name}" + (f" as {alias.asname}" if alias.asname else "")
+    return [names[n] for n in sorted(names)], sorted(set(features))
 
 
 def future_flags(features: Sequence[str]) -> int:

@@ -64,7 +64,7 @@ eager before compiling.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from ..registry import register_backend
 from ...config import Config, config
@@ -128,5 +128,12 @@ def _prepare() -> None:
         tiering.start()
 
 
+def _numba_missing() -> Optional[str]:
+    """Why ``list_backends()`` leaves numba out (every graph would run eager), or None."""
+    version, missing = numba_version()
+    return missing if version is None else None
+
+
 _numba_backend.prepare = _prepare  # type: ignore[attr-defined]
+_numba_backend.unavailable = _numba_missing  # type: ignore[attr-defined]
 numba_backend = register_backend(_numba_backend, name="numba")
