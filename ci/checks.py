@@ -6,6 +6,8 @@
   the formatted parts of the tree are as ruff format leaves them
 - mypy passes on the packages' public API modules (the list, and what is not yet checked
   and why, are in the root pyproject.toml)
+- the CI scripts' own tests pass (ci/tests: provisioning's and the wheel builder's
+  decisions, with the commands they run recorded, not run)
 
 Each check prints one line; the exit status is non-zero if any fails.
 Usage: python ci/checks.py
@@ -59,11 +61,23 @@ def mypy_public_api() -> tuple[bool, str]:
     return run.returncode == 0, (lines[-1] if run.returncode == 0 else "\n".join(lines))
 
 
+def ci_script_tests() -> tuple[bool, str]:
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "ci" / "tests")],
+        cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+    )
+    lines = (run.stdout + run.stderr).strip().splitlines()
+    return run.returncode == 0, (lines[-1] if run.returncode == 0 else "\n".join(lines[-30:]))
+
+
 CHECKS = {
     "workflow schema": workflow_schema,
     "ruff lint": ruff_lint,
     "ruff format": ruff_format,
     "mypy (public API)": mypy_public_api,
+    "ci scripts' tests": ci_script_tests,
 }
 
 

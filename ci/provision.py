@@ -117,6 +117,16 @@ def existing(version: str, root: Path | None = None) -> str | None:
     return None
 
 
+#: seconds the system's apt-get waits for dpkg's lock when another package manager holds
+#: it (unattended-upgrades on a machine just booted), as the CI's own apt use does
+DPKG_LOCK_WAIT = 300
+
+
+def _system_apt_get(*args: str) -> list[str]:
+    """The system's apt-get, waiting (bounded) for dpkg's lock instead of failing at once."""
+    return ["apt-get", "-o", f"DPkg::Lock::Timeout={DPKG_LOCK_WAIT}", *args]
+
+
 def _log(message: str) -> None:
     print(f"[provision] {message}", file=sys.stderr, flush=True)
 
@@ -162,15 +172,19 @@ def _require_tools(version: str) -> None:
         return
     if os.geteuid() != 0:
         raise ProvisionError("patchelf is missing: install it (apt-get install patchelf) and run again")
-    _log("installing patchelf with the system's apt-get")
+    _log(
+        "installing patchelf with the system's apt-get (if another package manager holds dpkg's lock, "
+        f"waiting up to {DPKG_LOCK_WAIT} s for it)"
+    )
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    install = _system_apt_get("install", "-y", "-q", "patchelf")
     try:
-        _run(["apt-get", "install", "-y", "-q", "patchelf"], "apt-get install patchelf", env=env)
+        _run(install, "apt-get install patchelf", env=env)
     except ProvisionError:
         # a fresh image may have empty or stale package lists: refresh them once and retry
         _log("apt-get install failed; running apt-get update and trying again")
-        _run(["apt-get", "update", "-q"], "apt-get update", env=env)
-        _run(["apt-get", "install", "-y", "-q", "patchelf"], "apt-get install patchelf", env=env)
+        _run(_system_apt_get("update", "-q"), "apt-get update", env=env)
+        _run(install, "apt-get install patchelf", env=env)
     if not shutil.which("patchelf"):
         raise ProvisionError("apt-get installed patchelf but it is not on PATH")
 

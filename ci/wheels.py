@@ -7,7 +7,9 @@
 The runtime and the profiler get one wheel per CPython (C extensions), retagged manylinux
 by auditwheel so that pip installs them on any Linux with this machine's glibc or newer;
 the translator and records are pure wheels, built once. Interpreters are found as
-ci/matrix.py finds them (PATH, pyenv, earlier provisioning); a package is built only for
+ci/matrix.py finds them (PATH, pyenv, earlier provisioning), and a version asked for with
+--versions that is found in none is provisioned as ci/matrix.py provisions it (from
+Debian's packages, ci/provision.py) unless --no-provision; a package is built only for
 the versions its requires-python admits. CI builds the manylinux2014-era wheels with
 cibuildwheel instead (.github/workflows/wheels.yml, [tool.cibuildwheel] in the
 packages' pyproject.toml).
@@ -27,7 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from matrix import BOOTSTRAP, find_interpreters
+from matrix import BOOTSTRAP, find_interpreters, provision_missing
 from support import PACKAGES, VERSIONS, copy_sources, present, supports
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,6 +156,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=ROOT / "dist", help="where the wheels go (default: dist/)")
     parser.add_argument("--smoke", action="store_true", help="install the wheels with no compiler and try them")
+    parser.add_argument(
+        "--no-provision",
+        action="store_true",
+        help="refuse a version of --versions not found on PATH or in pyenv instead of provisioning it",
+    )
     args = parser.parse_args(argv)
     interpreters = find_interpreters()
     if args.versions is None:
@@ -164,8 +171,10 @@ def main(argv: list[str] | None = None) -> int:
         if bad:
             parser.error(f"--versions: {bad} not among the supported {list(VERSIONS)}")
         missing = [v for v in versions if v not in interpreters]
-        if missing:
-            parser.error(f"--versions: CPython {', '.join(missing)} not found on PATH or in pyenv")
+        failed = missing if args.no_provision else provision_missing(interpreters, missing)
+        if failed:
+            how = "" if args.no_provision else " and could not be provisioned (see above)"
+            parser.error(f"--versions: CPython {', '.join(failed)} not found on PATH or in pyenv{how}")
     if not versions:
         parser.error("no supported CPython found on PATH or in pyenv")
     with tempfile.TemporaryDirectory(prefix="framehook-wheels-") as tmp:
