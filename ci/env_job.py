@@ -231,7 +231,7 @@ def run_conformance_without_translator(results: Path, wheels: list[Path], scratc
         )
         return False
     out = results / "conformance-without-translator.json"
-    cmd = _conformance_command(python, out)
+    cmd = _conformance_command(python, out) + ["--no-progress"]  # (the first run showed it)
     print(f"[env_job] conformance without the translator: {' '.join(cmd[3:])}", flush=True)
     # run from the scratch directory, so that nothing of the repository's packages is on sys.path
     ok = subprocess.call(cmd, cwd=str(scratch), env=_suite_env()) == 0

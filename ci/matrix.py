@@ -144,7 +144,35 @@ def debug_interpreter_variable(version: str) -> str:
     return "FRAMEHOOK_PYTHON_" + version.replace(".", "").upper()
 
 
-def run_env(tox: list[str], env: str, interpreters: dict[str, str], jobs: list[str]) -> tuple[str, int, float]:
+#: lines of an env's log shown while it runs (conformance/run.py's, one per case group)
+PROGRESS_PREFIX = "[conformance] "
+
+
+def relay_progress(log: Path, running: subprocess.Popen, env: str, every: float = 1.0) -> int:
+    """Wait for ``running``, showing each progress line of its log as it appears; its exit
+    status."""
+    seen = 0
+    while True:
+        rc = running.poll()
+        try:
+            text = log.read_text(errors="replace")
+        except OSError:
+            text = ""
+        lines = text.splitlines(keepends=True)
+        complete = [line for line in lines if line.endswith("\n")]
+        for line in complete[seen:]:
+            if line.startswith(PROGRESS_PREFIX):
+                print(f"[matrix] {env}: {line[len(PROGRESS_PREFIX) :].rstrip()}", flush=True)
+        seen = len(complete)
+        if rc is not None:
+            return rc
+        time.sleep(every)
+
+
+def run_env(
+    tox: list[str], env: str, interpreters: dict[str, str], jobs: list[str], relay: bool = False
+) -> tuple[str, int, float]:
+    """Run a tox env, its output into its log; with ``relay``, its progress lines shown."""
     log = RESULTS / "logs" / f"{env}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     # Only release builds are offered to discovery: a debug build also answers to "py314",
@@ -161,9 +189,10 @@ def run_env(tox: list[str], env: str, interpreters: dict[str, str], jobs: list[s
     start = time.monotonic()
     print(f"[matrix] {env}: started (log: {log.relative_to(ROOT)})", flush=True)
     with open(log, "w") as fh:
-        rc = subprocess.call(
+        running = subprocess.Popen(
             cmd, cwd=str(ROOT), stdout=fh, stderr=subprocess.STDOUT, env=dict(os.environ, PATH=path, **variables)
         )
+        rc = relay_progress(log, running, env) if relay else running.wait()
     elapsed = time.monotonic() - start
     print(f"[matrix] {env}: exit {rc} after {elapsed:.0f}s", flush=True)
     if rc != 0:
@@ -601,9 +630,28 @@ def merge_gcov(tox: list[str]) -> bool:
     return rc == 0
 
 
-def report(tox: list[str], versions: list[str], coverage: bool, full_table: bool = False) -> tuple[bool, int, int, int]:
+#: what one count of each kind is, for the last line of a job
+COUNTED = {
+    "tests": "tests",
+    "replays": "conformance replays (a case in one mode on one CPython; real-code defects count as failed)",
+    "fuzz": "fuzzed programs",
+}
+
+
+def totals_line(parts: list[tuple[str, int, int, int]]) -> str:
+    """The job's last line: the totals, and what was counted (``parts``: kind, passed,
+    failed, skipped)."""
+    p, f, s = (sum(part[i] for part in parts) for i in (1, 2, 3))
+    what = "; ".join(f"{pp + ff + ss:,} {COUNTED[kind]}" for kind, pp, ff, ss in parts)
+    return f"{p} passed, {f} failed, {s} skipped (of {what})"
+
+
+def report(
+    tox: list[str], versions: list[str], coverage: bool, full_table: bool = False
+) -> tuple[bool, list[tuple[str, int, int, int]]]:
     """Every table of the test job from the results on disk (this run's, or the per-version
-    CI jobs' artifacts gathered into ci/results)."""
+    CI jobs' artifacts gathered into ci/results); whether all is well, and the counts per
+    kind (``totals_line``)."""
     p, f, s = print_test_table(versions)
     cp, cf, cs = print_conformance_table(versions, full=full_table)
     _, realcode_defects = print_realcode_table(versions)
@@ -619,7 +667,7 @@ def report(tox: list[str], versions: list[str], coverage: bool, full_table: bool
         for line in checks_log.read_text(errors="replace").splitlines():
             if line.startswith("[checks]"):
                 print("  " + line[len("[checks] ") :])
-    return ok, p + cp + fp, f + cf + ff, s + cs
+    return ok, [("tests", p, f, s), ("replays", cp, cf, cs), ("fuzz", fp, ff, 0)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -670,10 +718,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--versions: {bad} not among the supported {list(ALL_VERSIONS)}")
     if args.job == "report":
         tox = tox_command()
-        ok, p, f, s = report(tox, versions, not args.no_coverage_report, full_table=True)
+        ok, parts = report(tox, versions, not args.no_coverage_report, full_table=True)
         print(f"\n[matrix] report over {', '.join(versions)}")
-        print(f"{p} passed, {f} failed, {s} skipped")
-        return 0 if ok and f == 0 else 1
+        print(totals_line(parts))
+        return 0 if ok and not any(part[2] for part in parts) else 1
 
     if args.job == "checks":  # runs on tox's own Python: no interpreter of the matrix needed
         return run_env(tox_command(), "checks", {}, [])[1]
@@ -723,25 +771,27 @@ def main(argv: list[str] | None = None) -> int:
     if args.job in ("test", "conformance") and any(conformance_runs(v) for v in versions):
         recorded = [record_realcode(tox, interpreters, args.no_provision)]
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
-        outcomes = list(pool.map(lambda e: run_env(tox, e, interpreters, env_jobs(e, jobs)), envs))
+        relay = args.job == "conformance"  # the test job's envs run for minutes of tests first
+        outcomes = list(pool.map(lambda e: run_env(tox, e, interpreters, env_jobs(e, jobs), relay), envs))
     failed_envs = [env for env, rc, _ in recorded + outcomes if rc != 0]
 
     ok = not failed_envs
+    parts: list[tuple[str, int, int, int]] = []
     if args.job == "test":
-        good, p, f, s = report(tox, versions, not args.no_coverage_report)
+        good, parts = report(tox, versions, not args.no_coverage_report)
         ok &= good
     elif args.job == "gcov":
         ok &= merge_gcov(tox)
-        p = f = s = 0
     else:
         p, f, s = print_conformance_table(versions)
         _, realcode_defects = print_realcode_table(versions)
-        f += realcode_defects
+        parts = [("replays", p, f + realcode_defects, s)]
     print(
         f"\n[matrix] {len(envs) + len(recorded)} envs in {time.monotonic() - start:.0f}s; failed envs: {failed_envs or 'none'}"
     )
-    print(f"{p} passed, {f} failed, {s} skipped")
-    return 0 if ok and f == 0 else 1
+    if parts:
+        print(totals_line(parts))
+    return 0 if ok and not any(part[2] for part in parts) else 1
 
 
 if __name__ == "__main__":

@@ -4,13 +4,17 @@
 
 Prints a case x mode table and, with --json, writes the results in the schema that
 ci/matrix.py reads. A mode that is not available here is "skip" with its reason.
-Exit status 1 when any replay failed.
+While it runs, a line per finished case group (the case module: ``basics``, ``loops``...)
+goes to stderr, starting with ``[conformance]`` (ci/matrix.py's conformance job shows
+them as they come). Exit status 1 when any replay failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import platform
 import sys
 import time
@@ -45,7 +49,34 @@ def _decision_diff(name: str, recorded: dict | None, replayed: dict | None) -> s
     return f"{name}: {', '.join(changed) or 'decisions'} differ from the golden record"
 
 
-def run(modes: tuple, select: str | None, verbose: bool) -> dict:
+def _group(case: str) -> str:
+    return case.split(".", 1)[0]
+
+
+class Progress:
+    """A line per finished case group: its replays' outcomes, and how far the run is."""
+
+    def __init__(self, names: list[str], stream=None) -> None:
+        self.groups = sorted({_group(n) for n in names})
+        self.stream = stream if stream is not None else sys.stderr
+        self.start = time.monotonic()
+        self.done = 0
+
+    def group_done(self, group: str, results: list[dict]) -> None:
+        self.done += 1
+        mine = [r for r in results if _group(r["case"]) == group]
+        counts = {s: sum(r["status"] == s for r in mine) for s in ("pass", "fail", "skip")}
+        cases = len({r["case"] for r in mine})
+        print(
+            f"[conformance] {group}: {cases} cases, {len(mine)} replays: {counts['pass']} passed, "
+            f"{counts['fail']} failed, {counts['skip']} skipped ({self.done}/{len(self.groups)} groups, "
+            f"{time.monotonic() - self.start:.0f} s)",
+            file=self.stream,
+            flush=True,
+        )
+
+
+def run(modes: tuple, select: str | None, verbose: bool, progress_stream=None) -> dict:
     _paths.setup()
     from framehook.records import load, replay_record
     from framehook.records.errors import RecordError, SourceUnavailableError
@@ -81,10 +112,12 @@ def run(modes: tuple, select: str | None, verbose: bool) -> dict:
                     "reason": "no golden record; run conformance/record_golden.py on CPython 3.11",
                 }
             )
-    for path in files:
+    chosen = [p for p in files if not select or select in p.stem]
+    progress = Progress([p.stem for p in chosen], progress_stream)
+    for i, path in enumerate(chosen):
+        if i and _group(path.stem) != _group(chosen[i - 1].stem):
+            progress.group_done(_group(chosen[i - 1].stem), results)
         name = path.stem
-        if select and select not in name:
-            continue
         try:
             rec = load(path)
         except RecordError as exc:
@@ -119,6 +152,8 @@ def run(modes: tuple, select: str | None, verbose: bool) -> dict:
                 diff = _decision_diff(name, rec.translator, m.decisions)
                 if diff:
                     decision_diffs.append(diff)
+    if chosen:
+        progress.group_done(_group(chosen[-1].stem), results)
     return {"python": platform.python_version(), "results": results, "decision_diffs": decision_diffs}
 
 
@@ -149,7 +184,10 @@ def print_table(data: dict, modes: tuple, verbose: bool) -> None:
         print(f"  translator decisions differ: {diff}")
     if not verbose:
         print(f"(rows shown only for failing cases; -v shows all {len(by_case)})")
-    print(f"conformance: {counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped")
+    print(
+        f"conformance: {counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped "
+        f"(of {len(data['results'])} replays: {len(by_case)} cases x {len(modes)} modes)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -158,10 +196,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", action="append", choices=MODES)
     parser.add_argument("-k", dest="select", help="only cases whose name contains this")
     parser.add_argument("-v", "--verbose", action="store_true", help="a row for every case")
+    parser.add_argument("--no-progress", action="store_true", help="no line per finished case group on stderr")
     args = parser.parse_args(argv)
     modes = tuple(args.mode or MODES)
     start = time.monotonic()
-    data = run(modes, args.select, args.verbose)
+    with open(os.devnull, "w") if args.no_progress else contextlib.nullcontext() as sink:
+        data = run(modes, args.select, args.verbose, sink)
     print_table(data, modes, args.verbose)
     print(f"({time.monotonic() - start:.1f}s)")
     if args.json:
