@@ -446,8 +446,14 @@ def test_shadow_and_optimize_together_intercept_what_each_does_alone(pytester):
     assert _intercepted(shadow) >= 6
     assert _intercepted(both) == _intercepted(shadow)
     both.stdout.fnmatch_lines(
-        ["*framehook optimize[[]eager[]]: 2 tests run under the translator*", "*framehook: 0 tests diverged*"]
+        [
+            "*framehook: each of 2 tests ran twice within its one result, under the pass-through callback, "
+            "then under the translator*",
+            "*framehook optimize[[]eager[]]: 2 tests run under the translator*",
+            "*framehook: 0 tests diverged*",
+        ]
     )
+    assert "ran twice" not in shadow.stdout.str()
 
 
 PACKAGE_TESTS = """

@@ -497,6 +497,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
         return
     tr = terminalreporter
     tr.section("framehook")
+    both = session.shadow and session.backend
+    if both:  # one pytest result per test: say that each ran twice within it
+        tr.write_line(
+            f"framehook: each of {session.tests} tests ran twice within its one result, under the "
+            "pass-through callback, then under the translator"
+        )
     if session.shadow:
         frames = session.frames() + session.worker_frames
         codes = len(session.code_keys() | session.worker_codes)
