@@ -88,14 +88,32 @@ def test_export_rejects_inputs_failing_its_guards():
         exported()  # arguments that do not bind
 
 
-def test_export_lists_every_graph_break():
+def test_export_refuses_at_a_graph_break_before_anything_runs(capsys):
     with pytest.raises(ExportError) as info:
         ft.export(with_break)(np.ones(3))
     text = str(info.value)
-    assert "cannot export with_break" in text
-    assert "FH005" in text and "test_export_debug.py:" in text and "hint:" in text
-    assert info.value.breaks and info.value.breaks[0].code == "FH005"
-    assert all(b.lineno for b in info.value.breaks)
+    assert text.startswith("cannot export with_break: a graph break, found while tracing (none of with_break ran)")
+    assert "FH005" in text and "test_export_debug.py:35 (in with_break): a call to print()" in text
+    assert "hint:" in text
+    assert [b.code for b in info.value.breaks] == ["FH005"] and info.value.breaks[0].lineno == 35
+    assert capsys.readouterr().out == ""  # its print never ran (it did before the refusal)
+
+
+def _deep_break(x):
+    y = x * 2
+    return _helper_with_break(y)
+
+
+def _helper_with_break(y):
+    open(os.devnull).close()
+    return y + 1
+
+
+def test_a_break_in_a_called_function_names_that_function():
+    with pytest.raises(ExportError) as info:
+        ft.export(_deep_break)(np.ones(3))
+    (brk,) = info.value.breaks
+    assert brk.function == "_helper_with_break" and brk.lineno is not None
 
 
 def test_export_closure_varargs_and_methods():

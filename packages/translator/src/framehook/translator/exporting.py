@@ -6,11 +6,13 @@ the module is named ``exporting`` so that it does not shadow the function).
     exported.guards                      # the guards, as readable text
     print(exported.graph)                # the captured graph
 
-The call is traced once with the translator (the entries it made are dropped again, so
-``fn`` itself is left as it was). When the function cannot be captured whole, ``export``
-raises ``ExportError`` listing every graph break (identifier, reason, file:line). Calling
-the exported function with inputs its guards reject raises ``ExportGuardError`` naming
-every failing guard; it never falls back to running ``fn``.
+The call is traced once with the translator in strict mode (the entries it made are
+dropped again, so ``fn`` itself is left as it was). When the function cannot be captured
+whole, ``export`` raises ``ExportError`` at the first graph break (identifier, reason,
+file:line, hint), found while tracing: none of ``fn`` has run, so its side effects (a
+print, a write) have not happened, as with Dynamo's export. Calling the exported function
+with inputs its guards reject raises ``ExportGuardError`` naming every failing guard; it
+never falls back to running ``fn``.
 """
 
 from __future__ import annotations
@@ -104,15 +106,33 @@ class Exported:
         return f"<exported {self.__qualname__}: {len(self.guards)} guards, graph {getattr(self.graph, 'name', '?')}>"
 
 
+def _break_of(error: Any, name: str, make: Any) -> Any:
+    """The graph break a strict trace raised, as ``explain()`` reports one, or None for
+    another refusal (no break code)."""
+    code = getattr(error, "code", None)
+    if not isinstance(code, str):
+        return None
+    stack = getattr(error, "real_stack", None) or []
+    function = stack[-1].name if stack else name
+    return make(
+        code,
+        getattr(error, "reason", str(error)),
+        getattr(error, "filename", None),
+        getattr(error, "lineno", None),
+        function,
+    )
+
+
 def export(
     fn: Callable[..., Any], *, backend: Union[str, CompilerFn] = "eager", dynamic: Optional[bool] = None
 ) -> Callable[..., Exported]:
     """A callable that traces ``fn(*args, **kwargs)`` and returns an ``Exported``, or raises
-    ``ExportError`` listing every graph break."""
+    ``ExportError`` at the first graph break, before any of ``fn`` runs."""
     if not callable(fn):
         raise TypeError(f"export() expects a callable, got {type(fn).__name__}")
     from .eval_frame import innermost_fn, optimize
-    from .explaining import _summarize
+    from .exc import Unsupported
+    from .explaining import BreakReason, _summarize
     from .symbolic import add_observer, remove_observer
 
     def run(*args: Any, **kwargs: Any) -> Exported:
@@ -121,19 +141,30 @@ def export(
         if not isinstance(function, types.FunctionType) or not isinstance(code, types.CodeType):
             raise ExportError(f"export() needs a Python function or bound method, got {type(function).__name__}")
         runtime.reset_code(code)
+        name = getattr(code, "co_qualname", code.co_name)
         reports: List[Any] = []
         add_observer(reports.append)
         try:
-            result = optimize(backend, dynamic=dynamic)(function)(*bound, *args, **kwargs)
+            # strict: a break raises while the frame is traced, before any of it runs
+            result = optimize(backend, nopython=True, dynamic=dynamic)(function)(*bound, *args, **kwargs)
             entries = runtime.cache_entries(code)
+        except Unsupported as e:
+            brk = _break_of(e, name, BreakReason)
+            if brk is None:
+                raise ExportError(f"cannot export {name}: {str(e).splitlines()[0]}") from e
+            where = f"{brk.filename}:{brk.lineno}" if brk.filename else "<unknown location>"
+            raise ExportError(
+                f"cannot export {name}: a graph break, found while tracing (none of {name} ran)\n"
+                f"  - {brk.code} at {where} (in {brk.function}): {brk.reason}\n    hint: {brk.hint}",
+                [brk],
+            ) from None
         finally:
             remove_observer(reports.append)
             for seen in {id(r.code): r.code for r in reports}.values():
                 runtime.reset_code(seen)
             runtime.reset_code(code)
         summary = _summarize(reports, result)
-        name = getattr(code, "co_qualname", code.co_name)
-        if summary.break_reasons:
+        if summary.break_reasons:  # (strict tracing raises first: kept for a backend's own breaks)
             lines = [f"cannot export {name}: {summary.graph_break_count} graph break(s)"]
             for b in summary.break_reasons:
                 where = f"{b.filename}:{b.lineno}" if b.filename else "<unknown location>"
