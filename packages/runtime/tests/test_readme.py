@@ -1,0 +1,20 @@
+"""Every code example of this package's README runs as written and prints what it shows:
+Sybil runs its fenced python blocks in order in one namespace, comparing a doctest block's
+output with the text (a block after `<!-- skip: next -->` is notation or a file's content)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sybil import Sybil
+from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_every_readme_example_runs_and_prints_what_it_shows(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the files the examples write
+    examples = list(Sybil([PythonCodeBlockParser(), SkipParser()]).parse(README))
+    for example in examples:
+        example.evaluate()
+    assert len(examples) >= 20
