@@ -277,7 +277,7 @@ EXCEPTION_TYPES = {
 
 @functools.lru_cache(maxsize=1024)
 def compiled(text: str, tag: str) -> types.CodeType:
-    return compile(text, f"<fuzz {tag}>", "exec")
+    return compile(text, f"<fuzz {tag}>", "exec", dont_inherit=True)  # (not this module's __future__ flags)
 
 
 def build(source: Source, free_values: Dict[str, Any]) -> types.FunctionType:

@@ -106,7 +106,10 @@ def outcome(fn: Callable[..., Any], *args: Any, call: Call = plain_call) -> Tupl
 
 def build(source: str, name: str) -> Callable[..., Any]:
     namespace: Dict[str, Any] = {"np": np, "__name__": "fuzz_program"}
-    exec(compile(source, name, "exec"), namespace)
+    # dont_inherit: this module's `from __future__ import annotations` would otherwise set
+    # CO_FUTURE_ANNOTATIONS on the program's code, which its source does not have, and a
+    # record of it would never be verified against its source
+    exec(compile(source, name, "exec", dont_inherit=True), namespace)
     return namespace["f"]
 
 

@@ -30,6 +30,15 @@ def test_saved_finding_replays_from_its_source(tmp_path):
     assert result.code_from == "source" and result.ok, result.report()
 
 
+def test_saved_finding_replays_its_verified_bytecode_on_the_cpython_that_saved_it(tmp_path):
+    # compiled without this harness's `from __future__ import annotations`, the recorded
+    # code is what its source compiles to: replay runs it, verified, not a recompilation
+    written = harness.save_finding(tmp_path, PROGRAM)
+    result = records.replay(written[1], modes=("plain",))
+    assert result.code_from == "marshal (verified against source)" and result.bytecode_note is None
+    assert result.ok, result.report()
+
+
 def test_saved_finding_runs_standalone_and_loads_back(tmp_path):
     path = Path(harness.save_finding(tmp_path, PROGRAM)[0])
     out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, check=True).stdout
