@@ -75,6 +75,12 @@ CONSTRUCTS: Dict[str, Tuple[Tuple[int, int], str]] = {
     "async_generator": ((3, 9), "async def with yield"),
     "delete": ((3, 9), "del"),
     "return": ((3, 9), "return"),
+    "decorator": ((3, 9), "@decorator over a def"),
+    "positional_only_params": ((3, 9), "def f(a, /, ...)"),
+    "keyword_only_params": ((3, 9), "def f(..., *, k=...)"),
+    "dict_unpacking": ((3, 9), "{**d, ...} in a dict display"),
+    "annotated_assign": ((3, 9), "x: int = ..."),
+    "matmul": ((3, 9), "a @ b"),
 }
 
 
@@ -122,6 +128,7 @@ _OPS: Dict[type, str] = {
     ast.NotIn: "in",
     ast.Is: "is",
     ast.IsNot: "is",
+    ast.MatMult: "matmul",
 }
 
 _SIMPLE: Dict[type, str] = {
@@ -158,6 +165,7 @@ _SIMPLE: Dict[type, str] = {
     ast.Delete: "delete",
     ast.Return: "return",
     ast.Starred: "star_arguments",
+    ast.AnnAssign: "annotated_assign",
 }
 
 
@@ -194,8 +202,16 @@ def _match_node(node: ast.AST, found: Set[str]) -> None:
             found.add("try_finally")
     elif type(node).__name__ == "Match":
         found.add("match")
+    elif isinstance(node, ast.Dict) and any(key is None for key in node.keys):
+        found.add("dict_unpacking")
     elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         args = node.args
+        if args.posonlyargs:
+            found.add("positional_only_params")
+        if args.kwonlyargs:
+            found.add("keyword_only_params")
+        if not isinstance(node, ast.Lambda) and node.decorator_list:
+            found.add("decorator")
         if args.defaults or any(d is not None for d in args.kw_defaults):
             found.add("default_arguments")
         if args.vararg or args.kwarg:

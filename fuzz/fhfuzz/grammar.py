@@ -21,6 +21,9 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from hypothesis import strategies as st
 
+#: the annotation an annotated assignment gives a value of each kind
+_ANNOTATIONS = {"int": "int", "float": "float", "str": "str", "list": "list"}
+
 #: f's parameters and the kind of value each holds
 PARAMETERS: Tuple[Tuple[str, str], ...] = (
     ("a", "int"),
@@ -261,6 +264,7 @@ class Builder:
             self.s_numpy,
             self.s_lambda,
         ]
+        simple.append(self.s_dict_unpack)
         compound: List[Callable[[Env, Context], Lines]] = [
             self.s_if,
             self.s_for_range,
@@ -289,9 +293,21 @@ class Builder:
     def s_assign(self, env: Env, ctx: Context) -> Lines:
         kind = self.choice(("int", "float", "str", "list"))
         name = self.fresh("v")
-        line = f"{name} = {self.expr_of(kind, env, ctx)}"
+        # one in four annotated (a local's annotation is never evaluated)
+        annotation = f": {_ANNOTATIONS[kind]}" if self.pick(4) == 3 else ""
+        line = f"{name}{annotation} = {self.expr_of(kind, env, ctx)}"
         self.pending[name] = kind
         return [line]
+
+    def s_dict_unpack(self, env: Env, ctx: Context) -> Lines:
+        d, name = self.fresh("d"), self.fresh("v")
+        self.pending[name] = "int"
+        inner = f"{{'q': {self.int_expr(env, ctx, 1)}, 'r': {self.small()}}}"
+        # a later key wins over the unpacked one: the order of a display is part of its meaning
+        return [
+            f"{d} = {{'p': {self.int_expr(env, ctx, 1)}, **{inner}, 'r': {self.small(1, 4)}}}",
+            f"{name} = {d}['p'] + {d}['q'] * {d}['r'] + len({{**{d}, 'z': 0}})",
+        ]
 
     def s_rebind(self, env: Env, ctx: Context) -> Lines:
         ints = [n for n in self.names(env, "int") if n not in dict(PARAMETERS) and n not in self.protected]
@@ -400,7 +416,11 @@ class Builder:
 
     def s_numpy(self, env: Env, ctx: Context) -> Lines:
         name = self.fresh("n")
-        form = self.pick(3)
+        form = self.pick(4)
+        if form == 3:  # a matrix product: the flattened array with itself
+            m = self.fresh("m")
+            self.pending[name] = "float"
+            return [f"{m} = np.ravel({self.arr_expr(env, ctx)}).astype(np.float64)", f"{name} = float({m} @ {m})"]
         if form == 0:
             self.pending[name] = "arr"
             return [f"{name} = {self.arr_expr(env, ctx)}"]
@@ -553,7 +573,27 @@ class Builder:
     def s_closure(self, env: Env, ctx: Context) -> Lines:
         fn, name = self.fresh("g"), self.fresh("v")
         ints = [n for n in self.names(env, "int") if n not in self.protected]
-        form = self.pick(3)
+        form = self.pick(5)
+        if form == 3:  # a decorator (its own closure) over a function
+            deco = self.fresh("deco")
+            self.pending[name] = "int"
+            return [
+                f"def {deco}(fn):",
+                "    def wrapper(*args, **kwargs):",
+                f"        return fn(*args, **kwargs) + {self.small()}",
+                "    return wrapper",
+                f"@{deco}",
+                f"def {fn}(q, r=2):",
+                f"    return q * r + {self.int_expr(env, ctx, 1)}",
+                f"{name} = {fn}({self.int_expr(env, ctx, 1)}) + {fn}({self.small()}, r={self.small()})",
+            ]
+        if form == 4:  # positional-only and keyword-only parameters
+            self.pending[name] = "int"
+            return [
+                f"def {fn}(q, /, r={self.small()}, *, t={self.small(1, 4)}):",
+                f"    return q + r * t + {self.int_expr(env, ctx, 1)}",
+                f"{name} = {fn}({self.int_expr(env, ctx, 1)}) + {fn}({self.small()}, {self.small()}, t={self.small()})",
+            ]
         if form == 0 and ints:
             target = self.choice(ints)
             self.pending[name] = "int"
