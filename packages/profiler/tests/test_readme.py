@@ -1,6 +1,6 @@
-"""Every code example of this package's README runs as written and prints what it shows:
-Sybil runs its fenced python blocks in order in one namespace, comparing a doctest block's
-output with the text (a block after `<!-- skip: next -->` is notation or a file's content)."""
+"""The README's "Use" example runs as written and prints what it shows: a recording with
+an annotation, its exports, the tree and the summary (Sybil runs the fenced python blocks
+in order in one namespace; doctest blocks compare their output)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Every code example of this package's README runs as written and prints what it shows:
-Sybil runs its fenced python blocks in order in one namespace, comparing a doctest block's
-output with the text (a block after `<!-- skip: next -->` is notation or a file's content)."""
+"""The README's examples run as written and print what they show: recording a call and
+replaying it, and record_calls over a function and a module (Sybil runs the fenced python
+blocks in order in one namespace; doctest blocks compare their output)."""
 
 from __future__ import annotations
 

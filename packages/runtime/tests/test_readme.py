@@ -1,6 +1,8 @@
-"""Every code example of this package's README runs as written and prints what it shows:
-Sybil runs its fenced python blocks in order in one namespace, comparing a doctest block's
-output with the text (a block after `<!-- skip: next -->` is notation or a file's content)."""
+"""The README's examples run as written and print what they show: the callback API, a
+decorator made with CallbackWrapper, a CallObserver and a GuardChecker (Sybil runs the
+fenced python blocks in order in one namespace; doctest blocks compare their output; the
+API summary is a text block). The same few lines run each package's README: the packages
+are installed and tested apart, so they share no test helper."""
 
 from __future__ import annotations
 
