@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import sys
 from collections import Counter
-from typing import Iterable, List, Tuple
+from typing import Iterable, Iterator, List, Tuple
 
 
 from framehook.profiler import Event, Profile
@@ -91,3 +93,17 @@ def chrome_spans(doc: dict) -> List[dict]:
     for span in spans:
         order.setdefault(span["tid"], len(order))
     return sorted(spans, key=lambda s: order[s["tid"]])
+
+
+@contextlib.contextmanager
+def no_collections() -> Iterator[None]:
+    """Garbage from earlier tests (a dropped Profiler, say) must not be finalized inside
+    one of the two runs: its __del__ would be a node only that run's tree has."""
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

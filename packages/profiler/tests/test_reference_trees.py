@@ -16,6 +16,7 @@ from typing import Any, Callable, List, Tuple
 import pytest
 
 from framehook.profiler import Event, Profiler
+from fhprof_helpers import no_collections
 
 # Each test runs against every backend this interpreter has.
 pytestmark = pytest.mark.usefixtures("backend")
@@ -73,9 +74,10 @@ def recorded_tree(event: Event) -> Node:
 
 
 def assert_same_tree(program: Callable[[], Any]) -> Node:
-    reference = reference_tree(program)
-    with Profiler() as prof:
-        program()
+    with no_collections():
+        reference = reference_tree(program)
+        with Profiler() as prof:
+            program()
     found = [
         e
         for e in prof.profile.events
