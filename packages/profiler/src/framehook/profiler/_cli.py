@@ -31,6 +31,8 @@ from ._export import (
     failure_reason,
     format_for,
 )
+from ._follow import Follow, FollowError, describe, part_format
+from ._merge import Source, merge_into
 from ._profile import Profile
 from ._profiler import Profiler
 from ._progress import Progress
@@ -49,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Profile a Python script with framehook-profiler.",
         usage=f"{PROG} [-o FILE] [--format FORMAT] [--no-c-calls] [--max-events N] "
-        "[--summary] (script.py | -m module) [args...]",
+        "[--summary] [--follow] (script.py | -m module) [args...]",
         epilog="Options end at the script or at -m MODULE, as with python: "
         "everything after them is the script's own argv.",
         allow_abbrev=False,
@@ -66,6 +68,12 @@ def _parser() -> argparse.ArgumentParser:
         help="keep at most N events per output that lists every call "
         "(Chrome trace, speedscope); the counts and times of pstats, "
         "the summary and the flame graph stay exact",
+    )
+    parser.add_argument(
+        "--follow",
+        action="store_true",
+        help="also profile the Python processes the script starts (os.fork, multiprocessing, "
+        "subprocess), each written to a part merged into the output as a process of its own",
     )
     parser.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script (like python -m)")
     return parser
@@ -300,6 +308,18 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
     except (ValueError, FileNotFoundError, SyntaxError, ImportError) as exc:
         _error(str(exc))
         return 2
+    options: dict = {"c_calls": not args.no_c_calls}
+    if max_events is not None:
+        options["max_events"] = max_events
+    elif fmt in AGGREGATED_FORMATS:
+        options["max_events"] = AGGREGATE_RING
+    follow: Optional[Follow] = None
+    if args.follow:
+        try:  # (before the script runs: an unwritable place for the parts is refused now)
+            follow = Follow(output, fmt, options)
+        except FollowError as exc:
+            _error(str(exc))
+            return 2
 
     main_module = types.ModuleType("__main__")
     main_module.__dict__.update(main_globals)
@@ -308,19 +328,18 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
     if not args.module:
         sys.path.insert(0, os.path.dirname(filename))
     sys.modules["__main__"] = main_module
-    options: dict = {"c_calls": not args.no_c_calls}
-    if max_events is not None:
-        options["max_events"] = max_events
-    elif fmt in AGGREGATED_FORMATS:
-        options["max_events"] = AGGREGATE_RING
     prof = Profiler(**options)
     pid = os.getpid()
+    if follow is not None:
+        follow.watch(prof)
     try:
         status = _run(code, main_module.__dict__, filename, prof, exiting)
     finally:
         sys.argv[:], sys.path[:] = saved[0], saved[1]
         if saved[2] is not None:
             sys.modules["__main__"] = saved[2]
+        if follow is not None and os.getpid() == pid:
+            follow.unwatch()
 
     if os.getpid() != pid or prof.state == "forked":
         # A child the script forked, whose code ended here too: the profile is the
@@ -330,7 +349,10 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
     if max_events is None and "max_events" in options:
         profile.dropped_by = f"{PROG}'s default ring of {AGGREGATE_RING:,} events per thread (--max-events N widens it)"
     with _ended_by_signals():
-        written = _write(profile, output, fmt, stem, max_events is not None)
+        if follow is not None:
+            written = _write_followed(profile, follow, output, fmt, " ".join(script_argv))
+        else:
+            written = _write(profile, output, fmt, stem, max_events is not None)
         if written is None:
             status = status or 1
         if args.summary:
@@ -380,6 +402,32 @@ def _write(profile: Profile, output: str, fmt: str, stem: str, limited: bool) ->
         f"{PROG}: wrote {fmt} profile to {written} ({profile.event_count + dropped} events recorded, "
         f"{len(profile.thread_names)} thread(s))"
         + (f"; the oldest {dropped} events were left out (--max-events)" if dropped and limited else ""),
+        file=sys.stderr,
+    )
+    return written
+
+
+def _write_followed(profile: Profile, follow: Follow, output: str, fmt: str, command: str) -> Optional[str]:
+    """Writes this process's part, waits for the children still running, and merges every
+    part into ``output``; returns the path written, None if nothing could be."""
+    try:
+        try:
+            own = profile.export(os.path.join(follow.parts, f"{os.getpid()}.part"), part_format(fmt))
+            children = follow.children(say=lambda text: print(f"{PROG}: {text}", file=sys.stderr))
+            sources = [Source(own, f"{PROG} {os.getpid()}: {describe(command.split())}", os.getpid(), profile.start_ns)]
+            sources += [Source(p.path, p.label, p.pid, p.start_ns) for p in children.parts]
+            missing = children.missing()
+            written = merge_into(sources, fmt, output, missing)
+        except OSError as exc:
+            _error(f"cannot write the merged profile to {output} ({failure_reason(exc)})")
+            return None
+    finally:
+        follow.cleanup()
+    for note in missing:
+        _error(note)
+    print(
+        f"{PROG}: wrote {fmt} profile to {written} ({len(sources)} process(es): this one and "
+        f"{len(sources) - 1} child(ren)" + (f"; {len(missing)} missing" if missing else "") + ")",
         file=sys.stderr,
     )
     return written

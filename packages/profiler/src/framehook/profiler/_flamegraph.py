@@ -73,7 +73,15 @@ def merged_tree(profile: "Profile") -> _Node:
 
 
 def to_svg(profile: "Profile", title: Optional[str] = None) -> str:
-    root = merged_tree(profile)
+    title = title or "framehook-profiler flame graph"
+    dropped = profile.aggregates().dropped
+    if dropped:  # (the widths include them: the aggregates are exact)
+        title += f" ({dropped} events dropped by {profile.dropped_by}, included here)"
+    return render_svg(merged_tree(profile), title)
+
+
+def render_svg(root: _Node, title: str) -> str:
+    """The flame graph of a merged tree (a profile's, or several processes')."""
     depth = 0
     rows: List[tuple] = []  # (x, depth, width, node)
     scale = (WIDTH - 2 * PAD) / root.ns if root.ns else 0.0
@@ -90,10 +98,6 @@ def to_svg(profile: "Profile", title: Optional[str] = None) -> str:
             stack.append((child, offset, level + 1))
             offset += child.ns * scale
     height = (depth + 1) * ROW + 3 * PAD + FONT * 2
-    title = title or "framehook-profiler flame graph"
-    dropped = profile.aggregates().dropped
-    if dropped:  # (the widths include them: the aggregates are exact)
-        title += f" ({dropped} events dropped by {profile.dropped_by}, included here)"
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{WIDTH}" '
         f'height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="monospace" '

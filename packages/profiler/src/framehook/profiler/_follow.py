@@ -1,0 +1,368 @@
+"""Following child processes (``framehook-profile --follow``): every Python process the
+profiled script starts records itself and writes its own part, which the command line
+merges into its one output.
+
+How children are reached:
+- ``os.fork`` (and multiprocessing's fork start method, and a forkserver's workers): a
+  fork handler starts a fresh profiler in the child, the parent's being disowned there.
+- new interpreters (``subprocess``, multiprocessing's spawn, the forkserver itself): an
+  environment variable says where parts go, and a ``sitecustomize`` module put first on
+  ``PYTHONPATH`` starts a profiler as the interpreter starts, then imports the
+  ``sitecustomize`` it hid, if any.
+
+A child writes its part when it exits: normally (``atexit``), through ``os._exit`` (what
+forked multiprocessing workers end with), or by SIGTERM (``Pool.terminate``), after which
+the signal still ends it. Each child first writes a ``<pid>.started`` file: one that never
+writes ``<pid>.done`` (killed, crashed) is named by the merge as missing. Without
+``--follow`` nothing of this happens, and children never write.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+import weakref
+from typing import Any, Callable, Dict, List, Optional
+
+from ._profiler import Profiler
+
+ENV = "FRAMEHOOK_PROFILE_FOLLOW"
+BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_follow_boot")
+# Formats a part is written in, for the output's format: a flame graph is merged from
+# collapsed stacks (its widths are their times), everything else from its own format.
+PART_FORMAT = {"svg": "collapsed"}
+WAIT_SECONDS = 10.0  # how long the merge waits for children still running
+# multiprocessing's helper processes live as long as their parent: never waited for, and
+# not profiled (a forkserver's workers are: its fork handler is installed all the same)
+_HELPERS = ("multiprocessing.resource_tracker import main", "multiprocessing.forkserver import main")
+
+
+class FollowError(ValueError):
+    """--follow cannot work here (no directory for the parts)."""
+
+
+def part_format(fmt: str) -> str:
+    return PART_FORMAT.get(fmt, fmt)
+
+
+def _command() -> List[str]:
+    """This process's command line, as started (before sys.argv is set, in sitecustomize)."""
+    argv = getattr(sys, "orig_argv", None)
+    if argv:
+        return list(argv)
+    try:
+        with open("/proc/self/cmdline", "rb") as fh:
+            return [a.decode(errors="replace") for a in fh.read().split(b"\0") if a]
+    except OSError:
+        return list(sys.argv)
+
+
+def _write_json(path: str, data: Dict[str, Any]) -> None:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as fh:
+        json.dump(data, fh)
+    os.replace(tmp, path)
+
+
+# --- the parent -----------------------------------------------------------------------
+
+
+class Follow:
+    """The command line's side: a directory for the parts, the environment that children
+    inherit, and the fork handler, while the script runs."""
+
+    def __init__(self, output: str, fmt: str, options: Dict[str, Any]) -> None:
+        where = os.path.dirname(os.path.abspath(output))
+        try:
+            self.parts = tempfile.mkdtemp(prefix=f".{os.path.basename(output)}.parts-", dir=where)
+        except OSError as exc:
+            raise FollowError(f"--follow: cannot make a directory for the children's parts in {where} ({exc.strerror})")
+        self.format = fmt
+        self.config = {"parts": self.parts, "format": part_format(fmt), "options": options}
+        self.pid = os.getpid()
+        self._saved_env: Dict[str, Optional[str]] = {}
+
+    def watch(self, prof: Profiler) -> None:
+        """From now on, children record: forks through the handler, new interpreters
+        through the environment."""
+        for name, value in ((ENV, json.dumps(self.config)), ("PYTHONPATH", self._pythonpath())):
+            self._saved_env[name] = os.environ.get(name)
+            os.environ[name] = value
+        _FOLLOWING[0] = self.config
+        _WATCHED[0] = weakref.ref(prof)
+
+    def _pythonpath(self) -> str:
+        current = os.environ.get("PYTHONPATH")
+        return BOOT_DIR + (os.pathsep + current if current else "")
+
+    def unwatch(self) -> None:
+        _FOLLOWING[0] = _WATCHED[0] = None
+        for name, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    def children(self, wait: float = WAIT_SECONDS, say: Callable[[str], None] = lambda text: None) -> "Children":
+        """The children's parts, once every child still running has finished (waiting at
+        most ``wait`` seconds)."""
+        deadline = time.monotonic() + wait
+        told = False
+        while True:
+            found = Children.scan(self.parts)
+            running = [pid for pid in found.unfinished if _alive(pid)]
+            if not running or time.monotonic() >= deadline:
+                return found
+            if not told and time.monotonic() + wait - deadline > 1.0:
+                say(f"waiting for {len(running)} child process(es) to finish (at most {wait:g} s)")
+                told = True
+            time.sleep(0.05)
+
+    def cleanup(self) -> None:
+        for name in os.listdir(self.parts):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(self.parts, name))
+        with contextlib.suppress(OSError):
+            os.rmdir(self.parts)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (exited, not yet waited for) has ended
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+class Part:
+    """One child's finished part."""
+
+    def __init__(self, path: str, meta: Dict[str, Any]) -> None:
+        self.path = path
+        self.pid: int = meta["pid"]
+        self.ppid: int = meta["ppid"]
+        self.how: str = meta["how"]
+        self.command: List[str] = meta["command"]
+        self.start_ns: int = meta["start_ns"]
+
+    @property
+    def label(self) -> str:
+        return f"{self.how} child {self.pid}: {describe(self.command)}"
+
+
+def describe(command: List[str]) -> str:
+    words = [os.path.basename(command[0])] + command[1:] if command else ["?"]
+    text = " ".join(" ".join(words).split())  # (one line: `python -c` code has newlines)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+class Children:
+    def __init__(self, parts: List[Part], unfinished: Dict[int, Dict[str, Any]]) -> None:
+        self.parts = parts
+        self.unfinished = unfinished
+
+    @classmethod
+    def scan(cls, directory: str) -> "Children":
+        parts: List[Part] = []
+        unfinished: Dict[int, Dict[str, Any]] = {}
+        for name in sorted(os.listdir(directory)):
+            if not name.endswith(".started"):
+                continue
+            pid = int(name.split(".")[0])
+            started = _read_json(os.path.join(directory, name))
+            done = _read_json(os.path.join(directory, f"{pid}.done"))
+            if done is not None and os.path.exists(os.path.join(directory, f"{pid}.part")):
+                parts.append(Part(os.path.join(directory, f"{pid}.part"), done))
+            elif started is not None:
+                unfinished[pid] = started
+        parts.sort(key=lambda p: p.start_ns)
+        return cls(parts, unfinished)
+
+    def missing(self) -> List[str]:
+        return [
+            f"{info.get('how', '?')} child {pid} ({describe(info.get('command', []))}) wrote no profile: "
+            "it was killed, crashed or was still running"
+            for pid, info in sorted(self.unfinished.items())
+        ]
+
+
+def _read_json(path: str) -> Optional[Dict[str, Any]]:
+    try:
+        with open(path) as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+# --- the children ---------------------------------------------------------------------
+
+# The config while the command line follows children (in its own process and in each
+# child: a child's children are followed too).
+_FOLLOWING: List[Optional[Dict[str, Any]]] = [None]
+_CHILD: List[Optional["_Child"]] = [None]
+# How a fork of this process is named: "forkserver" in multiprocessing's fork server (its
+# children are the workers of the forkserver start method), "fork" anywhere else.
+_FORK_KIND = ["fork"]
+# The command line's profiler while it follows (a weak reference): a forked child hides
+# the same launching frames it hides.
+_WATCHED: List[Optional["weakref.ReferenceType[Profiler]"]] = [None]
+
+
+class _Child:
+    """This process's own recording, as a followed child."""
+
+    def __init__(self, config: Dict[str, Any], how: str, command: List[str]) -> None:
+        self.config = config
+        self.how = how
+        self.command = command
+        self.pid = os.getpid()
+        self.prof = Profiler(**config["options"])
+        self.written = False
+        self._writing = False
+        self._killed_by = 0  # a signal that arrived while the part was being written
+        self._real_exit: Optional[Callable[[int], Any]] = None
+
+    def start(self, hidden: frozenset = frozenset(), muted: frozenset = frozenset()) -> None:
+        parts = self.config["parts"]
+        _write_json(
+            os.path.join(parts, f"{self.pid}.started"),
+            {"pid": self.pid, "ppid": os.getppid(), "how": self.how, "command": self.command},
+        )
+        atexit.register(self.finish)
+        self._real_exit = os.__dict__["_exit"]
+        os._exit = self._exit_writing
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            with contextlib.suppress(ValueError):  # (not the main thread: left as it is)
+                signal.signal(signal.SIGTERM, self._terminated)
+        self.prof._launcher_codes = hidden | _own_codes()
+        self.prof._muted_codes = muted
+        self.prof.start()
+
+    def _exit_writing(self, status: int) -> Any:
+        """os._exit in a followed child: what forked multiprocessing workers end with."""
+        self.finish()
+        assert self._real_exit is not None
+        return self._real_exit(status)
+
+    def _terminated(self, signum: int, frame: Any) -> None:
+        if self._writing:
+            # Pool.terminate() sends SIGTERM to workers that may be exiting on their own,
+            # writing their part: it ends the process once the part is written.
+            self._killed_by = signum
+            return
+        self.finish()
+        self._end_by(signum)
+
+    def _end_by(self, signum: int) -> None:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)  # ends the process as the signal would have
+
+    def finish(self) -> None:
+        """Writes the part, once (the first of the ways out to be taken)."""
+        if self.written or os.getpid() != self.pid:
+            return
+        self.written = self._writing = True
+        try:
+            self._write_part()
+        finally:
+            self._writing = False
+        if self._killed_by:
+            self._end_by(self._killed_by)
+
+    def _write_part(self) -> None:
+        try:  # (stopped already by the Profiler's own exit handler: still its profile)
+            profile = self.prof.stop()
+        except RuntimeError:
+            return  # (forked away, or refused)
+        parts = self.config["parts"]
+        try:
+            profile.export(os.path.join(parts, f"{self.pid}.part"), self.config["format"])
+            _write_json(
+                os.path.join(parts, f"{self.pid}.done"),
+                {
+                    "pid": self.pid,
+                    "ppid": os.getppid(),
+                    "how": self.how,
+                    "command": _command() if self.how == "spawn" else self.command,
+                    "start_ns": profile.start_ns,
+                },
+            )
+        except OSError:
+            pass  # the parent names this child as missing
+
+
+def _after_fork_in_child() -> None:
+    config = _FOLLOWING[0]
+    if config is None:
+        return
+    previous = _CHILD[0]
+    if previous is not None and previous._real_exit is not None:
+        os._exit = previous._real_exit  # (the parent's wrapper writes the parent's part)
+    _CHILD[0] = None
+    kind = _FORK_KIND[0]  # (a forkserver's argv is its own `-c` code: its command line says more)
+    child = _Child(config, kind, list(sys.argv) if kind == "fork" else _command())
+    _CHILD[0] = child
+    watched = _WATCHED[0]
+    parent = watched() if watched is not None else None
+    if parent is not None:  # the command line's own frames, still on the stack here
+        child.start(parent._launcher_codes, parent._muted_codes)
+    else:
+        child.start()
+
+
+if hasattr(os, "register_at_fork"):  # (after the Profiler's own handler: it disowns first)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def boot_from_environment() -> None:
+    """Called by the ``sitecustomize`` of new interpreters that a followed process starts:
+    starts recording this one, unless it is a helper of multiprocessing's."""
+    text = os.environ.get(ENV)
+    if not text:
+        return
+    try:
+        config = json.loads(text)
+        os.stat(config["parts"])
+    except (ValueError, KeyError, TypeError, OSError):
+        return  # (a stale variable: the command line that set it is gone)
+    _FOLLOWING[0] = config
+    command = _command()
+    joined = " ".join(command)
+    if any(helper in joined for helper in _HELPERS):
+        if "forkserver" in joined:
+            _FORK_KIND[0] = "forkserver"
+        return
+    child = _Child(config, "spawn", command)
+    _CHILD[0] = child
+    frame, hidden = sys._getframe(), set()
+    while frame is not None:  # site's import of sitecustomize: not the program
+        hidden.add(frame.f_code)
+        frame = frame.f_back
+    child.start(frozenset(hidden))
+
+
+def _own_codes() -> frozenset:
+    """This module's code that runs while a child records: hidden from its trees."""
+    funcs = (
+        _Child.start,
+        _Child.finish,
+        _Child._write_part,
+        _Child._exit_writing,
+        _Child._terminated,
+        _Child._end_by,
+        _after_fork_in_child,
+    )
+    return frozenset(f.__code__ for f in funcs) | {boot_from_environment.__code__}

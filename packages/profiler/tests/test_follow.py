@@ -1,0 +1,409 @@
+"""``framehook-profile --follow``: the Python processes a profiled script starts (os.fork,
+multiprocessing's fork, spawn and forkserver, subprocess) each record themselves, and the
+command line merges their parts into its one output, a process per track.
+
+The counts are checked against ``sys.setprofile``: the same script runs once without the
+profiler, each process counting its own calls with a profile function, and once under
+``--follow``; each process's calls in the merged output must equal its own reference.
+Every run is a fresh interpreter, so that a child that hangs or crashes fails the test,
+not pytest.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import marshal
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from framehook.profiler import _cli, _follow
+
+from fhprof_helpers import chrome_spans
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="following children needs os.fork (POSIX)")
+
+# Each process calls `leaf` and `branch` a number of times of its own, then says which
+# process it was (its role) and, in the reference run, what sys.setprofile counted.
+FAMILY = """
+    import json, multiprocessing, os, subprocess, sys
+
+    NAMES = ("leaf", "branch")
+
+    def leaf(i):
+        return i
+
+    def branch(n):
+        total = 0
+        for i in range(n):
+            total += leaf(i)
+        return total
+
+    def work(roles, mode, role, n):
+        counts = dict.fromkeys(NAMES, 0)
+
+        def count(frame, event, arg):
+            if event == "call" and frame.f_code.co_name in counts:
+                counts[frame.f_code.co_name] += 1
+
+        if mode == "reference":
+            sys.setprofile(count)
+        for k in range(n):
+            branch(k)
+        if mode == "reference":
+            sys.setprofile(None)
+        with open(os.path.join(roles, role + ".json"), "w") as fh:
+            json.dump({"pid": os.getpid(), "counts": counts}, fh)
+
+    def main(roles, mode, kinds):
+        work(roles, mode, "parent", 3)
+        if "fork" in kinds:
+            pid = os.fork()
+            if pid == 0:
+                work(roles, mode, "fork", 4)
+                os._exit(0)
+            os.waitpid(pid, 0)
+        for n, method in enumerate(("fork", "spawn", "forkserver"), 5):
+            if "mp-" + method in kinds:
+                ctx = multiprocessing.get_context(method)
+                proc = ctx.Process(target=work, args=(roles, mode, "mp-" + method, n))
+                proc.start()
+                proc.join()
+                assert proc.exitcode == 0, proc.exitcode
+        if "subprocess" in kinds:
+            subprocess.run([sys.executable, __file__, roles, mode, "as-subprocess"], check=True)
+
+    if __name__ == "__main__":
+        roles, mode, kinds = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
+        if kinds == ["as-subprocess"]:
+            work(roles, mode, "subprocess", 8)
+        else:
+            main(roles, mode, kinds)
+"""
+
+KINDS = ["fork", "mp-fork", "mp-spawn", "mp-forkserver", "subprocess"]
+
+
+def measured_env(tmp_path, env=None):
+    """The environment for the command line's process tree. Under coverage (tox), every
+    process of it is measured too: most of --follow runs only in children. The tox env's
+    coverage settings, plus saving data at os._exit and in forked children."""
+    env = dict(os.environ if env is None else env)
+    try:
+        import coverage
+    except ImportError:
+        return env
+    rcfile = os.environ.get("COVERAGE_RCFILE")
+    if coverage.Coverage.current() is None or not rcfile:
+        return env
+    with open(rcfile) as fh:
+        text = fh.read()
+    own = tmp_path.parent / f"{tmp_path.name}.coveragerc"
+    own.write_text(text.replace("[run]\n", "[run]\npatch =\n    _exit\n    fork\n", 1))
+    env["COVERAGE_PROCESS_START"] = str(own)
+    return env
+
+
+def run(args, cwd, env=None, timeout=180):
+    return subprocess.run(
+        [sys.executable] + args,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=str(cwd),
+        env=measured_env(cwd, env),
+    )
+
+
+def roles_of(folder):
+    return {name[: -len(".json")]: json.loads((folder / name).read_text()) for name in os.listdir(folder)}
+
+
+@pytest.fixture
+def family(tmp_path):
+    script = tmp_path / "family.py"
+    script.write_text(textwrap.dedent(FAMILY))
+    return script
+
+
+def reference(tmp_path, script, kinds):
+    roles = tmp_path / "reference"
+    roles.mkdir()
+    proc = run([str(script), str(roles), "reference", ",".join(kinds)], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    return {role: info["counts"] for role, info in roles_of(roles).items()}
+
+
+def profiled(tmp_path, script, kinds, fmt="chrome", extra=()):
+    roles = tmp_path / "profiled"
+    roles.mkdir()
+    out = tmp_path / f"out.{fmt}"
+    args = ["-m", "framehook.profiler", "--follow", "--format", fmt, "-o", str(out), *extra]
+    proc = run(args + [str(script), str(roles), "profiled", ",".join(kinds)], tmp_path)
+    return proc, out, roles_of(roles)
+
+
+def chrome_counts(doc):
+    counts: dict = collections.defaultdict(collections.Counter)
+    for span in chrome_spans(doc):
+        counts[span["pid"]][span["name"]] += 1
+    return counts
+
+
+def process_names(doc):
+    return {e["pid"]: e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"}
+
+
+def test_every_kind_of_child_is_one_process_with_the_reference_counts(tmp_path, family):
+    expected = reference(tmp_path, family, KINDS)
+    assert sorted(expected) == sorted(["parent"] + KINDS)
+    proc, out, roles = profiled(tmp_path, family, KINDS)
+    assert proc.returncode == 0, proc.stderr
+    assert "this one and 5 child(ren))" in proc.stderr
+    assert "missing" not in proc.stderr
+    doc = json.loads(out.read_text())
+    names = process_names(doc)
+    pids = {role: info["pid"] for role, info in roles.items()}
+    # one track per process, and only those: the command line and its five children
+    assert sorted(names) == sorted(pids.values())
+    assert [p["pid"] for p in doc["otherData"]["processes"]] == list(names)
+    assert doc["otherData"]["missing"] == []
+    kind_of = {"fork": "fork", "mp-fork": "fork", "mp-spawn": "spawn", "mp-forkserver": "forkserver"}
+    kind_of["subprocess"] = "spawn"
+    for role, kind in kind_of.items():
+        assert names[pids[role]].startswith(f"{kind} child {pids[role]}: "), names
+    assert names[pids["parent"]].startswith(f"framehook-profile {pids['parent']}: family.py")
+    counts = chrome_counts(doc)
+    for role, pid in pids.items():
+        assert {name: counts[pid][name] for name in ("leaf", "branch")} == expected[role], role
+    # nothing of the command line's own machinery in the children's trees
+    for pid in pids.values():
+        assert not any("_follow" in name or "sitecustomize" in name for name in counts[pid]), counts[pid]
+    assert not [name for name in os.listdir(tmp_path) if ".parts-" in name]  # parts cleaned up
+
+
+MERGED_FORMATS = ["pstats", "collapsed-calls", "speedscope", "svg", "text"]
+
+
+@pytest.mark.parametrize("fmt", MERGED_FORMATS)
+def test_each_format_merges_the_processes(tmp_path, family, fmt):
+    kinds = ["fork", "mp-fork"]
+    expected = reference(tmp_path, family, kinds)
+    proc, out, roles = profiled(tmp_path, family, kinds, fmt)
+    assert proc.returncode == 0, proc.stderr
+    assert "this one and 2 child(ren))" in proc.stderr
+    pids = {role: info["pid"] for role, info in roles.items()}
+    total = collections.Counter()
+    for counts in expected.values():
+        total.update(counts)
+    if fmt == "pstats":
+        with open(out, "rb") as fh:
+            stats = marshal.load(fh)
+        calls = collections.Counter()
+        for (filename, _, name), (_, nc, *_rest) in stats.items():
+            if filename.endswith("family.py") and name in total:
+                calls[name] += nc
+        assert calls == total  # pstats has no processes: summed
+    elif fmt == "collapsed-calls":
+        per_root: dict = collections.defaultdict(collections.Counter)
+        for line in out.read_text().splitlines():
+            stack, _, weight = line.rpartition(" ")
+            frames = stack.split(";")
+            leafname = frames[-1].split(" ")[0]
+            if leafname in ("leaf", "branch"):
+                per_root[frames[0]][leafname] += int(weight)
+        for role, pid in pids.items():
+            (root,) = [r for r in per_root if f" {pid}: " in r]
+            assert dict(per_root[root]) == expected[role]
+    elif fmt == "speedscope":
+        doc = json.loads(out.read_text())
+        for pid in pids.values():
+            assert [p for p in doc["profiles"] if f" {pid}: " in p["name"]]
+        frames = doc["shared"]["frames"]
+        opened = collections.Counter()
+        for profile in doc["profiles"]:
+            for event in profile["events"]:
+                if event["type"] == "O":
+                    opened[frames[event["frame"]]["name"]] += 1
+        assert {name: opened[name] for name in total} == dict(total)
+    elif fmt == "svg":
+        text = out.read_text()
+        for pid in pids.values():
+            assert f" {pid}: " in text
+    else:
+        text = out.read_text()
+        for pid in pids.values():
+            assert text.count(f" {pid}: ") == 1
+        assert text.count("=== ") == 3
+
+
+def test_a_child_killed_is_named_and_the_others_kept(tmp_path):
+    script = tmp_path / "killed.py"
+    script.write_text(
+        textwrap.dedent("""
+            import os, signal
+            def leaf(i):
+                return i
+            for n in (2, 3):
+                pid = os.fork()
+                if pid == 0:
+                    for i in range(n):
+                        leaf(i)
+                    if n == 3:
+                        os.kill(os.getpid(), signal.SIGKILL)
+                    os._exit(0)
+                os.waitpid(pid, 0)
+                print(pid)
+        """)
+    )
+    out = tmp_path / "out.json"
+    proc = run(["-m", "framehook.profiler", "--follow", "-o", str(out), str(script)], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    kept, killed = (int(pid) for pid in proc.stdout.split())
+    assert (
+        f"fork child {killed} (killed.py) wrote no profile: it was killed, crashed or was still running" in proc.stderr
+    )
+    assert "this one and 1 child(ren); 1 missing)" in proc.stderr
+    doc = json.loads(out.read_text())
+    assert killed not in process_names(doc)
+    assert chrome_counts(doc)[kept]["leaf"] == 2
+    assert [note for note in doc["otherData"]["missing"] if f"child {killed} " in note]
+
+
+def test_a_terminated_child_still_writes_its_part(tmp_path):
+    # SIGTERM (Process.terminate, Pool.terminate) ends a followed child once its part is written
+    script = tmp_path / "terminated.py"
+    script.write_text(
+        textwrap.dedent("""
+            import multiprocessing, time
+            def leaf(i):
+                return i
+            def wait(ready):
+                for i in range(5):
+                    leaf(i)
+                ready.set()
+                time.sleep(60)
+            if __name__ == "__main__":
+                ctx = multiprocessing.get_context("fork")
+                ready = ctx.Event()
+                proc = ctx.Process(target=wait, args=(ready,))
+                proc.start()
+                ready.wait()
+                proc.terminate()
+                proc.join()
+                print(proc.pid, proc.exitcode)
+                with ctx.Pool(2) as pool:  # Pool.__exit__ terminates workers, exiting or not
+                    print(sum(pool.map(leaf, range(10))))
+        """)
+    )
+    out = tmp_path / "out.json"
+    proc = run(["-m", "framehook.profiler", "--follow", "-o", str(out), str(script)], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    first, pool_sum = proc.stdout.splitlines()
+    pid, exitcode = (int(word) for word in first.split())
+    assert exitcode == -15  # still ended by the signal
+    assert pool_sum == "45"
+    assert "missing" not in proc.stderr
+    doc = json.loads(out.read_text())
+    counts = chrome_counts(doc)
+    assert counts[pid]["leaf"] == 5
+    workers = [p for p in process_names(doc) if p != pid and counts[p]["leaf"]]
+    assert sum(counts[p]["leaf"] for p in workers) == 10
+
+
+def test_without_follow_children_never_write(tmp_path, family):
+    roles = tmp_path / "roles"
+    roles.mkdir()
+    out = tmp_path / "out.json"
+    kinds = ["fork", "mp-spawn", "subprocess"]
+    proc = run(
+        ["-m", "framehook.profiler", "-o", str(out), str(family), str(roles), "plain", ",".join(kinds)], tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert len(roles_of(roles)) == 4  # every child ran
+    doc = json.loads(out.read_text())
+    assert list(process_names(doc)) == [roles_of(roles)["parent"]["pid"]]
+    assert sorted(os.listdir(tmp_path)) == ["family.py", "out.json", "roles"]
+
+
+def test_a_stale_environment_starts_nothing(tmp_path):
+    # the variable outlives the command line that set it: an interpreter finding it is not followed
+    env = dict(os.environ)
+    env[_follow.ENV] = json.dumps({"parts": str(tmp_path / "gone"), "format": "chrome", "options": {}})
+    env["PYTHONPATH"] = os.pathsep.join([_follow.BOOT_DIR] + [p for p in [env.get("PYTHONPATH")] if p])
+    code = "import sys; from framehook.profiler import _follow; print(_follow._CHILD[0] is None, 'site' in sys.modules)"
+    proc = run(["-c", code], tmp_path, env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "True"]
+
+
+def test_a_hidden_sitecustomize_still_runs(tmp_path):
+    (tmp_path / "site_dir").mkdir()
+    (tmp_path / "site_dir" / "sitecustomize.py").write_text("import os\nos.environ['HIDDEN_RAN'] = 'yes'\n")
+    script = tmp_path / "child.py"
+    script.write_text(
+        textwrap.dedent("""
+            import os, subprocess, sys
+            code = "import os, sys; print(os.environ.get('HIDDEN_RAN'), sys.modules['sitecustomize'].__file__)"
+            print(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip())
+        """)
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "site_dir")] + [p for p in [env.get("PYTHONPATH")] if p])
+    out = tmp_path / "out.json"
+    proc = run(["-m", "framehook.profiler", "--follow", "-o", str(out), str(script)], tmp_path, env)
+    assert proc.returncode == 0, proc.stderr
+    ran, module_file = proc.stdout.split()
+    assert ran == "yes"
+    assert module_file == str(tmp_path / "site_dir" / "sitecustomize.py")
+    assert "this one and 1 child(ren))" in proc.stderr
+
+
+def test_no_directory_for_the_parts_is_refused_before_the_script_runs(tmp_path, capsys, monkeypatch):
+    script = tmp_path / "prog.py"
+    script.write_text("open('ran', 'w').close()\n")
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(_follow.tempfile, "mkdtemp", refuse)
+    monkeypatch.chdir(tmp_path)
+    assert _cli.main(["--follow", "-o", str(tmp_path / "out.json"), str(script)]) == 2
+    err = capsys.readouterr().err
+    assert f"--follow: cannot make a directory for the children's parts in {tmp_path} (Permission denied)" in err
+    assert not (tmp_path / "ran").exists()
+
+
+def test_children_still_running_are_waited_for_and_grandchildren_followed(tmp_path):
+    script = tmp_path / "late.py"
+    script.write_text(
+        textwrap.dedent("""
+            import os, time
+            def leaf(i):
+                return i
+            if os.fork() == 0:  # not waited for: still running when the script ends
+                time.sleep(3.5)
+                for i in range(3):
+                    leaf(i)
+                grandchild = os.fork()
+                if grandchild == 0:
+                    for i in range(4):
+                        leaf(i)
+                    os._exit(0)
+                os.waitpid(grandchild, 0)
+                print(os.getpid(), grandchild, flush=True)
+                os._exit(0)
+        """)
+    )
+    out = tmp_path / "out.json"
+    proc = run(["-m", "framehook.profiler", "--follow", "-o", str(out), str(script)], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "waiting for 1 child process(es) to finish (at most 10 s)" in proc.stderr
+    assert "this one and 2 child(ren))" in proc.stderr
+    child, grandchild = (int(pid) for pid in proc.stdout.split())
+    counts = chrome_counts(json.loads(out.read_text()))
+    assert (counts[child]["leaf"], counts[grandchild]["leaf"]) == (3, 4)
