@@ -186,7 +186,7 @@ def test_every_kind_of_child_is_one_process_with_the_reference_counts(tmp_path, 
     assert not [name for name in os.listdir(tmp_path) if ".parts-" in name]  # parts cleaned up
 
 
-MERGED_FORMATS = ["pstats", "collapsed-calls", "speedscope", "svg", "text"]
+MERGED_FORMATS = ["pstats", "collapsed-calls", "speedscope", "gecko", "svg", "text"]
 
 
 @pytest.mark.parametrize("fmt", MERGED_FORMATS)
@@ -230,6 +230,16 @@ def test_each_format_merges_the_processes(tmp_path, family, fmt):
                 if event["type"] == "O":
                     opened[frames[event["frame"]]["name"]] += 1
         assert {name: opened[name] for name in total} == dict(total)
+    elif fmt == "gecko":
+        doc = json.loads(out.read_text())
+        assert {t["pid"] for t in doc["threads"]} == {str(pid) for pid in pids.values()}
+        for thread in doc["threads"]:
+            (pid,) = [pid for pid in pids.values() if thread["pid"] == str(pid)]
+            assert f" {pid}: " in thread["processName"]
+            names = {thread["stringArray"][n] for n in thread["funcTable"]["name"]}
+            assert {"leaf", "branch"} <= names
+        times = [t for thread in doc["threads"] for t in thread["samples"]["time"]]
+        assert 0 <= min(times) and max(times) <= doc["meta"]["profilingEndTime"]  # on one clock
     elif fmt == "svg":
         text = out.read_text()
         for pid in pids.values():

@@ -14,10 +14,20 @@ from typing import TYPE_CHECKING, BinaryIO, Callable, Dict, Iterator, Optional, 
 if TYPE_CHECKING:
     from ._profile import Profile
 
-FORMATS: Tuple[str, ...] = ("chrome", "speedscope", "pstats", "text", "svg", "collapsed", "collapsed-calls")
+FORMATS: Tuple[str, ...] = (
+    "chrome",
+    "speedscope",
+    "gecko",
+    "pstats",
+    "text",
+    "svg",
+    "collapsed",
+    "collapsed-calls",
+)
 
 _EXTENSIONS: Dict[str, str] = {
     ".speedscope.json": "speedscope",
+    ".gecko.json": "gecko",
     ".json": "chrome",
     ".pstats": "pstats",
     ".prof": "pstats",
@@ -30,6 +40,7 @@ _EXTENSIONS: Dict[str, str] = {
 DEFAULT_SUFFIX = {
     "chrome": ".trace.json",
     "speedscope": ".speedscope.json",
+    "gecko": ".gecko.json",
     "pstats": ".pstats",
     "text": ".txt",
     "svg": ".svg",
@@ -79,7 +90,7 @@ def format_for(path: str, format: Optional[str] = None) -> str:
             return name
     raise ValueError(
         f"cannot tell the format from the name {str(path)!r}; pass format= one of "
-        f"{', '.join(FORMATS)} (or use .json, .speedscope.json, .pstats, .txt, .svg, .folded, .calls.folded)"
+        f"{', '.join(FORMATS)} (or use .json, .speedscope.json, .gecko.json, .pstats, .txt, .svg, .folded, .calls.folded)"
     )
 
 
@@ -101,6 +112,10 @@ def _write_to(profile: "Profile", format: str, out: BinaryIO, progress: Progress
         from ._speedscope import write_speedscope
 
         write_speedscope(profile, out, progress=progress)
+    elif format == "gecko":
+        from ._gecko import write_gecko
+
+        write_gecko(profile, out)
     elif format == "pstats":
         out.write(marshal.dumps(profile.to_pstats()))
     elif format == "text":

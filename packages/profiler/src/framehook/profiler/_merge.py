@@ -5,6 +5,9 @@ one output, each process a track of its own where the format has processes.
   moved onto the first process's clock (all parts' times are monotonic nanoseconds).
 - speedscope: a profile per thread of every process, named after the process; frames
   shared.
+- Gecko (Firefox Profiler): every part's thread tracks, each under its process's pid and
+  name, its times moved onto the first process's clock; missing children in the
+  profile's extra information.
 - pstats: the processes' statistics summed per function (pstats has no processes).
 - collapsed stacks: each process a root frame above its threads.
 - SVG flame graph: drawn from the processes' collapsed stacks, a process per frame under
@@ -119,6 +122,41 @@ def _speedscope(sources: List[Source], out_path: str, notes: List[str]) -> None:
         )
 
 
+def _gecko(sources: List[Source], out_path: str, notes: List[str]) -> None:
+    origin = sources[0].start_ns
+    merged: Dict[str, Any] = {}
+    threads: List[Dict[str, Any]] = []
+    extra: List[Dict[str, Any]] = []
+    end = 0.0
+    for source in sources:
+        doc = _load_json(source.path)
+        merged = merged or doc
+        shift = (source.start_ns - origin) / 1e6  # milliseconds
+        for section in doc["meta"].get("extra", []):
+            extra.append(dict(section, label=f"{section['label']}: {source.label}"))
+        for thread in doc["threads"]:
+            thread["processName"] = source.label
+            thread["processStartupTime"] = shift
+            thread["registerTime"] = shift
+            for key in ("processShutdownTime",):
+                if thread.get(key) is not None:
+                    thread[key] += shift
+                    end = max(end, thread[key])
+            thread["samples"]["time"] = [t + shift for t in thread["samples"]["time"]]
+            markers = thread["markers"]
+            for key in ("startTime", "endTime"):
+                markers[key] = [t + shift for t in markers[key]]
+            threads.append(thread)
+    if notes:
+        entries = [{"label": "Missing", "format": "string", "value": note} for note in notes]
+        extra.append({"label": "framehook-profiler --follow", "entries": entries})
+    merged["threads"] = threads
+    merged["meta"]["extra"] = extra
+    merged["meta"]["profilingEndTime"] = end
+    with open(out_path, "w") as fh:
+        json.dump(merged, fh, separators=(",", ":"))
+
+
 def _pstats(sources: List[Source], out_path: str, notes: List[str]) -> None:
     total: Dict[Any, Any] = {}
     for source in sources:
@@ -188,6 +226,7 @@ def _text(sources: List[Source], out_path: str, notes: List[str]) -> None:
 _WRITERS = {
     "chrome": _chrome,
     "speedscope": _speedscope,
+    "gecko": _gecko,
     "pstats": _pstats,
     "collapsed": _collapsed,
     "collapsed-calls": _collapsed,
