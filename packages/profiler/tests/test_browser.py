@@ -1,5 +1,5 @@
 """The speedscope file opens in the real speedscope viewer, in headless Chromium, with no
-console errors.
+console errors; the HTML flame graph draws its boxes there, offline.
 
 Opt-in, because it may install Chromium (apt-get) and the speedscope npm package from the
 network: run it with
@@ -138,3 +138,50 @@ def test_speedscope_file_opens_in_the_viewer_without_console_errors(tmp_path):
     title = re.search(r"<title>(.*?)</title>", dom)
     assert title and "framehook-profiler" in title.group(1), (title, dom[:2000])
     assert "<canvas" in dom
+
+
+def _headless(browser, tmp_path, *args):
+    return subprocess.run(
+        [
+            browser,
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'chrome-profile'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_html_flame_graph_draws_its_boxes_offline(tmp_path):
+    image_module = pytest.importorskip("PIL.Image", reason="Pillow (with cairosvg) reads the screenshot")
+    browser = _browser()
+    with Profiler() as prof:
+        fib(14)
+        worker = threading.Thread(target=fib, args=(12,))
+        worker.start()
+        worker.join()
+    page = prof.profile.export(tmp_path / "flame.html")
+    url = f"file://{page}"  # (no server: the page needs nothing but itself)
+    shot = tmp_path / "flame.png"
+    proc = _headless(browser, tmp_path, "--window-size=1200,700", f"--screenshot={shot}", url)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    console = [line for line in proc.stderr.splitlines() if "CONSOLE" in line]
+    assert [line for line in console if re.search(r"error|uncaught|exception", line, re.I)] == []
+    image = image_module.open(shot).convert("RGB")
+    raw = image.tobytes()
+    pixels = [raw[i : i + 3] for i in range(0, len(raw), 3)]
+    coloured = sum(1 for r, g, b in pixels if max(r, g, b) - min(r, g, b) > 60)
+    assert coloured > len(pixels) // 20, coloured  # boxes, in colour (not an empty or black page)
+    dom = _headless(browser, tmp_path, "--dump-dom", url).stdout
+    drawn = dom.count("<rect")
+    assert drawn >= 2 + 2 * 14, drawn  # all, two threads, fib's depth in each

@@ -186,7 +186,7 @@ def test_every_kind_of_child_is_one_process_with_the_reference_counts(tmp_path, 
     assert not [name for name in os.listdir(tmp_path) if ".parts-" in name]  # parts cleaned up
 
 
-MERGED_FORMATS = ["pstats", "collapsed-calls", "speedscope", "gecko", "svg", "text"]
+MERGED_FORMATS = ["pstats", "collapsed-calls", "speedscope", "gecko", "svg", "html", "text"]
 
 
 @pytest.mark.parametrize("fmt", MERGED_FORMATS)
@@ -240,10 +240,11 @@ def test_each_format_merges_the_processes(tmp_path, family, fmt):
             assert {"leaf", "branch"} <= names
         times = [t for thread in doc["threads"] for t in thread["samples"]["time"]]
         assert 0 <= min(times) and max(times) <= doc["meta"]["profilingEndTime"]  # on one clock
-    elif fmt == "svg":
+    elif fmt in ("svg", "html"):
         text = out.read_text()
         for pid in pids.values():
             assert f" {pid}: " in text
+        assert "framehook-profiler flame graph: 3 process(es)" in text
     else:
         text = out.read_text()
         for pid in pids.values():

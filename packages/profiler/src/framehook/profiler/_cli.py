@@ -43,7 +43,7 @@ PROGRESS_AFTER = 1.0  # seconds of post-processing before progress is shown (on 
 # collapsed stacks): they stay exact with older events folded as recording goes, so memory
 # need not follow the run.
 AGGREGATE_RING = 1 << 16
-AGGREGATED_FORMATS = ("pstats", "text", "svg", "collapsed", "collapsed-calls")
+AGGREGATED_FORMATS = ("pstats", "text", "svg", "html", "collapsed", "collapsed-calls")
 
 
 def _parser() -> argparse.ArgumentParser:

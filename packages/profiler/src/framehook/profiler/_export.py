@@ -21,6 +21,7 @@ FORMATS: Tuple[str, ...] = (
     "pstats",
     "text",
     "svg",
+    "html",
     "collapsed",
     "collapsed-calls",
 )
@@ -33,6 +34,7 @@ _EXTENSIONS: Dict[str, str] = {
     ".prof": "pstats",
     ".txt": "text",
     ".svg": "svg",
+    ".html": "html",
     ".calls.folded": "collapsed-calls",
     ".folded": "collapsed",
 }
@@ -44,6 +46,7 @@ DEFAULT_SUFFIX = {
     "pstats": ".pstats",
     "text": ".txt",
     "svg": ".svg",
+    "html": ".html",
     "collapsed": ".folded",
     "collapsed-calls": ".calls.folded",
 }
@@ -90,7 +93,7 @@ def format_for(path: str, format: Optional[str] = None) -> str:
             return name
     raise ValueError(
         f"cannot tell the format from the name {str(path)!r}; pass format= one of "
-        f"{', '.join(FORMATS)} (or use .json, .speedscope.json, .gecko.json, .pstats, .txt, .svg, .folded, .calls.folded)"
+        f"{', '.join(FORMATS)} (or use .json, .speedscope.json, .gecko.json, .pstats, .txt, .svg, .html, .folded, .calls.folded)"
     )
 
 
@@ -122,6 +125,10 @@ def _write_to(profile: "Profile", format: str, out: BinaryIO, progress: Progress
         out.write(profile.summary().encode())
     elif format == "svg":
         out.write(profile.to_svg().encode())
+    elif format == "html":
+        from ._html import to_html
+
+        out.write(to_html(profile).encode())
     elif format in ("collapsed", "collapsed-calls"):
         from ._collapsed import WEIGHTS, write_collapsed
 

@@ -72,12 +72,17 @@ def merged_tree(profile: "Profile") -> _Node:
     return root
 
 
-def to_svg(profile: "Profile", title: Optional[str] = None) -> str:
+def flame_title(profile: "Profile", title: Optional[str] = None) -> str:
+    """The flame graph's title, saying how many events a bounded run dropped."""
     title = title or "framehook-profiler flame graph"
     dropped = profile.aggregates().dropped
     if dropped:  # (the widths include them: the aggregates are exact)
         title += f" ({dropped} events dropped by {profile.dropped_by}, included here)"
-    return render_svg(merged_tree(profile), title)
+    return title
+
+
+def to_svg(profile: "Profile", title: Optional[str] = None) -> str:
+    return render_svg(merged_tree(profile), flame_title(profile, title))
 
 
 def render_svg(root: _Node, title: str) -> str:

@@ -36,7 +36,7 @@ ENV = "FRAMEHOOK_PROFILE_FOLLOW"
 BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_follow_boot")
 # Formats a part is written in, for the output's format: a flame graph is merged from
 # collapsed stacks (its widths are their times), everything else from its own format.
-PART_FORMAT = {"svg": "collapsed"}
+PART_FORMAT = {"svg": "collapsed", "html": "collapsed"}
 WAIT_SECONDS = 10.0  # how long the merge waits for children still running
 # multiprocessing's helper processes live as long as their parent: never waited for, and
 # not profiled (a forkserver's workers are: its fork handler is installed all the same)

@@ -10,8 +10,8 @@ one output, each process a track of its own where the format has processes.
   profile's extra information.
 - pstats: the processes' statistics summed per function (pstats has no processes).
 - collapsed stacks: each process a root frame above its threads.
-- SVG flame graph: drawn from the processes' collapsed stacks, a process per frame under
-  the root.
+- SVG and HTML flame graphs: drawn from the processes' collapsed stacks, a process per
+  frame under the root.
 - text: each process's summary under a heading.
 """
 
@@ -188,7 +188,7 @@ def _collapsed(sources: List[Source], out_path: str, notes: List[str]) -> None:
                 fh.write(f"{root};{line}\n")
 
 
-def _svg(sources: List[Source], out_path: str, notes: List[str]) -> None:
+def _merged_root(sources: List[Source]) -> _Node:
     root = _Node("all", "root")
     for source in sources:
         top = root.child(source.label, "process")
@@ -204,11 +204,26 @@ def _svg(sources: List[Source], out_path: str, notes: List[str]) -> None:
             for on_path in nodes:
                 on_path.ns += int(weight)
         root.ns += top.ns
+    return root
+
+
+def _flame_title(sources: List[Source], notes: List[str]) -> str:
     title = f"framehook-profiler flame graph: {len(sources)} process(es)"
     if notes:
         title += f"; missing: {'; '.join(notes)}"
+    return title
+
+
+def _svg(sources: List[Source], out_path: str, notes: List[str]) -> None:
     with open(out_path, "w", encoding="utf-8") as fh:
-        fh.write(render_svg(root, title))
+        fh.write(render_svg(_merged_root(sources), _flame_title(sources, notes)))
+
+
+def _html(sources: List[Source], out_path: str, notes: List[str]) -> None:
+    from ._html import render_html
+
+    with open(out_path, "w", encoding="utf-8") as fh:
+        fh.write(render_html(_merged_root(sources), _flame_title(sources, notes)))
 
 
 def _text(sources: List[Source], out_path: str, notes: List[str]) -> None:
@@ -231,6 +246,7 @@ _WRITERS = {
     "collapsed": _collapsed,
     "collapsed-calls": _collapsed,
     "svg": _svg,
+    "html": _html,
     "text": _text,
 }
 

@@ -138,6 +138,12 @@ class Profile:
 
         return to_svg(self, title)
 
+    def to_html(self, title: Optional[str] = None) -> str:
+        """A self-contained HTML flame graph (zoom, search), for any browser offline."""
+        from ._html import to_html
+
+        return to_html(self, title)
+
     def summary(self, limit: int = 20) -> str:
         from ._summary import summary
 
