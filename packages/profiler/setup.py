@@ -31,6 +31,7 @@ HEADERS = [
     "clock.h",
     "compat.h",
     "framehook_events.h",
+    "gecko.h",
     "monitoring.h",
     "replay.h",
     "sites.h",

@@ -120,7 +120,7 @@ static PyTypeObject AnnotatedType;
 /* The tracer that is recording (owned), or NULL: only one records at a time. */
 static TracerObject *fh_active = NULL;
 
-#define FH_N_METHODS 19
+#define FH_N_METHODS 20
 static PyMethodDef fh_methods[FH_N_METHODS]; /* every method of this module: fh_is_internal */
 
 /* Calls into this module (stopping, annotation enter/exit) are the profiler's own work,
@@ -2332,6 +2332,8 @@ static PyObject *tracer_write_speedscope(TracerObject *self, PyObject *args) {
     return rc < 0 ? NULL : PyLong_FromUnsignedLongLong(written);
 }
 
+#include "gecko.h" /* (uses the writers' thread state and replay loop above) */
+
 static PyObject *tracer_collect(TracerObject *self, PyObject *Py_UNUSED(ignored)) {
     return tracer_recording(self, ctx_collect);
 }
@@ -2623,17 +2625,20 @@ static PyMethodDef fh_methods[FH_N_METHODS] = {
     {"write_chrome", (PyCFunction)tracer_write_chrome, METH_VARARGS,
      "write_chrome(write, pid, threads, tag, progress=None): writes the Chrome trace "
      "events; progress(calls written) after each chunk."},
+    {"write_gecko_samples", (PyCFunction)tracer_write_gecko_samples, METH_VARARGS,
+     "write_gecko_samples(write, index): writes one thread's Firefox Profiler samples; "
+     "returns its stack table (prefixes, fids) and marked calls"},
     {"write_speedscope", (PyCFunction)tracer_write_speedscope, METH_VARARGS,
      "write_speedscope(write, threads, progress=None): writes the speedscope profiles; "
      "progress(calls written) after each chunk."},
     {"retag", (PyCFunction)tracer_retag, METH_O,
      "Replace the tagged code objects (takes effect at once, also while recording)."},
     {NULL, NULL, 0, NULL},
-    /* 9: record_function */
+    /* 10: record_function */
     {"__enter__", (PyCFunction)recfn_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)(void (*)(void))recfn_exit, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
-    /* 12: module */
+    /* 13: module */
     {"clock_name", fh_get_clock_name, METH_NOARGS, "Name of the recording clock."},
     {"active", fh_get_active, METH_NOARGS, "The tracer that is recording, or None."},
     {"is_recording_thread", fh_is_recording_thread, METH_NOARGS,
@@ -2648,8 +2653,8 @@ static PyMethodDef fh_methods[FH_N_METHODS] = {
     {NULL, NULL, 0, NULL},
 };
 #define FH_TRACER_METHODS (fh_methods + 0)
-#define FH_RECFN_METHODS (fh_methods + 9)
-#define FH_MODULE_METHODS (fh_methods + 12)
+#define FH_RECFN_METHODS (fh_methods + 10)
+#define FH_MODULE_METHODS (fh_methods + 13)
 
 static PyTypeObject TracerType = {
     PyVarObject_HEAD_INIT(NULL, 0)

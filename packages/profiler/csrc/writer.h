@@ -95,15 +95,20 @@ static int fh_out_i64(fh_out *o, int64_t v) {
     return fh_out_bytes(o, p, (size_t)(end - p));
 }
 
-/* Nanoseconds as microseconds, exactly (at most three decimals, no trailing zeros). */
-static int fh_out_us(fh_out *o, int64_t ns) {
-    char tmp[32];
+/* v / 10^decimals, exactly: at most `decimals` decimals, no trailing zeros (nanoseconds
+ * as microseconds with 3, as milliseconds with 6). */
+static int fh_out_fixed(fh_out *o, int64_t v, int decimals) {
+    char tmp[40];
     char *end = tmp + sizeof(tmp);
     char *p = end;
-    uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-    uint64_t frac = a % 1000;
+    uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    uint64_t unit = 1;
+    for (int i = 0; i < decimals; i++) {
+        unit *= 10;
+    }
+    uint64_t frac = a % unit;
     if (frac != 0) {
-        int width = 3;
+        int width = decimals;
         while (frac % 10 == 0) {
             frac /= 10;
             width--;
@@ -114,12 +119,14 @@ static int fh_out_us(fh_out *o, int64_t ns) {
         }
         *--p = '.';
     }
-    p = fh_digits(p, a / 1000);
-    if (ns < 0) {
+    p = fh_digits(p, a / unit);
+    if (v < 0) {
         *--p = '-';
     }
     return fh_out_bytes(o, p, (size_t)(end - p));
 }
+
+static inline int fh_out_us(fh_out *o, int64_t ns) { return fh_out_fixed(o, ns, 3); }
 
 /* A cursor over the events a finished thread keeps: its prefix, then its buffer. */
 typedef struct {

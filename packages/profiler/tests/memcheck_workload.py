@@ -66,11 +66,28 @@ for backend in backends:
     for fmt, ext in (
         ("chrome", "json"),
         ("speedscope", "speedscope.json"),
+        ("gecko", "gecko.json"),
         ("pstats", "prof"),
         ("text", "txt"),
         ("svg", "svg"),
     ):
         profile.export(os.path.join(out_dir, f"{backend}.{ext}"), format=fmt)
+    try:  # its errors leave nothing behind either
+        profile._tracer.write_gecko_samples(print, len(profile.threads))
+    except IndexError:
+        pass
+    else:
+        raise AssertionError("write_gecko_samples took an index past the threads")
+
+    def refuse(chunk):
+        raise OSError("disk full")
+
+    try:
+        profile._tracer.write_gecko_samples(refuse, 0)
+    except OSError:
+        pass
+    else:
+        raise AssertionError("write_gecko_samples hid its writer's error")
     del prof, profile
 untag_calls(Tagged)
 

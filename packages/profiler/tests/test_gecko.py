@@ -19,10 +19,11 @@ import subprocess
 import sys
 import threading
 import uuid
+from unittest import mock
 
 import pytest
 
-from framehook.profiler import Profiler, record_function
+from framehook.profiler import ExportError, Profiler, record_function
 from framehook.profiler._gecko import PROCESSED_VERSION, to_gecko
 
 PROFILER_CLI = "@firefox-devtools/profiler-cli@0.10.0"
@@ -160,6 +161,24 @@ def test_the_format_is_chosen_by_name_and_extension(tmp_path):
     by_extension = profile.export(tmp_path / "b.gecko.json")
     for path in (by_name, by_extension):
         assert json.loads(open(path).read())["meta"]["preprocessedProfileVersion"] == PROCESSED_VERSION
+
+
+def test_the_writer_refuses_a_thread_it_has_not_and_passes_on_write_errors(tmp_path):
+    profile = recorded()
+    tracer = profile._tracer
+    n = len(profile.threads)
+    with pytest.raises(IndexError, match=f"index: {n} recorded threads, no thread {n}"):
+        tracer.write_gecko_samples(lambda chunk: None, n)
+
+    def refuse(chunk):
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        tracer.write_gecko_samples(refuse, 0)
+    with pytest.raises(ExportError, match="No space left on device"):
+        with mock.patch("framehook.profiler._export.os.fdopen") as fdopen:
+            fdopen.return_value.__enter__.return_value.write.side_effect = refuse
+            profile.export(tmp_path / "full.gecko.json")
 
 
 # ---- the Firefox Profiler's own importer ---------------------------------------------------------

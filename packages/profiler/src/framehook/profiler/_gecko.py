@@ -8,23 +8,26 @@ are milliseconds as floats). Annotations (``record_function``), runtime cache lo
 compiled regions are also markers, in the marker chart and table. The format has no
 place for call counts: pstats and collapsed-calls have them.
 
-Written from the call trees, so a run bounded by ``max_events`` shows the kept calls,
-and the profile's extra information says how many events were dropped.
+The samples are written by the tracer from its buffers (Tracer.write_gecko_samples), a
+thread at a time, with no Python object per call; the other tables, a row per function
+or distinct stack, here. A run bounded by ``max_events`` shows the kept calls, and the
+profile's extra information says how many events were dropped.
 """
 
 from __future__ import annotations
 
+import array
+import io
 import json
 import os
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, BinaryIO, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, BinaryIO, Dict, List
 
 if TYPE_CHECKING:
     from ._names import Function
     from ._profile import Profile
-    from ._trees import Event, ThreadTree
 
 # The processed format's version written here (the importer upgrades it to its own);
 # the Gecko format version it was processed from.
@@ -58,85 +61,22 @@ MARKER_SCHEMA = [
 ]
 
 
-class _Thread:
-    """The tables of one thread track, filled as its trees are walked."""
-
-    def __init__(self) -> None:
-        self.strings: List[str] = []
-        self._string_index: Dict[str, int] = {}
-        self.funcs: Dict[int, int] = {}  # id(Function) -> func (and frame) index
-        self.func_table: Dict[str, list] = {k: [] for k in ("name", "fileName", "lineNumber", "category")}
-        self.stacks: Dict[Tuple[Optional[int], int], int] = {}
-        self.stack_prefix: List[Optional[int]] = []
-        self.stack_frame: List[int] = []
-        self.stack_category: List[int] = []
-        self.sample_time: List[float] = []
-        self.sample_stack: List[Optional[int]] = []
-        self.markers: Dict[str, list] = {k: [] for k in ("name", "startTime", "endTime", "data")}
-
-    def string(self, text: str) -> int:
-        index = self._string_index.get(text)
-        if index is None:
-            index = self._string_index[text] = len(self.strings)
-            self.strings.append(text)
-        return index
-
-    def func(self, function: "Function") -> int:
-        index = self.funcs.get(id(function))
-        if index is None:
-            index = self.funcs[id(function)] = len(self.funcs)
-            table = self.func_table
-            table["name"].append(self.string(function.name))
-            table["fileName"].append(self.string(function.filename) if function.filename else None)
-            table["lineNumber"].append(function.lineno if function.filename else None)
-            table["category"].append(_CATEGORY.get(function.kind, 0))
-        return index
-
-    def stack(self, prefix: Optional[int], function: "Function") -> int:
-        frame = self.func(function)
-        key = (prefix, frame)
-        index = self.stacks.get(key)
-        if index is None:
-            index = self.stacks[key] = len(self.stack_frame)
-            self.stack_prefix.append(prefix)
-            self.stack_frame.append(frame)
-            self.stack_category.append(self.func_table["category"][frame])
-        return index
-
-    def sample(self, at_ms: float, stack: Optional[int]) -> None:
-        if self.sample_time and self.sample_time[-1] == at_ms:
-            self.sample_stack[-1] = stack  # (nothing ran between: the later stack holds)
-        else:
-            self.sample_time.append(at_ms)
-            self.sample_stack.append(stack)
-
-    def walk(self, root: "Event", origin_ns: int) -> None:
-        """Samples and markers of one root call and everything under it, in time order."""
-
-        def ms(ns: int) -> float:
-            return (ns - origin_ns) / 1e6
-
-        todo: List[Tuple["Event", Optional[int], int, int]] = [(root, None, -1, 0)]
-        while todo:
-            event, prefix, stack, child = todo.pop()
-            if child == 0:
-                stack = self.stack(prefix, event.function)
-                self.sample(ms(event.start_ns), stack)
-                label = _MARKED.get(event.kind)
-                if label is not None:
-                    self.markers["name"].append(self.string(event.name))
-                    self.markers["startTime"].append(ms(event.start_ns))
-                    self.markers["endTime"].append(ms(event.end_ns))
-                    self.markers["data"].append({"type": "framehook", "kind": label, "name": event.name})
-            if child < len(event.children):
-                todo.append((event, prefix, stack, child + 1))
-                todo.append((event.children[child], stack, -1, 0))
-            else:  # this call ends: its caller's stack runs on
-                self.sample(ms(event.end_ns), prefix)
-
-    def weights(self, end_ms: float) -> List[float]:
-        times = self.sample_time
-        return [(times[i + 1] if i + 1 < len(times) else end_ms) - t for i, t in enumerate(times)]
+def _thread_head(info: Any, pid: str, process: str, end_ms: float, main: bool) -> bytes:
+    """The thread object's fields up to its samples (the JSON text, left open)."""
+    head = {
+        "processType": "default",
+        "processStartupTime": 0,
+        "processShutdownTime": end_ms,
+        "registerTime": 0,
+        "unregisterTime": None,
+        "pausedRanges": [],
+        "name": info.name,
+        "processName": process,
+        "isMainThread": main,
+        "pid": pid,
+        "tid": info.thread_id,
+    }
+    return json.dumps(head, separators=(",", ":"))[:-1].encode() + b',"samples":'
 
 
 def _columns(rows: Dict[str, list], length: int, **constant: Any) -> Dict[str, Any]:
@@ -147,41 +87,48 @@ def _columns(rows: Dict[str, list], length: int, **constant: Any) -> Dict[str, A
     return table
 
 
-def thread_json(tree: "ThreadTree", pid: str, process: str, origin_ns: int, end_ns: int, main: bool) -> Dict[str, Any]:
-    t = _Thread()
-    for root in tree.roots:
-        t.walk(root, origin_ns)
-    end_ms = (end_ns - origin_ns) / 1e6
-    n_funcs, n_stacks, n_samples = len(t.funcs), len(t.stack_frame), len(t.sample_time)
-    n_markers = len(t.markers["name"])
-    funcs = t.func_table
+def _thread_tail(funcs: List["Function"], prefixes: bytes, fids: bytes, marked: list) -> Dict[str, Any]:
+    """The thread's tables after its samples: stacks (as the tracer interned them), a
+    frame and a function per function id of the thread, markers, and the strings."""
+    strings: List[str] = []
+    index: Dict[str, int] = {}
+
+    def string(text: str) -> int:
+        found = index.get(text)
+        if found is None:
+            found = index[text] = len(strings)
+            strings.append(text)
+        return found
+
+    prefix = array.array("i")
+    prefix.frombytes(prefixes)
+    frame = array.array("I")
+    frame.frombytes(fids)
+    category = [_CATEGORY.get(f.kind, 0) for f in funcs]
+    n_funcs, n_stacks = len(funcs), len(frame)
+    names = [string(f.name) for f in funcs]
+    files = [string(f.filename) if f.filename else None for f in funcs]
+    lines = [f.lineno if f.filename else None for f in funcs]
+    markers: Dict[str, list] = {"name": [], "startTime": [], "endTime": [], "data": []}
+    for fid, start_ns, end_ns in marked:
+        func = funcs[fid]
+        markers["name"].append(string(func.name))
+        markers["startTime"].append(start_ns / 1e6)
+        markers["endTime"].append(end_ns / 1e6)
+        markers["data"].append({"type": "framehook", "kind": _MARKED.get(func.kind, func.kind), "name": func.name})
     return {
-        "processType": "default",
-        "processStartupTime": 0,
-        "processShutdownTime": end_ms,
-        "registerTime": 0,
-        "unregisterTime": None,
-        "pausedRanges": [],
-        "name": tree.name,
-        "processName": process,
-        "isMainThread": main,
-        "pid": pid,
-        "tid": tree.thread_id,
-        "samples": {
-            "weightType": "tracing-ms",
-            "weight": t.weights(end_ms),
-            "stack": t.sample_stack,
-            "time": t.sample_time,
-            "length": n_samples,
-        },
-        "markers": _columns(t.markers, n_markers, phase=1, category=4),
+        "markers": _columns(markers, len(marked), phase=1, category=4),
         "stackTable": _columns(
-            {"frame": t.stack_frame, "prefix": t.stack_prefix, "category": t.stack_category},
+            {
+                "frame": frame.tolist(),
+                "prefix": [p if p >= 0 else None for p in prefix],
+                "category": [category[f] for f in frame],
+            },
             n_stacks,
             subcategory=0,
         ),
         "frameTable": _columns(
-            {"func": list(range(n_funcs)), "category": funcs["category"], "line": funcs["lineNumber"]},
+            {"func": list(range(n_funcs)), "category": category, "line": lines},
             n_funcs,
             address=-1,
             inlineDepth=0,
@@ -192,7 +139,7 @@ def thread_json(tree: "ThreadTree", pid: str, process: str, origin_ns: int, end_
             column=None,
         ),
         "funcTable": _columns(
-            {"name": funcs["name"], "fileName": funcs["fileName"], "lineNumber": funcs["lineNumber"]},
+            {"name": names, "fileName": files, "lineNumber": lines},
             n_funcs,
             isJS=False,
             relevantForJS=False,
@@ -201,7 +148,7 @@ def thread_json(tree: "ThreadTree", pid: str, process: str, origin_ns: int, end_
         ),
         "resourceTable": _columns({}, 0, lib=None, name=None, host=None, type=None),
         "nativeSymbols": _columns({}, 0, libIndex=None, address=None, name=None, functionSize=None),
-        "stringArray": t.strings,
+        "stringArray": strings,
     }
 
 
@@ -237,26 +184,36 @@ def dropped_note(count: int, by: str) -> List[Dict[str, Any]]:
     return [{"label": "framehook-profiler", "entries": [entry, note]}]
 
 
-def to_gecko(profile: "Profile") -> Dict[str, Any]:
+def write_gecko(profile: "Profile", out: BinaryIO) -> None:
+    """Writes the profile: its samples by the tracer, from the buffers, the rest here."""
     agg = profile.aggregates()
-    origin = profile.start_ns
     pid = str(os.getpid())
     # the wall clock at the start: the monotonic start is as far back from now
-    start_epoch_ms = time.time() * 1e3 - (time.monotonic_ns() - origin) / 1e6
-    process = f"python {pid}"
-    trees = profile.threads
+    start_epoch_ms = time.time() * 1e3 - (time.monotonic_ns() - profile.start_ns) / 1e6
+    end_ms = profile.duration_ns / 1e6
+    meta = _meta(start_epoch_ms, end_ms, dropped_note(agg.dropped, profile.dropped_by))
+    out.write(b'{"meta":' + _dumps(meta) + b',"libs":[],"pages":[],"counters":[],"threads":[')
+    tracer = profile._tracer
     # the process track's main thread: the interpreter's, if it was recorded
     main_ident = threading.main_thread().ident
-    main = next((tree for tree in trees if tree.thread_id == main_ident), trees[0] if trees else None)
-    threads = [thread_json(tree, pid, process, origin, profile.end_ns, tree is main) for tree in trees]
-    return {
-        "meta": _meta(start_epoch_ms, profile.duration_ns / 1e6, dropped_note(agg.dropped, profile.dropped_by)),
-        "libs": [],
-        "pages": [],
-        "counters": [],
-        "threads": threads,
-    }
+    idents = [info.thread_id for info in agg.threads]
+    main = idents.index(main_ident) if main_ident in idents else 0
+    process = f"python {pid}"
+    for number, info in enumerate(agg.threads if tracer is not None else []):
+        if number:
+            out.write(b",")
+        out.write(_thread_head(info, pid, process, end_ms, number == main))
+        prefixes, fids, marked = tracer.write_gecko_samples(out.write, info.index)
+        tail = _thread_tail(agg.thread_functions[info.index], prefixes, fids, marked)
+        out.write(b"," + _dumps(tail)[1:])
+    out.write(b"]}")
 
 
-def write_gecko(profile: "Profile", out: BinaryIO) -> None:
-    out.write(json.dumps(to_gecko(profile), separators=(",", ":")).encode())
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def to_gecko(profile: "Profile") -> Dict[str, Any]:
+    buffer = io.BytesIO()
+    write_gecko(profile, buffer)
+    return json.loads(buffer.getvalue())
