@@ -3,13 +3,51 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import gc
+import os
+import shutil
+import subprocess
 import sys
 from collections import Counter
 from typing import Iterable, Iterator, List, Tuple
 
 
+import pytest
+
 from framehook.profiler import Event, Profile
+
+SETUP_TIMEOUT = 300  # seconds for an installer (apt-get, npm) before it is taken as stuck
+NPM_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "framehook-profiler")
+
+
+def run_for_setup(cmd: List[str], **kwargs) -> str:
+    """How an installer command ended; a stuck one (no network) is stopped."""
+    try:
+        return f"exit {subprocess.call(cmd, stdout=subprocess.DEVNULL, timeout=SETUP_TIMEOUT, **kwargs)}"
+    except subprocess.TimeoutExpired:
+        return f"timed out after {SETUP_TIMEOUT} s"
+
+
+def npm_package(spec: str, folder: str, wanted: str) -> str:
+    """The path of ``wanted`` (relative to node_modules) of the npm package ``spec``,
+    installed once into ~/.cache/framehook-profiler/<folder>; skips the test, saying why,
+    when npm is missing or the install fails (no network)."""
+    cache = os.path.join(NPM_CACHE, folder)
+    path = os.path.join(cache, "node_modules", wanted)
+    if not os.path.exists(path):
+        if not shutil.which("npm"):
+            pytest.skip(f"npm is not installed; it is needed to fetch {spec}")
+        os.makedirs(cache, exist_ok=True)
+        # the matrix runs interpreters side by side: one npm install into the cache at a time
+        with open(os.path.join(cache, ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            ended = "installed by another run"
+            if not os.path.exists(path):
+                ended = run_for_setup(["npm", "install", "--no-audit", "--no-fund", "--prefix", cache, spec])
+        if not os.path.exists(path):
+            pytest.skip(f"npm install {spec} did not install it ({ended})")
+    return path
 
 
 def shape(event: Event, kinds: Tuple[str, ...] = ("python", "c", "annotation")) -> tuple:

@@ -12,7 +12,6 @@ be installed it skips saying why. CI runs it in a job of its own.
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import http.server
 import json
@@ -26,6 +25,8 @@ import pytest
 
 from framehook.profiler import Profiler
 
+from fhprof_helpers import npm_package, run_for_setup
+
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(
@@ -35,17 +36,7 @@ pytestmark = [
 ]
 
 SPEEDSCOPE = "speedscope@1.25.0"
-CACHE = os.path.join(os.path.expanduser("~"), ".cache", "framehook-profiler", "speedscope")
-SETUP_TIMEOUT = 300
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-
-
-def _run_for_setup(cmd, **kwargs):
-    """How an installer command ended; a stuck one (no network) is stopped."""
-    try:
-        return f"exit {subprocess.call(cmd, stdout=subprocess.DEVNULL, timeout=SETUP_TIMEOUT, **kwargs)}"
-    except subprocess.TimeoutExpired:
-        return f"timed out after {SETUP_TIMEOUT} s"
 
 
 def _browser():
@@ -55,8 +46,8 @@ def _browser():
             return path
     if shutil.which("apt-get") and os.geteuid() == 0:
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        _run_for_setup(["apt-get", "update", "-q"], env=env)
-        _run_for_setup(["apt-get", "install", "-y", "-q", "chromium"], env=env)
+        run_for_setup(["apt-get", "update", "-q"], env=env)
+        run_for_setup(["apt-get", "install", "-y", "-q", "chromium"], env=env)
         for name in BROWSERS:
             path = shutil.which(name)
             if path:
@@ -65,20 +56,7 @@ def _browser():
 
 
 def _speedscope_dist():
-    index = os.path.join(CACHE, "node_modules", "speedscope", "dist", "release", "index.html")
-    if not os.path.exists(index):
-        if not shutil.which("npm"):
-            pytest.skip("npm is not installed; it is needed to fetch the speedscope viewer")
-        os.makedirs(CACHE, exist_ok=True)
-        # the matrix runs interpreters side by side: one npm install into the cache at a time
-        with open(os.path.join(CACHE, ".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            ended = "installed by another run"
-            if not os.path.exists(index):
-                ended = _run_for_setup(["npm", "install", "--no-audit", "--no-fund", "--prefix", CACHE, SPEEDSCOPE])
-        if not os.path.exists(index):
-            pytest.skip(f"npm install {SPEEDSCOPE} did not install the viewer ({ended})")
-    return os.path.dirname(index)
+    return os.path.dirname(npm_package(SPEEDSCOPE, "speedscope", "speedscope/dist/release/index.html"))
 
 
 def fib(n):

@@ -11,7 +11,6 @@ fails (no network).
 from __future__ import annotations
 
 import collections
-import fcntl
 import json
 import os
 import shutil
@@ -26,9 +25,9 @@ import pytest
 from framehook.profiler import ExportError, Profiler, record_function
 from framehook.profiler._gecko import PROCESSED_VERSION, to_gecko
 
+from fhprof_helpers import npm_package
+
 PROFILER_CLI = "@firefox-devtools/profiler-cli@0.10.0"
-CACHE = os.path.join(os.path.expanduser("~"), ".cache", "framehook-profiler", "profiler-cli")
-SETUP_TIMEOUT = 300
 
 
 def fib(n):
@@ -184,29 +183,11 @@ def test_the_writer_refuses_a_thread_it_has_not_and_passes_on_write_errors(tmp_p
 # ---- the Firefox Profiler's own importer ---------------------------------------------------------
 
 
-def _run_for_setup(cmd):
-    try:
-        return f"exit {subprocess.call(cmd, stdout=subprocess.DEVNULL, timeout=SETUP_TIMEOUT)}"
-    except subprocess.TimeoutExpired:
-        return f"timed out after {SETUP_TIMEOUT} s"
-
-
 @pytest.fixture(scope="module")
 def profiler_cli():
-    if not shutil.which("node") or not shutil.which("npm"):
-        pytest.skip("node and npm are needed to run the Firefox Profiler's importer (profiler-cli)")
-    tool = os.path.join(CACHE, "node_modules", "@firefox-devtools", "profiler-cli", "dist", "profiler-cli.js")
-    if not os.path.exists(tool):
-        os.makedirs(CACHE, exist_ok=True)
-        # the matrix runs interpreters side by side: one npm install into the cache at a time
-        with open(os.path.join(CACHE, ".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            ended = "installed by another run"
-            if not os.path.exists(tool):
-                ended = _run_for_setup(["npm", "install", "--no-audit", "--no-fund", "--prefix", CACHE, PROFILER_CLI])
-        if not os.path.exists(tool):
-            pytest.skip(f"npm install {PROFILER_CLI} did not install the importer ({ended})")
-    return tool
+    if not shutil.which("node"):
+        pytest.skip("node is needed to run the Firefox Profiler's importer (profiler-cli)")
+    return npm_package(PROFILER_CLI, "profiler-cli", "@firefox-devtools/profiler-cli/dist/profiler-cli.js")
 
 
 class Session:
