@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import json
+import pathlib
 import os
 import shutil
 import subprocess
@@ -159,7 +160,7 @@ def test_the_format_is_chosen_by_name_and_extension(tmp_path):
     by_name = profile.export(tmp_path / "a.json", format="gecko")
     by_extension = profile.export(tmp_path / "b.gecko.json")
     for path in (by_name, by_extension):
-        assert json.loads(open(path).read())["meta"]["preprocessedProfileVersion"] == PROCESSED_VERSION
+        assert json.loads(pathlib.Path(path).read_text())["meta"]["preprocessedProfileVersion"] == PROCESSED_VERSION
 
 
 def test_the_writer_refuses_a_thread_it_has_not_and_passes_on_write_errors(tmp_path):

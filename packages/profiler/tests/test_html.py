@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html.parser
 import json
+import pathlib
 import threading
 
 from framehook.profiler import Profiler, record_function
@@ -102,7 +103,7 @@ def test_a_bounded_run_says_how_many_events_were_dropped(tmp_path):
     dropped = profile.aggregates().dropped
     assert dropped > 0
     path = profile.export(tmp_path / "flame.html")
-    page = parsed(open(path, encoding="utf-8").read())
+    page = parsed(pathlib.Path(path).read_text(encoding="utf-8"))
     assert page.title == f"framehook-profiler flame graph ({dropped} events dropped by max_events, included here)"
     # the widths are the exact aggregates': the root's time is every thread's whole time
     (data,) = [body for attrs, body in page.scripts if attrs.get("type") == "application/json"]
