@@ -418,3 +418,12 @@ def test_children_still_running_are_waited_for_and_grandchildren_followed(tmp_pa
     child, grandchild = (int(pid) for pid in proc.stdout.split())
     counts = chrome_counts(json.loads(out.read_text()))
     assert (counts[child]["leaf"], counts[grandchild]["leaf"]) == (3, 4)
+
+
+def test_a_fork_after_the_command_line_ended_records_nothing(tmp_path):
+    # a process left running forks once the parts are merged and their directory removed
+    config = {"parts": str(tmp_path / "merged-and-gone"), "format": "chrome", "options": {}}
+    child = _follow._Child(config, "fork", ["prog.py"])
+    assert child.start() is False
+    assert child.prof.state == "new"
+    assert not (tmp_path / "merged-and-gone").exists()

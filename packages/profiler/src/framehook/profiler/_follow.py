@@ -235,12 +235,17 @@ class _Child:
         self._killed_by = 0  # a signal that arrived while the part was being written
         self._real_exit: Optional[Callable[[int], Any]] = None
 
-    def start(self, hidden: frozenset = frozenset(), muted: frozenset = frozenset()) -> None:
+    def start(self, hidden: frozenset = frozenset(), muted: frozenset = frozenset()) -> bool:
+        """Starts recording; False (nothing started) when the parts directory is gone: the
+        command line has merged and ended, and a process still running forked late."""
         parts = self.config["parts"]
-        _write_json(
-            os.path.join(parts, f"{self.pid}.started"),
-            {"pid": self.pid, "ppid": os.getppid(), "how": self.how, "command": self.command},
-        )
+        try:
+            _write_json(
+                os.path.join(parts, f"{self.pid}.started"),
+                {"pid": self.pid, "ppid": os.getppid(), "how": self.how, "command": self.command},
+            )
+        except OSError:
+            return False
         atexit.register(self.finish)
         self._real_exit = os.__dict__["_exit"]
         os._exit = self._exit_writing
@@ -250,6 +255,7 @@ class _Child:
         self.prof._launcher_codes = hidden | _own_codes()
         self.prof._muted_codes = muted
         self.prof.start()
+        return True
 
     def _exit_writing(self, status: int) -> Any:
         """os._exit in a followed child: what forked multiprocessing workers end with."""
