@@ -162,8 +162,11 @@ STAND_IN = textwrap.dedent('''
         "chrome": spans(chrome_spans(profile.to_chrome())) == spans(
             e for e in chrome_from_trees(profile)["traceEvents"] if e["ph"] == "X"),
     }
+    from framehook.profiler._gecko import to_gecko
+    gecko = to_gecko(profile)["threads"]
     print(json.dumps({
         "same_as_trees": same,
+        "gecko_markers": [[d["kind"], d["name"]] for t in gecko for d in t["markers"]["data"]],
         "available": _tracer.runtime_available(),
         "listening": len(listening),
         "left": len(listeners) if how != "blocked" else 0,
@@ -193,6 +196,11 @@ def test_runtime_events_from_an_interface_like_the_runtimes_nest_in_the_tree(bac
     # the outputs made by the tracer (aggregates, Chrome writer) hold the runtime's events
     # as the tree walk does
     assert got["same_as_trees"] == dict.fromkeys(("pstats", "summary", "flame graph", "chrome"), True)
+    # and the Firefox Profiler's markers
+    assert got["gecko_markers"] == [
+        ["Cache lookup", "cache lookup: original"],
+        ["Compiled region", "compiled region: replacement"],
+    ]
 
 
 @pytest.mark.parametrize("how", ["blocked", "abi2"])
