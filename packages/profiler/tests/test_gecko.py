@@ -278,3 +278,21 @@ def test_the_importer_opens_a_merged_profile_of_several_processes(profiler_cli, 
             assert "leaf" in {func["name"] for func in found["functions"]}
     finally:
         session.stop()
+
+
+def test_a_profile_that_recorded_nothing_still_opens(profiler_cli, tmp_path):
+    # a profiler refused (another was recording) has no thread: the importer needs one
+    with Profiler():
+        refused = Profiler()
+        with pytest.warns(Warning, match="already recording"):
+            refused.start()
+        refused.stop()
+    doc = to_gecko(refused.profile)
+    assert [(t["name"], t["samples"]["length"]) for t in doc["threads"]] == [("nothing recorded", 0)]
+    path = refused.profile.export(tmp_path / "empty.gecko.json")
+    session = Session(profiler_cli, path, tmp_path / "sessions")
+    try:
+        listed = session.query("thread", "list")["threads"]
+        assert [t["name"] for t in listed] == ["nothing recorded"]
+    finally:
+        session.stop()

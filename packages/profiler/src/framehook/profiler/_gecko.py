@@ -199,14 +199,31 @@ def write_gecko(profile: "Profile", out: BinaryIO) -> None:
     idents = [info.thread_id for info in agg.threads]
     main = idents.index(main_ident) if main_ident in idents else 0
     process = f"python {pid}"
-    for number, info in enumerate(agg.threads if tracer is not None else []):
+    infos = agg.threads if tracer is not None else []
+    for number, info in enumerate(infos):
         if number:
             out.write(b",")
         out.write(_thread_head(info, pid, process, end_ms, number == main))
         prefixes, fids, marked = tracer.write_gecko_samples(out.write, info.index)
         tail = _thread_tail(agg.thread_functions[info.index], prefixes, fids, marked)
         out.write(b"," + _dumps(tail)[1:])
+    if not infos:  # (the Firefox Profiler opens no profile without a thread: an empty one)
+        nobody = _Nothing(threading.get_ident())
+        out.write(_thread_head(nobody, pid, process, end_ms, True) + _dumps(_NO_SAMPLES))
+        out.write(b"," + _dumps(_thread_tail([], b"", b"", []))[1:])
     out.write(b"]}")
+
+
+class _Nothing:
+    """A thread track for a profile that recorded nothing."""
+
+    name = "nothing recorded"
+
+    def __init__(self, thread_id: int) -> None:
+        self.thread_id = thread_id
+
+
+_NO_SAMPLES = {"weightType": "tracing-ms", "stack": [], "time": [], "weight": [], "length": 0}
 
 
 def _dumps(value: Any) -> bytes:
