@@ -427,3 +427,30 @@ def test_a_fork_after_the_command_line_ended_records_nothing(tmp_path):
     assert child.start() is False
     assert child.prof.state == "new"
     assert not (tmp_path / "merged-and-gone").exists()
+
+
+def test_children_the_script_did_not_wait_for_are_recorded(tmp_path):
+    # the script ends at once: its children may not have run a line yet when it does
+    script = tmp_path / "unwaited.py"
+    script.write_text(
+        textwrap.dedent("""
+            import os, subprocess, sys
+            def leaf(i):
+                return i
+            code = "def leaf(i):\\n    return i\\nfor i in range(6):\\n    leaf(i)\\n"
+            spawned = subprocess.Popen([sys.executable, "-c", code])
+            forked = os.fork()
+            if forked == 0:
+                for i in range(5):
+                    leaf(i)
+                os._exit(0)
+            print(forked, spawned.pid, flush=True)
+        """)
+    )
+    out = tmp_path / "out.json"
+    proc = run(["-m", "framehook.profiler", "--follow", "-o", str(out), str(script)], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    forked, spawned = (int(pid) for pid in proc.stdout.split())
+    assert "this one and 2 child(ren))" in proc.stderr, proc.stderr
+    counts = chrome_counts(json.loads(out.read_text()))
+    assert (counts[forked]["leaf"], counts[spawned]["leaf"]) == (5, 6)

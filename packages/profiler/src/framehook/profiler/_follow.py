@@ -38,6 +38,7 @@ BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_follow_boo
 # collapsed stacks (its widths are their times), everything else from its own format.
 PART_FORMAT = {"svg": "collapsed", "html": "collapsed"}
 WAIT_SECONDS = 10.0  # how long the merge waits for children still running
+ANNOUNCE_SECONDS = 2.0  # how long it waits for a child process to say whether it records
 # multiprocessing's helper processes live as long as their parent: never waited for, and
 # not profiled (a forkserver's workers are: its fork handler is installed all the same)
 _HELPERS = ("multiprocessing.resource_tracker import main", "multiprocessing.forkserver import main")
@@ -96,6 +97,8 @@ class Follow:
             os.environ[name] = value
         _FOLLOWING[0] = self.config
         _WATCHED[0] = weakref.ref(prof)
+        _announce_forks()
+        prof._launcher_codes = prof._launcher_codes | _own_codes()
 
     def _pythonpath(self) -> str:
         current = os.environ.get("PYTHONPATH")
@@ -103,6 +106,8 @@ class Follow:
 
     def unwatch(self) -> None:
         _FOLLOWING[0] = _WATCHED[0] = None
+        if _REAL_FORK is not None and os.__dict__.get("fork") is _announcing_fork:
+            os.fork = _REAL_FORK
         for name, value in self._saved_env.items():
             if value is None:
                 os.environ.pop(name, None)
@@ -111,15 +116,18 @@ class Follow:
 
     def children(self, wait: float = WAIT_SECONDS, say: Callable[[str], None] = lambda text: None) -> "Children":
         """The children's parts, once every child still running has finished (waiting at
-        most ``wait`` seconds)."""
-        deadline = time.monotonic() + wait
+        most ``wait`` seconds). A child process not yet heard of (a new interpreter still
+        starting when the script ended) is given ANNOUNCE_SECONDS to say it records."""
+        start = time.monotonic()
         told = False
         while True:
             found = Children.scan(self.parts)
             running = [pid for pid in found.unfinished if _alive(pid)]
-            if not running or time.monotonic() >= deadline:
+            now = time.monotonic()
+            unheard = [] if now - start >= ANNOUNCE_SECONDS else _unheard_children(found)
+            if (not running and not unheard) or now - start >= wait:
                 return found
-            if not told and time.monotonic() + wait - deadline > 1.0:
+            if not told and running and now - start > 1.0:
                 say(f"waiting for {len(running)} child process(es) to finish (at most {wait:g} s)")
                 told = True
             time.sleep(0.05)
@@ -144,6 +152,32 @@ def _alive(pid: int) -> bool:
             return fh.read().rpartition(")")[2].split()[0] != "Z"
     except (OSError, IndexError):
         return True
+
+
+def _unheard_children(found: "Children") -> List[int]:
+    """This process's live child processes (Linux: /proc) that have not said whether they
+    record: neither a part nor a start file, and not one of multiprocessing's helpers."""
+    me, heard = os.getpid(), found.heard
+    unheard = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit() or int(entry) in heard:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rpartition(")")[2].split()
+            if fields[0] == "Z" or int(fields[1]) != me:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                command = fh.read().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError, ValueError):
+            continue
+        if not any(helper in command for helper in _HELPERS):
+            unheard.append(int(entry))
+    return unheard
 
 
 class Part:
@@ -172,6 +206,7 @@ class Children:
     def __init__(self, parts: List[Part], unfinished: Dict[int, Dict[str, Any]]) -> None:
         self.parts = parts
         self.unfinished = unfinished
+        self.heard = {part.pid for part in parts} | set(unfinished)
 
     @classmethod
     def scan(cls, directory: str) -> "Children":
@@ -310,6 +345,30 @@ class _Child:
             pass  # the parent names this child as missing
 
 
+_REAL_FORK: Optional[Callable[[], int]] = getattr(os, "fork", None)
+
+
+def _announcing_fork() -> int:
+    """os.fork while following: the parent writes the child's start file itself, so that
+    a child forked just before the script ends is waited for even if it has not yet run
+    (the child writes the same file again, once it records)."""
+    assert _REAL_FORK is not None
+    pid = _REAL_FORK()
+    config = _FOLLOWING[0]
+    if pid > 0 and config is not None:
+        with contextlib.suppress(OSError):
+            _write_json(
+                os.path.join(config["parts"], f"{pid}.started"),
+                {"pid": pid, "ppid": os.getpid(), "how": _FORK_KIND[0], "command": list(sys.argv)},
+            )
+    return pid
+
+
+def _announce_forks() -> None:
+    if _REAL_FORK is not None:
+        os.fork = _announcing_fork  # (multiprocessing's fork start method calls os.fork too)
+
+
 def _after_fork_in_child() -> None:
     config = _FOLLOWING[0]
     if config is None:
@@ -345,6 +404,7 @@ def boot_from_environment() -> None:
     except (ValueError, KeyError, TypeError, OSError):
         return  # (a stale variable: the command line that set it is gone)
     _FOLLOWING[0] = config
+    _announce_forks()
     command = _command()
     joined = " ".join(command)
     if any(helper in joined for helper in _HELPERS):
@@ -370,5 +430,6 @@ def _own_codes() -> frozenset:
         _Child._terminated,
         _Child._end_by,
         _after_fork_in_child,
+        _announcing_fork,
     )
     return frozenset(f.__code__ for f in funcs) | {boot_from_environment.__code__}

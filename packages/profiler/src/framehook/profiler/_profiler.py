@@ -255,7 +255,7 @@ class Profiler:
         while frame is not None:
             codes.add(frame.f_code)
             frame = frame.f_back
-        self._launcher_codes = frozenset(codes)
+        self._launcher_codes = self._launcher_codes | frozenset(codes)
 
     def _mute(self, *funcs: Callable[..., Any]) -> None:
         """Leaves calls of these functions out of the trees, with everything they call."""
