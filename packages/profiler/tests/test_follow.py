@@ -103,7 +103,9 @@ def measured_env(tmp_path, env=None):
     with open(rcfile) as fh:
         text = fh.read()
     own = tmp_path.parent / f"{tmp_path.name}.coveragerc"
-    own.write_text(text.replace("[run]\n", "[run]\npatch =\n    _exit\n    fork\n", 1))
+    if "\npatch" not in text:  # (an rc file that patches already is used as it is)
+        text = text.replace("[run]\n", "[run]\npatch =\n    _exit\n    fork\n", 1)
+    own.write_text(text)
     env["COVERAGE_PROCESS_START"] = str(own)
     return env
 
