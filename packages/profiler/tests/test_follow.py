@@ -121,6 +121,16 @@ def run(args, cwd, env=None, timeout=180):
     )
 
 
+def run_follow(tmp_path, name, source):
+    """Runs a script under --follow (into out.json), which must succeed."""
+    script = tmp_path / name
+    script.write_text(textwrap.dedent(source))
+    out = tmp_path / "out.json"
+    proc = run(["-m", "framehook.profiler", "--follow", "-o", str(out), str(script)], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    return proc, out
+
+
 def roles_of(folder):
     return {name[: -len(".json")]: json.loads((folder / name).read_text()) for name in os.listdir(folder)}
 
@@ -255,9 +265,10 @@ def test_each_format_merges_the_processes(tmp_path, family, fmt):
 
 
 def test_a_child_killed_is_named_and_the_others_kept(tmp_path):
-    script = tmp_path / "killed.py"
-    script.write_text(
-        textwrap.dedent("""
+    proc, out = run_follow(
+        tmp_path,
+        "killed.py",
+        """
             import os, signal
             def leaf(i):
                 return i
@@ -271,11 +282,8 @@ def test_a_child_killed_is_named_and_the_others_kept(tmp_path):
                     os._exit(0)
                 os.waitpid(pid, 0)
                 print(pid)
-        """)
+        """,
     )
-    out = tmp_path / "out.json"
-    proc = run(["-m", "framehook.profiler", "--follow", "-o", str(out), str(script)], tmp_path)
-    assert proc.returncode == 0, proc.stderr
     kept, killed = (int(pid) for pid in proc.stdout.split())
     assert (
         f"fork child {killed} (killed.py) wrote no profile: it was killed, crashed or was still running" in proc.stderr
@@ -289,9 +297,10 @@ def test_a_child_killed_is_named_and_the_others_kept(tmp_path):
 
 def test_a_terminated_child_still_writes_its_part(tmp_path):
     # SIGTERM (Process.terminate, Pool.terminate) ends a followed child once its part is written
-    script = tmp_path / "terminated.py"
-    script.write_text(
-        textwrap.dedent("""
+    proc, out = run_follow(
+        tmp_path,
+        "terminated.py",
+        """
             import multiprocessing, time
             def leaf(i):
                 return i
@@ -311,11 +320,8 @@ def test_a_terminated_child_still_writes_its_part(tmp_path):
                 print(proc.pid, proc.exitcode)
                 with ctx.Pool(2) as pool:  # Pool.__exit__ terminates workers, exiting or not
                     print(sum(pool.map(leaf, range(10))))
-        """)
+        """,
     )
-    out = tmp_path / "out.json"
-    proc = run(["-m", "framehook.profiler", "--follow", "-o", str(out), str(script)], tmp_path)
-    assert proc.returncode == 0, proc.stderr
     first, pool_sum = proc.stdout.splitlines()
     pid, exitcode = (int(word) for word in first.split())
     assert exitcode == -15  # still ended by the signal
@@ -392,9 +398,10 @@ def test_no_directory_for_the_parts_is_refused_before_the_script_runs(tmp_path, 
 
 
 def test_children_still_running_are_waited_for_and_grandchildren_followed(tmp_path):
-    script = tmp_path / "late.py"
-    script.write_text(
-        textwrap.dedent("""
+    proc, out = run_follow(
+        tmp_path,
+        "late.py",
+        """
             import os, time
             def leaf(i):
                 return i
@@ -410,11 +417,8 @@ def test_children_still_running_are_waited_for_and_grandchildren_followed(tmp_pa
                 os.waitpid(grandchild, 0)
                 print(os.getpid(), grandchild, flush=True)
                 os._exit(0)
-        """)
+        """,
     )
-    out = tmp_path / "out.json"
-    proc = run(["-m", "framehook.profiler", "--follow", "-o", str(out), str(script)], tmp_path)
-    assert proc.returncode == 0, proc.stderr
     assert "waiting for 1 child process(es) to finish (at most 10 s)" in proc.stderr
     assert "this one and 2 child(ren))" in proc.stderr
     child, grandchild = (int(pid) for pid in proc.stdout.split())
@@ -433,9 +437,10 @@ def test_a_fork_after_the_command_line_ended_records_nothing(tmp_path):
 
 def test_children_the_script_did_not_wait_for_are_recorded(tmp_path):
     # the script ends at once: its children may not have run a line yet when it does
-    script = tmp_path / "unwaited.py"
-    script.write_text(
-        textwrap.dedent("""
+    proc, out = run_follow(
+        tmp_path,
+        "unwaited.py",
+        """
             import os, subprocess, sys
             def leaf(i):
                 return i
@@ -447,11 +452,8 @@ def test_children_the_script_did_not_wait_for_are_recorded(tmp_path):
                     leaf(i)
                 os._exit(0)
             print(forked, spawned.pid, flush=True)
-        """)
+        """,
     )
-    out = tmp_path / "out.json"
-    proc = run(["-m", "framehook.profiler", "--follow", "-o", str(out), str(script)], tmp_path)
-    assert proc.returncode == 0, proc.stderr
     forked, spawned = (int(pid) for pid in proc.stdout.split())
     assert "this one and 2 child(ren))" in proc.stderr, proc.stderr
     counts = chrome_counts(json.loads(out.read_text()))
