@@ -176,7 +176,7 @@ def test_every_kind_of_child_is_one_process_with_the_reference_counts(tmp_path, 
     proc, out, roles = profiled(tmp_path, family, KINDS)
     assert proc.returncode == 0, proc.stderr
     assert "this one and 5 child(ren))" in proc.stderr
-    assert "missing" not in proc.stderr
+    assert "missing" not in proc.stderr, proc.stderr
     doc = json.loads(out.read_text())
     names = process_names(doc)
     pids = {role: info["pid"] for role, info in roles.items()}
@@ -326,7 +326,7 @@ def test_a_terminated_child_still_writes_its_part(tmp_path):
     pid, exitcode = (int(word) for word in first.split())
     assert exitcode == -15  # still ended by the signal
     assert pool_sum == "45"
-    assert "missing" not in proc.stderr
+    assert "missing" not in proc.stderr, proc.stderr
     doc = json.loads(out.read_text())
     counts = chrome_counts(doc)
     assert counts[pid]["leaf"] == 5
@@ -458,3 +458,15 @@ def test_children_the_script_did_not_wait_for_are_recorded(tmp_path):
     assert "this one and 2 child(ren))" in proc.stderr, proc.stderr
     counts = chrome_counts(json.loads(out.read_text()))
     assert (counts[forked]["leaf"], counts[spawned]["leaf"]) == (5, 6)
+
+
+def test_a_child_ended_before_it_recorded_is_not_missing(tmp_path):
+    # SIGTERM between the start file and the start of recording (Pool.terminate at once):
+    # the child ran none of its own code, so it takes its start file back
+    config = {"parts": str(tmp_path), "format": "chrome", "options": {}}
+    child = _follow._Child(config, "fork", ["prog.py"])
+    (tmp_path / f"{child.pid}.started").write_text(json.dumps({"pid": child.pid}))
+    child._write_part()
+    assert child.prof.state == "new"
+    assert os.listdir(tmp_path) == []
+    assert _follow.Children.scan(str(tmp_path)).missing() == []

@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 import weakref
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Set
 
 from ._profiler import Profiler
 
@@ -122,7 +122,7 @@ class Follow:
         told = False
         while True:
             found = Children.scan(self.parts)
-            running = [pid for pid in found.unfinished if _alive(pid)]
+            running = [pid for pid in [*found.unfinished, *found.forked] if _alive(pid)]
             now = time.monotonic()
             unheard = [] if now - start >= ANNOUNCE_SECONDS else _unheard_children(found)
             if (not running and not unheard) or now - start >= wait:
@@ -207,15 +207,20 @@ class Children:
         self.parts = parts
         self.unfinished = unfinished
         self.heard = {part.pid for part in parts} | set(unfinished)
+        self.forked: Set[int] = set()
 
     @classmethod
     def scan(cls, directory: str) -> "Children":
         parts: List[Part] = []
         unfinished: Dict[int, Dict[str, Any]] = {}
+        forked: Set[int] = set()
         for name in sorted(os.listdir(directory)):
-            if not name.endswith(".started"):
+            pid_text, _, kind = name.partition(".")
+            if kind == "forked" and pid_text.isdigit():
+                forked.add(int(pid_text))
+            if kind != "started" or not pid_text.isdigit():
                 continue
-            pid = int(name.split(".")[0])
+            pid = int(pid_text)
             started = _read_json(os.path.join(directory, name))
             done = _read_json(os.path.join(directory, f"{pid}.done"))
             if done is not None and os.path.exists(os.path.join(directory, f"{pid}.part")):
@@ -223,7 +228,12 @@ class Children:
             elif started is not None:
                 unfinished[pid] = started
         parts.sort(key=lambda p: p.start_ns)
-        return cls(parts, unfinished)
+        found = cls(parts, unfinished)
+        # forked, not yet recording: waited for while alive; one that ended so (killed
+        # before its fork handler ran) ran none of its own code, and is not missing
+        found.forked = forked - found.heard
+        found.heard |= forked
+        return found
 
     def missing(self) -> List[str]:
         return [
@@ -274,19 +284,27 @@ class _Child:
         """Starts recording; False (nothing started) when the parts directory is gone: the
         command line has merged and ended, and a process still running forked late."""
         parts = self.config["parts"]
+        if not os.path.isdir(parts):
+            return False
+        # the ways out first: a SIGTERM (Pool.terminate) from here on finds its handler, and
+        # one that comes before recording begins withdraws the start file (_write_part)
+        atexit.register(self.finish)
+        self._real_exit = os.__dict__["_exit"]
+        os._exit = self._exit_writing
+        handler = signal.getsignal(signal.SIGTERM)
+        # (the program's own handler is left alone; a followed parent's, inherited by a
+        # fork, is this process's to replace)
+        if handler is signal.SIG_DFL or getattr(handler, "__func__", None) is _Child._terminated:
+            with contextlib.suppress(ValueError):  # (not the main thread: left as it is)
+                signal.signal(signal.SIGTERM, self._terminated)
         try:
             _write_json(
                 os.path.join(parts, f"{self.pid}.started"),
                 {"pid": self.pid, "ppid": os.getppid(), "how": self.how, "command": self.command},
             )
-        except OSError:
+        except OSError:  # (removed meanwhile)
+            self.written = True  # nothing to write at exit
             return False
-        atexit.register(self.finish)
-        self._real_exit = os.__dict__["_exit"]
-        os._exit = self._exit_writing
-        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-            with contextlib.suppress(ValueError):  # (not the main thread: left as it is)
-                signal.signal(signal.SIGTERM, self._terminated)
         self.prof._launcher_codes = hidden | _own_codes()
         self.prof._muted_codes = muted
         self.prof.start()
@@ -327,6 +345,9 @@ class _Child:
         try:  # (stopped already by the Profiler's own exit handler: still its profile)
             profile = self.prof.stop()
         except RuntimeError:
+            if self.prof.state == "new":  # ended before recording began: none of its code ran
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(self.config["parts"], f"{self.pid}.started"))
             return  # (forked away, or refused)
         parts = self.config["parts"]
         try:
@@ -349,16 +370,16 @@ _REAL_FORK: Optional[Callable[[], int]] = getattr(os, "fork", None)
 
 
 def _announcing_fork() -> int:
-    """os.fork while following: the parent writes the child's start file itself, so that
-    a child forked just before the script ends is waited for even if it has not yet run
-    (the child writes the same file again, once it records)."""
+    """os.fork while following: the parent announces the child itself (``<pid>.forked``),
+    so that a child forked just before the script ends is waited for even if it has not
+    yet run (it writes ``<pid>.started`` once it records)."""
     assert _REAL_FORK is not None
     pid = _REAL_FORK()
     config = _FOLLOWING[0]
     if pid > 0 and config is not None:
         with contextlib.suppress(OSError):
             _write_json(
-                os.path.join(config["parts"], f"{pid}.started"),
+                os.path.join(config["parts"], f"{pid}.forked"),
                 {"pid": pid, "ppid": os.getpid(), "how": _FORK_KIND[0], "command": list(sys.argv)},
             )
     return pid
