@@ -51,6 +51,27 @@ static int gecko_grow_index(fh_gecko *g) {
     return 0;
 }
 
+/* Doubles the capacity of two arrays that grow side by side (`initial` when empty). On
+ * failure `cap` stays, and both arrays stay valid (one may have grown) and the caller's. */
+static int gecko_grow_pair(void **a, size_t asize, void **b, size_t bsize, size_t *cap,
+                           size_t initial) {
+    size_t n = *cap ? *cap * 2 : initial;
+    void *ga = PyMem_Realloc(*a, n * asize);
+    if (ga == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *a = ga;
+    void *gb = PyMem_Realloc(*b, n * bsize);
+    if (gb == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *b = gb;
+    *cap = n;
+    return 0;
+}
+
 /* The stack of `fid` called from stack `prefix` (-1: a root), interned. -1 on error. */
 static int64_t gecko_stack(fh_gecko *g, int32_t prefix, uint32_t fid) {
     if (2 * (g->nstacks + 1) > g->nslots && gecko_grow_index(g) < 0) {
@@ -63,21 +84,10 @@ static int64_t gecko_stack(fh_gecko *g, int32_t prefix, uint32_t fid) {
             return i;
         }
     }
-    if (g->nstacks == g->capstacks) {
-        size_t cap = g->capstacks ? g->capstacks * 2 : 256;
-        int32_t *p = (int32_t *)PyMem_Realloc(g->prefix, cap * sizeof(int32_t));
-        if (p == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        g->prefix = p;
-        uint32_t *f = (uint32_t *)PyMem_Realloc(g->fid, cap * sizeof(uint32_t));
-        if (f == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        g->fid = f;
-        g->capstacks = cap;
+    if (g->nstacks == g->capstacks &&
+        gecko_grow_pair((void **)&g->prefix, sizeof(int32_t), (void **)&g->fid, sizeof(uint32_t),
+                        &g->capstacks, 256) < 0) {
+        return -1;
     }
     if (g->nstacks >= INT32_MAX) {
         PyErr_SetString(PyExc_OverflowError, "more distinct call stacks than the format numbers");
@@ -95,21 +105,10 @@ static int gecko_sample(fh_gecko *g, int64_t ns, int32_t stack) {
         g->stack[g->nsamples - 1] = stack; /* nothing ran between: the later stack holds */
         return 0;
     }
-    if (g->nsamples == g->capsamples) {
-        size_t cap = g->capsamples ? g->capsamples * 2 : 4096;
-        int32_t *s = (int32_t *)PyMem_Realloc(g->stack, cap * sizeof(int32_t));
-        if (s == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        g->stack = s;
-        int64_t *t = (int64_t *)PyMem_Realloc(g->at, cap * sizeof(int64_t));
-        if (t == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        g->at = t;
-        g->capsamples = cap;
+    if (g->nsamples == g->capsamples &&
+        gecko_grow_pair((void **)&g->stack, sizeof(int32_t), (void **)&g->at, sizeof(int64_t),
+                        &g->capsamples, 4096) < 0) {
+        return -1;
     }
     g->stack[g->nsamples] = stack;
     g->at[g->nsamples] = at;

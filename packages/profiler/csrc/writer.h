@@ -102,10 +102,8 @@ static int fh_out_fixed(fh_out *o, int64_t v, int decimals) {
     char *end = tmp + sizeof(tmp);
     char *p = end;
     uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    uint64_t unit = 1;
-    for (int i = 0; i < decimals; i++) {
-        unit *= 10;
-    }
+    static const uint64_t units[] = {1, 10, 100, 1000, 10000, 100000, 1000000};
+    uint64_t unit = units[decimals]; /* (decimals: 0 to 6) */
     uint64_t frac = a % unit;
     if (frac != 0) {
         int width = decimals;

@@ -17,6 +17,7 @@ import marshal
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import pytest
@@ -389,7 +390,7 @@ def test_no_directory_for_the_parts_is_refused_before_the_script_runs(tmp_path, 
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(_follow.tempfile, "mkdtemp", refuse)
+    monkeypatch.setattr(tempfile, "mkdtemp", refuse)
     monkeypatch.chdir(tmp_path)
     assert _cli.main(["--follow", "-o", str(tmp_path / "out.json"), str(script)]) == 2
     err = capsys.readouterr().err

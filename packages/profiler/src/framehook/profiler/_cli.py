@@ -19,7 +19,7 @@ import sys
 import threading
 import traceback
 import types
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple
 
 from ._compat import no_second_exit_wait, shutdown_error_report
 from ._export import (
@@ -31,11 +31,12 @@ from ._export import (
     failure_reason,
     format_for,
 )
-from ._follow import Follow, FollowError, describe, part_format
-from ._merge import Source, merge_into
 from ._profile import Profile
 from ._profiler import Profiler
 from ._progress import Progress
+
+if TYPE_CHECKING:  # (imported when --follow is given: a plain run needs neither)
+    from ._follow import Follow
 
 PROG = "framehook-profile"
 PROGRESS_AFTER = 1.0  # seconds of post-processing before progress is shown (on a terminal)
@@ -315,6 +316,8 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
         options["max_events"] = AGGREGATE_RING
     follow: Optional[Follow] = None
     if args.follow:
+        from ._follow import Follow, FollowError
+
         try:  # (before the script runs: an unwritable place for the parts is refused now)
             follow = Follow(output, fmt, options)
         except FollowError as exc:
@@ -350,7 +353,7 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
         profile.dropped_by = f"{PROG}'s default ring of {AGGREGATE_RING:,} events per thread (--max-events N widens it)"
     with _ended_by_signals():
         if follow is not None:
-            written = _write_followed(profile, follow, output, fmt, " ".join(script_argv))
+            written = _write_followed(profile, follow, output, fmt, script_argv)
         else:
             written = _write(profile, output, fmt, stem, max_events is not None)
         if written is None:
@@ -407,14 +410,17 @@ def _write(profile: Profile, output: str, fmt: str, stem: str, limited: bool) ->
     return written
 
 
-def _write_followed(profile: Profile, follow: Follow, output: str, fmt: str, command: str) -> Optional[str]:
+def _write_followed(profile: Profile, follow: Follow, output: str, fmt: str, command: List[str]) -> Optional[str]:
     """Writes this process's part, waits for the children still running, and merges every
     part into ``output``; returns the path written, None if nothing could be."""
+    from ._follow import describe, part_format
+    from ._merge import Source, merge_into
+
     try:
         try:
             own = profile.export(os.path.join(follow.parts, f"{os.getpid()}.part"), part_format(fmt))
             children = follow.children(say=lambda text: print(f"{PROG}: {text}", file=sys.stderr))
-            sources = [Source(own, f"{PROG} {os.getpid()}: {describe(command.split())}", os.getpid(), profile.start_ns)]
+            sources = [Source(own, f"{PROG} {os.getpid()}: {describe(command)}", os.getpid(), profile.start_ns)]
             sources += [Source(p.path, p.label, p.pid, p.start_ns) for p in children.parts]
             missing = children.missing()
             written = merge_into(sources, fmt, output, missing)

@@ -25,11 +25,11 @@ import json
 import os
 import signal
 import sys
-import tempfile
 import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Set
 
+from ._export import replacing
 from ._profiler import Profiler
 
 ENV = "FRAMEHOOK_PROFILE_FOLLOW"
@@ -65,10 +65,20 @@ def _command() -> List[str]:
 
 
 def _write_json(path: str, data: Dict[str, Any]) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as fh:
-        json.dump(data, fh)
-    os.replace(tmp, path)
+    with replacing(path) as fh:  # (a reader never sees half of it)
+        fh.write(json.dumps(data).encode())
+
+
+def _is_helper(command: str) -> bool:
+    """Is this command line one of multiprocessing's helper processes?"""
+    return any(helper in command for helper in _HELPERS)
+
+
+def _proc_stat(pid: int) -> List[str]:
+    """The fields of /proc/<pid>/stat after the command name: state, parent pid, ...
+    (Linux; OSError elsewhere, or when the process is gone)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        return fh.read().rpartition(")")[2].split()
 
 
 # --- the parent -----------------------------------------------------------------------
@@ -79,14 +89,14 @@ class Follow:
     inherit, and the fork handler, while the script runs."""
 
     def __init__(self, output: str, fmt: str, options: Dict[str, Any]) -> None:
+        import tempfile  # (here: children import this module as they start, and need it not)
+
         where = os.path.dirname(os.path.abspath(output))
         try:
             self.parts = tempfile.mkdtemp(prefix=f".{os.path.basename(output)}.parts-", dir=where)
         except OSError as exc:
             raise FollowError(f"--follow: cannot make a directory for the children's parts in {where} ({exc.strerror})")
-        self.format = fmt
         self.config = {"parts": self.parts, "format": part_format(fmt), "options": options}
-        self.pid = os.getpid()
         self._saved_env: Dict[str, Optional[str]] = {}
 
     def watch(self, prof: Profiler) -> None:
@@ -148,8 +158,7 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     try:  # a zombie (exited, not yet waited for) has ended
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rpartition(")")[2].split()[0] != "Z"
+        return _proc_stat(pid)[0] != "Z"
     except (OSError, IndexError):
         return True
 
@@ -167,15 +176,14 @@ def _unheard_children(found: "Children") -> List[int]:
         if not entry.isdigit() or int(entry) in heard:
             continue
         try:
-            with open(f"/proc/{entry}/stat") as fh:
-                fields = fh.read().rpartition(")")[2].split()
+            fields = _proc_stat(int(entry))
             if fields[0] == "Z" or int(fields[1]) != me:
                 continue
             with open(f"/proc/{entry}/cmdline", "rb") as fh:
                 command = fh.read().replace(b"\0", b" ").decode(errors="replace")
         except (OSError, IndexError, ValueError):
             continue
-        if not any(helper in command for helper in _HELPERS):
+        if not _is_helper(command):
             unheard.append(int(entry))
     return unheard
 
@@ -186,7 +194,6 @@ class Part:
     def __init__(self, path: str, meta: Dict[str, Any]) -> None:
         self.path = path
         self.pid: int = meta["pid"]
-        self.ppid: int = meta["ppid"]
         self.how: str = meta["how"]
         self.command: List[str] = meta["command"]
         self.start_ns: int = meta["start_ns"]
@@ -428,7 +435,7 @@ def boot_from_environment() -> None:
     _announce_forks()
     command = _command()
     joined = " ".join(command)
-    if any(helper in joined for helper in _HELPERS):
+    if _is_helper(joined):
         if "forkserver" in joined:
             _FORK_KIND[0] = "forkserver"
         return

@@ -17,12 +17,14 @@ one output, each process a track of its own where the format has processes.
 
 from __future__ import annotations
 
+import io
 import json
 import marshal
 import os
-from typing import Any, Dict, List, NamedTuple
+from typing import IO, Any, BinaryIO, Dict, List, NamedTuple
 
 from ._collapsed import _frame
+from ._export import replacing
 from ._flamegraph import _Node, render_svg
 
 
@@ -36,17 +38,19 @@ class Source(NamedTuple):
 
 
 def merge_into(sources: List[Source], fmt: str, output: str, notes: List[str]) -> str:
-    """Writes the merged output at ``output`` (complete, or not at all); returns its
-    absolute path. ``notes``: what the output says is missing (children that wrote no
-    part)."""
+    """Writes the merged output at ``output`` (complete, or not at all, as every export
+    is written: _export.replacing); returns its absolute path. ``notes``: what the output
+    says is missing (children that wrote no part)."""
     output = os.path.abspath(output)
-    tmp = os.path.join(os.path.dirname(output), f".{os.path.basename(output)}.{os.getpid()}.merging")
-    try:
-        _WRITERS[fmt](sources, tmp, notes)
-        os.replace(tmp, output)
-    except BaseException:
-        remove(tmp)
-        raise
+    with replacing(output) as out:
+        if fmt == "pstats":
+            _pstats(sources, out)
+        else:
+            text = io.TextIOWrapper(out, encoding="utf-8", newline="")
+            try:
+                _WRITERS[fmt](sources, text, notes)
+            finally:
+                text.detach()  # (flushed; the file is replacing()'s to close)
     return output
 
 
@@ -55,7 +59,7 @@ def _load_json(path: str) -> Any:
         return json.loads(fh.read())
 
 
-def _chrome(sources: List[Source], out_path: str, notes: List[str]) -> None:
+def _chrome(sources: List[Source], fh: IO[str], notes: List[str]) -> None:
     origin = sources[0].start_ns
     events: List[Dict[str, Any]] = []
     other: Dict[str, Any] = {"exporter": "framehook-profiler", "processes": [], "missing": notes}
@@ -81,11 +85,10 @@ def _chrome(sources: List[Source], out_path: str, notes: List[str]) -> None:
                 "dropped_threads": part_other.get("dropped_threads", []),
             }
         )
-    with open(out_path, "w") as fh:
-        json.dump({"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}, fh)
+    json.dump({"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}, fh)
 
 
-def _speedscope(sources: List[Source], out_path: str, notes: List[str]) -> None:
+def _speedscope(sources: List[Source], fh: IO[str], notes: List[str]) -> None:
     origin = sources[0].start_ns
     frames: List[Dict[str, Any]] = []
     profiles: List[Dict[str, Any]] = []
@@ -108,21 +111,20 @@ def _speedscope(sources: List[Source], out_path: str, notes: List[str]) -> None:
     name = f"framehook-profiler: {len(sources)} process(es)"
     if notes:
         name += f"; missing: {'; '.join(notes)}"
-    with open(out_path, "w") as fh:
-        json.dump(
-            {
-                "$schema": schema,
-                "shared": {"frames": frames},
-                "profiles": profiles,
-                "name": name,
-                "activeProfileIndex": 0,
-                "exporter": "framehook-profiler",
-            },
-            fh,
-        )
+    json.dump(
+        {
+            "$schema": schema,
+            "shared": {"frames": frames},
+            "profiles": profiles,
+            "name": name,
+            "activeProfileIndex": 0,
+            "exporter": "framehook-profiler",
+        },
+        fh,
+    )
 
 
-def _gecko(sources: List[Source], out_path: str, notes: List[str]) -> None:
+def _gecko(sources: List[Source], fh: IO[str], notes: List[str]) -> None:
     origin = sources[0].start_ns
     merged: Dict[str, Any] = {}
     threads: List[Dict[str, Any]] = []
@@ -153,11 +155,10 @@ def _gecko(sources: List[Source], out_path: str, notes: List[str]) -> None:
     merged["threads"] = threads
     merged["meta"]["extra"] = extra
     merged["meta"]["profilingEndTime"] = end
-    with open(out_path, "w") as fh:
-        json.dump(merged, fh, separators=(",", ":"))
+    json.dump(merged, fh, separators=(",", ":"))
 
 
-def _pstats(sources: List[Source], out_path: str, notes: List[str]) -> None:
+def _pstats(sources: List[Source], out: BinaryIO) -> None:
     total: Dict[Any, Any] = {}
     for source in sources:
         with open(source.path, "rb") as fh:
@@ -171,8 +172,7 @@ def _pstats(sources: List[Source], out_path: str, notes: List[str]) -> None:
                 had = callers0.get(caller)
                 callers0[caller] = counts if had is None else tuple(a + b for a, b in zip(had, counts))
             total[key] = (cc0 + cc, nc0 + nc, tt0 + tt, ct0 + ct, callers0)
-    with open(out_path, "wb") as fh:
-        marshal.dump(total, fh)
+    marshal.dump(total, out)
 
 
 def _collapsed_lines(source: Source) -> List[str]:
@@ -180,12 +180,11 @@ def _collapsed_lines(source: Source) -> List[str]:
         return [line.rstrip("\n") for line in fh if line.strip()]
 
 
-def _collapsed(sources: List[Source], out_path: str, notes: List[str]) -> None:
-    with open(out_path, "w", encoding="utf-8") as fh:
-        for source in sources:
-            root = _frame(source.label)
-            for line in _collapsed_lines(source):
-                fh.write(f"{root};{line}\n")
+def _collapsed(sources: List[Source], fh: IO[str], notes: List[str]) -> None:
+    for source in sources:
+        root = _frame(source.label)
+        for line in _collapsed_lines(source):
+            fh.write(f"{root};{line}\n")
 
 
 def _merged_root(sources: List[Source]) -> _Node:
@@ -214,45 +213,34 @@ def _flame_title(sources: List[Source], notes: List[str]) -> str:
     return title
 
 
-def _svg(sources: List[Source], out_path: str, notes: List[str]) -> None:
-    with open(out_path, "w", encoding="utf-8") as fh:
-        fh.write(render_svg(_merged_root(sources), _flame_title(sources, notes)))
+def _svg(sources: List[Source], fh: IO[str], notes: List[str]) -> None:
+    fh.write(render_svg(_merged_root(sources), _flame_title(sources, notes)))
 
 
-def _html(sources: List[Source], out_path: str, notes: List[str]) -> None:
+def _html(sources: List[Source], fh: IO[str], notes: List[str]) -> None:
     from ._html import render_html
 
-    with open(out_path, "w", encoding="utf-8") as fh:
-        fh.write(render_html(_merged_root(sources), _flame_title(sources, notes)))
+    fh.write(render_html(_merged_root(sources), _flame_title(sources, notes)))
 
 
-def _text(sources: List[Source], out_path: str, notes: List[str]) -> None:
-    with open(out_path, "w", encoding="utf-8") as fh:
-        for number, source in enumerate(sources):
-            if number:
-                fh.write("\n")
-            fh.write(f"=== {source.label} ===\n")
-            with open(source.path, encoding="utf-8") as part:
-                fh.write(part.read())
-        for note in notes:
-            fh.write(f"\nmissing: {note}\n")
+def _text(sources: List[Source], fh: IO[str], notes: List[str]) -> None:
+    for number, source in enumerate(sources):
+        if number:
+            fh.write("\n")
+        fh.write(f"=== {source.label} ===\n")
+        with open(source.path, encoding="utf-8") as part:
+            fh.write(part.read())
+    for note in notes:
+        fh.write(f"\nmissing: {note}\n")
 
 
 _WRITERS = {
     "chrome": _chrome,
     "speedscope": _speedscope,
     "gecko": _gecko,
-    "pstats": _pstats,
     "collapsed": _collapsed,
     "collapsed-calls": _collapsed,
     "svg": _svg,
     "html": _html,
     "text": _text,
 }
-
-
-def remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
