@@ -335,4 +335,28 @@ static PyObject *fh_first_argument(PyFrameObject *frame) {
     return value;
 }
 
+/* What a weak reference points to (new reference), or NULL when it is dead. 3.13
+ * deprecates the borrowing PyWeakref_GetObject for PyWeakref_GetRef. */
+static inline PyObject *fh_weakref_target(PyObject *ref) {
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *obj = NULL;
+    if (PyWeakref_GetRef(ref, &obj) < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return obj;
+#else
+    PyObject *obj = PyWeakref_GetObject(ref);
+    if (obj == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (obj == Py_None) {
+        return NULL;
+    }
+    Py_INCREF(obj);
+    return obj;
+#endif
+}
+
 #endif

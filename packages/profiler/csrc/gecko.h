@@ -132,7 +132,8 @@ static int gecko_open(void *arg, fh_replay *r, fh_frame *f) {
 
 static int gecko_close(void *arg, fh_replay *r, fh_frame *f, int64_t end_ns) {
     fh_gecko *g = (fh_gecko *)arg;
-    if (f->cls == FH_CLS_ANNOT || f->cls == FH_CLS_LOOKUP || f->cls == FH_CLS_REGION) {
+    if (f->cls == FH_CLS_ANNOT || f->cls == FH_CLS_LOOKUP || f->cls == FH_CLS_REGION ||
+        f->cls == FH_CLS_TASK) {
         int64_t origin = g->wt.w->origin;
         PyObject *marker = Py_BuildValue("(ILL)", f->fid, (long long)(f->start_ns - origin),
                                          (long long)(end_ns - origin));

@@ -95,7 +95,10 @@ static CtxObject *mon_attach(PyCodeObject *entering) {
 
 static inline CtxObject *mon_ctx(PyCodeObject *entering) {
     CtxObject *ctx = FH_LIKELY(fh_tls.gen == fh_gen) ? fh_tls.ctx : mon_attach(entering);
-    return ctx != NULL && ctx->recording ? ctx : NULL;
+    if (ctx == NULL || !ctx->recording) {
+        return NULL;
+    }
+    return ctx->task != NULL ? ctx->task : ctx; /* (in an asyncio task's step) */
 }
 
 /* The C function a CALL (or C_RETURN, C_RAISE) event is about, or NULL when the call is
@@ -151,8 +154,7 @@ static PyObject *mon_py_start(PyObject *self, PyObject *const *args, Py_ssize_t 
 static PyObject *mon_py_return(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     CtxObject *ctx = mon_ctx(NULL);
     if (ctx != NULL) {
-        shadow_pop(ctx);
-        ctx_push(ctx, FH_EV_PY_RETURN, 0, fh_ticks());
+        record_py_return(ctx, FH_EV_PY_RETURN);
     }
     Py_RETURN_NONE;
 }
@@ -160,8 +162,7 @@ static PyObject *mon_py_return(PyObject *self, PyObject *const *args, Py_ssize_t
 static PyObject *mon_py_unwind(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     CtxObject *ctx = mon_ctx(NULL);
     if (ctx != NULL) {
-        shadow_pop(ctx);
-        ctx_push(ctx, FH_EV_PY_UNWIND, 0, fh_ticks());
+        record_py_return(ctx, FH_EV_PY_UNWIND);
     }
     Py_RETURN_NONE;
 }

@@ -28,12 +28,14 @@ enum {
     FH_EV_TAG = 8,         /* the instance of the tagged call just entered */
     FH_EV_ANNOT_BEGIN = 9,
     FH_EV_ANNOT_END = 10,
+    FH_EV_TASK_BEGIN = 11, /* asyncio (async_tasks): a task's step, or the wait before it */
+    FH_EV_TASK_END = 12,
     FH_EV_RUNTIME = 16 /* + the runtime's event number (1..4) */
 };
 
 /* What a frame is, for the exits that close it (and for the outputs' categories). */
 enum { FH_CLS_PY = 0, FH_CLS_C = 1, FH_CLS_ANNOT = 2, FH_CLS_LOOKUP = 3, FH_CLS_REGION = 4,
-       FH_N_CLS = 5 };
+       FH_CLS_TASK = 5, FH_N_CLS = 6 };
 
 /* Ticks to monotonic nanoseconds, rounded per timestamp exactly as _trees._Clock does. */
 typedef struct {
@@ -225,6 +227,12 @@ static int fh_replay_event(fh_replay *r, const fh_event *ev, const fh_sites *sit
                                              sink, arg);
     case FH_EV_ANNOT_END:
         return fh_replay_pop_until(r, FH_CLS_ANNOT, ns, 0, sink, arg);
+    case FH_EV_TASK_BEGIN:
+        return site == NULL ? 0
+                            : fh_replay_push(r, ev, FH_CLS_TASK, site->fid, site->kid, 0, 0, ns,
+                                             sink, arg);
+    case FH_EV_TASK_END:
+        return fh_replay_pop_until(r, FH_CLS_TASK, ns, 0, sink, arg);
     case FH_EV_RUNTIME + 1:
     case FH_EV_RUNTIME + 3:
         if (site == NULL) {

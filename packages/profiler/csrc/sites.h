@@ -15,7 +15,8 @@ enum {
     FH_SITE_C = 2,        /* a: PyMethodDef* (or callable type), b: caller's code */
     FH_SITE_INSTANCE = 3, /* a: the tagged instance */
     FH_SITE_CODE = 4,     /* a: code object of a runtime event */
-    FH_SITE_NAME = 5      /* a: annotation name (str) */
+    FH_SITE_NAME = 5,     /* a: annotation name (str) */
+    FH_SITE_TASK = 6      /* a: an asyncio task's name, or "await" (str) */
 };
 
 #define FH_FLAG_TAGGED 1u /* a Python site whose code is registered with tag_calls */

@@ -38,7 +38,9 @@ typedef struct TracerObject TracerObject;
 /* ------------------------------------------------------------------------------------ */
 /* Thread context: the object handed to the profile function of one thread.            */
 
-typedef struct {
+typedef struct CtxObject CtxObject;
+
+struct CtxObject {
     PyObject_HEAD
     TracerObject *tracer; /* borrowed; the tracer outlives recording (fh_active owns it) */
     unsigned long thread_id;
@@ -88,7 +90,16 @@ typedef struct {
      * (or after unmatched returns) is harmless. Borrowed: the frames keep them alive. */
     Py_ssize_t depth;
     PyCodeObject *shadow[FH_SHADOW_DEPTH];
-} CtxObject;
+    /* asyncio tasks (see tasks.h), all borrowed from the tracer's list or owned: a thread's
+     * context sends the events of a task's step to that task's own context (`task`); a
+     * task's context knows its thread's (`home`), its task (a weak reference), its name,
+     * and when its last step ended (ticks; 0: never, or running). */
+    CtxObject *task;
+    CtxObject *home;
+    PyObject *task_ref;
+    PyObject *task_name;
+    uint64_t suspended;
+};
 
 struct TracerObject {
     PyObject_HEAD
@@ -109,6 +120,8 @@ struct TracerObject {
     int tool_id;     /* sys.monitoring tool id held while recording, or -1 */
     PyObject *mon;   /* sys.monitoring (owned) while a tool id is held */
     int failed;      /* start() raised: collect() reports no thread */
+    PyObject *current_task; /* async_tasks: asyncio.current_task (owned), else NULL */
+    PyObject *tasks;        /* async_tasks: dict, the address of a task -> its context */
     unsigned long long next_serial; /* the serial of the next context made */
 };
 
@@ -176,6 +189,9 @@ static CtxObject *ctx_new(TracerObject *tracer, unsigned long thread_id) {
     ctx->spawn_floor = 0;
     memset(&ctx->prev, 0, sizeof(ctx->prev));
     ctx->depth = 0;
+    ctx->task = ctx->home = NULL;
+    ctx->task_ref = ctx->task_name = NULL;
+    ctx->suspended = 0;
     fh_buffer_init(&ctx->buf);
     ctx->max_blocks = tracer->max_events > 0
                           ? ((size_t)tracer->max_events + FH_BLOCK_EVENTS - 1) / FH_BLOCK_EVENTS + 1
@@ -212,6 +228,8 @@ static int ctx_traverse(CtxObject *self, visitproc visit, void *arg) {
     }
     Py_VISIT(self->fid_index);
     Py_VISIT(self->kid_index);
+    Py_VISIT(self->task_ref);
+    Py_VISIT(self->task_name);
     return fh_sites_traverse(&self->funcs, visit, arg);
 }
 
@@ -221,6 +239,8 @@ static int ctx_clear(CtxObject *self) {
     fh_sites_clear(&self->funcs);
     Py_CLEAR(self->fid_index);
     Py_CLEAR(self->kid_index);
+    Py_CLEAR(self->task_ref);
+    Py_CLEAR(self->task_name);
     return 0;
 }
 
@@ -231,6 +251,8 @@ static void ctx_dealloc(CtxObject *self) {
     fh_sites_free(&self->funcs);
     Py_CLEAR(self->fid_index);
     Py_CLEAR(self->kid_index);
+    Py_CLEAR(self->task_ref);
+    Py_CLEAR(self->task_name);
     PyMem_Free(self->kid_fid);
     fh_buffer_free(&self->buf);
     if (self->agg != NULL) {
@@ -322,7 +344,7 @@ static inline CtxObject *ctx_of_current_thread(void) {
         ctx_claim((CtxObject *)ts->c_profileobj, ts, NULL, 0);
     }
     CtxObject *ctx = (CtxObject *)ts->c_profileobj;
-    return ctx->recording ? ctx : NULL;
+    return !ctx->recording ? NULL : ctx->task != NULL ? ctx->task : ctx;
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -356,11 +378,11 @@ static int code_in(PyObject *codes, PyCodeObject *code) {
  * or an annotation's name. `by_key` picks the first; NULL is returned with no exception
  * when the function's pointer identity is its only identity (its code object). */
 static PyObject *function_value(uint32_t cls, PyObject *obj, PyObject *info, int by_key) {
-    static const char *tags[FH_N_CLS] = {"py", "c", "annotation", "lookup", "region"};
+    static const char *tags[FH_N_CLS] = {"py", "c", "annotation", "lookup", "region", "task"};
     if (cls == FH_CLS_C) {
         return Py_BuildValue("(sO)", tags[cls], info != NULL ? info : Py_None);
     }
-    if (cls == FH_CLS_ANNOT) {
+    if (cls == FH_CLS_ANNOT || cls == FH_CLS_TASK) {
         return Py_BuildValue("(sO)", tags[cls], obj);
     }
     if (!by_key) {
@@ -556,8 +578,10 @@ static fh_slot *intern_object(CtxObject *ctx, PyObject *obj, uint32_t kind) {
         return slot;
     }
     slot = fh_sites_add(&ctx->sites, obj, NULL, kind, 0, obj, NULL, NULL);
-    return site_function(ctx, slot, kind == FH_SITE_NAME ? FH_CLS_ANNOT : FH_CLS_LOOKUP, obj,
-                         NULL, obj);
+    uint32_t cls = kind == FH_SITE_NAME   ? FH_CLS_ANNOT
+                   : kind == FH_SITE_TASK ? FH_CLS_TASK
+                                          : FH_CLS_LOOKUP;
+    return site_function(ctx, slot, cls, obj, NULL, obj);
 }
 
 /* Records which instance a tagged call went through. The description (class name, array
@@ -597,6 +621,8 @@ static void record_tag(CtxObject *ctx, PyFrameObject *frame, uint64_t t) {
     PyErr_Restore(exc_type, exc_value, exc_tb);
 }
 
+#include "tasks.h" /* (uses the context and the interning above) */
+
 /* ------------------------------------------------------------------------------------ */
 /* The profile function: the hot path.                                                  */
 
@@ -622,6 +648,9 @@ static inline void shadow_pop(CtxObject *ctx) {
 /* A Python call of `code`; `frame` is its frame, or NULL when only the tag path needs it
  * (the sys.monitoring backend, where it is the current frame). */
 static inline void record_py_call(CtxObject *ctx, PyCodeObject *code, PyFrameObject *frame) {
+    if (fh_tasks_on && (code->co_flags & FH_CO_TASK_ROOT) && ctx->home == NULL) {
+        ctx = task_enter(ctx);
+    }
     PyCodeObject *caller = shadow_top(ctx);
     shadow_push(ctx, code);
     fh_slot *slot = fh_sites_find(&ctx->sites, code, caller, FH_SITE_PY);
@@ -636,6 +665,16 @@ static inline void record_py_call(CtxObject *ctx, PyCodeObject *code, PyFrameObj
     ctx_push(ctx, FH_EV_PY_CALL, slot->key1 - 1, t);
     if (slot->flags & FH_FLAG_TAGGED) {
         record_tag(ctx, frame != NULL ? frame : PyEval_GetFrame(), t);
+    }
+}
+
+/* A Python frame left (returned, yielded or unwound by an exception). */
+static inline void record_py_return(CtxObject *ctx, uint32_t kind) {
+    shadow_pop(ctx);
+    uint64_t t = fh_ticks();
+    ctx_push(ctx, kind, 0, t);
+    if (ctx->home != NULL && ctx->depth == 0) {
+        task_leave(ctx, t); /* the end of a task's step */
     }
 }
 
@@ -678,14 +717,16 @@ static int fh_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *a
         fh_idle_calls++;
         return 0;
     }
+    if (ctx->task != NULL) {
+        ctx = ctx->task; /* in an asyncio task's step */
+    }
     switch (what) {
     case PyTrace_CALL:
         record_py_call(ctx, fh_frame_code(frame), frame);
         break;
     case PyTrace_RETURN:
         /* arg is NULL when the frame is being left by an exception */
-        shadow_pop(ctx);
-        ctx_push(ctx, arg != NULL ? FH_EV_PY_RETURN : FH_EV_PY_UNWIND, 0, fh_ticks());
+        record_py_return(ctx, arg != NULL ? FH_EV_PY_RETURN : FH_EV_PY_UNWIND);
         break;
     case PyTrace_C_CALL:
         if (ctx->c_calls) {
@@ -990,13 +1031,19 @@ static PyObject *tagged_tuple(PyObject *tagged) {
 
 static int tracer_init(TracerObject *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"c_calls", "tagged", "describe", "runtime_events", "monitoring",
-                             "hidden", "muted", "max_events", NULL};
+                             "hidden", "muted", "max_events", "current_task", NULL};
     int c_calls = 1, runtime_events = 1, monitoring = 0;
     PyObject *tagged = NULL, *describe = Py_None, *hidden = NULL, *muted = NULL;
-    PyObject *max_events = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|pOOppOOO", kwlist, &c_calls, &tagged,
+    PyObject *max_events = Py_None, *current_task = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|pOOppOOOO", kwlist, &c_calls, &tagged,
                                      &describe, &runtime_events, &monitoring, &hidden, &muted,
-                                     &max_events)) {
+                                     &max_events, &current_task)) {
+        return -1;
+    }
+    if (current_task != Py_None && !PyCallable_Check(current_task)) {
+        PyErr_Format(PyExc_TypeError,
+                     "current_task must be callable (asyncio.current_task) or None, not %.100s",
+                     Py_TYPE(current_task)->tp_name);
         return -1;
     }
     Py_ssize_t limit = 0;
@@ -1054,6 +1101,8 @@ static int tracer_init(TracerObject *self, PyObject *args, PyObject *kwds) {
     Py_XSETREF(self->tagged, codes);
     Py_XINCREF(describe == Py_None ? NULL : describe);
     Py_XSETREF(self->describe, describe == Py_None ? NULL : describe);
+    Py_XINCREF(current_task == Py_None ? NULL : current_task);
+    Py_XSETREF(self->current_task, current_task == Py_None ? NULL : current_task);
     self->c_calls = c_calls;
     self->runtime_events = runtime_events;
     self->monitoring = monitoring;
@@ -1066,7 +1115,8 @@ static PyObject *tracer_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
         return NULL;
     }
     self->ctxs = PyList_New(0);
-    if (self->ctxs == NULL) {
+    self->tasks = PyDict_New();
+    if (self->ctxs == NULL || self->tasks == NULL) {
         Py_DECREF(self);
         return NULL;
     }
@@ -1083,6 +1133,8 @@ static int tracer_traverse(TracerObject *self, visitproc visit, void *arg) {
     Py_VISIT(self->describe);
     Py_VISIT(self->hidden);
     Py_VISIT(self->muted);
+    Py_VISIT(self->current_task);
+    Py_VISIT(self->tasks);
     return 0;
 }
 
@@ -1105,6 +1157,8 @@ static int tracer_clear(TracerObject *self) {
     Py_CLEAR(self->hidden);
     Py_CLEAR(self->muted);
     Py_CLEAR(self->mon);
+    Py_CLEAR(self->current_task);
+    Py_CLEAR(self->tasks);
     return 0;
 }
 
@@ -1397,6 +1451,7 @@ static PyObject *tracer_start(TracerObject *self, PyObject *Py_UNUSED(ignored)) 
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
         ((CtxObject *)PyList_GET_ITEM(self->ctxs, i))->recording = 1;
     }
+    fh_tasks_on = self->current_task != NULL;
     if (self->monitoring) {
         CtxObject *mine = NULL;
         for (Py_ssize_t i = 0; i < n; i++) {
@@ -1535,6 +1590,9 @@ static void tracer_uninstall(TracerObject *self) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->ctxs); i++) {
         ((CtxObject *)PyList_GET_ITEM(self->ctxs, i))->recording = 0;
     }
+    if (fh_active == self) {
+        fh_tasks_on = 0;
+    }
     if (self->monitoring) {
         fh_mon_uninstall(self);
     } else {
@@ -1568,6 +1626,9 @@ static PyObject *tracer_stop(TracerObject *self, PyObject *Py_UNUSED(ignored)) {
     self->state = FH_STOPPED;
     Py_INCREF(self); /* uninstall may drop fh_active's reference */
     tracer_uninstall(self);
+    if (self->current_task != NULL) {
+        tasks_close_waits(self, self->t1_ticks);
+    }
     Py_DECREF(self);
     Py_RETURN_NONE;
 }
@@ -1591,7 +1652,7 @@ static PyObject *tracer_thread_hook(TracerObject *self, PyObject *const *args, P
         if (mine == NULL) {
             Py_RETURN_NONE;
         }
-        return PyLong_FromUnsignedLongLong(mine->serial);
+        return PyLong_FromUnsignedLongLong(mine->home != NULL ? mine->home->serial : mine->serial);
     }
     int is_call = PyUnicode_CompareWithASCIIString(event, "call") == 0;
     int is_c_call = PyUnicode_CompareWithASCIIString(event, "c_call") == 0;
@@ -1844,10 +1905,11 @@ static PyObject *ctx_collect(CtxObject *ctx) {
         Py_DECREF(events);
         return NULL;
     }
-    return Py_BuildValue("{s:k,s:K,s:N,s:N,s:O,s:K}", "thread_id", ctx->thread_id, "serial",
+    return Py_BuildValue("{s:k,s:K,s:N,s:N,s:O,s:K,s:O}", "thread_id", ctx->thread_id, "serial",
                          ctx->serial, "events", events, "sites", sites, "broken",
                          ctx->broken ? Py_True : Py_False, "dropped",
-                         (unsigned long long)ctx->dropped);
+                         (unsigned long long)ctx->dropped, "task",
+                         ctx->home != NULL ? Py_True : Py_False);
 }
 
 /* One thread's aggregates, with what names them: its sites, and per function id the
@@ -1899,11 +1961,12 @@ static PyObject *ctx_aggregate(CtxObject *ctx) {
     Py_DECREF(sites);
     Py_DECREF(key_funcs);
     Py_DECREF(funcs);
-    PyObject *extra = Py_BuildValue("{s:k,s:K,s:O,s:K,s:K}", "thread_id", ctx->thread_id,
+    PyObject *extra = Py_BuildValue("{s:k,s:K,s:O,s:K,s:K,s:O}", "thread_id", ctx->thread_id,
                                     "serial", ctx->serial, "broken",
                                     ctx->broken ? Py_True : Py_False, "events",
                                     (unsigned long long)(ctx_kept(ctx) - ctx->nprefix), "dropped",
-                                    (unsigned long long)ctx->dropped);
+                                    (unsigned long long)ctx->dropped, "task",
+                                    ctx->home != NULL ? Py_True : Py_False);
     if (extra == NULL || PyDict_Update(tables, extra) < 0) {
         Py_XDECREF(extra);
         Py_DECREF(tables);
@@ -2400,7 +2463,38 @@ static PyObject *tracer_get_backend(TracerObject *self, void *closure) {
     return PyUnicode_FromString(self->monitoring ? "monitoring" : "profile");
 }
 
+/* (serial, name) of each task's context (async_tasks): the name the task has now, or
+ * had when it was last seen. */
+static PyObject *tracer_get_tasks(TracerObject *self, void *closure) {
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = 0; out != NULL && self->state != FH_NEW && !self->failed &&
+                           self->ctxs != NULL && i < PyList_GET_SIZE(self->ctxs); i++) {
+        CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(self->ctxs, i);
+        if (ctx->home == NULL) {
+            continue;
+        }
+        PyObject *task = fh_weakref_target(ctx->task_ref);
+        if (task != NULL) {
+            PyObject *name = task_name_of(task);
+            Py_DECREF(task);
+            if (name == NULL) {
+                Py_CLEAR(out);
+                break;
+            }
+            Py_SETREF(ctx->task_name, name);
+        }
+        PyObject *item = Py_BuildValue("(KO)", ctx->serial, ctx->task_name);
+        if (item == NULL || PyList_Append(out, item) < 0) {
+            Py_CLEAR(out);
+        }
+        Py_XDECREF(item);
+    }
+    return out;
+}
+
 static PyGetSetDef tracer_getset[] = {
+    {"tasks", (getter)tracer_get_tasks, NULL,
+     "(serial, name) of each asyncio task recorded on a context of its own", NULL},
     {"backend", (getter)tracer_get_backend, NULL,
      "'monitoring' (sys.monitoring callbacks) or 'profile' (a C profile function)", NULL},
     {"state", (getter)tracer_get_state, NULL, "new, recording, stopped or refused", NULL},
@@ -2757,6 +2851,9 @@ PyMODINIT_FUNC PyInit__tracer(void) {
     if (find_spawn_functions() < 0) {
         return NULL;
     }
+    if (fh_await_name == NULL && (fh_await_name = PyUnicode_InternFromString("await")) == NULL) {
+        return NULL;
+    }
     PyObject *m = PyModule_Create(&fh_module);
     if (m == NULL) {
         return NULL;
@@ -2781,10 +2878,13 @@ PyMODINIT_FUNC PyInit__tracer(void) {
         add_int(m, "EV_TAG", FH_EV_TAG) < 0 ||
         add_int(m, "EV_ANNOT_BEGIN", FH_EV_ANNOT_BEGIN) < 0 ||
         add_int(m, "EV_ANNOT_END", FH_EV_ANNOT_END) < 0 ||
+        add_int(m, "EV_TASK_BEGIN", FH_EV_TASK_BEGIN) < 0 ||
+        add_int(m, "EV_TASK_END", FH_EV_TASK_END) < 0 ||
         add_int(m, "EV_RUNTIME", FH_EV_RUNTIME) < 0 ||
         add_int(m, "SITE_PY", FH_SITE_PY) < 0 || add_int(m, "SITE_C", FH_SITE_C) < 0 ||
         add_int(m, "SITE_INSTANCE", FH_SITE_INSTANCE) < 0 ||
         add_int(m, "SITE_CODE", FH_SITE_CODE) < 0 || add_int(m, "SITE_NAME", FH_SITE_NAME) < 0 ||
+        add_int(m, "SITE_TASK", FH_SITE_TASK) < 0 || add_int(m, "CLS_TASK", FH_CLS_TASK) < 0 ||
         add_int(m, "FLAG_TAGGED", FH_FLAG_TAGGED) < 0 ||
         add_int(m, "FLAG_HIDDEN", FH_FLAG_HIDDEN) < 0 ||
         add_int(m, "FLAG_MUTED", FH_FLAG_MUTED) < 0 ||

@@ -1,7 +1,8 @@
 """A workload for valgrind memcheck: the profiler's C paths, briefly, on every backend.
 
 Recording (Python and C calls, generators, coroutines, exceptions, threads started while
-recording, annotations, tagged calls), then every output format."""
+recording, annotations, tagged calls, asyncio tasks on tracks of their own), then every
+output format."""
 
 import asyncio
 import os
@@ -26,6 +27,15 @@ def gen(n):
 async def coro(n):
     await asyncio.sleep(0)
     return sum(range(n))
+
+
+async def tasks(n):
+    # tasks that end, one still waiting at stop, and one whose address a new task reuses
+    pending = asyncio.get_running_loop().create_future()
+    waiting = asyncio.ensure_future(pending)
+    for _ in range(2):
+        await asyncio.gather(*(asyncio.create_task(coro(n), name=f"t{i}") for i in range(3)))
+    return waiting
 
 
 def fails(n):
@@ -54,15 +64,20 @@ def work():
 backends = ["profile"] + (["monitoring"] if _tracer.HAVE_MONITORING else [])
 tag_calls(Tagged)
 for backend in backends:
-    with Profiler(backend=backend) as prof:
+    loop = asyncio.new_event_loop()
+    with Profiler(backend=backend, async_tasks=True) as prof:
+        waiting = loop.run_until_complete(tasks(10))
         work()
         threads = [threading.Thread(target=work, name=f"worker-{i}") for i in range(2)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+    waiting.cancel()
+    loop.close()
     profile = prof.profile
     assert profile.find("fib"), backend
+    assert [t for t in profile.threads if t.task], backend
     for fmt, ext in (
         ("chrome", "json"),
         ("speedscope", "speedscope.json"),
@@ -70,6 +85,8 @@ for backend in backends:
         ("pstats", "prof"),
         ("text", "txt"),
         ("svg", "svg"),
+        ("collapsed", "folded"),
+        ("html", "html"),
     ):
         profile.export(os.path.join(out_dir, f"{backend}.{ext}"), format=fmt)
     try:  # its errors leave nothing behind either

@@ -10,6 +10,7 @@ fails (no network).
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import json
 import pathlib
@@ -294,5 +295,28 @@ def test_a_profile_that_recorded_nothing_still_opens(profiler_cli, tmp_path):
     try:
         listed = session.query("thread", "list")["threads"]
         assert [t["name"] for t in listed] == ["nothing recorded"]
+    finally:
+        session.stop()
+
+
+def test_the_importer_opens_asyncio_task_tracks(profiler_cli, tmp_path):
+    from test_tasks import WORKERS, ring
+
+    with Profiler(async_tasks=True) as prof:
+        asyncio.run(ring())
+    profile = prof.profile
+    path = profile.export(tmp_path / "tasks.gecko.json")
+    session = Session(profiler_cli, path, tmp_path / "sessions")
+    try:
+        listed = session.query("thread", "list", "--sort", "index")["threads"]
+        assert [t["name"] for t in listed] == [t.name for t in profile.threads]
+        for name in WORKERS:
+            (handle,) = [t["threadHandle"] for t in listed if t["name"] == f"Task {name}"]
+            found = session.query("thread", "functions", "--thread", handle, "--limit", "0")
+            assert {"worker", "await"} <= {func["name"] for func in found["functions"]}
+            markers = session.query("thread", "markers", "--thread", handle)
+            waits = [m["count"] for m in markers["byType"] if m["markerName"] == "await"]
+            tree = [t for t in profile.threads if t.name == f"Task {name}"][0]
+            assert waits == [sum(1 for r in tree.roots if r.name == "await")]
     finally:
         session.stop()

@@ -21,6 +21,7 @@ class ThreadInfo(NamedTuple):
     broken: bool
     events: int  # events kept (what the event outputs show)
     dropped: int  # events folded into the aggregates and no longer kept (max_events)
+    task: bool = False  # an asyncio task's track (async_tasks), on the thread thread_id
 
 
 class PathEntry(NamedTuple):
@@ -72,6 +73,8 @@ def _function(site: tuple, cls: int, namer: Namer) -> Function:
         return namer.c_function(info)
     if cls == _tracer.CLS_ANNOT:
         return namer.annotation(a)
+    if cls == _tracer.CLS_TASK:
+        return namer.task(a)
     if cls == _tracer.CLS_LOOKUP:
         return namer.code(a, CACHE_LOOKUP, "cache lookup")
     return namer.code(a, COMPILED_REGION, "compiled region")
@@ -104,6 +107,7 @@ def aggregate(
                 bool(thread["broken"]),
                 thread["events"],
                 thread["dropped"],
+                bool(thread["task"]),
             )
         )
         sites = thread["sites"]

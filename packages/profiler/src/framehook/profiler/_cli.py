@@ -52,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Profile a Python script with framehook-profiler.",
         usage=f"{PROG} [-o FILE] [--format FORMAT] [--no-c-calls] [--max-events N] "
-        "[--summary] [--follow] (script.py | -m module) [args...]",
+        "[--summary] [--follow] [--async] (script.py | -m module) [args...]",
         epilog="Options end at the script or at -m MODULE, as with python: "
         "everything after them is the script's own argv.",
         allow_abbrev=False,
@@ -75,6 +75,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also profile the Python processes the script starts (os.fork, multiprocessing, "
         "subprocess), each written to a part merged into the output as a process of its own",
+    )
+    parser.add_argument(
+        "--async",
+        dest="async_tasks",
+        action="store_true",
+        help="give each asyncio task a track of its own (its coroutine frames, and its waits "
+        "between steps as 'await' frames), as if it were a thread",
     )
     parser.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script (like python -m)")
     return parser
@@ -310,6 +317,8 @@ def main(argv: Optional[List[str]] = None, *, exiting: bool = False) -> int:
         _error(str(exc))
         return 2
     options: dict = {"c_calls": not args.no_c_calls}
+    if args.async_tasks:
+        options["async_tasks"] = True
     if max_events is not None:
         options["max_events"] = max_events
     elif fmt in AGGREGATED_FORMATS:

@@ -25,6 +25,7 @@ _HUES = {
     "annotation": (280, 30),
     "cache_lookup": (120, 30),
     "compiled_region": (90, 40),
+    "task": (170, 25),
 }
 
 

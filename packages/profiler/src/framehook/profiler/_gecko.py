@@ -41,10 +41,16 @@ CATEGORIES: List[Dict[str, Any]] = [
     {"name": "C", "color": "orange", "subcategories": ["Other"]},
     {"name": "Annotation", "color": "purple", "subcategories": ["Other"]},
     {"name": "Runtime", "color": "green", "subcategories": ["Other"]},
+    {"name": "asyncio", "color": "lightblue", "subcategories": ["Other"]},
 ]
-_CATEGORY = {"python": 1, "c": 2, "annotation": 3, "cache_lookup": 4, "compiled_region": 4}
+_CATEGORY = {"python": 1, "c": 2, "annotation": 3, "cache_lookup": 4, "compiled_region": 4, "task": 5}
 # Kinds that are also markers, and how the marker chart labels them.
-_MARKED = {"annotation": "Annotation", "cache_lookup": "Cache lookup", "compiled_region": "Compiled region"}
+_MARKED = {
+    "annotation": "Annotation",
+    "cache_lookup": "Cache lookup",
+    "compiled_region": "Compiled region",
+    "task": "asyncio",
+}
 
 MARKER_SCHEMA = [
     {

@@ -14,6 +14,7 @@ C = "c"
 ANNOTATION = "annotation"
 CACHE_LOOKUP = "cache_lookup"
 COMPILED_REGION = "compiled_region"
+TASK = "task"  # an asyncio task's step (on its thread), or a wait between steps (on its own)
 
 PstatsKey = Tuple[str, int, str]
 
@@ -105,6 +106,14 @@ class Namer:
                 label = f"<built-in method {display}>"
             func = Function(C, display, None, 0, None, ("~", 0, label))
             self._by_key[info] = func
+        return func
+
+    def task(self, name: str) -> Function:
+        key = (TASK, name)
+        func = self._by_key.get(key)
+        if func is None:
+            func = Function(TASK, name, None, 0, None, ("~", 0, f"<asyncio {name}>"))
+            self._by_key[key] = func
         return func
 
     def annotation(self, name: str) -> Function:

@@ -100,12 +100,14 @@ class Profile:
 
     def thread(self, key: "int | str") -> ThreadTree:
         """The tree of the thread with this id (an int) or name (a str). Thread ids are
-        reused once a thread ends: an id that several recorded threads had is refused."""
+        reused once a thread ends: an id that several recorded threads had is refused. An
+        id names the thread itself, not the asyncio tasks it ran (async_tasks), which are
+        found by name."""
         if isinstance(key, str):
             found = [tree for tree in self.threads if tree.name == key]
             what = f"named {key!r}"
         else:
-            found = [tree for tree in self.threads if tree.thread_id == key]
+            found = [tree for tree in self.threads if tree.thread_id == key and not tree.task]
             what = f"with id {key}"
         if not found:
             raise KeyError(f"no thread {what} was recorded")

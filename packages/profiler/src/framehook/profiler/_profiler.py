@@ -53,6 +53,10 @@ class Profiler:
         summary and the flame graph stay exact; the trees and the event outputs (Chrome
         trace, speedscope) show the newest events, and every output says how many were
         dropped.
+    async_tasks: give each asyncio task a track of its own, as if it were a thread: the
+        task's coroutine frames form its own tree, with the time between its steps shown
+        as ``await`` frames; on its thread, each step is a frame named after the task.
+        A task's name is the one it has when recording stops (or when it was last seen).
     """
 
     def __init__(
@@ -62,8 +66,10 @@ class Profiler:
         runtime_events: bool = True,
         backend: str = "auto",
         max_events: Optional[int] = None,
+        async_tasks: bool = False,
     ) -> None:
         self.max_events = check_max_events(max_events)
+        self.async_tasks = _check_flag("async_tasks", async_tasks)
         self.c_calls = _check_flag("c_calls", c_calls)
         self.runtime_events = _check_flag("runtime_events", runtime_events)
         self.backend = resolve_backend(backend)
@@ -110,6 +116,7 @@ class Profiler:
             hidden=tuple(_internal_codes() | self._launcher_codes),
             muted=tuple(self._muted_codes),
             max_events=self.max_events,
+            current_task=_current_task() if self.async_tasks else None,
         )
         self._prev_thread_hook = thread_profile_hook()
         threading.setprofile(self._thread_hook)
@@ -275,7 +282,7 @@ class Profiler:
             return Profile(Recording(None, {}))
         recording = Recording(
             self._tracer,
-            self._thread_names.names(self._tracer.threads),
+            self._thread_names.names(self._tracer.threads, self._tracer.tasks),
             _internal_codes() | self._launcher_codes,
             self._muted_codes,
             self._shorten,
@@ -328,6 +335,12 @@ class _ExitHook:
 
 
 BACKENDS = ("auto", "monitoring", "profile")
+
+
+def _current_task() -> Callable[[], Any]:
+    import asyncio  # (only for async_tasks: a program without asyncio never loads it)
+
+    return asyncio.current_task
 
 
 def _check_flag(name: str, value: bool) -> bool:

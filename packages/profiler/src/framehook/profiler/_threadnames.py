@@ -12,6 +12,7 @@ from `threading` where it knows the thread:
 
 A thread renamed while recording keeps its last name as of stop. Any other context (a
 thread started with `_thread`) is ``Thread-<id>-<n>``: the n-th recorded thread with that id.
+An asyncio task's context (async_tasks) is named after the task.
 """
 
 from __future__ import annotations
@@ -58,15 +59,24 @@ class ThreadNames:
         for known in list(self._at_start.values()) + list(self._by_serial.values()):
             known.settle()
 
-    def names(self, threads: Iterable[Tuple[int, int]]) -> Dict[int, str]:
+    def names(self, threads: Iterable[Tuple[int, int]], tasks: Iterable[Tuple[int, str]] = ()) -> Dict[int, str]:
         """Serial -> name, for the (serial, thread id) pairs of the recorded threads in
-        creation order (the tracer's ``threads``)."""
+        creation order (the tracer's ``threads``), of which those in ``tasks`` (serial,
+        task name) are asyncio tasks."""
         seen: Dict[int, int] = {}  # thread id -> its contexts so far
-        out: Dict[int, str] = {}
+        out: Dict[int, str] = {serial: task_track_name(name) for serial, name in tasks}
         for serial, ident in threads:
+            if serial in out:
+                continue
             n = seen[ident] = seen.get(ident, 0) + 1
             known = self._by_serial.get(serial)
             if known is None and n == 1:
                 known = self._at_start.get(ident)
             out[serial] = known.name if known is not None else f"Thread-{ident}-{n}"
         return out
+
+
+def task_track_name(name: str) -> str:
+    """The track of an asyncio task: its name, said to be a task (asyncio's own names,
+    ``Task-<n>``, say so already)."""
+    return name if name.startswith("Task-") else f"Task {name}"

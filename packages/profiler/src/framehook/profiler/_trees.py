@@ -13,7 +13,7 @@ import types
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 from . import _tracer
-from ._names import ANNOTATION, C, CACHE_LOOKUP, COMPILED_REGION, PYTHON, Function, Namer, PathShortener
+from ._names import ANNOTATION, C, CACHE_LOOKUP, COMPILED_REGION, PYTHON, TASK, Function, Namer, PathShortener
 
 _EVENT = struct.Struct("=QII")
 
@@ -116,12 +116,16 @@ class Event:
 
 
 class ThreadTree:
-    """The call trees of one recorded thread."""
+    """The call trees of one recorded thread, or of one asyncio task (``task``: its
+    coroutine frames and waits, with async_tasks; ``thread_id`` is its thread's)."""
 
-    __slots__ = ("thread_id", "name", "index", "roots", "broken", "event_count")
+    __slots__ = ("thread_id", "name", "index", "roots", "broken", "event_count", "task")
 
-    def __init__(self, thread_id: int, name: str, index: int, broken: bool, event_count: int) -> None:
+    def __init__(
+        self, thread_id: int, name: str, index: int, broken: bool, event_count: int, task: bool = False
+    ) -> None:
         self.thread_id = thread_id
+        self.task = task
         self.name = name
         self.index = index
         self.roots: List[Event] = []
@@ -158,6 +162,8 @@ def _site_functions(sites: list, namer: Namer) -> list:
             out.append(namer.c_function(info))
         elif kind == _tracer.SITE_NAME:
             out.append(namer.annotation(a))
+        elif kind == _tracer.SITE_TASK:
+            out.append(namer.task(a))
         elif kind == _tracer.SITE_CODE:
             out.append(a)  # labelled per event kind below
         else:  # SITE_INSTANCE
@@ -180,7 +186,7 @@ def build_thread(
     calls of ``muted`` code are hidden with everything below them."""
     tid = raw["thread_id"]
     events_bytes: bytes = raw["events"]
-    tree = ThreadTree(tid, name, index, bool(raw["broken"]), len(events_bytes) // _EVENT.size)
+    tree = ThreadTree(tid, name, index, bool(raw["broken"]), len(events_bytes) // _EVENT.size, bool(raw["task"]))
     sites = raw["sites"]
     funcs = _site_functions(sites, namer)
     internal_sites = {i for i, site in enumerate(sites) if site[0] == _tracer.SITE_PY and site[1] in internal}
@@ -221,6 +227,7 @@ def build_thread(
     ev_c_return, ev_c_raise = _tracer.EV_C_RETURN, _tracer.EV_C_RAISE
     ev_start, ev_tag = _tracer.EV_START_FRAME, _tracer.EV_TAG
     ev_annot_begin, ev_annot_end = _tracer.EV_ANNOT_BEGIN, _tracer.EV_ANNOT_END
+    ev_task_begin, ev_task_end = _tracer.EV_TASK_BEGIN, _tracer.EV_TASK_END
     ev_runtime = _tracer.EV_RUNTIME
     python_kinds = (PYTHON,)
 
@@ -257,6 +264,10 @@ def build_thread(
             push(funcs[key], t)
         elif kind == ev_annot_end:
             pop_until((ANNOTATION,), t)
+        elif kind == ev_task_begin:
+            push(funcs[key], t)
+        elif kind == ev_task_end:
+            pop_until((TASK,), t)
         elif kind > ev_runtime:
             number = kind - ev_runtime
             if number in _RUNTIME_BEGIN:
