@@ -34,6 +34,7 @@ HEADERS = [
     "gecko.h",
     "monitoring.h",
     "replay.h",
+    "sigterm.h",
     "sites.h",
     "writer.h",
 ]
@@ -42,9 +43,12 @@ setup(
     ext_modules=[
         Extension(
             "framehook.profiler._tracer",
-            sources=["csrc/tracer.c"],
+            # sigterm.c: the SIGTERM guard of followed children (its own translation unit)
+            sources=["csrc/tracer.c", "csrc/sigterm.c"],
             depends=["csrc/" + h for h in HEADERS],
             extra_compile_args=["-std=gnu11", "-Wall", "-Wno-missing-field-initializers", "-Wno-unused-function"],
+            # timer_create (sigterm.c) is in librt before glibc 2.34 (manylinux2014: 2.17)
+            libraries=["rt"] if sys.platform.startswith("linux") else [],
         )
     ],
 )

@@ -25,6 +25,7 @@
 #include "compat.h"
 #include "framehook_events.h"
 #include "replay.h"
+#include "sigterm.h"
 #include "sites.h"
 #include "writer.h"
 
@@ -133,7 +134,7 @@ static PyTypeObject AnnotatedType;
 /* The tracer that is recording (owned), or NULL: only one records at a time. */
 static TracerObject *fh_active = NULL;
 
-#define FH_N_METHODS 20
+#define FH_N_METHODS 22
 static PyMethodDef fh_methods[FH_N_METHODS]; /* every method of this module: fh_is_internal */
 
 /* Calls into this module (stopping, annotation enter/exit) are the profiler's own work,
@@ -2744,6 +2745,8 @@ static PyMethodDef fh_methods[FH_N_METHODS] = {
     {"idle_calls", fh_get_idle_calls, METH_NOARGS,
      "How many times this module's profile function was called for a thread that records "
      "nothing (stopped or broken), in this process."},
+    {"sigterm_guard", fh_sigterm_guard, METH_O, fh_sigterm_guard_doc},
+    {"sigterm_seen", fh_sigterm_seen, METH_NOARGS, fh_sigterm_seen_doc},
     {NULL, NULL, 0, NULL},
 };
 #define FH_TRACER_METHODS (fh_methods + 0)

@@ -2,12 +2,14 @@
 
 Recording (Python and C calls, generators, coroutines, exceptions, threads started while
 recording, annotations, tagged calls, asyncio tasks on tracks of their own), then every
-output format."""
+output format; then the SIGTERM guard."""
 
 import asyncio
 import os
+import signal
 import sys
 import threading
+import time
 
 from framehook.profiler import Profiler, record_function, tag_calls, untag_calls
 from framehook.profiler import _tracer
@@ -123,4 +125,27 @@ with Profiler() as outer:
 left = Profiler().start()
 fib(5)
 left.stop()
+
+# the SIGTERM guard of followed children (csrc/sigterm.c): chained to CPython's handler,
+# re-delivered by its timer until the Python handler says it began, then taken off
+terms = []
+
+
+def on_term(signum, frame):
+    terms.append(signum)
+    if len(terms) == 2:
+        _tracer.sigterm_seen()
+
+
+signal.signal(signal.SIGTERM, on_term)
+guarded = _tracer.sigterm_guard(True)
+assert guarded or not sys.platform.startswith("linux"), "the guard is Linux's"
+if guarded:
+    os.kill(os.getpid(), signal.SIGTERM)
+    deadline = time.monotonic() + 60
+    while len(terms) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert terms == [signal.SIGTERM] * 2, terms
+    assert _tracer.sigterm_guard(False) is False
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
 print("workload done")

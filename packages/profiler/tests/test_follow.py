@@ -12,9 +12,11 @@ not pytest.
 from __future__ import annotations
 
 import collections
+import ctypes
 import json
 import marshal
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -27,6 +29,9 @@ from framehook.profiler import _cli, _follow
 from fhprof_helpers import chrome_spans
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="following children needs os.fork (POSIX)")
+# a followed child's SIGTERM that would never run its handler is re-delivered on Linux only
+# (csrc/sigterm.c): elsewhere these tests wait for good, or now and then
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGTERM is re-delivered on Linux only")
 
 # Each process calls `leaf` and `branch` a number of times of its own, then says which
 # process it was (its role) and, in the reference run, what sys.setprofile counted.
@@ -333,6 +338,203 @@ def test_a_terminated_child_still_writes_its_part(tmp_path):
     assert counts[pid]["leaf"] == 5
     workers = [p for p in process_names(doc) if p != pid and counts[p]["leaf"]]
     assert sum(counts[p]["leaf"] for p in workers) == 10
+
+
+@linux_only
+def test_a_sigterm_that_interrupts_no_blocking_call_still_ends_the_child(tmp_path):
+    # CPython's C handler only flags a SIGTERM: the Python handler that writes the part runs
+    # at the main thread's next check for signals. One that comes after that check and before
+    # the thread blocks (a pool worker taking its next task: sem_wait, read) interrupts
+    # nothing, and the handler would never run (Pool.terminate() then waits for good): the
+    # guard re-delivers it to the main thread. Here the call that sends it and the call that
+    # blocks are both made from C (map), with no check between them; and once the signal
+    # goes to another thread while the main thread waits.
+    proc, out = run_follow(
+        tmp_path,
+        "blocked.py",
+        """
+            import multiprocessing, os, signal, threading, time
+            from functools import partial
+            from operator import methodcaller
+
+            def leaf(i):
+                return i
+
+            def term_from_another_thread():
+                time.sleep(0.2)  # (the main thread blocks meanwhile)
+                signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+
+            def blocked(how, sender):
+                for i in range(3):
+                    leaf(i)
+                if how == "semaphore":
+                    block = multiprocessing.get_context("fork").Semaphore(0).acquire
+                else:
+                    block = partial(os.read, os.pipe()[0], 1)
+                if sender == "itself":
+                    os.setpgid(0, 0)  # alone in its group: os.killpg, unlike os.kill, checks no signal
+                    term = partial(os.killpg, os.getpgid(0), signal.SIGTERM)
+                    list(map(methodcaller("__call__"), [term, block]))
+                else:
+                    threading.Thread(target=term_from_another_thread).start()
+                    block()
+
+            if __name__ == "__main__":
+                ctx = multiprocessing.get_context("fork")
+                for how, sender in [("semaphore", "itself"), ("pipe", "itself"), ("pipe", "thread")]:
+                    proc = ctx.Process(target=blocked, args=(how, sender))
+                    proc.start()
+                    proc.join(10)
+                    if proc.exitcode is None:  # still blocked: its handler never ran
+                        proc.kill()
+                        proc.join()
+                    print(how, sender, proc.pid, proc.exitcode, flush=True)
+        """,
+    )
+    ended = {
+        (how, sender): (int(pid), int(code)) for how, sender, pid, code in map(str.split, proc.stdout.splitlines())
+    }
+    assert {case: code for case, (_, code) in ended.items()} == {
+        ("semaphore", "itself"): -15,  # (-9: blocked for good, killed)
+        ("pipe", "itself"): -15,
+        ("pipe", "thread"): -15,
+    }
+    assert "missing" not in proc.stderr, proc.stderr
+    counts = chrome_counts(json.loads(out.read_text()))
+    assert [counts[pid]["leaf"] for pid, _ in ended.values()] == [3, 3, 3]
+
+
+@linux_only
+def test_a_sigterm_that_reaches_a_fork_before_os_fork_returns_there_still_ends_it(tmp_path):
+    # a fork of a followed child inherits its SIGTERM handlers; a SIGTERM that reaches it
+    # before os.fork() has returned there (Pool.terminate() before a worker forked late ever
+    # ran) sets the flag that CPython then clears in the new process (PyOS_AfterFork_Child),
+    # and the process would go on to wait for good: the guard, once the fork installs its
+    # own, re-delivers it. Here the fork pauses inside fork() (an at-fork child handler of
+    # the C library) until the signal has come.
+    if not hasattr(ctypes.CDLL(None), "__register_atfork"):
+        pytest.skip("pauses a fork with glibc's __register_atfork")
+    proc, out = run_follow(
+        tmp_path,
+        "early.py",
+        """
+            import ctypes, multiprocessing, os, signal, time
+
+            def leaf(i):
+                return i
+
+            def state(pid):
+                with open(f"/proc/{pid}/stat") as fh:
+                    return fh.read().rpartition(")")[2].split()[0]
+
+            def forks_and_terminates_at_once():
+                libc = ctypes.CDLL(None)
+                pause = ctypes.cast(libc.pause, ctypes.c_void_p)
+                # (glibc's pthread_atfork is not exported for dlsym: its own entry point)
+                assert getattr(libc, "__register_atfork")(None, None, pause, None) == 0
+                r, w = os.pipe()
+                pid = os.fork()
+                if pid == 0:
+                    leaf(0)
+                    os.read(r, 1)  # waits for good unless the SIGTERM ends it
+                    os._exit(0)
+                while state(pid) != "S":
+                    time.sleep(0.001)  # (until it pauses)
+                os.kill(pid, signal.SIGTERM)
+                deadline = time.monotonic() + 10
+                while True:
+                    done, status = os.waitpid(pid, os.WNOHANG)
+                    if done:
+                        break
+                    if time.monotonic() > deadline:  # still waiting: its handler never ran
+                        os.kill(pid, signal.SIGKILL)
+                        deadline = float("inf")
+                    time.sleep(0.01)
+                print(pid, os.waitstatus_to_exitcode(status), flush=True)
+
+            if __name__ == "__main__":
+                proc = multiprocessing.get_context("fork").Process(target=forks_and_terminates_at_once)
+                proc.start()
+                proc.join()
+                print(proc.exitcode)
+        """,
+    )
+    forked, code, exitcode = proc.stdout.split()
+    assert (code, exitcode) == ("-15", "0")  # (-9: waited for good, killed)
+    assert "missing" not in proc.stderr, proc.stderr  # (ended before it recorded, or wrote)
+
+
+GUARD = """
+    import os, signal, sys, time
+    from framehook.profiler import _tracer
+
+    calls = []
+
+    def handler(signum, frame):
+        calls.append(time.monotonic())
+        if len(calls) == int(sys.argv[1]):
+            _tracer.sigterm_seen()  # (what the followed child's handler does first)
+
+    def term(wait):  # how many times the handler ran
+        del calls[:]
+        start = time.monotonic()
+        os.kill(os.getpid(), signal.SIGTERM)
+        while time.monotonic() - start < wait:
+            time.sleep(0.01)
+        return len(calls)
+
+    print(_tracer.sigterm_guard(True))  # no Python handler (SIG_DFL): nothing to chain to
+    signal.signal(signal.SIGTERM, handler)
+    print(_tracer.sigterm_guard(True), _tracer.sigterm_guard(True))  # (twice: chained once)
+    print(term(2.0))
+    print(_tracer.sigterm_guard(False))
+    print(term(0.5))
+"""
+
+
+@linux_only
+@pytest.mark.parametrize("seen_at", [1, 3])
+def test_the_sigterm_guard_re_delivers_until_the_handler_says_it_began(tmp_path, seen_at):
+    script = tmp_path / "guard.py"
+    script.write_text(textwrap.dedent(GUARD))
+    proc = run([str(script), str(seen_at)], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    # re-delivered after 50 ms, then 100 ms, ... until sigterm_seen(); none once undone
+    assert proc.stdout.split() == ["False", "True", "True", str(seen_at), "False", "1"]
+
+
+@linux_only
+def test_a_pool_in_a_followed_child_ends_and_its_workers_write(tmp_path):
+    # a pool's workers are grandchildren here: each replaces the handler it inherits, and the
+    # pool's end (Pool.terminate(), SIGTERM to workers idle or exiting) ends them all. It hung
+    # now and then (both ways are made to happen above): a worker's SIGTERM came just before
+    # it blocked waiting for a task, or before a worker forked late returned from os.fork()
+    proc, out = run_follow(
+        tmp_path,
+        "nested.py",
+        """
+            import multiprocessing
+            def leaf(i):
+                return i
+            def child():
+                with multiprocessing.get_context("fork").Pool(2) as pool:
+                    print(sum(pool.map(leaf, range(8))), flush=True)
+            if __name__ == "__main__":
+                proc = multiprocessing.get_context("fork").Process(target=child)
+                proc.start()
+                proc.join()
+                print(proc.pid, proc.exitcode)
+        """,
+    )
+    total, last = proc.stdout.splitlines()
+    pid, exitcode = (int(word) for word in last.split())
+    assert (total, exitcode) == ("28", 0)
+    # the child and its workers; a worker ended before it recorded (forked late, its
+    # SIGTERM came before it began) wrote nothing and is not missing
+    assert re.search(r"this one and [23] child\(ren\)\)", proc.stderr), proc.stderr
+    assert "missing" not in proc.stderr, proc.stderr
+    counts = chrome_counts(json.loads(out.read_text()))
+    assert sum(c["leaf"] for p, c in counts.items() if p != pid) == 8
 
 
 def test_without_follow_children_never_write(tmp_path, family):

@@ -11,10 +11,15 @@ How children are reached:
   ``sitecustomize`` it hid, if any.
 
 A child writes its part when it exits: normally (``atexit``), through ``os._exit`` (what
-forked multiprocessing workers end with), or by SIGTERM (``Pool.terminate``), after which
-the signal still ends it. Each child first writes a ``<pid>.started`` file: one that never
-writes ``<pid>.done`` (killed, crashed) is named by the merge as missing. Without
-``--follow`` nothing of this happens, and children never write.
+forked multiprocessing workers end with), or by SIGTERM (``Pool.terminate``), after
+which the signal still ends it. The SIGTERM handler runs in Python, at the main thread's
+next check for signals: a SIGTERM that came just before the thread blocked (a pool
+worker waiting for a task), or that reached a fork before ``os.fork()`` returned there
+(CPython clears its flag then), would never run it, so the C side re-delivers the signal
+to the main thread until it runs (``_tracer.sigterm_guard``, csrc/sigterm.c). Each child
+first writes a ``<pid>.started`` file: one that never writes ``<pid>.done`` (killed,
+crashed) is named by the merge as missing. Without ``--follow`` nothing of this happens,
+and children never write.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Set
 
+from . import _tracer
 from ._export import replacing
 from ._profiler import Profiler
 
@@ -304,6 +310,11 @@ class _Child:
         if handler is signal.SIG_DFL or getattr(handler, "__func__", None) is _Child._terminated:
             with contextlib.suppress(ValueError):  # (not the main thread: left as it is)
                 signal.signal(signal.SIGTERM, self._terminated)
+                # a SIGTERM just before a blocking call (a pool worker's sem_wait or read),
+                # or one that came before this fork returned from os.fork(), would never
+                # run the handler: re-delivered to this thread until it runs
+                with contextlib.suppress(OSError):
+                    _tracer.sigterm_guard(True)
         try:
             _write_json(
                 os.path.join(parts, f"{self.pid}.started"),
@@ -324,6 +335,10 @@ class _Child:
         return self._real_exit(status)
 
     def _terminated(self, signum: int, frame: Any) -> None:
+        try:  # first: the guard re-delivers SIGTERM no more (not contextlib: it'd be recorded)
+            _tracer.sigterm_seen()
+        except OSError:
+            pass
         if self._writing:
             # Pool.terminate() sends SIGTERM to workers that may be exiting on their own,
             # writing their part: it ends the process once the part is written.
