@@ -25,14 +25,40 @@ if sysconfig.get_config_var("Py_GIL_DISABLED"):
 
 from setuptools import Extension, setup  # noqa: E402
 
+# One file per concern (csrc/profiler.h lists them); the headers hold declarations and the
+# inline functions of the hot path. No name may be one of CPython's own source files
+# (context.c, threads.c, ...): tests/test_memcheck.py tells the extension's frames by it.
+SOURCES = [
+    "tracermodule.c",
+    "tracer.c",
+    "install.c",
+    "threadctx.c",
+    "profile.c",
+    "intern.c",
+    "adoption.c",
+    "sysmonitoring.c",
+    "runtime_events.c",
+    "collect.c",
+    "writer.c",
+    "chrome.c",
+    "speedscope.c",
+    "gecko.c",
+    "annotate.c",
+    "tasks.c",
+    "sigterm.c",
+    "aggregate.c",
+    "blocks.c",
+    "compat.c",
+    "replay.c",
+    "sites.c",
+]
 HEADERS = [
     "aggregate.h",
     "buffer.h",
     "clock.h",
     "compat.h",
     "framehook_events.h",
-    "gecko.h",
-    "monitoring.h",
+    "profiler.h",
     "replay.h",
     "sigterm.h",
     "sites.h",
@@ -43,10 +69,18 @@ setup(
     ext_modules=[
         Extension(
             "framehook.profiler._tracer",
-            # sigterm.c: the SIGTERM guard of followed children (its own translation unit)
-            sources=["csrc/tracer.c", "csrc/sigterm.c"],
+            sources=["csrc/" + name for name in SOURCES],
             depends=["csrc/" + h for h in HEADERS],
-            extra_compile_args=["-std=gnu11", "-Wall", "-Wno-missing-field-initializers", "-Wno-unused-function"],
+            # hidden visibility (and hidden declarations in the headers): the files reach
+            # each other's functions and globals directly, not through the PLT or the GOT
+            # (only PyInit__tracer is exported, by PyMODINIT_FUNC)
+            extra_compile_args=[
+                "-std=gnu11",
+                "-Wall",
+                "-Wno-missing-field-initializers",
+                "-Wno-unused-function",
+                "-fvisibility=hidden",
+            ],
             # timer_create (sigterm.c) is in librt before glibc 2.34 (manylinux2014: 2.17)
             libraries=["rt"] if sys.platform.startswith("linux") else [],
         )

@@ -15,7 +15,9 @@
  * -DFH_CLOCK_COUNTER (no clock at all: an event counter; durations are meaningless). */
 #if defined(FH_CLOCK_COUNTER)
 #define FH_CLOCK_NAME "counter"
-static uint64_t fh_counter;
+#pragma GCC visibility push(hidden) /* internal to the extension: see profiler.h */
+extern uint64_t fh_counter; /* (profile.c) */
+#pragma GCC visibility pop
 static inline uint64_t fh_ticks(void) { return fh_counter++; }
 #elif defined(FH_CLOCK_RDTSCP) && (defined(__x86_64__) || defined(__i386__))
 #include <x86intrin.h>

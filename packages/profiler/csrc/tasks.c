@@ -10,29 +10,21 @@
  * and ends when the task's context is back at depth 0.
  *
  * On the thread's track the step is a frame named after the task; on the task's track
- * the time between two steps is a frame named "await". Included by tracer.c after the
- * interning functions, before the profile function, which calls task_enter and
- * task_leave. */
-#ifndef FRAMEHOOK_PROFILER_TASKS_H
-#define FRAMEHOOK_PROFILER_TASKS_H
+ * the time between two steps is a frame named "await". The profile function (profile.c)
+ * calls fh_task_enter and fh_task_leave. */
+#include "profiler.h"
 
-/* A tracer with async_tasks is recording: the hot path's only extra test. */
-static int fh_tasks_on = 0;
-/* The name of the frames that stand for a task's waits (made at module init). */
-static PyObject *fh_await_name = NULL;
-
-/* The code flags of frames that can be a task's outermost coroutine (Task accepts
- * generator-based coroutines too). */
-#define FH_CO_TASK_ROOT (CO_COROUTINE | CO_ITERABLE_COROUTINE)
+int fh_tasks_on = 0;
+PyObject *fh_await_name = NULL;
 
 /* Pushes a task frame's begin (named `name`) or end on `ctx`; 0, or -1 with the context
  * broken (memory ran out). */
 static int task_push(CtxObject *ctx, PyObject *name, uint32_t kind, uint64_t t) {
     uint32_t key = 0;
     if (name != NULL) {
-        fh_slot *slot = intern_object(ctx, name, FH_SITE_TASK);
+        fh_slot *slot = fh_intern_object(ctx, name, FH_SITE_TASK);
         if (slot == NULL) {
-            ctx_break(ctx);
+            fh_ctx_break(ctx);
             return -1;
         }
         key = slot->key1 - 1;
@@ -42,7 +34,7 @@ static int task_push(CtxObject *ctx, PyObject *name, uint32_t kind, uint64_t t) 
 }
 
 /* The task's name (new reference): get_name() where it has one, else its repr. */
-static PyObject *task_name_of(PyObject *task) {
+PyObject *fh_task_name_of(PyObject *task) {
     PyObject *name = PyObject_CallMethod(task, "get_name", NULL);
     if (name != NULL && !PyUnicode_Check(name)) {
         Py_SETREF(name, PyObject_Str(name));
@@ -77,7 +69,7 @@ static CtxObject *task_context(CtxObject *thread, PyObject *task) {
         Py_DECREF(key);
         return NULL;
     }
-    CtxObject *ctx = ctx_new(tracer, thread->thread_id);
+    CtxObject *ctx = fh_ctx_new(tracer, thread->thread_id);
     if (ctx == NULL) {
         Py_DECREF(key);
         return NULL;
@@ -86,7 +78,7 @@ static CtxObject *task_context(CtxObject *thread, PyObject *task) {
     ctx->claimed = 1; /* (no thread's events may claim it: sys.monitoring's mon_attach) */
     ctx->recording = 1;
     ctx->task_ref = PyWeakref_NewRef(task, NULL);
-    ctx->task_name = ctx->task_ref != NULL ? task_name_of(task) : NULL;
+    ctx->task_name = ctx->task_ref != NULL ? fh_task_name_of(task) : NULL;
     int rc = ctx->task_name == NULL || PyList_Append(tracer->ctxs, (PyObject *)ctx) < 0 ||
                      PyDict_SetItem(tracer->tasks, key, (PyObject *)ctx) < 0
                  ? -1
@@ -100,7 +92,7 @@ static CtxObject *task_context(CtxObject *thread, PyObject *task) {
  * the step's events go to the task's context from now on, which is returned; else the
  * thread's. Runs inside the profile callback: nothing escapes (a failure leaves the step
  * on the thread's track). */
-static CtxObject *task_enter(CtxObject *thread) {
+CtxObject *fh_task_enter(CtxObject *thread) {
     TracerObject *tracer = thread->tracer;
     if (tracer == NULL || tracer->current_task == NULL) {
         return thread;
@@ -129,7 +121,7 @@ static CtxObject *task_enter(CtxObject *thread) {
 
 /* The outermost frame of a task's step has returned (or yielded) at `t`: the thread's
  * own context records again. */
-static void task_leave(CtxObject *ctx, uint64_t t) {
+void fh_task_leave(CtxObject *ctx, uint64_t t) {
     CtxObject *thread = ctx->home;
     thread->task = NULL;
     ctx->suspended = t;
@@ -138,7 +130,7 @@ static void task_leave(CtxObject *ctx, uint64_t t) {
 
 /* At stop (`t`, before which every step that ended did): a task still waiting for its
  * next step waited until now; a task that is done (or gone) has no wait left. */
-static void tasks_close_waits(TracerObject *tracer, uint64_t t) {
+void fh_tasks_close_waits(TracerObject *tracer, uint64_t t) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tracer->ctxs); i++) {
         CtxObject *ctx = (CtxObject *)PyList_GET_ITEM(tracer->ctxs, i);
         if (ctx->home == NULL || ctx->suspended == 0 || ctx->suspended >= t) {
@@ -159,5 +151,3 @@ static void tasks_close_waits(TracerObject *tracer, uint64_t t) {
         ctx->suspended = 0;
     }
 }
-
-#endif

@@ -2,14 +2,13 @@
  *
  * A traced thread fits the format's sample table as "tracing-ms" samples: one wherever the
  * stack changes (a call opens or closes), weighted by the time until the next change. The
- * replay (replay.h) interns each open call's stack as a (caller's stack, function id) node,
+ * replay (replay.c) interns each open call's stack as a (caller's stack, function id) node,
  * keeping its index in the frame's `path` slot (unused by writers), so the samples hold a
  * stack index each and the stack table is what was interned. The samples are written as
  * JSON columns; the stack table and the marked calls (annotations, cache lookups,
- * compiled regions) go back to Python, which writes the other tables. Included by
- * tracer.c after its writers, whose thread state and replay loop it reuses. */
-#ifndef FRAMEHOOK_PROFILER_GECKO_H
-#define FRAMEHOOK_PROFILER_GECKO_H
+ * compiled regions) go back to Python, which writes the other tables. It reuses the
+ * writers' thread state and replay loop (writer.c). */
+#include "writer.h"
 
 typedef struct {
     fh_wthread wt; /* first: the sink's argument is this struct */
@@ -196,13 +195,13 @@ static int gecko_write_samples(fh_gecko *g, fh_out *o, int64_t end) {
  * (as the aggregates number them); returns (prefixes, fids, markers): the stack table as
  * two bytes of native int32 / uint32 (prefix -1: a root), and the marked calls as
  * (fid, start ns, end ns) from the start of recording. */
-static PyObject *tracer_write_gecko_samples(TracerObject *self, PyObject *args) {
+PyObject *fh_tracer_write_gecko_samples(TracerObject *self, PyObject *args) {
     PyObject *write;
     Py_ssize_t index;
     if (!PyArg_ParseTuple(args, "On:write_gecko_samples", &write, &index)) {
         return NULL;
     }
-    PyObject *ctxs = tracer_finished_contexts(self);
+    PyObject *ctxs = fh_tracer_finished_contexts(self);
     if (ctxs == NULL) {
         return NULL;
     }
@@ -236,7 +235,7 @@ static PyObject *tracer_write_gecko_samples(TracerObject *self, PyObject *args) 
         }
         goto done;
     }
-    if (wthread_advance(&g.wt, &gecko_sink) < 0 ||
+    if (fh_wthread_advance(&g.wt, &gecko_sink) < 0 ||
         gecko_write_samples(&g, &w.out, w.end_ns - w.origin) < 0 || fh_out_flush(&w.out) < 0) {
         goto done;
     }
@@ -251,5 +250,3 @@ done:
     Py_DECREF(ctxs);
     return result;
 }
-
-#endif

@@ -1,6 +1,7 @@
-/* The sys.monitoring backend (PEP 669, CPython 3.12+): everything version-specific about
- * it lives in this file. Included by tracer.c after the thread context, the interning
- * and the record_* helpers, which both backends share.
+/* The sys.monitoring backend (PEP 669, CPython 3.12+): claiming a tool id, registering the
+ * callbacks, turning the events on and off, and a thread's first event (fh_mon_attach).
+ * The callbacks themselves are in profile.c, beside the profile function: both are the
+ * hot path, and the recording of a call is inlined into each.
  *
  * One C callback per event, registered with sys.monitoring under a free tool id:
  *
@@ -19,41 +20,26 @@
  * sys.monitoring callbacks are interpreter-wide, so each callback finds its thread's
  * context through a thread-local pointer, valid while its generation matches fh_gen (which
  * changes at every start and stop). A thread meets a stale generation at its first event
- * of a recording and takes the slow path (mon_attach): it claims the context made for it
+ * of a recording and takes the slow path (fh_mon_attach): it claims the context made for it
  * at start, or gets a new one (a thread started while recording, with threading or with
  * _thread) whose start frames are its stack at that moment. */
-#ifndef FRAMEHOOK_PROFILER_MONITORING_H
-#define FRAMEHOOK_PROFILER_MONITORING_H
+#include "profiler.h"
 
 /* Bumped at each start and stop; thread-local pointers of another generation are stale. */
-static uint64_t fh_gen = 1;
+uint64_t fh_gen = 1;
 
 #if FH_HAVE_MONITORING
 
-#include <descrobject.h>
+/* This thread's context, valid while fh_tls.gen == fh_gen (initial-exec: one TLS variable,
+ * reached without a call, in every file that reads it). */
+FH_TLS fh_tls_t fh_tls = {NULL, 0};
 
-#if defined(__GNUC__) || defined(__clang__)
-#define FH_TLS __thread __attribute__((tls_model("initial-exec")))
-#define FH_LIKELY(x) __builtin_expect(!!(x), 1)
-#else
-#define FH_TLS _Thread_local
-#define FH_LIKELY(x) (x)
-#endif
-
-typedef struct {
-    CtxObject *ctx; /* borrowed from the tracer's list; NULL when this thread records nothing */
-    uint64_t gen;
-} fh_tls_t;
-
-static FH_TLS fh_tls_t fh_tls = {NULL, 0};
-
-/* sys.monitoring.MISSING (owned while recording): CALL's arg0 when there is no argument. */
-static PyObject *fh_mon_missing = NULL;
+PyObject *fh_mon_missing = NULL;
 
 /* The context of a thread whose thread-local pointer is stale (once per thread and
  * recording). `code` is the code of the frame the event enters (PY_START, PY_RESUME,
  * PY_THROW) or NULL: that frame is recorded by the event itself, not as a start frame. */
-static CtxObject *mon_attach(PyCodeObject *entering) {
+CtxObject *fh_mon_attach(PyCodeObject *entering) {
     fh_tls.gen = fh_gen;
     fh_tls.ctx = NULL;
     TracerObject *tracer = fh_active;
@@ -80,7 +66,7 @@ static CtxObject *mon_attach(PyCodeObject *entering) {
         Py_DECREF(top);
         top = back;
     }
-    CtxObject *ctx = tracer_add_context(tracer, ident, top, fh_ticks());
+    CtxObject *ctx = fh_tracer_add_context(tracer, ident, top, fh_ticks());
     Py_XDECREF(top);
     if (ctx == NULL) {
         PyErr_Clear(); /* this thread records nothing; the others go on */
@@ -93,126 +79,6 @@ static CtxObject *mon_attach(PyCodeObject *entering) {
     return fh_tls.ctx;
 }
 
-static inline CtxObject *mon_ctx(PyCodeObject *entering) {
-    CtxObject *ctx = FH_LIKELY(fh_tls.gen == fh_gen) ? fh_tls.ctx : mon_attach(entering);
-    if (ctx == NULL || !ctx->recording) {
-        return NULL;
-    }
-    return ctx->task != NULL ? ctx->task : ctx; /* (in an asyncio task's step) */
-}
-
-/* The C function a CALL (or C_RETURN, C_RAISE) event is about, or NULL when the call is
- * not recorded: not a C function, or one of the profiler's own. On a hit *fn is the
- * callable to name the site by (borrowed, or for a method descriptor NULL: named later). */
-static inline const PyMethodDef *mon_c_method(PyObject *callable, PyObject *arg0) {
-    PyTypeObject *type = Py_TYPE(callable);
-    const PyMethodDef *ml;
-    if (type == &PyCFunction_Type || type == &PyCMethod_Type) {
-        ml = ((PyCFunctionObject *)callable)->m_ml;
-    } else if (type == &PyMethodDescr_Type) {
-        if (arg0 == fh_mon_missing) {
-            return NULL;
-        }
-        ml = ((PyMethodDescrObject *)callable)->d_method;
-    } else if (type == &PyMethod_Type) {
-        PyObject *func = PyMethod_GET_FUNCTION(callable);
-        if (!PyCFunction_Check(func)) {
-            return NULL;
-        }
-        ml = ((PyCFunctionObject *)func)->m_ml;
-    } else if (type == &PyFunction_Type) {
-        return NULL; /* the common case, answered by the branches above in one compare */
-    } else if (PyCFunction_Check(callable)) {
-        ml = ((PyCFunctionObject *)callable)->m_ml;
-    } else {
-        return NULL;
-    }
-    return fh_is_internal(ml) ? NULL : ml;
-}
-
-/* A bound C function standing for the call (new reference), to name its site once. */
-static PyObject *mon_c_function(PyObject *callable, PyObject *arg0) {
-    if (Py_TYPE(callable) == &PyMethodDescr_Type) {
-        return Py_TYPE(callable)->tp_descr_get(callable, arg0, (PyObject *)Py_TYPE(arg0));
-    }
-    if (Py_TYPE(callable) == &PyMethod_Type) {
-        callable = PyMethod_GET_FUNCTION(callable);
-    }
-    Py_INCREF(callable);
-    return callable;
-}
-
-static PyObject *mon_py_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyCodeObject *code = (PyCodeObject *)args[0];
-    CtxObject *ctx = mon_ctx(code);
-    if (ctx != NULL) {
-        record_py_call(ctx, code, NULL);
-    }
-    Py_RETURN_NONE;
-}
-
-static PyObject *mon_py_return(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CtxObject *ctx = mon_ctx(NULL);
-    if (ctx != NULL) {
-        record_py_return(ctx, FH_EV_PY_RETURN);
-    }
-    Py_RETURN_NONE;
-}
-
-static PyObject *mon_py_unwind(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CtxObject *ctx = mon_ctx(NULL);
-    if (ctx != NULL) {
-        record_py_return(ctx, FH_EV_PY_UNWIND);
-    }
-    Py_RETURN_NONE;
-}
-
-static PyObject *mon_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *callable = args[2];
-    if (Py_TYPE(callable) == &PyFunction_Type) {
-        return Py_NewRef(Py_None); /* a Python call: PY_START records it */
-    }
-    const PyMethodDef *ml = mon_c_method(callable, args[3]);
-    if (ml == NULL) {
-        Py_RETURN_NONE;
-    }
-    CtxObject *ctx = mon_ctx(NULL);
-    if (ctx == NULL) {
-        Py_RETURN_NONE;
-    }
-    PyCodeObject *caller = shadow_top(ctx);
-    fh_slot *slot = fh_sites_find(&ctx->sites, ml, caller, FH_SITE_C);
-    if (slot == NULL) {
-        PyObject *fn = mon_c_function(callable, args[3]);
-        slot = fn != NULL ? intern_c_slow(ctx, fn, ml, caller) : NULL;
-        Py_XDECREF(fn);
-        if (slot == NULL) {
-            ctx_break(ctx);
-            Py_RETURN_NONE;
-        }
-    }
-    ctx_push(ctx, FH_EV_C_CALL, slot->key1 - 1, fh_ticks());
-    Py_RETURN_NONE;
-}
-
-static inline PyObject *mon_c_end(PyObject *const *args, uint32_t kind) {
-    if (mon_c_method(args[2], args[3]) != NULL) {
-        CtxObject *ctx = mon_ctx(NULL);
-        if (ctx != NULL) {
-            ctx_push(ctx, kind, 0, fh_ticks());
-        }
-    }
-    Py_RETURN_NONE;
-}
-
-static PyObject *mon_c_return(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    return mon_c_end(args, FH_EV_C_RETURN);
-}
-
-static PyObject *mon_c_raise(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    return mon_c_end(args, FH_EV_C_RAISE);
-}
-
 #define FH_MON_CALLBACK(f) ((PyCFunction)(void (*)(void))(f))
 
 typedef struct {
@@ -221,15 +87,15 @@ typedef struct {
 } fh_mon_callback;
 
 static fh_mon_callback fh_mon_callbacks[] = {
-    {0, {"PY_START", FH_MON_CALLBACK(mon_py_start), METH_FASTCALL, NULL}},
-    {0, {"PY_RESUME", FH_MON_CALLBACK(mon_py_start), METH_FASTCALL, NULL}},
-    {0, {"PY_THROW", FH_MON_CALLBACK(mon_py_start), METH_FASTCALL, NULL}},
-    {0, {"PY_RETURN", FH_MON_CALLBACK(mon_py_return), METH_FASTCALL, NULL}},
-    {0, {"PY_YIELD", FH_MON_CALLBACK(mon_py_return), METH_FASTCALL, NULL}},
-    {0, {"PY_UNWIND", FH_MON_CALLBACK(mon_py_unwind), METH_FASTCALL, NULL}},
-    {1, {"CALL", FH_MON_CALLBACK(mon_call), METH_FASTCALL, NULL}},
-    {1, {"C_RETURN", FH_MON_CALLBACK(mon_c_return), METH_FASTCALL, NULL}},
-    {1, {"C_RAISE", FH_MON_CALLBACK(mon_c_raise), METH_FASTCALL, NULL}},
+    {0, {"PY_START", FH_MON_CALLBACK(fh_mon_py_start), METH_FASTCALL, NULL}},
+    {0, {"PY_RESUME", FH_MON_CALLBACK(fh_mon_py_start), METH_FASTCALL, NULL}},
+    {0, {"PY_THROW", FH_MON_CALLBACK(fh_mon_py_start), METH_FASTCALL, NULL}},
+    {0, {"PY_RETURN", FH_MON_CALLBACK(fh_mon_py_return), METH_FASTCALL, NULL}},
+    {0, {"PY_YIELD", FH_MON_CALLBACK(fh_mon_py_return), METH_FASTCALL, NULL}},
+    {0, {"PY_UNWIND", FH_MON_CALLBACK(fh_mon_py_unwind), METH_FASTCALL, NULL}},
+    {1, {"CALL", FH_MON_CALLBACK(fh_mon_call), METH_FASTCALL, NULL}},
+    {1, {"C_RETURN", FH_MON_CALLBACK(fh_mon_c_return), METH_FASTCALL, NULL}},
+    {1, {"C_RAISE", FH_MON_CALLBACK(fh_mon_c_raise), METH_FASTCALL, NULL}},
 };
 #define FH_MON_NCALLBACKS ((int)(sizeof(fh_mon_callbacks) / sizeof(fh_mon_callbacks[0])))
 
@@ -278,7 +144,7 @@ static int mon_set_events(TracerObject *self, int on) {
 
 /* Looks sys.monitoring up and claims a tool id. May run Python code, so start() calls it
  * before anything is installed. Returns 0, or -1 with an exception set. */
-static int fh_mon_prepare(TracerObject *self) {
+int fh_mon_prepare(TracerObject *self) {
     PyObject *mon = PySys_GetObject("monitoring"); /* borrowed */
     if (mon == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "sys.monitoring is missing");
@@ -333,7 +199,7 @@ static int fh_mon_prepare(TracerObject *self) {
 
 /* Undoes whatever part of install/prepare was done; never raises (errors are reported
  * as unraisable). */
-static void fh_mon_release(TracerObject *self) {
+void fh_mon_release(TracerObject *self) {
     if (self->tool_id < 0) {
         return;
     }
@@ -350,7 +216,7 @@ static void fh_mon_release(TracerObject *self) {
 }
 
 /* Turns the events on (the contexts exist and are marked recording). */
-static int fh_mon_install(TracerObject *self, CtxObject *mine) {
+int fh_mon_install(TracerObject *self, CtxObject *mine) {
     fh_gen++;
     fh_tls.gen = fh_gen;
     fh_tls.ctx = mine;
@@ -364,23 +230,23 @@ static int fh_mon_install(TracerObject *self, CtxObject *mine) {
     return 0;
 }
 
-static void fh_mon_uninstall(TracerObject *self) {
+void fh_mon_uninstall(TracerObject *self) {
     fh_mon_release(self);
     fh_gen++;
 }
 
-static CtxObject *fh_mon_current(void) { return mon_ctx(NULL); }
+CtxObject *fh_mon_current(void) { return mon_ctx(NULL); }
 
 #else /* before 3.12: no sys.monitoring */
 
-static int fh_mon_prepare(TracerObject *self) {
+int fh_mon_prepare(TracerObject *self) {
     PyErr_SetString(PyExc_ValueError, "the sys.monitoring backend needs CPython 3.12+");
     return -1;
 }
-static void fh_mon_release(TracerObject *self) {}
-static int fh_mon_install(TracerObject *self, CtxObject *mine) { return 0; }
-static void fh_mon_uninstall(TracerObject *self) { fh_gen++; }
-static CtxObject *fh_mon_current(void) { return NULL; }
 
-#endif
+void fh_mon_release(TracerObject *self) {}
+int fh_mon_install(TracerObject *self, CtxObject *mine) { return 0; }
+void fh_mon_uninstall(TracerObject *self) { fh_gen++; }
+CtxObject *fh_mon_current(void) { return NULL; }
+
 #endif
