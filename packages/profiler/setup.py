@@ -43,6 +43,7 @@ SOURCES = [
     "chrome.c",
     "speedscope.c",
     "gecko.c",
+    "folded.c",
     "annotate.c",
     "tasks.c",
     "sigterm.c",

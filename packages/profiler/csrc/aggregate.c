@@ -7,7 +7,7 @@ static inline size_t fh_map_hash(uint64_t k) {
     return (size_t)(k ^ (k >> 29));
 }
 
-static void fh_map_free(fh_map *m) {
+void fh_map_free(fh_map *m) {
     PyMem_RawFree(m->keys);
     PyMem_RawFree(m->vals);
     memset(m, 0, sizeof(*m));
@@ -41,8 +41,7 @@ static int fh_map_grow(fh_map *m) {
     return 0;
 }
 
-/* The index of `key`; a miss stores `next` and sets *added. FH_NONE with MemoryError. */
-static uint32_t fh_map_get(fh_map *m, uint64_t key, uint32_t next, int *added) {
+uint32_t fh_map_get(fh_map *m, uint64_t key, uint32_t next, int *added) {
     *added = 0;
     if (m->keys == NULL || (m->used + 1) * 2 > m->mask + 1) {
         if (fh_map_grow(m) < 0) {
@@ -63,10 +62,7 @@ static uint32_t fh_map_get(fh_map *m, uint64_t key, uint32_t next, int *added) {
     return next;
 }
 
-static void *fh_vec_at(const fh_vec *v, size_t i) { return v->items + i * v->size; }
-
-/* Makes room for index i (zero-filled); -1 with MemoryError. */
-static int fh_vec_reserve(fh_vec *v, size_t i) {
+int fh_vec_reserve(fh_vec *v, size_t i) {
     if (i < v->cap) {
         if (i >= v->n) {
             v->n = i + 1;

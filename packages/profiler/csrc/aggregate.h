@@ -52,6 +52,13 @@ typedef struct {
     size_t n, cap, size;
 } fh_vec;
 
+/* The index of `key`; a miss stores `next` and sets *added. FH_NONE with MemoryError. */
+uint32_t fh_map_get(fh_map *m, uint64_t key, uint32_t next, int *added);
+void fh_map_free(fh_map *m);
+/* Makes room for index i (zero-filled); -1 with MemoryError. */
+int fh_vec_reserve(fh_vec *v, size_t i);
+static inline void *fh_vec_at(const fh_vec *v, size_t i) { return v->items + i * v->size; }
+
 typedef struct {
     fh_vec funcs; /* fh_stat by function id */
     fh_vec keys;  /* fh_stat by pstats label id */

@@ -13,6 +13,7 @@
  *   chrome.c          write_chrome: the Chrome trace events
  *   speedscope.c      write_speedscope: the speedscope profiles
  *   gecko.c           write_gecko_samples: the Firefox Profiler's samples
+ *   folded.c          write_folded: collapsed stacks and the HTML flame graph's tree
  *   annotate.c        record_function: annotations, as a context manager or a decorator
  *   tasks.c           asyncio tasks (async_tasks): a context per task, its steps and waits
  *   sigterm.c         the SIGTERM guard of followed children (sigterm.h)
@@ -172,11 +173,11 @@ PyObject *fh_tracer_retag(TracerObject *self, PyObject *tagged);
 /* Every method of this module's types and of the module, in one array: Tracer's from
  * FH_TRACER_METHODS, record_function's from FH_RECFN_METHODS, the module's from
  * FH_MODULE_METHODS, each run ended by a sentinel. */
-#define FH_N_METHODS 22
+#define FH_N_METHODS 23
 extern PyMethodDef fh_methods[FH_N_METHODS];
 #define FH_TRACER_METHODS (fh_methods + 0)
-#define FH_RECFN_METHODS (fh_methods + 10)
-#define FH_MODULE_METHODS (fh_methods + 13)
+#define FH_RECFN_METHODS (fh_methods + 11)
+#define FH_MODULE_METHODS (fh_methods + 14)
 
 /* Calls into this module (stopping, annotation enter/exit) are the profiler's own work,
  * not the program's: they are never recorded. One range check covers them all because
@@ -362,10 +363,11 @@ size_t fh_ctx_kept(CtxObject *ctx); /* events a finished context keeps */
 PyObject *fh_tracer_collect(TracerObject *self, PyObject *ignored);
 PyObject *fh_tracer_aggregate(TracerObject *self, PyObject *ignored);
 
-/* ---- outputs (chrome.c, speedscope.c, gecko.c) --------------------------------------- */
+/* ---- outputs (chrome.c, speedscope.c, gecko.c, folded.c) --------------------------------------- */
 PyObject *fh_tracer_write_chrome(TracerObject *self, PyObject *args);
 PyObject *fh_tracer_write_speedscope(TracerObject *self, PyObject *args);
 PyObject *fh_tracer_write_gecko_samples(TracerObject *self, PyObject *args);
+PyObject *fh_tracer_write_folded(TracerObject *self, PyObject *args); /* folded.c */
 
 /* ---- record_function (annotate.c) ---------------------------------------------------- */
 extern PyTypeObject fh_RecordFunctionType;

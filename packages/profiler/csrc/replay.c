@@ -113,18 +113,16 @@ int fh_replay_event(fh_replay *r, const fh_event *ev, const fh_sites *sites,
             r->frames[r->depth - 1].tag = ev->key + 1;
         }
         return 0;
-    case FH_EV_ANNOT_BEGIN:
-        return site == NULL ? 0
-                            : fh_replay_push(r, ev, FH_CLS_ANNOT, site->fid, site->kid, 0, 0, ns,
-                                             sink, arg);
-    case FH_EV_ANNOT_END:
-        return fh_replay_pop_until(r, FH_CLS_ANNOT, ns, 0, sink, arg);
+    case FH_EV_ANNOT_BEGIN: /* named regions: an annotation, or an asyncio task's step */
     case FH_EV_TASK_BEGIN:
         return site == NULL ? 0
-                            : fh_replay_push(r, ev, FH_CLS_TASK, site->fid, site->kid, 0, 0, ns,
-                                             sink, arg);
+                            : fh_replay_push(r, ev,
+                                             kind == FH_EV_ANNOT_BEGIN ? FH_CLS_ANNOT : FH_CLS_TASK,
+                                             site->fid, site->kid, 0, 0, ns, sink, arg);
+    case FH_EV_ANNOT_END:
     case FH_EV_TASK_END:
-        return fh_replay_pop_until(r, FH_CLS_TASK, ns, 0, sink, arg);
+        return fh_replay_pop_until(r, kind == FH_EV_ANNOT_END ? FH_CLS_ANNOT : FH_CLS_TASK, ns, 0,
+                                   sink, arg);
     case FH_EV_RUNTIME + 1:
     case FH_EV_RUNTIME + 3:
         if (site == NULL) {

@@ -48,17 +48,20 @@ PyMethodDef fh_methods[FH_N_METHODS] = {
     {"write_gecko_samples", (PyCFunction)fh_tracer_write_gecko_samples, METH_VARARGS,
      "write_gecko_samples(write, index): writes one thread's Firefox Profiler samples; "
      "returns its stack table (prefixes, fids) and marked calls"},
+    {"write_folded", (PyCFunction)fh_tracer_write_folded, METH_VARARGS,
+     "write_folded(write, mode, threads, fragments, root_style): writes the call paths "
+     "merged across threads, as collapsed stacks or the flame graph's JSON."},
     {"write_speedscope", (PyCFunction)fh_tracer_write_speedscope, METH_VARARGS,
      "write_speedscope(write, threads, progress=None): writes the speedscope profiles; "
      "progress(calls written) after each chunk."},
     {"retag", (PyCFunction)fh_tracer_retag, METH_O,
      "Replace the tagged code objects (takes effect at once, also while recording)."},
     {NULL, NULL, 0, NULL},
-    /* 10: record_function */
+    /* 11: record_function */
     {"__enter__", (PyCFunction)fh_recfn_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)(void (*)(void))fh_recfn_exit, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
-    /* 13: module */
+    /* 14: module */
     {"clock_name", fh_get_clock_name, METH_NOARGS, "Name of the recording clock."},
     {"active", fh_get_active, METH_NOARGS, "The tracer that is recording, or None."},
     {"is_recording_thread", fh_is_recording_thread, METH_NOARGS,

@@ -107,6 +107,15 @@ for backend in backends:
         pass
     else:
         raise AssertionError("write_gecko_samples hid its writer's error")
+    # the merged paths' writer: its bad arguments and its writer's error leave nothing either
+    threads = [(0, 0, b"", b"")] * len(profile.threads)
+    for args in ((refuse, 2, threads, [b"x"], 0), (print, 0, threads[1:], [b"x"], 0), (print, 0, threads, [1], 0)):
+        try:
+            profile._tracer.write_folded(*args)
+        except (OSError, ValueError, TypeError):
+            pass
+        else:
+            raise AssertionError(f"write_folded took {args[1:]}")
     del prof, profile
 untag_calls(Tagged)
 

@@ -9,11 +9,14 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
 from framehook.profiler import Profiler, record_function  # noqa: E402
-from framehook.profiler._flamegraph import merged_tree  # noqa: E402
+from framehook.profiler._export import render  # noqa: E402
+from framehook.profiler._flamegraph import flame_title, merged_tree  # noqa: E402
+from framehook.profiler._html import render_html  # noqa: E402
 
 from fhprof_helpers import chrome_spans  # noqa: E402
 from tree_reference import (
     chrome_from_trees,
+    collapsed_from_trees,
     flame_from_trees,
     flame_shape,  # noqa: E402
     pstats_from_trees,
@@ -105,6 +108,10 @@ def test_random_shapes_match_the_trees(backend, plan):
     assert profile.to_pstats() == pstats_from_trees(profile)
     assert profile.summary(limit=1000) == summary_from_trees(profile, limit=1000)
     assert flame_shape(merged_tree(profile)) == flame_shape(flame_from_trees(profile))
+    for fmt, weight in (("collapsed", "time"), ("collapsed-calls", "calls")):
+        written = [line.rpartition(" ") for line in render(profile, fmt).decode().splitlines()]
+        assert [(stack, int(n)) for stack, _, n in written] == list(collapsed_from_trees(profile, weight).items())
+    assert profile.to_html() == render_html(flame_from_trees(profile), flame_title(profile))
     assert spans(profile.to_chrome()) == spans(chrome_from_trees(profile))
     assert opens_and_closes(profile.to_speedscope()) == opens_and_closes(speedscope_from_trees(profile))
 

@@ -1,10 +1,13 @@
 """Collapsed stacks (``collapsed``, ``collapsed-calls``): parsed back as flamegraph.pl reads
 them (the count after the last space, frames split on ``;``), each function's calls and
 self time summed over the paths it ends equal what pstats says of it, also when
-``max_events`` dropped most events, and the frames stay whole whatever their names."""
+``max_events`` dropped most events, and the frames stay whole whatever their names. What
+the tracer writes (from its per-path aggregates) equals, line for line and in order, the
+stacks read off the call trees."""
 
 from __future__ import annotations
 
+import io
 import pstats
 import re
 import threading
@@ -14,8 +17,10 @@ from typing import Dict, List, Tuple
 import pytest
 
 from framehook.profiler import Profiler, record_function
-from framehook.profiler._collapsed import collapsed_lines
+from framehook.profiler._collapsed import write_collapsed
 from framehook.profiler._export import format_for, render
+
+from tree_reference import collapsed_from_trees
 
 
 def fib(n):
@@ -49,6 +54,14 @@ def parse(text: str) -> List[Tuple[List[str], int]]:
         assert stack and count.isdigit(), line
         rows.append((stack.split(";"), int(count)))
     return rows
+
+
+def collapsed_lines(profile, weight: str) -> Dict[str, int]:
+    """The lines written, as {stack: weight} in the order written."""
+    fmt = {"time": "collapsed", "calls": "collapsed-calls"}[weight]
+    lines = {";".join(frames): count for frames, count in parse(render(profile, fmt).decode())}
+    assert len(lines) == len(render(profile, fmt).splitlines())  # (no stack written twice)
+    return lines
 
 
 def by_leaf(profile, rows) -> Dict[tuple, int]:
@@ -94,6 +107,11 @@ def test_each_functions_weights_sum_to_its_pstats_counts(profile, stats, fmt, fi
         assert sums[fib_key] == 465 + 109  # fib(12) on the main thread, fib(9) on the worker
 
 
+@pytest.mark.parametrize("weight", ["time", "calls"])
+def test_the_lines_are_the_call_trees_stacks_in_order(profile, weight):
+    assert list(collapsed_lines(profile, weight).items()) == list(collapsed_from_trees(profile, weight).items())
+
+
 def test_each_thread_is_the_root_of_its_paths(profile):
     roots = {frames[0] for frames, _ in parse(render(profile, "collapsed-calls").decode())}
     # (a test runner's own thread, xdist's, may be recorded too)
@@ -129,4 +147,37 @@ def test_lines_are_one_per_distinct_path_however_many_calls(profile):
 def test_formats_by_extension_and_a_bad_weight():
     assert format_for("a.folded") == "collapsed" and format_for("a.calls.folded") == "collapsed-calls"
     with pytest.raises(ValueError, match="weight must be 'time' or 'calls'"):
-        collapsed_lines(record(), "samples")
+        write_collapsed(record(), io.BytesIO(), "samples")
+
+
+def test_the_tracers_writer_refuses_what_it_cannot_write(profile):
+    tracer, n = profile._tracer, len(profile.threads)
+    empty = (0, 0, b"", b"")
+    cases = [
+        (
+            (0, [empty] * (n + 1), [b"x"], 0),
+            ValueError,
+            r"threads: expected one entry per recorded thread \(\d+\), got",
+        ),
+        ((0, [empty] * n, [b"x"], 0), ValueError, r"threads\[0\]: no label or style for function 0"),
+        ((0, [(5, 0, b"", b"")] * n, [b"x"], 0), ValueError, r"threads\[0\]: the root's text is past fragments"),
+        ((0, [(0, 0, b"abc", b"")] * n, [b"x"], 0), TypeError, r"threads\[0\]: labels must be bytes of uint32"),
+        ((0, [(0, 0)] * n, [b"x"], 0), TypeError, r"threads\[0\]: expected \(root label"),
+        ((3, [empty] * n, [b"x"], 0), ValueError, r"mode: expected 0, 1 or 2, got 3"),
+        ((0, [empty] * n, ["x"], 0), TypeError, r"fragments\[0\]: expected bytes"),
+        ((2, [empty] * n, [b"x", b"y"], 1), ValueError, r"root_style: past fragments"),
+    ]
+    for args, error, message in cases:
+        with pytest.raises(error, match=message):
+            tracer.write_folded(io.BytesIO().write, *args)
+
+    def refuse(chunk):
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        write_collapsed(profile, _Writer(refuse))
+
+
+class _Writer:
+    def __init__(self, write):
+        self.write = write

@@ -8,10 +8,14 @@ from __future__ import annotations
 import html.parser
 import json
 import pathlib
+import sys
 import threading
 
+import pytest
+
 from framehook.profiler import Profiler, record_function
-from framehook.profiler._flamegraph import merged_tree
+from framehook.profiler._flamegraph import flame_title, merged_tree
+from framehook.profiler._html import render_html
 
 
 def fib(n):
@@ -109,3 +113,48 @@ def test_a_bounded_run_says_how_many_events_were_dropped(tmp_path):
     (data,) = [body for attrs, body in page.scripts if attrs.get("type") == "application/json"]
     roots = sum(e.total_ns for paths in profile.aggregates().paths for e in paths if e.parent < 0)
     assert json.loads(data)[2] == merged_tree(profile).ns == roots
+
+
+@pytest.mark.parametrize("max_events", [None, 30])
+def test_the_tracer_writes_the_page_the_merged_tree_gives(max_events):
+    # byte for byte what the Python rendering of the merged tree gives (it draws merged
+    # processes): the same order of siblings, widest first, and the same colours
+    profile = recorded(max_events)
+    assert profile.to_html() == render_html(merged_tree(profile), flame_title(profile))
+
+
+def down(n):
+    return 0 if n == 0 else down(n - 1)
+
+
+def nesting(text: str) -> int:
+    """The deepest nesting of JSON arrays in text (json.loads recurses, as deep as this)."""
+    deepest = level = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            in_string = escaped or char != '"'
+            escaped = not escaped and char == "\\"
+        elif char == '"':
+            in_string = True
+        elif char in "[]":
+            level += 1 if char == "[" else -1
+            deepest = max(deepest, level)
+    assert level == 0
+    return deepest
+
+
+def test_a_deep_call_path_is_written_whole():
+    # deeper than Python's default recursion limit: the tracer writes it without recursion
+    depth = 3000
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(depth + 1000)
+    try:
+        with Profiler() as prof:
+            down(depth)
+    finally:
+        sys.setrecursionlimit(limit)
+    (data,) = [b for a, b in parsed(prof.profile.to_html()).scripts if a.get("type") == "application/json"]
+    assert data.count('["down (') == depth + 1  # one node per level: a path, not a tree
+    # each node two arrays deeper than its parent: all, the thread, the test, then down's
+    assert nesting(data) >= 2 * (depth + 1 + 3)

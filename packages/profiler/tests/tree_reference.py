@@ -11,6 +11,7 @@ import os
 from typing import Any, Dict, List, Tuple
 
 from framehook.profiler import Profile
+from framehook.profiler._collapsed import _frame
 from framehook.profiler._flamegraph import _Node
 from framehook.profiler._summary import FunctionStats, _table
 
@@ -112,6 +113,23 @@ def flame_from_trees(profile: Profile) -> _Node:
         node.ns = sum(c.ns for c in node.children.values())
     root.ns = sum(c.ns for c in root.children.values())
     return root
+
+
+def collapsed_from_trees(profile: Profile, weight: str) -> Dict[str, int]:
+    """Collapsed stacks from the calls, in order of each line's first call: a call's
+    frames' text joined by ';', with its self time or 1 per call, summed per text."""
+    lines: Dict[str, int] = {}
+    for thread in profile.threads:
+        stack = [(_frame(f"{thread.name} ({thread.thread_id})"), ev) for ev in reversed(thread.roots)]
+        while stack:
+            prefix, ev = stack.pop()
+            label = ev.name + (f" ({ev.function.location})" if ev.function.location else "")
+            text = prefix + ";" + _frame(label)
+            value = ev.self_ns if weight == "time" else 1
+            if value > 0:
+                lines[text] = lines.get(text, 0) + value
+            stack.extend((text, child) for child in reversed(ev.children))
+    return lines
 
 
 def flame_shape(node: _Node) -> tuple:

@@ -126,9 +126,9 @@ def _write_to(profile: "Profile", format: str, out: BinaryIO, progress: Progress
     elif format == "svg":
         out.write(profile.to_svg().encode())
     elif format == "html":
-        from ._html import to_html
+        from ._html import write_html
 
-        out.write(to_html(profile).encode())
+        write_html(profile, out)
     elif format in ("collapsed", "collapsed-calls"):
         from ._collapsed import WEIGHTS, write_collapsed
 

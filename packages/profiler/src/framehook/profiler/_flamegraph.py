@@ -63,9 +63,8 @@ def merged_tree(profile: "Profile") -> _Node:
         nodes: List[_Node] = []
         for entry in paths:
             func = entry.function
-            label = func.name + (f" ({func.location})" if func.location else "")
             parent = top if entry.parent < 0 else nodes[entry.parent]
-            node = parent.child(label, func.kind)
+            node = parent.child(func.label, func.kind)
             node.ns += entry.total_ns
             nodes.append(node)
         top.ns = sum(child.ns for child in top.children.values())

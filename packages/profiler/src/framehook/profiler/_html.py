@@ -1,18 +1,20 @@
 """A self-contained HTML flame graph: one file, no network, that any browser opens offline.
 
-The merged call paths (the flame graph's, from the tracer's exact per-path aggregates) are
-embedded as JSON, and a short script draws them as an icicle (callers above callees):
+The merged call paths (the flame graph's, written by the tracer from its exact per-path
+aggregates: _folded.py) are embedded as JSON, and a short script draws them as an icicle (callers above callees):
 click a frame to zoom to it, click the top bar to zoom out, hover for its time and share,
 and search to highlight the frames whose name matches, with the share they cover.
 """
 
 from __future__ import annotations
 
+import io
 import json
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, Any, BinaryIO, List, Optional
 from xml.sax.saxutils import escape
 
-from ._flamegraph import _color, _Node, flame_title, merged_tree
+from ._flamegraph import _color, _Node, flame_title
+from ._folded import FLAME, write_folded
 
 if TYPE_CHECKING:
     from ._profile import Profile
@@ -113,12 +115,30 @@ draw();
 """
 
 
+def _halves(title: str) -> List[bytes]:
+    """The page before and after its data."""
+    head, tail = _PAGE.split("{data}")
+    return [half.format(title=escape(title)).encode() for half in (head, tail)]
+
+
 def render_html(root: _Node, title: str) -> str:
-    """The page of a merged tree (a profile's, or several processes')."""
+    """The page of a merged tree (several processes', merged from their parts)."""
     # "</" would end the script element early: JSON allows "<\\/" for it
     data = json.dumps(_nested(root), separators=(",", ":")).replace("</", "<\\/")
-    return _PAGE.format(title=escape(title), data=data)
+    head, tail = _halves(title)
+    return head.decode() + data + tail.decode()
+
+
+def write_html(profile: "Profile", out: BinaryIO, title: Optional[str] = None) -> None:
+    """The page of a profile, its tree written by the tracer."""
+    head, tail = _halves(flame_title(profile, title))
+    out.write(head)
+    if not write_folded(profile, out.write, FLAME, str):
+        out.write(json.dumps(_nested(_Node("all", "root")), separators=(",", ":")).encode())
+    out.write(tail)
 
 
 def to_html(profile: "Profile", title: Optional[str] = None) -> str:
-    return render_html(merged_tree(profile), flame_title(profile, title))
+    buffer = io.BytesIO()
+    write_html(profile, buffer, title)
+    return buffer.getvalue().decode()

@@ -38,6 +38,11 @@ class Function:
     def location(self) -> str:
         return f"{self.filename}:{self.lineno}" if self.filename else ""
 
+    @property
+    def label(self) -> str:
+        """How a flame graph's frame reads: the name, and the location if there is one."""
+        return f"{self.name} ({self.location})" if self.filename else self.name
+
     def __repr__(self) -> str:
         return f"Function({self.kind}, {self.name!r}, {self.location!r})"
 
@@ -109,17 +114,16 @@ class Namer:
         return func
 
     def task(self, name: str) -> Function:
-        key = (TASK, name)
-        func = self._by_key.get(key)
-        if func is None:
-            func = Function(TASK, name, None, 0, None, ("~", 0, f"<asyncio {name}>"))
-            self._by_key[key] = func
-        return func
+        return self._named(TASK, name, "asyncio")
 
     def annotation(self, name: str) -> Function:
-        key = (ANNOTATION, name)
+        return self._named(ANNOTATION, name, "record_function")
+
+    def _named(self, kind: str, name: str, what: str) -> Function:
+        """A function known by its name only (no code): pstats lists it as <what name>."""
+        key = (kind, name)
         func = self._by_key.get(key)
         if func is None:
-            func = Function(ANNOTATION, name, None, 0, None, ("~", 0, f"<record_function {name}>"))
+            func = Function(kind, name, None, 0, None, ("~", 0, f"<{what} {name}>"))
             self._by_key[key] = func
         return func

@@ -226,8 +226,9 @@ def build_thread(
     ev_py_return, ev_py_unwind = _tracer.EV_PY_RETURN, _tracer.EV_PY_UNWIND
     ev_c_return, ev_c_raise = _tracer.EV_C_RETURN, _tracer.EV_C_RAISE
     ev_start, ev_tag = _tracer.EV_START_FRAME, _tracer.EV_TAG
-    ev_annot_begin, ev_annot_end = _tracer.EV_ANNOT_BEGIN, _tracer.EV_ANNOT_END
-    ev_task_begin, ev_task_end = _tracer.EV_TASK_BEGIN, _tracer.EV_TASK_END
+    # named regions: an annotation or an asyncio task's step, by its begin and end kinds
+    named_begin = (_tracer.EV_ANNOT_BEGIN, _tracer.EV_TASK_BEGIN)
+    named_end = {_tracer.EV_ANNOT_END: (ANNOTATION,), _tracer.EV_TASK_END: (TASK,)}
     ev_runtime = _tracer.EV_RUNTIME
     python_kinds = (PYTHON,)
 
@@ -260,14 +261,10 @@ def build_thread(
                 else:  # describe failed: the class is still known
                     cls = type(instance)
                     stack[-1].tag = Tag(cls, cls.__qualname__, (), id(instance))
-        elif kind == ev_annot_begin:
+        elif kind in named_begin:
             push(funcs[key], t)
-        elif kind == ev_annot_end:
-            pop_until((ANNOTATION,), t)
-        elif kind == ev_task_begin:
-            push(funcs[key], t)
-        elif kind == ev_task_end:
-            pop_until((TASK,), t)
+        elif kind in named_end:
+            pop_until(named_end[kind], t)
         elif kind > ev_runtime:
             number = kind - ev_runtime
             if number in _RUNTIME_BEGIN:
