@@ -108,11 +108,34 @@ def kept(kernel: float, eager: float) -> Any:
 
 def test_steady_state_samples_a_small_share_alternating():
     m, clock = kept(90e-6, 100e-6)  # a narrow winner: watched closely
+    steady(m, clock, 90e-6, 100e-6, 2 * measure.WINDOW)  # its probation (below)
     ran = steady(m, clock, 90e-6, 100e-6, 20)
     assert m.verdict == "kernel" and m.every == measure.SAMPLE_EVERY
     timed = [r for r in ran if r != "untimed"]
     assert timed == ["kernel", "eager"] * 10  # in turn
-    assert len(ran) == 20 * measure.SAMPLE_EVERY
+    # (the first sample comes when probation's countdown ends)
+    assert 19 * measure.SAMPLE_EVERY < len(ran) <= 20 * measure.SAMPLE_EVERY
+
+
+def test_a_narrow_winner_is_sampled_densely_until_its_first_window_is_judged():
+    m, clock = kept(90e-6, 100e-6)  # led by 10%: on probation
+    assert m.every == measure.PROBATION_EVERY
+    ran = steady(m, clock, 90e-6, 100e-6, 2 * measure.WINDOW)
+    assert m.verdict == "kernel"
+    assert len(ran) == 2 * measure.WINDOW * measure.PROBATION_EVERY  # every other call timed
+    assert m.every == measure.SAMPLE_EVERY  # judged: sampled as any narrow winner from here
+
+
+def test_a_clear_winner_has_no_probation():
+    m, _ = kept(70e-6, 100e-6)  # led by 30%
+    assert m.every > measure.SAMPLE_EVERY
+
+
+def test_a_narrow_win_the_steady_state_does_not_confirm_is_undone_within_its_probation():
+    m, clock = kept(90e-6, 100e-6)
+    ran = steady(m, clock, 130e-6, 100e-6, 100)  # the steady state: the kernel loses by 30%
+    assert m.verdict == "eager" and m.reason.startswith("demoted: kernel 130.0 us against eager 100.0 us")
+    assert len(ran) == 2 * measure.WINDOW * measure.PROBATION_EVERY
 
 
 @pytest.mark.parametrize("kernel", [1e-6, 10e-6, 30e-6])

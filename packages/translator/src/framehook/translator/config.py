@@ -243,8 +243,9 @@ def _settings() -> Dict[str, Setting]:
             20,
             "after compiling a graph, the numba backend times at most this many pairs of kernel and eager "
             "calls, alternating (fewer when the verdict is clear early, or after a second of measuring), "
-            "keeps the kernel only when it wins with a margin, then samples one call in 50 and demotes a "
-            "kernel that loses in steady state (0: always the kernel, never timed)",
+            "keeps the kernel only when it wins with a margin, then samples one call in 10 or more (every "
+            "other call at first, when its lead is narrow) and demotes a kernel that loses in steady state "
+            "(0: always the kernel, never timed)",
             (int,),
             lambda v: v >= 0,
             "must be >= 0",

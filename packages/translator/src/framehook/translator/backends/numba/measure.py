@@ -18,7 +18,12 @@ last ``WINDOW`` sampled pairs is above ``DEMOTE_ABOVE`` is demoted to eager. ``e
 at least ``SAMPLE_EVERY`` and grows with the kernel's lead so that the sampled eager calls
 cost at most ``SAMPLE_OVERHEAD`` of the calls' time (a kernel 30x faster than eager is
 sampled one call in ~1500): a narrow winner, the one that may turn loser, is watched
-closely. Between samples a call costs one counter decrement.
+closely. Closest of all right after it is kept (probation): a kernel whose measured lead
+was under 25% (median ratio above ``PROBATION_ABOVE``) has every ``PROBATION_EVERY``-th
+call timed until its first ``WINDOW`` pairs are judged, so that a win the measurement saw
+and the steady state does not (another program's load, a thread pool left spinning by
+the code before) is undone within a few dozen calls, not a few hundred. Between samples a
+call costs one counter decrement.
 
 The clock is injectable (``Measurement(clock=...)``) so tests drive the verdicts with
 chosen timings.
@@ -29,7 +34,16 @@ from __future__ import annotations
 import time
 from typing import Callable, List, Optional, Tuple
 
-__all__ = ["Measurement", "KEEP_BELOW", "CLEAR_WIN", "MIN_PAIRS", "MAX_MEASURE_SECONDS", "SAMPLE_EVERY"]
+__all__ = [
+    "Measurement",
+    "KEEP_BELOW",
+    "CLEAR_WIN",
+    "MIN_PAIRS",
+    "MAX_MEASURE_SECONDS",
+    "SAMPLE_EVERY",
+    "PROBATION_EVERY",
+    "PROBATION_ABOVE",
+]
 
 #: the kernel is kept when the upper quartile of kernel/eager ratios is below this
 KEEP_BELOW = 0.95
@@ -40,6 +54,10 @@ MIN_PAIRS = 5
 MAX_MEASURE_SECONDS = 1.0
 #: in steady state at least one call in this many is timed (alternately eager and kernel)
 SAMPLE_EVERY = 10
+#: right after keeping a narrow winner, one call in this many is timed until WINDOW pairs
+PROBATION_EVERY = 2
+#: a kept kernel whose measured median ratio is above this is on probation
+PROBATION_ABOVE = 0.8
 #: the share of the kernel's time the sampled eager calls may add
 SAMPLE_OVERHEAD = 0.01
 #: the sparsest sampling, however far the kernel leads
@@ -102,7 +120,10 @@ class Measurement:
         upper = _quantile(ratios, 0.75)
         if upper < KEEP_BELOW:
             self.verdict = "kernel"
-            self._pace(_quantile(ratios, 0.5))
+            median = _quantile(ratios, 0.5)
+            self._pace(median)
+            if median > PROBATION_ABOVE:  # until the first window is judged (steady)
+                self.every = self._countdown = PROBATION_EVERY
         else:
             self.verdict = "eager"
             k, e = _quantile(self.kernel, 0.5), _quantile(self.eager, 0.5)
