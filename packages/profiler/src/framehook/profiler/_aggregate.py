@@ -23,6 +23,11 @@ class ThreadInfo(NamedTuple):
     dropped: int  # events folded into the aggregates and no longer kept (max_events)
     task: bool = False  # an asyncio task's track (async_tasks), on the thread thread_id
 
+    @property
+    def label(self) -> str:
+        """How the outputs name the thread's track: its name and id (ids are reused)."""
+        return f"{self.name} ({self.thread_id})"
+
 
 class PathEntry(NamedTuple):
     parent: int  # index in the thread's list, -1 for the thread itself

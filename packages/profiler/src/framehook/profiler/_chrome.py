@@ -67,7 +67,7 @@ def write_chrome(profile: "Profile", out: BinaryIO, progress: Optional[Callable[
                 "name": "thread_name",
                 "pid": pid,
                 "tid": tid,
-                "args": {"name": f"{thread.name} ({thread.thread_id})"},
+                "args": {"name": thread.label},
             }
         )
         meta.append(

@@ -59,7 +59,7 @@ def merged_tree(profile: "Profile") -> _Node:
     agg = profile.aggregates()
     root = _Node("all", "root")
     for thread, paths in zip(agg.threads, agg.paths):
-        top = root.child(f"{thread.name} ({thread.thread_id})", "thread")
+        top = root.child(thread.label, "thread")
         nodes: List[_Node] = []
         for entry in paths:
             func = entry.function

@@ -23,10 +23,6 @@ if TYPE_CHECKING:
 COLLAPSED_TIME, COLLAPSED_CALLS, FLAME = 0, 1, 2
 
 
-def thread_label(name: str, thread_id: int) -> str:
-    return f"{name} ({thread_id})"
-
-
 class _Styles:
     """The flame graph's JSON around each node's time, per (name, kind)."""
 
@@ -53,7 +49,7 @@ def write_folded(profile: "Profile", write: Callable[[bytes], object], mode: int
     if tracer is None:
         return False
     agg = profile.aggregates()
-    roots = [text(thread_label(info.name, info.thread_id)) for info in agg.threads]
+    roots = [text(info.label) for info in agg.threads]
     labels = [[text(func.label) for func in funcs] for funcs in agg.thread_functions]
     names = sorted(set(roots).union(*labels))
     number = {name: i for i, name in enumerate(names)}

@@ -1,9 +1,10 @@
 """A self-contained HTML flame graph: one file, no network, that any browser opens offline.
 
 The merged call paths (the flame graph's, written by the tracer from its exact per-path
-aggregates: _folded.py) are embedded as JSON, and a short script draws them as an icicle (callers above callees):
-click a frame to zoom to it, click the top bar to zoom out, hover for its time and share,
-and search to highlight the frames whose name matches, with the share they cover.
+aggregates: _folded.py) are embedded as JSON, and a short script draws them as an icicle
+(callers above callees): click a frame to zoom to it, click the top bar to zoom out, hover
+for its time and share, and search to highlight the frames whose name matches, with the
+share they cover.
 """
 
 from __future__ import annotations

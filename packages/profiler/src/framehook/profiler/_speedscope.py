@@ -55,7 +55,7 @@ def write_speedscope(
             header = json.dumps(
                 {
                     "type": "evented",
-                    "name": f"{thread.name} ({thread.thread_id})",
+                    "name": thread.label,
                     "unit": "nanoseconds",
                     "startValue": 0,
                 }
