@@ -94,6 +94,39 @@ def test_codegen_folds_only_in_evaluation_order():
     np.testing.assert_array_equal(got[1], np.exp(np.arange(3.0) * 3 + 1))
 
 
+def test_codegen_folds_a_chain_whose_operands_arrive_between_its_links():
+    # the third slice is recorded after the first addition: it still folds, so the sum is
+    # one expression and numpy adds into its temporaries (as for the plain three-term sum)
+    import operator
+
+    g = Graph("f")
+    x = g.placeholder("x")
+    first = g.call(
+        operator.add, (g.call(operator.getitem, (x, slice(None, -2))), g.call(operator.getitem, (x, slice(1, -1))))
+    )
+    g.output(g.call(operator.add, (first, g.call(operator.getitem, (x, slice(2, None))))))
+    src = python_code(g)
+    assert "    add_2 = ((x[:-2]) + (x[1:-1])) + (x[2:])\n" in src, src
+    v = np.arange(6.0)
+    np.testing.assert_array_equal(g.forward(v), v[:-2] + v[1:-1] + v[2:])
+
+
+def test_codegen_frees_a_named_value_before_the_next_operation():
+    # ``mul`` dies in ``mul - 1.0``: folding that into ``* 3.0`` would keep it alive longer
+    import operator
+
+    g = Graph("f")
+    x = g.placeholder("x")
+    z = g.call(operator.mul, (x, 2.0))
+    p = g.call(operator.add, (z, 1.0))
+    q = g.call(operator.sub, (z, 1.0))
+    g.output((p, g.call(operator.mul, (q, 3.0))))
+    src = python_code(g)
+    assert "    sub = mul - 1.0\n    del mul\n    mul_2 = sub * 3.0\n" in src, src
+    got = g.forward(np.arange(3.0))
+    np.testing.assert_array_equal(got[1], (np.arange(3.0) * 2 - 1) * 3)
+
+
 def test_generated_function_interpreter_and_plain_numpy_agree():
     g = build()
     x = np.arange(6.0).reshape(2, 3)

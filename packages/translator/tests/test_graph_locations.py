@@ -87,6 +87,13 @@ def singular(m, idx):
     return inv + 1
 
 
+def multi_line(x, y):
+    s = (np.log(x)                    # @ml-first
+         - np.log(y)                  # @ml-second
+         + x / y)                     # @ml-third
+    return s * 2                      # @ml-return
+
+
 def fused(x):
     a = x * 2 - 2
     b = np.log(a)                     # @fused-log
@@ -274,6 +281,26 @@ def test_operations_on_one_line_are_still_written_as_one_expression(mods):
     main, _ = mods
     source = ft.explain(main.fused)(np.full(3, 3.0)).graphs[0].python_code()
     assert "(x * 2) - 2" in source  # numpy may reuse the temporary, as in plain Python
+
+
+def test_a_statement_on_several_lines_is_one_expression_with_each_warning_on_its_line(mods):
+    main, _ = mods
+    x, y = np.zeros(3), np.zeros(3)
+    opt = captured(main.multi_line, x + 1, y + 1)
+    plain = records(main.multi_line, x, y)
+    # the subtraction is reported where its expression starts, as CPython reports it
+    expect = [line(main, m) for m in ("ml-first", "ml-second", "ml-first", "ml-third")]
+    assert [r[1] for r in plain] == expect
+    assert records(opt, x, y) == plain
+    source = opt_source(main.multi_line, x + 1, y + 1)
+    body = [t.strip() for t in source.splitlines()[1:]]
+    # one statement for the sum (numpy reuses its temporaries), one for the line after it
+    assert len([t for t in body if " = " in t]) == 2, source
+    assert body[0].startswith("add = (") and body[-1].startswith("return "), source
+
+
+def opt_source(fn, *args):
+    return ft.explain(fn)(*args).graphs[0].python_code()
 
 
 # ------------------------------------------------------------------ inlined from another module

@@ -12,8 +12,9 @@ tracebacks see what they would in the plain function: its code is in the user's 
 and its globals carry the user's ``__name__`` (and share the module's
 ``__warningregistry__``). A node recorded inside an inlined call into another file is
 reported at that call's line in the graph's file (``Location.frame_lineno``); a node without
-a location, a ``del`` and the ``return`` keep the line before them. A node is written inside
-its user's expression only when both are on the same user line.
+a location, a ``del`` and the ``return`` keep the line before them. A single-use result is
+written inside its user's expression (numpy then reuses its memory, as in plain Python),
+across as many generated lines as the user's statement has.
 """
 
 from __future__ import annotations
@@ -303,7 +304,7 @@ def _statement(node: Node, names: _Names, where: _Where, line: Optional[int]) ->
         if target is operator.setitem and len(a) == 3:
             stmts = [(f"{params[0]}[{_index_text(a[1], names)}] = {params[2]}", line)]
             return stmts + ([(f"{var} = None", line)] if node.users else [])
-    return [(f"{var} = {_expression(node, names)}", line)]
+    return _spread(var, str(_expression(node, names)), line)
 
 
 def _foldable(node: Node) -> bool:
@@ -361,8 +362,9 @@ def _body_lines(graph: Graph, names: _Names, where: _Where) -> _Lines:
     lines: _Lines = []
     folded: set = set()
     pending: List[Node] = []  # foldable nodes not written yet, in graph order
-    text: Dict[Node, str] = {}
-    line: Dict[Node, Optional[int]] = {}  # the user's line of each expression, folded parts included
+    text: Dict[Node, str] = {}  # each pending expression, its folded parts marked (_mark)
+    start: Dict[Node, Optional[int]] = {}  # the user's line of each expression's first token
+    spans: Dict[Node, set] = {}  # every user line inside each expression
     # consecutive nodes under the same numpy.errstate settings are one ``with`` block; nothing
     # folds across its edge (an expression runs under the settings of the statement holding it)
     block: List[Any] = [None, 0]  # the open block's settings, and how many lines it has
@@ -377,7 +379,7 @@ def _body_lines(graph: Graph, names: _Names, where: _Where) -> _Lines:
 
     def flush(upto: int) -> None:
         for p in pending[:upto]:
-            write(p, [(f"{names.var(p)} = {text[p]}", line[p])])
+            write(p, _spread(names.var(p), text[p], start[p]))
         del pending[:upto]
 
     def open_block(settings: Any, at: Optional[int]) -> None:
@@ -395,32 +397,105 @@ def _body_lines(graph: Graph, names: _Names, where: _Where) -> _Lines:
         if settings != block[0]:
             flush(len(pending))
             open_block(settings, where(node))
-        uses = [n for n in node.inputs() if n in text and n in pending]
-        k = len(uses)
-        # one statement has one line: fold only what the user wrote on the same line (or
-        # nodes without a location)
-        on = {where(node)} | {line[p] for p in uses}
-        on.discard(None)
-        line[node] = where(node)
-        if k and _folds_into(node) and pending[len(pending) - k :] == uses and len(on) <= 1:
-            line[node] = next(iter(on), None)
-            flush(len(pending) - k)
-            for p in uses:  # the user's statement evaluates them in their original order
-                names._vars[p] = f"({text[p]})"
+        waiting = set(pending)
+        uses = [n for n in node.inputs() if n in waiting]
+        at = start[node] = where(node)
+        spans[node] = {at} - {None}
+        size = _fold_size(node, uses, pending, start, spans) if uses and _folds_into(node) else 0
+        tail = pending[len(pending) - size :] if size else []
+        # an expression that frees a named value is a statement of its own, followed by the
+        # ``del``: folded, it would keep that value alive through its user's operations
+        frees = any(v not in folded and v not in tail for v in dying.get(node, ()))
+        foldable = _foldable(node) and not frees
+        if size:
+            del pending[len(pending) - size :]
+            if not foldable:
+                flush(len(pending))
+            for p in tail:  # the user's statement evaluates them in their original order
+                names._vars[p] = f"{_mark(start[p])}({text[p]})"
                 folded.add(p)
+                spans[node] |= spans[p]
                 dying.setdefault(node, []).extend(dying.pop(p, []))
-            pending.clear()
-        else:
-            flush(len(pending))
-        if _foldable(node):
+            lead = _leading_operand(node)
+            if lead in tail and start[lead] is not None:
+                start[node] = start[lead]  # the operation is reported where its expression starts
+        elif uses or not foldable:
+            # what the node reads is written first; a pure expression it does not read can
+            # wait for its own user (a slice between two links of a chain of additions)
+            flush(len(pending) if not foldable else 1 + max(pending.index(u) for u in uses))
+        if foldable:
             expr = _expression(node, names)
             if expr is not None:
                 text[node] = expr
                 pending.append(node)
                 continue
-        write(node, _statement(node, names, where, line[node]))
+        write(node, _statement(node, names, where, start[node]))
     flush(len(pending))
     return lines
+
+
+# A folded expression is written on the user's lines of its parts: an operation is reported
+# at the line of its expression's first token (every CPython from 3.9 agrees), so each
+# folded operand starts on a line of its own, mapped to its user's line.
+_MARK, _END = "\x00", "\x01"  # never in generated text: repr() escapes both
+
+
+def _mark(line: Optional[int]) -> str:
+    """Where a folded operand's text starts: on a line mapped to ``line`` (None: anywhere)."""
+    return "" if line is None else f"{_MARK}{line}{_END}"
+
+
+def _spread(var: str, expr: str, at: Optional[int]) -> _Lines:
+    """``var = expr`` as generated lines: a new line wherever a marked part is on another user line."""
+    if _MARK not in expr:
+        return [(f"{var} = {expr}", at)]
+    out: List[List[Any]] = [["", at]]
+    for i, chunk in enumerate(expr.split(_MARK)):
+        if i:
+            number, chunk = chunk.split(_END, 1)
+            if int(number) != out[-1][1]:
+                out[-1][0] = out[-1][0].rstrip()
+                out.append(["    ", int(number)])
+        out[-1][0] += chunk
+    if len(out) == 1:
+        return [(f"{var} = {out[0][0]}", at)]
+    out[0][0] = f"{var} = ({out[0][0]}"  # a line break needs brackets around it
+    out[-1][0] += ")"
+    return [(t, line) for t, line in out]
+
+
+def _leading_operand(node: Node) -> Optional[Node]:
+    """The operand whose text starts the node's expression (``a`` in ``a + b``, ``a[i]``,
+    ``a.m()``); None where the operation's own token comes first (calls, ``-a``)."""
+    a = node.args
+    if not a or not isinstance(a[0], Node):
+        return None
+    if node.kind in (NodeKind.GETATTR, NodeKind.CALL_METHOD):
+        return a[0]
+    infix = node.target in BINARY_OPS or node.target is operator.getitem
+    return a[0] if node.kind is NodeKind.CALL and not node.kwargs and len(a) == 2 and infix else None
+
+
+def _fold_size(
+    node: Node, uses: List[Node], pending: List[Node], start: Dict[Node, Optional[int]], spans: Dict[Node, set]
+) -> int:
+    """How many of the last pending expressions fold into ``node``: all used by it, in the
+    order it evaluates them (so the folded code runs in the order of the statements), with
+    every operation still on its user's line."""
+    at = start[node]
+    lead = _leading_operand(node)
+    # where a method call or attribute is reported differs across versions on several lines
+    one_line = node.kind in (NodeKind.GETATTR, NodeKind.CALL_METHOD)
+    for size in range(min(len(uses), len(pending)), 0, -1):
+        tail = pending[len(pending) - size :]
+        if [u for u in uses if u in tail] != tail:
+            continue
+        if lead in tail and None not in (start[lead], at) and start[lead] != at:
+            continue
+        if one_line and len(set(spans[node]).union(*(spans[p] for p in tail))) > 1:
+            continue
+        return size
+    return 0
 
 
 def replace_call(lines: List[str], obj: Any, names: _Names, write: Callable[[str, str], List[str]]) -> None:
