@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import framehook.translator as ft
+from framehook.translator.conversion import convert_frame
 from framehook.translator.conversion import translation_cache as tc
 from framehook.translator.guards import portable
 
@@ -281,6 +282,21 @@ def test_a_frame_with_a_break_is_kept_with_its_resume_function(cache, capsys):
     b = np.arange(5.0) * 3
     result, counts, decisions = _fresh_process_call(breaking, b)
     assert decisions["origin"] == "loaded" and result == breaking(b)
+
+
+def test_a_kept_output_code_is_cleaned_once_when_translated_not_when_loaded(cache, monkeypatch, capsys):
+    # every output code taken as needing it (which ones do differs across versions)
+    cleaned = []
+    clean = convert_frame.transform_code_object
+    monkeypatch.setattr(convert_frame, "needs_cleaning", lambda code: True)
+    monkeypatch.setattr(convert_frame, "transform_code_object", lambda *a, **k: cleaned.append(a[0]) or clean(*a, **k))
+    a = np.arange(5.0)
+    first, counts, decisions = _fresh_process_call(breaking, a)
+    assert decisions["origin"] == "translated" and breaking.__code__.co_name in [c.co_name for c in cleaned]
+    del cleaned[:]
+    again, counts, decisions = _fresh_process_call(breaking, a)
+    assert decisions["origin"] == "loaded" and counts["hits"] == 2, counts
+    assert cleaned == [] and again == first == breaking(a)
 
 
 def test_side_effects_are_kept_and_replayed_on_the_new_frame(cache):

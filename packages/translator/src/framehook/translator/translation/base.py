@@ -86,8 +86,9 @@ class TranslationOutput:
     graphs: List[Any] = field(default_factory=list)
     compiled_fns: List[Callable[..., Any]] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
-    # set when ``code`` is exactly ``make_output_code(frame code, backend(graph), sources)``
-    # (or None, with no graph): (graph or None, sources), what another process rebuilds it from
+    # set when ``code`` is exactly ``make_output_code(frame code, backend(graph), sources)``,
+    # dead code removed (or None, with no graph): (graph or None, sources), what another
+    # process rebuilds it from
     portable: Optional[Tuple[Any, List[Any]]] = None
 
 
