@@ -22,6 +22,7 @@ from framehook.translator.graph import (
 )
 from framehook.translator.graph.ir import map_arg, target_name
 from framehook.translator.graph.meta import meta_of
+from framehook.translator.graph.pysource import MAX_FOLD_DEPTH
 
 
 def build():
@@ -109,6 +110,32 @@ def test_codegen_folds_a_chain_whose_operands_arrive_between_its_links():
     assert "    add_2 = ((x[:-2]) + (x[1:-1])) + (x[2:])\n" in src, src
     v = np.arange(6.0)
     np.testing.assert_array_equal(g.forward(v), v[:-2] + v[1:-1] + v[2:])
+
+
+def test_codegen_cuts_a_long_chain_of_folds_before_python_refuses_its_brackets():
+    # 300 links, each reading a fresh slice: folded whole, the expression would nest 600
+    # brackets deep (the tokenizer's limit is 200)
+    import operator
+
+    g = Graph("f")
+    x = g.placeholder("x")
+    acc = g.call(operator.mul, (x, 1.0))
+    for _ in range(300):
+        acc = g.call(np.sqrt, (g.call(operator.add, (acc, g.call(operator.getitem, (x, slice(None))))),))
+    g.output(acc)
+    src = python_code(g)
+    deepest = 0
+    for text in src.splitlines():
+        level = 0
+        for c in text:
+            level += (c in "([") - (c in ")]")
+            deepest = max(deepest, level)
+    assert MAX_FOLD_DEPTH < deepest < 200, src  # folded, and cut before the limit
+    v = np.arange(4.0)
+    expect = v * 1.0
+    for _ in range(300):
+        expect = np.sqrt(expect + v)
+    np.testing.assert_array_equal(g.forward(v), expect)
 
 
 def test_codegen_frees_a_named_value_before_the_next_operation():

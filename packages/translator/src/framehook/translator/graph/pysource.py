@@ -365,6 +365,7 @@ def _body_lines(graph: Graph, names: _Names, where: _Where) -> _Lines:
     text: Dict[Node, str] = {}  # each pending expression, its folded parts marked (_mark)
     start: Dict[Node, Optional[int]] = {}  # the user's line of each expression's first token
     spans: Dict[Node, set] = {}  # every user line inside each expression
+    depth: Dict[Node, int] = {}  # how many folds deep each pending expression is
     # consecutive nodes under the same numpy.errstate settings are one ``with`` block; nothing
     # folds across its edge (an expression runs under the settings of the statement holding it)
     block: List[Any] = [None, 0]  # the open block's settings, and how many lines it has
@@ -401,7 +402,7 @@ def _body_lines(graph: Graph, names: _Names, where: _Where) -> _Lines:
         uses = [n for n in node.inputs() if n in waiting]
         at = start[node] = where(node)
         spans[node] = {at} - {None}
-        size = _fold_size(node, uses, pending, start, spans) if uses and _folds_into(node) else 0
+        size = _fold_size(node, uses, pending, start, spans, depth) if uses and _folds_into(node) else 0
         tail = pending[len(pending) - size :] if size else []
         # an expression that frees a named value is a statement of its own, followed by the
         # ``del``: folded, it would keep that value alive through its user's operations
@@ -416,6 +417,7 @@ def _body_lines(graph: Graph, names: _Names, where: _Where) -> _Lines:
                 folded.add(p)
                 spans[node] |= spans[p]
                 dying.setdefault(node, []).extend(dying.pop(p, []))
+            depth[node] = 1 + max(depth.get(p, 0) for p in tail)
             lead = _leading_operand(node)
             if lead in tail and start[lead] is not None:
                 start[node] = start[lead]  # the operation is reported where its expression starts
@@ -476,19 +478,29 @@ def _leading_operand(node: Node) -> Optional[Node]:
     return a[0] if node.kind is NodeKind.CALL and not node.kwargs and len(a) == 2 and infix else None
 
 
+#: folds nested deeper than this are cut by a statement: each fold opens up to three
+#: brackets, and Python's tokenizer refuses more than 200 nested ones
+MAX_FOLD_DEPTH = 32
+
+
 def _fold_size(
-    node: Node, uses: List[Node], pending: List[Node], start: Dict[Node, Optional[int]], spans: Dict[Node, set]
+    node: Node,
+    uses: List[Node],
+    pending: List[Node],
+    start: Dict[Node, Optional[int]],
+    spans: Dict[Node, set],
+    depth: Dict[Node, int],
 ) -> int:
     """How many of the last pending expressions fold into ``node``: all used by it, in the
     order it evaluates them (so the folded code runs in the order of the statements), with
-    every operation still on its user's line."""
+    every operation still on its user's line, and not nested past ``MAX_FOLD_DEPTH``."""
     at = start[node]
     lead = _leading_operand(node)
     # where a method call or attribute is reported differs across versions on several lines
     one_line = node.kind in (NodeKind.GETATTR, NodeKind.CALL_METHOD)
     for size in range(min(len(uses), len(pending)), 0, -1):
         tail = pending[len(pending) - size :]
-        if [u for u in uses if u in tail] != tail:
+        if [u for u in uses if u in tail] != tail or max(depth.get(p, 0) for p in tail) >= MAX_FOLD_DEPTH:
             continue
         if lead in tail and None not in (start[lead], at) and start[lead] != at:
             continue
