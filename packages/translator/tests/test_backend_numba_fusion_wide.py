@@ -69,9 +69,10 @@ def _plain(fn: Callable[..., Any], args: Tuple[Any, ...]) -> Tuple[str, Any]:
             return "raise", e
 
 
-def _agree(got: Any, want: Any, sums: bool, spread: float = 0.0) -> None:
+def _agree(got: Any, want: Any, sums: bool, spread: float = 0.0, terms: Any = 0.0) -> None:
     """``spread``: how far the inputs' rounding may move a sum, in units of the result's
-    epsilon (its terms' count times the sum of their magnitudes)."""
+    epsilon (its terms' count times the sum of their magnitudes); ``terms``: per element, the
+    magnitudes an elementwise result adds up, a rounding of which may survive a cancellation."""
     got = got if isinstance(got, tuple) else (got,)
     want = want if isinstance(want, tuple) else (want,)
     assert len(got) == len(want)
@@ -85,14 +86,19 @@ def _agree(got: Any, want: Any, sums: bool, spread: float = 0.0) -> None:
             # integers wrap identically; elementwise floats, max/min, arg* are exact up to
             # the last bit of a libm call
             tol = 0.0 if w.dtype.kind == "i" else 4 * np.finfo(w.dtype).eps
-            np.testing.assert_allclose(g, w, rtol=tol, atol=0, equal_nan=True)
+            if np.ndim(terms) == 0:
+                np.testing.assert_allclose(g, w, rtol=tol, atol=tol * terms, equal_nan=True)
+            else:
+                close = np.isclose(g, w, rtol=tol, atol=tol * terms, equal_nan=True)
+                assert close.all(), (g[~close], w[~close], terms[~close])
         else:  # sums added in another order: within the rounding of the terms' magnitudes
             # (int64 terms near 2**63 lose a thousand in float64 before they are even added)
             atol = 1e-2 + np.finfo(w.dtype).eps * spread if w.dtype.kind == "f" else 1e-2
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=atol, equal_nan=True)
 
 
-def _check(kernel: Any, fn: Callable[..., Any], args: Tuple[Any, ...], sums: bool = False) -> None:
+def _check(kernel: Any, fn: Callable[..., Any], args: Tuple[Any, ...], sums: bool = False, terms: Any = None) -> None:
+    """``terms(*args)``: per element, the magnitudes ``fn`` adds (see ``_agree``)."""
     status, want = _plain(fn, args)
     before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     try:
@@ -110,7 +116,10 @@ def _check(kernel: Any, fn: Callable[..., Any], args: Tuple[Any, ...], sums: boo
             with np.errstate(all="ignore"):
                 magnitude = float(np.abs(a.astype(np.float64)).sum()) * a.size
             spread += magnitude if np.isfinite(magnitude) else 0.0
-    _agree(got, want, sums, spread)
+    if terms is not None:
+        with np.errstate(all="ignore"):
+            terms = np.nan_to_num(terms(*before), nan=0.0, posinf=0.0)
+    _agree(got, want, sums, spread, 0.0 if terms is None else terms)
 
 
 # ---------------------------------------------------------------- elementwise trees, stores
@@ -122,6 +131,13 @@ def _tree(a, b):
 
 def _ftree(a, b):
     return np.sqrt(np.abs(a) + 1.0) * 0.5 + np.exp(b / 1000.0) - a**2
+
+
+def _ftree_terms(a, b):
+    # a float32 result near 0.09 from terms near 1 keeps their last bit's rounding, which a
+    # fused loop may round otherwise (found by hypothesis: a=0.9921875, b=-1000)
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    return np.sqrt(np.abs(a) + 1.0) * 0.5 + np.exp(b / 1000.0) + a**2
 
 
 def _store(a, b):
@@ -357,7 +373,7 @@ def test_float_math_keeps_the_float_dtype(dtype):
     @PROPERTY
     @given(data=st.data(), shape=st.tuples(st.integers(0, 4), st.integers(1, 5)))
     def prop(data, shape):
-        _check(kernel, _ftree, (data.draw(_array(dtype, shape)), data.draw(_array(dtype, shape))))
+        _check(kernel, _ftree, (data.draw(_array(dtype, shape)), data.draw(_array(dtype, shape))), terms=_ftree_terms)
 
     prop()
 
