@@ -190,7 +190,7 @@ def test_kept_guard_parts_decide_a_hit_in_c_and_give_the_translated_check(cache,
     a, b = np.arange(6.0), np.ones(6)
     _, _, translated = _fresh_process_call(kernel, a, b, 3)
     _, entries = _entries(cache)
-    assert all(parts is not None for _, _, _, parts in entries)  # every guard has a C form
+    assert all(parts is not None and kept is not None for _, _, _, parts, kept in entries)  # all have a C form
 
     def not_built(*args):
         raise AssertionError("the guards were built again on the loading frame")
@@ -211,6 +211,102 @@ def test_kept_guard_parts_decide_a_hit_in_c_and_give_the_translated_check(cache,
     assert "def ___make_check_fn" in entry.check_fn.source
 
 
+def _loaded_entry(fn, *args):
+    """A new process's first call of ``fn`` (without reading its decisions, which would
+    restore the guards), and its one cache entry."""
+    from framehook.translator._runtime import runtime
+
+    ft.reset()
+    before = dict(tc.counts)
+    result = ft.optimize("eager")(fn)(*args)
+    (entry,) = runtime.cache_entries(fn.__code__)
+    return result, _delta(before), entry
+
+
+def test_a_loaded_entry_restores_its_guards_and_their_parts_only_when_asked(cache, monkeypatch):
+    a, b = np.arange(6.0), np.ones(6)
+    _, _, translated = _fresh_process_call(kernel, a, b, 3)
+    restored = []
+    rebuild, builder = tc.rebuild_guards, tc.restored_builder
+    monkeypatch.setattr(tc, "rebuild_guards", lambda rows: restored.append("guards") or rebuild(rows))
+    monkeypatch.setattr(tc, "restored_builder", lambda *a, **k: restored.append("parts") or builder(*a, **k))
+    result, counts, entry = _loaded_entry(kernel, a, b, 3)
+    assert counts["hits"] == 1 and result == kernel(a, b, 3)
+    assert restored == []  # the kept C checker alone decided the hit
+    assert entry.check_fn({"a": a, "b": b, "n": 3}) and not entry.check_fn({"a": a[::2], "b": b, "n": 3})
+    assert restored == []
+    reason = entry.check_fn.fail_reason({"a": a[::2], "b": b, "n": 3})
+    assert reason.startswith("NDARRAY_MATCH: L['a']"), reason
+    assert restored == ["guards", "parts"]  # once, on first use
+    assert entry.check_fn.code_parts == translated["guards"] and repr(entry.check_fn.guards).startswith("[")
+    assert [g.kind.name for g in entry.check_fn.guards].count("GLOBAL_STATE") == 1
+    assert len(entry.check_fn.code_part_guards) == len(entry.check_fn.code_parts)
+    assert entry.check_fn.fail_reasons({"a": a, "b": b, "n": 3}) == []
+    assert restored == ["guards", "parts"]
+
+
+def test_a_loaded_entry_whose_parts_cannot_be_restored_still_guards_its_code(cache):
+    a, b = np.arange(6.0), np.ones(6)
+    _fresh_process_call(kernel, a, b, 3)
+    name, entries = _entries(cache)
+    with open(cache / name, "wb") as f:  # the readable parts damaged, the kept checker intact
+        f.write(tc.MAGIC + pickle.dumps([e[:3] + (b"not a pickle", e[4]) for e in entries]))
+    result, counts, entry = _loaded_entry(kernel, a, b, 3)
+    assert counts["hits"] == 1 and result == kernel(a, b, 3)
+    f32 = a.astype(np.float32)
+    assert entry.check_fn.fail_reason({"a": a, "b": b, "n": 3}) is None
+    reason = entry.check_fn.fail_reason({"a": f32, "b": b, "n": 3})
+    assert "loaded from the cache failed" in reason and "could not be restored" in reason
+    assert list(entry.check_fn.code_parts) == []
+    opt = ft.optimize("eager")(kernel)  # the failing guard recompiles, correctly
+    assert opt(f32, b, 3) == kernel(f32, b, 3)
+    assert ft.last_decisions(kernel)["origin"] == "translated"
+
+
+def test_optimize_reads_the_kept_translations_before_the_first_call(cache, monkeypatch):
+    a, b = np.arange(6.0), np.ones(6)
+    _fresh_process_call(kernel, a, b, 3)
+    name, _ = _entries(cache)
+    reads = []
+    read = tc._read
+    monkeypatch.setattr(tc, "_read", lambda path: reads.append(path) or read(path))
+    ft.reset()
+    opt = ft.optimize("eager")(kernel)
+    assert len(reads) == 1  # when wrapped
+    before = dict(tc.counts)
+    assert opt(a, b, 3) == kernel(a, b, 3)
+    assert len(reads) == 1 and _delta(before)["hits"] == 1  # the call read nothing
+    # a file that changed after it was read ahead is read again
+    ft.reset()
+    opt = ft.optimize("eager")(kernel)
+    st = os.stat(cache / name)
+    os.utime(cache / name, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    before = dict(tc.counts)
+    assert opt(a, b, 3) == kernel(a, b, 3)
+    assert len(reads) == 3 and _delta(before)["hits"] == 1
+
+
+def test_reading_ahead_imports_no_module(monkeypatch):
+    import colorsys
+
+    kept = {
+        "module": tc._dumps(colorsys),
+        "object": tc._dumps(colorsys.rgb_to_hsv),
+        "function": tc._dumps(helper),
+    }
+    assert tc._loads(kept["module"], imports=False) is colorsys
+    monkeypatch.delitem(sys.modules, "colorsys")
+    for what in ("module", "object"):
+        with pytest.raises(portable.NotPortable, match="colorsys is not imported yet"):
+            tc._loads(kept[what], imports=False)
+        assert "colorsys" not in sys.modules, what
+    assert tc._loads(kept["object"]) is sys.modules["colorsys"].rgb_to_hsv  # in the call: imported
+    assert tc._loads(kept["function"], imports=False) is helper  # its module is imported
+    monkeypatch.delitem(sys.modules, __name__)
+    with pytest.raises(portable.NotPortable, match="is not imported yet"):
+        tc._loads(kept["function"], imports=False)
+
+
 def test_kept_guard_parts_miss_on_a_failing_guard_or_another_global_state(cache):
     a, b = np.arange(6.0), np.ones(6)
     _fresh_process_call(kernel, a, b, 3)
@@ -228,7 +324,7 @@ def test_an_entry_without_kept_parts_is_matched_by_its_expectations(cache):
     _fresh_process_call(kernel, a, b, 3)
     name, entries = _entries(cache)
     with open(cache / name, "wb") as f:  # as kept for guards with no C form
-        f.write(tc.MAGIC + pickle.dumps([e[:3] + (None,) for e in entries]))
+        f.write(tc.MAGIC + pickle.dumps([e[:3] + (None, None) for e in entries]))
     result, counts, decisions = _fresh_process_call(kernel, a, b, 3)
     assert counts["hits"] == 1 and decisions["origin"] == "loaded" and result == kernel(a, b, 3)
     _, counts, _ = _fresh_process_call(kernel, a.astype(np.int32), b, 3)
@@ -461,6 +557,48 @@ def test_a_new_process_finds_the_translation_and_an_edited_helper_misses(tmp_pat
     module.write_text(textwrap.dedent(_MODULE.format(offset=2.5, op="-")))
     fourth = _run(tmp_path)
     assert fourth["origin"] == "loaded" and fourth["out"] == fourth["plain"] != third["out"]
+
+
+_DECORATED = """
+import numpy as np
+import framehook.translator as ft
+@ft.optimize("eager")
+def kernel(x, y):
+    return np.sum(later(x) * y)
+def later(x):  # defined after the function is wrapped, when its translations are read
+    return x + 1.5
+"""
+
+_DECORATED_SCRIPT = """
+import json
+import numpy as np
+import framehook.translator as ft
+from framehook.translator.conversion import translation_cache as tc
+import decorated
+x, y = np.arange(8.0), np.linspace(0, 1, 8)
+out = decorated.kernel(x, y)
+print(json.dumps({"out": float(out), "plain": float(np.sum((x + 1.5) * y)), "counts": tc.counts,
+                  "origin": ft.last_decisions(decorated.kernel)["origin"]}))
+"""
+
+
+def test_a_function_wrapped_before_its_helper_is_defined_loads_in_a_new_process(tmp_path):
+    (tmp_path / "decorated.py").write_text(_DECORATED)
+    env = dict(
+        os.environ,
+        FRAMEHOOK_TRANSLATION_CACHE_DIR=str(tmp_path / "cache"),
+        PYTHONPATH=os.pathsep.join([str(tmp_path)] + [p for p in sys.path if p]),
+        PYTHONDONTWRITEBYTECODE="1",
+    )
+    runs = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", _DECORATED_SCRIPT], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr
+        runs.append(_last_json(done.stdout))
+    assert [r["origin"] for r in runs] == ["translated", "loaded"], runs
+    assert runs[1]["counts"]["hits"] == 1 and runs[1]["out"] == runs[1]["plain"] == runs[0]["out"]
 
 
 def test_a_new_process_loads_a_frame_with_a_break_and_its_resume_function(tmp_path):

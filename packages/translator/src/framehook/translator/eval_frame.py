@@ -104,6 +104,16 @@ class OptimizeContext(_Context):
 
     def __init__(self, callback: ConvertFrame) -> None:
         super().__init__(callback)
+        self._convert = callback
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        wrapper = super().__call__(*args, **kwargs)
+        fn = innermost_fn(args[0])
+        code = getattr(fn, "__code__", None)
+        if isinstance(code, types.CodeType):  # what its first call would do, done now
+            f_globals = getattr(fn, "__globals__", None)
+            self._convert.prepare_code(code, f_globals if type(f_globals) is dict else None)
+        return wrapper
 
     def _misuse(self, args: tuple, kwargs: dict) -> str:
         backend = getattr(self.callback, "compiler_fn", None)

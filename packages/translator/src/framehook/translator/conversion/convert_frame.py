@@ -311,6 +311,16 @@ class ConvertFrame:
         if callable(prepare):
             prepare()
 
+    def prepare_code(self, code: types.CodeType, f_globals: Optional[Dict[str, Any]] = None) -> None:
+        """What ``optimize`` does for a function it wraps, so that its first call does not:
+        the verdict on its file, its key in the translation cache, and the translations kept
+        under that key read (resolving symlinks, hashing the code, reading and decoding took
+        0.1 ms each of a warm first call). ``f_globals``: the function's globals."""
+        skip_reason(code.co_filename)
+        key = self._disk_key(code, {})
+        if key is not None and f_globals is not None:
+            translation_cache.read_ahead(key, f_globals)
+
     def __repr__(self) -> str:
         return f"ConvertFrame(backend={backend_name(self.compiler_fn)!r}, strict={self.strict})"
 
@@ -430,7 +440,7 @@ class ConvertFrame:
         found = translation_cache.lookup(key, frame.f_locals, frame.f_globals)
         if found is None:
             return None
-        guards, graph, sources, (template, constants), built = found
+        graph, sources, template = found.graph, found.sources, found.template
         compiled: Any = None
         if graph is not None:
             graph.bind_globals(frame.f_globals)
@@ -444,13 +454,18 @@ class ConvertFrame:
         if template is None:  # the original code, under the guards
             out = TranslationOutput(code=None)
         else:
-            new_code = translation_cache.output_code(template, compiled, constants)
+            new_code = translation_cache.output_code(template, compiled, found.constants)
             out = TranslationOutput(
                 code=new_code,
                 graphs=[graph] if graph is not None else [],
                 compiled_fns=[compiled] if compiled is not None else [],
             )
-        return self._guarded(frame, out, set(guards), compile_id, [], recompile_reasons, origin="loaded", built=built)
+        if found.check_fn is not None:  # the kept C checker (the translation's guards, global state's included)
+            return self._entry(frame, out, found.check_fn, compile_id, [], recompile_reasons, "loaded")
+        assert found.guards is not None
+        return self._guarded(
+            frame, out, set(found.guards), compile_id, [], recompile_reasons, origin="loaded", built=found.builder
+        )
 
     def _compile(
         self,
@@ -534,9 +549,31 @@ class ConvertFrame:
         origin: str = "translated",
         built: Any = None,
     ) -> Any:
-        """The cache entry for a translation's output: its code (cleaned already: ``_cleaned``;
-        through the bytecode hooks) and the check function of its guards (``guards`` gains
-        the global-state guard)."""
+        """The cache entry for a translation's output (``_entry``) guarded by the check
+        function of its guards (``guards`` gains the global-state guard)."""
+        if config.guard_global_state:
+            guards.add(GlobalStateSource().make_guard(GuardKind.GLOBAL_STATE))
+        if self.hooks.guard_filter_fn is not None:
+            kept = filter_guards(self.hooks.guard_filter_fn, guards)
+            guards.clear()
+            guards.update(kept)
+        check_fn = build_check_fn(
+            guards, frame.f_locals, frame.f_globals, guard_export_fn=self.hooks.guard_export_fn, built=built
+        )
+        return self._entry(frame, out, check_fn, compile_id, restart_reasons, recompile_reasons, origin)
+
+    def _entry(
+        self,
+        frame: FrameInfo,
+        out: TranslationOutput,
+        check_fn: Any,
+        compile_id: CompileId,
+        restart_reasons: List[str],
+        recompile_reasons: List[str],
+        origin: str,
+    ) -> Any:
+        """The cache entry: the output code (cleaned already: ``_cleaned``; through the
+        bytecode hooks) under ``check_fn``, and what debugging and explain() read back."""
         code = frame.code
         new_code = out.code if out.code is not None else code
         for hook in list(_bytecode_hooks.values()):
@@ -551,15 +588,6 @@ class ConvertFrame:
                 _dis_text(code),
                 _dis_text(new_code),
             )
-        if config.guard_global_state:
-            guards.add(GlobalStateSource().make_guard(GuardKind.GLOBAL_STATE))
-        if self.hooks.guard_filter_fn is not None:
-            kept = filter_guards(self.hooks.guard_filter_fn, guards)
-            guards.clear()
-            guards.update(kept)
-        check_fn = build_check_fn(
-            guards, frame.f_locals, frame.f_globals, guard_export_fn=self.hooks.guard_export_fn, built=built
-        )
         # what debug.dump and export() read back from the cache entry
         for attr, value in (
             ("compile_id", str(compile_id)),
@@ -575,14 +603,16 @@ class ConvertFrame:
         output_codes.add(new_code)
         _decisions[code] = {
             "compile_id": str(compile_id),
-            "guards": check_fn.code_parts,  # type: ignore[attr-defined] # written when read
+            "guards": check_fn.code_parts,  # written when read
             "graphs": [repr(g) for g in out.graphs],
             "restarts": restart_reasons,
             "recompile_reasons": recompile_reasons,
             "backend": backend_name(self.compiler_fn),
             "origin": origin,
         }
-        log.info("%s %s [%s] with %d guards", origin, _code_location(code), compile_id, len(guards))
+        if log.isEnabledFor(logging.INFO):
+            guards = check_fn.guards
+            log.info("%s %s [%s] with %d guards", origin, _code_location(code), compile_id, len(guards))
         return runtime.GuardedCode(new_code, check_fn)
 
 

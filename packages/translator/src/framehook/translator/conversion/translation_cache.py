@@ -19,9 +19,16 @@ an edited checkout misses), the backend, the translator, strictness, ``dynamic``
 setting. An entry holds its guards, what they expected of the frame that was translated
 (``guards/portable.py``: types, functions and modules by import name, a function with the
 digest of its code, so an edited helper misses), the pickled graph and, when every guard
-has a C form, the guard builder's parts: a later process restores them and asks the
-runtime's C checker whether they hold on its frame (10-20 us, where building the guards on
-the frame to compare expectations takes 0.3 ms), and that checker guards the entry.
+has a C form, the guard builder's parts and the runtime's C checker as data (its guard
+list). A later process makes that checker straight from its guard list and asks it whether
+the guards hold on its frame (where building the guards on the frame to compare
+expectations takes 0.3 ms); the checker then guards the entry, and the guards and their
+readable parts are restored only when something asks for them (a failing guard's reason,
+``explain()``, ``last_decisions``).
+
+``optimize`` reads the file of the function it wraps ahead of its first call
+(``read_ahead``) and decodes what it can without importing a module (the user's module
+may still be importing); the first call uses that unless the file changed in between.
 
 The directory is read with pickle, as numba's cache and Python's ``__pycache__`` are
 trusted: it must belong to the user and must not be writable by others, or it is refused
@@ -45,7 +52,7 @@ import sys
 import threading
 import types
 import warnings
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
 
 import numpy as np
 
@@ -62,18 +69,32 @@ from ..guards.portable import (
     expectations_built,
     portable_guards,
     rebuild_guards,
+    kept_checker,
     ref,
     resolve,
     restored_builder,
+    restored_checker,
     versioned_module,
 )
+from ..guards import builder as guard_builder
 
-__all__ = ["TranslationCacheWarning", "active", "prepare", "cache_key", "lookup", "save", "counts", "output_code"]
+__all__ = [
+    "TranslationCacheWarning",
+    "Loaded",
+    "active",
+    "prepare",
+    "cache_key",
+    "lookup",
+    "read_ahead",
+    "save",
+    "counts",
+    "output_code",
+]
 
 log = fh_logging.get_logger("translator")
 
 #: the first bytes of every file the cache writes
-MAGIC = b"framehook-translations 3\n"
+MAGIC = b"framehook-translations 4\n"
 
 #: what happened, for tests and debugging: hits, misses, saved, not_portable
 counts: Dict[str, int] = {"hits": 0, "misses": 0, "saved": 0, "not_portable": 0}
@@ -131,9 +152,11 @@ def _usable_dir() -> Optional[str]:
 
 
 def prepare() -> None:
-    """Check the directory and compute the build fingerprint now (once per process)."""
+    """Check the directory, compute the build fingerprint and write the settings now (once
+    per process)."""
     if _usable_dir() is not None:
         _build_fingerprint()
+        _settings_text()
 
 
 def active() -> bool:
@@ -169,6 +192,24 @@ def _build_fingerprint() -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
+#: (the settings' values, copied, and their text): the text is 25 us of a first call to write
+_settings_seen: Tuple[Optional[Dict[str, Any]], str] = (None, "")
+
+
+def _settings_text() -> str:
+    """Every setting but the directory, as text; written again only when a value changed
+    (compared with a copy, so that a list changed in place counts)."""
+    global _settings_seen
+    values = config.to_dict()
+    del values["translation_cache_dir"]
+    seen, text = _settings_seen
+    if values != seen:
+        text = repr(sorted(values.items()))
+        copied = {k: (type(v)(v) if type(v) in (list, dict, set) else v) for k, v in values.items()}
+        _settings_seen = (copied, text)
+    return text
+
+
 def cache_key(code: types.CodeType, compiler_fn: Any, translator: Any, strict: bool, dynamic: Any) -> Optional[str]:
     """The file name for ``code``'s translations with this callback, or None when the
     callback's backend is not a registered one (a user's function may change between runs)."""
@@ -178,9 +219,16 @@ def cache_key(code: types.CodeType, compiler_fn: Any, translator: Any, strict: b
             return None
     except Exception:  # an unavailable backend: nothing to key on
         return None
-    settings = repr(sorted((k, v) for k, v in config.to_dict().items() if k != "translation_cache_dir"))
+    settings = _settings_text()
     if " at 0x" in settings:  # a setting holding an object whose repr is its address
         return None
+    return _key(code, name, translator, strict, dynamic, settings)
+
+
+@functools.lru_cache(maxsize=256)
+def _key(code: types.CodeType, name: str, translator: Any, strict: bool, dynamic: Any, settings: str) -> str:
+    """``cache_key``'s digest, kept: ``optimize`` computes it for the function it wraps, so
+    that its first call does not (0.1 ms)."""
     who = f"{getattr(translator, '__module__', '?')}.{getattr(translator, '__qualname__', repr(translator))}"
     text = repr((code_fingerprint(code), _build_fingerprint(), name, who, strict, repr(dynamic), settings))
     return hashlib.sha256(text.encode()).hexdigest()[:40]
@@ -228,14 +276,41 @@ class _Pickler(pickle.Pickler):
 
 
 class _Unpickler(pickle.Unpickler):
-    def __init__(self, file: Any, f_globals: Optional[Dict[str, Any]]) -> None:
+    """``imports=False``: refuses (NotPortable) what would import a module not imported yet,
+    for reading ahead while the user's modules are still being imported."""
+
+    def __init__(self, file: Any, f_globals: Optional[Dict[str, Any]], imports: bool = True) -> None:
         super().__init__(file)
         self._globals = f_globals
+        self._imports = imports
 
     def persistent_load(self, pid: Any) -> Any:
         if pid != "globals" or self._globals is None:
             raise pickle.UnpicklingError(f"unknown persistent id {pid!r}")
         return self._globals
+
+    def find_class(self, module: str, name: str) -> Any:
+        if not self._imports:
+            if module not in sys.modules:
+                raise NotPortable(f"module {module} is not imported yet")
+            if (module, name) == ("importlib", "import_module"):
+                return _imported_module
+            if name == "resolve" and module == resolve.__module__:
+                return _resolve_imported
+        return super().find_class(module, name)
+
+
+def _imported_module(name: str) -> Any:
+    module = sys.modules.get(name)
+    if module is None:
+        raise NotPortable(f"module {name} is not imported yet")
+    return module
+
+
+def _resolve_imported(reference: Tuple[Any, ...]) -> Any:
+    if reference[1] not in sys.modules:
+        raise NotPortable(f"module {reference[1]} is not imported yet")
+    return resolve(reference)
 
 
 def _resume_state(code: types.CodeType) -> Optional[Tuple[int, Optional[int]]]:
@@ -267,19 +342,21 @@ def _dumps(obj: Any, f_globals: Optional[Dict[str, Any]] = None) -> bytes:
     return buf.getvalue()
 
 
-def _loads(data: bytes, f_globals: Optional[Dict[str, Any]] = None) -> Any:
-    return _Unpickler(io.BytesIO(data), f_globals).load()  # noqa: S301 - the user's own directory (checked)
+def _loads(data: bytes, f_globals: Optional[Dict[str, Any]] = None, imports: bool = True) -> Any:
+    return _Unpickler(io.BytesIO(data), f_globals, imports).load()  # noqa: S301 - the user's own directory (checked)
 
 
-def _parts(builder: Any, f_globals: Dict[str, Any]) -> Optional[bytes]:
-    """The builder's parts pickled for ``_holding``, or None when they have no kept form (the
-    entry is then matched by its expectations alone)."""
+def _pickled_form(make: Any, builder: Any, f_globals: Dict[str, Any]) -> Optional[bytes]:
+    """``make(builder)`` pickled, or None when it is None or has no kept form: the guard
+    parts (``checker_form``, for ``_holding``; without them the entry is matched by its
+    expectations) and the C checker (``kept_checker``, for ``_kept_check``; without it, by
+    its parts)."""
     try:
-        form = checker_form(builder)
+        form = make(builder)
         return None if form is None else _dumps(form, f_globals)
     except _NOT_KEPT as e:
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("guard parts not kept: %s", e)
+            log.debug("%s not kept: %s", make.__name__, e)
         return None
 
 
@@ -287,7 +364,7 @@ def _path(directory: str, key: str) -> str:
     return os.path.join(directory, key + ".fht")
 
 
-def _read(path: str) -> Optional[List[Tuple[bytes, Any, bytes, Optional[bytes]]]]:
+def _read(path: str) -> Optional[List[Tuple[bytes, Any, bytes, Optional[bytes], Optional[bytes]]]]:
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -300,7 +377,7 @@ def _read(path: str) -> Optional[List[Tuple[bytes, Any, bytes, Optional[bytes]]]
         if not data.startswith(MAGIC):
             raise ValueError("not a framehook translation file")
         entries = pickle.loads(data[len(MAGIC) :])  # noqa: S301 - the directory is the user's own (checked)
-        if type(entries) is not list or not all(type(e) is tuple and len(e) == 4 for e in entries):
+        if type(entries) is not list or not all(type(e) is tuple and len(e) == 5 for e in entries):
             raise ValueError("unexpected content")
     except Exception as e:  # anything in a corrupt file
         _warn_once("corrupt", f"{path} is corrupt ({type(e).__name__}: {e})")
@@ -314,19 +391,105 @@ def output_code(template: bytes, compiled: Any, constants: List[Any]) -> types.C
     return portable_code.fill(template, compiled, constants)
 
 
-def lookup(
-    key: str, f_locals: Dict[str, Any], f_globals: Dict[str, Any]
-) -> Optional[Tuple[List[Guard], Any, List[Any], Tuple[Optional[bytes], List[Any]], Any]]:
-    """(guards, graph or None, sources, (output code template or None, its constants),
-    the guard builder that checked them) of an entry whose guards hold on this frame, or None."""
+class Loaded(NamedTuple):
+    """A kept translation whose guards hold on the loading frame."""
+
+    graph: Any  # or None
+    sources: List[Any]
+    template: Optional[bytes]  # the output code's, or None: the original code runs
+    constants: List[Any]
+    #: the check function of its guards, with their readable parts made on first use, when
+    #: its C checker was kept; else None, and the guards with the builder that checked them
+    check_fn: Any
+    guards: Optional[List[Guard]]
+    builder: Any
+
+
+class _Ahead(NamedTuple):
+    """A key's file read before the first call that needs it (``read_ahead``)."""
+
+    stat: Tuple[int, int, int]  # the file's, when read
+    entries: List[Tuple[bytes, Any, bytes, Optional[bytes], Optional[bytes]]]
+    f_globals: Dict[str, Any]  # what the decoded objects were made for
+    kept: Dict[int, Any]  # entry index -> its kept C checker, made (``_kept_check``)
+    payloads: Dict[int, Any]  # entry index -> (graph, sources, template, constants), decoded
+
+
+#: key -> its file read ahead, taken by the key's first lookup
+_ahead: Dict[str, _Ahead] = {}
+
+
+def _stat_id(st: os.stat_result) -> Tuple[int, int, int]:
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def read_ahead(key: str, f_globals: Dict[str, Any]) -> None:
+    """Read ``key``'s file now and decode its entries' C checkers and payloads, where that
+    imports no module (``optimize`` does it for the function it wraps, while its module may
+    still be importing): the first call then checks the guards and makes the cache entry,
+    unless the file changed meanwhile (its identity, size and mtime are compared), in which
+    case it reads the file again. What cannot be decoded yet is decoded in the call."""
+    directory = _usable_dir()
+    if directory is None:
+        return
+    path = _path(directory, key)
+    try:
+        st = os.stat(path)  # before reading: a file replaced in between is read again later
+    except OSError:
+        return
+    entries = _read(path)
+    if not entries:
+        return
+    kept: Dict[int, Any] = {}
+    payloads: Dict[int, Any] = {}
+    for i, (rows, _, payload, parts, checker) in enumerate(entries):
+        if checker is None or parts is None:
+            continue
+        try:
+            check_fn = _kept_check(_loads(checker, f_globals, imports=False), rows, parts, f_globals)
+            if check_fn is not None:  # else another global state now: compared again in the call
+                payloads[i] = _loads(payload, f_globals, imports=False)
+                kept[i] = check_fn
+        except Exception:  # noqa: BLE001 - not yet (a module still importing), or corrupt: the call tells
+            continue
+    with _lock:
+        _ahead[key] = _Ahead(_stat_id(st), entries, f_globals, kept, payloads)
+
+
+def _taken_ahead(key: str, path: str, f_globals: Dict[str, Any]) -> Optional[_Ahead]:
+    with _lock:
+        ahead = _ahead.pop(key, None)
+    if ahead is None or ahead.f_globals is not f_globals:
+        return None
+    try:
+        if _stat_id(os.stat(path)) != ahead.stat:
+            return None
+    except OSError:
+        return None
+    return ahead
+
+
+def lookup(key: str, f_locals: Dict[str, Any], f_globals: Dict[str, Any]) -> Optional[Loaded]:
+    """The newest entry of ``key`` whose guards hold on this frame, or None."""
     directory = _usable_dir()
     if directory is None:
         return None
-    entries = _read(_path(directory, key)) or []
-    for rows, expected, payload, parts in reversed(entries):  # the newest first
+    path = _path(directory, key)
+    ahead = _taken_ahead(key, path, f_globals) if _ahead else None
+    entries = ahead.entries if ahead is not None else (_read(path) or [])
+    for i in range(len(entries) - 1, -1, -1):  # the newest first
+        rows, expected, payload, parts, kept = entries[i]
+        guards: Optional[List[Guard]] = None
+        check_fn: Any = None
         try:
-            guards = rebuild_guards(pickle.loads(rows))  # noqa: S301
-            builder = _holding(parts, guards, f_locals, f_globals) if parts is not None else None
+            if kept is not None and parts is not None and guard_builder.USE_C_CHECKER:
+                check_fn = ahead.kept.get(i) if ahead is not None else None
+                if check_fn is None:
+                    check_fn = _kept_check(_loads(kept, f_globals), rows, parts, f_globals)
+                builder = None if check_fn is not None and _holds(check_fn, f_locals) else False
+            else:
+                guards = rebuild_guards(pickle.loads(rows))  # noqa: S301
+                builder = _holding(parts, guards, f_locals, f_globals) if parts is not None else None
         except NotPortable:  # a function a guard names changed since
             continue
         except Exception as e:
@@ -334,7 +497,7 @@ def lookup(
             continue
         if builder is False:
             continue
-        if builder is None:  # compare what the guards expect, built on this frame
+        if builder is None and guards is not None:  # compare what the guards expect, built on this frame
             try:
                 found, builder = expectations_built(guards, f_locals, f_globals)
                 if found != expected:
@@ -342,18 +505,45 @@ def lookup(
             except Exception:  # a guard that cannot even be evaluated here does not hold
                 continue
         try:
-            graph, sources, template, constants = _loads(
-                payload, f_globals
-            )  # resolves functions, checking their digest
+            decoded = ahead.payloads.get(i) if ahead is not None else None
+            # resolves functions, checking their digest
+            graph, sources, template, constants = decoded or _loads(payload, f_globals)
         except NotPortable:  # a function it calls changed since
             continue
         except Exception as e:
             _warn_once("corrupt", f"an entry of {_path(directory, key)} is corrupt ({type(e).__name__}: {e})")
             continue
         counts["hits"] += 1
-        return guards, graph, list(sources), (template, constants), builder
+        return Loaded(graph, list(sources), template, constants, check_fn, guards, builder)
     counts["misses"] += 1
     return None
+
+
+def _kept_check(form: Any, rows: bytes, parts: bytes, f_globals: Dict[str, Any]) -> Any:
+    """The check function of an entry's kept C checker (``form``, decoded), made straight
+    from its kept guard list (the guards and their parts are restored only when something
+    asks for them, see ``kept_check_fn``); None when the global state is not the one it
+    was kept under."""
+    held = restored_checker(form, f_globals)
+    if held is None:
+        return None
+
+    def restore() -> Any:
+        guards = rebuild_guards(pickle.loads(rows))  # noqa: S301
+        # built on no frame's locals: a check function must not keep the first call's arrays alive
+        builder = restored_builder(_loads(parts, f_globals), guards, {}, f_globals, held=held)
+        if builder is None:  # pragma: no cover - the same global state was just compared
+            raise NotPortable("the global state changed")
+        return builder
+
+    return guard_builder.kept_check_fn(held.checker, held.specs, held.source, restore)
+
+
+def _holds(check_fn: Any, f_locals: Dict[str, Any]) -> bool:
+    try:
+        return bool(check_fn(f_locals))
+    except Exception:  # a guard that cannot be evaluated here does not hold
+        return False
 
 
 def _holding(parts: bytes, guards: List[Guard], f_locals: Dict[str, Any], f_globals: Dict[str, Any]) -> Any:
@@ -382,7 +572,8 @@ def save(key: str, guards: Set[Guard], out: Any, f_locals: Dict[str, Any], f_glo
     try:
         expected, builder = expectations_built(guards, f_locals, f_globals)
         rows = _dumps(portable_guards(builder.built_guards))  # in the order the parts refer to
-        parts = _parts(builder, f_globals)
+        parts = _pickled_form(checker_form, builder, f_globals)
+        kept = _pickled_form(kept_checker, builder, f_globals) if parts is not None else None
         graph, sources = out.portable
         template, constants = None, []
         if out.code is not None:
@@ -396,7 +587,7 @@ def save(key: str, guards: Set[Guard], out: Any, f_locals: Dict[str, Any], f_glo
         return False
     path = _path(directory, key)
     entries = [e for e in (_read(path) or []) if e[1] != expected]
-    entries.append((rows, expected, payload, parts))
+    entries.append((rows, expected, payload, parts, kept))
     entries = entries[-config.cache_size_limit :]
     tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:

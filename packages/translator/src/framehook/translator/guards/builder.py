@@ -28,6 +28,7 @@ import builtins
 import itertools
 import logging
 import math
+import threading
 import weakref
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
@@ -39,7 +40,7 @@ from .c_form import COVERED as _COVERED
 from .c_form import c_guards as _c_guards
 from .c_form import source_path
 from .model import GlobalStateSource, Guard, GuardKind
-from .readable import ReadableParts, second_name, short_repr, type_name
+from .readable import Deferred, ReadableParts, second_name, short_repr, type_name
 from .sources import (
     ChainedSource,
     Source,
@@ -56,6 +57,8 @@ __all__ = [
     "type_name",
     "make_global_state_check",
     "c_checker_kinds",
+    "c_checker_of",
+    "kept_check_fn",
     "source_path",
 ]
 
@@ -158,6 +161,16 @@ def make_global_state_check() -> Callable[[], bool]:
     return check_global_state
 
 
+def c_checker_of(specs: List[Tuple[Any, ...]], f_globals: Any) -> Any:
+    """The runtime's ``GuardChecker`` of a guard list, or None when it refuses it (globals
+    that are not a dict, say: the Python form copes)."""
+    try:
+        return _GuardChecker(specs, f_globals if isinstance(f_globals, dict) else None, ndarray_type=np.ndarray)
+    except (TypeError, ValueError) as e:
+        guards_log.debug("guards compiled to Python, not the C checker: %s", e)
+        return None
+
+
 def global_state_c_spec(check: Callable[[], bool]) -> Tuple[Any, ...]:
     """The C checker's op for a ``make_global_state_check`` closure (an op, not an opcode)."""
     fast = check.fast_path  # type: ignore[attr-defined]
@@ -234,13 +247,15 @@ class GuardBuilder:
             found = _c_guards(self.parts) if _GuardChecker is not None else None
             form: Any = False
             if found is not None:
-                f_globals = self.f_globals if isinstance(self.f_globals, dict) else None
-                try:
-                    form = (_GuardChecker(found[0], f_globals, ndarray_type=np.ndarray), found[0], found[1])
-                except (TypeError, ValueError) as e:  # e.g. globals that are not a dict: Python copes
-                    guards_log.debug("guards compiled to Python, not the C checker: %s", e)
+                checker = c_checker_of(found[0], self.f_globals)
+                if checker is not None:
+                    form = (checker, found[0], found[1])
             self._c_form = form
         return self._c_form or None
+
+    def take_c_checker(self, checker: Any, specs: List[Tuple[Any, ...]], starts: List[int]) -> None:
+        """Use ``checker``, made of these very parts already (a kept translation's), as ``c_checker``."""
+        self._c_form = (checker, specs, starts)
 
     def build(self, guard: Guard) -> None:
         """Add the code parts of ``guard``."""
@@ -656,6 +671,51 @@ def build_check_fn(
     if guard_export_fn is not None:
         guard_export_fn(ordered)
     return check_fn
+
+
+def kept_check_fn(
+    checker: Any, specs: List[Tuple[Any, ...]], source: str, restore: Callable[[], "GuardBuilder"]
+) -> CheckFn:
+    """A kept translation's C ``checker`` as its entry's check function, with what
+    ``build_check_fn`` gives a check function made on first use from ``restore()`` (the
+    builder of its guards, whose ``c_checker`` is ``checker``): a loaded entry's first call
+    needs its guards checked, not their readable parts, and most entries never fail a guard.
+    A builder that cannot be restored (a function its guards name was edited since) leaves
+    failures described as the C checker's alone."""
+    done: List[Any] = []
+    lock = threading.Lock()  # another thread asking meanwhile waits for the attributes
+
+    def full() -> Any:
+        with lock:
+            if not done:
+                done.append(True)
+                try:
+                    builder = restore()
+                except Exception as e:  # noqa: BLE001 - the guards still check; only their words are lost
+                    _without_parts(checker, f"its guards could not be restored: {type(e).__name__}: {e}")
+                else:  # sets every attribute on ``checker`` (the builder's C checker) anew
+                    build_check_fn(builder.built_guards, builder.f_locals, builder.f_globals, use_c=True, built=builder)
+        return checker
+
+    checker.fail_reason = lambda f_locals: full().fail_reason(f_locals)
+    checker.fail_reasons = lambda f_locals: full().fail_reasons(f_locals)
+    checker.python_check_fn = lambda f_locals: full().python_check_fn(f_locals)
+    checker.c_guards = specs
+    checker.guards = Deferred(lambda: full().guards)
+    checker.code_parts = Deferred(lambda: full().code_parts)
+    checker.code_part_guards = Deferred(lambda: full().code_part_guards)
+    checker.source = source
+    return checker  # type: ignore[no-any-return]
+
+
+def _without_parts(checker: Any, why: str) -> None:
+    def fail_reasons(f_locals: Dict[str, Any]) -> List[str]:
+        return [] if checker(f_locals) else [f"a guard of a translation loaded from the cache failed ({why})"]
+
+    checker.fail_reasons = fail_reasons
+    checker.fail_reason = lambda f_locals: next(iter(fail_reasons(f_locals)), None)
+    checker.python_check_fn = checker
+    checker.guards = checker.code_parts = checker.code_part_guards = []
 
 
 def _describe_actual(

@@ -30,7 +30,7 @@ import os
 import sys
 import sysconfig
 import types
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -42,6 +42,9 @@ __all__ = [
     "expectations_built",
     "checker_form",
     "restored_builder",
+    "kept_checker",
+    "restored_checker",
+    "RestoredChecker",
     "ref",
     "resolve",
     "code_fingerprint",
@@ -278,10 +281,16 @@ def checker_form(builder: Any) -> Optional[Tuple[Any, ...]]:
 
 
 def restored_builder(
-    form: Tuple[Any, ...], guards: List[Guard], f_locals: Dict[str, Any], f_globals: Dict[str, Any]
+    form: Tuple[Any, ...],
+    guards: List[Guard],
+    f_locals: Dict[str, Any],
+    f_globals: Dict[str, Any],
+    held: Optional["RestoredChecker"] = None,
 ) -> Any:
     """A guard builder holding ``checker_form``'s parts for ``guards`` (in the order they were
-    built), or None when the global state differs from the one they were built under."""
+    built), or None when the global state differs from the one they were built under.
+    ``held``: the C checker ``restored_checker`` made of the same guards, which the builder
+    takes as its own (with its global-state check) rather than making another."""
     from .builder import CodePart, GuardBuilder, global_state_c_spec, make_global_state_check, same_object
     from .c_form import COVERED
 
@@ -290,8 +299,8 @@ def restored_builder(
     state_spec: Any = None
     if global_state is not None:
         name, snapshot = global_state
-        check = make_global_state_check()
-        if _global_state(check.snapshot) != snapshot:  # type: ignore[attr-defined]
+        check = held.global_state if held is not None else make_global_state_check()
+        if check is None or _global_state(check.snapshot) != snapshot:  # type: ignore[attr-defined]
             return None
         consts[name] = check
         state_spec = global_state_c_spec(check)
@@ -305,4 +314,60 @@ def restored_builder(
         elif guard.kind is GuardKind.ID_MATCH:
             expected = same_object(c[1])  # the address in this process
         parts.append(CodePart(guard, template, expected, actual, c))
-    return GuardBuilder.restored(f_locals, f_globals, guards, parts, consts, source)
+    builder = GuardBuilder.restored(f_locals, f_globals, guards, parts, consts, source)
+    if held is not None:
+        builder.take_c_checker(held.checker, held.specs, held.starts)
+    return builder
+
+
+class RestoredChecker(NamedTuple):
+    """The runtime's C checker made in this process from a ``kept_checker`` form."""
+
+    checker: Any
+    specs: List[Tuple[Any, ...]]  # its guard list
+    starts: List[int]  # per C guard, the index of its first code part
+    global_state: Any  # the global-state check it calls, or None
+    source: str  # the Python form's source
+
+
+#: the global-state op in a kept guard list (its closure is made again on load)
+_GLOBAL_STATE_OP = ("GLOBAL_STATE",)
+
+
+def kept_checker(builder: Any) -> Optional[Tuple[Any, ...]]:
+    """The C checker of ``builder``'s parts as data another process makes it again from
+    (``restored_checker``), without the guards or their parts: its guard list (constants
+    pickled as ``checker_form``'s are), the first part of each C guard, the global-state
+    snapshot and the Python form's source; None when there is no C checker."""
+    form = builder.c_checker()
+    if form is None:
+        return None
+    _, specs, starts = form
+    kept: List[Tuple[Any, ...]] = []
+    snapshot: Any = None
+    for spec in specs:
+        if spec[1] in ("CALL", "CONTEXTVAR_IS"):  # not an opcode: the global-state guard's checker ops
+            snapshot = _global_state(spec[-1].snapshot)
+            spec = (spec[0],) + _GLOBAL_STATE_OP
+        kept.append(spec)
+    return tuple(kept), tuple(starts), snapshot, builder.python_source()
+
+
+def restored_checker(form: Tuple[Any, ...], f_globals: Dict[str, Any]) -> Optional[RestoredChecker]:
+    """The C checker ``kept_checker`` describes, for a frame with these globals; None when
+    the global state differs from the one it was kept under, or no C checker can be made."""
+    from .builder import c_checker_of, global_state_c_spec, make_global_state_check
+
+    kept, starts, snapshot, source = form
+    specs = list(kept)
+    check: Any = None
+    if snapshot is not None:
+        check = make_global_state_check()
+        if _global_state(check.snapshot) != snapshot:  # type: ignore[attr-defined]
+            return None
+        op = global_state_c_spec(check)
+        specs = [(s[0],) + op if s[1:] == _GLOBAL_STATE_OP else s for s in specs]
+    checker = c_checker_of(specs, f_globals)
+    if checker is None:
+        return None
+    return RestoredChecker(checker, specs, list(starts), check, source)

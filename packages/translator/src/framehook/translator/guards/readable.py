@@ -3,12 +3,12 @@ conditions with the closure names of its Python form replaced by what they stand
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from .model import Guard
 from .sources import Source
 
-__all__ = ["ReadableParts", "second_name", "short_repr", "type_name"]
+__all__ = ["Deferred", "ReadableParts", "second_name", "short_repr", "type_name"]
 
 
 def type_name(t: type) -> str:
@@ -34,24 +34,21 @@ def second_name(guard: Guard) -> str:
     return other.name() if isinstance(other, Source) else ""
 
 
-class ReadableParts(Sequence[str]):
-    """A check function's ``code_parts``: each condition as readable text, written when first
-    read (a translation loaded from the cache runs its first call without them)."""
+class Deferred(Sequence[Any]):
+    """A list made when first read, by ``make()``: a check function's ``code_parts``, or what
+    a loaded translation's check function restores on first use."""
 
-    __slots__ = ("_parts", "_consts", "_texts")
+    __slots__ = ("_make", "_items")
 
-    def __init__(self, parts: List[Any], consts: Dict[str, Any]) -> None:
-        self._parts: Optional[List[Any]] = parts
-        self._consts: Optional[Dict[str, Any]] = consts
-        self._texts: Optional[List[str]] = None
+    def __init__(self, make: Callable[[], Sequence[Any]]) -> None:
+        self._make: Optional[Callable[[], Sequence[Any]]] = make
+        self._items: Optional[List[Any]] = None
 
-    def _all(self) -> List[str]:
-        if self._texts is None:
-            assert self._parts is not None and self._consts is not None
-            readable = Readable(self._consts)
-            self._texts = [readable(p.render(p.guard.name, second_name(p.guard))) for p in self._parts]
-            self._parts = self._consts = None
-        return self._texts
+    def _all(self) -> List[Any]:
+        if self._items is None:
+            assert self._make is not None
+            self._items, self._make = list(self._make()), None
+        return self._items
 
     def __getitem__(self, index: Any) -> Any:
         return self._all()[index]
@@ -59,11 +56,11 @@ class ReadableParts(Sequence[str]):
     def __len__(self) -> int:
         return len(self._all())
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[Any]:
         return iter(self._all())
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, (ReadableParts, list)):
+        if isinstance(other, (Deferred, list)):
             return self._all() == list(other)
         return NotImplemented
 
@@ -71,6 +68,21 @@ class ReadableParts(Sequence[str]):
 
     def __repr__(self) -> str:
         return repr(self._all())
+
+
+class ReadableParts(Deferred):
+    """A check function's ``code_parts``: each condition as readable text, written when first
+    read (a translation loaded from the cache runs its first call without them)."""
+
+    __slots__ = ()
+
+    def __init__(self, parts: List[Any], consts: Dict[str, Any]) -> None:
+        super().__init__(lambda: _readable_texts(parts, consts))
+
+
+def _readable_texts(parts: List[Any], consts: Dict[str, Any]) -> List[str]:
+    readable = Readable(consts)
+    return [readable(p.render(p.guard.name, second_name(p.guard))) for p in parts]
 
 
 class Readable:

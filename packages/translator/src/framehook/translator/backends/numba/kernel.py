@@ -87,9 +87,10 @@ class NumbaGraph:
         self._jobs: Dict[Tuple[Any, ...], Optional[float]] = {}  # queued (None) or started at
         self._cached = False
         self._lock = threading.Lock()
-        # planned once: what each call does to the result beyond numba's entry point
-        self._restore = restorer(graph)
-        self._relink = may_return_input_memory(graph)
+        # what each kernel call does to the result beyond numba's entry point: planned with
+        # the lowering (``_judge``), which a loaded graph's first call does not wait for
+        self._restore: Any = None
+        self._relink = False
         self._mutated: Tuple[int, ...] = ()  # the inputs the graph writes (once lowered)
         self._warm = False  # the eager-first calls are done
         self.__name__ = "forward"
@@ -101,6 +102,8 @@ class NumbaGraph:
     def _judge(self, lowered: Any) -> None:
         """Fall back if the lowering refused the graph or the fp flags cannot be read."""
         self._mutated = tuple(lowered.mutated)
+        self._restore = restorer(self.graph)
+        self._relink = may_return_input_memory(self.graph)
         self.lowered = lowered
         reason = lowered.reason
         if reason is None and not fpstatus.available():
