@@ -159,6 +159,24 @@ def test_expectations_differ_exactly_when_a_guard_would_fail():
         portable.expectations(made, frame, dict(g, helper=add_one))
 
 
+def test_the_key_follows_the_code_backend_and_every_setting_but_the_directory(cache):
+    from framehook.translator.backends import lookup_backend
+
+    eager, translator = lookup_backend("eager"), convert_frame._default_translator()
+
+    def key(code=kernel.__code__, backend=eager, strict=False):
+        return tc.cache_key(code, backend, translator, strict, None)
+
+    first = key()
+    assert key() == first and len({first, key(breaking.__code__), key(strict=True)}) == 3
+    with ft.config.patch(cache_size_limit=ft.config.cache_size_limit + 1):
+        assert key() != first  # the settings' text is written again when a value changed
+    assert key() == first
+    with ft.config.patch(translation_cache_dir=str(cache / "elsewhere")):
+        assert key() == first
+    assert key(backend=lambda graph, inputs: graph.forward) is None  # not a registered backend
+
+
 # ------------------------------------------------------------------ in one process, after reset()
 
 
@@ -284,6 +302,18 @@ def test_optimize_reads_the_kept_translations_before_the_first_call(cache, monke
     before = dict(tc.counts)
     assert opt(a, b, 3) == kernel(a, b, 3)
     assert len(reads) == 3 and _delta(before)["hits"] == 1
+
+
+def test_a_failure_while_reading_ahead_is_no_error_of_optimize(cache, monkeypatch):
+    a, b = np.arange(6.0), np.ones(6)
+    _fresh_process_call(kernel, a, b, 3)
+
+    def broken(*args):
+        raise OSError("the disk went away")
+
+    monkeypatch.setattr(tc, "read_ahead", broken)
+    result, counts, decisions = _fresh_process_call(kernel, a, b, 3)  # the call reads the file itself
+    assert counts["hits"] == 1 and decisions["origin"] == "loaded" and result == kernel(a, b, 3)
 
 
 def test_reading_ahead_imports_no_module(monkeypatch):

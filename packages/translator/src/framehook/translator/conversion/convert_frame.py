@@ -316,10 +316,13 @@ class ConvertFrame:
         the verdict on its file, its key in the translation cache, and the translations kept
         under that key read (resolving symlinks, hashing the code, reading and decoding took
         0.1 ms each of a warm first call). ``f_globals``: the function's globals."""
-        skip_reason(code.co_filename)
-        key = self._disk_key(code, {})
-        if key is not None and f_globals is not None:
-            translation_cache.read_ahead(key, f_globals)
+        try:
+            skip_reason(code.co_filename)
+            key = self._disk_key(code, {})
+            if key is not None and f_globals is not None:
+                translation_cache.read_ahead(key, f_globals)
+        except Exception as e:  # noqa: BLE001 - never an error of optimize(): the call does it all again
+            log.debug("preparing %s ahead of its first call failed: %s", _code_location(code), e)
 
     def __repr__(self) -> str:
         return f"ConvertFrame(backend={backend_name(self.compiler_fn)!r}, strict={self.strict})"
