@@ -302,6 +302,14 @@ def test_optimize_reads_the_kept_translations_before_the_first_call(cache, monke
     before = dict(tc.counts)
     assert opt(a, b, 3) == kernel(a, b, 3)
     assert len(reads) == 3 and _delta(before)["hits"] == 1
+    # wrapped again once it has run (a wrapper made in a loop): nothing to read ahead
+    ft.optimize("eager")(kernel)
+    ft.optimize("eager")(kernel)
+    assert len(reads) == 3
+    ft.reset()  # wrapped twice before its first call: read once
+    ft.optimize("eager")(kernel)
+    ft.optimize("eager")(kernel)
+    assert len(reads) == 4
 
 
 def test_a_failure_while_reading_ahead_is_no_error_of_optimize(cache, monkeypatch):

@@ -319,7 +319,8 @@ class ConvertFrame:
         try:
             skip_reason(code.co_filename)
             key = self._disk_key(code, {})
-            if key is not None and f_globals is not None:
+            # only for a first call: a function wrapped again (in a loop, say) reads nothing
+            if key is not None and f_globals is not None and not runtime.cache_entries(code):
                 translation_cache.read_ahead(key, f_globals)
         except Exception as e:  # noqa: BLE001 - never an error of optimize(): the call does it all again
             log.debug("preparing %s ahead of its first call failed: %s", _code_location(code), e)

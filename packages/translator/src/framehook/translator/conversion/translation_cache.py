@@ -430,7 +430,7 @@ def read_ahead(key: str, f_globals: Dict[str, Any]) -> None:
     unless the file changed meanwhile (its identity, size and mtime are compared), in which
     case it reads the file again. What cannot be decoded yet is decoded in the call."""
     directory = _usable_dir()
-    if directory is None:
+    if directory is None or key in _ahead:  # read ahead already, not taken yet
         return
     path = _path(directory, key)
     try:
